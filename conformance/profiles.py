@@ -1,0 +1,37 @@
+"""Hypothesis profiles, chosen with the environment variable `REMAT_PROFILE`.
+
+- `dev`: few examples, for a quick look while editing.
+- `ci` (the default): 100 examples per property, derandomized, so a run is
+  reproducible and a red CI run stays red.
+- `thorough`: many random examples, for hunting.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+ENV_VAR = "REMAT_PROFILE"
+DEFAULT = "ci"
+PROFILES = ("dev", "ci", "thorough")
+
+# Examples draw arrays of up to a few hundred floats and each runs several
+# compiled functions; Hypothesis's timing checks would flag that as "slow".
+_common = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile("dev", max_examples=20, **_common)
+settings.register_profile("ci", max_examples=100, derandomize=True, **_common)
+settings.register_profile("thorough", max_examples=1000, **_common)
+
+
+def load(name: str | None = None) -> str:
+    """Activate the named profile (default: `$REMAT_PROFILE`, else "ci"); return its name."""
+    name = name or os.environ.get(ENV_VAR) or DEFAULT
+    if name not in PROFILES:
+        raise ValueError(f"{ENV_VAR}={name!r}: the profile must be one of {', '.join(PROFILES)}")
+    settings.load_profile(name)
+    return name

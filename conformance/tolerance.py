@@ -1,0 +1,162 @@
+"""The tolerance model: per-element error bounds from a forward error analysis.
+
+Two float32 implementations of the MLP may sum in different orders, fuse
+multiply-adds or not, and flush subnormals or not. Each one's result lies
+within a bound `e` of the exact (real-number) result, so two of them differ
+by at most `2e`. The bound comes from the standard model of float32
+arithmetic (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1):
+
+- a sum of n products `s = sum_i x_i w_i`, any order, FMA or not:
+  `|fl(s) - s| <= gamma_n * sum_i |x_i| |w_i|`, `gamma_n = n u / (1 - n u)`,
+  `u = 2**-24`;
+- plus an absolute term for underflow, `TINY` per operation, where XLA's
+  CPU backend flushes subnormals to zero and torch does not.
+
+Layer 1 gives `e1 = gamma_{D+1} (|x| @ |W1| + |b1|)` on the pre-activation
+`h`. relu is 1-Lipschitz, so the activation inherits `e1`, which layer 2
+carries through `|W2|` before adding its own rounding. The VJP is bounded
+the same way, step by step.
+
+**ReLU kinks.** Where the exact pre-activation lies within `e1` of zero, an
+implementation may land on either side, and the gradient through that unit
+may be `0` or the full upstream gradient. Only there is either side
+accepted: the bound for the affected entries grows by exactly the jump.
+
+The analysis runs in float64 on the actual data, so a bound is as tight as
+the data allow. It never flakes: every implementation that computes in
+float32 meets it by construction, whatever its summation order. It fails
+bf16/f16 arithmetic and a bias off by a part in a thousand, which the
+mutants and tests/test_tolerance.py check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from implementations.contract import Params
+
+U = 2.0**-24  # float32 unit roundoff
+ULP_REL = 2.0**-23  # one float32 ulp, relative to the value
+TINY = 2.0**-126  # error of one flushed subnormal: the smallest normal float32
+
+
+def gamma(n: int) -> float:
+    """`n u / (1 - n u)`: the relative error bound of an n-term float32 sum of products."""
+    return n * U / (1.0 - n * U)
+
+
+def _abs_matvec(v: np.ndarray, m: np.ndarray) -> np.ndarray:
+    return np.abs(v) @ np.abs(m)
+
+
+@dataclass(frozen=True)
+class ForwardAnalysis:
+    """The exact forward pass (float64) and one float32 implementation's error bounds.
+
+    **Arguments:**
+
+    - `h`, `a`, `y`: exact pre-activation, activation and output.
+    - `e1`: bound on one implementation's error in `h` (and so in `a`).
+    - `e2`: bound on one implementation's error in `y`.
+    - `kinks`: units whose exact pre-activation lies within `e1` of zero.
+    """
+
+    h: np.ndarray
+    a: np.ndarray
+    y: np.ndarray
+    e1: np.ndarray
+    e2: np.ndarray
+    kinks: np.ndarray
+
+
+def analyse_forward(params: Params, x: np.ndarray, *, param_ulps: float = 0.0) -> ForwardAnalysis:
+    """Bound one float32 implementation of the forward pass on this data.
+
+    **Arguments:**
+
+    - `params`, `x`: the data, as float32.
+    - `param_ulps`: how many ulps the implementation's own parameters may
+      differ from `params` by (for end-to-end runs, where each port makes its
+      own init); 0 when the parameters are shared.
+    """
+    w1, b1, w2, b2 = (p.astype(np.float64) for p in (params.w1, params.b1, params.w2, params.b2))
+    x = np.asarray(x, np.float64)
+    dim, features = w1.shape
+    perturb = param_ulps * ULP_REL
+
+    h = x @ w1 + b1  # (D,) -> (F,)
+    magnitude1 = _abs_matvec(x, w1) + np.abs(b1)
+    e1 = (gamma(dim + 1) + perturb) * magnitude1 + TINY * (
+        dim + 1 + np.abs(x).sum() + np.abs(w1).sum(0)
+    )
+    e1 *= 1.0 + 1e-9  # room for the float64 reference's own rounding
+
+    a = np.maximum(h, 0.0)
+    y = a @ w2 + b2  # (F,) -> (F,)
+    magnitude2 = _abs_matvec(a + e1, w2) + np.abs(b2)
+    e2 = (
+        _abs_matvec(e1, w2)
+        + (gamma(features + 1) + perturb) * magnitude2
+        + TINY * (features + 1 + (a + e1).sum() + np.abs(w2).sum(0))
+    )
+    e2 *= 1.0 + 1e-9
+    return ForwardAnalysis(h=h, a=a, y=y, e1=e1, e2=e2, kinks=np.abs(h) <= e1)
+
+
+def forward_bound(params: Params, x: np.ndarray, *, param_ulps: float = 0.0) -> np.ndarray:
+    """The largest `|y_port - y_canonical|` two float32 implementations can show, per element."""
+    return 2.0 * analyse_forward(params, x, param_ulps=param_ulps).e2
+
+
+def vjp_bounds(params: Params, x: np.ndarray, cotangent: np.ndarray) -> dict[str, np.ndarray]:
+    """The largest difference two float32 VJPs can show, per element, for each gradient.
+
+    **Returns:** bounds for `w1`, `b1`, `w2`, `b2` and `x`, kink-aware: at a
+    kink unit the bound admits the gradient from either side of the relu.
+    """
+    fwd = analyse_forward(params, x)
+    w1, w2 = params.w1.astype(np.float64), params.w2.astype(np.float64)
+    x = np.abs(np.asarray(x, np.float64))
+    c = np.abs(np.asarray(cotangent, np.float64))
+    features = w2.shape[0]
+    slack = 1.0 + 1e-9
+
+    # dL/dW2[j, k] = a_j c_k, from the implementation's own a (off by e1).
+    a_hat = fwd.a + fwd.e1
+    e_w2 = np.outer(fwd.e1, c) + U * np.outer(a_hat, c) + TINY * (1 + np.add.outer(a_hat, c))
+
+    # dL/da = W2 @ c, an F-term sum.
+    g_a = np.abs(params.w2.astype(np.float64) @ np.asarray(cotangent, np.float64))
+    e_ga = gamma(features) * (np.abs(w2) @ c) + TINY * (features + 1 + np.abs(w2).sum(1) + c.sum())
+    # dL/dh = dL/da where the unit is active. At a kink it may be either side,
+    # so its error is e_ga and the two sides differ by a jump of |g_a|.
+    open_units = (fwd.h > 0) | fwd.kinks
+    e_gh = np.where(open_units, e_ga, 0.0)
+    g_h = np.where(open_units, g_a + e_ga, 0.0)  # a bound on |dL/dh| itself
+    jump = np.where(fwd.kinks, g_a, 0.0)
+
+    # dL/dW1[i, j] = x_i (dL/dh)_j: one rounding on top of dL/dh's error.
+    e_w1 = np.outer(x, e_gh) + U * np.outer(x, g_h) + TINY * (1 + np.add.outer(x, g_h))
+    # dL/dx = W1 @ dL/dh, an F-term sum.
+    e_x = np.abs(w1) @ e_gh + gamma(features) * (np.abs(w1) @ g_h)
+    e_x += TINY * (features + 1 + np.abs(w1).sum(1) + g_h.sum())
+
+    return {
+        "w1": (2.0 * e_w1 + np.outer(x, jump) * (1 + U)) * slack,
+        "b1": (2.0 * e_gh + jump) * slack + 2.0 * TINY,
+        "w2": 2.0 * e_w2 * slack,
+        "b2": np.full(features, 2.0 * TINY),  # dL/db2 = c: no arithmetic at all
+        "x": (2.0 * e_x + (np.abs(w1) @ jump) * (1 + gamma(features))) * slack,
+    }
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many float32 values lie between a and b (0 when equal; +0 and -0 count as equal)."""
+
+    def ordered(v: np.ndarray) -> np.ndarray:
+        bits = np.asarray(v, np.float32).view(np.int32).astype(np.int64)
+        return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+
+    return np.abs(ordered(a) - ordered(b))

@@ -1,0 +1,135 @@
+"""The registry of ports. Importing this package imports no ML framework.
+
+Built-in ports are registered below as lazy `"module:attr"` strings. Ports
+from other packages register through the entry-point group
+`remat_conformance.implementations`, with a value of the same form. A port is
+imported the first time it is loaded, and:
+
+- **available** when its module imports and gives an `Implementation`;
+- **unavailable** when its framework is not installed (the suite skips it,
+  with the reason);
+- **broken** when it fails in any other way (the suite fails it).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from .contract import Implementation
+
+__all__ = [
+    "BUILTIN",
+    "CANONICAL",
+    "ENTRY_POINT_GROUP",
+    "Implementation",
+    "PortStatus",
+    "PortUnavailable",
+    "available",
+    "load",
+    "registered",
+    "status",
+]
+
+CANONICAL = "flax_linen"
+ENTRY_POINT_GROUP = "remat_conformance.implementations"
+
+BUILTIN: dict[str, str] = {
+    "flax_linen": "implementations.flax_linen:FlaxLinen",
+    "equinox_jax": "implementations.equinox_jax:EquinoxJax",
+    "pytorch": "implementations.pytorch:PyTorch",
+}
+
+# The extra that installs each built-in port's framework, for error messages.
+_EXTRAS = {"flax_linen": "flax", "equinox_jax": "equinox", "pytorch": "torch"}
+
+
+class PortUnavailable(RuntimeError):
+    """A port that cannot be loaded. `missing` is True when only its framework is absent."""
+
+    def __init__(self, name: str, reason: str, *, missing: bool):
+        super().__init__(f"port {name!r}: {reason}")
+        self.name, self.reason, self.missing = name, reason, missing
+
+
+@dataclass(frozen=True)
+class PortStatus:
+    """Whether a registered port loads: `state` is "available", "unavailable" or "broken"."""
+
+    name: str
+    target: str
+    source: str
+    state: str
+    reason: str = ""
+
+
+def registered() -> dict[str, tuple[str, str]]:
+    """Every registered port: name -> (target, source). Built-ins win a name clash."""
+    found = {name: (target, "built-in") for name, target in BUILTIN.items()}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        dist = point.dist.name if point.dist is not None else "unknown distribution"
+        found.setdefault(point.name, (point.value, f"entry point of {dist}"))
+    return found
+
+
+@functools.cache
+def load(name: str) -> Implementation:
+    """The port registered as `name`, imported now. Raises `PortUnavailable`."""
+    ports = registered()
+    if name not in ports:
+        known = ", ".join(sorted(ports))
+        raise PortUnavailable(name, f"no such port; registered ports: {known}", missing=False)
+    target, _ = ports[name]
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        own = module_name.split(".")[0]
+        if error.name and error.name.split(".")[0] != own:
+            extra = _EXTRAS.get(name)
+            hint = f" (pip install 'remat-conformance[{extra}]')" if extra else ""
+            raise PortUnavailable(
+                name, f"needs {error.name!r}, not installed{hint}", missing=True
+            ) from None
+        raise PortUnavailable(
+            name, f"cannot import {module_name}: {error}", missing=False
+        ) from error
+    except Exception as error:
+        raise PortUnavailable(
+            name, f"import of {module_name} failed: {error!r}", missing=False
+        ) from error
+    try:
+        obj = getattr(module, attr) if attr else module
+        port = obj() if isinstance(obj, type) else obj
+    except Exception as error:
+        raise PortUnavailable(name, f"cannot build {target}: {error!r}", missing=False) from error
+    if not isinstance(port, Implementation):
+        raise PortUnavailable(
+            name, f"{target} is a {type(port).__name__}, not an Implementation", missing=False
+        )
+    if port.name != name:
+        raise PortUnavailable(
+            name, f"{target} calls itself {port.name!r}, registered as {name!r}", missing=False
+        )
+    return port
+
+
+def status() -> list[PortStatus]:
+    """Every registered port and whether it loads, in registration order."""
+    result = []
+    for name, (target, source) in registered().items():
+        try:
+            load(name)
+        except PortUnavailable as error:
+            state = "unavailable" if error.missing else "broken"
+            result.append(PortStatus(name, target, source, state, error.reason))
+        else:
+            result.append(PortStatus(name, target, source, "available"))
+    return result
+
+
+def available() -> dict[str, Implementation]:
+    """The ports that load, by name."""
+    return {s.name: load(s.name) for s in status() if s.state == "available"}

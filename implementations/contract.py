@@ -1,0 +1,430 @@
+"""The contract every port satisfies. Imports numpy only.
+
+Data crosses between frameworks as float32 numpy arrays in the canonical
+layout, which is Flax's: a kernel is `(in, out)`. Each port converts into and
+out of its own layout next to its own code.
+
+**Contents:**
+
+- `Params`, `Grads`: the canonical parameter layout and a VJP's result.
+- `SavedTensor`, `BackwardRecord`: what a backward pass saved and recomputed.
+- `Implementation`: the protocol, as an abstract base class.
+- `check_seed`, `check_features`, `check_x`, `check_x_spec`: input validation,
+  shared so that every port raises the same error for the same bad input.
+- `BAD_INPUTS`: the catalogue of bad inputs that the suite feeds every port.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import numbers
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+PARAM_NAMES = ("w1", "b1", "w2", "b2")
+
+# `jax.random.PRNGKey` converts its seed to a C long: 2**63 raises
+# OverflowError. In the default x32 mode it then keeps the low 32 bits, so
+# seeds s and s + 2**32 give the same key (pinned in tests/test_seed_range.py).
+SEED_MAX = 2**63 - 1
+
+
+def param_shapes(dim: int, features: int) -> dict[str, tuple[int, ...]]:
+    """The canonical shape of each parameter, for input width `dim` and width `features`."""
+    return {"w1": (dim, features), "b1": (features,), "w2": (features, features), "b2": (features,)}
+
+
+@dataclass(frozen=True, eq=False)
+class Params:
+    """The MLP's parameters in the canonical (Flax) layout: float32, kernel `(in, out)`.
+
+    **Arguments:**
+
+    - `w1`: `(D, F)` kernel of `Dense_0`.
+    - `b1`: `(F,)` bias of `Dense_0`.
+    - `w2`: `(F, F)` kernel of `Dense_1`.
+    - `b2`: `(F,)` bias of `Dense_1`.
+
+    The arrays are copied to float32 and made read-only, so a port can never
+    change them in place behind the caller's back.
+    """
+
+    w1: np.ndarray
+    b1: np.ndarray
+    w2: np.ndarray
+    b2: np.ndarray
+
+    def __post_init__(self):
+        for name in PARAM_NAMES:
+            array = np.array(getattr(self, name), dtype=np.float32, copy=True)
+            array.flags.writeable = False
+            object.__setattr__(self, name, array)
+        if self.w1.ndim != 2:
+            raise ValueError(f"params: w1 must be 2-D (D, F), got shape {self.w1.shape}")
+        expected = param_shapes(*self.w1.shape)
+        for name in PARAM_NAMES:
+            if getattr(self, name).shape != expected[name]:
+                raise ValueError(
+                    f"params: {name} must have shape {expected[name]} to match w1 "
+                    f"{self.w1.shape}, got {getattr(self, name).shape}"
+                )
+
+    @property
+    def dim(self) -> int:
+        """The input width D."""
+        return self.w1.shape[0]
+
+    @property
+    def features(self) -> int:
+        """The width F."""
+        return self.w1.shape[1]
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """The parameters by canonical name."""
+        return {name: getattr(self, name) for name in PARAM_NAMES}
+
+
+@dataclass(frozen=True, eq=False)
+class Grads:
+    """A VJP's result: the cotangent pulled back to every parameter and to x, canonical layout."""
+
+    w1: np.ndarray
+    b1: np.ndarray
+    w2: np.ndarray
+    b2: np.ndarray
+    x: np.ndarray
+
+    def __post_init__(self):
+        for f in fields(self):
+            object.__setattr__(self, f.name, np.asarray(getattr(self, f.name), dtype=np.float32))
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """The gradients by name: `w1`, `b1`, `w2`, `b2`, `x`."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One tensor that the forward pass keeps for the backward pass.
+
+    **Arguments:**
+
+    - `shape`, `dtype`: as the framework reports them.
+    - `origin`: `"input"` (x), `"parameter"` (a weight or bias) or
+      `"activation"` (computed from x inside the model).
+    - `note`: the framework instrument's own description of it.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    origin: str
+    note: str = ""
+
+    ORIGINS: ClassVar[tuple[str, ...]] = ("input", "parameter", "activation")
+
+    def __post_init__(self):
+        if self.origin not in self.ORIGINS:
+            raise ValueError(f"origin must be one of {self.ORIGINS}, got {self.origin!r}")
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * np.dtype(_numpy_dtype_name(self.dtype)).itemsize
+
+
+@dataclass(frozen=True)
+class BackwardRecord:
+    """What one backward pass saved and recomputed, read off the framework's own instrument.
+
+    **Arguments:**
+
+    - `instrument`: which instrument measured this, in a few words.
+    - `saved`: every tensor kept from the forward pass for the backward pass.
+    - `recomputed`: forward operations that the backward pass ran again, by op
+      name (`dot_general`, `aten.addmm`, ...). Empty without checkpointing.
+    - `checkpoint_regions`: how many checkpoint regions the grad path holds,
+      or None where the framework has no instrument that counts them.
+    """
+
+    instrument: str
+    saved: tuple[SavedTensor, ...]
+    recomputed: Mapping[str, int] = field(default_factory=dict)
+    checkpoint_regions: int | None = None
+
+    def saved_by_origin(self, origin: str) -> tuple[SavedTensor, ...]:
+        return tuple(t for t in self.saved if t.origin == origin)
+
+    @property
+    def saved_bytes(self) -> int:
+        """Bytes saved, parameters left out: they live on whether or not anything is saved."""
+        return sum(t.nbytes for t in self.saved if t.origin != "parameter")
+
+    @property
+    def recomputed_count(self) -> int:
+        return sum(self.recomputed.values())
+
+
+def _numpy_dtype_name(name: str) -> str:
+    # Frameworks spell dtypes their own way ("torch.float32"); keep the last word.
+    name = name.rsplit(".", 1)[-1]
+    return "float16" if name == "bfloat16" else name  # same itemsize
+
+
+class Implementation(abc.ABC):
+    """One port of the exercise. Subclass it once per framework.
+
+    Arrays in and out of the contract methods are numpy, canonical layout.
+    Only `nn_checkpoint_forward` takes and returns the framework's own arrays.
+    Importing a port's module imports its framework; `implementations`
+    itself imports none.
+    """
+
+    #: The registry name, e.g. "pytorch".
+    name: ClassVar[str]
+    #: The framework, as its distribution is named, e.g. "torch".
+    framework: ClassVar[str]
+    #: Distributions whose versions the reports show, e.g. ("jax", "flax").
+    distributions: ClassVar[tuple[str, ...]] = ()
+
+    @abc.abstractmethod
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        """The port's own seeded init for input width `dim`, exported in the canonical layout."""
+
+    @abc.abstractmethod
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        """The `(F,)` output for the given params, with the checkpoint on or off."""
+
+    @abc.abstractmethod
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        """Pull the `(F,)` cotangent back to every parameter and to x."""
+
+    @abc.abstractmethod
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        """What the backward pass of `vjp` saves and recomputes, from the framework's instrument."""
+
+    @abc.abstractmethod
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        """What differentiating `nn_checkpoint_forward` with respect to x saves and recomputes."""
+
+    @abc.abstractmethod
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        """The exercise itself: the framework's arrays in, a float32 `(F,)` array out."""
+
+    @abc.abstractmethod
+    def to_numpy(self, array: Any) -> np.ndarray:
+        """A framework array as numpy, detached from any autograd graph."""
+
+    @abc.abstractmethod
+    def from_numpy(self, array: np.ndarray) -> Any:
+        """A numpy array as the framework's own array (dtype kept)."""
+
+    def pin_matmul_precision(self) -> None:  # noqa: B027 - optional hook; a CPU-only port needs none
+        """Make float32 matmuls exact float32 on accelerators (no TF32, no bf16 passes)."""
+
+    def versions(self) -> dict[str, str]:
+        """The installed version of each distribution this port uses."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        found = {}
+        for dist in self.distributions:
+            try:
+                found[dist] = version(dist)
+            except PackageNotFoundError:
+                found[dist] = "not installed"
+        return found
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} ({self.framework})>"
+
+
+# ---------------------------------------------------------------------------
+# Input validation
+# ---------------------------------------------------------------------------
+
+
+def check_seed(seed: Any) -> int:
+    """`seed` as a Python int in `[0, SEED_MAX]`; raise naming `seed` otherwise."""
+    value = _integer_scalar(seed, "seed")
+    if value < 0:
+        raise ValueError(f"seed must be non-negative, got {value}")
+    if value > SEED_MAX:
+        raise ValueError(
+            f"seed must be at most 2**63 - 1 (jax.random.PRNGKey's limit), got {value}"
+        )
+    return value
+
+
+def check_features(features: Any) -> int:
+    """`features` as a Python int >= 1; raise naming `features` otherwise."""
+    value = _integer_scalar(features, "features")
+    if value < 1:
+        raise ValueError(f"features must be a positive integer, got {value}")
+    return value
+
+
+def _integer_scalar(value: Any, name: str) -> int:
+    """An integer-valued scalar (int, integral float, 0-d array of any framework) as an int."""
+    if getattr(value, "shape", None) == ():
+        # A 0-d numpy, jax or torch array: `.item()` gives the Python scalar
+        # and fails on a tracer, whose value nobody can know yet.
+        try:
+            value = value.item()
+        except Exception as error:
+            raise TypeError(
+                f"{name} must be a concrete scalar, not a traced value; "
+                f"mark it static under jax.jit ({type(error).__name__})"
+            ) from None
+    elif hasattr(value, "shape"):
+        raise TypeError(f"{name} must be a scalar, got an array of shape {tuple(value.shape)}")
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be an integer, not a bool ({value!r})")
+    if isinstance(value, numbers.Integral):
+        return operator.index(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if math.isnan(value) or math.isinf(value):
+            raise ValueError(f"{name} must be a finite integer, got {value}")
+        if not value.is_integer():
+            raise ValueError(f"{name} must be integer-valued, got {value!r}")
+        return int(value)
+    raise TypeError(f"{name} must be an integer scalar, got {type(value).__name__}: {value!r}")
+
+
+# ml_dtypes' narrow floats and ints have numpy kind "V"; know them by name.
+_NARROW_FLOAT_PREFIXES = ("bfloat16", "float8", "float6", "float4")
+_NARROW_INT_PREFIXES = ("int2", "int4", "uint2", "uint4")
+
+
+def dtype_category(dtype: Any) -> str:
+    """`"float"`, `"int"`, `"bool"`, `"complex"` or `"other"`, for a numpy or framework dtype."""
+    name = str(dtype).rsplit(".", 1)[-1]
+    if name.startswith(_NARROW_FLOAT_PREFIXES):
+        return "float"
+    if name.startswith(_NARROW_INT_PREFIXES):
+        return "int"
+    if name in ("half", "float", "double"):  # torch spells some as C types
+        return "float"
+    if name in ("short", "int", "long", "uint8", "int8"):
+        return "int"
+    if name in ("cfloat", "cdouble", "chalf"):
+        return "complex"
+    try:
+        kind = np.dtype(name).kind
+    except TypeError:
+        return "other"
+    return {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}.get(kind, "other")
+
+
+def check_x_spec(shape: tuple[int, ...], dtype: Any) -> int:
+    """Check x's shape and dtype (all that a traced x reveals); return D."""
+    category = dtype_category(dtype)
+    if category not in ("float", "int"):
+        raise TypeError(f"x must have a real floating or integer dtype, got {dtype}")
+    shape = tuple(shape)
+    if len(shape) != 1:
+        raise ValueError(f"x must be a vector of shape (D,), got shape {shape}")
+    if shape[0] < 1:
+        raise ValueError("x must not be empty (D >= 1), got shape (0,)")
+    return shape[0]
+
+
+def check_x(x: Any) -> np.ndarray:
+    """x as a fresh float32 `(D,)` numpy array; raise naming `x` for anything else.
+
+    Accepts lists, tuples and anything `np.asarray` reads (numpy, jax, a torch
+    tensor that needs no grad). The result is always a copy, so nothing done
+    to it can reach the caller's data.
+    """
+    try:
+        array = np.asarray(x)
+    except (ValueError, TypeError) as error:
+        raise TypeError(f"x must be a real array-like of shape (D,): {error}") from None
+    check_x_spec(array.shape, array.dtype)
+    return check_x_values(array)
+
+
+def check_x_values(array: np.ndarray) -> np.ndarray:
+    """A float32 copy of a checked numpy x, which must be finite after the cast."""
+    with np.errstate(over="ignore"):  # overflow to inf is reported just below
+        converted = np.array(array, dtype=np.float32, copy=True)
+    if not np.isfinite(converted).all():
+        bad = int(np.flatnonzero(~np.isfinite(converted))[0])
+        raise ValueError(
+            f"x must be finite in float32; x[{bad}] = {array[bad]!r} is not"
+            " (NaN, inf, or beyond float32's range)"
+        )
+    return converted
+
+
+# ---------------------------------------------------------------------------
+# The catalogue of bad inputs
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One bad call of `nn_checkpoint_forward`, and the error every port must raise.
+
+    `x` is a factory taking the port's `from_numpy`, so that the bad x
+    can arrive both as numpy and as the framework's own array.
+    """
+
+    label: str
+    argument: str
+    error: type[Exception]
+    seed: Any = 0
+    features: Any = 3
+    x: Callable[[Callable[[np.ndarray], Any]], Any] = lambda native: native(
+        np.array([1.0, -2.0], np.float32)
+    )
+
+
+def _raw(value: Any) -> Callable[[Callable[[np.ndarray], Any]], Any]:
+    return lambda native: value
+
+
+def _native(array: np.ndarray) -> Callable[[Callable[[np.ndarray], Any]], Any]:
+    return lambda native: native(array)
+
+
+BAD_INPUTS: tuple[BadInput, ...] = (
+    BadInput("seed is True", "seed", ValueError, seed=True),
+    BadInput("seed is numpy bool", "seed", ValueError, seed=np.bool_(False)),
+    BadInput("seed is 1.5", "seed", ValueError, seed=1.5),
+    BadInput("seed is NaN", "seed", ValueError, seed=float("nan")),
+    BadInput("seed is inf", "seed", ValueError, seed=float("inf")),
+    BadInput("seed is -inf", "seed", ValueError, seed=float("-inf")),
+    BadInput("seed is -1", "seed", ValueError, seed=-1),
+    BadInput("seed is -1.0", "seed", ValueError, seed=-1.0),
+    BadInput("seed is 2**63", "seed", ValueError, seed=2**63),
+    BadInput("seed is a string", "seed", TypeError, seed="3"),
+    BadInput("seed is None", "seed", TypeError, seed=None),
+    BadInput("seed is a (1,) array", "seed", TypeError, seed=np.array([3])),
+    BadInput("features is True", "features", ValueError, features=True),
+    BadInput("features is 2.5", "features", ValueError, features=2.5),
+    BadInput("features is NaN", "features", ValueError, features=float("nan")),
+    BadInput("features is inf", "features", ValueError, features=float("inf")),
+    BadInput("features is 0", "features", ValueError, features=0),
+    BadInput("features is -3", "features", ValueError, features=-3),
+    BadInput("features is numpy 0.5", "features", ValueError, features=np.float32(0.5)),
+    BadInput("x is bool", "x", TypeError, x=_native(np.array([True, False]))),
+    BadInput("x is complex", "x", TypeError, x=_native(np.array([1 + 2j, 3j], np.complex64))),
+    BadInput("x is object", "x", TypeError, x=_raw(np.array([1.0, None], dtype=object))),
+    BadInput("x is a list of strings", "x", TypeError, x=_raw(["a", "b"])),
+    BadInput("x is 0-d", "x", ValueError, x=_native(np.array(1.0, np.float32))),
+    BadInput("x is 2-d", "x", ValueError, x=_native(np.ones((2, 3), np.float32))),
+    BadInput("x is empty", "x", ValueError, x=_native(np.zeros((0,), np.float32))),
+    BadInput("x holds NaN", "x", ValueError, x=_native(np.array([1.0, np.nan], np.float32))),
+    BadInput("x holds inf", "x", ValueError, x=_native(np.array([np.inf, 1.0], np.float32))),
+    BadInput("x holds -inf", "x", ValueError, x=_raw([1.0, float("-inf")])),
+    BadInput("x overflows float32", "x", ValueError, x=_raw(np.array([1e39, 0.0]))),
+    BadInput("x is ragged", "x", TypeError, x=_raw([[1.0], [1.0, 2.0]])),
+)

@@ -1,0 +1,65 @@
+"""The registry: lazy imports, and ports whose framework is missing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import implementations
+from implementations import PortUnavailable
+
+FRAMEWORKS = ("jax", "jaxlib", "flax", "equinox", "torch")
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_importing_the_packages_imports_no_framework():
+    result = _run(
+        f"""
+        import sys
+        import implementations, conformance, conformance.tolerance
+        implementations.registered()
+        loaded = [m for m in {FRAMEWORKS!r} if m in sys.modules]
+        assert not loaded, loaded
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_a_missing_framework_makes_its_port_unavailable_with_a_reason():
+    result = _run(
+        """
+        import sys
+        sys.modules["torch"] = None  # as if torch were not installed
+        import implementations
+        by_name = {s.name: s for s in implementations.status()}
+        print(by_name["pytorch"].state, "|", by_name["pytorch"].reason)
+        print(by_name["flax_linen"].state)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.strip().splitlines()
+    assert first.startswith("unavailable |")
+    assert "torch" in first and "remat-conformance[torch]" in first
+    assert second == "available"
+
+
+def test_unknown_port_names_the_registered_ones():
+    with pytest.raises(PortUnavailable, match="flax_linen"):
+        implementations.load("no_such_port")
+
+
+def test_builtin_ports_are_lazy_strings():
+    for target in implementations.BUILTIN.values():
+        module, _, attr = target.partition(":")
+        assert module.startswith("implementations.") and attr
+    assert implementations.CANONICAL in implementations.BUILTIN
