@@ -49,40 +49,39 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
 
     **Returns:** the flattened `(F,)` float32 output.
     """
+    return init_and_apply(CheckpointMLP, seed, x, features)
+
+
+def init_and_apply(
+    module: type[nn.Module], seed: Any, x: Any, features: Any, *, init_module=None
+) -> jax.Array:
+    """`nn_checkpoint_forward` for any MLP-shaped module class (the mutants swap it).
+
+    `init_module` makes the parameters, when another class than `module` should.
+    """
     seed, features, x = check_seed(seed), check_features(features), checked_x(x)
-    return _init_and_apply(features)(jax.random.PRNGKey(seed), x)
+    init = _init(init_module or module, features)
+    # init reads only x's shape. stop_gradient says so to autodiff, so that a
+    # grad of this function reuses the compiled init instead of compiling its JVP.
+    variables = init(jax.random.PRNGKey(seed), jax.lax.stop_gradient(x))
+    return _apply(module, features)(variables, x).ravel()
 
 
-@functools.lru_cache(maxsize=64)
-def _init_and_apply(features: int):
-    # One compiled init+apply per width (and, inside jit's cache, per D), so a
-    # warm call with a new seed dispatches instead of tracing again.
-    model = CheckpointMLP(features=features)
-
-    def init_and_apply(key, x):
-        variables = model.init(key, x)
-        return model.apply(variables, x).ravel()
-
-    return jax.jit(init_and_apply)
-
-
-def _model(features: int, checkpoint: bool) -> nn.Module:
-    return (CheckpointMLP if checkpoint else MLP)(features=features)
-
-
-@functools.lru_cache(maxsize=64)
-def _init(features: int):
-    return jax.jit(_model(features, checkpoint=True).init)
+# One compiled function per module class and width (and, inside jit's cache,
+# per D), so a warm call with a new seed dispatches instead of tracing again.
+@functools.lru_cache(maxsize=128)
+def _init(module: type[nn.Module], features: int):
+    return jax.jit(module(features=features).init)
 
 
 @functools.lru_cache(maxsize=128)
-def _apply(features: int, checkpoint: bool):
-    return jax.jit(_model(features, checkpoint).apply)
+def _apply(module: type[nn.Module], features: int):
+    return jax.jit(module(features=features).apply)
 
 
 @functools.lru_cache(maxsize=128)
-def _vjp(features: int, checkpoint: bool):
-    apply = _model(features, checkpoint).apply
+def _vjp(module: type[nn.Module], features: int):
+    apply = module(features=features).apply
 
     def pull_back(variables, x, cotangent):
         _, pullback = jax.vjp(apply, variables, x)
@@ -118,46 +117,64 @@ class FlaxLinen(Implementation):
     name = "flax_linen"
     framework = "flax"
     distributions = ("jax", "jaxlib", "flax")
+    #: The module classes behind `checkpoint=True` and `checkpoint=False`, and
+    #: the one that makes the parameters (mutants swap them).
+    checkpointed: type[nn.Module] = CheckpointMLP
+    plain: type[nn.Module] = MLP
+    initializer: type[nn.Module] = CheckpointMLP
+
+    def __init__(self):
+        self._records: dict[tuple, Any] = {}
+
+    def _module(self, checkpoint: bool) -> type[nn.Module]:
+        return self.checkpointed if checkpoint else self.plain
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         seed, features = check_seed(seed), check_features(features)
-        key = jax.random.PRNGKey(seed)
-        return variables_to_params(_init(features)(key, jnp.zeros((dim,), jnp.float32)))
+        init = _init(self.initializer, features)
+        return variables_to_params(init(jax.random.PRNGKey(seed), jnp.zeros((dim,), jnp.float32)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        out = _apply(params.features, checkpoint)(params_to_variables(params), jnp.asarray(x))
-        return np.asarray(out).ravel()
+        apply = _apply(self._module(checkpoint), params.features)
+        return np.asarray(apply(params_to_variables(params), jnp.asarray(x))).ravel()
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        pull_back = _vjp(params.features, checkpoint)
+        pull_back = _vjp(self._module(checkpoint), params.features)
         variables, dx = pull_back(
             params_to_variables(params), jnp.asarray(x), jnp.asarray(cotangent)
         )
         tree = variables_to_params(variables)
         return Grads(w1=tree.w1, b1=tree.b1, w2=tree.w2, b2=tree.b2, x=np.asarray(dx))
 
+    # A record depends on shapes only (it is read off jaxprs), so each port
+    # instance keeps one per shape, as jit keeps one executable per shape.
     def backward_record(self, params: Params, x: np.ndarray, *, checkpoint: bool = True):
-        apply = _model(params.features, checkpoint).apply
-        return jax_evidence.backward_record(
-            apply,
-            (params_to_variables(params), jnp.asarray(x)),
-            origins=("parameter", "input"),
-            cotangent=jnp.ones((params.features,), jnp.float32),
-        )
+        key = ("vjp", params.dim, params.features, checkpoint)
+        if key not in self._records:
+            self._records[key] = jax_evidence.backward_record(
+                self._module(checkpoint)(features=params.features).apply,
+                (params_to_variables(params), jnp.asarray(x)),
+                origins=("parameter", "input"),
+                cotangent=jnp.ones((params.features,), jnp.float32),
+            )
+        return self._records[key]
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any):
         features = check_features(features)
-        return jax_evidence.backward_record(
-            lambda x: nn_checkpoint_forward(seed, x, features),
-            (jnp.asarray(x),),
-            origins=("input",),
-            cotangent=jnp.ones((features,), jnp.float32),
-        )
+        key = ("exercise", np.shape(x), features)
+        if key not in self._records:
+            self._records[key] = jax_evidence.backward_record(
+                lambda x: self.nn_checkpoint_forward(seed, x, features),
+                (jnp.asarray(x),),
+                origins=("input",),
+                cotangent=jnp.ones((features,), jnp.float32),
+            )
+        return self._records[key]
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
-        return nn_checkpoint_forward(seed, x, features)
+        return init_and_apply(self.checkpointed, seed, x, features, init_module=self.initializer)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return np.asarray(array)

@@ -4,6 +4,8 @@ import importlib.util
 
 from conformance import profiles
 
+pytest_plugins = ["conformance.pytest_plugin"]
+
 profiles.load()
 
 if importlib.util.find_spec("jax") is not None:

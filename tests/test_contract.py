@@ -23,8 +23,17 @@ from implementations.contract import (
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(0, 0), (7, 7), (7.0, 7), (np.int64(9), 9), (np.float32(9.0), 9), (np.array(4), 4),
-     (2**40, 2**40), (float(2**62), 2**62), (np.uint64(2**63 - 1), 2**63 - 1)],
+    [
+        (0, 0),
+        (7, 7),
+        (7.0, 7),
+        (np.int64(9), 9),
+        (np.float32(9.0), 9),
+        (np.array(4), 4),
+        (2**40, 2**40),
+        (float(2**62), 2**62),
+        (np.uint64(2**63 - 1), 2**63 - 1),
+    ],
 )
 def test_seed_accepts_integer_valued_scalars(value, expected):
     result = check_seed(value)
@@ -80,10 +89,23 @@ def test_x_float32_input_is_still_copied():
 
 @pytest.mark.parametrize(
     ("dtype", "category"),
-    [("float32", "float"), ("float16", "float"), ("bfloat16", "float"), ("torch.bfloat16", "float"),
-     ("float8_e4m3fn", "float"), ("int64", "int"), ("uint8", "int"), ("int4", "int"),
-     ("bool", "bool"), ("torch.bool", "bool"), ("complex64", "complex"), ("object", "other"),
-     ("<U3", "other"), ("torch.float32", "float"), ("torch.complex64", "complex")],
+    [
+        ("float32", "float"),
+        ("float16", "float"),
+        ("bfloat16", "float"),
+        ("torch.bfloat16", "float"),
+        ("float8_e4m3fn", "float"),
+        ("int64", "int"),
+        ("uint8", "int"),
+        ("int4", "int"),
+        ("bool", "bool"),
+        ("torch.bool", "bool"),
+        ("complex64", "complex"),
+        ("object", "other"),
+        ("<U3", "other"),
+        ("torch.float32", "float"),
+        ("torch.complex64", "complex"),
+    ],
 )
 def test_dtype_categories(dtype, category):
     assert dtype_category(dtype) == category
@@ -92,7 +114,8 @@ def test_dtype_categories(dtype, category):
 def test_params_are_float32_read_only_copies():
     w1 = np.ones((2, 3))
     params = Params(w1=w1, b1=np.zeros(3), w2=np.ones((3, 3)), b2=np.zeros(3))
-    assert params.dim == 2 and params.features == 3
+    assert params.dim == 2
+    assert params.features == 3
     assert all(p.dtype == np.float32 for p in params.as_dict().values())
     assert not params.w1.flags.writeable
     w1[0, 0] = 5.0
@@ -108,7 +131,9 @@ def test_params_refuse_mismatched_shapes():
 
 
 def test_grads_names():
-    grads = Grads(w1=np.ones((2, 3)), b1=np.ones(3), w2=np.ones((3, 3)), b2=np.ones(3), x=np.ones(2))
+    grads = Grads(
+        w1=np.ones((2, 3)), b1=np.ones(3), w2=np.ones((3, 3)), b2=np.ones(3), x=np.ones(2)
+    )
     assert list(grads.as_dict()) == ["w1", "b1", "w2", "b2", "x"]
 
 

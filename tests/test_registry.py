@@ -49,7 +49,8 @@ def test_a_missing_framework_makes_its_port_unavailable_with_a_reason():
     assert result.returncode == 0, result.stderr
     first, second = result.stdout.strip().splitlines()
     assert first.startswith("unavailable |")
-    assert "torch" in first and "remat-conformance[torch]" in first
+    assert "torch" in first
+    assert "remat-conformance[torch]" in first
     assert second == "available"
 
 
@@ -61,5 +62,6 @@ def test_unknown_port_names_the_registered_ones():
 def test_builtin_ports_are_lazy_strings():
     for target in implementations.BUILTIN.values():
         module, _, attr = target.partition(":")
-        assert module.startswith("implementations.") and attr
+        assert module.startswith("implementations.")
+        assert attr
     assert implementations.CANONICAL in implementations.BUILTIN

@@ -1,0 +1,5 @@
+"""`python -m conformance`: see `conformance.cli`."""
+
+from .cli import main
+
+raise SystemExit(main())

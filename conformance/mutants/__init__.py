@@ -1,0 +1,65 @@
+"""Deliberately broken ports. The suite must reject every one of them.
+
+Each mutant is a port with one realistic bug. A mutant that passes every
+property means the suite has a blind spot. Mutants load lazily, like ports,
+so that a missing framework skips its mutants rather than breaking the run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from implementations.contract import Implementation
+
+# name -> ("module:class", the bug in a few words)
+MUTANTS: dict[str, tuple[str, str]] = {
+    "no_checkpoint": ("flax_mutants:NoCheckpoint", "plain MLP, no checkpoint anywhere"),
+    "checkpoint_off_grad_path": (
+        "flax_mutants:CheckpointOffGradPath",
+        "builds the checkpointed MLP but differentiates the plain one",
+    ),
+    "saves_everything": (
+        "flax_mutants:SavesEverything",
+        "checkpoint with a policy that saves every residual: nothing is recomputed",
+    ),
+    "default_init": ("flax_mutants:TorchStyleInit", "torch-style uniform init, uniform biases"),
+    "dropped_bias": ("flax_mutants:DroppedBias", "the second layer ignores its bias"),
+    "bias_off_by_1e-3": ("flax_mutants:BiasOffByAThousandth", "biases scaled by 1 + 1e-3"),
+    "relu_after_last_layer": ("flax_mutants:ReluAfterLastLayer", "a relu after Dense_1"),
+    "bf16_compute": ("flax_mutants:Bfloat16Compute", "Dense layers compute in bfloat16"),
+    "f16_compute": ("flax_mutants:Float16Compute", "Dense layers compute in float16"),
+    "seed_plus_one": ("flax_mutants:SeedPlusOne", "PRNGKey(seed + 1)"),
+    "transposed_kernel": ("flax_mutants:TransposedKernel", "uses Dense_1's kernel transposed"),
+    "mutates_x": ("flax_mutants:MutatesX", "applies relu to the caller's x in place"),
+    "not_flattened": ("flax_mutants:NotFlattened", "returns shape (1, F)"),
+    "truncates_seed": ("flax_mutants:TruncatesSeed", "int(seed) without checks: 1.5 becomes 1"),
+    "wrong_error_type": ("flax_mutants:WrongErrorType", "TypeError for a non-finite x"),
+    "not_repeatable": ("flax_mutants:NotRepeatable", "each call drifts by an ulp"),
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A mutant's name, its bug, and the loaded port (None, with a reason, when it cannot load)."""
+
+    name: str
+    bug: str
+    port: Implementation | None
+    reason: str = ""
+
+
+def load_all() -> list[Mutant]:
+    """Every mutant, loaded if its framework is installed."""
+    mutants = []
+    for name, (target, bug) in MUTANTS.items():
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(f"{__name__}.{module_name}")
+        except ModuleNotFoundError as error:
+            mutants.append(Mutant(name, bug, None, f"needs {error.name!r}, not installed"))
+            continue
+        port = getattr(module, attr)()
+        port.name = name  # reports and messages name the mutant
+        mutants.append(Mutant(name, bug, port))
+    return mutants

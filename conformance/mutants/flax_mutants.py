@@ -1,0 +1,231 @@
+"""Mutants of the canonical Flax linen port, one bug each.
+
+They reuse the canonical port's compiled functions wherever their bug
+allows, so that the mutation run costs little beyond the suite itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from implementations import flax_linen
+from implementations.contract import SEED_MAX, Grads, Params, check_features, check_seed
+from implementations.flax_linen import MLP, FlaxLinen, init_and_apply
+from implementations.jax_inputs import checked_x
+
+
+class NoCheckpoint(FlaxLinen):
+    """Plain MLP everywhere: the forward values are right, nothing is rematerialized."""
+
+    checkpointed = MLP
+
+
+class CheckpointOffGradPath(FlaxLinen):
+    """Inits through the checkpointed MLP, but applies (and so differentiates) the plain one."""
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+        key = jax.random.PRNGKey(seed)
+        variables = flax_linen._init(self.initializer, features)(key, jax.lax.stop_gradient(x))
+        return flax_linen._apply(MLP, features)(variables, x).ravel()
+
+
+class SavesEverything(FlaxLinen):
+    """nn.checkpoint with `everything_saveable`: the region exists, nothing is recomputed."""
+
+    checkpointed = nn.checkpoint(MLP, policy=jax.checkpoint_policies.everything_saveable)
+
+
+class _TorchStyleMLP(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        def uniform(fan_in):
+            bound = 1.0 / np.sqrt(fan_in)
+            return lambda key, shape, dtype=jnp.float32: jax.random.uniform(
+                key, shape, dtype, -bound, bound
+            )
+
+        x = nn.Dense(
+            self.features, kernel_init=uniform(x.shape[-1]), bias_init=uniform(x.shape[-1])
+        )(x)
+        x = nn.relu(x)
+        return nn.Dense(
+            self.features, kernel_init=uniform(self.features), bias_init=uniform(self.features)
+        )(x)
+
+
+class TorchStyleInit(FlaxLinen):
+    """Another framework's default init: uniform kernels and non-zero uniform biases."""
+
+    checkpointed = initializer = nn.checkpoint(_TorchStyleMLP)
+    plain = _TorchStyleMLP
+
+
+class _ParamBug(FlaxLinen):
+    """Computes with `bug(w1, b1, w2, b2)` instead of the parameters it has."""
+
+    @staticmethod
+    def bug(w1, b1, w2, b2):
+        raise NotImplementedError
+
+    def _bugged(self, params: Params) -> Params:
+        return Params(*self.bug(params.w1, params.b1, params.w2, params.b2))
+
+    def forward(self, params, x, *, checkpoint=True):
+        return super().forward(self._bugged(params), x, checkpoint=checkpoint)
+
+    def vjp(self, params, x, cotangent, *, checkpoint=True) -> Grads:
+        return super().vjp(self._bugged(params), x, cotangent, checkpoint=checkpoint)
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+        key = jax.random.PRNGKey(seed)
+        tree = flax_linen._init(self.initializer, features)(key, jax.lax.stop_gradient(x))
+        dense0, dense1 = tree["params"]["Dense_0"], tree["params"]["Dense_1"]
+        w1, b1, w2, b2 = self.bug(
+            dense0["kernel"], dense0["bias"], dense1["kernel"], dense1["bias"]
+        )
+        bugged = {
+            "params": {"Dense_0": {"kernel": w1, "bias": b1}, "Dense_1": {"kernel": w2, "bias": b2}}
+        }
+        return flax_linen._apply(self.checkpointed, features)(bugged, x).ravel()
+
+
+class DroppedBias(_ParamBug):
+    """Dense_1's bias is never added."""
+
+    @staticmethod
+    def bug(w1, b1, w2, b2):
+        return w1, b1, w2, 0 * b2
+
+
+class BiasOffByAThousandth(_ParamBug):
+    """Both biases are off by one part in a thousand."""
+
+    @staticmethod
+    def bug(w1, b1, w2, b2):
+        return w1, b1 * 1.001, w2, b2 * 1.001
+
+
+class TransposedKernel(_ParamBug):
+    """Dense_1's kernel is used transposed, as a careless port from torch's layout would."""
+
+    @staticmethod
+    def bug(w1, b1, w2, b2):
+        return w1, b1, w2.T, b2
+
+
+class _LastReluMLP(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.relu(nn.Dense(self.features)(x))
+        return nn.relu(nn.Dense(self.features)(x))
+
+
+class ReluAfterLastLayer(FlaxLinen):
+    """A relu after the last layer too."""
+
+    checkpointed = nn.checkpoint(_LastReluMLP)
+    plain = _LastReluMLP
+
+
+def _low_precision_mlp(dtype):
+    class LowPrecisionMLP(nn.Module):
+        features: int
+
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Dense(self.features, dtype=dtype)(x))
+            return nn.Dense(self.features, dtype=dtype)(x).astype(jnp.float32)
+
+    return LowPrecisionMLP
+
+
+_Bf16MLP = _low_precision_mlp(jnp.bfloat16)
+_F16MLP = _low_precision_mlp(jnp.float16)
+
+
+class Bfloat16Compute(FlaxLinen):
+    """The Dense layers compute in bfloat16 (float32 params, float32 output)."""
+
+    checkpointed = nn.checkpoint(_Bf16MLP)
+    plain = _Bf16MLP
+
+
+class Float16Compute(FlaxLinen):
+    """The Dense layers compute in float16 (float32 params, float32 output)."""
+
+    checkpointed = nn.checkpoint(_F16MLP)
+    plain = _F16MLP
+
+
+class SeedPlusOne(FlaxLinen):
+    """An off-by-one seed: PRNGKey(seed + 1), wrapping at the top of the range."""
+
+    def init_params(self, seed, dim, features):
+        return super().init_params((check_seed(seed) + 1) & SEED_MAX, dim, features)
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        return super().nn_checkpoint_forward((check_seed(seed) + 1) & SEED_MAX, x, features)
+
+
+class MutatesX(FlaxLinen):
+    """Clamps the caller's x at zero, in place, before using it."""
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        out = super().nn_checkpoint_forward(seed, x, features)  # validates x first
+        if isinstance(x, np.ndarray):
+            np.maximum(x, 0, out=x)
+        elif isinstance(x, list):
+            x[:] = [max(v, 0.0) for v in x]
+        return out
+
+
+class NotFlattened(FlaxLinen):
+    """Returns the output as (1, F)."""
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        return super().nn_checkpoint_forward(seed, x, features).reshape(1, -1)
+
+
+class TruncatesSeed(FlaxLinen):
+    """`int(seed)` with no checks: 1.5 runs as seed 1, True as seed 1."""
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        return init_and_apply(
+            self.checkpointed, int(seed), x, features, init_module=self.initializer
+        )
+
+
+class WrongErrorType(FlaxLinen):
+    """Reports a non-finite x as a TypeError."""
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any):
+        try:
+            return super().nn_checkpoint_forward(seed, x, features)
+        except ValueError as error:
+            if "finite" in str(error):
+                raise TypeError(str(error)) from None
+            raise
+
+
+class NotRepeatable(FlaxLinen):
+    """Each call adds a growing multiple of 1e-7: close, but not the same twice."""
+
+    def __init__(self):
+        super().__init__()
+        self._calls = itertools.count()
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        out = super().nn_checkpoint_forward(seed, x, features)
+        return out + jnp.float32(1e-7) * next(self._calls)

@@ -1,0 +1,260 @@
+"""The properties every port must satisfy, (a) to (h).
+
+Each check takes the port, the canonical port and one drawn case. It returns
+the worst error/bound ratio it saw (None where there is no bound) and raises
+`ConformanceError` when the port breaks the property.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from implementations.contract import (
+    BAD_INPUTS,
+    PARAM_NAMES,
+    BackwardRecord,
+    BadInput,
+    Grads,
+    Implementation,
+    Params,
+)
+
+from . import strategies
+from .checks import bitwise_equal, check_shape, fail, within, within_ulps
+from .tolerance import forward_bound, vjp_bounds
+
+INIT_ULPS = 2  # a port's init may differ from Flax's by this many ulps
+
+
+@dataclass(frozen=True)
+class Property:
+    """One property: its letter, what it checks, its inputs and its check.
+
+    **Arguments:**
+
+    - `id`: the letter, "a" to "h".
+    - `name`: a short name for reports and test ids.
+    - `title`: one line for people.
+    - `check`: `(port, canonical, case) -> worst ratio or None`.
+    - `strategy`: `scope -> SearchStrategy` of cases, for Hypothesis (scope:
+      see `strategies.shapes`).
+    - `cases`: instead of a strategy, a finite list run in full.
+    - `needs_canonical`: False for properties a port can meet on its own.
+    """
+
+    id: str
+    name: str
+    title: str
+    check: Callable[[Implementation, Implementation | None, Any], float | None]
+    strategy: Callable[[str], st.SearchStrategy] | None = None
+    cases: Callable[[], Sequence[Any]] | None = None
+    needs_canonical: bool = True
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}_{self.name}"
+
+
+def _params(port: Implementation, value: Any) -> Params:
+    if not isinstance(value, Params):
+        fail(port.name, "init_params", f"returned a {type(value).__name__}, not contract.Params")
+    return value
+
+
+def check_init(port: Implementation, canonical: Implementation, case) -> float:
+    """(a) The port's own seeded init equals the canonical parameters to 2 ulp."""
+    mine = _params(port, port.init_params(case.seed, case.dim, case.features))
+    reference = canonical.init_params(case.seed, case.dim, case.features)
+    return max(
+        within_ulps(
+            port.name, f"init {name}", getattr(mine, name), getattr(reference, name), INIT_ULPS
+        )
+        for name in PARAM_NAMES
+    )
+
+
+def check_forward(port: Implementation, canonical: Implementation, case) -> float:
+    """(b) From shared parameters, the forward pass equals the canonical."""
+    out = port.forward(case.params, case.x, checkpoint=True)
+    reference = canonical.forward(case.params, case.x, checkpoint=True)
+    return within(port.name, "forward output", out, reference, forward_bound(case.params, case.x))
+
+
+def _grads(port: Implementation, value: Any) -> Grads:
+    if not isinstance(value, Grads):
+        fail(port.name, "vjp", f"returned a {type(value).__name__}, not contract.Grads")
+    return value
+
+
+def check_vjp(port: Implementation, canonical: Implementation, case) -> float:
+    """(c) The VJP equals the canonical, for every parameter gradient and the x gradient."""
+    grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True)).as_dict()
+    reference = canonical.vjp(case.params, case.x, case.cotangent, checkpoint=True).as_dict()
+    bounds = vjp_bounds(case.params, case.x, case.cotangent)
+    return max(
+        within(port.name, f"VJP d/d{name}", grads[name], reference[name], bounds[name])
+        for name in reference
+    )
+
+
+def check_checkpoint_is_transparent(port: Implementation, canonical, case) -> float:
+    """(d) Checkpoint on equals checkpoint off, within the port, forward and VJP."""
+    on = port.forward(case.params, case.x, checkpoint=True)
+    off = port.forward(case.params, case.x, checkpoint=False)
+    worst = within(
+        port.name, "forward, checkpoint on vs off", on, off, forward_bound(case.params, case.x)
+    )
+    grads_on = _grads(
+        port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True)
+    ).as_dict()
+    grads_off = _grads(
+        port, port.vjp(case.params, case.x, case.cotangent, checkpoint=False)
+    ).as_dict()
+    bounds = vjp_bounds(case.params, case.x, case.cotangent)
+    for name, bound in bounds.items():
+        quantity = f"VJP d/d{name}, checkpoint on vs off"
+        worst = max(worst, within(port.name, quantity, grads_on[name], grads_off[name], bound))
+    return worst
+
+
+def _record(port: Implementation, what: str, value: Any) -> BackwardRecord:
+    if not isinstance(value, BackwardRecord):
+        fail(port.name, what, f"returned a {type(value).__name__}, not contract.BackwardRecord")
+    return value
+
+
+def _expect_checkpointed(port: str, what: str, record: BackwardRecord) -> None:
+    activations = record.saved_by_origin("activation")
+    if activations:
+        listed = ", ".join(f"{t.shape} {t.dtype} ({t.note})" for t in activations)
+        fail(port, what, f"saves {len(activations)} activation(s) for backward: {listed}")
+    if record.recomputed_count == 0:
+        fail(port, what, "the backward pass recomputes nothing: no checkpoint on the grad path")
+    if record.checkpoint_regions is not None and record.checkpoint_regions < 1:
+        fail(port, what, f"{record.instrument} finds no checkpoint region")
+
+
+def check_evidence(port: Implementation, canonical, case) -> None:
+    """(e) The framework's own instrument shows the checkpoint on the grad path."""
+    param_case, seed = case
+    params, x = param_case.params, param_case.x
+    on = _record(port, "backward_record", port.backward_record(params, x, checkpoint=True))
+    _expect_checkpointed(port.name, "VJP with checkpoint on", on)
+
+    off = _record(port, "backward_record", port.backward_record(params, x, checkpoint=False))
+    if not off.saved_by_origin("activation"):
+        fail(
+            port.name,
+            "VJP with checkpoint off",
+            "saves no activation: the instrument proves nothing",
+        )
+    if off.recomputed_count:
+        fail(port.name, "VJP with checkpoint off", f"recomputes {dict(off.recomputed)}")
+    if off.checkpoint_regions:
+        fail(
+            port.name,
+            "VJP with checkpoint off",
+            f"has {off.checkpoint_regions} checkpoint region(s)",
+        )
+
+    exercise = port.exercise_record(seed, x, params.features)
+    _expect_checkpointed(
+        port.name, "grad of nn_checkpoint_forward", _record(port, "exercise_record", exercise)
+    )
+
+
+def _run_exercise(port: Implementation, case, x: Any) -> np.ndarray:
+    out = port.to_numpy(port.nn_checkpoint_forward(case.seed, x, case.features))
+    check_shape(port.name, "nn_checkpoint_forward output", out, (int(case.features),))
+    if out.dtype != np.float32:
+        fail(port.name, "nn_checkpoint_forward output", f"dtype {out.dtype}, expected float32")
+    return out
+
+
+def check_end_to_end(port: Implementation, canonical: Implementation, case) -> float:
+    """(f) `nn_checkpoint_forward(seed, x, features)` equals the canonical's."""
+    out = _run_exercise(port, case, port.from_numpy(case.x.copy()))
+    reference = _run_exercise(canonical, case, canonical.from_numpy(case.x.copy()))
+    params = canonical.init_params(case.seed, case.dim, case.features)
+    # Each port makes its own init, which may differ by INIT_ULPS from Flax's.
+    bound = forward_bound(params, case.x, param_ulps=INIT_ULPS)
+    return within(port.name, "nn_checkpoint_forward output", out, reference, bound)
+
+
+def check_bad_input(port: Implementation, canonical, case) -> None:
+    """(g) A bad input raises the contract's exception type, naming the argument."""
+    bad, form = case
+    bad: BadInput
+    x = bad.x(port.from_numpy if form == "native" else np.asarray)
+    quantity = f"bad input '{bad.label}' ({form} x)"
+    try:
+        port.nn_checkpoint_forward(bad.seed, x, bad.features)
+    except Exception as error:
+        if not isinstance(error, bad.error):
+            fail(
+                port.name,
+                quantity,
+                f"raised {type(error).__name__}: {error}; expected {bad.error.__name__}",
+            )
+        if bad.argument not in str(error):
+            fail(port.name, quantity, f"the message does not name {bad.argument!r}: {error}")
+    else:
+        fail(
+            port.name,
+            quantity,
+            f"was accepted; expected {bad.error.__name__} naming {bad.argument!r}",
+        )
+    return None
+
+
+def check_call_hygiene(port: Implementation, canonical, case) -> None:
+    """(h) x is left unchanged, the output is float32 `(F,)`, and calls repeat exactly."""
+    forms = {
+        "numpy": lambda: case.x.copy(),
+        "native": lambda: port.from_numpy(case.x.copy()),
+        "list": lambda: case.x.tolist(),
+    }
+    for form, make in forms.items():
+        x = make()
+        first = _run_exercise(port, case, x)
+        second = _run_exercise(port, case, x)
+        after = port.to_numpy(x) if form == "native" else np.asarray(x, np.float32)
+        bitwise_equal(port.name, f"x after the call ({form} x)", after, case.x)
+        bitwise_equal(port.name, f"a repeated call ({form} x)", second, first)
+    return None
+
+
+def _evidence_cases(scope: str) -> st.SearchStrategy:
+    return st.tuples(strategies.param_cases(scope), strategies.seeds())
+
+
+def _bad_input_cases() -> list[tuple[BadInput, str]]:
+    return [(bad, form) for bad in BAD_INPUTS for form in ("numpy", "native")]
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("a", "init", "init params equal the canonical (2 ulp)", check_init,
+             strategy=strategies.exercise_cases),
+    Property("b", "forward", "forward from shared params equals the canonical", check_forward,
+             strategy=strategies.param_cases),
+    Property("c", "vjp", "VJP (params and x) equals the canonical", check_vjp,
+             strategy=strategies.param_cases),
+    Property("d", "on_off", "checkpoint on equals off, within the port",
+             check_checkpoint_is_transparent,
+             strategy=strategies.param_cases, needs_canonical=False),
+    Property("e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,
+             strategy=_evidence_cases, needs_canonical=False),
+    Property("f", "end_to_end", "nn_checkpoint_forward equals the canonical", check_end_to_end,
+             strategy=strategies.exercise_cases),
+    Property("g", "bad_inputs", "bad inputs raise the contract's errors", check_bad_input,
+             cases=_bad_input_cases, needs_canonical=False),
+    Property("h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,
+             strategy=strategies.exercise_cases, needs_canonical=False),
+)  # fmt: skip
+
+BY_ID = {p.id: p for p in PROPERTIES}

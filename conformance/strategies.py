@@ -1,0 +1,196 @@
+"""Hypothesis strategies for the suite's inputs.
+
+Shapes come from a fixed menu, weighted toward small ones, so that a run
+compiles each port's functions for a handful of shapes and then reuses them.
+The `thorough` profile widens the menu to every size from 1 to 300.
+
+Values reach the corners that break ports: ±0.0, subnormals, tiny and
+huge magnitudes (still finite through both layers), integer-valued floats,
+and, for the exercise, every region of the seed range (small, near 2**31,
+2**32 ± k, ≥ 2**40, up to 2**63 - 1), as ints and as integral floats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from implementations.contract import SEED_MAX, Params
+
+# (D, F) pairs: small first (Hypothesis favours, and shrinks toward, the first
+# branch of one_of), then the large sizes people actually use. Each new shape
+# costs every JAX port a compile of about a second, so the menu is short; the
+# thorough profile adds more shapes and any size from 1 to 300.
+SMALL_SHAPES = [(1, 1), (3, 4), (16, 16), (33, 7)]
+LARGE_SHAPES = [(7, 300), (256, 256)]
+EXTRA_SHAPES = [(2, 1), (1, 5), (8, 8), (64, 64), (300, 128), (128, 300)]
+
+SEED_ANCHORS = (0, 2**31, 2**32, 2**40, 2**53, 2**62, SEED_MAX)
+
+# Outputs stay finite: |y| <= F * (D * |x| * |W1| + |b1|) * |W2| + |b2|, far
+# below float32's 3.4e38 for |x| <= 1e18 and the parameter scales below.
+X_MAX = float(np.float32(1e18))
+TINY_MIN, TINY_MAX = float(np.float32(1e-30)), float(np.float32(1e-20))
+SUBNORMAL_MAX = float(np.finfo(np.float32).tiny)  # 2**-126: below it, subnormal
+
+
+SCOPES = ("small", "menu", "wide")
+
+
+def shapes(scope: str = "menu") -> st.SearchStrategy[tuple[int, int]]:
+    """(D, F) pairs.
+
+    `scope` is "menu" (the fixed menu), "small" (its small shapes only, for the
+    mutation run) or "wide" (more shapes and any sizes up to 300).
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    if scope == "small":
+        return st.sampled_from(SMALL_SHAPES)
+    menu = st.one_of(st.sampled_from(SMALL_SHAPES), st.sampled_from(LARGE_SHAPES))
+    if scope == "menu":
+        return menu
+    sizes = st.integers(1, 300)
+    return st.one_of(menu, st.sampled_from(EXTRA_SHAPES), st.tuples(sizes, sizes))
+
+
+def seeds() -> st.SearchStrategy[int | float]:
+    """Seeds from every region of the accepted range, as ints or as integral floats."""
+    near_anchor = st.tuples(st.sampled_from(SEED_ANCHORS), st.integers(-3, 3)).map(
+        lambda pair: min(max(pair[0] + pair[1], 0), SEED_MAX)
+    )
+    as_int = st.one_of(
+        st.integers(0, 1000), near_anchor, st.integers(2**40, SEED_MAX), st.integers(0, 2**32)
+    )
+
+    def maybe_float(seed: int, as_float: bool) -> int | float:
+        # Only where the float is the same seed: float(2**63 - 1) is 2**63.
+        return float(seed) if as_float and float(seed) == seed else seed
+
+    return st.builds(maybe_float, as_int, st.booleans())
+
+
+def x_elements() -> st.SearchStrategy[float]:
+    """One float32 entry of x, from one of the corners."""
+    return st.one_of(
+        st.floats(-4.0, 4.0, width=32),
+        st.sampled_from([0.0, -0.0]),
+        st.integers(-1000, 1000).map(float),
+        st.floats(-SUBNORMAL_MAX, SUBNORMAL_MAX, width=32, allow_subnormal=True),
+        st.floats(TINY_MIN, TINY_MAX, width=32).flatmap(lambda v: st.sampled_from([v, -v])),
+        st.floats(-X_MAX, X_MAX, width=32),
+    )
+
+
+@st.composite
+def x_vectors(draw, dim: int) -> np.ndarray:
+    """A float32 `(dim,)` x: a base vector, with up to eight entries set to corner values.
+
+    The base comes from a drawn numpy seed (drawing hundreds of floats one by
+    one would dominate the run): normal at a drawn scale, integers, zeros, or
+    one corner value throughout. Hypothesis shrinks toward zeros.
+    """
+    kind = draw(st.sampled_from(["zeros", "normal", "integers", "constant"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if kind == "zeros":
+        x = np.zeros(dim)
+    elif kind == "normal":
+        scale = draw(st.sampled_from([1.0, 1e-3, 1e3, 1e-25, 1e15]))
+        x = scale * rng.normal(size=dim)
+    elif kind == "integers":
+        x = rng.integers(-1000, 1001, dim).astype(np.float64)
+    else:
+        x = np.full(dim, draw(x_elements()))
+    x = x.astype(np.float32)
+    for index, value in draw(
+        st.lists(st.tuples(st.integers(0, dim - 1), x_elements()), max_size=8)
+    ):
+        x[index] = value
+    return x
+
+
+@st.composite
+def cotangents(draw, features: int) -> np.ndarray:
+    """A float32 `(F,)` cotangent for a VJP: normal at a drawn scale, some entries set."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    c = draw(st.sampled_from([1.0, 1e-3, 30.0])) * rng.normal(size=features)
+    c = c.astype(np.float32)
+    corners = st.sampled_from([0.0, -0.0, 1.0, -1.0])
+    for index, value in draw(
+        st.lists(st.tuples(st.integers(0, features - 1), corners), max_size=4)
+    ):
+        c[index] = value
+    return c
+
+
+@st.composite
+def parameter_sets(draw, dim: int, features: int) -> Params:
+    """General parameters: random kernels and non-zero biases at several scales.
+
+    Built from a drawn numpy seed, since drawing 65k floats one by one would
+    be slow. Integer-valued parameters make exact zeros in the
+    pre-activation, which is where the relu kink has to be handled.
+    """
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(["normal", "integers", "wide"]))
+    if kind == "integers":
+        return Params(
+            w1=rng.integers(-3, 4, (dim, features)),
+            b1=rng.integers(-3, 4, features),
+            w2=rng.integers(-3, 4, (features, features)),
+            b2=rng.integers(-3, 4, features),
+        )
+    kernel_scale = draw(st.sampled_from([1.0, 1e-3, 30.0])) if kind == "wide" else 1.0
+    bias_scale = draw(st.sampled_from([1.0, 1e-2, 100.0])) if kind == "wide" else 1.0
+    # A nonzero floor keeps every bias away from zero: the biases must matter.
+    signs = rng.choice([-1.0, 1.0], size=(2, features))
+    b1, b2 = bias_scale * signs * (0.1 + np.abs(rng.normal(size=(2, features))))
+    return Params(
+        w1=kernel_scale * rng.normal(size=(dim, features)) / np.sqrt(dim),
+        b1=b1,
+        w2=kernel_scale * rng.normal(size=(features, features)) / np.sqrt(features),
+        b2=b2,
+    )
+
+
+@dataclass(frozen=True)
+class ExerciseCase:
+    """One call of the exercise: `nn_checkpoint_forward(seed, x, features)`."""
+
+    seed: int | float
+    x: np.ndarray
+    features: int
+
+    @property
+    def dim(self) -> int:
+        return self.x.shape[0]
+
+
+@dataclass(frozen=True)
+class ParamCase:
+    """Shared parameters, an x and a cotangent, for the forward and VJP properties."""
+
+    params: Params
+    x: np.ndarray
+    cotangent: np.ndarray
+
+
+@st.composite
+def exercise_cases(draw, scope: str = "menu") -> ExerciseCase:
+    dim, features = draw(shapes(scope))
+    features_form = draw(st.sampled_from([int, float]))
+    return ExerciseCase(
+        seed=draw(seeds()), x=draw(x_vectors(dim)), features=features_form(features)
+    )
+
+
+@st.composite
+def param_cases(draw, scope: str = "menu") -> ParamCase:
+    dim, features = draw(shapes(scope))
+    return ParamCase(
+        params=draw(parameter_sets(dim, features)),
+        x=draw(x_vectors(dim)),
+        cotangent=draw(cotangents(features)),
+    )
