@@ -1,0 +1,294 @@
+"""The Equinox port: an `eqx.Module` MLP, checkpointed with `eqx.filter_checkpoint`.
+
+Equinox's own layout is kept: an `eqx.nn.Linear` weight is `(out, in)`, the
+transpose of the canonical (Flax) kernel. `params_to_model` and
+`model_to_params` convert, with shape asserts.
+
+The seeded init reproduces Flax's `MLP.init` with `jax.random` alone: this
+module never imports flax. Flax derives each parameter's key by folding a
+SHA-1 of the scope name and rng counter into `PRNGKey(seed)` (see
+`flax_rng`), draws the `Dense` kernel from `lecun_normal` in its `(in, out)`
+shape, and sets the bias to zeros. We draw the same bits in the same shape,
+then transpose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import jax_evidence
+from .contract import Grads, Implementation, Params, check_features, check_seed
+from .flax_rng import dense_kernel_fold_value
+from .jax_inputs import checked_x
+
+# The standard deviation of a standard normal truncated to (-2, 2); lecun_normal
+# divides by it so that the truncated draw has variance 1 / fan_in.
+_TRUNCATED_STDDEV = 0.87962566103423978
+
+
+class MLP(eqx.Module):
+    """`Linear(D, F)` -> relu -> `Linear(F, F)`, run checkpointed or plain."""
+
+    linear1: eqx.nn.Linear  # weight (F, D), bias (F,)
+    linear2: eqx.nn.Linear  # weight (F, F), bias (F,)
+    # Static, so the choice lives in the treedef: jit compiles each path once,
+    # and the same arrays can run either way (`dataclasses.replace`).
+    checkpoint: bool = eqx.field(static=True, default=True)
+
+    def __call__(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
+        return self.checkpointed(x) if self.checkpoint else self.plain(x)
+
+    def plain(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
+        x = self.linear1(x)  # (D,) -> (F,)
+        x = jax.nn.relu(x)
+        return self.linear2(x)  # (F,) -> (F,)
+
+    # `filter_checkpoint`, not `jax.checkpoint(model)`: the latter hashes the
+    # module and fails under grad. The backward pass keeps this region's
+    # inputs (parameters and x) and recomputes the hidden activation.
+    @eqx.filter_checkpoint
+    def checkpointed(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
+        return self.plain(x)
+
+
+def with_checkpoint(model: MLP, checkpoint: bool) -> MLP:
+    """The same arrays, run checkpointed (`True`) or plain (`False`)."""
+    return dataclasses.replace(model, checkpoint=checkpoint)
+
+
+# ---------------------------------------------------------------------------
+# Converters: canonical layout (kernel (in, out)) <-> Equinox layout (weight (out, in))
+# ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _linear_skeleton(in_features: int, out_features: int) -> eqx.nn.Linear:
+    # Equinox's own init is uniform, and we replace both arrays anyway, so
+    # build only the structure (shapes, no values) and fill it in `_linear`.
+    return eqx.filter_eval_shape(eqx.nn.Linear, in_features, out_features, key=jax.random.key(0))
+
+
+def _linear(weight: Any, bias: Any) -> eqx.nn.Linear:
+    out_features, in_features = weight.shape
+    skeleton = _linear_skeleton(in_features, out_features)
+    return eqx.tree_at(lambda linear: (linear.weight, linear.bias), skeleton, (weight, bias))
+
+
+def from_canonical(w1: Any, b1: Any, w2: Any, b2: Any, *, checkpoint: bool = True) -> MLP:
+    """An MLP from canonical-layout arrays: numpy, or jax (traced or not).
+
+    **Arguments:**
+
+    - `w1`, `b1`, `w2`, `b2`: kernels `(D, F)`, `(F, F)` and biases `(F,)`.
+    - `checkpoint`: whether the model runs its forward pass checkpointed.
+
+    **Returns:** an `MLP` holding float32 jax arrays in Equinox's layout.
+    """
+    dim, features = w1.shape
+    # `.T` of the array as given: free in numpy, traced under jit; either way
+    # no eager XLA transpose (compiled once per shape) runs.
+    w1, w2 = w1.T, w2.T  # (D, F) -> (F, D); (F, F) -> (F, F)
+    assert w1.shape == (features, dim), w1.shape
+    assert w2.shape == (features, features), w2.shape
+    assert b1.shape == b2.shape == (features,), (b1.shape, b2.shape)
+    w1, b1, w2, b2 = (jnp.asarray(a, jnp.float32) for a in (w1, b1, w2, b2))
+    return MLP(_linear(w1, b1), _linear(w2, b2), checkpoint)
+
+
+def params_to_model(params: Params, *, checkpoint: bool = True) -> MLP:
+    """Canonical `Params` (kernel `(in, out)`) as an MLP in Equinox's layout (`(out, in)`)."""
+    return from_canonical(params.w1, params.b1, params.w2, params.b2, checkpoint=checkpoint)
+
+
+def model_to_params(model: MLP) -> Params:
+    """An MLP, or a gradient shaped like one, as canonical `Params`."""
+    w1, w2 = np.asarray(model.linear1.weight).T, np.asarray(model.linear2.weight).T
+    b1, b2 = np.asarray(model.linear1.bias), np.asarray(model.linear2.bias)
+    features, dim = model.linear1.weight.shape
+    assert w1.shape == (dim, features), w1.shape  # (F, D) -> (D, F)
+    assert w2.shape == (features, features), w2.shape  # (F, F) -> (F, F)
+    return Params(w1=w1, b1=b1, w2=w2, b2=b2)  # Params checks the biases' shapes
+
+
+# ---------------------------------------------------------------------------
+# Flax's init, in jax.random alone
+# ---------------------------------------------------------------------------
+
+
+def lecun_normal(key: jax.Array, shape: tuple[int, int]) -> jax.Array:
+    """`jax.nn.initializers.lecun_normal()(key, shape)`, Flax's `Dense` kernel init, spelled out.
+
+    A standard normal truncated to (-2, 2), scaled to variance `1 / fan_in`.
+    Every constant is float32 and rounded where jax rounds it, so the draw
+    is bit-for-bit the same.
+    """
+    fan_in = shape[0]  # a Dense kernel is (in, out)
+    variance = jnp.array(1.0 / fan_in, jnp.float32)
+    stddev = jnp.sqrt(variance) / jnp.array(_TRUNCATED_STDDEV, jnp.float32)
+    return jax.random.truncated_normal(key, -2, 2, shape, jnp.float32) * stddev
+
+
+def flax_init(key: jax.Array, dim: int, features: int) -> tuple[jax.Array, ...]:
+    """Flax's `MLP(features).init(key, x)` for x of width `dim`, canonical layout.
+
+    **Arguments:**
+
+    - `key`: the root key, `jax.random.PRNGKey(seed)`.
+    - `dim`, `features`: D and F.
+
+    **Returns:** `(w1, b1, w2, b2)`: kernels `(D, F)`, `(F, F)`; zero biases `(F,)`.
+    """
+    # Flax folds a constant per scope into the root key; it never splits.
+    # The bias's key (rng counter 2) is never used: zeros need none.
+    k1 = jax.random.fold_in(key, jnp.uint32(dense_kernel_fold_value(0)))
+    k2 = jax.random.fold_in(key, jnp.uint32(dense_kernel_fold_value(1)))
+    zeros = jnp.zeros((features,), jnp.float32)
+    return lecun_normal(k1, (dim, features)), zeros, lecun_normal(k2, (features, features)), zeros
+
+
+def init_model(key: jax.Array, dim: int, features: int, *, checkpoint: bool = True) -> MLP:
+    """The MLP with Flax's parameters for `key`, in Equinox's layout."""
+    return from_canonical(*flax_init(key, dim, features), checkpoint=checkpoint)
+
+
+# ---------------------------------------------------------------------------
+# The exercise
+# ---------------------------------------------------------------------------
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
+    """The exercise: init the checkpointed MLP as Flax would from `PRNGKey(seed)`, apply it to x.
+
+    **Arguments:**
+
+    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+      array), at most `2**63 - 1`. It becomes `jax.random.PRNGKey(seed)`,
+      exactly as in Flax, so a seed >= 2**32 keeps its low 32 bits (x32 mode).
+    - `x`: a finite real vector of shape `(D,)`. A tracer is fine: its shape
+      and dtype are checked, its values cannot be.
+    - `features`: the width F, a positive integer-valued scalar.
+
+    **Returns:** the `(F,)` float32 output.
+
+    It is differentiable with respect to x (`jax.grad`, `jax.vjp`) and maps
+    over x (`jax.vmap`). Under `jax.jit`, `seed` and `features` pick the
+    parameters and the shapes, so they must be static:
+
+    ```python
+    fast = jax.jit(nn_checkpoint_forward, static_argnums=(0, 2))
+    fast(0, x, 16)
+    ```
+
+    Called without an outer jit, it is already compiled: one cached function
+    per F (and, in jit's cache, per D) takes the seed as an argument and makes
+    the key inside, so a new seed dispatches without tracing again.
+    """
+    seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+    return _init_and_apply(features)(_seed_array(seed), x)
+
+
+def _seed_array(seed: int) -> np.int64:
+    # `PRNGKey(seed)` turns a Python int into `np.int64(seed)`, then into a jax
+    # array, which x32 mode cuts to its low 32 bits. jit converts an np.int64
+    # argument the same way, so the key can be made inside the compiled
+    # function: that saves an eager dispatch, about half of a warm call.
+    return np.int64(seed)
+
+
+@functools.lru_cache(maxsize=64)
+def _init_and_apply(features: int):
+    def init_and_apply(seed, x):  # (), (D,) -> (F,)
+        model = init_model(jax.random.PRNGKey(seed), x.shape[0], features, checkpoint=True)
+        return model(x)
+
+    return jax.jit(init_and_apply)
+
+
+@functools.lru_cache(maxsize=64)
+def _init(dim: int, features: int):
+    return jax.jit(lambda seed: flax_init(jax.random.PRNGKey(seed), dim, features))
+
+
+def _call(model: MLP, x: jax.Array) -> jax.Array:
+    return model(x)
+
+
+_apply = jax.jit(_call)  # the `checkpoint` field is static: one compile per path
+
+
+@jax.jit
+def _vjp(model: MLP, x: jax.Array, cotangent: jax.Array) -> tuple[MLP, jax.Array]:
+    _, pull_back = jax.vjp(_call, model, x)
+    return pull_back(cotangent)
+
+
+class EquinoxJax(Implementation):
+    """The Equinox port: `eqx.filter_checkpoint`, Flax's init in pure JAX."""
+
+    name = "equinox_jax"
+    framework = "equinox"
+    distributions = ("jax", "jaxlib", "equinox")
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        seed, features = check_seed(seed), check_features(features)
+        w1, b1, w2, b2 = _init(dim, features)(_seed_array(seed))
+        return Params(w1=np.asarray(w1), b1=np.asarray(b1), w2=np.asarray(w2), b2=np.asarray(b2))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        model = params_to_model(params, checkpoint=checkpoint)
+        return np.asarray(_apply(model, jnp.asarray(x, jnp.float32)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        model = params_to_model(params, checkpoint=checkpoint)
+        grads, dx = _vjp(model, jnp.asarray(x, jnp.float32), jnp.asarray(cotangent, jnp.float32))
+        grads = model_to_params(grads)
+        return Grads(w1=grads.w1, b1=grads.b1, w2=grads.w2, b2=grads.b2, x=np.asarray(dx))
+
+    def __init__(self):
+        self._records: dict[tuple, Any] = {}
+
+    # A record depends on shapes only (it is read off jaxprs), so the port
+    # keeps one per shape, as jit keeps one executable per shape.
+    def backward_record(self, params: Params, x: np.ndarray, *, checkpoint: bool = True):
+        key = ("vjp", params.dim, params.features, checkpoint)
+        if key not in self._records:
+            self._records[key] = jax_evidence.backward_record(
+                _call,
+                (params_to_model(params, checkpoint=checkpoint), jnp.asarray(x, jnp.float32)),
+                origins=("parameter", "input"),
+                cotangent=jnp.ones((params.features,), jnp.float32),
+            )
+        return self._records[key]
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any):
+        features = check_features(features)
+        key = ("exercise", np.shape(x), features)
+        if key not in self._records:
+            self._records[key] = jax_evidence.backward_record(
+                lambda x: nn_checkpoint_forward(seed, x, features),
+                (jnp.asarray(x),),
+                origins=("input",),
+                cotangent=jnp.ones((features,), jnp.float32),
+            )
+        return self._records[key]
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
+        return nn_checkpoint_forward(seed, x, features)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def from_numpy(self, array: np.ndarray) -> jax.Array:
+        return jnp.asarray(array)
+
+    def pin_matmul_precision(self) -> None:
+        jax.config.update("jax_default_matmul_precision", "highest")
