@@ -124,7 +124,7 @@ class FlaxLinen(Implementation):
     initializer: type[nn.Module] = CheckpointMLP
 
     def __init__(self):
-        self._records: dict[tuple, Any] = {}
+        self._records = jax_evidence.RecordCache()
 
     def _module(self, checkpoint: bool) -> type[nn.Module]:
         return self.checkpointed if checkpoint else self.plain
@@ -148,30 +148,28 @@ class FlaxLinen(Implementation):
         tree = variables_to_params(variables)
         return Grads(w1=tree.w1, b1=tree.b1, w2=tree.w2, b2=tree.b2, x=np.asarray(dx))
 
-    # A record depends on shapes only (it is read off jaxprs), so each port
-    # instance keeps one per shape, as jit keeps one executable per shape.
     def backward_record(self, params: Params, x: np.ndarray, *, checkpoint: bool = True):
-        key = ("vjp", params.dim, params.features, checkpoint)
-        if key not in self._records:
-            self._records[key] = jax_evidence.backward_record(
+        return self._records.get(
+            ("vjp", params.dim, params.features, checkpoint),
+            lambda: jax_evidence.backward_record(
                 self._module(checkpoint)(features=params.features).apply,
                 (params_to_variables(params), jnp.asarray(x)),
                 origins=("parameter", "input"),
                 cotangent=jnp.ones((params.features,), jnp.float32),
-            )
-        return self._records[key]
+            ),
+        )
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any):
         features = check_features(features)
-        key = ("exercise", np.shape(x), features)
-        if key not in self._records:
-            self._records[key] = jax_evidence.backward_record(
+        return self._records.get(
+            ("exercise", np.shape(x), features),
+            lambda: jax_evidence.backward_record(
                 lambda x: self.nn_checkpoint_forward(seed, x, features),
                 (jnp.asarray(x),),
                 origins=("input",),
                 cotangent=jnp.ones((features,), jnp.float32),
-            )
-        return self._records[key]
+            ),
+        )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         return init_and_apply(self.checkpointed, seed, x, features, init_module=self.initializer)

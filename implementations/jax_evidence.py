@@ -76,6 +76,22 @@ def backward_record(
     )
 
 
+class RecordCache:
+    """One `BackwardRecord` per key (shapes, checkpoint flag).
+
+    A record is read off jaxprs, and a jaxpr depends on shapes and dtypes
+    only, so a port keeps one per shape, as jit keeps one executable.
+    """
+
+    def __init__(self):
+        self._records: dict[Any, BackwardRecord] = {}
+
+    def get(self, key: Any, make: Callable[[], BackwardRecord]) -> BackwardRecord:
+        if key not in self._records:
+            self._records[key] = make()
+        return self._records[key]
+
+
 def saved_tensors(
     fn: Callable[..., Any], args: Sequence[Any], origins: Sequence[str]
 ) -> tuple[SavedTensor, ...]:

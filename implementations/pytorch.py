@@ -1,0 +1,380 @@
+"""The PyTorch port: `torch.utils.checkpoint` (non-reentrant) around a two-layer MLP.
+
+Its parameters are Flax's canonical ones, computed without JAX by
+`canonical_init`. torch's `Linear.weight` is `(out, in)`, the canonical kernel
+transposed; `params_to_state` and `state_to_params` convert, with shape checks.
+Imports torch, numpy and the project's numpy-only modules, never jax.
+
+**Evidence of checkpointing**, read off torch's own instruments:
+
+- *saved*: an outer `saved_tensors_hooks` around the forward pass sees what
+  autograd keeps, deduplicated by storage. A non-reentrant checkpoint keeps
+  its inputs through that outer hook and hides everything inside it, so with
+  the checkpoint on only x shows; without it, the relu output (an
+  activation) and the weights show too.
+- *recomputed*: a `TorchDispatchMode` over the backward pass counts the
+  operators that run with grad mode on. The engine runs ordinary backward
+  formulas with grad mode off, while the checkpoint reruns its forward
+  (`aten.addmm`, `aten.relu`) with it on. View operators are left out.
+- *checkpoint_regions*: how many times the checkpoint entered its forward
+  context with grad enabled, counted through `checkpoint`'s documented
+  `context_fn` argument.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+from . import canonical_init
+from .contract import (
+    BackwardRecord,
+    Grads,
+    Implementation,
+    Params,
+    SavedTensor,
+    check_features,
+    check_seed,
+    check_x,
+    check_x_spec,
+    check_x_values,
+)
+
+# The MLP's state dict names, in the canonical order w1, b1, w2, b2.
+STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+
+
+class CanonicalLinear(nn.Linear):
+    """An `nn.Linear` made from a given `(out, in)` weight and `(out,)` bias."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
+        # nn.Linear.__init__ would allocate and kaiming-initialise weights that
+        # are overwritten at once; skip_init and the meta device cost even more
+        # (hundreds of microseconds in torch 2.13). Set what it would set.
+        nn.Module.__init__(self)
+        self.out_features, self.in_features = weight.shape
+        assert bias.shape == (self.out_features,), (bias.shape, weight.shape)
+        self.weight = nn.Parameter(weight)
+        self.bias = nn.Parameter(bias)
+
+
+class MLP(nn.Module):
+    """`Linear(D, F)` -> relu -> `Linear(F, F)`, its forward pass under `torch.utils.checkpoint`.
+
+    **Arguments:**
+
+    - `fc1`, `fc2`: the two layers.
+    - `checkpoint`: whether a forward pass that needs grad goes through
+      `torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`. Without
+      grad there is nothing to save, and the checkpoint is skipped.
+    - `context_fn`: passed on to `checkpoint` (e.g. to count its regions).
+    """
+
+    def __init__(
+        self,
+        fc1: nn.Linear,
+        fc2: nn.Linear,
+        *,
+        checkpoint: bool = True,
+        context_fn: Callable[[], tuple[Any, Any]] | None = None,
+    ):
+        super().__init__()
+        self.fc1, self.fc2 = fc1, fc2
+        self.checkpoint = checkpoint
+        self.context_fn = context_fn
+
+    def block(self, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
+        if not (self.checkpoint and torch.is_grad_enabled()):
+            return self.block(x)
+        extra = {} if self.context_fn is None else {"context_fn": self.context_fn}
+        # Non-reentrant, as torch recommends (leaving use_reentrant out warns).
+        # The block draws no random numbers: no RNG state to stash and restore.
+        return torch_checkpoint(
+            self.block, x, use_reentrant=False, preserve_rng_state=False, **extra
+        )
+
+
+# ---------------------------------------------------------------------------
+# Layout converters: canonical kernel (in, out) <-> torch weight (out, in)
+# ---------------------------------------------------------------------------
+
+
+def _tensor(array: np.ndarray, device: Any = None) -> torch.Tensor:
+    # A fresh, writable, C-contiguous float32 copy: the canonical arrays are
+    # read-only, and the tensor must not share their memory.
+    tensor = torch.from_numpy(np.array(array, dtype=np.float32, order="C"))
+    return tensor if device is None else tensor.to(device)
+
+
+def params_to_state(params: Params, device: Any = None) -> dict[str, torch.Tensor]:
+    """Canonical params as the MLP's state dict: each `Linear.weight` is the kernel transposed."""
+    dim, features = params.dim, params.features
+    w1 = _tensor(params.w1.T, device)  # (D, F) -> (F, D)
+    w2 = _tensor(params.w2.T, device)  # (F, F) -> (F, F), transposed
+    assert w1.shape == (features, dim), w1.shape
+    assert w2.shape == (features, features), w2.shape
+    return {
+        "fc1.weight": w1,
+        "fc1.bias": _tensor(params.b1, device),  # (F,)
+        "fc2.weight": w2,
+        "fc2.bias": _tensor(params.b2, device),  # (F,)
+    }
+
+
+def _canonical_arrays(state: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    # Tensors in the MLP's layout (weights or their gradients) as canonical arrays.
+    w1, b1, w2, b2 = (to_host_array(state[name]) for name in STATE_NAMES)
+    if w1.ndim != 2:
+        raise ValueError(f"fc1.weight must be 2-D (F, D), got shape {w1.shape}")
+    features, dim = w1.shape
+    expected = {"fc1.weight": (features, dim), "fc1.bias": (features,)}
+    expected |= {"fc2.weight": (features, features), "fc2.bias": (features,)}
+    for name, array in zip(STATE_NAMES, (w1, b1, w2, b2), strict=True):
+        if array.shape != expected[name]:
+            raise ValueError(f"{name} must have shape {expected[name]}, got {array.shape}")
+    return {"w1": w1.T, "b1": b1, "w2": w2.T, "b2": b2}  # (F, D) -> (D, F); (F, F) transposed
+
+
+def state_to_params(state: Mapping[str, torch.Tensor]) -> Params:
+    """The MLP's state dict (or any mapping with its names) as canonical params."""
+    return Params(**_canonical_arrays(state))
+
+
+def build_mlp(
+    params: Params,
+    *,
+    checkpoint: bool = True,
+    device: Any = None,
+    context_fn: Callable[[], tuple[Any, Any]] | None = None,
+) -> MLP:
+    """An `MLP` holding `params`, on `device` (the CPU by default)."""
+    state = params_to_state(params, device)
+    return MLP(
+        CanonicalLinear(state["fc1.weight"], state["fc1.bias"]),
+        CanonicalLinear(state["fc2.weight"], state["fc2.bias"]),
+        checkpoint=checkpoint,
+        context_fn=context_fn,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Inputs and the exercise
+# ---------------------------------------------------------------------------
+
+
+def to_host_array(tensor: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a detached numpy array (dtypes numpy lacks become float64)."""
+    host = tensor.detach().cpu().resolve_conj().resolve_neg()
+    try:
+        return host.numpy()
+    except TypeError:  # bfloat16, float8: no numpy dtype
+        return host.to(torch.float64).numpy()
+
+
+def as_input(x: Any) -> torch.Tensor:
+    """x as a checked float32 `(D,)` tensor; raise naming `x` for anything else.
+
+    A tensor keeps its device and its autograd graph: `.to(torch.float32)`
+    returns x itself when it is float32 already, and a new tensor otherwise,
+    never changing x. Anything else (numpy, lists) becomes a fresh CPU tensor.
+    """
+    if isinstance(x, torch.Tensor):
+        check_x_spec(tuple(x.shape), x.dtype)
+        check_x_values(to_host_array(x))
+        return x.to(torch.float32)
+    return torch.from_numpy(check_x(x))  # check_x returns a fresh float32 copy
+
+
+def _leaf(x: Any) -> torch.Tensor:
+    # A float32 copy of x that requires grad: never the caller's own tensor.
+    return as_input(x).detach().clone().requires_grad_()
+
+
+def _exercise(
+    seed: Any, x: Any, features: Any, context_fn: Callable[[], tuple[Any, Any]] | None = None
+) -> tuple[torch.Tensor, MLP]:
+    seed, features = check_seed(seed), check_features(features)
+    x = as_input(x)
+    params = canonical_init.canonical_params(seed, x.shape[0], features)
+    model = build_mlp(params, device=x.device, context_fn=context_fn)
+    return model(x), model  # (D,) -> (F,)
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> torch.Tensor:
+    """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a checkpoint.
+
+    **Arguments:**
+
+    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+    - `x`: a finite real vector of shape `(D,)`: a tensor on any device, a
+      numpy array or a list. It is never modified, and gradients flow back
+      to it when it requires grad.
+    - `features`: the width F, a positive integer-valued scalar.
+
+    **Returns:** the `(F,)` float32 output, on x's device (the CPU for non-tensors).
+    """
+    return _exercise(seed, x, features)[0]
+
+
+# ---------------------------------------------------------------------------
+# Evidence
+# ---------------------------------------------------------------------------
+
+INSTRUMENT = (
+    "outer saved_tensors_hooks (storages, deduplicated); grad-enabled aten ops "
+    "in backward (TorchDispatchMode); checkpoint context_fn entries"
+)
+
+
+class _SavedTensors:
+    """Pack hook for `saved_tensors_hooks`: notes every saved tensor, once per storage."""
+
+    def __init__(self):
+        self.by_storage: dict[int, torch.Tensor] = {}
+
+    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        self.by_storage.setdefault(tensor.untyped_storage().data_ptr(), tensor)
+        return tensor
+
+    @staticmethod
+    def unpack(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+
+class _GradModeOps(TorchDispatchMode):
+    """Counts the non-view aten operators that run while grad mode is on."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if torch.is_grad_enabled() and not func.is_view:
+            self.counts[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class _RegionCounter:
+    """A `context_fn` for `checkpoint` that counts the regions it enters, forward and recompute."""
+
+    def __init__(self):
+        self.forward = 0
+        self.recomputed = 0
+
+    @contextlib.contextmanager
+    def _count(self, attribute: str) -> Iterator[None]:
+        setattr(self, attribute, getattr(self, attribute) + 1)
+        yield
+
+    def context_fn(self) -> tuple[Any, Any]:
+        return self._count("forward"), self._count("recomputed")
+
+
+def _record(
+    run_forward: Callable[[], tuple[torch.Tensor, MLP]], x: torch.Tensor, regions: _RegionCounter
+) -> BackwardRecord:
+    saved = _SavedTensors()
+    with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
+        out, model = run_forward()
+    parameters = list(model.parameters())
+    cotangent = torch.ones_like(out)  # made outside the mode, so it is not counted
+    with _GradModeOps() as ops:
+        torch.autograd.grad(out, [x, *parameters], cotangent)
+    return BackwardRecord(
+        instrument=INSTRUMENT,
+        saved=_classify(saved.by_storage, x, parameters),
+        recomputed=dict(ops.counts),
+        checkpoint_regions=regions.forward,
+    )
+
+
+def _classify(
+    by_storage: Mapping[int, torch.Tensor], x: torch.Tensor, parameters: Iterable[torch.Tensor]
+) -> tuple[SavedTensor, ...]:
+    input_ptr = x.untyped_storage().data_ptr()
+    names = {p.untyped_storage().data_ptr(): tuple(p.shape) for p in parameters}
+    saved = []
+    for ptr, tensor in by_storage.items():
+        shape, dtype = tuple(tensor.shape), str(tensor.dtype)
+        grad_fn = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else "a leaf"
+        if ptr == input_ptr:
+            saved.append(SavedTensor(shape, dtype, "input", f"x, saved as {shape}"))
+        elif ptr in names:
+            note = f"parameter of shape {names[ptr]}, saved as {shape}"
+            saved.append(SavedTensor(shape, dtype, "parameter", note))
+        else:
+            saved.append(SavedTensor(shape, dtype, "activation", f"output of {grad_fn}"))
+    return tuple(saved)
+
+
+# ---------------------------------------------------------------------------
+# The port
+# ---------------------------------------------------------------------------
+
+
+class PyTorch(Implementation):
+    """The PyTorch port: `torch.utils.checkpoint(..., use_reentrant=False)` around an MLP."""
+
+    name = "pytorch"
+    framework = "torch"
+    distributions = ("torch",)
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, loaded into the torch module and exported
+        # again, so that the layout converters are part of what is checked.
+        params = canonical_init.canonical_params(seed, dim, features)
+        return state_to_params(build_mlp(params).state_dict())
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        model = build_mlp(params, checkpoint=checkpoint)
+        return to_host_array(model(as_input(x)))  # grad stays on: the checkpoint runs
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        model = build_mlp(params, checkpoint=checkpoint)
+        x = _leaf(x)
+        out = model(x)
+        leaves = [x, *(model.get_parameter(name) for name in STATE_NAMES)]
+        grads = torch.autograd.grad(out, leaves, _tensor(np.asarray(cotangent)))
+        arrays = _canonical_arrays(dict(zip(STATE_NAMES, grads[1:], strict=True)))
+        return Grads(**arrays, x=to_host_array(grads[0]))
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        regions = _RegionCounter()
+        model = build_mlp(params, checkpoint=checkpoint, context_fn=regions.context_fn)
+        x = _leaf(x)
+        return _record(lambda: (model(x), model), x, regions)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        regions = _RegionCounter()
+        x = _leaf(x)
+        return _record(lambda: _exercise(seed, x, features, regions.context_fn), x, regions)
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> torch.Tensor:
+        return nn_checkpoint_forward(seed, x, features)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return to_host_array(array)
+
+    def from_numpy(self, array: np.ndarray) -> torch.Tensor:
+        # A copy: torch.from_numpy would share (and warn about read-only) memory.
+        return torch.from_numpy(np.array(array, copy=True, order="C"))
+
+    def pin_matmul_precision(self) -> None:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
