@@ -26,7 +26,7 @@ from implementations.contract import (
 
 from . import strategies
 from .checks import bitwise_equal, check_shape, fail, within, within_ulps
-from .tolerance import forward_bound, vjp_bounds
+from .tolerance import forward_bound, vjp_comparison
 
 INIT_ULPS = 2  # a port's init may differ from Flax's by this many ulps
 
@@ -95,10 +95,14 @@ def check_vjp(port: Implementation, canonical: Implementation, case) -> float:
     """(c) The VJP equals the canonical, for every parameter gradient and the x gradient."""
     grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True)).as_dict()
     reference = canonical.vjp(case.params, case.x, case.cotangent, checkpoint=True).as_dict()
-    bounds = vjp_bounds(case.params, case.x, case.cotangent)
+    return _compare_grads(port.name, "VJP d/d{}", case, grads, reference)
+
+
+def _compare_grads(port: str, quantity: str, case, grads: dict, reference: dict) -> float:
+    comparison = vjp_comparison(case.params, case.x, case.cotangent, grads, reference)
     return max(
-        within(port.name, f"VJP d/d{name}", grads[name], reference[name], bounds[name])
-        for name in reference
+        within(port, quantity.format(name), grads[name], reference[name], bound, shift)
+        for name, (shift, bound) in comparison.items()
     )
 
 
@@ -109,17 +113,11 @@ def check_checkpoint_is_transparent(port: Implementation, canonical, case) -> fl
     worst = within(
         port.name, "forward, checkpoint on vs off", on, off, forward_bound(case.params, case.x)
     )
-    grads_on = _grads(
-        port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True)
-    ).as_dict()
-    grads_off = _grads(
-        port, port.vjp(case.params, case.x, case.cotangent, checkpoint=False)
-    ).as_dict()
-    bounds = vjp_bounds(case.params, case.x, case.cotangent)
-    for name, bound in bounds.items():
-        quantity = f"VJP d/d{name}, checkpoint on vs off"
-        worst = max(worst, within(port.name, quantity, grads_on[name], grads_off[name], bound))
-    return worst
+    grads_on = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    grads_off = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=False))
+    quantity = "VJP d/d{}, checkpoint on vs off"
+    comparison = _compare_grads(port.name, quantity, case, grads_on.as_dict(), grads_off.as_dict())
+    return max(worst, comparison)
 
 
 def _record(port: Implementation, what: str, value: Any) -> BackwardRecord:

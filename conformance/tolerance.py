@@ -119,12 +119,27 @@ def forward_bound(params: Params, x: np.ndarray, *, param_ulps: float = 0.0) -> 
     return 2.0 * analyse_forward(params, x, param_ulps=param_ulps).e2
 
 
-def vjp_bounds(params: Params, x: np.ndarray, cotangent: np.ndarray) -> dict[str, np.ndarray]:
-    """The largest difference two float32 VJPs can show, per element, for each gradient.
+@dataclass(frozen=True)
+class VJPAnalysis:
+    """One float32 VJP's error bounds, and what a relu-kink side flip does.
 
-    **Returns:** bounds for `w1`, `b1`, `w2`, `b2` and `x`, kink-aware: at a
-    kink unit the bound admits the gradient from either side of the relu.
+    **Arguments:**
+
+    - `same_side`: per gradient, the largest difference two implementations
+      can show when they take the same side at every kink (2e).
+    - `g_a`: the exact dL/da, `W2 @ c`: what a unit passes back when open.
+    - `e_ga`: one implementation's error in it.
+    - `kinks`: units whose pre-activation lies within its error of zero.
     """
+
+    same_side: dict[str, np.ndarray]
+    g_a: np.ndarray
+    e_ga: np.ndarray
+    kinks: np.ndarray
+
+
+def analyse_vjp(params: Params, x: np.ndarray, cotangent: np.ndarray) -> VJPAnalysis:
+    """Bound one float32 VJP on this data, step by step."""
     fwd = analyse_forward(params, x)
     w1, w2 = params.w1.astype(np.float64), params.w2.astype(np.float64)
     x = np.abs(np.asarray(x, np.float64))
@@ -137,14 +152,13 @@ def vjp_bounds(params: Params, x: np.ndarray, cotangent: np.ndarray) -> dict[str
     e_w2 = np.outer(fwd.e1, c) + U * np.outer(a_hat, c) + TINY * (1 + np.add.outer(a_hat, c))
 
     # dL/da = W2 @ c, an F-term sum.
-    g_a = np.abs(params.w2.astype(np.float64) @ np.asarray(cotangent, np.float64))
+    g_a = w2 @ np.asarray(cotangent, np.float64)
     e_ga = gamma(features) * (np.abs(w2) @ c) + TINY * (features + 1 + np.abs(w2).sum(1) + c.sum())
-    # dL/dh = dL/da where the unit is active. At a kink it may be either side,
-    # so its error is e_ga and the two sides differ by a jump of |g_a|.
+    # dL/dh = dL/da where the unit is open. At a kink it may be open in one
+    # implementation and closed in the other: its error is e_ga either way.
     open_units = (fwd.h > 0) | fwd.kinks
     e_gh = np.where(open_units, e_ga, 0.0)
-    g_h = np.where(open_units, g_a + e_ga, 0.0)  # a bound on |dL/dh| itself
-    jump = np.where(fwd.kinks, g_a, 0.0)
+    g_h = np.where(open_units, np.abs(g_a) + e_ga, 0.0)  # a bound on |dL/dh| itself
 
     # dL/dW1[i, j] = x_i (dL/dh)_j: one rounding on top of dL/dh's error.
     e_w1 = np.outer(x, e_gh) + U * np.outer(x, g_h) + TINY * (1 + np.add.outer(x, g_h))
@@ -152,13 +166,77 @@ def vjp_bounds(params: Params, x: np.ndarray, cotangent: np.ndarray) -> dict[str
     e_x = np.abs(w1) @ e_gh + gamma(features) * (np.abs(w1) @ g_h)
     e_x += TINY * (features + 1 + np.abs(w1).sum(1) + g_h.sum())
 
-    return {
-        "w1": (2.0 * e_w1 + np.outer(x, jump) * (1 + U)) * slack,
-        "b1": (2.0 * e_gh + jump) * slack + 2.0 * TINY,
+    same_side = {
+        "w1": 2.0 * e_w1 * slack,
+        "b1": 2.0 * e_gh * slack + 2.0 * TINY,
         "w2": 2.0 * e_w2 * slack,
         "b2": np.full(features, 2.0 * TINY),  # dL/db2 = c: no arithmetic at all
-        "x": (2.0 * e_x + (np.abs(w1) @ jump) * (1 + gamma(features))) * slack,
+        "x": 2.0 * e_x * slack,
     }
+    return VJPAnalysis(same_side=same_side, g_a=g_a, e_ga=e_ga, kinks=fwd.kinks)
+
+
+def _kink_allowance(params: Params, x: np.ndarray, jump: np.ndarray) -> dict[str, np.ndarray]:
+    # What flipping the units in `jump` (their |dL/da|, 0 elsewhere) can add.
+    x = np.abs(np.asarray(x, np.float64))
+    w1 = np.abs(params.w1.astype(np.float64))
+    features = w1.shape[1]
+    zeros = {"w2": 0.0, "b2": 0.0}
+    return zeros | {
+        "w1": np.outer(x, jump) * (1 + U),
+        "b1": jump,
+        "x": (w1 @ jump) * (1 + gamma(features)),
+    }
+
+
+def vjp_bounds(params: Params, x: np.ndarray, cotangent: np.ndarray) -> dict[str, np.ndarray]:
+    """The largest difference two float32 VJPs can show, per element, whatever sides they take.
+
+    Used where the two sides cannot be told apart (the golden vectors' stored
+    bounds); `vjp_comparison` is tighter when both gradients are at hand.
+    """
+    vjp = analyse_vjp(params, x, cotangent)
+    jump = np.where(vjp.kinks, np.abs(vjp.g_a), 0.0)
+    allowance = _kink_allowance(params, x, jump)
+    return {name: bound + allowance[name] for name, bound in vjp.same_side.items()}
+
+
+def vjp_comparison(
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    grads: dict[str, np.ndarray],
+    reference: dict[str, np.ndarray],
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per gradient, the difference that relu-kink side flips explain, and the bound on the rest.
+
+    At a kink unit j each implementation passes back either 0 or dL/da_j.
+    Where |dL/da_j| is well above its error, the b1 gradients show which side
+    each took; the flip's exact effect is then taken out of the comparison,
+    so "either side" is accepted at kinks only and nothing in between. Where
+    it is not, the bound grows by the flip's largest effect instead.
+
+    **Returns:** `{name: (shift, bound)}`: check `|grads - reference - shift| <= bound`.
+    """
+    vjp = analyse_vjp(params, x, cotangent)
+    decidable = vjp.kinks & (np.abs(vjp.g_a) > 4.0 * vjp.e_ga)
+    ambiguous = vjp.kinks & ~decidable
+
+    def opened(b1: np.ndarray) -> np.ndarray:
+        return np.abs(np.asarray(b1, np.float64)) > np.abs(vjp.g_a) / 2
+
+    flip = np.where(decidable, opened(grads["b1"]).astype(float) - opened(reference["b1"]), 0.0)
+    moved = flip * vjp.g_a  # (F,): what each flip changes dL/dh by, port minus reference
+    x64 = np.asarray(x, np.float64)
+    shifts = {
+        "w1": np.outer(x64, moved),
+        "b1": moved,
+        "w2": np.zeros_like(vjp.same_side["w2"]),
+        "b2": np.zeros_like(vjp.same_side["b2"]),
+        "x": params.w1.astype(np.float64) @ moved,
+    }
+    allowance = _kink_allowance(params, x, np.where(ambiguous, np.abs(vjp.g_a) + vjp.e_ga, 0.0))
+    return {name: (shifts[name], bound + allowance[name]) for name, bound in vjp.same_side.items()}
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from conformance.tolerance import (
     gamma,
     ulp_distance,
     vjp_bounds,
+    vjp_comparison,
 )
 from implementations.contract import Params
 from tests import reference
@@ -193,3 +194,31 @@ def test_ulp_distance():
     assert ulp_distance(np.float32(0.0), np.float32(-0.0)) == 0
     assert ulp_distance(np.float32(-1e-45), np.float32(1e-45)) == 2
     assert ulp_distance(np.float32(1.0), np.float32(1.0)) == 0
+
+
+def _exceeds(params, x, c, grads, reference) -> set[str]:
+    comparison = vjp_comparison(params, x, c, grads, reference)
+    return {
+        name
+        for name, (shift, bound) in comparison.items()
+        if np.any(np.abs(grads[name] - reference[name] - shift) > bound)
+    }
+
+
+def test_the_comparison_takes_a_side_flip_out_exactly():
+    params, x, c = _kink_case()
+    closed = _grads(params, x, c, np.array([0.0, 1.0, 1.0]))
+    opened = _grads(params, x, c, np.array([1.0, 1.0, 1.0]))
+    assert _exceeds(params, x, c, opened, closed) == set()
+    assert _exceeds(params, x, c, closed, opened) == set()
+    # The flip is taken out exactly, so what is left must be rounding-sized.
+    comparison = vjp_comparison(params, x, c, opened, closed)
+    shift, bound = comparison["b1"]
+    assert np.abs(opened["b1"] - closed["b1"] - shift).max() <= bound.max() < 1e-5
+
+
+def test_the_comparison_rejects_a_value_between_the_two_sides():
+    params, x, c = _kink_case()
+    closed = _grads(params, x, c, np.array([0.0, 1.0, 1.0]))
+    halfway = _grads(params, x, c, np.array([0.5, 1.0, 1.0]))
+    assert {"b1", "w1", "x"} <= _exceeds(params, x, c, halfway, closed)
