@@ -23,7 +23,7 @@ from implementations import PortUnavailable
 from . import environment, expectations
 from .properties import PROPERTIES
 from .runner import run_property
-from .suite import REFERENCE_ONLY
+from .suite import REFERENCE_ONLY, load_canonical
 
 
 class StaleExpectationWarning(UserWarning):
@@ -71,12 +71,7 @@ def port(port_name: str) -> implementations.Implementation:
 @pytest.fixture(scope="session")
 def canonical_port() -> implementations.Implementation | None:
     """The canonical port, or None when its framework is missing."""
-    try:
-        canonical = implementations.load(implementations.CANONICAL)
-    except PortUnavailable:
-        return None
-    canonical.pin_matmul_precision()
-    return canonical
+    return load_canonical()
 
 
 @pytest.fixture(scope="session")

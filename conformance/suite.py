@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import implementations
-from implementations import PortUnavailable
+from implementations import Implementation, PortUnavailable
 
 from . import environment, expectations, profiles
 from .mutation import MUTANT_EXAMPLES, MutantResult, run_mutants
@@ -90,11 +90,7 @@ def run_port(
         state = "unavailable" if error.missing else "broken"
         return PortReport(name, state, reason=error.reason)
     port.pin_matmul_precision()
-    try:
-        canonical = implementations.load(implementations.CANONICAL)
-        canonical.pin_matmul_precision()
-    except PortUnavailable:
-        canonical = None
+    canonical = load_canonical()
     expected = expectations.load(name, expectations_dir)
     report = PortReport(name, "available", framework=port.framework, versions=port.versions())
     for prop in PROPERTIES:
@@ -134,11 +130,12 @@ def _port_job(name, profile, max_examples, scope, expectations_dir, queue) -> Po
 def _mutant_job(profile, queue) -> list[MutantResult]:
     environment.prepare()
     profiles.load(profile)
-    canonical = _load_canonical()
+    canonical = load_canonical()
     return run_mutants(canonical, on_mutant=lambda result: queue.put(("mutants", "advance", 1)))
 
 
-def _load_canonical():
+def load_canonical() -> Implementation | None:
+    """The canonical port with its precision pinned, or None when its framework is missing."""
     try:
         canonical = implementations.load(implementations.CANONICAL)
     except PortUnavailable:
@@ -179,7 +176,7 @@ def run_suite(
         mutant_results = None
         if mutants:
             mutant_results = run_mutants(
-                _load_canonical(), on_mutant=lambda r: notify("mutants", "advance", 1)
+                load_canonical(), on_mutant=lambda r: notify("mutants", "advance", 1)
             )
     else:
         reports, mutant_results = _run_parallel(
