@@ -40,10 +40,18 @@ BUILTIN: dict[str, str] = {
     "flax_linen": "implementations.flax_linen:FlaxLinen",
     "equinox_jax": "implementations.equinox_jax:EquinoxJax",
     "pytorch": "implementations.pytorch:PyTorch",
+    "flax_nnx": "implementations.flax_nnx:FlaxNnx",
+    "jax_checkpoint": "implementations.jax_checkpoint:JaxCheckpoint",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
-_EXTRAS = {"flax_linen": "flax", "equinox_jax": "equinox", "pytorch": "torch"}
+_EXTRAS = {
+    "flax_linen": "flax",
+    "equinox_jax": "equinox",
+    "pytorch": "torch",
+    "flax_nnx": "nnx",
+    "jax_checkpoint": "jax",
+}
 
 
 class PortUnavailable(RuntimeError):

@@ -9,7 +9,7 @@ module never imports flax. Flax derives each parameter's key by folding a
 SHA-1 of the scope name and rng counter into `PRNGKey(seed)` (see
 `flax_rng`), draws the `Dense` kernel from `lecun_normal` in its `(in, out)`
 shape, and sets the bias to zeros. We draw the same bits in the same shape,
-then transpose.
+then transpose. That init lives in `jax_flax_init`, shared with the other JAX ports.
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ import numpy as np
 
 from . import jax_evidence
 from .contract import Grads, Implementation, Params, check_features, check_seed
-from .flax_rng import dense_kernel_fold_value
+from .jax_flax_init import flax_init, lecun_normal  # noqa: F401 - re-exported
+from .jax_flax_init import jitted_init as _init
+from .jax_flax_init import seed_array as _seed_array
 from .jax_inputs import checked_x
-
-# The standard deviation of a standard normal truncated to (-2, 2); lecun_normal
-# divides by it so that the truncated draw has variance 1 / fan_in.
-_TRUNCATED_STDDEV = 0.87962566103423978
 
 
 class MLP(eqx.Module):
@@ -118,39 +116,8 @@ def model_to_params(model: MLP) -> Params:
 
 
 # ---------------------------------------------------------------------------
-# Flax's init, in jax.random alone
+# Flax's init, in jax.random alone: `jax_flax_init`, shared with the other JAX ports
 # ---------------------------------------------------------------------------
-
-
-def lecun_normal(key: jax.Array, shape: tuple[int, int]) -> jax.Array:
-    """`jax.nn.initializers.lecun_normal()(key, shape)`, Flax's `Dense` kernel init, spelled out.
-
-    A standard normal truncated to (-2, 2), scaled to variance `1 / fan_in`.
-    Every constant is float32 and rounded where jax rounds it, so the draw
-    is bit-for-bit the same.
-    """
-    fan_in = shape[0]  # a Dense kernel is (in, out)
-    variance = jnp.array(1.0 / fan_in, jnp.float32)
-    stddev = jnp.sqrt(variance) / jnp.array(_TRUNCATED_STDDEV, jnp.float32)
-    return jax.random.truncated_normal(key, -2, 2, shape, jnp.float32) * stddev
-
-
-def flax_init(key: jax.Array, dim: int, features: int) -> tuple[jax.Array, ...]:
-    """Flax's `MLP(features).init(key, x)` for x of width `dim`, canonical layout.
-
-    **Arguments:**
-
-    - `key`: the root key, `jax.random.PRNGKey(seed)`.
-    - `dim`, `features`: D and F.
-
-    **Returns:** `(w1, b1, w2, b2)`: kernels `(D, F)`, `(F, F)`; zero biases `(F,)`.
-    """
-    # Flax folds a constant per scope into the root key; it never splits.
-    # The bias's key (rng counter 2) is never used: zeros need none.
-    k1 = jax.random.fold_in(key, jnp.uint32(dense_kernel_fold_value(0)))
-    k2 = jax.random.fold_in(key, jnp.uint32(dense_kernel_fold_value(1)))
-    zeros = jnp.zeros((features,), jnp.float32)
-    return lecun_normal(k1, (dim, features)), zeros, lecun_normal(k2, (features, features)), zeros
 
 
 def init_model(key: jax.Array, dim: int, features: int, *, checkpoint: bool = True) -> MLP:
@@ -194,14 +161,6 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
     return _init_and_apply(features)(_seed_array(seed), x)
 
 
-def _seed_array(seed: int) -> np.int64:
-    # `PRNGKey(seed)` turns a Python int into `np.int64(seed)`, then into a jax
-    # array, which x32 mode cuts to its low 32 bits. jit converts an np.int64
-    # argument the same way, so the key can be made inside the compiled
-    # function: that saves an eager dispatch, about half of a warm call.
-    return np.int64(seed)
-
-
 @functools.lru_cache(maxsize=64)
 def _init_and_apply(features: int):
     def init_and_apply(seed, x):  # (), (D,) -> (F,)
@@ -209,11 +168,6 @@ def _init_and_apply(features: int):
         return model(x)
 
     return jax.jit(init_and_apply)
-
-
-@functools.lru_cache(maxsize=64)
-def _init(dim: int, features: int):
-    return jax.jit(lambda seed: flax_init(jax.random.PRNGKey(seed), dim, features))
 
 
 def _call(model: MLP, x: jax.Array) -> jax.Array:
@@ -229,7 +183,7 @@ def _vjp(model: MLP, x: jax.Array, cotangent: jax.Array) -> tuple[MLP, jax.Array
     return pull_back(cotangent)
 
 
-class EquinoxJax(Implementation):
+class EquinoxJax(jax_evidence.JaxRecords, Implementation):
     """The Equinox port: `eqx.filter_checkpoint`, Flax's init in pure JAX."""
 
     name = "equinox_jax"
@@ -253,33 +207,9 @@ class EquinoxJax(Implementation):
         grads = model_to_params(grads)
         return Grads(w1=grads.w1, b1=grads.b1, w2=grads.w2, b2=grads.b2, x=np.asarray(dx))
 
-    def __init__(self):
-        self._records: dict[tuple, Any] = {}
-
-    # A record depends on shapes only (it is read off jaxprs), so the port
-    # keeps one per shape, as jit keeps one executable per shape.
-    def backward_record(self, params: Params, x: np.ndarray, *, checkpoint: bool = True):
-        key = ("vjp", params.dim, params.features, checkpoint)
-        if key not in self._records:
-            self._records[key] = jax_evidence.backward_record(
-                _call,
-                (params_to_model(params, checkpoint=checkpoint), jnp.asarray(x, jnp.float32)),
-                origins=("parameter", "input"),
-                cotangent=jnp.ones((params.features,), jnp.float32),
-            )
-        return self._records[key]
-
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any):
-        features = check_features(features)
-        key = ("exercise", np.shape(x), features)
-        if key not in self._records:
-            self._records[key] = jax_evidence.backward_record(
-                lambda x: nn_checkpoint_forward(seed, x, features),
-                (jnp.asarray(x),),
-                origins=("input",),
-                cotangent=jnp.ones((features,), jnp.float32),
-            )
-        return self._records[key]
+    def differentiable(self, params: Params, x: np.ndarray, checkpoint: bool):
+        model = params_to_model(params, checkpoint=checkpoint)
+        return _call, (model, jnp.asarray(x, jnp.float32))
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         return nn_checkpoint_forward(seed, x, features)

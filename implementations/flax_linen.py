@@ -111,7 +111,7 @@ def variables_to_params(variables: dict) -> Params:
     )
 
 
-class FlaxLinen(Implementation):
+class FlaxLinen(jax_evidence.JaxRecords, Implementation):
     """The canonical port: Flax linen `nn.checkpoint`."""
 
     name = "flax_linen"
@@ -122,9 +122,6 @@ class FlaxLinen(Implementation):
     checkpointed: type[nn.Module] = CheckpointMLP
     plain: type[nn.Module] = MLP
     initializer: type[nn.Module] = CheckpointMLP
-
-    def __init__(self):
-        self._records = jax_evidence.RecordCache()
 
     def _module(self, checkpoint: bool) -> type[nn.Module]:
         return self.checkpointed if checkpoint else self.plain
@@ -148,28 +145,9 @@ class FlaxLinen(Implementation):
         tree = variables_to_params(variables)
         return Grads(w1=tree.w1, b1=tree.b1, w2=tree.w2, b2=tree.b2, x=np.asarray(dx))
 
-    def backward_record(self, params: Params, x: np.ndarray, *, checkpoint: bool = True):
-        return self._records.get(
-            ("vjp", params.dim, params.features, checkpoint),
-            lambda: jax_evidence.backward_record(
-                self._module(checkpoint)(features=params.features).apply,
-                (params_to_variables(params), jnp.asarray(x)),
-                origins=("parameter", "input"),
-                cotangent=jnp.ones((params.features,), jnp.float32),
-            ),
-        )
-
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any):
-        features = check_features(features)
-        return self._records.get(
-            ("exercise", np.shape(x), features),
-            lambda: jax_evidence.backward_record(
-                lambda x: self.nn_checkpoint_forward(seed, x, features),
-                (jnp.asarray(x),),
-                origins=("input",),
-                cotangent=jnp.ones((features,), jnp.float32),
-            ),
-        )
+    def differentiable(self, params: Params, x: np.ndarray, checkpoint: bool):
+        apply = self._module(checkpoint)(features=params.features).apply
+        return apply, (params_to_variables(params), jnp.asarray(x))
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         return init_and_apply(self.checkpointed, seed, x, features, init_module=self.initializer)

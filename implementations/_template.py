@@ -1,0 +1,162 @@
+"""TEMPLATE: a new port of the exercise. Copy this file; do not register it as it is.
+
+**How to use it** (the full guide is `docs/PORTING.md`):
+
+1. Copy it to `implementations/<port>.py` (a built-in port) or into your own
+   package (an external port, registered through the entry-point group
+   `remat_conformance.implementations`).
+2. Work through every `TODO(port)` below, top to bottom. Search for the
+   string: none may be left.
+3. Register the class: one line in `implementations.BUILTIN` (and `_EXTRAS`),
+   or one entry point, `<port> = "<module>:<Class>"`.
+4. Run `python -m conformance --implementation <port> --no-mutants` until
+   every property, (a) to (h), is green.
+
+**An unfinished copy fails loudly.** Every contract method raises
+`NotImplementedError("TODO(port): ...")`, so every property of the suite
+fails and names the TODO that is left. Nothing here validates or computes
+anything on its own, so no property can pass by accident.
+
+Imports numpy and the contract only; your port imports its framework too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# TODO(port): import your framework here (e.g. `import torch`). Import nothing
+# from another port's framework: a missing framework must only make *this* port
+# unavailable, and `implementations` must import no framework at all.
+from implementations.contract import (  # noqa: F401 - the names a finished port uses
+    BackwardRecord,
+    Grads,
+    Implementation,
+    Params,
+    SavedTensor,
+    check_features,
+    check_seed,
+    check_x,
+)
+
+GUIDE = "see docs/PORTING.md"
+
+
+def _todo(what: str) -> NotImplementedError:
+    """The error every unfinished piece raises; the suite's failure messages show it."""
+    return NotImplementedError(f"TODO(port): {what} ({GUIDE})")
+
+
+# ---------------------------------------------------------------------------
+# 1. The model
+# ---------------------------------------------------------------------------
+
+# TODO(port): define the MLP in your framework's own idiom:
+#   Linear(D, F) -> relu -> Linear(F, F), biases on, no other layers,
+#   with its forward pass wrapped in your framework's checkpoint API
+#   (jax.checkpoint, nnx.remat, eqx.filter_checkpoint, torch.utils.checkpoint
+#   with use_reentrant=False, ...; docs/PORTING.md lists the pitfalls of each).
+#   Make the checkpoint switchable (`checkpoint=True/False`) without changing
+#   the parameters: property (d) compares the two paths and (e) needs both.
+#       def block(x):          # (D,) -> (F,)
+#           h = relu(x @ W1 + b1)   # (D,) -> (F,)
+#           return h @ W2 + b2      # (F,) -> (F,)
+
+
+# ---------------------------------------------------------------------------
+# 2. Converters: canonical layout <-> your framework's own layout
+# ---------------------------------------------------------------------------
+
+
+def params_to_native(params: Params) -> Any:
+    """Canonical `Params` (kernel `(in, out)`) as your framework's parameters."""
+    # TODO(port): keep your framework's layout and convert explicitly here, with
+    # shape asserts: e.g. a torch `Linear.weight` is `(out, in)`, so it is `w1.T`.
+    # Copy: the canonical arrays are read-only and must never be aliased.
+    raise _todo("params_to_native: canonical Params -> your framework's layout")
+
+
+def native_to_params(native: Any) -> Params:
+    """Your framework's parameters (or gradients shaped like them) as canonical `Params`."""
+    # TODO(port): the inverse of params_to_native, shape-checked; it also converts
+    # gradients in vjp. Test the round trip on arbitrary float32 bits.
+    raise _todo("native_to_params: your framework's layout -> canonical Params")
+
+
+# ---------------------------------------------------------------------------
+# 3. The exercise
+# ---------------------------------------------------------------------------
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
+    """The exercise: Flax linen's parameters for `PRNGKey(int(seed))`, the checkpointed MLP on x."""
+    # TODO(port): replace the raise with, in this order:
+    #   seed, features, x = check_seed(seed), check_features(features), check_x(x)
+    #     (the shared checks: every port must raise the same errors, property (g);
+    #     JAX ports use `implementations.jax_inputs.checked_x` so tracers pass);
+    #   the canonical parameters for (seed, D, F): NOT your framework's own seeded
+    #     init, which draws different numbers. Use
+    #     `implementations.canonical_init.canonical_params` (numpy only) or, in
+    #     JAX, `implementations.jax_flax_init.flax_init`;
+    #   the checkpointed forward pass, returning a float32 (F,) array of your
+    #     framework, leaving x unchanged (property (h)).
+    raise _todo("nn_checkpoint_forward: validate, canonical init, checkpointed forward")
+
+
+class TemplatePort(Implementation):
+    """TODO(port): one line saying which framework and which checkpoint API."""
+
+    # TODO(port): the registry name; it must equal the BUILTIN key or entry-point name.
+    name = "template"
+    # TODO(port): the framework's distribution name, e.g. "torch".
+    framework = "TODO(port)"
+    # TODO(port): the distributions whose versions reports show, e.g. ("jax", "flax").
+    distributions = ()
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # TODO(port): check_seed / check_features, then the canonical init (see
+        # nn_checkpoint_forward) as contract.Params. Property (a) allows 2 ulp.
+        raise _todo("init_params: the port's seeded init, equal to Flax linen's")
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        # TODO(port): params_to_native(params), run the MLP with the checkpoint on or
+        # off, return a float32 (F,) numpy array. Property (b), (d).
+        raise _todo("forward: the (F,) output from given params, checkpoint on or off")
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        # TODO(port): pull the (F,) cotangent back to every parameter and to x; return
+        # contract.Grads in the canonical layout (native_to_params). Property (c), (d).
+        raise _todo("vjp: gradients of every parameter and of x for a cotangent")
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        # TODO(port): read what the backward pass saves and recomputes off your
+        # framework's own instrument (JAX: mix in `jax_evidence.JaxRecords` and write
+        # `differentiable` instead of both record methods; torch: saved_tensors_hooks
+        # and a dispatch mode, see pytorch.py). With the
+        # checkpoint on: no saved activation, something recomputed. Off: an
+        # activation saved, nothing recomputed. Property (e).
+        raise _todo("backward_record: what vjp's backward pass saves and recomputes")
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        # TODO(port): the same record for the gradient of nn_checkpoint_forward with
+        # respect to x: the checkpoint must sit on the exercise's own grad path too.
+        raise _todo("exercise_record: the record of differentiating nn_checkpoint_forward")
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        return nn_checkpoint_forward(seed, x, features)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        # TODO(port): your framework's array as numpy, detached from any autograd graph.
+        raise _todo("to_numpy: a framework array as numpy")
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        # TODO(port): a numpy array as your framework's own array, dtype kept.
+        raise _todo("from_numpy: a numpy array as a framework array")
+
+    # TODO(port): if your framework can use TF32 or bf16 passes for float32 matmuls
+    # on an accelerator, override pin_matmul_precision to turn that off.

@@ -1,0 +1,144 @@
+"""The plain JAX port: pure functions, `jax.checkpoint` around the block. No Flax, no Equinox.
+
+The parameters are a dict of jax arrays in the canonical layout itself
+(`{"w1": (D, F), "b1": (F,), "w2": (F, F), "b2": (F,)}`, kernel `(in, out)`,
+as Flax's), so the converters only move between `Params` and that dict. The
+seeded init is Flax's, reproduced with `jax.random` in `jax_flax_init`.
+Imports jax, numpy and the project's jax-only modules.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import jax_evidence
+from .contract import PARAM_NAMES, Grads, Implementation, Params, check_features, check_seed
+from .jax_flax_init import flax_init, init_arrays, seed_array
+from .jax_inputs import checked_x
+
+Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
+
+
+def block(params: Tree, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
+    """`Dense(F)` -> relu -> `Dense(F)` as Flax's Dense computes it: `x @ kernel + bias`."""
+    h = x @ params["w1"] + params["b1"]  # (D,) @ (D, F) -> (F,)
+    h = jax.nn.relu(h)
+    return h @ params["w2"] + params["b2"]  # (F,) @ (F, F) -> (F,)
+
+
+# The backward pass keeps this region's inputs (params and x) and recomputes
+# the hidden activation. Plain functions of arrays: jax.checkpoint needs
+# nothing static (no module object to hash, unlike `jax.checkpoint(eqx_model)`).
+checkpointed_block = jax.checkpoint(block)
+
+
+def mlp(params: Tree, x: jax.Array, *, checkpoint: bool = True) -> jax.Array:  # (D,) -> (F,)
+    """The MLP, checkpointed (`True`) or plain (`False`). Under jit, `checkpoint` is static."""
+    return (checkpointed_block if checkpoint else block)(params, x)
+
+
+# ---------------------------------------------------------------------------
+# Converters: the layout is the canonical one; only the container changes
+# ---------------------------------------------------------------------------
+
+
+def params_to_tree(params: Params) -> Tree:
+    """Canonical `Params` as the port's dict (numpy arrays: jit takes them as they are)."""
+    return params.as_dict()
+
+
+def tree_to_params(tree: Tree) -> Params:
+    """The port's dict, or a gradient shaped like it, as canonical `Params` (shapes checked)."""
+    return Params(**{name: np.asarray(tree[name]) for name in PARAM_NAMES})
+
+
+# ---------------------------------------------------------------------------
+# The exercise
+# ---------------------------------------------------------------------------
+
+
+def init(key: jax.Array, dim: int, features: int) -> Tree:
+    """Flax's `MLP(features).init(key, x)` for x of width `dim`, as the port's dict."""
+    return dict(zip(PARAM_NAMES, flax_init(key, dim, features), strict=True))
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
+    """The exercise: init as Flax would from `PRNGKey(seed)`, apply the checkpointed MLP to x.
+
+    **Arguments:**
+
+    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+      array), at most `2**63 - 1`; `PRNGKey` keeps its low 32 bits (x32 mode).
+    - `x`: a finite real vector of shape `(D,)`. A tracer is fine: its shape
+      and dtype are checked, its values cannot be.
+    - `features`: the width F, a positive integer-valued scalar.
+
+    **Returns:** the `(F,)` float32 output. It works under `jax.grad` and
+    `jax.vmap` (over x), and under `jax.jit` with `seed` and `features` static.
+    """
+    seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+    return _init_and_apply(features)(seed_array(seed), x)
+
+
+# One compiled function per F (and, in jit's cache, per D); the seed is an
+# argument, so a new seed dispatches without tracing again.
+@functools.lru_cache(maxsize=64)
+def _init_and_apply(features: int):
+    def init_and_apply(seed, x):  # (), (D,) -> (F,)
+        return mlp(init(jax.random.PRNGKey(seed), x.shape[0], features), x, checkpoint=True)
+
+    return jax.jit(init_and_apply)
+
+
+_apply = jax.jit(mlp, static_argnames="checkpoint")
+
+
+@functools.partial(jax.jit, static_argnames="checkpoint")
+def _vjp(params: Tree, x: jax.Array, cotangent: jax.Array, *, checkpoint: bool):
+    _, pull_back = jax.vjp(functools.partial(mlp, checkpoint=checkpoint), params, x)
+    return pull_back(cotangent)
+
+
+class JaxCheckpoint(jax_evidence.JaxRecords, Implementation):
+    """The plain JAX port: pure functions and `jax.checkpoint`, Flax's init in pure JAX."""
+
+    name = "jax_checkpoint"
+    framework = "jax"
+    distributions = ("jax", "jaxlib")
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        seed, features = check_seed(seed), check_features(features)
+        return Params(*init_arrays(seed, dim, features))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        x = np.asarray(x, np.float32)
+        return np.asarray(_apply(params_to_tree(params), x, checkpoint=checkpoint))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        x, cotangent = np.asarray(x, np.float32), np.asarray(cotangent, np.float32)
+        grads, dx = _vjp(params_to_tree(params), x, cotangent, checkpoint=checkpoint)
+        grads = tree_to_params(grads)
+        return Grads(w1=grads.w1, b1=grads.b1, w2=grads.w2, b2=grads.b2, x=np.asarray(dx))
+
+    def differentiable(self, params: Params, x: np.ndarray, checkpoint: bool):
+        tree = jax.tree.map(jnp.asarray, params_to_tree(params))
+        return functools.partial(mlp, checkpoint=checkpoint), (tree, jnp.asarray(x, jnp.float32))
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
+        return nn_checkpoint_forward(seed, x, features)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def from_numpy(self, array: np.ndarray) -> jax.Array:
+        return jnp.asarray(array)
+
+    def pin_matmul_precision(self) -> None:
+        jax.config.update("jax_default_matmul_precision", "highest")

@@ -1,0 +1,89 @@
+"""Flax's init of the exercise, in `jax.random` alone. Imports jax, numpy and `flax_rng` only.
+
+Every JAX port that must not (plain JAX, Equinox) or cannot (Flax NNX, whose
+`nnx.Rngs` derives keys its own way) let Flax linen make its parameters gets
+them here, equal to `FlaxLinen().init_params` to the bit on XLA:CPU (1 ulp
+anywhere, with jax's default `jax_threefry_partitionable=True`).
+
+Flax derives each parameter's key by folding a SHA-1 of the scope name and
+rng counter into `PRNGKey(seed)` (see `flax_rng`), draws the `Dense` kernel
+from `lecun_normal` in its `(in, out)` shape, and sets the bias to zeros.
+`flax_init` draws the same bits in the same shape: the canonical layout.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .flax_rng import dense_kernel_fold_value
+
+__all__ = [
+    "TRUNCATED_STDDEV",
+    "flax_init",
+    "init_arrays",
+    "jitted_init",
+    "lecun_normal",
+    "seed_array",
+]
+
+# The standard deviation of a standard normal truncated to (-2, 2); lecun_normal
+# divides by it so that the truncated draw has variance 1 / fan_in.
+TRUNCATED_STDDEV = 0.87962566103423978
+
+
+def lecun_normal(key: jax.Array, shape: tuple[int, int]) -> jax.Array:
+    """`jax.nn.initializers.lecun_normal()(key, shape)`, Flax's `Dense` kernel init, spelled out.
+
+    A standard normal truncated to (-2, 2), scaled to variance `1 / fan_in`.
+    Every constant is float32 and rounded where jax rounds it, so the draw
+    is bit-for-bit the same.
+    """
+    fan_in = shape[0]  # a Dense kernel is (in, out)
+    variance = jnp.array(1.0 / fan_in, jnp.float32)
+    stddev = jnp.sqrt(variance) / jnp.array(TRUNCATED_STDDEV, jnp.float32)
+    return jax.random.truncated_normal(key, -2, 2, shape, jnp.float32) * stddev
+
+
+def flax_init(key: jax.Array, dim: int, features: int) -> tuple[jax.Array, ...]:
+    """Flax's `MLP(features).init(key, x)` for x of width `dim`, canonical layout.
+
+    **Arguments:**
+
+    - `key`: the root key, `jax.random.PRNGKey(seed)`.
+    - `dim`, `features`: D and F.
+
+    **Returns:** `(w1, b1, w2, b2)`: kernels `(D, F)`, `(F, F)`; zero biases `(F,)`.
+    """
+    # Flax folds a constant per scope into the root key; it never splits.
+    # The bias's key (rng counter 2) is never used: zeros need none.
+    k1 = jax.random.fold_in(key, jnp.uint32(dense_kernel_fold_value(0)))
+    k2 = jax.random.fold_in(key, jnp.uint32(dense_kernel_fold_value(1)))
+    zeros = jnp.zeros((features,), jnp.float32)
+    return lecun_normal(k1, (dim, features)), zeros, lecun_normal(k2, (features, features)), zeros
+
+
+def seed_array(seed: int) -> np.int64:
+    """A checked seed as the argument a jitted function turns into `PRNGKey(seed)`.
+
+    `PRNGKey(seed)` turns a Python int into `np.int64(seed)`, then into a jax
+    array, which x32 mode cuts to its low 32 bits. jit converts an np.int64
+    argument the same way, so the key can be made inside the compiled
+    function: that saves an eager dispatch, about half of a warm call.
+    """
+    return np.int64(seed)
+
+
+@functools.lru_cache(maxsize=64)
+def jitted_init(dim: int, features: int):
+    """A compiled `seed_array(seed) -> flax_init(PRNGKey(seed), dim, features)`, one per shape."""
+    return jax.jit(lambda seed: flax_init(jax.random.PRNGKey(seed), dim, features))
+
+
+def init_arrays(seed: Any, dim: int, features: int) -> tuple[np.ndarray, ...]:
+    """Flax's `(w1, b1, w2, b2)` for a checked seed, as numpy arrays (canonical layout)."""
+    return tuple(np.asarray(a) for a in jitted_init(dim, features)(seed_array(seed)))
