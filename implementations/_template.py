@@ -135,7 +135,7 @@ class TemplatePort(Implementation):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         # TODO(port): read what the backward pass saves and recomputes off your
-        # framework's own instrument (JAX: mix in `jax_evidence.JaxRecords` and write
+        # framework's own instrument (JAX: subclass `jax_port.JaxPort` and write
         # `differentiable` instead of both record methods; torch: saved_tensors_hooks
         # and a dispatch mode, see pytorch.py). With the
         # checkpoint on: no saved activation, something recomputed. Off: an

@@ -23,12 +23,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import jax_evidence
-from .contract import Grads, Implementation, Params, check_features, check_seed
+from .contract import Grads, Params, check_features, check_seed
 from .jax_flax_init import flax_init, lecun_normal  # noqa: F401 - re-exported
 from .jax_flax_init import jitted_init as _init
 from .jax_flax_init import seed_array as _seed_array
 from .jax_inputs import checked_x
+from .jax_port import JaxPort
 
 
 class MLP(eqx.Module):
@@ -183,7 +183,7 @@ def _vjp(model: MLP, x: jax.Array, cotangent: jax.Array) -> tuple[MLP, jax.Array
     return pull_back(cotangent)
 
 
-class EquinoxJax(jax_evidence.JaxRecords, Implementation):
+class EquinoxJax(JaxPort):
     """The Equinox port: `eqx.filter_checkpoint`, Flax's init in pure JAX."""
 
     name = "equinox_jax"
@@ -213,12 +213,3 @@ class EquinoxJax(jax_evidence.JaxRecords, Implementation):
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         return nn_checkpoint_forward(seed, x, features)
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return np.asarray(array)
-
-    def from_numpy(self, array: np.ndarray) -> jax.Array:
-        return jnp.asarray(array)
-
-    def pin_matmul_precision(self) -> None:
-        jax.config.update("jax_default_matmul_precision", "highest")

@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import jax_evidence
-from .contract import Grads, Implementation, Params, check_features, check_seed
+from .contract import Grads, Params, check_features, check_seed
 from .jax_inputs import checked_x
+from .jax_port import JaxPort
 
 
 class MLP(nn.Module):
@@ -111,7 +111,7 @@ def variables_to_params(variables: dict) -> Params:
     )
 
 
-class FlaxLinen(jax_evidence.JaxRecords, Implementation):
+class FlaxLinen(JaxPort):
     """The canonical port: Flax linen `nn.checkpoint`."""
 
     name = "flax_linen"
@@ -151,12 +151,3 @@ class FlaxLinen(jax_evidence.JaxRecords, Implementation):
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         return init_and_apply(self.checkpointed, seed, x, features, init_module=self.initializer)
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return np.asarray(array)
-
-    def from_numpy(self, array: np.ndarray) -> jax.Array:
-        return jnp.asarray(array)
-
-    def pin_matmul_precision(self) -> None:
-        jax.config.update("jax_default_matmul_precision", "highest")

@@ -26,10 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from . import jax_evidence
-from .contract import Grads, Implementation, Params, check_features, check_seed
+from .contract import Grads, Params, check_features, check_seed
 from .jax_flax_init import flax_init, init_arrays, seed_array
 from .jax_inputs import checked_x
+from .jax_port import JaxPort
 
 
 class MLP(nnx.Module):
@@ -160,7 +160,7 @@ def _vjp(pure: dict, x: jax.Array, cotangent: jax.Array, *, checkpoint: bool):
     return pull_back(cotangent)
 
 
-class FlaxNnx(jax_evidence.JaxRecords, Implementation):
+class FlaxNnx(JaxPort):
     """The Flax NNX port: `nnx.remat`, linen's init in pure JAX."""
 
     name = "flax_nnx"
@@ -189,12 +189,3 @@ class FlaxNnx(jax_evidence.JaxRecords, Implementation):
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         return nn_checkpoint_forward(seed, x, features)
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return np.asarray(array)
-
-    def from_numpy(self, array: np.ndarray) -> jax.Array:
-        return jnp.asarray(array)
-
-    def pin_matmul_precision(self) -> None:
-        jax.config.update("jax_default_matmul_precision", "highest")

@@ -16,10 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import jax_evidence
-from .contract import PARAM_NAMES, Grads, Implementation, Params, check_features, check_seed
+from .contract import PARAM_NAMES, Grads, Params, check_features, check_seed
 from .jax_flax_init import flax_init, init_arrays, seed_array
 from .jax_inputs import checked_x
+from .jax_port import JaxPort
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
 
@@ -104,7 +104,7 @@ def _vjp(params: Tree, x: jax.Array, cotangent: jax.Array, *, checkpoint: bool):
     return pull_back(cotangent)
 
 
-class JaxCheckpoint(jax_evidence.JaxRecords, Implementation):
+class JaxCheckpoint(JaxPort):
     """The plain JAX port: pure functions and `jax.checkpoint`, Flax's init in pure JAX."""
 
     name = "jax_checkpoint"
@@ -133,12 +133,3 @@ class JaxCheckpoint(jax_evidence.JaxRecords, Implementation):
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         return nn_checkpoint_forward(seed, x, features)
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return np.asarray(array)
-
-    def from_numpy(self, array: np.ndarray) -> jax.Array:
-        return jnp.asarray(array)
-
-    def pin_matmul_precision(self) -> None:
-        jax.config.update("jax_default_matmul_precision", "highest")

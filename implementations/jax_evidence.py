@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core
 
-from .contract import BackwardRecord, SavedTensor, check_features
+from .contract import BackwardRecord, SavedTensor
 
 REMAT_PRIMITIVES = frozenset({"remat2", "checkpoint", "remat"})
 
@@ -74,47 +74,6 @@ def backward_record(
         recomputed=dict(recomputed_ops(backward)),
         checkpoint_regions=count_remat(backward.jaxpr),
     )
-
-
-class JaxRecords:
-    """The two evidence methods of a JAX port, read with this module's instrument.
-
-    A port mixes this in before `Implementation` and supplies
-    `differentiable(params, x, checkpoint) -> (fn, args)`: the function its
-    `vjp` differentiates and its `(parameters, x)` arguments. A record is read
-    off jaxprs, and a jaxpr depends on shapes and dtypes only, so the port
-    keeps one record per shape, as jit keeps one executable per shape.
-    """
-
-    def differentiable(self, params, x, checkpoint: bool) -> tuple[Callable, tuple]:
-        raise NotImplementedError
-
-    def _cached(self, key: Any, make: Callable[[], BackwardRecord]) -> BackwardRecord:
-        records = self.__dict__.setdefault("_jax_records", {})
-        if key not in records:
-            records[key] = make()
-        return records[key]
-
-    def backward_record(self, params, x, *, checkpoint: bool = True) -> BackwardRecord:
-        def make() -> BackwardRecord:
-            fn, args = self.differentiable(params, x, checkpoint)
-            ones = jnp.ones((params.features,), jnp.float32)
-            return backward_record(fn, args, origins=("parameter", "input"), cotangent=ones)
-
-        return self._cached(("vjp", params.dim, params.features, checkpoint), make)
-
-    def exercise_record(self, seed, x, features) -> BackwardRecord:
-        features = check_features(features)
-
-        def make() -> BackwardRecord:
-            return backward_record(
-                lambda x: self.nn_checkpoint_forward(seed, x, features),
-                (jnp.asarray(x, jnp.float32),),
-                origins=("input",),
-                cotangent=jnp.ones((features,), jnp.float32),
-            )
-
-        return self._cached(("exercise", np.shape(x), features), make)
 
 
 def saved_tensors(

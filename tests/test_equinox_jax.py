@@ -26,13 +26,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from conformance.tolerance import analyse_forward, analyse_vjp, ulp_distance
 from implementations import contract, load
 from implementations import equinox_jax as ej
 from implementations.contract import Params
+from tests import reference as reference_mlp
+from tests.helpers import remat_equations, same_bits
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_FLAX = importlib.util.find_spec("flax") is not None
-U = 2.0**-24  # float32 unit roundoff
 
 EDGE_SEEDS = [0, 1, 42, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 7, 2**40, 2**40 + 12345,
               2**62 + 3, 2**63 - 2, 2**63 - 1]  # fmt: skip
@@ -57,49 +59,21 @@ def canonical():
 
 def ulps(a: np.ndarray, b: np.ndarray) -> int:
     """Largest distance between two float32 arrays in units in the last place."""
-
-    def ordered(v):
-        bits = np.asarray(v, np.float32).view(np.int32).astype(np.int64)
-        return np.where(bits < 0, np.int64(-(2**31)) - bits, bits)
-
     assert np.shape(a) == np.shape(b)
-    return int(np.max(np.abs(ordered(a) - ordered(b)), initial=0))
-
-
-def gamma(n: int) -> float:
-    return n * U / (1 - n * U)
+    return int(np.max(ulp_distance(a, b), initial=0))
 
 
 def reference(p: Params, x: np.ndarray, g: np.ndarray) -> tuple[dict, dict, tuple]:
-    """Float64 output and VJP, a bound on any float32 port's error for each, and `(h, e_h)`.
+    """Float64 output and VJP, a bound on one float32 port's error for each, and `(h, e_h)`.
 
-    The output bound holds everywhere. The gradient bounds assume no
-    pre-activation is within its error of 0 (see `off_kink`).
+    The bounds are the suite's error analysis (`conformance.tolerance`); they
+    hold where no pre-activation is within its error of 0 (see `off_kink`).
     """
-    w1, b1, w2, b2 = (np.asarray(a, np.float64) for a in (p.w1, p.b1, p.w2, p.b2))
-    x, g = np.asarray(x, np.float64), np.asarray(g, np.float64)
-    d, f = w1.shape
-    h = x @ w1 + b1  # (F,)
-    r = np.maximum(h, 0.0)
-    e_h = gamma(d + 1) * (np.abs(x) @ np.abs(w1) + np.abs(b1))
-    # relu is 1-Lipschitz, so the hidden error passes through it unchanged.
-    e_y = gamma(f + 1) * ((r + e_h) @ np.abs(w2) + np.abs(b2)) + e_h @ np.abs(w2)
-    mask = (h > 0).astype(np.float64)
-    dr = w2 @ g  # (F,)
-    dr_scale = mask * (np.abs(w2) @ np.abs(g))
-    dh = mask * dr
-    value = {"y": r @ w2 + b2, "w1": np.outer(x, dh), "b1": dh, "w2": np.outer(r, g), "b2": g,
-             "x": w1 @ dh}  # fmt: skip
-    bound = {
-        "y": e_y,
-        "w1": gamma(f + 1) * np.outer(np.abs(x), dr_scale),
-        "b1": gamma(f) * dr_scale,
-        "w2": gamma(d + 2) * np.outer(mask * (np.abs(x) @ np.abs(w1) + np.abs(b1)), np.abs(g)),
-        "b2": np.zeros_like(g),
-        "x": gamma(2 * f + 1) * (np.abs(w1) @ dr_scale),
-    }
-    bound = {k: v * (1 + 1e-6) + 1e-37 for k, v in bound.items()}  # float64's own rounding
-    return value, bound, (h, e_h)
+    forward = analyse_forward(p, x)
+    value = {"y": reference_mlp.forward(p, x), **reference_mlp.vjp(p, x, g)}
+    # same_side bounds two float32 implementations apart: 2e; one is within e.
+    bound = {"y": forward.e2} | {k: v / 2 for k, v in analyse_vjp(p, x, g).same_side.items()}
+    return value, bound, (forward.h, forward.e1)
 
 
 def off_kink(h: np.ndarray, e_h: np.ndarray) -> bool:
@@ -184,15 +158,6 @@ def canonical_params(draw, max_side: int = 6) -> Params:
         for name, shape in contract.param_shapes(dim, features).items()
     }
     return Params(**arrays)
-
-
-def same_bits(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return (
-        a.shape == b.shape
-        and a.dtype == b.dtype
-        and np.array_equal(a.view(np.uint32), b.view(np.uint32))
-    )
 
 
 @settings(max_examples=20)
@@ -300,20 +265,6 @@ def test_checkpoint_on_equals_off(x, g, seed):
 # ---------------------------------------------------------------------------
 # Evidence of checkpointing
 # ---------------------------------------------------------------------------
-
-
-def remat_equations(jaxpr) -> list[str]:
-    """Names of remat/checkpoint equations anywhere in a jaxpr, sub-jaxprs included."""
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in ("remat2", "remat", "checkpoint"):
-            found.append(eqn.primitive.name)
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else (value,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    found += remat_equations(inner)
-    return found
 
 
 def test_gradient_jaxpr_holds_remat():

@@ -18,6 +18,7 @@ from hypothesis.extra import numpy as hnp
 
 from implementations import contract, load
 from implementations.contract import Params
+from tests.helpers import remat_equations, same_bits
 
 nnx = pytest.importorskip("flax.nnx")
 fn = pytest.importorskip("implementations.flax_nnx")
@@ -43,25 +44,6 @@ def linen_forward():
     from implementations.flax_linen import nn_checkpoint_forward
 
     return nn_checkpoint_forward
-
-
-def remat_equations(jaxpr) -> list[str]:
-    """Names of remat/checkpoint equations anywhere in a jaxpr, sub-jaxprs included."""
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in ("remat2", "remat", "checkpoint"):
-            found.append(eqn.primitive.name)
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else (value,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    found += remat_equations(inner)
-    return found
-
-
-def same_bits(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def close(got, want) -> None:

@@ -24,6 +24,7 @@ from hypothesis.extra import numpy as hnp
 from implementations import contract, jax_flax_init, load
 from implementations import jax_checkpoint as jc
 from implementations.contract import Params
+from tests.helpers import remat_equations, same_bits
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM, FEATURES = 6, 4
@@ -39,25 +40,6 @@ def port():
 def canonical():
     pytest.importorskip("flax")
     return load("flax_linen")
-
-
-def remat_equations(jaxpr) -> list[str]:
-    """Names of remat/checkpoint equations anywhere in a jaxpr, sub-jaxprs included."""
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in ("remat2", "remat", "checkpoint"):
-            found.append(eqn.primitive.name)
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else (value,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    found += remat_equations(inner)
-    return found
-
-
-def same_bits(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 # ---------------------------------------------------------------------------
