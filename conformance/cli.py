@@ -89,20 +89,61 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true")
 
     compare = commands.add_parser("compare", help="one table: outputs, gradients, residuals, time")
-    compare.add_argument("--seed", type=int, default=0)
-    compare.add_argument("--dim", type=int, default=256)
-    compare.add_argument("--features", type=int, default=256)
-    compare.add_argument("--implementation", action="append", metavar="NAME")
-    compare.add_argument("--json", action="store_true")
+    compare.add_argument("--seed", type=int, default=0, help="default: 0")
+    compare.add_argument("--dim", type=int, default=256, metavar="D", help="default: 256")
+    compare.add_argument("--features", type=int, default=256, metavar="F", help="default: 256")
+    compare.add_argument(
+        "--implementation",
+        action="append",
+        metavar="NAME",
+        help="compare only this port (repeatable; the canonical port is always the reference)",
+    )
+    compare.add_argument(
+        "--repeats",
+        type=int,
+        default=9,
+        metavar="N",
+        help="interleaved samples per warm timing (default: 9)",
+    )
+    compare.add_argument(
+        "--no-first-call",
+        action="store_true",
+        help="skip the first-call timing (a fresh process per port)",
+    )
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     bench = commands.add_parser("bench", help="memory and time against depth, with a plot")
-    bench.add_argument("--out", type=Path, default=Path("bench-out"), help="output directory")
-    bench.add_argument("--depths", type=int, nargs="+", default=None, metavar="L")
-    bench.add_argument("--batch", type=int, default=None, metavar="B")
-    bench.add_argument("--features", type=int, default=None, metavar="F")
-    bench.add_argument("--repeats", type=int, default=None)
-    bench.add_argument("--implementation", action="append", metavar="FRAMEWORK")
-    bench.add_argument("--json", action="store_true")
+    bench.add_argument(
+        "--out",
+        type=Path,
+        default=Path("bench-out"),
+        help="output directory for bench.json, bench.md, bench.png (default: bench-out)",
+    )
+    bench.add_argument(
+        "--depths",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="L",
+        help="stack depths to sweep (default: 1 2 4 8 16 32)",
+    )
+    bench.add_argument("--batch", type=int, default=None, metavar="B", help="default: 1024")
+    bench.add_argument("--features", type=int, default=None, metavar="F", help="default: 256")
+    bench.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help="interleaved timing repeats per configuration (default: 11)",
+    )
+    bench.add_argument("--seed", type=int, default=None, help="seed of the data (default: 0)")
+    bench.add_argument(
+        "--framework",
+        action="append",
+        choices=("jax", "torch"),
+        help="bench only this framework (repeatable; default: all installed)",
+    )
+    bench.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     return parser  # fmt: skip
 
 

@@ -115,8 +115,9 @@ class SavedTensor:
     **Arguments:**
 
     - `shape`, `dtype`: as the framework reports them.
-    - `origin`: `"input"` (x), `"parameter"` (a weight or bias) or
-      `"activation"` (computed from x inside the model).
+    - `origin`: `"input"` (x), `"parameter"` (a weight or bias, or a value
+      computed from them alone), `"activation"` (computed from x inside the
+      model) or `"constant"` (depends on no argument, e.g. a buffer of zeros).
     - `note`: the framework instrument's own description of it.
     """
 
@@ -125,7 +126,9 @@ class SavedTensor:
     origin: str
     note: str = ""
 
-    ORIGINS: ClassVar[tuple[str, ...]] = ("input", "parameter", "activation")
+    ORIGINS: ClassVar[tuple[str, ...]] = ("input", "parameter", "activation", "constant")
+    #: The origins that hold data: what a backward pass keeps because of x.
+    KEPT: ClassVar[tuple[str, ...]] = ("input", "activation")
 
     def __post_init__(self):
         if self.origin not in self.ORIGINS:
@@ -159,9 +162,15 @@ class BackwardRecord:
         return tuple(t for t in self.saved if t.origin == origin)
 
     @property
+    def kept(self) -> tuple[SavedTensor, ...]:
+        """The saved inputs and activations: parameters live on whether or not anything
+        is saved, and constants (e.g. zeros a compiler can rebuild for free) hold no data."""
+        return tuple(t for t in self.saved if t.origin in SavedTensor.KEPT)
+
+    @property
     def saved_bytes(self) -> int:
-        """Bytes saved, parameters left out: they live on whether or not anything is saved."""
-        return sum(t.nbytes for t in self.saved if t.origin != "parameter")
+        """Bytes of the saved inputs and activations (`kept`)."""
+        return sum(t.nbytes for t in self.kept)
 
     @property
     def recomputed_count(self) -> int:

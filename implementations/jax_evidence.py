@@ -115,10 +115,11 @@ def saved_tensors(
                 SavedTensor(shape, dtype, "activation", f"output of {_producer(jaxpr, var)}")
             )
         else:
-            source = "from parameters" if from_any.get(var, False) else "constant"
-            saved.append(
-                SavedTensor(shape, dtype, "parameter", f"{source}: {_producer(jaxpr, var)}")
-            )
+            producer = _producer(jaxpr, var)
+            if from_any.get(var, False):
+                saved.append(SavedTensor(shape, dtype, "parameter", f"from parameters: {producer}"))
+            else:
+                saved.append(SavedTensor(shape, dtype, "constant", f"output of {producer}"))
     return tuple(saved)
 
 

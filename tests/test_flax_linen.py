@@ -162,3 +162,24 @@ def test_traced_x_still_gets_shape_and_dtype_checks():
         f(0, jnp.array([True, False]), 4)
     with pytest.raises(TypeError, match="seed"):
         jax.jit(flax_linen.nn_checkpoint_forward, static_argnums=2)(0, jnp.ones(3), 4)
+
+
+def test_the_jax_instrument_tells_inputs_parameters_activations_and_constants_apart():
+    params = PORT.init_params(0, 3, 4)
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    plain = PORT.backward_record(params, x, checkpoint=False)
+    by_origin = sorted((t.origin, t.shape, t.dtype) for t in plain.saved)
+    # Hand-derived: the VJP of relu(x @ W1 + b1) @ W2 + b2 keeps x (for dW1), W1 (for dx),
+    # W2 (for da), the relu mask and its output (for dW2), and the zeros relu's select uses.
+    assert by_origin == [
+        ("activation", (4,), "bool"),
+        ("activation", (4,), "float32"),
+        ("constant", (4,), "float32"),
+        ("input", (3,), "float32"),
+        ("parameter", (3, 4), "float32"),
+        ("parameter", (4, 4), "float32"),
+    ]
+    assert plain.saved_bytes == 4 + 16 + 12  # mask, relu output, x
+    checkpointed = PORT.backward_record(params, x, checkpoint=True)
+    assert {t.origin for t in checkpointed.saved} == {"input", "parameter"}
+    assert checkpointed.saved_bytes == 12

@@ -1,0 +1,208 @@
+"""The JAX stack: L blocks `Dense -> relu -> Dense` as plain functions. Imports jax and numpy.
+
+Flax linen `nn.checkpoint`, Flax NNX `nnx.remat` and Equinox
+`eqx.filter_checkpoint` all lower to `jax.checkpoint` (a `remat2` equation
+in the jaxpr), so the stack is written against `jax.checkpoint` directly:
+
+- `none`: the blocks as they are;
+- `full`: `jax.checkpoint(block)`, the default policy (save nothing
+  inside the block) and `prevent_cse=True`, as the frameworks' wrappers do;
+- `save-mm`: `jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)`.
+
+Each runs unrolled (a Python loop: L copies of the block in one XLA program)
+and under `lax.scan` (one block body, looped; the parameters stacked).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+import jax
+import jax.numpy as jnp
+
+from implementations import jax_evidence
+from implementations.contract import SavedTensor
+
+from .measure import MODES, Data, Static
+
+FRAMEWORK = "jax"
+VARIANTS = ("unrolled", "scan")
+
+
+def versions() -> dict[str, str]:
+    """The installed jax and jaxlib versions."""
+    found = {}
+    for dist in ("jax", "jaxlib"):
+        try:
+            found[dist] = version(dist)
+        except PackageNotFoundError:
+            found[dist] = "not installed"
+    return found
+
+
+def configurations() -> list[tuple[str, str]]:
+    """Every `(variant, mode)` this framework runs."""
+    return [(variant, mode) for variant in VARIANTS for mode in MODES]
+
+
+def block(params: Sequence[jax.Array], x: jax.Array) -> jax.Array:  # (B, F) -> (B, F)
+    w1, b1, w2, b2 = params  # kernels (F, F) as (in, out), biases (F,)
+    # Biases as (1, F): explicit broadcasting, which strict rank promotion allows.
+    return jax.nn.relu(x @ w1 + b1[None, :]) @ w2 + b2[None, :]
+
+
+def wrap(mode: str) -> Callable:
+    """The block as the mode runs it."""
+    if mode == "none":
+        return block
+    if mode == "full":
+        return jax.checkpoint(block)
+    if mode == "save-mm":
+        return jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)
+    raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+
+
+def stack_fn(variant: str, mode: str) -> Callable:
+    """`stack(params, x)`: the L blocks, for the variant's parameter layout.
+
+    `unrolled` takes a list of per-block tuples; `scan` one tuple of arrays
+    stacked along a leading L axis.
+    """
+    run = wrap(mode)
+    if variant == "unrolled":
+
+        def stack(params, x):  # [(w1, b1, w2, b2)] * L, (B, F) -> (B, F)
+            for p in params:
+                x = run(p, x)
+            return x
+
+    elif variant == "scan":
+
+        def stack(params, x):  # (w1 (L, F, F), b1 (L, F), ...), (B, F) -> (B, F)
+            y, _ = jax.lax.scan(lambda h, p: (run(p, h), None), x, params)
+            return y
+
+    else:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+    return stack
+
+
+def step_fn(stack: Callable) -> Callable:
+    """`step(params, x, c)`: the loss `sum(stack(params, x) * c)` and the parameters' gradient."""
+
+    def step(params, x, cotangent):
+        y, pull_back = jax.vjp(lambda p: stack(p, x), params)
+        # Return the loss, as a training step would: without it XLA would drop
+        # the last block's second matmul, whose output no gradient needs.
+        return jnp.sum(y * cotangent), pull_back(cotangent)[0]
+
+    return step
+
+
+class JaxCase:
+    """One JAX configuration at one depth, on the given data.
+
+    **Arguments:**
+
+    - `variant`, `mode`: see the module docstring.
+    - `data`: the depth's `measure.Data`.
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(self, variant: str, mode: str, data: Data):
+        self.variant, self.mode = variant, mode
+        self.stack = stack_fn(variant, mode)
+        if variant == "unrolled":
+            params = [tuple(jnp.asarray(a) for a in b) for b in data.blocks]
+        else:
+            params = tuple(jnp.stack([b[i] for b in data.blocks]) for i in range(4))  # (L, ...)
+        self.args = (params, jnp.asarray(data.x), jnp.asarray(data.cotangent))
+        self._compiled = None
+
+    def compiled(self):
+        """The compiled step (compiled once)."""
+        if self._compiled is None:
+            self._compiled = jax.jit(step_fn(self.stack)).lower(*self.args).compile()
+        return self._compiled
+
+    def residuals(self) -> tuple[SavedTensor, ...]:
+        """What `jax.vjp` of the stack keeps, parameters and x marked as such."""
+        params, x, _ = self.args
+        return jax_evidence.saved_tensors(self.stack, (params, x), ("parameter", "input"))
+
+    def measure(self) -> Static:
+        compiled = self.compiled()
+        analysis = compiled.memory_analysis()
+        temp = None if analysis is None else int(analysis.temp_size_in_bytes)
+        return Static(self.residuals(), temp_bytes=temp, matmuls=hlo_dot_count(compiled.as_text()))
+
+    def step(self) -> None:
+        jax.block_until_ready(self.compiled()(*self.args))
+
+
+def build(variant: str, mode: str, data: Data) -> JaxCase:
+    """The case for one configuration (nothing is compiled yet)."""
+    return JaxCase(variant, mode, data)
+
+
+# ---------------------------------------------------------------------------
+# Counting matmuls in optimized HLO
+# ---------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\{\s*$")
+_CALLEE = re.compile(
+    r"\b(calls|to_apply|body|condition|true_computation|false_computation)=%([\w.\-]+)"
+)
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+_TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+def hlo_dot_count(text: str) -> int | None:
+    """How many `dot` ops one run of the module's entry computation executes.
+
+    Called computations (fusions, calls) count where they are called; a
+    while loop's body counts its known trip count times. None when a loop's
+    trip count is unknown, or a conditional makes the count data-dependent.
+    """
+    computations: dict[str, list[str]] = {}
+    entry, current = None, None
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        if header and not line.startswith(" "):
+            current = header.group(1)
+            computations[current] = []
+            if line.startswith("ENTRY"):
+                entry = current
+        elif current is not None and line.startswith(" "):
+            computations[current].append(line)
+    if entry is None:
+        return None
+    memo: dict[str, int | None] = {}
+
+    def count(name: str) -> int | None:
+        if name not in memo:
+            memo[name] = None  # a cycle would read this and give up
+            total = 0
+            for line in computations.get(name, ()):
+                if " dot(" in line:
+                    total += 1
+                if _BRANCHES.search(line):
+                    return None  # which branch runs depends on the data
+                trips = 1
+                if " while(" in line:
+                    found = _TRIP_COUNT.search(line)
+                    if found is None:
+                        return None
+                    trips = int(found.group(1))
+                for kind, callee in _CALLEE.findall(line):
+                    inner = count(callee)
+                    if inner is None:
+                        return None
+                    total += inner * (trips if kind == "body" else 1)
+            memo[name] = total
+        return memo[name]
+
+    return count(entry)

@@ -1,0 +1,287 @@
+"""The framework-free half of the bench: configurations, measurements, the interleaved sweep.
+
+A framework module (`jax_stack`, `torch_stack`) builds one `Case` per
+configuration; this module asks each case what it saves and how much memory
+it needs, then times all cases of a depth together: every repeat runs each
+case once, in a fresh random order, so the machine's noise falls on all alike.
+Imports numpy and the numpy-only contract, never a framework.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from implementations.contract import SavedTensor
+
+MODES = ("none", "full", "save-mm")
+MODE_TITLES = {
+    "none": "no checkpoint",
+    "full": "a checkpoint around every block; the backward pass recomputes what it needs",
+    "save-mm": "a checkpoint around every block whose policy saves matmul outputs "
+    "(jax: dots_saveable; torch: selective checkpointing, MUST_SAVE for mm/addmm)",
+}
+FLOAT32_BYTES = 4
+# A timed sample runs the step this long at least, so that a 1 ms step is not
+# measured against the timer's and the dispatcher's jitter.
+MIN_SAMPLE_SECONDS = 0.02
+
+DEFINITIONS = {
+    "saved_bytes": "bytes of the tensors the forward pass keeps for the backward pass, read off "
+    "the framework's own instrument (JAX: the residual leaves of jax.vjp, one per jaxpr "
+    "variable; torch: an outer saved_tensors_hooks plus the outputs a selective-checkpoint "
+    "policy caches, one per storage). Parameters, and values computed from parameters alone, "
+    "are left out: they live whether or not anything is saved; so are constants (JAX keeps a "
+    "zeros buffer for the relu's select, which depends on no data). The stack's input x "
+    "counts: it is block 0's input.",
+    "analytic_minimum": "L*B*F*4 bytes: the block inputs only, the least a checkpoint per block "
+    "can keep.",
+    "temp_bytes": "XLA's compiled temporary buffers for one forward+backward step "
+    "(jit(step).lower().compile().memory_analysis().temp_size_in_bytes); arguments and the "
+    "returned gradients are not in it. None where there is no compiled program (torch eager).",
+    "peak_bytes": "torch: the highest net CPU allocation during one step above what was live "
+    "before it, from torch.profiler(profile_memory=True); it includes the parameter gradients "
+    "the step returns. None for JAX, whose CPU runtime has no allocation profiler.",
+    "matmuls": "matrix products executed per step: JAX counts dot ops in the optimized HLO "
+    "(a loop body times its known trip count); torch counts aten mm/addmm calls in the step "
+    "with a TorchDispatchMode.",
+    "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
+    "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
+    "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "
+    "cotangent lets a compiler fold the last matmuls away); median over interleaved repeats.",
+    "time_ratio": "step time over the same framework and variant's no-checkpoint step time, "
+    "taken within each repeat, median over repeats.",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One sweep: depths L, batch B, width F, timing repeats, and the seed of the data."""
+
+    # B > F, so that activations, not weights and their gradients, fill memory.
+    depths: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    batch: int = 1024
+    features: int = 256
+    repeats: int = 11
+    seed: int = 0
+
+    def __post_init__(self):
+        if not self.depths or min(self.depths) < 1:
+            raise ValueError(f"depths must be positive integers, got {self.depths}")
+        if self.batch < 1 or self.features < 1 or self.repeats < 1:
+            raise ValueError(f"batch, features and repeats must be >= 1: {self}")
+
+
+@dataclass(frozen=True)
+class Static:
+    """What one configuration measures once, before timing.
+
+    **Arguments:**
+
+    - `saved`: the residuals, as the framework's instrument lists them.
+    - `temp_bytes`, `peak_bytes`, `matmuls`: see `DEFINITIONS`; None where
+      the framework cannot measure it.
+    """
+
+    saved: tuple[SavedTensor, ...]
+    temp_bytes: int | None = None
+    peak_bytes: int | None = None
+    matmuls: int | None = None
+
+
+class Case(Protocol):
+    """One configuration, built by a framework module for one depth."""
+
+    framework: str
+    variant: str  # "unrolled", "scan", or "" where the framework has one way only
+    mode: str
+
+    def measure(self) -> Static: ...
+
+    def step(self) -> None:
+        """One forward+backward, finished (synchronised) when it returns."""
+
+
+@dataclass
+class Result:
+    """One configuration at one depth: everything the tables and the plot show."""
+
+    framework: str
+    variant: str
+    mode: str
+    depth: int
+    batch: int
+    features: int
+    saved_count: int
+    saved_bytes: int
+    analytic_minimum: int
+    temp_bytes: int | None
+    peak_bytes: int | None
+    matmuls: int | None
+    residuals: list[dict[str, Any]]
+    step_seconds: list[float] = field(default_factory=list)
+    time_ratios: list[float] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return label(self.framework, self.variant, self.mode)
+
+    @property
+    def saved_ratio(self) -> float:
+        return self.saved_bytes / self.analytic_minimum
+
+    @property
+    def step_median(self) -> float | None:
+        return statistics.median(self.step_seconds) if self.step_seconds else None
+
+    @property
+    def time_ratio(self) -> float | None:
+        return statistics.median(self.time_ratios) if self.time_ratios else None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(
+            label=self.label,
+            saved_ratio=self.saved_ratio,
+            step_median=self.step_median,
+            time_ratio=self.time_ratio,
+        )
+        return data
+
+
+def label(framework: str, variant: str, mode: str) -> str:
+    """A configuration's name in tables and plot legends, e.g. `jax scan · full`."""
+    head = f"{framework} {variant}" if variant else framework
+    return f"{head} · {mode}"
+
+
+def analytic_minimum(depth: int, batch: int, features: int) -> int:
+    """`L*B*F*4`: the bytes of the L block inputs, float32 `(B, F)` each."""
+    return depth * batch * features * FLOAT32_BYTES
+
+
+@dataclass(frozen=True)
+class Data:
+    """One depth's data, float32 numpy, canonical layout.
+
+    **Arguments:**
+
+    - `blocks`: per block `(w1 (F, F), b1 (F,), w2 (F, F), b2 (F,))`, kernels `(in, out)`.
+    - `x`: the `(B, F)` input.
+    - `cotangent`: the `(B, F)` cotangent pulled back from the stack's output.
+    """
+
+    blocks: list[tuple[np.ndarray, ...]]
+    x: np.ndarray
+    cotangent: np.ndarray
+
+
+def make_data(settings: Settings, depth: int) -> Data:
+    """Parameters for `depth` blocks, an input and a cotangent, from `settings.seed`.
+
+    The first kernel of a block is He-scaled, so that activations keep their
+    size through relu and depth: no subnormals, whose slow arithmetic would
+    distort the times.
+    """
+    rng = np.random.default_rng(settings.seed)
+    f = settings.features
+    blocks = []
+    for _ in range(depth):
+        w1 = rng.standard_normal((f, f), np.float32) * np.float32(np.sqrt(2.0 / f))
+        w2 = rng.standard_normal((f, f), np.float32) * np.float32(np.sqrt(1.0 / f))
+        blocks.append((w1, np.zeros(f, np.float32), w2, np.zeros(f, np.float32)))
+    x = rng.standard_normal((settings.batch, f), np.float32)
+    cotangent = rng.standard_normal((settings.batch, f), np.float32)
+    return Data(blocks, x, cotangent)
+
+
+def summarise_residuals(saved: Sequence[SavedTensor]) -> list[dict[str, Any]]:
+    """The residuals grouped by (shape, dtype, origin), with a count: compact for JSON."""
+    groups = Counter((t.shape, t.dtype, t.origin) for t in saved)
+    return [
+        {"shape": list(shape), "dtype": dtype, "origin": origin, "count": count}
+        for (shape, dtype, origin), count in groups.items()
+    ]
+
+
+def result_of(case: Case, static: Static, depth: int, settings: Settings) -> Result:
+    """A `Result` from what a case measured (timings are filled in later)."""
+    kept = [t for t in static.saved if t.origin in SavedTensor.KEPT]
+    return Result(
+        framework=case.framework,
+        variant=case.variant,
+        mode=case.mode,
+        depth=depth,
+        batch=settings.batch,
+        features=settings.features,
+        saved_count=len(kept),
+        saved_bytes=sum(t.nbytes for t in kept),
+        analytic_minimum=analytic_minimum(depth, settings.batch, settings.features),
+        temp_bytes=static.temp_bytes,
+        peak_bytes=static.peak_bytes,
+        matmuls=static.matmuls,
+        residuals=summarise_residuals(static.saved),
+    )
+
+
+def _inner_steps(case: Case) -> int:
+    # Time one warm step, and repeat short ones so a sample lasts MIN_SAMPLE_SECONDS.
+    started = time.perf_counter()
+    case.step()
+    seconds = time.perf_counter() - started
+    return max(1, int(np.ceil(MIN_SAMPLE_SECONDS / max(seconds, 1e-6))))
+
+
+def time_interleaved(
+    cases: Sequence[Case],
+    repeats: int,
+    on_sample: Callable[[], None] | None = None,
+    *,
+    seed: int = 0,
+) -> list[list[float]]:
+    """Seconds per step of each case, `repeats` samples each, the cases interleaved.
+
+    Each case is warmed up first (compile, caches). Every repeat runs the
+    cases in a new random order (seeded). A step runs slower right after
+    another framework's (cold caches, the other's threads still spinning,
+    measured at about 25% for a 7 ms step), so a fixed order would always
+    charge that to the same case.
+
+    **Returns:** for each case, its `repeats` samples (seconds per step).
+    """
+    for case in cases:
+        case.step()  # warm-up: compile, allocate, fill caches
+    inner = [_inner_steps(case) for case in cases]
+    samples: list[list[float]] = [[] for _ in cases]
+    shuffle = random.Random(seed).shuffle
+    for _ in range(repeats):
+        order = list(range(len(cases)))
+        shuffle(order)
+        for i in order:
+            started = time.perf_counter()
+            for _ in range(inner[i]):
+                cases[i].step()
+            samples[i].append((time.perf_counter() - started) / inner[i])
+            if on_sample:
+                on_sample()
+    return samples
+
+
+def attach_timings(results: Sequence[Result], samples: Sequence[list[float]]) -> None:
+    """Store each result's samples and its per-repeat ratio to its own no-checkpoint case."""
+    for result, seconds in zip(results, samples, strict=True):
+        result.step_seconds = list(seconds)
+    baseline = {(r.framework, r.variant): r for r in results if r.mode == "none"}
+    for result in results:
+        base = baseline.get((result.framework, result.variant))
+        if base is not None:
+            result.time_ratios = [
+                t / b for t, b in zip(result.step_seconds, base.step_seconds, strict=True)
+            ]

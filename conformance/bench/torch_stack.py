@@ -1,0 +1,226 @@
+"""The PyTorch stack: L blocks `Linear -> relu -> Linear`, eager, CPU. Imports torch and numpy.
+
+- `none`: the blocks as they are;
+- `full`: `torch.utils.checkpoint.checkpoint(block, ..., use_reentrant=False)`;
+- `save-mm`: the same checkpoint with selective checkpointing,
+  `create_selective_checkpoint_contexts` and a policy that saves the outputs
+  of `aten.mm`/`aten.addmm` (`MUST_SAVE`) and recomputes everything else.
+
+**Instruments.** An outer `saved_tensors_hooks` sees what autograd keeps
+outside the checkpoints (a non-reentrant checkpoint keeps its inputs that
+way and hides what is inside). Selective checkpointing caches the outputs it
+must save in its own storage, where no hook sees them, so the policy notes
+each one (`ctx.op_output`). Both lists are deduplicated by storage, since a
+block's output is both cached and the next checkpoint's input. Parameters
+are left out by storage too (a `Linear` saves its weight as a transposed view).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+import torch
+from torch.nn import functional
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import (
+    CheckpointPolicy,
+    checkpoint,
+    create_selective_checkpoint_contexts,
+)
+
+from implementations.contract import SavedTensor
+
+from .measure import MODES, Data, Static
+
+FRAMEWORK = "torch"
+VARIANTS = ("",)  # eager: one way to run the stack
+MATMULS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default)
+
+
+def versions() -> dict[str, str]:
+    """The installed torch version, and its intra-op threads."""
+    try:
+        found = {"torch": version("torch")}
+    except PackageNotFoundError:
+        found = {"torch": torch.__version__}
+    found["threads"] = str(torch.get_num_threads())
+    return found
+
+
+def configurations() -> list[tuple[str, str]]:
+    """Every `(variant, mode)` this framework runs."""
+    return [(variant, mode) for variant in VARIANTS for mode in MODES]
+
+
+def block(x: torch.Tensor, w1, b1, w2, b2) -> torch.Tensor:  # (B, F) -> (B, F)
+    # Weights are torch's (out, in); on a 2-D x, linear with a bias is one aten.addmm.
+    return functional.linear(torch.relu(functional.linear(x, w1, b1)), w2, b2)
+
+
+class _SavePolicy:
+    """The selective-checkpoint policy: save matmul outputs, recompute the rest.
+
+    With `notes` set, every output it saves is noted there by storage, so the
+    residual instrument can count what the cache holds.
+    """
+
+    def __init__(self, notes: dict[int, torch.Tensor] | None = None):
+        self.notes = notes
+
+    def __call__(self, ctx, func, *args, **kwargs) -> CheckpointPolicy:
+        if func in MATMULS:
+            output = getattr(ctx, "op_output", None)  # given since torch 2.10
+            if self.notes is not None and output is not None:
+                self.notes.setdefault(output.untyped_storage().data_ptr(), output)
+            return CheckpointPolicy.MUST_SAVE
+        return CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def stack_fn(mode: str, policy: _SavePolicy | None = None) -> Callable:
+    """`stack(params, x)`: the L blocks as the mode runs them."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+    context_fn = functools.partial(create_selective_checkpoint_contexts, policy or _SavePolicy())
+
+    def stack(params: Sequence[tuple[torch.Tensor, ...]], x: torch.Tensor) -> torch.Tensor:
+        for p in params:
+            if mode == "none":
+                x = block(x, *p)
+            elif mode == "full":
+                x = checkpoint(block, x, *p, use_reentrant=False)
+            else:
+                x = checkpoint(block, x, *p, use_reentrant=False, context_fn=context_fn)
+        return x
+
+    return stack
+
+
+class _MatmulCounter(TorchDispatchMode):
+    """Counts the aten mm/addmm calls that run under it, forward, recompute and backward."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += func in MATMULS
+        return func(*args, **(kwargs or {}))
+
+
+class TorchCase:
+    """One torch configuration at one depth, on the given data.
+
+    **Arguments:**
+
+    - `variant`: `""` (eager is the only way).
+    - `mode`: see the module docstring.
+    - `data`: the depth's `measure.Data`. x needs no grad, as a batch of data would not.
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(self, variant: str, mode: str, data: Data):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; torch runs eager only")
+        self.variant, self.mode = variant, mode
+        self.params = [
+            (
+                _parameter(w1.T),  # (in, out) -> torch's (out, in)
+                _parameter(b1),
+                _parameter(w2.T),
+                _parameter(b2),
+            )
+            for w1, b1, w2, b2 in data.blocks
+        ]
+        self.flat = [p for ps in self.params for p in ps]
+        self.x = torch.from_numpy(np.array(data.x, np.float32))
+        self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
+        self.stack = stack_fn(mode)
+
+    def _grads(self, stack: Callable) -> tuple[torch.Tensor, ...]:
+        # The parameters' gradient of sum(y * c), as the VJP of the stack with c.
+        return torch.autograd.grad(stack(self.params, self.x), self.flat, self.cotangent)
+
+    def residuals(self) -> tuple[SavedTensor, ...]:
+        """What one forward pass keeps for the backward pass, parameters marked as such."""
+        hooked: dict[int, torch.Tensor] = {}
+        cached: dict[int, torch.Tensor] = {}
+
+        def pack(tensor: torch.Tensor) -> torch.Tensor:
+            hooked.setdefault(tensor.untyped_storage().data_ptr(), tensor)
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            y = stack_fn(self.mode, _SavePolicy(cached))(self.params, self.x)
+        saved = _classify(hooked, cached, self.x, self.flat)
+        torch.autograd.grad(y, self.flat, self.cotangent)  # run the backward: frees what it kept
+        return saved
+
+    def matmuls(self) -> int:
+        with _MatmulCounter() as counter:
+            self._grads(self.stack)
+        return counter.count
+
+    def peak_bytes(self) -> int | None:
+        """The highest net allocation during one step, or None if the profiler cannot tell."""
+        from torch.profiler import ProfilerActivity, profile
+
+        # Kineto logs every trace start and stop to stderr (its level 5), which
+        # scrambles the progress bar; level 6 keeps it quiet. The user's setting wins.
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            grads = self._grads(self.stack)
+            del grads
+        try:
+            events = prof.profiler.kineto_results.events()
+        except AttributeError:  # the profiler's internals moved
+            return None
+        allocations = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
+        live = peak = 0
+        for _, nbytes in allocations:
+            live += nbytes
+            peak = max(peak, live)
+        return peak if allocations else None
+
+    def measure(self) -> Static:
+        return Static(self.residuals(), peak_bytes=self.peak_bytes(), matmuls=self.matmuls())
+
+    def step(self) -> None:
+        self._grads(self.stack)  # eager on the CPU: done when it returns
+
+
+def _parameter(array: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.array(array, np.float32, order="C")).requires_grad_()
+
+
+def _classify(
+    hooked: dict[int, torch.Tensor],
+    cached: dict[int, torch.Tensor],
+    x: torch.Tensor,
+    parameters: Sequence[torch.Tensor],
+) -> tuple[SavedTensor, ...]:
+    params = {p.untyped_storage().data_ptr() for p in parameters}
+    input_ptr = x.untyped_storage().data_ptr()
+    saved = []
+    for ptr, tensor in {**cached, **hooked}.items():
+        shape, dtype = tuple(tensor.shape), str(tensor.dtype).removeprefix("torch.")
+        where = "kept by a hook" if ptr in hooked else "cached by the checkpoint policy"
+        if ptr in hooked and ptr in cached:
+            where = "kept by a hook and cached by the checkpoint policy"
+        if ptr in params:
+            saved.append(SavedTensor(shape, dtype, "parameter", where))
+        elif ptr == input_ptr:
+            saved.append(SavedTensor(shape, dtype, "input", f"x, {where}"))
+        else:
+            grad_fn = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else "a leaf"
+            saved.append(SavedTensor(shape, dtype, "activation", f"output of {grad_fn}, {where}"))
+    return tuple(saved)
+
+
+def build(variant: str, mode: str, data: Data) -> TorchCase:
+    """The case for one configuration."""
+    return TorchCase(variant, mode, data)
