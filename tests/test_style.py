@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["lint", "format"])
 def test_ruff(command):
-    ruff = shutil.which("ruff")
-    if ruff is None:
+    if importlib.util.find_spec("ruff") is None:
         pytest.fail("ruff is not installed: pip install -e '.[test]'")
-    result = subprocess.run([ruff, *command, str(ROOT)], capture_output=True, text=True)
+    # `python -m ruff`: the venv's ruff, even when the venv is not activated.
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", *command, str(ROOT)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
