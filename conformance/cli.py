@@ -182,6 +182,8 @@ def _list() -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from hypothesis import settings
+
     import implementations
 
     from .report import print_report, to_json
@@ -199,7 +201,8 @@ def _run(args: argparse.Namespace) -> int:
     from .mutants import MUTANTS
     from .properties import PROPERTIES
 
-    per_port = sum(examples_per_property(p, args.examples) for p in PROPERTIES)
+    examples = args.examples if args.examples is not None else settings().max_examples
+    per_port = sum(examples_per_property(p, examples) for p in PROPERTIES)
     with Progress(
         TextColumn("{task.description:<22}"),
         BarColumn(),
@@ -219,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
         report = run_suite(
             names,
             profile=profile,
-            max_examples=args.examples,
+            max_examples=examples,
             mutants=not args.no_mutants,
             jobs=args.jobs,
             expectations_dir=args.expectations,

@@ -10,6 +10,7 @@ default. Ports that reproduce Flax's init without Flax share this.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 KERNEL_COUNTER = 1  # Dense asks for the kernel's rng first ...
@@ -27,6 +28,7 @@ def static_fold_value(*data: str | int) -> int:
     return int.from_bytes(digest.digest()[:4], byteorder="big")
 
 
+@functools.cache
 def dense_kernel_fold_value(layer: int) -> int:
     """The value folded into `PRNGKey(seed)` to get the kernel key of `Dense_{layer}`."""
     return static_fold_value(f"Dense_{layer}", KERNEL_COUNTER)

@@ -74,7 +74,8 @@ class MLP(nn.Module):
     - `fc1`, `fc2`: the two layers.
     - `checkpoint`: whether a forward pass that needs grad goes through
       `torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`. Without
-      grad there is nothing to save, and the checkpoint is skipped.
+      grad (grad mode off, or nothing requiring it) there is nothing to save,
+      and the checkpoint is skipped.
     - `context_fn`: passed on to `checkpoint` (e.g. to count its regions).
     """
 
@@ -91,11 +92,18 @@ class MLP(nn.Module):
         self.checkpoint = checkpoint
         self.context_fn = context_fn
 
+    def _needs_grad(self, x: torch.Tensor) -> bool:
+        # Autograd records a graph only if something requires grad; without
+        # one there is nothing to save, so there is nothing to checkpoint.
+        if not torch.is_grad_enabled():
+            return False
+        return x.requires_grad or any(p.requires_grad for p in self.parameters())
+
     def block(self, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
         return self.fc2(torch.relu(self.fc1(x)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
-        if not (self.checkpoint and torch.is_grad_enabled()):
+        if not (self.checkpoint and self._needs_grad(x)):
             return self.block(x)
         extra = {} if self.context_fn is None else {"context_fn": self.context_fn}
         # Non-reentrant, as torch recommends (leaving use_reentrant out warns).
@@ -208,6 +216,11 @@ def _exercise(
     x = as_input(x)
     params = canonical_init.canonical_params(seed, x.shape[0], features)
     model = build_mlp(params, device=x.device, context_fn=context_fn)
+    if not x.requires_grad:
+        # The parameters are made here and never returned: as in Flax's
+        # exercise, only x can be differentiated. Freezing them when x needs
+        # no grad spares building a graph (and a checkpoint) nobody can use.
+        model.requires_grad_(False)
     return model(x), model  # (D,) -> (F,)
 
 
