@@ -51,7 +51,8 @@ def within(
         fail(
             port,
             quantity,
-            f"index {_index(worst)}: got {actual[worst]!r}, canonical {expected[worst]!r}, "
+            f"index {_index(worst)}: got {_number(actual[worst])}, "
+            f"canonical {_number(expected[worst])}, "
             f"error{note} {error[worst]:.3e} > bound {bound[worst]:.3e} "
             f"({int((ratio > 1).sum())} of {ratio.size} entries out of bounds)",
         )
@@ -71,7 +72,8 @@ def within_ulps(
         fail(
             port,
             quantity,
-            f"index {_index(worst)}: got {actual[worst]!r}, canonical {expected[worst]!r}, "
+            f"index {_index(worst)}: got {_number(actual[worst])}, "
+            f"canonical {_number(expected[worst])}, "
             f"error {int(distance[worst])} ulp > bound {ulps} ulp "
             f"({int((distance > ulps).sum())} of {distance.size} entries out of bounds)",
         )
@@ -89,7 +91,14 @@ def bitwise_equal(port: str, quantity: str, actual: np.ndarray, expected: np.nda
     )
     if differs.any():
         index = _index(np.argwhere(differs.any(axis=-1))[0])
-        fail(port, quantity, f"index {index}: {actual[index]!r} != {expected[index]!r}")
+        fail(
+            port, quantity, f"index {index}: {_number(actual[index])} != {_number(expected[index])}"
+        )
+
+
+def _number(value) -> str:
+    # Nine significant digits tell any two float32 values apart; repr adds "np.float32(...)".
+    return f"{value.item():.9g}" if np.ndim(value) == 0 and np.isrealobj(value) else repr(value)
 
 
 def _index(index) -> tuple[int, ...] | int:
