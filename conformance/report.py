@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .mutation import score
@@ -13,47 +15,63 @@ from .properties import PROPERTIES
 from .suite import MUTANT_EXAMPLES_NOTE, SuiteReport
 
 _CELLS = {
-    "pass": "[green]✓[/] {examples}{ratio}",
-    "fail": "[bold red]✗ fail[/] [dim]@{examples}[/]",
+    "pass": "[green]✓ {examples}[/]\n[dim]{ratio}[/]",
+    "fail": "[bold red]✗ fail[/]\n[dim]@{examples}[/]",
     "skip": "[yellow]skip[/]",
-    "reference": "[dim]reference[/]",
+    "reference": "[dim]ref[/]",
     "xfail": "[yellow]xfail[/]",
-    "xpass": "[magenta]xpass (stale)[/]",
+    "xpass": "[magenta]xpass[/]",
 }
 
 
+def _ratio(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value == 0:
+        return "0"
+    return "<.001" if value < 1e-3 else f"{value:.3f}".lstrip("0")
+
+
 def _cell(outcome) -> str:
-    ratio = f" · {outcome.worst_ratio:.1e}" if outcome.worst_ratio is not None else ""
-    return _CELLS[outcome.status].format(examples=outcome.examples, ratio=ratio)
+    return _CELLS[outcome.status].format(
+        examples=outcome.examples, ratio=_ratio(outcome.worst_ratio)
+    )
 
 
 def matrix(report: SuiteReport) -> Table:
-    """Ports as rows, properties as columns."""
-    examples = report.max_examples if report.max_examples is not None else "profile's"
+    """Ports as rows, properties as columns; narrow enough for an 80-column terminal."""
+    legend = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
     table = Table(
-        title=f"remat-conformance · profile {report.profile} · {examples} examples per property",
-        caption="✓ N · r: N examples passed; r = worst error/bound ratio (1.0 would fail)",
+        title=f"remat-conformance · profile {report.profile} · "
+        f"{report.max_examples} examples per property",
+        caption=f"{legend}\n✓ N: examples passed; below: worst error/bound (1 would fail); "
+        "ref: the canonical port is the reference",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
     )
-    table.add_column("port")
+    table.add_column("port", no_wrap=True)
     for prop in PROPERTIES:
-        table.add_column(f"({prop.id}) {prop.name}", justify="center")
-    table.add_column("time", justify="right")
+        table.add_column(f"({prop.id})", justify="center", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
     for port in report.ports:
-        label = f"{port.name}\n[dim]{port.framework}[/]" if port.framework else port.name
         if port.state != "available":
             colour = "yellow" if port.state == "unavailable" else "bold red"
-            row = [f"[{colour}]{port.state}[/]: {port.reason}"] + [""] * (len(PROPERTIES) - 1)
-            table.add_row(label, *row, "")
+            label = f"{port.name}\n[{colour}]{port.state}[/]"
+            table.add_row(label, *["[dim]·[/]"] * len(PROPERTIES), "")
             continue
         by_key = {o.property: o for o in port.outcomes}
         cells = [_cell(by_key[p.key]) if p.key in by_key else "" for p in PROPERTIES]
-        table.add_row(label, *cells, f"{port.seconds:.1f}s")
+        table.add_row(f"{port.name}\n[dim]{port.framework}[/]", *cells, f"{port.seconds:.0f}s")
     return table
 
 
 def print_report(report: SuiteReport, console: Console) -> None:
     """The whole human-readable report."""
     console.print(matrix(report))
+    for port in report.ports:
+        if port.state != "available":
+            colour = "yellow" if port.state == "unavailable" else "bold red"
+            console.print(f"[{colour}]{port.state}[/] {port.name}: {port.reason}")
     failures = [(p, o) for p in report.ports for o in p.outcomes if o.status == "fail"]
     for port, outcome in failures:
         console.print(f"\n[bold red]FAIL[/] {port.name} · {outcome.property}")
@@ -61,27 +79,28 @@ def print_report(report: SuiteReport, console: Console) -> None:
     for port in report.ports:
         for warning in port.warnings:
             console.print(f"[magenta]warning[/]: {warning}")
-        if port.state == "broken":
-            console.print(f"[bold red]BROKEN[/] {port.name}: {port.reason}")
     if report.mutants is not None:
         print_mutants(report, console)
     print_timing(report, console)
 
 
 def print_mutants(report: SuiteReport, console: Console) -> None:
+    """One line per mutant (its name, the property that rejected it, its bug), then how."""
     killed, total = score(report.mutants)
-    table = Table(title=f"mutants ({MUTANT_EXAMPLES_NOTE})")
-    for column in ("mutant", "its bug", "rejected by", "how"):
-        table.add_column(column)
+    console.print(f"\n[bold]mutants[/] [dim]({MUTANT_EXAMPLES_NOTE})[/]")
+    width = max(len(r.name) for r in report.mutants)
     for result in report.mutants:
         if result.status == "killed":
-            how = result.message.splitlines()[0] if result.message else ""
-            how = how[:90] + ("…" if len(how) > 90 else "")
-            table.add_row(result.name, result.bug, result.killed_by, how)
+            prop = result.killed_by.split("_", 1)[0]
+            mark, verdict = "[green]✓[/]", f"rejected by ({prop})"
         else:
-            style = "bold red" if result.status == "survived" else "yellow"
-            table.add_row(result.name, result.bug, f"[{style}]{result.status}[/]", result.message)
-    console.print(table)
+            colour = "bold red" if result.status == "survived" else "yellow"
+            mark, verdict = f"[{colour}]✗[/]", f"[{colour}]{result.status}[/]"
+        console.print(f" {mark} {result.name:<{width}}  {verdict}: {result.bug}", highlight=False)
+        how = (result.message.splitlines() or [""])[0].removeprefix(f"[{result.name}] ")
+        if how:
+            line = f"   [dim]{escape(how)}[/]"
+            console.print(line, no_wrap=True, overflow="ellipsis", highlight=False)
     colour = "green" if killed == total else "bold red"
     console.print(f"[{colour}]mutants killed {killed}/{total}[/]")
 

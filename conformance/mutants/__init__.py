@@ -17,13 +17,13 @@ MUTANTS: dict[str, tuple[str, str]] = {
     "no_checkpoint": ("flax_mutants:NoCheckpoint", "plain MLP, no checkpoint anywhere"),
     "checkpoint_off_grad_path": (
         "flax_mutants:CheckpointOffGradPath",
-        "builds the checkpointed MLP but differentiates the plain one",
+        "inits the checkpointed MLP, applies the plain one",
     ),
     "saves_everything": (
         "flax_mutants:SavesEverything",
-        "checkpoint with a policy that saves every residual: nothing is recomputed",
+        "a checkpoint policy that saves everything",
     ),
-    "default_init": ("flax_mutants:TorchStyleInit", "torch-style uniform init, uniform biases"),
+    "default_init": ("flax_mutants:TorchStyleInit", "torch-style uniform init, non-zero biases"),
     "dropped_bias": ("flax_mutants:DroppedBias", "the second layer ignores its bias"),
     "bias_off_by_1e-3": ("flax_mutants:BiasOffByAThousandth", "biases scaled by 1 + 1e-3"),
     "relu_after_last_layer": ("flax_mutants:ReluAfterLastLayer", "a relu after Dense_1"),
@@ -31,9 +31,9 @@ MUTANTS: dict[str, tuple[str, str]] = {
     "f16_compute": ("flax_mutants:Float16Compute", "Dense layers compute in float16"),
     "seed_plus_one": ("flax_mutants:SeedPlusOne", "PRNGKey(seed + 1)"),
     "transposed_kernel": ("flax_mutants:TransposedKernel", "uses Dense_1's kernel transposed"),
-    "mutates_x": ("flax_mutants:MutatesX", "applies relu to the caller's x in place"),
+    "mutates_x": ("flax_mutants:MutatesX", "clamps the caller's x in place"),
     "not_flattened": ("flax_mutants:NotFlattened", "returns shape (1, F)"),
-    "truncates_seed": ("flax_mutants:TruncatesSeed", "int(seed) without checks: 1.5 becomes 1"),
+    "truncates_seed": ("flax_mutants:TruncatesSeed", "int(seed) unchecked: 1.5 runs as 1"),
     "wrong_error_type": ("flax_mutants:WrongErrorType", "TypeError for a non-finite x"),
     "not_repeatable": ("flax_mutants:NotRepeatable", "each call drifts by an ulp"),
 }
