@@ -18,6 +18,7 @@ For each available port, against the canonical one on shared parameters:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -268,9 +269,11 @@ def warm_timings(
     calls = []
     for port in ports:
         native = port.from_numpy(x)
+        # A new seed on every call: a port must not get faster by caching one init.
+        seeds = itertools.count(seed)
         calls.append(
-            lambda port=port, native=native: port.to_numpy(
-                port.nn_checkpoint_forward(seed, native, params.features)
+            lambda port=port, native=native, seeds=seeds: port.to_numpy(
+                port.nn_checkpoint_forward(next(seeds), native, params.features)
             )
         )
         calls.append(lambda port=port: port.vjp(params, x, cotangent, checkpoint=True))
@@ -510,7 +513,8 @@ def summary_table(comparison: Comparison):
         f"· against {comparison.canonical}",
         caption="output, gradients: largest |port - canonical| (fwd: shared params; ex: the "
         "exercise, own init; worst gradient), then the bound at that element (red: over it) · "
-        "saved: residuals kept, count · KiB, parameters left out · warm: median per call · "
+        "saved: residuals kept, count · KiB, parameters left out · warm: median per call, "
+        "a new seed each call · "
         "first call: fresh process, no compilation cache",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
