@@ -24,10 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .contract import Grads, Params, check_features, check_seed
-from .jax_flax_init import flax_init, lecun_normal  # noqa: F401 - re-exported
-from .jax_flax_init import jitted_init as _init
-from .jax_flax_init import seed_array as _seed_array
-from .jax_inputs import checked_x
+from .jax_flax_init import (
+    CompiledExercise,
+    flax_init,
+    init_arrays,
+    lecun_normal,  # noqa: F401 - re-exported, as before the move
+)
 from .jax_port import JaxPort
 
 
@@ -157,17 +159,11 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
     per F (and, in jit's cache, per D) takes the seed as an argument and makes
     the key inside, so a new seed dispatches without tracing again.
     """
-    seed, features, x = check_seed(seed), check_features(features), checked_x(x)
-    return _init_and_apply(features)(_seed_array(seed), x)
+    return _exercise(seed, x, features)
 
 
-@functools.lru_cache(maxsize=64)
-def _init_and_apply(features: int):
-    def init_and_apply(seed, x):  # (), (D,) -> (F,)
-        model = init_model(jax.random.PRNGKey(seed), x.shape[0], features, checkpoint=True)
-        return model(x)
-
-    return jax.jit(init_and_apply)
+# Flax's init and the checkpointed MLP, compiled together once per F (and D).
+_exercise = CompiledExercise(lambda arrays, x: from_canonical(*arrays, checkpoint=True)(x))
 
 
 def _call(model: MLP, x: jax.Array) -> jax.Array:
@@ -192,8 +188,7 @@ class EquinoxJax(JaxPort):
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         seed, features = check_seed(seed), check_features(features)
-        w1, b1, w2, b2 = _init(dim, features)(_seed_array(seed))
-        return Params(w1=np.asarray(w1), b1=np.asarray(b1), w2=np.asarray(w2), b2=np.asarray(b2))
+        return Params(*init_arrays(seed, dim, features))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         model = params_to_model(params, checkpoint=checkpoint)

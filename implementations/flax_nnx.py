@@ -27,8 +27,7 @@ import numpy as np
 from flax import nnx
 
 from .contract import Grads, Params, check_features, check_seed
-from .jax_flax_init import flax_init, init_arrays, seed_array
-from .jax_inputs import checked_x
+from .jax_flax_init import CompiledExercise, init_arrays
 from .jax_port import JaxPort
 
 
@@ -131,20 +130,13 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
     **Returns:** the `(F,)` float32 output. It works under `jax.grad` and
     `jax.vmap` (over x), and under `jax.jit` with `seed` and `features` static.
     """
-    seed, features, x = check_seed(seed), check_features(features), checked_x(x)
-    return _init_and_apply(features)(seed_array(seed), x)
+    return _exercise(seed, x, features)
 
 
-# Everything below is jitted over NNX's pure dict (plain nested dicts of
-# arrays): the module is rebuilt inside the trace, so a warm call costs one
-# dispatch and no graph traversal. One compile per shape and checkpoint flag.
-@functools.lru_cache(maxsize=64)
-def _init_and_apply(features: int):
-    def init_and_apply(seed, x):  # (), (D,) -> (F,)
-        pure = from_canonical(*flax_init(jax.random.PRNGKey(seed), x.shape[0], features))
-        return merge(pure, checkpoint=True)(x)
-
-    return jax.jit(init_and_apply)
+# Jitted over NNX's pure dict (plain nested dicts of arrays): the module is
+# rebuilt inside the trace, so a warm call costs one dispatch and no graph
+# traversal. Flax's init and the MLP compile together once per F (and D).
+_exercise = CompiledExercise(lambda arrays, x: merge(from_canonical(*arrays), checkpoint=True)(x))
 
 
 def _call(pure: dict, x: jax.Array, checkpoint: bool = True) -> jax.Array:

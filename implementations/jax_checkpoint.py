@@ -17,8 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .contract import PARAM_NAMES, Grads, Params, check_features, check_seed
-from .jax_flax_init import flax_init, init_arrays, seed_array
-from .jax_inputs import checked_x
+from .jax_flax_init import CompiledExercise, flax_init, init_arrays
 from .jax_port import JaxPort
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
@@ -81,18 +80,13 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
     **Returns:** the `(F,)` float32 output. It works under `jax.grad` and
     `jax.vmap` (over x), and under `jax.jit` with `seed` and `features` static.
     """
-    seed, features, x = check_seed(seed), check_features(features), checked_x(x)
-    return _init_and_apply(features)(seed_array(seed), x)
+    return _exercise(seed, x, features)
 
 
-# One compiled function per F (and, in jit's cache, per D); the seed is an
-# argument, so a new seed dispatches without tracing again.
-@functools.lru_cache(maxsize=64)
-def _init_and_apply(features: int):
-    def init_and_apply(seed, x):  # (), (D,) -> (F,)
-        return mlp(init(jax.random.PRNGKey(seed), x.shape[0], features), x, checkpoint=True)
-
-    return jax.jit(init_and_apply)
+# Flax's init and the checkpointed MLP, compiled together once per F (and D).
+_exercise = CompiledExercise(
+    lambda arrays, x: mlp(dict(zip(PARAM_NAMES, arrays, strict=True)), x, checkpoint=True)
+)
 
 
 _apply = jax.jit(mlp, static_argnames="checkpoint")

@@ -14,16 +14,20 @@ from `lecun_normal` in its `(in, out)` shape, and sets the bias to zeros.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .contract import check_features, check_seed
 from .flax_rng import dense_kernel_fold_value
+from .jax_inputs import checked_x
 
 __all__ = [
     "TRUNCATED_STDDEV",
+    "CompiledExercise",
     "flax_init",
     "init_arrays",
     "jitted_init",
@@ -87,3 +91,32 @@ def jitted_init(dim: int, features: int):
 def init_arrays(seed: Any, dim: int, features: int) -> tuple[np.ndarray, ...]:
     """Flax's `(w1, b1, w2, b2)` for a checked seed, as numpy arrays (canonical layout)."""
     return tuple(np.asarray(a) for a in jitted_init(dim, features)(seed_array(seed)))
+
+
+class CompiledExercise:
+    """`nn_checkpoint_forward` for a JAX port: the checks, then Flax's init and the port's
+    checkpointed MLP in one compiled call.
+
+    **Arguments:**
+
+    - `apply`: `(w1, b1, w2, b2), x -> (F,)`, the port's checkpointed MLP on
+      canonical-layout arrays (traced).
+
+    One jitted function per F, and in jit's cache one executable per D. The
+    seed is an argument and the key is made inside, so a new seed dispatches
+    without tracing again.
+    """
+
+    def __init__(self, apply: Callable[[tuple[jax.Array, ...], jax.Array], jax.Array]):
+        self.apply = apply
+        self.compiled = functools.lru_cache(maxsize=64)(self._compile)
+
+    def _compile(self, features: int):
+        def init_and_apply(seed, x):  # (), (D,) -> (F,)
+            return self.apply(flax_init(jax.random.PRNGKey(seed), x.shape[0], features), x)
+
+        return jax.jit(init_and_apply)
+
+    def __call__(self, seed: Any, x: Any, features: Any) -> jax.Array:
+        seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+        return self.compiled(features)(seed_array(seed), x)

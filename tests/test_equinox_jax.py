@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.tolerance import analyse_forward, analyse_vjp, ulp_distance
-from implementations import contract, load
+from implementations import contract, jax_flax_init, load
 from implementations import equinox_jax as ej
 from implementations.contract import Params
 from tests import reference as reference_mlp
@@ -125,7 +125,7 @@ def test_init_follows_prngkey_seed_semantics(port):
 @pytest.mark.parametrize("seed", EDGE_SEEDS)
 def test_key_made_inside_jit_is_prngkey(seed):
     # The port builds PRNGKey inside its compiled function from np.int64(seed).
-    inside = jax.jit(jax.random.PRNGKey)(ej._seed_array(seed))
+    inside = jax.jit(jax.random.PRNGKey)(jax_flax_init.seed_array(seed))
     assert np.array_equal(np.asarray(inside), np.asarray(jax.random.PRNGKey(seed)))
 
 
@@ -349,12 +349,12 @@ def test_new_seeds_do_not_retrace():
     # One compiled function per F (and D): the seed is an argument, not a constant.
     x = jnp.ones(6, jnp.float32)
     ej.nn_checkpoint_forward(0, x, 4)
-    compiled = ej._init_and_apply(4)._cache_size()
-    functions = ej._init_and_apply.cache_info().currsize
+    compiled = ej._exercise.compiled(4)._cache_size()
+    functions = ej._exercise.compiled.cache_info().currsize
     for seed in (1, 2**33, 2**40 + 1, 2**63 - 1, 7.0):
         ej.nn_checkpoint_forward(seed, x, 4.0)  # features 4.0 is the int 4
-    assert ej._init_and_apply(4)._cache_size() == compiled
-    assert ej._init_and_apply.cache_info().currsize == functions
+    assert ej._exercise.compiled(4)._cache_size() == compiled
+    assert ej._exercise.compiled.cache_info().currsize == functions
 
 
 def test_scalar_forms_and_dtypes():

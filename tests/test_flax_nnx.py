@@ -203,10 +203,10 @@ def test_grad_and_vmap_over_x(linen_forward):
 def test_new_seeds_do_not_retrace():
     x = jnp.asarray(X)
     fn.nn_checkpoint_forward(0, x, FEATURES)
-    compiled = fn._init_and_apply(FEATURES)._cache_size()
+    compiled = fn._exercise.compiled(FEATURES)._cache_size()
     for seed in (1, 2**33, 2**63 - 1, 7.0):
         fn.nn_checkpoint_forward(seed, x, float(FEATURES))
-    assert fn._init_and_apply(FEATURES)._cache_size() == compiled
+    assert fn._exercise.compiled(FEATURES)._cache_size() == compiled
 
 
 def test_x_left_unchanged():

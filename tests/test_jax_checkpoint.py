@@ -154,10 +154,10 @@ def test_new_seeds_do_not_retrace():
     # One compiled function per F (and D): the seed is an argument, not a constant.
     x = jnp.asarray(X)
     jc.nn_checkpoint_forward(0, x, FEATURES)
-    compiled = jc._init_and_apply(FEATURES)._cache_size()
+    compiled = jc._exercise.compiled(FEATURES)._cache_size()
     for seed in (1, 2**33, 2**63 - 1, 7.0):
         jc.nn_checkpoint_forward(seed, x, float(FEATURES))  # features 4.0 is the int 4
-    assert jc._init_and_apply(FEATURES)._cache_size() == compiled
+    assert jc._exercise.compiled(FEATURES)._cache_size() == compiled
 
 
 def test_x_left_unchanged():
