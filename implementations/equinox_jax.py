@@ -23,11 +23,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .contract import Grads, Params, check_features, check_seed
+from . import jax_flax_init
+from .contract import Grads, Params
 from .jax_flax_init import (
     CompiledExercise,
     flax_init,
-    init_arrays,
     lecun_normal,  # noqa: F401 - re-exported, as before the move
 )
 from .jax_port import JaxPort
@@ -186,9 +186,8 @@ class EquinoxJax(JaxPort):
     framework = "equinox"
     distributions = ("jax", "jaxlib", "equinox")
 
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        seed, features = check_seed(seed), check_features(features)
-        return Params(*init_arrays(seed, dim, features))
+    # Flax's init, reproduced in jax.random (jax_flax_init), checked by the contract.
+    init_params = staticmethod(jax_flax_init.init_params)
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         model = params_to_model(params, checkpoint=checkpoint)

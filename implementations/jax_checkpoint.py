@@ -16,8 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .contract import PARAM_NAMES, Grads, Params, check_features, check_seed
-from .jax_flax_init import CompiledExercise, flax_init, init_arrays
+from . import jax_flax_init
+from .contract import PARAM_NAMES, Grads, Params
+from .jax_flax_init import CompiledExercise, flax_init
 from .jax_port import JaxPort
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
@@ -105,9 +106,8 @@ class JaxCheckpoint(JaxPort):
     framework = "jax"
     distributions = ("jax", "jaxlib")
 
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        seed, features = check_seed(seed), check_features(features)
-        return Params(*init_arrays(seed, dim, features))
+    # Flax's init, reproduced in jax.random (jax_flax_init), checked by the contract.
+    init_params = staticmethod(jax_flax_init.init_params)
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         x = np.asarray(x, np.float32)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .contract import check_features, check_seed
+from .contract import Params, check_features, check_seed
 from .flax_rng import dense_kernel_fold_value
 from .jax_inputs import checked_x
 
@@ -30,6 +30,7 @@ __all__ = [
     "CompiledExercise",
     "flax_init",
     "init_arrays",
+    "init_params",
     "jitted_init",
     "lecun_normal",
     "seed_array",
@@ -91,6 +92,12 @@ def jitted_init(dim: int, features: int):
 def init_arrays(seed: Any, dim: int, features: int) -> tuple[np.ndarray, ...]:
     """Flax's `(w1, b1, w2, b2)` for a checked seed, as numpy arrays (canonical layout)."""
     return tuple(np.asarray(a) for a in jitted_init(dim, features)(seed_array(seed)))
+
+
+def init_params(seed: Any, dim: int, features: Any) -> Params:
+    """`Implementation.init_params` for ports whose init is this module's: checked, canonical."""
+    seed, features = check_seed(seed), check_features(features)
+    return Params(*init_arrays(seed, dim, features))
 
 
 class CompiledExercise:
