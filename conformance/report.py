@@ -48,6 +48,8 @@ def matrix(report: SuiteReport) -> Table:
         "ref: the canonical port is the reference",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
+        pad_edge=False,
+        collapse_padding=True,  # narrow gaps: the matrix fits 80 columns
     )
     table.add_column("port", no_wrap=True)
     for prop in PROPERTIES:
@@ -106,15 +108,16 @@ def print_mutants(report: SuiteReport, console: Console) -> None:
 
 
 def print_timing(report: SuiteReport, console: Console) -> None:
+    """Wall time, then each port's time and the part spent on new shapes (tracing, compiling)."""
     parts = []
     for port in report.ports:
         first = sum(o.first_use_seconds for o in port.outcomes)
         total = sum(o.seconds for o in port.outcomes)
         if total:
-            parts.append(f"{port.name} {total:.1f}s ({first:.1f}s on first use of a shape)")
+            parts.append(f"{port.name} {total:.0f}s ({first:.0f}s new shapes)")
     if report.mutants:
-        parts.append(f"mutants {sum(m.seconds for m in report.mutants):.1f}s")
-    console.print(f"time: {report.seconds:.1f}s wall · " + " · ".join(parts))
+        parts.append(f"mutants {sum(m.seconds for m in report.mutants):.0f}s")
+    console.print(f"time: {report.seconds:.0f}s wall · " + " · ".join(parts), highlight=False)
 
 
 def to_json(report: SuiteReport) -> dict[str, Any]:
