@@ -21,7 +21,6 @@ import argparse
 import itertools
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -39,9 +38,9 @@ from implementations.contract import BackwardRecord, Implementation, Params, Sav
 
 from . import environment
 from .properties import INIT_ULPS
+from .timing import time_interleaved
 from .tolerance import forward_bound, vjp_comparison
 
-SAMPLE_SECONDS = 0.01  # a timed sample repeats a call at least this long
 FIRST_CALL_TIMEOUT = 600.0
 
 
@@ -184,43 +183,6 @@ def make_inputs(seed: int, dim: int, features: int) -> tuple[np.ndarray, np.ndar
     )
 
 
-def _sampler(call: Callable[[], Any]) -> Callable[[], float]:
-    # A sampler that repeats `call` often enough to last SAMPLE_SECONDS, and
-    # returns the seconds per call.
-    started = time.perf_counter()
-    call()
-    once = time.perf_counter() - started
-    inner = max(1, int(np.ceil(SAMPLE_SECONDS / max(once, 1e-7))))
-
-    def sample() -> float:
-        started = time.perf_counter()
-        for _ in range(inner):
-            call()
-        return (time.perf_counter() - started) / inner
-
-    return sample
-
-
-def time_interleaved(calls: Sequence[Callable[[], Any]], repeats: int) -> list[float]:
-    """The median seconds per call of each callable, after a warm-up.
-
-    Each repeat samples every callable once, in a new random order (seeded):
-    a call right after another framework's runs slower, and a fixed order
-    would always charge that to the same one.
-    """
-    for call in calls:
-        call()
-    samplers = [_sampler(call) for call in calls]
-    samples: list[list[float]] = [[] for _ in calls]
-    shuffle = random.Random(0).shuffle
-    for _ in range(repeats):
-        order = list(range(len(calls)))
-        shuffle(order)
-        for i in order:
-            samples[i].append(samplers[i]())
-    return [statistics.median(s) for s in samples]
-
-
 def compare_port(
     port: Implementation,
     canonical: Implementation,
@@ -278,7 +240,7 @@ def warm_timings(
         )
         calls.append(lambda port=port: port.vjp(params, x, cotangent, checkpoint=True))
     try:
-        medians = time_interleaved(calls, repeats)
+        medians = [statistics.median(s) for s in time_interleaved(calls, repeats)]
     except Exception:
         return [(None, None)] * len(ports)
     return [(medians[2 * i], medians[2 * i + 1]) for i in range(len(ports))]

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conformance import bench, cli
+from conformance import bench, cli, timing
 from conformance.bench import measure, render
 from conformance.bench.measure import Result, Settings, Static
 
@@ -269,10 +269,10 @@ class _FakeCase:
 
 
 def test_time_interleaved_samples_every_case_in_a_new_order(monkeypatch):
-    monkeypatch.setattr(measure, "MIN_SAMPLE_SECONDS", 0.0)  # one step per sample
+    monkeypatch.setattr(timing, "MIN_SAMPLE_SECONDS", 0.0)  # one step per sample
     log: list[str] = []
     cases = [_FakeCase(n, log) for n in "abcde"]
-    samples = measure.time_interleaved(cases, repeats=6)
+    samples = timing.time_interleaved([case.step for case in cases], repeats=6)
     assert [len(s) for s in samples] == [6] * 5
     assert log[:10] == list("abcde" * 2)  # a warm-up and a calibration step each
     orders = ["".join(log[10 + 5 * r : 15 + 5 * r]) for r in range(6)]

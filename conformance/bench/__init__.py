@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from .. import timing
 from . import measure
 from .measure import Result, Settings
 
@@ -112,8 +113,11 @@ def run(
                 cases.append(case)
                 notify("", 1)
         notify(f"L={depth} timing, interleaved", 0)
-        samples = measure.time_interleaved(
-            cases, settings.repeats, on_sample=lambda: notify("", 1), seed=settings.seed + depth
+        samples = timing.time_interleaved(
+            [case.step for case in cases],
+            settings.repeats,
+            on_sample=lambda: notify("", 1),
+            seed=settings.seed + depth,
         )
         measure.attach_timings(depth_results, samples)
         results.extend(depth_results)

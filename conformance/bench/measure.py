@@ -9,11 +9,9 @@ Imports numpy and the numpy-only contract, never a framework.
 
 from __future__ import annotations
 
-import random
 import statistics
-import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -31,7 +29,6 @@ MODE_TITLES = {
 FLOAT32_BYTES = 4
 # A timed sample runs the step this long at least, so that a 1 ms step is not
 # measured against the timer's and the dispatcher's jitter.
-MIN_SAMPLE_SECONDS = 0.02
 
 DEFINITIONS = {
     "saved_bytes": "bytes of the tensors the forward pass keeps for the backward pass, read off "
@@ -229,49 +226,6 @@ def result_of(case: Case, static: Static, depth: int, settings: Settings) -> Res
         matmuls=static.matmuls,
         residuals=summarise_residuals(static.saved),
     )
-
-
-def _inner_steps(case: Case) -> int:
-    # Time one warm step, and repeat short ones so a sample lasts MIN_SAMPLE_SECONDS.
-    started = time.perf_counter()
-    case.step()
-    seconds = time.perf_counter() - started
-    return max(1, int(np.ceil(MIN_SAMPLE_SECONDS / max(seconds, 1e-6))))
-
-
-def time_interleaved(
-    cases: Sequence[Case],
-    repeats: int,
-    on_sample: Callable[[], None] | None = None,
-    *,
-    seed: int = 0,
-) -> list[list[float]]:
-    """Seconds per step of each case, `repeats` samples each, the cases interleaved.
-
-    Each case is warmed up first (compile, caches). Every repeat runs the
-    cases in a new random order (seeded). A step runs slower right after
-    another framework's (cold caches, the other's threads still spinning,
-    measured at about 25% for a 7 ms step), so a fixed order would always
-    charge that to the same case.
-
-    **Returns:** for each case, its `repeats` samples (seconds per step).
-    """
-    for case in cases:
-        case.step()  # warm-up: compile, allocate, fill caches
-    inner = [_inner_steps(case) for case in cases]
-    samples: list[list[float]] = [[] for _ in cases]
-    shuffle = random.Random(seed).shuffle
-    for _ in range(repeats):
-        order = list(range(len(cases)))
-        shuffle(order)
-        for i in order:
-            started = time.perf_counter()
-            for _ in range(inner[i]):
-                cases[i].step()
-            samples[i].append((time.perf_counter() - started) / inner[i])
-            if on_sample:
-                on_sample()
-    return samples
 
 
 def attach_timings(results: Sequence[Result], samples: Sequence[list[float]]) -> None:
