@@ -165,7 +165,13 @@ def residuals(record: BackwardRecord) -> Residuals:
         count=len(record.kept),
         bytes=record.saved_bytes,
         saved=[
-            {"shape": list(t.shape), "dtype": t.dtype, "origin": t.origin, "note": t.note}
+            {
+                "shape": list(t.shape),
+                "dtype": t.dtype,
+                "origin": t.origin,
+                "bytes": t.nbytes,
+                "note": t.note,
+            }
             for t in record.saved
         ],
         recomputed=dict(record.recomputed),
@@ -453,16 +459,9 @@ def residual_list(saved: Sequence[dict[str, Any]]) -> str:
     for origin, label in (("parameter", "params"), ("constant", "constants")):
         group = [t for t in saved if t["origin"] == origin]
         if group:
-            nbytes = sum(
-                int(np.prod(t["shape"])) * np.dtype(_numpy(t["dtype"])).itemsize for t in group
-            )
+            nbytes = sum(t["bytes"] for t in group)
             lines.append(f"[dim]+ {len(group)} {label}, {_bytes(nbytes)}[/]")
     return "\n".join(lines) or "nothing"
-
-
-def _numpy(dtype: str) -> str:
-    name = dtype.removeprefix("torch.")
-    return "float16" if name == "bfloat16" else name
 
 
 def summary_table(comparison: Comparison):

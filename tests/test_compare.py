@@ -9,6 +9,7 @@ import pytest
 import implementations
 from conformance import cli, compare
 from implementations import PortStatus
+from implementations.contract import BackwardRecord, SavedTensor
 
 
 def test_diff_reports_the_largest_difference_and_the_bound_there():
@@ -31,14 +32,21 @@ def test_diff_takes_out_a_shift_and_calls_non_finite_infinitely_bad():
 
 
 def test_residual_list_groups_parameters():
-    saved = [
-        {"shape": [4], "dtype": "float32", "origin": "input", "note": ""},
-        {"shape": [4], "dtype": "bool", "origin": "activation", "note": ""},
-        {"shape": [4, 4], "dtype": "torch.float32", "origin": "parameter", "note": ""},
-    ]
-    text = compare.residual_list(saved)
+    record = BackwardRecord(
+        instrument="hand",
+        saved=(
+            SavedTensor((4,), "float32", "input"),
+            SavedTensor((4,), "bool", "activation"),
+            SavedTensor((4, 4), "torch.float32", "parameter"),
+            SavedTensor((4,), "float32", "constant"),
+        ),
+    )
+    residuals = compare.residuals(record)
+    assert (residuals.count, residuals.bytes) == (2, 16 + 4)  # x and the mask
+    text = compare.residual_list(residuals.saved)
     assert text.splitlines()[:2] == ["(4,) f32 input", "(4,) bool activation"]
     assert "+ 1 params, 64 B" in text
+    assert "+ 1 constants, 16 B" in text
 
 
 def _compare_json(capsys, *extra: str) -> dict:
