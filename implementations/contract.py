@@ -103,6 +103,11 @@ class Grads:
         for f in fields(self):
             object.__setattr__(self, f.name, np.asarray(getattr(self, f.name), dtype=np.float32))
 
+    @classmethod
+    def of(cls, params: Params, x: np.ndarray) -> Grads:
+        """The parameter gradients (shaped, and so checked, like `Params`) and x's."""
+        return cls(w1=params.w1, b1=params.b1, w2=params.w2, b2=params.b2, x=x)
+
     def as_dict(self) -> dict[str, np.ndarray]:
         """The gradients by name: `w1`, `b1`, `w2`, `b2`, `x`."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -25,11 +25,7 @@ import numpy as np
 
 from . import jax_flax_init
 from .contract import Grads, Params
-from .jax_flax_init import (
-    CompiledExercise,
-    flax_init,
-    lecun_normal,  # noqa: F401 - re-exported, as before the move
-)
+from .jax_flax_init import CompiledExercise
 from .jax_port import JaxPort
 
 
@@ -118,16 +114,6 @@ def model_to_params(model: MLP) -> Params:
 
 
 # ---------------------------------------------------------------------------
-# Flax's init, in jax.random alone: `jax_flax_init`, shared with the other JAX ports
-# ---------------------------------------------------------------------------
-
-
-def init_model(key: jax.Array, dim: int, features: int, *, checkpoint: bool = True) -> MLP:
-    """The MLP with Flax's parameters for `key`, in Equinox's layout."""
-    return from_canonical(*flax_init(key, dim, features), checkpoint=checkpoint)
-
-
-# ---------------------------------------------------------------------------
 # The exercise
 # ---------------------------------------------------------------------------
 
@@ -198,8 +184,7 @@ class EquinoxJax(JaxPort):
     ) -> Grads:
         model = params_to_model(params, checkpoint=checkpoint)
         grads, dx = _vjp(model, jnp.asarray(x, jnp.float32), jnp.asarray(cotangent, jnp.float32))
-        grads = model_to_params(grads)
-        return Grads(w1=grads.w1, b1=grads.b1, w2=grads.w2, b2=grads.b2, x=np.asarray(dx))
+        return Grads.of(model_to_params(grads), np.asarray(dx))
 
     def differentiable(self, params: Params, x: np.ndarray, checkpoint: bool):
         model = params_to_model(params, checkpoint=checkpoint)

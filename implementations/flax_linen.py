@@ -142,8 +142,7 @@ class FlaxLinen(JaxPort):
         variables, dx = pull_back(
             params_to_variables(params), jnp.asarray(x), jnp.asarray(cotangent)
         )
-        tree = variables_to_params(variables)
-        return Grads(w1=tree.w1, b1=tree.b1, w2=tree.w2, b2=tree.b2, x=np.asarray(dx))
+        return Grads.of(variables_to_params(variables), np.asarray(dx))
 
     def differentiable(self, params: Params, x: np.ndarray, checkpoint: bool):
         apply = self._module(checkpoint)(features=params.features).apply

@@ -118,8 +118,7 @@ class JaxCheckpoint(JaxPort):
     ) -> Grads:
         x, cotangent = np.asarray(x, np.float32), np.asarray(cotangent, np.float32)
         grads, dx = _vjp(params_to_tree(params), x, cotangent, checkpoint=checkpoint)
-        grads = tree_to_params(grads)
-        return Grads(w1=grads.w1, b1=grads.b1, w2=grads.w2, b2=grads.b2, x=np.asarray(dx))
+        return Grads.of(tree_to_params(grads), np.asarray(dx))
 
     def differentiable(self, params: Params, x: np.ndarray, checkpoint: bool):
         tree = jax.tree.map(jnp.asarray, params_to_tree(params))

@@ -22,8 +22,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 from jax.extend import core
 
 from .contract import BackwardRecord, SavedTensor
@@ -262,13 +260,3 @@ def _producer(jaxpr: core.Jaxpr, var) -> str:
         if var in eqn.outvars:
             return eqn.primitive.name
     return "a constant"
-
-
-def as_float32(x: Any) -> jax.Array:
-    """A checked x as a float32 jax array (tracers keep their trace)."""
-    return jnp.asarray(x, dtype=jnp.float32)
-
-
-def to_numpy(array: Any) -> np.ndarray:
-    """A jax array as a numpy copy."""
-    return np.array(array)

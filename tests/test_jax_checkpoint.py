@@ -102,8 +102,8 @@ def test_the_init_is_shared_not_copied():
     import implementations.equinox_jax as ej  # skips nothing: equinox is a test dependency
 
     assert jc.flax_init is jax_flax_init.flax_init
-    assert ej.flax_init is jax_flax_init.flax_init
-    assert ej.lecun_normal is jax_flax_init.lecun_normal
+    assert jc.JaxCheckpoint.init_params is jax_flax_init.init_params
+    assert ej.EquinoxJax.init_params is jax_flax_init.init_params
 
 
 def test_init_equals_flax_linen_bit_for_bit(port, canonical):
