@@ -156,13 +156,23 @@ def _call(model: MLP, x: jax.Array) -> jax.Array:
     return model(x)
 
 
-_apply = jax.jit(_call)  # the `checkpoint` field is static: one compile per path
+# The contract's forward and VJP take canonical arrays and build the model
+# inside the trace: building it eagerly (`eqx.tree_at`, array conversions)
+# costs more than the compiled call. One compile per shape and path.
+@functools.partial(jax.jit, static_argnames="checkpoint")
+def _apply(arrays: tuple, x: jax.Array, *, checkpoint: bool) -> jax.Array:
+    return from_canonical(*arrays, checkpoint=checkpoint)(x)  # arrays: (w1, b1, w2, b2)
 
 
-@jax.jit
-def _vjp(model: MLP, x: jax.Array, cotangent: jax.Array) -> tuple[MLP, jax.Array]:
+@functools.partial(jax.jit, static_argnames="checkpoint")
+def _vjp(arrays: tuple, x: jax.Array, cotangent: jax.Array, *, checkpoint: bool):
+    model = from_canonical(*arrays, checkpoint=checkpoint)
     _, pull_back = jax.vjp(_call, model, x)
-    return pull_back(cotangent)
+    return pull_back(cotangent)  # the gradient as an MLP (Equinox's layout), and dx
+
+
+def _arrays(params: Params) -> tuple[np.ndarray, ...]:
+    return tuple(params.as_dict().values())  # (w1, b1, w2, b2), canonical layout
 
 
 class EquinoxJax(JaxPort):
@@ -176,14 +186,13 @@ class EquinoxJax(JaxPort):
     init_params = staticmethod(jax_flax_init.init_params)
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        model = params_to_model(params, checkpoint=checkpoint)
-        return np.asarray(_apply(model, jnp.asarray(x, jnp.float32)))
+        return np.asarray(_apply(_arrays(params), np.asarray(x, np.float32), checkpoint=checkpoint))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model = params_to_model(params, checkpoint=checkpoint)
-        grads, dx = _vjp(model, jnp.asarray(x, jnp.float32), jnp.asarray(cotangent, jnp.float32))
+        x, cotangent = np.asarray(x, np.float32), np.asarray(cotangent, np.float32)
+        grads, dx = _vjp(_arrays(params), x, cotangent, checkpoint=checkpoint)
         return Grads.of(model_to_params(grads), np.asarray(dx))
 
     def differentiable(self, params: Params, x: np.ndarray, checkpoint: bool):

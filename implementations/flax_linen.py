@@ -91,11 +91,15 @@ def _vjp(module: type[nn.Module], features: int):
 
 
 def params_to_variables(params: Params) -> dict:
-    """Canonical params as a Flax variables tree (the layouts agree; only names change)."""
+    """Canonical params as a Flax variables tree (the layouts agree; only names change).
+
+    The leaves stay numpy: jitted functions take them as they are, and an
+    eager `jnp.asarray` would cost a dispatch (and a compile per new shape).
+    """
     return {
         "params": {
-            "Dense_0": {"kernel": jnp.asarray(params.w1), "bias": jnp.asarray(params.b1)},
-            "Dense_1": {"kernel": jnp.asarray(params.w2), "bias": jnp.asarray(params.b2)},
+            "Dense_0": {"kernel": params.w1, "bias": params.b1},
+            "Dense_1": {"kernel": params.w2, "bias": params.b2},
         }
     }
 
@@ -133,14 +137,16 @@ class FlaxLinen(JaxPort):
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         apply = _apply(self._module(checkpoint), params.features)
-        return np.asarray(apply(params_to_variables(params), jnp.asarray(x))).ravel()
+        return np.asarray(apply(params_to_variables(params), np.asarray(x, np.float32))).ravel()
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
         pull_back = _vjp(self._module(checkpoint), params.features)
         variables, dx = pull_back(
-            params_to_variables(params), jnp.asarray(x), jnp.asarray(cotangent)
+            params_to_variables(params),
+            np.asarray(x, np.float32),
+            np.asarray(cotangent, np.float32),
         )
         return Grads.of(variables_to_params(variables), np.asarray(dx))
 
