@@ -61,9 +61,11 @@ def init_and_apply(
     """
     seed, features, x = check_seed(seed), check_features(features), checked_x(x)
     init = _init(init_module or module, features)
-    # init reads only x's shape. stop_gradient says so to autodiff, so that a
-    # grad of this function reuses the compiled init instead of compiling its JVP.
-    variables = init(jax.random.PRNGKey(seed), jax.lax.stop_gradient(x))
+    # init reads only x's shape. Under a trace, stop_gradient says so to
+    # autodiff, so that a grad of this function reuses the compiled init
+    # instead of compiling its JVP; a concrete x needs no such op dispatched.
+    shape_only = jax.lax.stop_gradient(x) if isinstance(x, jax.core.Tracer) else x
+    variables = init(jax.random.PRNGKey(seed), shape_only)
     return _apply(module, features)(variables, x).ravel()
 
 

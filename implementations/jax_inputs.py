@@ -16,8 +16,13 @@ import numpy as np
 from .contract import check_x, check_x_spec, check_x_values
 
 
-def checked_x(x: Any) -> jax.Array:
-    """x as a float32 `(D,)` jax array, checked as far as its tracing allows."""
+def checked_x(x: Any) -> jax.Array | np.ndarray:
+    """x as a float32 `(D,)` array, checked as far as its tracing allows.
+
+    A tracer or jax array stays one; anything else becomes the contract's
+    fresh numpy copy, which jitted functions take as it is (an eager
+    conversion would cost a dispatch per call).
+    """
     if isinstance(x, jax.core.Tracer):
         check_x_spec(x.shape, x.dtype)
         return x.astype(jnp.float32)
@@ -25,4 +30,4 @@ def checked_x(x: Any) -> jax.Array:
         check_x_spec(x.shape, x.dtype)
         check_x_values(np.asarray(x))
         return x.astype(jnp.float32)  # jax arrays are immutable: no copy needed
-    return jnp.asarray(check_x(x))
+    return check_x(x)
