@@ -250,7 +250,7 @@ INSTRUMENT = (
 )
 
 
-class _SavedTensors:
+class SavedTensors:
     """Pack hook for `saved_tensors_hooks`: notes every saved tensor, once per storage."""
 
     def __init__(self):
@@ -297,7 +297,7 @@ class _RegionCounter:
 def _record(
     run_forward: Callable[[], tuple[torch.Tensor, MLP]], x: torch.Tensor, regions: _RegionCounter
 ) -> BackwardRecord:
-    saved = _SavedTensors()
+    saved = SavedTensors()
     with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
         out, model = run_forward()
     parameters = list(model.parameters())
@@ -306,28 +306,35 @@ def _record(
         torch.autograd.grad(out, [x, *parameters], cotangent)
     return BackwardRecord(
         instrument=INSTRUMENT,
-        saved=_classify(saved.by_storage, x, parameters),
+        saved=classify(saved.by_storage, x, parameters),
         recomputed=dict(ops.counts),
         checkpoint_regions=regions.forward,
     )
 
 
-def _classify(
-    by_storage: Mapping[int, torch.Tensor], x: torch.Tensor, parameters: Iterable[torch.Tensor]
+def classify(
+    by_storage: Mapping[int, torch.Tensor],
+    x: torch.Tensor,
+    parameters: Iterable[torch.Tensor],
+    where: Callable[[int], str] = lambda ptr: "",
 ) -> tuple[SavedTensor, ...]:
+    """Saved tensors, one per storage, as `SavedTensor`s: x's storage is the input, a
+    parameter's is a parameter, anything else an activation. `where(ptr)` adds to the note."""
     input_ptr = x.untyped_storage().data_ptr()
     names = {p.untyped_storage().data_ptr(): tuple(p.shape) for p in parameters}
     saved = []
     for ptr, tensor in by_storage.items():
-        shape, dtype = tuple(tensor.shape), str(tensor.dtype)
+        shape, dtype = tuple(tensor.shape), str(tensor.dtype).removeprefix("torch.")
         grad_fn = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else "a leaf"
+        suffix = f", {where(ptr)}" if where(ptr) else ""
         if ptr == input_ptr:
-            saved.append(SavedTensor(shape, dtype, "input", f"x, saved as {shape}"))
+            saved.append(SavedTensor(shape, dtype, "input", f"x, saved as {shape}{suffix}"))
         elif ptr in names:
-            note = f"parameter of shape {names[ptr]}, saved as {shape}"
+            note = f"parameter of shape {names[ptr]}, saved as {shape}{suffix}"
             saved.append(SavedTensor(shape, dtype, "parameter", note))
         else:
-            saved.append(SavedTensor(shape, dtype, "activation", f"output of {grad_fn}"))
+            note = f"output of {grad_fn}{suffix}"
+            saved.append(SavedTensor(shape, dtype, "activation", note))
     return tuple(saved)
 
 

@@ -33,6 +33,7 @@ from torch.utils.checkpoint import (
 )
 
 from implementations.contract import SavedTensor
+from implementations.pytorch import SavedTensors, classify
 
 from .measure import MODES, Data, Static
 
@@ -147,16 +148,18 @@ class TorchCase:
 
     def residuals(self) -> tuple[SavedTensor, ...]:
         """What one forward pass keeps for the backward pass, parameters marked as such."""
-        hooked: dict[int, torch.Tensor] = {}
+        hooked = SavedTensors()
         cached: dict[int, torch.Tensor] = {}
-
-        def pack(tensor: torch.Tensor) -> torch.Tensor:
-            hooked.setdefault(tensor.untyped_storage().data_ptr(), tensor)
-            return tensor
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        with torch.autograd.graph.saved_tensors_hooks(hooked.pack, hooked.unpack):
             y = stack_fn(self.mode, _SavePolicy(cached))(self.params, self.x)
-        saved = _classify(hooked, cached, self.x, self.flat)
+
+        def where(ptr: int) -> str:
+            # A selective-checkpoint policy keeps its outputs where no hook sees them.
+            places = ["kept by a hook"] if ptr in hooked.by_storage else []
+            places += ["cached by the checkpoint policy"] if ptr in cached else []
+            return " and ".join(places)
+
+        saved = classify({**cached, **hooked.by_storage}, self.x, self.flat, where)
         torch.autograd.grad(y, self.flat, self.cotangent)  # run the backward: frees what it kept
         return saved
 
@@ -195,30 +198,6 @@ class TorchCase:
 
 def _parameter(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.array(array, np.float32, order="C")).requires_grad_()
-
-
-def _classify(
-    hooked: dict[int, torch.Tensor],
-    cached: dict[int, torch.Tensor],
-    x: torch.Tensor,
-    parameters: Sequence[torch.Tensor],
-) -> tuple[SavedTensor, ...]:
-    params = {p.untyped_storage().data_ptr() for p in parameters}
-    input_ptr = x.untyped_storage().data_ptr()
-    saved = []
-    for ptr, tensor in {**cached, **hooked}.items():
-        shape, dtype = tuple(tensor.shape), str(tensor.dtype).removeprefix("torch.")
-        where = "kept by a hook" if ptr in hooked else "cached by the checkpoint policy"
-        if ptr in hooked and ptr in cached:
-            where = "kept by a hook and cached by the checkpoint policy"
-        if ptr in params:
-            saved.append(SavedTensor(shape, dtype, "parameter", where))
-        elif ptr == input_ptr:
-            saved.append(SavedTensor(shape, dtype, "input", f"x, {where}"))
-        else:
-            grad_fn = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else "a leaf"
-            saved.append(SavedTensor(shape, dtype, "activation", f"output of {grad_fn}, {where}"))
-    return tuple(saved)
 
 
 def build(variant: str, mode: str, data: Data) -> TorchCase:
