@@ -18,6 +18,7 @@ KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d")
 # Each mutant is a new set of functions to compile, so the hunt draws from
 # the small shapes only, with fewer examples than a port gets.
 MUTANT_EXAMPLES = 25
+MUTANT_EXAMPLES_NOTE = f"{MUTANT_EXAMPLES} examples per property, small shapes, no shrinking"
 
 
 @dataclass

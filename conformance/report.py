@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .mutation import score
+from .mutation import MUTANT_EXAMPLES_NOTE, score
 from .properties import PROPERTIES
-from .suite import MUTANT_EXAMPLES_NOTE, SuiteReport
+from .suite import SuiteReport
 
 _CELLS = {
     "pass": "[green]✓ {examples}[/]\n[dim]{ratio}[/]",

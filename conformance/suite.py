@@ -19,7 +19,7 @@ import implementations
 from implementations import Implementation, PortUnavailable
 
 from . import environment, expectations, profiles
-from .mutation import MUTANT_EXAMPLES, MutantResult, run_mutants
+from .mutation import MutantResult, run_mutants
 from .properties import PROPERTIES, Property
 from .runner import Outcome, run_property
 
@@ -213,6 +213,3 @@ def _run_parallel(names, profile, max_examples, scope, mutants, jobs, expectatio
         reports = [f.result() for f in futures]
         mutant_results = mutant_future.result() if mutant_future else None
     return reports, mutant_results
-
-
-MUTANT_EXAMPLES_NOTE = f"{MUTANT_EXAMPLES} examples per property, small shapes, no shrinking"
