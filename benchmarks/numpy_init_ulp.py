@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from conformance.tolerance import ulp_distance
-from implementations import canonical_init as ci
+from implementations._canonical_init import numpy_init as ci
 from implementations.flax_linen import FlaxLinen
 
 SHAPES = [

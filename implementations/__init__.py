@@ -18,6 +18,7 @@ import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
+from . import _moved
 from .contract import Implementation
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "registered",
     "status",
 ]
+
+_moved.install()  # the old flat module names, deprecated
 
 CANONICAL = "flax_linen"
 ENTRY_POINT_GROUP = "remat_conformance.implementations"

@@ -12,6 +12,12 @@
 4. Run `python -m conformance --implementation <port> --no-mutants` until
    every property, (a) to (h), is green.
 
+**A port on JAX is shorter.** Subclass `implementations.porting.jax.JaxPort`
+instead of `Implementation` and define three methods, `to_native`,
+`to_canonical` and `apply`; the base builds every contract method from them
+(`implementations/jax_checkpoint.py` is the whole of one). This template is
+for every other stack.
+
 **An unfinished copy fails loudly.** Every contract method raises
 `NotImplementedError("TODO(port): ...")`, so every property of the suite
 fails and names the TODO that is left. Nothing here validates or computes
@@ -94,11 +100,10 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
     # TODO(port): replace the raise with, in this order:
     #   seed, features, x = check_seed(seed), check_features(features), check_x(x)
     #     (the shared checks: every port must raise the same errors, property (g);
-    #     JAX ports use `implementations.jax_inputs.checked_x` so tracers pass);
+    #     a JAX port's base does this with tracers too);
     #   the canonical parameters for (seed, D, F): NOT your framework's own seeded
     #     init, which draws different numbers. Use
-    #     `implementations.canonical_init.canonical_params` (numpy only) or, in
-    #     JAX, `implementations.jax_flax_init.flax_init`;
+    #     `implementations.porting.numpy.canonical_params` (numpy only);
     #   the checkpointed forward pass, returning a float32 (F,) array of your
     #     framework, leaving x unchanged (property (h)).
     raise _todo("nn_checkpoint_forward: validate, canonical init, checkpointed forward")
@@ -135,9 +140,8 @@ class TemplatePort(Implementation):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         # TODO(port): read what the backward pass saves and recomputes off your
-        # framework's own instrument (JAX: subclass `jax_port.JaxPort` and write
-        # `differentiable` instead of both record methods; torch: saved_tensors_hooks
-        # and a dispatch mode, see pytorch.py). With the
+        # framework's own instrument (torch: `implementations.porting.torch.record`,
+        # saved_tensors_hooks and a dispatch mode, see pytorch.py). With the
         # checkpoint on: no saved activation, something recomputed. Off: an
         # activation saved, nothing recomputed. Property (e).
         raise _todo("backward_record: what vjp's backward pass saves and recomputes")

@@ -1,52 +1,27 @@
 """The PyTorch port: `torch.utils.checkpoint` (non-reentrant) around a two-layer MLP.
 
-Its parameters are Flax's canonical ones, computed without JAX by
-`canonical_init`. torch's `Linear.weight` is `(out, in)`, the canonical kernel
-transposed; `params_to_state` and `state_to_params` convert, with shape checks.
+Its parameters are Flax's canonical ones, computed without JAX by the numpy
+init (`_canonical_init`). torch's `Linear.weight` is `(out, in)`, the
+canonical kernel transposed; `params_to_state` and `state_to_params` convert,
+with shape checks. Its evidence comes from torch's own instruments
+(`_torch.evidence`: saved-tensor hooks, a dispatch mode, `context_fn`).
 Imports torch, numpy and the project's numpy-only modules, never jax.
-
-**Evidence of checkpointing**, read off torch's own instruments:
-
-- *saved*: an outer `saved_tensors_hooks` around the forward pass sees what
-  autograd keeps, deduplicated by storage. A non-reentrant checkpoint keeps
-  its inputs through that outer hook and hides everything inside it, so with
-  the checkpoint on only x shows; without it, the relu output (an
-  activation) and the weights show too.
-- *recomputed*: a `TorchDispatchMode` over the backward pass counts the
-  operators that run with grad mode on. The engine runs ordinary backward
-  formulas with grad mode off, while the checkpoint reruns its forward
-  (`aten.addmm`, `aten.relu`) with it on. View operators are left out.
-- *checkpoint_regions*: how many times the checkpoint entered its forward
-  context with grad enabled, counted through `checkpoint`'s documented
-  `context_fn` argument.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint as torch_checkpoint
 
-from . import canonical_init
-from .contract import (
-    BackwardRecord,
-    Grads,
-    Implementation,
-    Params,
-    SavedTensor,
-    check_features,
-    check_seed,
-    check_x,
-    check_x_spec,
-    check_x_values,
-)
+from ._canonical_init import canonical_params
+from ._torch import arrays, evidence
+from ._torch.arrays import as_input, from_host_array, leaf_input, to_host_array
+from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
 
 # The MLP's state dict names, in the canonical order w1, b1, w2, b2.
 STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
@@ -181,40 +156,12 @@ def build_mlp(
 # ---------------------------------------------------------------------------
 
 
-def to_host_array(tensor: torch.Tensor) -> np.ndarray:
-    """A tensor's values as a detached numpy array (dtypes numpy lacks become float64)."""
-    host = tensor.detach().cpu().resolve_conj().resolve_neg()
-    try:
-        return host.numpy()
-    except TypeError:  # bfloat16, float8: no numpy dtype
-        return host.to(torch.float64).numpy()
-
-
-def as_input(x: Any) -> torch.Tensor:
-    """x as a checked float32 `(D,)` tensor; raise naming `x` for anything else.
-
-    A tensor keeps its device and its autograd graph: `.to(torch.float32)`
-    returns x itself when it is float32 already, and a new tensor otherwise,
-    never changing x. Anything else (numpy, lists) becomes a fresh CPU tensor.
-    """
-    if isinstance(x, torch.Tensor):
-        check_x_spec(tuple(x.shape), x.dtype)
-        check_x_values(to_host_array(x))
-        return x.to(torch.float32)
-    return torch.from_numpy(check_x(x))  # check_x returns a fresh float32 copy
-
-
-def _leaf(x: Any) -> torch.Tensor:
-    # A float32 copy of x that requires grad: never the caller's own tensor.
-    return as_input(x).detach().clone().requires_grad_()
-
-
 def _exercise(
     seed: Any, x: Any, features: Any, context_fn: Callable[[], tuple[Any, Any]] | None = None
 ) -> tuple[torch.Tensor, MLP]:
     seed, features = check_seed(seed), check_features(features)
     x = as_input(x)
-    params = canonical_init.canonical_params(seed, x.shape[0], features)
+    params = canonical_params(seed, x.shape[0], features)
     model = build_mlp(params, device=x.device, context_fn=context_fn)
     if not x.requires_grad:
         # The parameters are made here and never returned: as in Flax's
@@ -241,104 +188,6 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------
-# Evidence
-# ---------------------------------------------------------------------------
-
-INSTRUMENT = (
-    "outer saved_tensors_hooks (storages, deduplicated); grad-enabled aten ops "
-    "in backward (TorchDispatchMode); checkpoint context_fn entries"
-)
-
-
-class SavedTensors:
-    """Pack hook for `saved_tensors_hooks`: notes every saved tensor, once per storage."""
-
-    def __init__(self):
-        self.by_storage: dict[int, torch.Tensor] = {}
-
-    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        self.by_storage.setdefault(tensor.untyped_storage().data_ptr(), tensor)
-        return tensor
-
-    @staticmethod
-    def unpack(tensor: torch.Tensor) -> torch.Tensor:
-        return tensor
-
-
-class _GradModeOps(TorchDispatchMode):
-    """Counts the non-view aten operators that run while grad mode is on."""
-
-    def __init__(self):
-        super().__init__()
-        self.counts: Counter = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if torch.is_grad_enabled() and not func.is_view:
-            self.counts[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
-
-
-class _RegionCounter:
-    """A `context_fn` for `checkpoint` that counts the regions it enters, forward and recompute."""
-
-    def __init__(self):
-        self.forward = 0
-        self.recomputed = 0
-
-    @contextlib.contextmanager
-    def _count(self, attribute: str) -> Iterator[None]:
-        setattr(self, attribute, getattr(self, attribute) + 1)
-        yield
-
-    def context_fn(self) -> tuple[Any, Any]:
-        return self._count("forward"), self._count("recomputed")
-
-
-def _record(
-    run_forward: Callable[[], tuple[torch.Tensor, MLP]], x: torch.Tensor, regions: _RegionCounter
-) -> BackwardRecord:
-    saved = SavedTensors()
-    with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
-        out, model = run_forward()
-    parameters = list(model.parameters())
-    cotangent = torch.ones_like(out)  # made outside the mode, so it is not counted
-    with _GradModeOps() as ops:
-        torch.autograd.grad(out, [x, *parameters], cotangent)
-    return BackwardRecord(
-        instrument=INSTRUMENT,
-        saved=classify(saved.by_storage, x, parameters),
-        recomputed=dict(ops.counts),
-        checkpoint_regions=regions.forward,
-    )
-
-
-def classify(
-    by_storage: Mapping[int, torch.Tensor],
-    x: torch.Tensor,
-    parameters: Iterable[torch.Tensor],
-    where: Callable[[int], str] = lambda ptr: "",
-) -> tuple[SavedTensor, ...]:
-    """Saved tensors, one per storage, as `SavedTensor`s: x's storage is the input, a
-    parameter's is a parameter, anything else an activation. `where(ptr)` adds to the note."""
-    input_ptr = x.untyped_storage().data_ptr()
-    names = {p.untyped_storage().data_ptr(): tuple(p.shape) for p in parameters}
-    saved = []
-    for ptr, tensor in by_storage.items():
-        shape, dtype = tuple(tensor.shape), str(tensor.dtype).removeprefix("torch.")
-        grad_fn = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else "a leaf"
-        suffix = f", {where(ptr)}" if where(ptr) else ""
-        if ptr == input_ptr:
-            saved.append(SavedTensor(shape, dtype, "input", f"x, saved as {shape}{suffix}"))
-        elif ptr in names:
-            note = f"parameter of shape {names[ptr]}, saved as {shape}{suffix}"
-            saved.append(SavedTensor(shape, dtype, "parameter", note))
-        else:
-            note = f"output of {grad_fn}{suffix}"
-            saved.append(SavedTensor(shape, dtype, "activation", note))
-    return tuple(saved)
-
-
-# ---------------------------------------------------------------------------
 # The port
 # ---------------------------------------------------------------------------
 
@@ -353,7 +202,7 @@ class PyTorch(Implementation):
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the torch module and exported
         # again, so that the layout converters are part of what is checked.
-        params = canonical_init.canonical_params(seed, dim, features)
+        params = canonical_params(seed, dim, features)
         return state_to_params(build_mlp(params).state_dict())
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
@@ -364,25 +213,25 @@ class PyTorch(Implementation):
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
         model = build_mlp(params, checkpoint=checkpoint)
-        x = _leaf(x)
+        x = leaf_input(x)
         out = model(x)
         leaves = [x, *(model.get_parameter(name) for name in STATE_NAMES)]
         grads = torch.autograd.grad(out, leaves, _tensor(np.asarray(cotangent)))
-        arrays = _canonical_arrays(dict(zip(STATE_NAMES, grads[1:], strict=True)))
-        return Grads(**arrays, x=to_host_array(grads[0]))
+        canonical = _canonical_arrays(dict(zip(STATE_NAMES, grads[1:], strict=True)))
+        return Grads(**canonical, x=to_host_array(grads[0]))
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        regions = _RegionCounter()
+        regions = evidence.RegionCounter()
         model = build_mlp(params, checkpoint=checkpoint, context_fn=regions.context_fn)
-        x = _leaf(x)
-        return _record(lambda: (model(x), model), x, regions)
+        x = leaf_input(x)
+        return evidence.record(lambda: (model(x), model), x, regions)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        regions = _RegionCounter()
-        x = _leaf(x)
-        return _record(lambda: _exercise(seed, x, features, regions.context_fn), x, regions)
+        regions = evidence.RegionCounter()
+        x = leaf_input(x)
+        return evidence.record(lambda: _exercise(seed, x, features, regions.context_fn), x, regions)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> torch.Tensor:
         return nn_checkpoint_forward(seed, x, features)
@@ -391,10 +240,7 @@ class PyTorch(Implementation):
         return to_host_array(array)
 
     def from_numpy(self, array: np.ndarray) -> torch.Tensor:
-        # A copy: torch.from_numpy would share (and warn about read-only) memory.
-        return torch.from_numpy(np.array(array, copy=True, order="C"))
+        return from_host_array(array)
 
     def pin_matmul_precision(self) -> None:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        torch.set_float32_matmul_precision("highest")
+        arrays.pin_matmul_precision()

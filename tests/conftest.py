@@ -1,8 +1,15 @@
-"""Test settings: strict JAX checks and the Hypothesis profile."""
+"""Test settings and the fixtures many test files share.
+
+Strict JAX checks where JAX is installed, the Hypothesis profile, the
+canonical port, and Flax linen's own exercise (the source of expected values).
+"""
 
 import importlib.util
 
+import pytest
+
 from conformance import profiles
+from tests.helpers import port_or_skip
 
 pytest_plugins = ["conformance.pytest_plugin"]
 
@@ -15,3 +22,17 @@ if importlib.util.find_spec("jax") is not None:
     # to an (F,) bias; make it an error in the ports' own code.
     jax.config.update("jax_numpy_rank_promotion", "raise")
     jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+
+@pytest.fixture(scope="session")
+def canonical():
+    """The canonical port (Flax linen), or a skip where Flax is not installed."""
+    return port_or_skip("flax_linen")
+
+
+@pytest.fixture(scope="session")
+def linen_forward(canonical):
+    """Flax linen's own `nn_checkpoint_forward`: the expected values, or a skip."""
+    from implementations.flax_linen import nn_checkpoint_forward
+
+    return nn_checkpoint_forward

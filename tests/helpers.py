@@ -1,10 +1,24 @@
-"""Small helpers the port tests share: walking jaxprs, comparing bits."""
+"""Small helpers the tests share: loading a port or skipping, walking jaxprs, comparing bits."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
+
+import implementations
+from implementations import PortUnavailable
 
 REMAT_NAMES = ("remat2", "remat", "checkpoint")
+
+
+def port_or_skip(name: str) -> implementations.Implementation:
+    """The registered port `name`, skipping the test when its framework is not installed."""
+    try:
+        return implementations.load(name)
+    except PortUnavailable as error:
+        if error.missing:
+            pytest.skip(error.reason)
+        raise
 
 
 def remat_equations(jaxpr) -> list[str]:

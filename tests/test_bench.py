@@ -108,7 +108,7 @@ def test_a_flax_linen_stack_saves_what_the_plain_jax_stack_saves(remat):
     import flax.linen as nn
     import jax
 
-    from implementations import jax_evidence
+    from implementations.porting.jax import saved_tensors
 
     class Block(nn.Module):
         @nn.compact
@@ -125,7 +125,7 @@ def test_a_flax_linen_stack_saves_what_the_plain_jax_stack_saves(remat):
 
     x = _data(2).x
     variables = Stack().init(jax.random.PRNGKey(0), x)
-    kept = _kept(jax_evidence.saved_tensors(Stack().apply, (variables, x), ("parameter", "input")))
+    kept = _kept(saved_tensors(Stack().apply, (variables, x), ("parameter", "input")))
     expected = JAX_UNROLLED["full" if remat else "none"](2)
     assert (len(kept), sum(t.nbytes for t in kept)) == expected
 

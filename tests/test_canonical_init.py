@@ -5,7 +5,7 @@ vectors, or from exact (rational / float64) arithmetic; never from the code
 under test. Tests that need jax or Flax skip without them.
 
 XLA:CPU fuses a multiply and a dependent add into one FMA on hosts that have
-the instruction; `canonical_init` reproduces that, and the tests then ask
+the instruction; `_canonical_init.numpy_init` reproduces that, and the tests then ask
 for bit equality. On a host where XLA does not fuse (probed below), they
 only ask for the issue's bound: 2 ulp.
 """
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from conformance.tolerance import ulp_distance
-from implementations import canonical_init as ci
+from implementations._canonical_init import numpy_init as ci
+from implementations._canonical_init.keys import dense_kernel_fold_value
 from implementations.contract import BAD_INPUTS, Params
-from implementations.flax_rng import dense_kernel_fold_value
 
 try:
     import jax

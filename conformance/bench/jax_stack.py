@@ -22,8 +22,8 @@ from importlib.metadata import PackageNotFoundError, version
 import jax
 import jax.numpy as jnp
 
-from implementations import jax_evidence
 from implementations.contract import SavedTensor
+from implementations.porting.jax import saved_tensors
 
 from .measure import MODES, Data, Static
 
@@ -131,7 +131,7 @@ class JaxCase:
     def residuals(self) -> tuple[SavedTensor, ...]:
         """What `jax.vjp` of the stack keeps, parameters and x marked as such."""
         params, x, _ = self.args
-        return jax_evidence.saved_tensors(self.stack, (params, x), ("parameter", "input"))
+        return saved_tensors(self.stack, (params, x), ("parameter", "input"))
 
     def measure(self) -> Static:
         compiled = self.compiled()

@@ -15,9 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from implementations import flax_linen
-from implementations.contract import SEED_MAX, Grads, Params, check_features, check_seed
+from implementations.contract import SEED_MAX, check_features, check_seed
 from implementations.flax_linen import MLP, FlaxLinen, init_and_apply
-from implementations.jax_inputs import checked_x
+from implementations.porting.jax import checked_x
 
 
 class NoCheckpoint(FlaxLinen):
@@ -32,8 +32,9 @@ class CheckpointOffGradPath(FlaxLinen):
     def nn_checkpoint_forward(self, seed, x, features):
         seed, features, x = check_seed(seed), check_features(features), checked_x(x)
         key = jax.random.PRNGKey(seed)
-        variables = flax_linen._init(self.initializer, features)(key, jax.lax.stop_gradient(x))
-        return flax_linen._apply(MLP, features)(variables, x).ravel()
+        init = flax_linen.compiled_init(self.initializer, features)
+        variables = init(key, jax.lax.stop_gradient(x))
+        return flax_linen.compiled_apply(MLP, features)(variables, x).ravel()
 
 
 class SavesEverything(FlaxLinen):
@@ -76,27 +77,15 @@ class _ParamBug(FlaxLinen):
     def bug(w1, b1, w2, b2):
         raise NotImplementedError
 
-    def _bugged(self, params: Params) -> Params:
-        return Params(*self.bug(params.w1, params.b1, params.w2, params.b2))
-
-    def forward(self, params, x, *, checkpoint=True):
-        return super().forward(self._bugged(params), x, checkpoint=checkpoint)
-
-    def vjp(self, params, x, cotangent, *, checkpoint=True) -> Grads:
-        return super().vjp(self._bugged(params), x, cotangent, checkpoint=checkpoint)
+    def to_native(self, w1, b1, w2, b2):
+        return super().to_native(*self.bug(w1, b1, w2, b2))
 
     def nn_checkpoint_forward(self, seed, x, features):
         seed, features, x = check_seed(seed), check_features(features), checked_x(x)
-        key = jax.random.PRNGKey(seed)
-        tree = flax_linen._init(self.initializer, features)(key, jax.lax.stop_gradient(x))
-        dense0, dense1 = tree["params"]["Dense_0"], tree["params"]["Dense_1"]
-        w1, b1, w2, b2 = self.bug(
-            dense0["kernel"], dense0["bias"], dense1["kernel"], dense1["bias"]
-        )
-        bugged = {
-            "params": {"Dense_0": {"kernel": w1, "bias": b1}, "Dense_1": {"kernel": w2, "bias": b2}}
-        }
-        return flax_linen._apply(self.checkpointed, features)(bugged, x).ravel()
+        init = flax_linen.compiled_init(self.initializer, features)
+        variables = init(jax.random.PRNGKey(seed), jax.lax.stop_gradient(x))
+        bugged = self.to_native(*self.to_canonical(variables))
+        return flax_linen.compiled_apply(self.checkpointed, features)(bugged, x).ravel()
 
 
 class DroppedBias(_ParamBug):

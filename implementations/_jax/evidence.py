@@ -24,7 +24,7 @@ from typing import Any
 import jax
 from jax.extend import core
 
-from .contract import BackwardRecord, SavedTensor
+from ..contract import BackwardRecord, SavedTensor
 
 REMAT_PRIMITIVES = frozenset({"remat2", "checkpoint", "remat"})
 
@@ -255,8 +255,24 @@ def _sub_jaxprs(eqn):
                 yield sub
 
 
+# Operations that hand a value on without changing what it is. A checkpoint
+# policy that saves a dot product saves it through `reduce_precision`, which
+# JAX inserts; a saved value is named by the operation a user wrote.
+PASS_THROUGH_PRIMITIVES = frozenset(
+    {"reduce_precision", "convert_element_type", "copy", "copy_p", "optimization_barrier"}
+)
+
+
 def _producer(jaxpr: core.Jaxpr, var) -> str:
-    for eqn in jaxpr.eqns:
-        if var in eqn.outvars:
-            return eqn.primitive.name
-    return "a constant"
+    """The operation that made `var`, looking through pass-through operations."""
+    producers = {out: eqn for eqn in jaxpr.eqns for out in eqn.outvars}
+    through = []
+    while var in producers:
+        eqn = producers[var]
+        name = eqn.primitive.name
+        inputs = [v for v in eqn.invars if not isinstance(v, core.Literal)]
+        if name not in PASS_THROUGH_PRIMITIVES or len(inputs) != 1:
+            return f"{name} (through {', '.join(through)})" if through else name
+        through.append(name)
+        var = inputs[0]
+    return "a constant" if not through else f"an argument (through {', '.join(through)})"

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .contract import check_x, check_x_spec, check_x_values
+from ..contract import check_x, check_x_spec, check_x_values
 
 
 def checked_x(x: Any) -> jax.Array | np.ndarray:

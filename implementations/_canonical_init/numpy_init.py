@@ -10,7 +10,7 @@ The pipeline, as jax 0.10 and flax 0.12 run it for the kernel of `Dense_k`:
 
 1. `prng_key(seed)`: `jax.random.PRNGKey(seed)` is `(0, seed mod 2**32)`.
 2. `fold_in(key, dense_kernel_fold_value(k))`: Flax's SHA-1 fold of the
-   scope name and rng counter (`flax_rng`), then jax's `fold_in`.
+   scope name and rng counter (`keys`), then jax's `fold_in`.
 3. `random_bits`: threefry2x32 in jax's default *partitionable* mode: one
    64-bit counter per element (its row-major index), the two output words
    xor-ed.
@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from .contract import Params, check_features, check_seed, param_shapes
-from .flax_rng import dense_kernel_fold_value
+from ..contract import Params, check_features, check_seed, param_shapes
+from .keys import dense_kernel_fold_value
 
 __all__ = [
     "bits_to_unit_float",

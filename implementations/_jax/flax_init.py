@@ -1,4 +1,4 @@
-"""Flax's init of the exercise, in `jax.random` alone. Imports jax, numpy and `flax_rng` only.
+"""Flax's init of the exercise, in `jax.random` alone. Imports jax and numpy only.
 
 Every JAX port that must not (plain JAX, Equinox) or cannot (Flax NNX, whose
 `nnx.Rngs` derives keys its own way) let Flax linen make its parameters gets
@@ -6,7 +6,7 @@ them here, equal to `FlaxLinen().init_params` to the bit on XLA:CPU (1 ulp
 anywhere, with jax's default `jax_threefry_partitionable=True`).
 
 Flax derives each parameter's key by folding a SHA-1 of the scope name and
-rng counter into `PRNGKey(seed)` (see `flax_rng`), draws the `Dense` kernel
+rng counter into `PRNGKey(seed)` (see `_canonical_init.keys`), draws the `Dense` kernel
 from `lecun_normal` in its `(in, out)` shape, and sets the bias to zeros.
 `flax_init` draws the same bits in the same shape: the canonical layout.
 """
@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .contract import Params, check_features, check_seed
-from .flax_rng import dense_kernel_fold_value
-from .jax_inputs import checked_x
+from .._canonical_init.keys import dense_kernel_fold_value
+from ..contract import Params, check_features, check_seed
+from .inputs import checked_x
 
 __all__ = [
     "TRUNCATED_STDDEV",
