@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .tolerance import ulp_distance
@@ -20,6 +22,79 @@ def check_shape(port: str, quantity: str, actual: np.ndarray, shape: tuple[int, 
         fail(port, quantity, f"shape {np.shape(actual)}, expected {shape}")
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """How far `actual` is from `expected`, against a per-element bound.
+
+    **Arguments:**
+
+    - `shape_ok`: whether the shapes agree (nothing else is measured if not).
+    - `index`: the element with the worst error/bound ratio (None if empty).
+    - `error`, `bound`: `|actual - expected - shift|` and the bound there.
+    - `worst_ratio`: the largest error/bound; above 1 breaks the bound
+      (infinite for a non-finite value, or an error where the bound is 0).
+    - `over`: how many elements break the bound.
+    - `largest_error`: the largest error anywhere, and `bound_at_largest`
+      the bound at its element.
+    """
+
+    shape_ok: bool
+    index: tuple[int, ...] | None = None
+    error: float = 0.0
+    bound: float = 0.0
+    worst_ratio: float = 0.0
+    over: int = 0
+    size: int = 0
+    non_finite: tuple[int, ...] | None = None
+    largest_error: float = 0.0
+    bound_at_largest: float = 0.0
+    flipped: bool = False  # the worst element's difference had a kink flip taken out
+
+
+def measure(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    bound: np.ndarray,
+    shift: np.ndarray | None = None,
+) -> Measurement:
+    """Compare `actual` with `expected` against `bound`, element by element; never raises.
+
+    `shift` is a difference already explained (a relu unit on the other side
+    of its kink); it is 0 by default.
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape:
+        return Measurement(shape_ok=False)
+    if actual.size == 0:
+        return Measurement(shape_ok=True)
+    error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+    if shift is not None:
+        error = np.abs(actual.astype(np.float64) - expected - np.asarray(shift, np.float64))
+    finite = np.isfinite(actual)
+    error = np.where(finite, error, np.inf)
+    bound = np.broadcast_to(np.asarray(bound, np.float64), error.shape)
+    with np.errstate(invalid="ignore"):  # inf / inf: a non-finite value, set just below
+        ratio = np.divide(error, bound, out=np.where(error > 0, np.inf, 0.0), where=bound > 0)
+    ratio = np.where(finite, ratio, np.inf)
+    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    largest = np.unravel_index(int(np.argmax(error)), error.shape)
+    non_finite = None if finite.all() else tuple(int(i) for i in np.argwhere(~finite)[0])
+    flipped = shift is not None and np.broadcast_to(shift, error.shape)[worst] != 0
+    return Measurement(
+        shape_ok=True,
+        index=tuple(int(i) for i in worst),
+        error=float(error[worst]),
+        bound=float(bound[worst]),
+        worst_ratio=float(ratio[worst]),
+        over=int((ratio > 1).sum()),
+        size=int(ratio.size),
+        non_finite=non_finite,
+        largest_error=float(error[largest]),
+        bound_at_largest=float(bound[largest]),
+        flipped=bool(flipped),
+    )
+
+
 def within(
     port: str,
     quantity: str,
@@ -33,30 +108,25 @@ def within(
     `shift` is a difference already explained (a relu unit on the other side
     of its kink); it is 0 by default.
     """
-    expected = np.asarray(expected)
-    actual = np.asarray(actual)
-    check_shape(port, quantity, actual, expected.shape)
-    if not np.all(np.isfinite(actual)):
-        index = _index(np.argwhere(~np.isfinite(actual))[0])
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    found = measure(actual, expected, bound, shift)
+    if not found.shape_ok:
+        check_shape(port, quantity, actual, expected.shape)
+    if found.non_finite is not None:
+        index = _index(found.non_finite)
         fail(port, quantity, f"non-finite value {actual[index]} at index {index}")
-    error = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
-    if shift is not None:
-        error = np.abs(actual.astype(np.float64) - expected - np.asarray(shift, np.float64))
-    bound = np.broadcast_to(np.asarray(bound, np.float64), error.shape)
-    ratio = np.divide(error, bound, out=np.where(error > 0, np.inf, 0.0), where=bound > 0)
-    worst = np.unravel_index(np.argmax(ratio), ratio.shape) if ratio.size else ()
-    if ratio.size and ratio[worst] > 1.0:
-        flipped = shift is not None and np.broadcast_to(shift, error.shape)[worst] != 0
-        note = " after a relu unit's side flip is taken out" if flipped else ""
+    if found.worst_ratio > 1.0:
+        index = _index(found.index)
+        note = " after a relu unit's side flip is taken out" if found.flipped else ""
         fail(
             port,
             quantity,
-            f"index {_index(worst)}: got {_number(actual[worst])}, "
-            f"canonical {_number(expected[worst])}, "
-            f"error{note} {error[worst]:.3e} > bound {bound[worst]:.3e} "
-            f"({int((ratio > 1).sum())} of {ratio.size} entries out of bounds)",
+            f"index {index}: got {_number(actual[index])}, "
+            f"canonical {_number(expected[index])}, "
+            f"error{note} {found.error:.3e} > bound {found.bound:.3e} "
+            f"({found.over} of {found.size} entries out of bounds)",
         )
-    return float(ratio.max()) if ratio.size else 0.0
+    return found.worst_ratio
 
 
 def within_ulps(

@@ -4,33 +4,68 @@
   passes and torch with TF32, which break the float32 error bounds. The
   environment pins JAX; each port also pins its own framework when it loads
   (`Implementation.pin_matmul_precision`). On the CPU nothing changes.
-- **JAX's persistent compilation cache:** every new shape costs each JAX port
-  about a second of XLA compiling. The cache keeps compiled code on disk, so
-  a second run, and every worker process of a run, reuses it. Set
-  `REMAT_JAX_CACHE=off` to turn it off, or to a directory to move it.
+- **One cache directory** for everything the suite keeps between runs:
+  `$REMAT_CACHE`, else `$XDG_CACHE_HOME/remat-conformance`, else
+  `~/.cache/remat-conformance`. `REMAT_CACHE=off` keeps nothing (a fresh
+  temporary directory per process).
+  - `jax/`: JAX's persistent compilation cache. Every new shape costs each
+    JAX port about a second of XLA compiling; the cache keeps compiled code,
+    so a second run, and every worker process of a run, reuses it.
+    `REMAT_JAX_CACHE=off` turns off this part alone, or names another place.
+  - `hypothesis/`: Hypothesis's storage (its example database, which replays
+    a failing example first on the next run, and its other files), so that
+    nothing is written into the directory the suite is run from.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 CACHE_ENV = "REMAT_JAX_CACHE"
+ROOT_ENV = "REMAT_CACHE"
+_OFF = ("off", "0", "no", "false")
+
+
+def cache_root() -> Path:
+    """The directory the suite keeps things in between runs (see the module docstring)."""
+    setting = os.environ.get(ROOT_ENV, "")
+    if setting.lower() in _OFF:
+        return Path(_scratch())
+    if setting:
+        return Path(setting)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "remat-conformance"
+
+
+_SCRATCH: list[str] = []
+
+
+def _scratch() -> str:
+    # One temporary directory per process, made on first use, when caching is off.
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="remat-conformance-"))
+    return _SCRATCH[0]
 
 
 def jax_cache_dir() -> Path | None:
     """Where the JAX compilation cache lives, or None when it is turned off."""
     setting = os.environ.get(CACHE_ENV, "")
-    if setting.lower() in ("off", "0", "no", "false"):
+    if setting.lower() in _OFF or os.environ.get(ROOT_ENV, "").lower() in _OFF:
         return None
     if setting:
         return Path(setting)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "remat-conformance" / "jax"
+    return cache_root() / "jax"
+
+
+def hypothesis_dir() -> Path:
+    """Hypothesis's storage: its example database and the files it keeps."""
+    return cache_root() / "hypothesis"
 
 
 def prepare() -> None:
-    """Set the environment for JAX before it is imported (variables the user set win)."""
+    """Set the environment before any framework is imported (variables the user set win)."""
     os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
     os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
     cache = jax_cache_dir()
@@ -39,3 +74,8 @@ def prepare() -> None:
         # Cache every compile: the suite's are many and each is short.
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    # Worker processes inherit the variable, so they all use the same storage.
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(hypothesis_dir()))
+    from hypothesis import configuration
+
+    configuration.set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])

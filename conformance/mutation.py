@@ -1,15 +1,14 @@
-"""The mutation run: every mutant against every property, until one rejects it."""
+"""The mutation run: each mutant against the properties, until one rejects it."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from implementations.contract import Implementation
 
-from .mutants import load_all
+from . import mutants as registry
 from .properties import BY_ID
 from .runner import run_property
 
@@ -23,7 +22,8 @@ MUTANT_EXAMPLES_NOTE = f"{MUTANT_EXAMPLES} examples per property, small shapes, 
 
 @dataclass
 class MutantResult:
-    """`status` is "killed" (with the property and its message), "survived" or "unavailable"."""
+    """`status` is "killed" (with the property and its message), "survived", "unavailable",
+    or "crashed" / "timeout" (its worker died or was stopped: not a kill)."""
 
     name: str
     bug: str
@@ -33,45 +33,51 @@ class MutantResult:
     examples: int = 0
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def run_mutants(
     canonical: Implementation | None,
+    names: Iterable[str],
     *,
     max_examples: int = MUTANT_EXAMPLES,
-    on_mutant: Callable[[MutantResult], None] | None = None,
-) -> list[MutantResult]:
-    """Run the suite on every mutant; a mutant is killed by the first property it fails."""
-    results = []
-    for mutant in load_all():
+    on_example: Callable[[str], None] | None = None,
+) -> Iterable[MutantResult]:
+    """Hunt each named mutant in turn; yield its result as soon as it is known."""
+    for name in names:
+        mutant = registry.load(name)
         if mutant.port is None or canonical is None:
             reason = mutant.reason or "the canonical port is not available"
-            result = MutantResult(mutant.name, mutant.bug, "unavailable", message=reason)
-        else:
-            result = _hunt(mutant.name, mutant.bug, mutant.port, canonical, max_examples)
-        results.append(result)
-        if on_mutant is not None:
-            on_mutant(result)
-    return results
+            yield MutantResult(mutant.name, mutant.bug, "unavailable", message=reason)
+            continue
+        yield hunt(mutant, canonical, max_examples, on_example)
 
 
-def _hunt(name, bug, port, canonical, max_examples) -> MutantResult:
+def hunt(
+    mutant: registry.Mutant,
+    canonical: Implementation,
+    max_examples: int = MUTANT_EXAMPLES,
+    on_example: Callable[[str], None] | None = None,
+) -> MutantResult:
+    """Run the properties in `KILL_ORDER` on one mutant until one fails it."""
     started, examples = time.perf_counter(), 0
     for prop_id in KILL_ORDER:
         outcome = run_property(
-            BY_ID[prop_id], port, canonical, max_examples=max_examples, scope="small", shrink=False
+            BY_ID[prop_id],
+            mutant.port,
+            canonical,
+            max_examples=max_examples,
+            scope="small",
+            shrink=False,
+            on_example=on_example,
         )
         examples += outcome.examples
         if outcome.status == "fail":
             seconds = time.perf_counter() - started
             return MutantResult(
-                name, bug, "killed", outcome.property, outcome.message, examples, seconds
-            )
-    return MutantResult(
-        name, bug, "survived", examples=examples, seconds=time.perf_counter() - started
-    )
+                mutant.name, mutant.bug, "killed", outcome.property, outcome.message, examples,
+                seconds,
+            )  # fmt: skip
+    seconds = time.perf_counter() - started
+    return MutantResult(mutant.name, mutant.bug, "survived", examples=examples, seconds=seconds)
 
 
 def score(results: list[MutantResult]) -> tuple[int, int]:

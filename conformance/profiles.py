@@ -1,9 +1,16 @@
-"""Hypothesis profiles, chosen with the environment variable `REMAT_PROFILE`.
+"""Hypothesis profiles, chosen with `--profile` or the environment variable `REMAT_PROFILE`.
 
 - `dev`: few examples, for a quick look while editing.
 - `ci` (the default): 100 examples per property, derandomized, so a run is
   reproducible and a red CI run stays red.
-- `thorough`: many random examples, for hunting.
+- `thorough`: many random examples, on shapes of every size up to 300, for
+  hunting. Its example database keeps failures, so a rerun tries them first.
+
+Each profile also sets the longest one example may take before its worker is
+stopped (`--timeout` overrides it). The first example of a property on a
+new shape includes tracing and compiling: about a second for a JAX port,
+20 to 60 seconds for `torch.compile` on two loaded cores; the defaults leave
+room for that.
 """
 
 from __future__ import annotations
@@ -15,6 +22,10 @@ from hypothesis import HealthCheck, settings
 ENV_VAR = "REMAT_PROFILE"
 DEFAULT = "ci"
 PROFILES = ("dev", "ci", "thorough")
+#: Seconds one example may take, per profile.
+TIMEOUTS = {"dev": 120.0, "ci": 120.0, "thorough": 300.0}
+#: Profiles whose random examples are worth keeping in the example database.
+KEEPS_EXAMPLES = frozenset({"dev", "thorough"})
 
 # Examples draw arrays of up to a few hundred floats and each runs several
 # compiled functions; Hypothesis's timing checks would flag that as "slow".

@@ -6,24 +6,34 @@ and collect the tests by importing them into a test module:
     from conformance.pytest_plugin import test_property  # noqa: F401
 
 Test ids read `test_property[pytorch-c_vjp]`, so `-k torch` or `-k vjp`
-select ports and properties. `--port NAME` (repeatable) limits the ports;
-`--expectations DIR` reads expected failures from `DIR/<port>.txt`.
+select ports and properties. Options: `--port NAME` (repeatable) limits the
+ports; `--expectations DIR` reads expected failures from `DIR/<port>.txt`;
+`--conformance-timeout SECONDS` is the longest one example may take;
+`--conformance-in-process` runs the ports in the test process (debugging).
+
+**Isolation, as in the CLI.** Each port is checked in a worker process of
+its own (`conformance.worker`), kept for the session: a port that crashes or
+hangs fails its own test (naming the signal, the example and what it printed)
+and nothing else, and Keras backends never share a process. Under
+pytest-xdist, every test of one port goes to the same xdist worker
+(`xdist_group` marks; run with `--dist loadgroup`, as this project's config
+does), so each port is loaded once.
 """
 
 from __future__ import annotations
 
+import tempfile
 import warnings
 from pathlib import Path
 
 import pytest
 
 import implementations
-from implementations import PortUnavailable
 
-from . import environment, expectations
+from . import environment, expectations, profiles
 from .properties import PROPERTIES
-from .runner import run_property
-from .suite import REFERENCE_ONLY, load_canonical
+from .suite import PortReport, PortRun, RunConfig, Supervisor, _captured
+from .worker import Session, Worker
 
 
 class StaleExpectationWarning(UserWarning):
@@ -41,37 +51,97 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--expectations", default=None, metavar="DIR",
                     help="read expected failures from DIR/<port>.txt")  # fmt: skip
+    group.addoption(
+        "--conformance-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the longest one example may take (default: the profile's)",
+    )
+    group.addoption(
+        "--conformance-in-process",
+        action="store_true",
+        help="check the ports in the test process: no isolation (for debugging)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     environment.prepare()
+    config.addinivalue_line("markers", "xdist_group(name): run in one pytest-xdist worker")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "port_name" in metafunc.fixturenames:
         names = metafunc.config.getoption("port") or list(implementations.registered())
-        metafunc.parametrize("port_name", names)
+        # One xdist worker per port: its worker process is started once.
+        params = [pytest.param(n, marks=pytest.mark.xdist_group(f"port-{n}")) for n in names]
+        metafunc.parametrize("port_name", params)
     if "conformance_property" in metafunc.fixturenames:
         metafunc.parametrize("conformance_property", PROPERTIES, ids=[p.key for p in PROPERTIES])
 
 
-@pytest.fixture
-def port(port_name: str) -> implementations.Implementation:
-    """The port under test: skipped if its framework is missing, failed if it is broken."""
-    try:
-        loaded = implementations.load(port_name)
-    except PortUnavailable as error:
-        if error.missing:
-            pytest.skip(error.reason)
-        pytest.fail(f"port {port_name!r} is broken: {error.reason}", pytrace=False)
-    loaded.pin_matmul_precision()
-    return loaded
+class ConformanceSession:
+    """The ports' worker processes for a test session, and what they found so far."""
+
+    def __init__(self, config: RunConfig):
+        self.config = config
+        self.supervisor = Supervisor(config, [], lambda task, kind, value: None)
+        self.supervisor.keep_workers = True
+        self._scratch = tempfile.TemporaryDirectory(prefix="remat-conformance-pytest-")
+        self.workers: dict[str, Worker] = {}
+        self.reports: dict[str, PortReport] = {}
+        self.sessions: dict[str, Session] = {}  # in-process only
+
+    def check(self, name: str, key: str) -> tuple[PortReport, PortRun]:
+        """Run one property on one port; the port's report (load state) and the run."""
+        report = self.reports.get(name) or PortReport(name)
+        output = Path(self._scratch.name) / f"{name}.out"
+        run = PortRun(name, name, [key], [], output, report, worker=self.workers.get(name))
+        if self.config.in_process:
+            self._in_process(run)
+        else:
+            self.supervisor.runs = [run]
+            self.supervisor.run()
+            if run.worker is not None and run.worker.alive:
+                self.workers[name] = run.worker
+            else:
+                self.workers.pop(name, None)
+        self.reports[name] = report
+        return report, run
+
+    def _in_process(self, run: PortRun) -> None:
+        def emit(message) -> None:
+            self.supervisor.handle(run, message)
+
+        with _captured(run.output):
+            session = self.sessions.get(run.port)
+            if session is None:
+                session = self.sessions[run.port] = Session(run.port, self.config.settings(), emit)
+            else:
+                session.emit, run.loaded = emit, True
+            if session.port is not None:
+                session.run(run.properties, [], self.supervisor.canonical_failure)
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.stop()
+        self._scratch.cleanup()
 
 
 @pytest.fixture(scope="session")
-def canonical_port() -> implementations.Implementation | None:
-    """The canonical port, or None when its framework is missing."""
-    return load_canonical()
+def conformance_session(request: pytest.FixtureRequest):
+    """The ports' workers, shared by every conformance test of the session."""
+    directory = request.config.getoption("expectations")
+    config = RunConfig(
+        ports=(),
+        profile=profiles.load(),
+        timeout=request.config.getoption("conformance_timeout"),
+        in_process=request.config.getoption("conformance_in_process"),
+        expectations_dir=Path(directory) if directory else None,
+    )
+    session = ConformanceSession(config)
+    yield session
+    session.close()
 
 
 @pytest.fixture(scope="session")
@@ -90,22 +160,36 @@ def port_expectations(request: pytest.FixtureRequest):
     return get
 
 
-def test_property(port, canonical_port, conformance_property, port_expectations) -> None:
-    """One property of the suite on one port."""
+def test_property(port_name, conformance_property, conformance_session, port_expectations):
+    """One property of the suite on one port, in the port's worker process."""
     prop = conformance_property
-    if port.name == implementations.CANONICAL and prop.id in REFERENCE_ONLY:
-        pytest.skip("the canonical port is the reference for this property")
-    outcome = run_property(prop, port, canonical_port)
-    reason = port_expectations(port.name).expected.get(prop.key)
-    if outcome.status == "skip":
+    report, run = conformance_session.check(port_name, prop.key)
+    if report.state == "unavailable":
+        pytest.skip(report.reason)
+    if report.state != "available":
+        pytest.fail(f"port {port_name!r} is {report.state}: {report.reason}", pytrace=False)
+    (outcome,) = report.outcomes[-1:] or [None]
+    if outcome is None or outcome.property != prop.key:
+        pytest.fail(f"port {port_name!r} gave no outcome for {prop.key}", pytrace=False)
+    if outcome.status in ("skip", "reference"):
         pytest.skip(outcome.message)
+    reason = port_expectations(port_name).expected.get(prop.key)
     if reason is not None:
         if outcome.status == "fail":
             pytest.xfail(f"expected failure: {reason}")
-        warnings.warn(
-            f"{port.name}: '{prop.key}' is listed as failing but passed; remove it",
-            StaleExpectationWarning,
-            stacklevel=1,
-        )
-    if outcome.status == "fail":
-        pytest.fail(outcome.message, pytrace=False)
+        if outcome.status == "pass":
+            warnings.warn(
+                f"{port_name}: '{prop.key}' is listed as failing but passed; remove it",
+                StaleExpectationWarning,
+                stacklevel=1,
+            )
+    if outcome.failed:
+        printed = _printed(run)
+        pytest.fail(f"{outcome.message}{printed}", pytrace=False)
+
+
+def _printed(run: PortRun) -> str:
+    from .worker import tail
+
+    text = tail(run.output, lines=20)
+    return f"\n{run.port} printed:\n{text}" if text else ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import shlex
 from typing import Any
 
 from rich import box
@@ -10,13 +10,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .jsonable import to_data
 from .mutation import MUTANT_EXAMPLES_NOTE, score
 from .properties import PROPERTIES
-from .suite import SuiteReport
+from .style import state_markup
+from .suite import SCHEMA, PortReport, SuiteReport
 
 _CELLS = {
     "pass": "[green]✓ {examples}[/]\n[dim]{ratio}[/]",
     "fail": "[bold red]✗ fail[/]\n[dim]@{examples}[/]",
+    "crashed": "[bold red]✗ crash[/]\n[dim]@{examples}[/]",
+    "timeout": "[bold red]✗ hang[/]\n[dim]@{examples}[/]",
     "skip": "[yellow]skip[/]",
     "reference": "[dim]ref[/]",
     "xfail": "[yellow]xfail[/]",
@@ -41,11 +45,11 @@ def _cell(outcome) -> str:
 def matrix(report: SuiteReport) -> Table:
     """Ports as rows, properties as columns; narrow enough for an 80-column terminal."""
     legend = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
+    examples = report.max_examples if report.max_examples is not None else "the profile's"
     table = Table(
-        title=f"remat-conformance · profile {report.profile} · "
-        f"{report.max_examples} examples per property",
+        title=f"remat-conformance · profile {report.profile} · {examples} examples per property",
         caption=f"{legend}\n✓ N: examples passed; below: worst error/bound (1 would fail); "
-        "ref: the canonical port is the reference",
+        "ref: the canonical port is the reference; crash, hang: its worker died or was stopped",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         pad_edge=False,
@@ -57,8 +61,7 @@ def matrix(report: SuiteReport) -> Table:
     table.add_column("time", justify="right", no_wrap=True)
     for port in report.ports:
         if port.state != "available":
-            colour = "yellow" if port.state == "unavailable" else "bold red"
-            label = f"{port.name}\n[{colour}]{port.state}[/]"
+            label = f"{port.name}\n{state_markup(port.state)}"
             table.add_row(label, *["[dim]·[/]"] * len(PROPERTIES), "")
             continue
         by_key = {o.property: o for o in port.outcomes}
@@ -67,23 +70,52 @@ def matrix(report: SuiteReport) -> Table:
     return table
 
 
+def replay_command(report: SuiteReport, port: str, prop: str, blob: str = "") -> str:
+    """The command that runs one property of one port again (the failing example first)."""
+    words = ["python", "-m", "conformance", "run", "--implementation", port]
+    words += ["--property", prop, "--profile", report.profile, "--no-mutants"]
+    if report.max_examples is not None:
+        words += ["--examples", str(report.max_examples)]
+    if blob:
+        words += ["--reproduce", blob]
+    return shlex.join(words)
+
+
 def print_report(report: SuiteReport, console: Console) -> None:
     """The whole human-readable report."""
     console.print(matrix(report))
     for port in report.ports:
-        if port.state != "available":
-            colour = "yellow" if port.state == "unavailable" else "bold red"
-            console.print(f"[{colour}]{port.state}[/] {port.name}: {port.reason}")
-    failures = [(p, o) for p in report.ports for o in p.outcomes if o.status == "fail"]
-    for port, outcome in failures:
-        console.print(f"\n[bold red]FAIL[/] {port.name} · {outcome.property}")
-        console.print(outcome.message, markup=False, highlight=False)
+        if port.state not in ("available",):
+            console.print(f"{state_markup(port.state)} {port.name}: ", end="")
+            console.print(port.reason, markup=False, highlight=False)
+    if report.canonical_failure:
+        console.print("\n[bold red]CANONICAL PORT FAILED[/] ", end="")
+        console.print(report.canonical_failure, markup=False, highlight=False)
+    for port in report.ports:
+        failures = [o for o in port.outcomes if o.failed]
+        for outcome in failures:
+            heading = f"{outcome.status.upper()}[/] {port.name} · {outcome.property}"
+            console.print(f"\n[bold red]{heading}")
+            console.print(outcome.message, markup=False, highlight=False)
+            command = replay_command(report, port.name, outcome.property, outcome.reproduce)
+            console.print(f"[dim]replay:[/] {escape(command)}", highlight=False)
+        if (failures or port.state not in ("available", "unavailable")) and port.output.strip():
+            _print_output(port, console)
     for port in report.ports:
         for warning in port.warnings:
             console.print(f"[magenta]warning[/]: {warning}")
     if report.mutants is not None:
         print_mutants(report, console)
     print_timing(report, console)
+
+
+def _print_output(port: PortReport, console: Console) -> None:
+    lines = port.output.rstrip().splitlines()
+    shown = lines[-20:]
+    more = f" (last {len(shown)} of {len(lines)} lines)" if len(lines) > len(shown) else ""
+    console.print(f"[dim]{port.name} printed{more}:[/]")
+    for line in shown:
+        console.print(f"  [dim]|[/] {escape(line)}", highlight=False)
 
 
 def print_mutants(report: SuiteReport, console: Console) -> None:
@@ -96,7 +128,7 @@ def print_mutants(report: SuiteReport, console: Console) -> None:
             prop = result.killed_by.split("_", 1)[0]
             mark, verdict = "[green]✓[/]", f"rejected by ({prop})"
         else:
-            colour = "bold red" if result.status == "survived" else "yellow"
+            colour = "yellow" if result.status == "unavailable" else "bold red"
             mark, verdict = f"[{colour}]✗[/]", f"[{colour}]{result.status}[/]"
         console.print(f" {mark} {result.name:<{width}}  {verdict}: {result.bug}", highlight=False)
         how = (result.message.splitlines() or [""])[0].removeprefix(f"[{result.name}] ")
@@ -121,11 +153,16 @@ def print_timing(report: SuiteReport, console: Console) -> None:
 
 
 def to_json(report: SuiteReport) -> dict[str, Any]:
-    """The report as plain data."""
-    data = asdict(report)
+    """The report as plain data (its fields: docs/REPORT.md)."""
+    data = {"schema": SCHEMA, **to_data(report)}
     data["failed"] = report.failed
     if report.mutants is not None:
         killed, total = score(report.mutants)
         data["mutation_score"] = {"killed": killed, "total": total}
     data["properties"] = {p.key: p.title for p in PROPERTIES}
+    for port in data["ports"]:
+        for outcome in port["outcomes"]:
+            if outcome["status"] in ("fail", "crashed", "timeout"):
+                blob = outcome["reproduce"]
+                outcome["replay"] = replay_command(report, port["name"], outcome["property"], blob)
     return data

@@ -13,6 +13,7 @@ and, for the exercise, every region of the seed range (small, near 2**31,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -196,3 +197,28 @@ def param_cases(draw, scope: str = "menu") -> ParamCase:
         x=draw(x_vectors(dim)),
         cotangent=draw(cotangents(features)),
     )
+
+
+def shape_key(case: Any) -> Any:
+    """What decides whether a case needs new compiled code: its kind and shapes."""
+    if isinstance(case, ExerciseCase):
+        return ("exercise", case.dim, int(case.features))
+    if isinstance(case, ParamCase):
+        return ("params", case.params.dim, case.params.features)
+    if isinstance(case, tuple) and case and isinstance(case[0], ParamCase):
+        return ("evidence", case[0].params.dim, case[0].params.features)
+    return ("case", repr(case)[:80])
+
+
+def describe(case: Any) -> str:
+    """A case in a few words: enough to tell which example a port was running."""
+    if isinstance(case, ExerciseCase):
+        return f"nn_checkpoint_forward(seed={case.seed!r}, x: D={case.dim}, {case.features!r})"
+    if isinstance(case, ParamCase):
+        return f"params D={case.params.dim} F={case.params.features}, x and a cotangent"
+    if isinstance(case, tuple) and case and isinstance(case[0], ParamCase):
+        params = case[0].params
+        return f"records: params D={params.dim} F={params.features}, seed={case[1]!r}"
+    if isinstance(case, tuple) and len(case) == 2 and hasattr(case[0], "label"):
+        return f"bad input '{case[0].label}' ({case[1]} x)"
+    return repr(case)[:120]

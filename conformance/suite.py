@@ -1,48 +1,133 @@
 """A whole suite run: every property on every port, and the mutation run.
 
-Ports and the mutation run are independent jobs. With `jobs=2` they run in
-two worker processes (one per core here); each worker sets up its own
-environment and Hypothesis profile and reports progress through a queue.
+Each port's work runs in a worker process of its own (`worker.Worker`), up
+to `jobs` at a time; each mutant runs in the worker of the port whose
+framework it needs. The parent follows every worker message by message:
+
+- a worker that **dies** (a signal, `os._exit`, a native abort, the kernel's
+  out-of-memory killer) marks the property or mutant it was running
+  "crashed", naming the signal or exit code, the example, the call and the
+  last lines the port printed; the rest of that port's work goes on in a
+  fresh worker;
+- a worker that makes **no progress** for `timeout` seconds (one example,
+  or loading the port) is killed, and the same is reported as "timeout";
+- a crash inside a call of the **canonical port** is the canonical port's:
+  the run reports it, and every property that needs the canonical port is
+  skipped from then on, with that reason;
+- whatever a port prints goes to its own file, shown with its failures.
+
+`in_process=True` runs everything in this process instead, for debugging
+(no isolation: a crashing port ends the run).
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
+import os
+import sys
+import tempfile
 import time
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from multiprocessing import connection
 from pathlib import Path
 from typing import Any
 
 import implementations
-from implementations import Implementation, PortUnavailable
 
 from . import environment, expectations, profiles
-from .mutation import MutantResult, run_mutants
+from .mutants import MUTANTS
+from .mutation import MutantResult
 from .properties import PROPERTIES, Property
-from .runner import Outcome, run_property
+from .runner import Outcome
+from .worker import PortInfo, Session, Settings, Worker, tail
 
-# Comparing the canonical port with itself proves nothing; its row says so.
-REFERENCE_ONLY = frozenset({"a", "b", "c", "f"})
+SCHEMA = 2  # the version of the JSON report (`report.to_json`); docs/REPORT.md
+OUTPUT_LIMIT = 16384  # characters of a port's captured output kept in the report
+
+Progress = Callable[[str, str, Any], None]  # (task, kind, value)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a suite run needs; the CLI and the pytest plugin build one.
+
+    **Arguments:**
+
+    - `ports`: the ports to check, by registered name.
+    - `profile`: the Hypothesis profile (`profiles.PROFILES`).
+    - `max_examples`: examples per property (None: the profile's).
+    - `properties`: the property keys to run (empty: all of them).
+    - `mutants`: whether to hunt the mutants too.
+    - `jobs`: worker processes at a time.
+    - `timeout`: seconds one example may take (None: the profile's).
+    - `in_process`: run here, without workers (for debugging).
+    - `expectations_dir`: read expected failures from `<dir>/<port>.txt`.
+    - `canonical`: the reference port.
+    - `reproduce`: a Hypothesis blob that replays one failing example.
+    """
+
+    ports: tuple[str, ...]
+    profile: str = profiles.DEFAULT
+    max_examples: int | None = None
+    properties: tuple[str, ...] = ()
+    mutants: bool = True
+    jobs: int = 2
+    timeout: float | None = None
+    in_process: bool = False
+    expectations_dir: Path | None = None
+    canonical: str = implementations.CANONICAL
+    reproduce: str = ""
+
+    @property
+    def scope(self) -> str:
+        return "wide" if self.profile == "thorough" else "menu"
+
+    @property
+    def example_timeout(self) -> float:
+        return self.timeout if self.timeout is not None else profiles.TIMEOUTS[self.profile]
+
+    @property
+    def selected(self) -> tuple[Property, ...]:
+        keys = set(self.properties)
+        return tuple(p for p in PROPERTIES if not keys or p.key in keys)
+
+    def settings(self) -> Settings:
+        """What the workers need to know."""
+        keeps = self.profile in profiles.KEEPS_EXAMPLES
+        return Settings(
+            canonical=self.canonical,
+            profile=self.profile,
+            max_examples=self.max_examples,
+            scope=self.scope,
+            database=environment.hypothesis_dir() / "examples" if keeps else None,
+            reproduce=self.reproduce,
+        )
 
 
 @dataclass
 class PortReport:
-    """One port's row: whether it loaded, its versions, and an outcome per property."""
+    """One port's row: whether it loaded, its versions, an outcome per property, its output.
+
+    `state` is "available", "unavailable", "broken", or "crashed" / "timed
+    out" when its worker died or hung while loading it.
+    """
 
     name: str
-    state: str  # "available", "unavailable" or "broken"
+    state: str = "available"
     reason: str = ""
     framework: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     outcomes: list[Outcome] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    output: str = ""  # what the port printed (the end of it)
     seconds: float = 0.0
 
     @property
     def failed(self) -> bool:
-        return self.state == "broken" or any(o.status == "fail" for o in self.outcomes)
+        return self.state not in ("available", "unavailable") or any(
+            o.failed for o in self.outcomes
+        )
 
 
 @dataclass
@@ -55,12 +140,14 @@ class SuiteReport:
     canonical: str
     ports: list[PortReport]
     mutants: list[MutantResult] | None
+    canonical_failure: str = ""  # set when the canonical port crashed
+    timeout: float = 0.0
     seconds: float = 0.0
 
     @property
     def failed(self) -> bool:
-        survived = any(m.status == "survived" for m in self.mutants or [])
-        return survived or any(p.failed for p in self.ports)
+        not_killed = any(m.status not in ("killed", "unavailable") for m in self.mutants or [])
+        return bool(self.canonical_failure) or not_killed or any(p.failed for p in self.ports)
 
 
 def examples_per_property(prop: Property, max_examples: int | None) -> int:
@@ -74,142 +161,313 @@ def examples_per_property(prop: Property, max_examples: int | None) -> int:
     return settings().max_examples
 
 
-def run_port(
-    name: str,
-    *,
-    max_examples: int | None = None,
-    scope: str = "menu",
-    expectations_dir: Path | None = None,
-    progress: Callable[[str, Any], None] | None = None,
-) -> PortReport:
-    """Every property on one port, against the canonical port."""
-    started = time.perf_counter()
-    try:
-        port = implementations.load(name)
-    except PortUnavailable as error:
-        state = "unavailable" if error.missing else "broken"
-        return PortReport(name, state, reason=error.reason)
-    port.pin_matmul_precision()
-    canonical = load_canonical()
-    expected = expectations.load(name, expectations_dir)
-    report = PortReport(name, "available", framework=port.framework, versions=port.versions())
-    for prop in PROPERTIES:
-        if name == implementations.CANONICAL and prop.id in REFERENCE_ONLY:
-            outcome = Outcome(
-                name, prop.key, "reference", message="the canonical port is the reference"
+# ---------------------------------------------------------------------------
+# One port's (or one mutant family's) work, followed from the parent
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class PortRun:
+    """One worker's job as the parent follows it: what is left, what came back."""
+
+    port: str | None  # None: mutants only (their family's port is not being checked)
+    family: str  # the port whose framework the job loads
+    properties: list[str]
+    mutants: list[str]
+    output: Path
+    report: PortReport | None = None
+    mutant_results: list[MutantResult] = field(default_factory=list)
+    worker: Worker | None = None
+    loaded: bool = False
+    finished: bool = False
+    current: tuple[str, str] | None = None  # (kind, key)
+    example: str = ""
+    call: tuple[str, str] | None = None
+    last_activity: float = 0.0
+    started: float = 0.0
+    restarts_without_progress: int = 0
+
+    @property
+    def task(self) -> str:
+        return self.port or "mutants"
+
+    @property
+    def remaining(self) -> bool:
+        return bool(self.properties or self.mutants)
+
+
+class Supervisor:
+    """Runs `PortRun`s in workers, `jobs` at a time, and turns what happens into reports."""
+
+    def __init__(self, config: RunConfig, runs: list[PortRun], notify: Progress):
+        self.config, self.runs, self.notify = config, runs, notify
+        self.settings = config.settings()
+        self.canonical_failure = ""
+        self.keep_workers = False  # True: a finished run's worker stays up for more work
+
+    # -- messages ------------------------------------------------------------------------
+
+    def handle(self, run: PortRun, message: tuple) -> None:
+        kind = message[0]
+        run.last_activity = time.monotonic()
+        if kind == "loaded":
+            self._loaded(run, message[1])
+        elif kind == "begin":
+            run.current, run.example, run.call = (message[1], message[2]), "", None
+            run.restarts_without_progress = 0
+        elif kind == "example":
+            run.example, run.call = message[1], None
+            if run.current and run.current[0] == "property":
+                self.notify(run.task, "advance", 1)
+        elif kind == "call":
+            run.call = (message[1], message[2])
+        elif kind == "outcome":
+            self._record_outcome(run, message[1])
+        elif kind == "mutant":
+            self._record_mutant(run, message[1])
+        elif kind == "idle":
+            run.current = None
+            if not run.remaining:
+                run.finished = True
+
+    def _loaded(self, run: PortRun, info: PortInfo) -> None:
+        run.loaded = True
+        if run.report is not None:
+            report = run.report
+            report.state, report.reason = info.state, info.reason
+            report.framework, report.versions = info.framework, info.versions
+            if info.state != "available":
+                run.properties = []
+        if info.state != "available":
+            # Mutants of a family whose port cannot load cannot run either.
+            for name in run.mutants:
+                reason = f"its port {run.family!r} is {info.state}: {info.reason}"
+                self._mutant_lost(run, name, "unavailable", reason)
+            run.finished = True
+
+    def _record_outcome(self, run: PortRun, outcome: Outcome) -> None:
+        run.report.outcomes.append(outcome)
+        if outcome.property in run.properties:
+            run.properties.remove(outcome.property)
+        run.current = None
+        self.notify(run.task, "property", outcome.property)
+
+    def _record_mutant(self, run: PortRun, result: MutantResult) -> None:
+        run.mutant_results.append(result)
+        if result.name in run.mutants:
+            run.mutants.remove(result.name)
+        run.current = None
+        self.notify("mutants", "advance", 1)
+
+    def _mutant_lost(self, run: PortRun, name: str, status: str, message: str) -> None:
+        self._record_mutant(run, MutantResult(name, MUTANTS[name].bug, status, message=message))
+
+    # -- deaths and hangs ----------------------------------------------------------------
+
+    def lost(self, run: PortRun, status: str, how: str) -> None:
+        """The worker died (`status` "crashed") or was stopped ("timeout"): say where."""
+        last_lines = tail(run.output)
+        printed = f"\nlast lines it printed:\n{_indent(last_lines)}" if last_lines else ""
+        if not run.loaded:
+            if run.report is not None:
+                run.report.state = "crashed" if status == "crashed" else "timed out"
+                run.report.reason = f"{how} while loading the port{printed}"
+            for name in list(run.mutants):
+                message = f"{how} while loading the {run.family} worker{printed}"
+                self._mutant_lost(run, name, status, message)
+            run.properties, run.finished = [], True
+            return
+        where = self._where(run)
+        in_canonical = run.call is not None and run.call[0] == "canonical"
+        if in_canonical and not self.canonical_failure:
+            self.canonical_failure = (
+                f"the canonical port {self.config.canonical!r} {status} ({how}) in {where}{printed}"
             )
+        if run.current is not None:
+            kind, key = run.current
+            if kind == "property":
+                if in_canonical:
+                    outcome = Outcome(run.port, key, "skip", message=self.canonical_failure)
+                else:
+                    message = f"[{run.port}] {status}: {how} in {where}{printed}"
+                    outcome = Outcome(run.port, key, status, message=message)
+                self._record_outcome(run, outcome)
+            else:
+                self._mutant_lost(run, key, status, f"[{key}] {status}: {how} in {where}{printed}")
         else:
-            outcome = run_property(
-                prop,
-                port,
-                canonical,
-                max_examples=max_examples,
-                scope=scope,
-                on_example=(lambda: progress("advance", 1)) if progress else None,
-            )
-        report.outcomes.append(expected.apply(outcome))
-        if progress:
-            progress("property", prop.key)
-    report.warnings = expected.warnings
-    report.seconds = time.perf_counter() - started
-    return report
+            run.restarts_without_progress += 1
+        if run.restarts_without_progress > 1:  # it dies between items: give the rest up
+            for key in list(run.properties):
+                message = f"[{run.port}] not run: its worker kept dying ({how})"
+                self._record_outcome(run, Outcome(run.port, key, status, message=message))
+            for name in list(run.mutants):
+                message = f"not run: the {run.family} worker kept dying ({how})"
+                self._mutant_lost(run, name, status, message)
+        run.finished = not run.remaining
+
+    def _where(self, run: PortRun) -> str:
+        parts = []
+        if run.call is not None:
+            side, method = run.call
+            owner = "the canonical port's" if side == "canonical" else "the port's"
+            parts.append(f"{owner} {method}")
+        if run.current is not None:
+            kind, key = run.current
+            parts.append(f"{'property' if kind == 'property' else 'mutant'} {key}")
+        if run.example:
+            parts.append(f"example: {run.example}")
+        return ", ".join(parts) or "between properties"
+
+    # -- scheduling ----------------------------------------------------------------------
+
+    def start(self, run: PortRun) -> None:
+        """Send the run's work to its worker: the one it holds if alive (loaded), else a new one."""
+        reused = run.worker is not None and run.worker.alive
+        if not reused:
+            run.worker = Worker(run.port, self.settings, run.output)
+        run.worker.send(("run", tuple(run.properties), tuple(run.mutants), self.canonical_failure))
+        run.loaded, run.current, run.call, run.example = reused, None, None, ""
+        run.last_activity = time.monotonic()
+        run.started = run.started or time.monotonic()
+
+    def run(self) -> None:
+        """Every job to the end, `jobs` workers at a time."""
+        waiting = list(self.runs)
+        running: list[PortRun] = []
+        timeout = self.config.example_timeout
+        try:
+            while waiting or running:
+                while waiting and len(running) < max(1, self.config.jobs):
+                    run = waiting.pop(0)
+                    self.start(run)
+                    running.append(run)
+                handles = [h for run in running for h in run.worker.handles]
+                connection.wait(handles, timeout=0.25)
+                for run in list(running):
+                    for message in run.worker.receive():
+                        self.handle(run, message)
+                    if not run.finished and not run.worker.alive:
+                        for message in run.worker.receive():  # what it said last
+                            self.handle(run, message)
+                        if not run.finished:
+                            self.lost(run, "crashed", run.worker.death())
+                    elif not run.finished and time.monotonic() - run.last_activity > timeout:
+                        run.worker.kill()
+                        self.lost(run, "timeout", f"no progress for {timeout:.0f} s")
+                    if run.finished or not run.worker.alive:
+                        if not (run.finished and self.keep_workers):
+                            run.worker.stop()
+                        running.remove(run)
+                        self._finish(run) if run.finished else waiting.insert(0, run)
+        finally:  # only if something above raised: leave no worker behind
+            for run in running:
+                run.worker.kill()
+
+    def _finish(self, run: PortRun) -> None:
+        if run.report is not None:
+            run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
+            run.report.seconds = time.monotonic() - run.started
 
 
-def _port_job(name, profile, max_examples, scope, expectations_dir, queue) -> PortReport:
-    environment.prepare()
-    profiles.load(profile)
-    return run_port(
-        name,
-        max_examples=max_examples,
-        scope=scope,
-        expectations_dir=expectations_dir,
-        progress=lambda kind, value: queue.put((name, kind, value)),
-    )
+def _indent(text: str) -> str:
+    return "\n".join(f"  | {line}" for line in text.splitlines())
 
 
-def _mutant_job(profile, queue) -> list[MutantResult]:
-    environment.prepare()
-    profiles.load(profile)
-    canonical = load_canonical()
-    return run_mutants(canonical, on_mutant=lambda result: queue.put(("mutants", "advance", 1)))
+# ---------------------------------------------------------------------------
+# Planning and running
+# ---------------------------------------------------------------------------
 
 
-def load_canonical() -> Implementation | None:
-    """The canonical port with its precision pinned, or None when its framework is missing."""
-    try:
-        canonical = implementations.load(implementations.CANONICAL)
-    except PortUnavailable:
-        return None
-    canonical.pin_matmul_precision()
-    return canonical
+def plan(config: RunConfig, scratch: Path) -> list[PortRun]:
+    """One job per port; each mutant joins the job of its family's port (or one of its own)."""
+    keys = [p.key for p in config.selected]
+    runs = {
+        name: PortRun(name, name, list(keys), [], scratch / f"{name}.out", PortReport(name))
+        for name in config.ports
+    }
+    if config.mutants:
+        for spec in MUTANTS.values():
+            if spec.family not in runs:
+                output = scratch / f"mutants-{spec.family}.out"
+                runs[spec.family] = PortRun(None, spec.family, [], [], output)
+            runs[spec.family].mutants.append(spec.name)
+    # Longest first: jobs with mutants hunt many ports' worth of examples.
+    return sorted(runs.values(), key=lambda run: -len(run.mutants))
 
 
-def run_suite(
-    names: list[str],
-    *,
-    profile: str,
-    max_examples: int | None = None,
-    mutants: bool = True,
-    jobs: int = 2,
-    expectations_dir: Path | None = None,
-    progress: Callable[[str, str, Any], None] | None = None,
-) -> SuiteReport:
-    """Run the suite on the named ports (and the mutants); never raises for a failing port.
-
-    `progress(task, kind, value)` hears about each example ("advance") and
-    each finished property, from whichever process runs it.
-    """
+def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteReport:
+    """Run the suite as configured; never raises for a failing, crashing or hanging port."""
     started = time.perf_counter()
-    scope = "wide" if profile == "thorough" else "menu"
     notify = progress or (lambda task, kind, value: None)
-    if jobs <= 1:
-        reports = [
-            run_port(
-                name,
-                max_examples=max_examples,
-                scope=scope,
-                expectations_dir=expectations_dir,
-                progress=lambda kind, value, name=name: notify(name, kind, value),
-            )
-            for name in names
-        ]
-        mutant_results = None
-        if mutants:
-            mutant_results = run_mutants(
-                load_canonical(), on_mutant=lambda r: notify("mutants", "advance", 1)
-            )
-    else:
-        reports, mutant_results = _run_parallel(
-            names, profile, max_examples, scope, mutants, jobs, expectations_dir, notify
-        )
+    with tempfile.TemporaryDirectory(prefix="remat-conformance-run-") as scratch:
+        runs = plan(config, Path(scratch))
+        supervisor = Supervisor(config, runs, notify)
+        if config.in_process:
+            _run_in_process(supervisor)
+        else:
+            supervisor.run()
+        for run in runs:
+            if run.report is not None:
+                run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
+    reports = [run.report for run in runs if run.report is not None]
+    order = {name: i for i, name in enumerate(config.ports)}
+    reports.sort(key=lambda report: order[report.name])
+    for report in reports:
+        _apply_expectations(report, config.expectations_dir)
+    mutant_results = None
+    if config.mutants:
+        by_name = {r.name: r for run in runs for r in run.mutant_results}
+        mutant_results = [by_name[name] for name in MUTANTS if name in by_name]
     return SuiteReport(
-        profile=profile,
-        max_examples=max_examples,
-        scope=scope,
-        canonical=implementations.CANONICAL,
+        profile=config.profile,
+        max_examples=config.max_examples,
+        scope=config.scope,
+        canonical=config.canonical,
         ports=reports,
         mutants=mutant_results,
+        canonical_failure=supervisor.canonical_failure,
+        timeout=config.example_timeout,
         seconds=time.perf_counter() - started,
     )
 
 
-def _run_parallel(names, profile, max_examples, scope, mutants, jobs, expectations_dir, notify):
-    context = multiprocessing.get_context("spawn")  # JAX and torch dislike fork()
-    with context.Manager() as manager, ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        queue = manager.Queue()
-        # The mutation run is the longest job: start it first.
-        mutant_future = pool.submit(_mutant_job, profile, queue) if mutants else None
-        futures = [
-            pool.submit(_port_job, name, profile, max_examples, scope, expectations_dir, queue)
-            for name in names
-        ]
-        pending = [*futures, *([mutant_future] if mutant_future else [])]
-        while any(not f.done() for f in pending) or not queue.empty():
-            try:
-                task, kind, value = queue.get(timeout=0.1)
-            except Exception:  # queue.Empty, through the manager's proxy
-                continue
-            notify(task, kind, value)
-        reports = [f.result() for f in futures]
-        mutant_results = mutant_future.result() if mutant_future else None
-    return reports, mutant_results
+def _apply_expectations(report: PortReport, directory: Path | None) -> None:
+    expected = expectations.load(report.name, directory)
+    report.outcomes = [expected.apply(outcome) for outcome in report.outcomes]
+    report.warnings = expected.warnings
+
+
+def _run_in_process(supervisor: Supervisor) -> None:
+    """Every job here, one after another (a crash ends the run; output still captured)."""
+    for run in supervisor.runs:
+        run.started = time.monotonic()
+        with _captured(run.output):
+            emit = lambda message, run=run: supervisor.handle(run, message)  # noqa: E731
+            session = Session(run.port, supervisor.settings, emit)
+            if session.port is not None or run.port is None:
+                session.run(list(run.properties), list(run.mutants), supervisor.canonical_failure)
+        supervisor._finish(run)
+
+
+@contextlib.contextmanager
+def _captured(path: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr to `path` for a while (fd level: native prints too)."""
+    saved = [os.dup(1), os.dup(2)]
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        _flush()
+        for stream in (1, 2):
+            os.dup2(descriptor, stream)
+        yield
+    finally:
+        _flush()
+        for stream, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, stream)
+            os.close(copy)
+        os.close(descriptor)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()

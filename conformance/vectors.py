@@ -28,8 +28,7 @@ import numpy as np
 from implementations.contract import PARAM_NAMES, Implementation, Params
 
 from .checks import ConformanceError, within, within_ulps
-from .properties import INIT_ULPS
-from .tolerance import forward_bound, vjp_bounds, vjp_comparison
+from .tolerance import INIT_ULPS, forward_bound, vjp_bounds, vjp_comparison
 
 FORMAT = "remat-conformance-vectors"
 VERSION = 1
@@ -248,40 +247,3 @@ def _vector_checks(port: Implementation, entry: dict, stored: dict[str, np.ndarr
         )
 
     return {"init": init, "end_to_end": end_to_end, **checks}
-
-
-def main(args) -> int:
-    """The `vectors` command."""
-    from rich.console import Console
-
-    import implementations
-
-    console = Console()
-    if args.vectors_command == "export":
-        canonical = implementations.load(implementations.CANONICAL)
-        canonical.pin_matmul_precision()
-        path = export(canonical, args.path)
-        console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(SPECS)} vectors)")
-        return 0
-    try:
-        port = implementations.load(args.implementation)
-    except implementations.PortUnavailable as error:
-        console.print(f"[bold red]cannot check[/]: {error}")
-        return 2
-    port.pin_matmul_precision()
-    results = check(port, args.vectors)
-    failed = [r for r in results if not r.passed]
-    if args.json:
-        print(json.dumps([r.__dict__ for r in results], indent=1))
-    else:
-        for result in failed:
-            line = f"✗ vector {result.vector} {result.check}: {result.message}"
-            console.print(line, style="red", markup=False, highlight=False)
-        ratios = [r.worst_ratio for r in results if r.worst_ratio is not None]
-        worst = f", worst error/bound {max(ratios):.1e}" if ratios else ""
-        colour = "red" if failed else "green"
-        console.print(
-            f"[{colour}]{port.name}: {len(results) - len(failed)}/{len(results)} vector checks "
-            f"passed[/]{worst}"
-        )
-    return 1 if failed else 0

@@ -42,3 +42,25 @@ def same_bits(a, b) -> bool:
     """The same shape, dtype and bytes (so -0.0 differs from 0.0)."""
     a, b = np.asarray(a), np.asarray(b)
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def without_frameworks(directory, names) -> dict[str, str]:
+    """An environment in which the named top-level modules cannot be imported.
+
+    Each gets a shadow package in `directory` that raises `ModuleNotFoundError`
+    naming it, as if it were not installed. The directory goes first on
+    `PYTHONPATH`, so every process started with this environment, worker
+    processes included, sees the same.
+    """
+    import os
+    from pathlib import Path
+
+    for name in names:
+        package = Path(directory) / name
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "__init__.py").write_text(
+            f"raise ModuleNotFoundError({f'No module named {name!r} (blocked for a test)'!r}, "
+            f"name={name!r})\n"
+        )
+    path = os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path}

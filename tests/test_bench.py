@@ -330,8 +330,8 @@ def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     argv = ["bench", "--out", str(tmp_path), "--depths", "1", "2", "--batch", str(B)]
     argv += ["--features", str(F), "--repeats", "1", "--json"]
-    args = cli._parser().parse_args(argv)
-    assert bench.main(args) == 0
+    args = cli.parser().parse_args(argv)
+    assert cli.COMMANDS["bench"].run(args) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
     assert json.loads(capsys.readouterr().out) == data
     loaded, skipped = bench.load_frameworks(bench.FRAMEWORKS)

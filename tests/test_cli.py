@@ -5,22 +5,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from conformance import expectations
 from conformance.runner import Outcome
+from tests.helpers import without_frameworks
 
 pytest.importorskip("flax")
 
 QUICK = ["--no-mutants", "--examples", "3", "--jobs", "1", "--profile", "dev"]
 
 
-def _cli(*args: str, code: str = "") -> subprocess.CompletedProcess:
-    script = textwrap.dedent(code) + "\nfrom conformance.cli import main\nraise SystemExit(main())"
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "conformance", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
 
 
@@ -45,13 +48,9 @@ def test_unknown_port_is_a_usage_error():
     assert "flax_linen" in result.stderr
 
 
-def test_a_missing_framework_is_reported_not_crashed():
+def test_a_missing_framework_is_reported_not_crashed(tmp_path):
     result = _cli(
-        "--implementation",
-        "pytorch",
-        *QUICK,
-        "--json",
-        code='import sys; sys.modules["torch"] = None',
+        "--implementation", "pytorch", *QUICK, "--json", env=without_frameworks(tmp_path, ["torch"])
     )
     assert result.returncode == 0, result.stderr[-3000:]
     (port,) = json.loads(result.stdout)["ports"]
@@ -59,8 +58,8 @@ def test_a_missing_framework_is_reported_not_crashed():
     assert "torch" in port["reason"]
 
 
-def test_list_names_every_port_and_its_state():
-    result = _cli("list", code='import sys; sys.modules["torch"] = None')
+def test_list_names_every_port_and_its_state(tmp_path):
+    result = _cli("list", env=without_frameworks(tmp_path, ["torch"]))
     assert result.returncode == 0, result.stderr
     assert "flax_linen" in result.stdout
     assert "available" in result.stdout

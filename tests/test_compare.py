@@ -8,6 +8,7 @@ import pytest
 
 import implementations
 from conformance import cli, compare
+from conformance.compare import measure, render
 from implementations import PortStatus
 from implementations.contract import BackwardRecord, SavedTensor
 
@@ -16,7 +17,7 @@ def test_diff_reports_the_largest_difference_and_the_bound_there():
     actual = np.array([1.0, 2.0, 3.0], np.float32)
     expected = np.array([1.0, 2.5, 3.1], np.float32)
     bound = np.array([1.0, 1.0, 0.05])
-    d = compare.diff(actual, expected, bound)
+    d = measure.diff(actual, expected, bound)
     assert d.max_abs == pytest.approx(0.5)
     assert d.bound == 1.0  # the bound at the element of the largest difference
     assert d.worst_ratio == pytest.approx(2.0, rel=1e-5)  # element 2: 0.1 / 0.05
@@ -24,10 +25,10 @@ def test_diff_reports_the_largest_difference_and_the_bound_there():
 
 def test_diff_takes_out_a_shift_and_calls_non_finite_infinitely_bad():
     actual, expected = np.array([1.0, 2.0]), np.array([0.0, 2.0])
-    assert compare.diff(actual, expected, np.ones(2), shift=np.array([1.0, 0.0])).max_abs == 0
-    nan = compare.diff(np.array([np.nan, 0.0]), np.zeros(2), np.ones(2))
+    assert measure.diff(actual, expected, np.ones(2), shift=np.array([1.0, 0.0])).max_abs == 0
+    nan = measure.diff(np.array([np.nan, 0.0]), np.zeros(2), np.ones(2))
     assert nan.max_abs == nan.worst_ratio == float("inf")
-    wrong_shape = compare.diff(np.zeros(3), np.zeros(2), np.ones(2))
+    wrong_shape = measure.diff(np.zeros(3), np.zeros(2), np.ones(2))
     assert wrong_shape.worst_ratio == float("inf")
 
 
@@ -41,9 +42,9 @@ def test_residual_list_groups_parameters():
             SavedTensor((4,), "float32", "constant"),
         ),
     )
-    residuals = compare.residuals(record)
+    residuals = measure.residuals(record)
     assert (residuals.count, residuals.bytes) == (2, 16 + 4)  # x and the mask
-    text = compare.residual_list(residuals.saved)
+    text = render.residual_list(residuals.saved)
     assert text.splitlines()[:2] == ["(4,) f32 input", "(4,) bool activation"]
     assert "+ 1 params, 64 B" in text
     assert "+ 1 constants, 16 B" in text
@@ -53,7 +54,7 @@ def _compare_json(capsys, *extra: str) -> dict:
     argv = ["compare", "--json", "--dim", "4", "--features", "3", "--repeats", "1"]
     # The CLI's own parser, but not cli.main: its environment.prepare() would
     # set variables for the rest of the test session.
-    code = compare.main(cli._parser().parse_args([*argv, "--no-first-call", *extra]))
+    code = cli.COMMANDS["compare"].run(cli.parser().parse_args([*argv, "--no-first-call", *extra]))
     data = json.loads(capsys.readouterr().out)
     bad = [p for p in data["ports"] if p["state"] == "broken" or p.get("error")]
     assert code == (1 if bad else 0), bad
@@ -105,13 +106,13 @@ def test_first_call_runs_in_a_fresh_process(tmp_path):
     pytest.importorskip("flax")
     canonical = implementations.load(implementations.CANONICAL)
     params = canonical.init_params(0, 4, 3)
-    x, cotangent = compare.make_inputs(0, 4, 3)
+    x, cotangent = measure.make_inputs(0, 4, 3)
     inputs = tmp_path / "inputs.npz"
     np.savez(inputs, **params.as_dict(), x=x, cotangent=cotangent)
-    found = compare.first_call(implementations.CANONICAL, inputs, 0)
+    found = measure.first_call(implementations.CANONICAL, inputs, 0)
     assert set(found) == {"import", "forward", "vjp"}, found
     assert all(seconds > 0 for seconds in found.values())
-    missing = compare.first_call("no_such_port", inputs, 0)
+    missing = measure.first_call("no_such_port", inputs, 0)
     assert "error" in missing
     assert "no such port" in missing["error"]
 
@@ -126,7 +127,7 @@ def test_a_port_that_raises_gets_an_error_row_and_fails_the_run():
 
     port.forward = broken
     params = canonical.init_params(0, 4, 3)
-    x, cotangent = compare.make_inputs(0, 4, 3)
-    row = compare.compare_port(port, canonical, params, x, cotangent, 0)
+    x, cotangent = measure.make_inputs(0, 4, 3)
+    row = measure.compare_port(port, canonical, params, x, cotangent, 0)
     assert row.error == "RuntimeError: boom"
     assert compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))

@@ -14,12 +14,9 @@ the JSON, the Markdown table and the plot.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import os
 import platform
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -125,86 +122,9 @@ def run(
     return results
 
 
-def _load() -> float:
+def load_average() -> float:
+    """The 1-minute load average (NaN where the platform has none)."""
     try:
         return os.getloadavg()[0]
     except OSError:  # not on every platform
         return float("nan")
-
-
-def settings_from(args: argparse.Namespace) -> Settings:
-    """The sweep's settings: the defaults, overridden by the command line."""
-    return Settings(
-        depths=tuple(args.depths) if args.depths else DEFAULTS.depths,
-        batch=args.batch or DEFAULTS.batch,
-        features=args.features or DEFAULTS.features,
-        repeats=args.repeats or DEFAULTS.repeats,
-        seed=DEFAULTS.seed if args.seed is None else args.seed,
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    """Run the bench and write `bench.json`, `bench.md` and `bench.png` into `args.out`."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from . import render
-
-    console = Console(stderr=True)
-    try:
-        settings = settings_from(args)
-    except ValueError as error:
-        console.print(f"error: {error}")
-        return 2
-    frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
-    for name, reason in skipped.items():
-        console.print(f"[yellow]skip[/] {name}: {reason}")
-    report = BenchReport(settings, skipped=skipped)
-    report.versions = {name: module.versions() for name, module in frameworks.items()}
-    report.load["before"] = _load()
-    started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description:<36}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("bench", total=total_steps(settings, frameworks))
-        report.results = run(
-            settings,
-            frameworks,
-            progress=lambda description, advance: bar.update(
-                task, advance=advance, **({"description": description} if description else {})
-            ),
-        )
-    report.seconds = time.perf_counter() - started
-    report.load["after"] = _load()
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    data = report.to_json()
-    (args.out / "bench.json").write_text(json.dumps(data, indent=2) + "\n")
-    (args.out / "bench.md").write_text(render.markdown(report))
-    written = [args.out / "bench.json", args.out / "bench.md"]
-    plotted = render.plot(report, args.out / "bench.png")
-    if plotted is None:
-        written.append(args.out / "bench.png")
-    else:
-        console.print(f"[yellow]no plot[/]: {plotted}")
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        render.print_report(report, Console())
-    console.print(
-        f"bench: {report.seconds:.0f}s wall · wrote " + ", ".join(str(p) for p in written)
-    )
-    return 0

@@ -3,6 +3,9 @@
 Each mutant is a port with one realistic bug. A mutant that passes every
 property means the suite has a blind spot. Mutants load lazily, like ports,
 so that a missing framework skips its mutants rather than breaking the run.
+Each names its `family`: the port whose framework it needs. The run hunts
+it in that port's worker process (Keras, for one, allows a single backend
+per process).
 """
 
 from __future__ import annotations
@@ -12,30 +15,46 @@ from dataclasses import dataclass
 
 from implementations.contract import Implementation
 
-# name -> ("module:class", the bug in a few words)
-MUTANTS: dict[str, tuple[str, str]] = {
-    "no_checkpoint": ("flax_mutants:NoCheckpoint", "plain MLP, no checkpoint anywhere"),
-    "checkpoint_off_grad_path": (
-        "flax_mutants:CheckpointOffGradPath",
-        "inits the checkpointed MLP, applies the plain one",
-    ),
-    "saves_everything": (
-        "flax_mutants:SavesEverything",
-        "a checkpoint policy that saves everything",
-    ),
-    "default_init": ("flax_mutants:TorchStyleInit", "torch-style uniform init, non-zero biases"),
-    "dropped_bias": ("flax_mutants:DroppedBias", "the second layer ignores its bias"),
-    "bias_off_by_1e-3": ("flax_mutants:BiasOffByAThousandth", "biases scaled by 1 + 1e-3"),
-    "relu_after_last_layer": ("flax_mutants:ReluAfterLastLayer", "a relu after Dense_1"),
-    "bf16_compute": ("flax_mutants:Bfloat16Compute", "Dense layers compute in bfloat16"),
-    "f16_compute": ("flax_mutants:Float16Compute", "Dense layers compute in float16"),
-    "seed_plus_one": ("flax_mutants:SeedPlusOne", "PRNGKey(seed + 1)"),
-    "transposed_kernel": ("flax_mutants:TransposedKernel", "uses Dense_1's kernel transposed"),
-    "mutates_x": ("flax_mutants:MutatesX", "clamps the caller's x in place"),
-    "not_flattened": ("flax_mutants:NotFlattened", "returns shape (1, F)"),
-    "truncates_seed": ("flax_mutants:TruncatesSeed", "int(seed) unchecked: 1.5 runs as 1"),
-    "wrong_error_type": ("flax_mutants:WrongErrorType", "TypeError for a non-finite x"),
-    "not_repeatable": ("flax_mutants:NotRepeatable", "each call drifts by an ulp"),
+
+@dataclass(frozen=True)
+class MutantSpec:
+    """A registered mutant: `target` is `"module:Class"` inside this package."""
+
+    name: str
+    target: str
+    bug: str
+    family: str = "flax_linen"
+
+
+def _flax(name: str, cls: str, bug: str) -> MutantSpec:
+    return MutantSpec(name, f"flax_mutants:{cls}", bug)
+
+
+MUTANTS: dict[str, MutantSpec] = {
+    spec.name: spec
+    for spec in (
+        _flax("no_checkpoint", "NoCheckpoint", "plain MLP, no checkpoint anywhere"),
+        _flax(
+            "checkpoint_off_grad_path",
+            "CheckpointOffGradPath",
+            "inits the checkpointed MLP, applies the plain one",
+        ),
+        _flax("saves_everything", "SavesEverything", "a checkpoint policy that saves everything"),
+        _flax("default_init", "TorchStyleInit", "torch-style uniform init, non-zero biases"),
+        _flax("dropped_bias", "DroppedBias", "the second layer ignores its bias"),
+        _flax("bias_off_by_1e-3", "BiasOffByAThousandth", "biases scaled by 1 + 1e-3"),
+        _flax("relu_after_last_layer", "ReluAfterLastLayer", "a relu after Dense_1"),
+        _flax("bf16_compute", "Bfloat16Compute", "Dense layers compute in bfloat16"),
+        _flax("f16_compute", "Float16Compute", "Dense layers compute in float16"),
+        _flax("seed_plus_one", "SeedPlusOne", "PRNGKey(seed + 1)"),
+        _flax("transposed_kernel", "TransposedKernel", "uses Dense_1's kernel transposed"),
+        _flax("mutates_x", "MutatesX", "clamps the caller's x in place"),
+        _flax("not_flattened", "NotFlattened", "returns shape (1, F)"),
+        _flax("truncates_seed", "TruncatesSeed", "int(seed) unchecked: 1.5 runs as 1"),
+        _flax("wrong_error_type", "WrongErrorType", "TypeError for a non-finite x"),
+        _flax("vague_errors", "VagueErrors", "a bad x's error says only 'expected a valid input'"),
+        _flax("not_repeatable", "NotRepeatable", "each call drifts by an ulp"),
+    )
 }
 
 
@@ -49,17 +68,19 @@ class Mutant:
     reason: str = ""
 
 
+def load(name: str) -> Mutant:
+    """One mutant, loaded if its framework is installed."""
+    spec = MUTANTS[name]
+    module_name, _, attr = spec.target.partition(":")
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+    except ModuleNotFoundError as error:
+        return Mutant(name, spec.bug, None, f"needs {error.name!r}, not installed")
+    port = getattr(module, attr)()
+    port.name = name  # reports and messages name the mutant
+    return Mutant(name, spec.bug, port)
+
+
 def load_all() -> list[Mutant]:
     """Every mutant, loaded if its framework is installed."""
-    mutants = []
-    for name, (target, bug) in MUTANTS.items():
-        module_name, _, attr = target.partition(":")
-        try:
-            module = importlib.import_module(f"{__name__}.{module_name}")
-        except ModuleNotFoundError as error:
-            mutants.append(Mutant(name, bug, None, f"needs {error.name!r}, not installed"))
-            continue
-        port = getattr(module, attr)()
-        port.name = name  # reports and messages name the mutant
-        mutants.append(Mutant(name, bug, port))
-    return mutants
+    return [load(name) for name in MUTANTS]

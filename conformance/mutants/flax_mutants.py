@@ -7,6 +7,7 @@ allows, so that the mutation run costs little beyond the suite itself.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import flax.linen as nn
@@ -218,3 +219,15 @@ class NotRepeatable(FlaxLinen):
     def nn_checkpoint_forward(self, seed, x, features):
         out = super().nn_checkpoint_forward(seed, x, features)
         return out + jnp.float32(1e-7) * next(self._calls)
+
+
+class VagueErrors(FlaxLinen):
+    """Raises the contract's exception types, but a bad x's message names nothing."""
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        try:
+            return super().nn_checkpoint_forward(seed, x, features)
+        except (TypeError, ValueError) as error:
+            if re.search(r"\bx\b", str(error)):  # the contract's message about x
+                raise type(error)("expected a valid input") from None
+            raise

@@ -1,0 +1,69 @@
+"""`python -m conformance compare`: every port side by side on one seed and one shape."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "one table: outputs, gradients, residuals, time"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="default: 0")
+    parser.add_argument("--dim", type=int, default=256, metavar="D", help="default: 256")
+    parser.add_argument("--features", type=int, default=256, metavar="F", help="default: 256")
+    parser.add_argument(
+        "--implementation",
+        action="append",
+        metavar="NAME",
+        help="compare only this port (repeatable; the canonical port is always the reference)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=9,
+        metavar="N",
+        help="interleaved samples per warm timing (default: 9)",
+    )
+    parser.add_argument(
+        "--no-first-call",
+        action="store_true",
+        help="skip the first-call timing (a fresh process per port)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the comparison (or its JSON); exit 1 if a port is broken or exceeds a bound."""
+    from rich.console import Console
+
+    import implementations
+
+    from .. import compare
+
+    console = Console(stderr=True)
+    registered = implementations.registered()
+    unknown = [n for n in args.implementation or [] if n not in registered]
+    if unknown:
+        known = ", ".join(registered)
+        console.print(f"error: no port named {', '.join(unknown)}; registered: {known}")
+        return 2
+    try:
+        with console.status("comparing") as status:
+            comparison = compare.run(
+                args.seed,
+                args.dim,
+                args.features,
+                args.implementation,
+                repeats=args.repeats,
+                first_calls=not args.no_first_call,
+                progress=lambda message: status.update(message),
+            )
+    except implementations.PortUnavailable as error:
+        console.print(f"error: the canonical port is needed to compare: {error.reason}")
+        return 2
+    if args.json:
+        print(json.dumps(comparison.to_json(), indent=2, default=str))
+    else:
+        compare.print_comparison(comparison, Console())
+    return 1 if compare.failed(comparison) else 0

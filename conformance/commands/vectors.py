@@ -1,0 +1,63 @@
+"""`python -m conformance vectors`: write golden vectors, or hold a port to them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HELP = "golden vectors: export, or check a port"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="vectors_command", required=True)
+    export = commands.add_parser("export", help="write vectors from the canonical port")
+    export.add_argument("path", type=Path, help="output file stem: PATH.npz and PATH.json")
+    check = commands.add_parser("check", help="check a port against vectors alone")
+    check.add_argument("--implementation", required=True, metavar="NAME")
+    check.add_argument(
+        "--vectors",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the vectors' JSON manifest (default: the committed set)",
+    )
+    check.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    import implementations
+
+    from .. import vectors
+
+    console = Console()
+    if args.vectors_command == "export":
+        canonical = implementations.load(implementations.CANONICAL)
+        canonical.pin_matmul_precision()
+        path = vectors.export(canonical, args.path)
+        console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(vectors.SPECS)} vectors)")
+        return 0
+    try:
+        port = implementations.load(args.implementation)
+    except implementations.PortUnavailable as error:
+        console.print(f"[bold red]cannot check[/]: {error}")
+        return 2
+    port.pin_matmul_precision()
+    results = vectors.check(port, args.vectors)
+    failed = [r for r in results if not r.passed]
+    if args.json:
+        print(json.dumps([r.__dict__ for r in results], indent=1))
+        return 1 if failed else 0
+    for result in failed:
+        line = f"✗ vector {result.vector} {result.check}: {result.message}"
+        console.print(line, style="red", markup=False, highlight=False)
+    ratios = [r.worst_ratio for r in results if r.worst_ratio is not None]
+    worst = f", worst error/bound {max(ratios):.1e}" if ratios else ""
+    colour = "red" if failed else "green"
+    console.print(
+        f"[{colour}]{port.name}: {len(results) - len(failed)}/{len(results)} vector checks "
+        f"passed[/]{worst}"
+    )
+    return 1 if failed else 0

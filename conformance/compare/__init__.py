@@ -1,0 +1,14 @@
+"""Every port side by side on one seed and shape: accuracy, residuals, time, versions.
+
+- `measure`: the comparison itself (`run`) and its data (`Comparison`).
+- `first_call`: a port's first use, timed in a fresh process (a real entry
+  point: `python -m conformance.compare.first_call`).
+- `render`: the tables.
+
+The command line is `conformance.commands.compare`.
+"""
+
+from .measure import Comparison, PortComparison, failed, run
+from .render import print_comparison
+
+__all__ = ["Comparison", "PortComparison", "failed", "print_comparison", "run"]

@@ -1,0 +1,305 @@
+"""Measure every port side by side, on one seed and one shape (`python -m conformance compare`).
+
+For each available port, against the canonical one on shared parameters:
+
+- **accuracy:** the largest `|difference|` of the output and of every
+  gradient, next to the tolerance model's bound at that element, and the
+  worst difference/bound ratio (1.0 would fail the suite);
+- **residuals:** what the backward pass keeps with the checkpoint off and on,
+  from the port's own instrument (`backward_record`);
+- **time:** the warm per-call time of `nn_checkpoint_forward` and of a VJP,
+  medians of interleaved samples, and the first-call time (import, then the
+  first forward and VJP: tracing and compiling), measured in a fresh
+  process per port with JAX's persistent compilation cache turned off, since
+  in-process or on-disk caches would hide it;
+- **versions** of the frameworks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import implementations
+from implementations.contract import BackwardRecord, Implementation, Params
+
+from ..checks import measure
+from ..timing import time_interleaved
+from ..tolerance import INIT_ULPS, forward_bound, vjp_comparison
+from .first_call import first_call
+
+
+@dataclass
+class Diff:
+    """The largest difference from the canonical, and the bound at that element.
+
+    **Arguments:**
+
+    - `max_abs`: `max |port - canonical|` (after any relu-kink shift).
+    - `bound`: the tolerance model's bound at the element of `max_abs`.
+    - `worst_ratio`: `max |difference| / bound` over all elements; above 1 fails.
+    """
+
+    max_abs: float
+    bound: float
+    worst_ratio: float
+
+
+@dataclass
+class Residuals:
+    """What the backward pass keeps, from the port's instrument, checkpoint off or on.
+
+    `count` and `bytes` leave parameters out, as `BackwardRecord.saved_bytes`
+    does: they live whether or not anything is saved. `saved` lists them all.
+    """
+
+    count: int
+    bytes: int
+    saved: list[dict[str, Any]]
+    recomputed: dict[str, int]
+    checkpoint_regions: int | None
+    instrument: str
+
+
+@dataclass
+class PortComparison:
+    """One port's row."""
+
+    name: str
+    state: str  # "available", "unavailable" or "broken"
+    reason: str = ""
+    framework: str = ""
+    reference: bool = False  # the canonical port, compared with itself
+    versions: dict[str, str] = field(default_factory=dict)
+    output: Diff | None = None  # forward with shared parameters
+    exercise: Diff | None = None  # nn_checkpoint_forward, the port's own init
+    gradients: dict[str, Diff] = field(default_factory=dict)
+    residuals: dict[str, Residuals] = field(default_factory=dict)  # "off", "on"
+    warm_forward_seconds: float | None = None
+    warm_vjp_seconds: float | None = None
+    first_call: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def worst_gradient(self) -> tuple[str, Diff] | None:
+        if not self.gradients:
+            return None
+        return max(self.gradients.items(), key=lambda item: item[1].worst_ratio)
+
+
+@dataclass
+class Comparison:
+    """The whole comparison, for the tables and for `--json`."""
+
+    seed: int
+    dim: int
+    features: int
+    canonical: str
+    ports: list[PortComparison]
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["notes"] = NOTES
+        return data
+
+
+NOTES = {
+    "output": "forward(params, x, checkpoint=True) with the canonical params, against the "
+    "canonical port; bound from conformance.tolerance.forward_bound",
+    "exercise": "nn_checkpoint_forward(seed, x, features): each port's own init; the bound "
+    f"allows {INIT_ULPS} ulps of parameter difference, as the suite does",
+    "gradients": "vjp(params, x, cotangent, checkpoint=True), every parameter and x; bound and "
+    "relu-kink shift from conformance.tolerance.vjp_comparison",
+    "residuals": "backward_record(params, x, checkpoint=off/on): count and bytes leave "
+    "parameters out; the list holds everything the instrument saw",
+    "warm": "median seconds per call over interleaved samples, after a warm-up call; the "
+    "forward is nn_checkpoint_forward on the framework's own x, synchronised by reading "
+    "the result back to numpy; the VJP is the contract's vjp (numpy in and out, so it "
+    "includes moving the parameters into the framework)",
+    "first_call": "a fresh Python process per port, JAX's persistent compilation cache off: "
+    "import = loading the port (its framework); forward = the first nn_checkpoint_forward "
+    "(init and apply: tracing, compiling, running); vjp = the first contract vjp after it",
+}
+
+
+# ---------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------
+
+
+def diff(
+    actual: np.ndarray, expected: np.ndarray, bound: np.ndarray, shift: np.ndarray | None = None
+) -> Diff:
+    """The largest difference and the bound there; a wrong shape or a non-finite value is
+    infinitely bad. The suite's `checks.within` measures the same way, and raises."""
+    found = measure(actual, expected, bound, shift)
+    if not found.shape_ok:
+        return Diff(float("inf"), float("nan"), float("inf"))
+    return Diff(found.largest_error, found.bound_at_largest, found.worst_ratio)
+
+
+def residuals(record: BackwardRecord) -> Residuals:
+    """A `BackwardRecord` as plain data."""
+    return Residuals(
+        count=len(record.kept),
+        bytes=record.saved_bytes,
+        saved=[
+            {
+                "shape": list(t.shape),
+                "dtype": t.dtype,
+                "origin": t.origin,
+                "bytes": t.nbytes,
+                "note": t.note,
+            }
+            for t in record.saved
+        ],
+        recomputed=dict(record.recomputed),
+        checkpoint_regions=record.checkpoint_regions,
+        instrument=record.instrument,
+    )
+
+
+def make_inputs(seed: int, dim: int, features: int) -> tuple[np.ndarray, np.ndarray]:
+    """x `(D,)` and a cotangent `(F,)`, standard normal float32, from `seed`."""
+    rng = np.random.default_rng(seed)
+    return (
+        rng.standard_normal(dim).astype(np.float32),
+        rng.standard_normal(features).astype(np.float32),
+    )
+
+
+def compare_port(
+    port: Implementation,
+    canonical: Implementation,
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    seed: int,
+) -> PortComparison:
+    """Accuracy and residuals of one port (timings are added by the caller)."""
+    row = PortComparison(port.name, "available", framework=port.framework, versions=port.versions())
+    try:
+        row.output = diff(
+            port.forward(params, x, checkpoint=True),
+            canonical.forward(params, x, checkpoint=True),
+            forward_bound(params, x),
+        )
+        # `params` is the canonical init for this seed: the exercise's own parameters.
+        features = params.features
+        row.exercise = diff(
+            port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features)),
+            canonical.to_numpy(
+                canonical.nn_checkpoint_forward(seed, canonical.from_numpy(x), features)
+            ),
+            forward_bound(params, x, param_ulps=INIT_ULPS),
+        )
+        grads = port.vjp(params, x, cotangent, checkpoint=True).as_dict()
+        reference = canonical.vjp(params, x, cotangent, checkpoint=True).as_dict()
+        for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, reference).items():
+            row.gradients[name] = diff(grads[name], reference[name], bound, shift)
+        for label, on in (("off", False), ("on", True)):
+            row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
+    except Exception as error:  # a broken port gets a row that says so, not a crash
+        row.error = f"{type(error).__name__}: {error}"
+    return row
+
+
+def warm_timings(
+    ports: Sequence[Implementation],
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    seed: int,
+    repeats: int,
+) -> list[tuple[float | None, float | None]]:
+    """Warm seconds per call of each port's forward and VJP, all interleaved."""
+    calls = []
+    for port in ports:
+        native = port.from_numpy(x)
+        # A new seed on every call: a port must not get faster by caching one init.
+        seeds = itertools.count(seed)
+        calls.append(
+            lambda port=port, native=native, seeds=seeds: port.to_numpy(
+                port.nn_checkpoint_forward(next(seeds), native, params.features)
+            )
+        )
+        calls.append(lambda port=port: port.vjp(params, x, cotangent, checkpoint=True))
+    try:
+        medians = [statistics.median(s) for s in time_interleaved(calls, repeats)]
+    except Exception:
+        return [(None, None)] * len(ports)
+    return [(medians[2 * i], medians[2 * i + 1]) for i in range(len(ports))]
+
+
+def run(
+    seed: int,
+    dim: int,
+    features: int,
+    names: Sequence[str] | None = None,
+    *,
+    repeats: int = 9,
+    first_calls: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Compare the named ports (default: every registered one) with the canonical port."""
+    notify = progress or (lambda message: None)
+    started = time.perf_counter()
+    canonical = implementations.load(implementations.CANONICAL)
+    canonical.pin_matmul_precision()
+    params = canonical.init_params(seed, dim, features)
+    x, cotangent = make_inputs(seed, dim, features)
+
+    rows: list[PortComparison] = []
+    loaded: list[Implementation] = []
+    for status in implementations.status():
+        if names and status.name not in names and status.name != implementations.CANONICAL:
+            continue
+        if status.state != "available":
+            rows.append(PortComparison(status.name, status.state, reason=status.reason))
+            continue
+        port = implementations.load(status.name)
+        port.pin_matmul_precision()
+        notify(f"comparing {port.name}")
+        rows.append(compare_port(port, canonical, params, x, cotangent, seed))
+        rows[-1].reference = port.name == implementations.CANONICAL
+        loaded.append(port)
+
+    notify("timing warm calls, interleaved")
+    by_name = {row.name: row for row in rows}
+    working = [port for port in loaded if not by_name[port.name].error]
+    for port, (fwd, vjp) in zip(
+        working, warm_timings(working, params, x, cotangent, seed, repeats), strict=True
+    ):
+        by_name[port.name].warm_forward_seconds = fwd
+        by_name[port.name].warm_vjp_seconds = vjp
+
+    if first_calls:
+        with tempfile.TemporaryDirectory() as scratch:
+            inputs = Path(scratch) / "inputs.npz"
+            np.savez(inputs, **params.as_dict(), x=x, cotangent=cotangent)
+            for port in loaded:  # one at a time: two compiling processes would share 2 cores
+                notify(f"first call of {port.name}, fresh process")
+                by_name[port.name].first_call = first_call(port.name, inputs, seed)
+    return Comparison(
+        seed, dim, features, implementations.CANONICAL, rows, time.perf_counter() - started
+    )
+
+
+def failed(comparison: Comparison) -> bool:
+    """Whether a port is broken, errored, or exceeds a bound."""
+    for row in comparison.ports:
+        if row.state == "broken" or row.error:
+            return True
+        diffs = [row.output, row.exercise, *row.gradients.values()]
+        if any(d is not None and d.worst_ratio > 1.0 for d in diffs):
+            return True
+    return False
