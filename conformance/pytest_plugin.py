@@ -15,13 +15,16 @@ ports; `--expectations DIR` reads expected failures from `DIR/<port>.txt`;
 its own (`conformance.worker`), kept for the session: a port that crashes or
 hangs fails its own test (naming the signal, the example and what it printed)
 and nothing else, and Keras backends never share a process. Under
-pytest-xdist, every test of one port goes to the same xdist worker
-(`xdist_group` marks; run with `--dist loadgroup`, as this project's config
-does), so each port is loaded once.
+pytest-xdist with `--dist loadscope` (this project's config), every test of
+one port goes to the same xdist worker, so each port is loaded once; other
+tests are grouped by module, as loadscope does. (`--dist loadgroup` and
+`xdist_group` marks would do it too, but pytest 9.2 broke them:
+pytest-dev/pytest-xdist#1386.)
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -59,6 +62,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the longest one example may take (default: the profile's)",
     )
     group.addoption(
+        "--conformance-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="examples per property (default: the profile's)",
+    )
+    group.addoption(
         "--conformance-in-process",
         action="store_true",
         help="check the ports in the test process: no isolation (for debugging)",
@@ -67,15 +77,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     environment.prepare()
-    config.addinivalue_line("markers", "xdist_group(name): run in one pytest-xdist worker")
+
+
+# `test_property[<port>-<property key>]`, as pytest_generate_tests names them.
+_PORT_TEST = re.compile(r"::test_property\[(?P<port>.+)-[a-z]_\w+\]$")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under `--dist loadscope`, one port's tests are one scope: one xdist worker loads it."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PortScopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            found = _PORT_TEST.search(nodeid)
+            return f"port {found['port']}" if found else super()._split_scope(nodeid)
+
+    return PortScopes(config, log)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "port_name" in metafunc.fixturenames:
         names = metafunc.config.getoption("port") or list(implementations.registered())
-        # One xdist worker per port: its worker process is started once.
-        params = [pytest.param(n, marks=pytest.mark.xdist_group(f"port-{n}")) for n in names]
-        metafunc.parametrize("port_name", params)
+        metafunc.parametrize("port_name", names)
     if "conformance_property" in metafunc.fixturenames:
         metafunc.parametrize("conformance_property", PROPERTIES, ids=[p.key for p in PROPERTIES])
 
@@ -135,6 +161,7 @@ def conformance_session(request: pytest.FixtureRequest):
     config = RunConfig(
         ports=(),
         profile=profiles.load(),
+        max_examples=request.config.getoption("conformance_examples"),
         timeout=request.config.getoption("conformance_timeout"),
         in_process=request.config.getoption("conformance_in_process"),
         expectations_dir=Path(directory) if directory else None,

@@ -1,12 +1,20 @@
-"""Small helpers the tests share: loading a port or skipping, walking jaxprs, comparing bits."""
+"""Small helpers the tests share: ports or skips, jaxprs, bits, external ports, blocked imports."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import implementations
-from implementations import PortUnavailable
+from implementations import ENTRY_POINT_GROUP, PortUnavailable
+
+ROOT = Path(__file__).resolve().parents[1]
 
 REMAT_NAMES = ("remat2", "remat", "checkpoint")
 
@@ -64,3 +72,59 @@ def without_frameworks(directory, names) -> dict[str, str]:
         )
     path = os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")])
     return {**os.environ, "PYTHONPATH": path}
+
+
+def make_distribution(
+    root: Path, name: str, entry_points: dict[str, str], modules: dict[str, str]
+) -> Path:
+    """Write a source tree and its dist-info into `root`; return `root` for `PYTHONPATH`.
+
+    **Arguments:**
+
+    - `name`: the distribution's name, e.g. `"my-port-pkg"`.
+    - `entry_points`: port name -> `"module:Class"`, in the suite's group.
+    - `modules`: relative path -> source, e.g. `{"my_port_pkg/port.py": ...}`.
+    """
+    points = "\n".join(f'{port} = "{target}"' for port, target in entry_points.items())
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            [build-system]
+            requires = ["setuptools>=69"]
+            build-backend = "setuptools.build_meta"
+
+            [project]
+            name = "{name}"
+            version = "0.1"
+            dependencies = ["remat-conformance"]
+
+            [project.entry-points."{ENTRY_POINT_GROUP}"]
+            """
+        )
+        + points
+        + "\n"
+    )
+    for relative, source in modules.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+    # What `pip install` would write next to the package (the name normalized).
+    dist_info = root / f"{name.replace('-', '_')}-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    lines = [f"[{ENTRY_POINT_GROUP}]"] + [f"{p} = {t}" for p, t in entry_points.items()]
+    (dist_info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def run_python(args: list[str], path: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python *args` with `path` on `PYTHONPATH` and a wide terminal for the report."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(path), os.environ.get("PYTHONPATH", "")]),
+        "COLUMNS": "200",
+        "JAX_PLATFORMS": "cpu",
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )

@@ -7,20 +7,22 @@ from the code under test. One shape, (D, F) = (6, 4), keeps compiles few.
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conformance.tolerance import analyse_forward, vjp_bounds
-from implementations import contract
-from implementations.contract import Params
-from implementations.porting import jax as porting
-from tests import reference
-from tests.helpers import port_or_skip, remat_equations, same_bits
+jax = pytest.importorskip("jax")
+
+import jax.numpy as jnp  # noqa: E402
+
+from conformance.tolerance import analyse_forward, vjp_bounds  # noqa: E402
+from implementations import contract  # noqa: E402
+from implementations.contract import Params  # noqa: E402
+from implementations.porting import jax as porting  # noqa: E402
+from tests import reference  # noqa: E402
+from tests.helpers import port_or_skip, remat_equations, same_bits  # noqa: E402
 
 JAX_PORTS = ["flax_linen", "equinox_jax", "flax_nnx", "jax_checkpoint"]
 NON_CANONICAL = [name for name in JAX_PORTS if name != "flax_linen"]
