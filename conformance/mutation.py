@@ -63,7 +63,7 @@ def hunt(
         outcome = run_property(
             BY_ID[prop_id],
             mutant.port,
-            canonical,
+            lambda: canonical,
             max_examples=max_examples,
             scope="small",
             shrink=False,

@@ -1,6 +1,9 @@
 """The properties every port must satisfy, (a) to (h).
 
-Each check takes the port, the canonical port and one drawn case. It returns
+Each property has two halves. `prepare(canonical, case)` computes what the
+port is compared with: the canonical port's results and the error bounds;
+it depends on the case alone, so a run can make it once for every port
+(`conformance.bank`). `check(port, reference, case)` runs the port, returns
 the worst error/bound ratio it saw (None where there is no bound) and raises
 `ConformanceError` when the port breaks the property.
 """
@@ -27,19 +30,25 @@ from implementations.contract import (
 
 from . import strategies
 from .checks import bitwise_equal, check_shape, fail, within, within_ulps
-from .tolerance import INIT_ULPS, forward_bound, vjp_comparison
+from .tolerance import INIT_ULPS, analyse_vjp, forward_bound, vjp_comparison
 
 
 @dataclass(frozen=True)
 class Property:
-    """One property: its letter, what it checks, its inputs and its check.
+    """One property: its letter, what it checks, its inputs, and the two halves of its check.
 
     **Arguments:**
 
     - `id`: the letter, "a" to "h".
     - `name`: a short name for reports and test ids.
     - `title`: one line for people.
-    - `check`: `(port, canonical, case) -> worst ratio or None`.
+    - `check`: `(port, reference, case) -> worst ratio or None`: the port's
+      side; it raises `ConformanceError` when the port breaks the property.
+    - `prepare`: `(canonical, case) -> reference`: what the port is compared
+      with (the canonical port's results, the error bounds). It depends on
+      the case alone, so a run may make it once and keep it (`bank`);
+      `canonical` is None for properties that do not need it. None: the
+      check needs no reference.
     - `strategy`: `scope -> SearchStrategy` of cases, for Hypothesis (scope:
       see `strategies.shapes`).
     - `cases`: instead of a strategy, a finite list run in full.
@@ -49,7 +58,8 @@ class Property:
     id: str
     name: str
     title: str
-    check: Callable[[Implementation, Implementation | None, Any], float | None]
+    check: Callable[[Implementation, Any, Any], float | None]
+    prepare: Callable[[Implementation | None, Any], Any] | None = None
     strategy: Callable[[str], st.SearchStrategy] | None = None
     cases: Callable[[], Sequence[Any]] | None = None
     needs_canonical: bool = True
@@ -65,10 +75,13 @@ def _params(port: Implementation, value: Any) -> Params:
     return value
 
 
-def check_init(port: Implementation, canonical: Implementation, case) -> float:
+def prepare_init(canonical: Implementation, case) -> Params:
+    return _params(canonical, canonical.init_params(case.seed, case.dim, case.features))
+
+
+def check_init(port: Implementation, reference: Params, case) -> float:
     """(a) The port's own seeded init equals the canonical parameters to 2 ulp."""
     mine = _params(port, port.init_params(case.seed, case.dim, case.features))
-    reference = canonical.init_params(case.seed, case.dim, case.features)
     return max(
         within_ulps(
             port.name, f"init {name}", getattr(mine, name), getattr(reference, name), INIT_ULPS
@@ -77,11 +90,17 @@ def check_init(port: Implementation, canonical: Implementation, case) -> float:
     )
 
 
-def check_forward(port: Implementation, canonical: Implementation, case) -> float:
+def prepare_forward(canonical: Implementation, case) -> dict[str, np.ndarray]:
+    return {
+        "output": np.asarray(canonical.forward(case.params, case.x, checkpoint=True)),
+        "bound": forward_bound(case.params, case.x),
+    }
+
+
+def check_forward(port: Implementation, reference: dict, case) -> float:
     """(b) From shared parameters, the forward pass equals the canonical."""
     out = port.forward(case.params, case.x, checkpoint=True)
-    reference = canonical.forward(case.params, case.x, checkpoint=True)
-    return within(port.name, "forward output", out, reference, forward_bound(case.params, case.x))
+    return within(port.name, "forward output", out, reference["output"], reference["bound"])
 
 
 def _grads(port: Implementation, value: Any) -> Grads:
@@ -90,32 +109,47 @@ def _grads(port: Implementation, value: Any) -> Grads:
     return value
 
 
-def check_vjp(port: Implementation, canonical: Implementation, case) -> float:
+def prepare_vjp(canonical: Implementation, case) -> dict[str, Any]:
+    grads = _grads(canonical, canonical.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    return {"grads": grads.as_dict(), "analysis": analyse_vjp(case.params, case.x, case.cotangent)}
+
+
+def check_vjp(port: Implementation, reference: dict, case) -> float:
     """(c) The VJP equals the canonical, for every parameter gradient and the x gradient."""
-    grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True)).as_dict()
-    reference = canonical.vjp(case.params, case.x, case.cotangent, checkpoint=True).as_dict()
-    return _compare_grads(port.name, "VJP d/d{}", case, grads, reference)
+    grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    return _compare_grads(
+        port.name, "VJP d/d{}", case, reference["analysis"], grads.as_dict(), reference["grads"]
+    )
 
 
-def _compare_grads(port: str, quantity: str, case, grads: dict, reference: dict) -> float:
-    comparison = vjp_comparison(case.params, case.x, case.cotangent, grads, reference)
+def _compare_grads(port: str, quantity: str, case, analysis, grads: dict, reference: dict) -> float:
+    comparison = vjp_comparison(
+        case.params, case.x, case.cotangent, grads, reference, analysis=analysis
+    )
     return max(
         within(port, quantity.format(name), grads[name], reference[name], bound, shift)
         for name, (shift, bound) in comparison.items()
     )
 
 
-def check_checkpoint_is_transparent(port: Implementation, canonical, case) -> float:
+def prepare_on_off(canonical: None, case) -> dict[str, Any]:
+    return {
+        "bound": forward_bound(case.params, case.x),
+        "analysis": analyse_vjp(case.params, case.x, case.cotangent),
+    }
+
+
+def check_checkpoint_is_transparent(port: Implementation, reference: dict, case) -> float:
     """(d) Checkpoint on equals checkpoint off, within the port, forward and VJP."""
     on = port.forward(case.params, case.x, checkpoint=True)
     off = port.forward(case.params, case.x, checkpoint=False)
-    worst = within(
-        port.name, "forward, checkpoint on vs off", on, off, forward_bound(case.params, case.x)
-    )
+    worst = within(port.name, "forward, checkpoint on vs off", on, off, reference["bound"])
     grads_on = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
     grads_off = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=False))
     quantity = "VJP d/d{}, checkpoint on vs off"
-    comparison = _compare_grads(port.name, quantity, case, grads_on.as_dict(), grads_off.as_dict())
+    comparison = _compare_grads(
+        port.name, quantity, case, reference["analysis"], grads_on.as_dict(), grads_off.as_dict()
+    )
     return max(worst, comparison)
 
 
@@ -136,7 +170,7 @@ def _expect_checkpointed(port: str, what: str, record: BackwardRecord) -> None:
         fail(port, what, f"{record.instrument} finds no checkpoint region")
 
 
-def check_evidence(port: Implementation, canonical, case) -> None:
+def check_evidence(port: Implementation, reference: None, case) -> None:
     """(e) The framework's own instrument shows the checkpoint on the grad path."""
     param_case, seed = case
     params, x = param_case.params, param_case.x
@@ -173,17 +207,24 @@ def _run_exercise(port: Implementation, case, x: Any) -> np.ndarray:
     return out
 
 
-def check_end_to_end(port: Implementation, canonical: Implementation, case) -> float:
+def prepare_end_to_end(canonical: Implementation, case) -> dict[str, np.ndarray]:
+    params = _params(canonical, canonical.init_params(case.seed, case.dim, case.features))
+    return {
+        "output": _run_exercise(canonical, case, canonical.from_numpy(case.x.copy())),
+        # Each port makes its own init, which may differ by INIT_ULPS from Flax's.
+        "bound": forward_bound(params, case.x, param_ulps=INIT_ULPS),
+    }
+
+
+def check_end_to_end(port: Implementation, reference: dict, case) -> float:
     """(f) `nn_checkpoint_forward(seed, x, features)` equals the canonical's."""
     out = _run_exercise(port, case, port.from_numpy(case.x.copy()))
-    reference = _run_exercise(canonical, case, canonical.from_numpy(case.x.copy()))
-    params = canonical.init_params(case.seed, case.dim, case.features)
-    # Each port makes its own init, which may differ by INIT_ULPS from Flax's.
-    bound = forward_bound(params, case.x, param_ulps=INIT_ULPS)
-    return within(port.name, "nn_checkpoint_forward output", out, reference, bound)
+    return within(
+        port.name, "nn_checkpoint_forward output", out, reference["output"], reference["bound"]
+    )
 
 
-def check_bad_input(port: Implementation, canonical, case) -> None:
+def check_bad_input(port: Implementation, reference: None, case) -> None:
     """(g) A bad input raises the contract's exception type, naming the argument."""
     bad, form = case
     bad: BadInput
@@ -210,7 +251,7 @@ def check_bad_input(port: Implementation, canonical, case) -> None:
     return None
 
 
-def check_call_hygiene(port: Implementation, canonical, case) -> None:
+def check_call_hygiene(port: Implementation, reference: None, case) -> None:
     """(h) x is left unchanged, the output is float32 `(F,)`, and calls repeat exactly."""
     forms = {
         "numpy": lambda: case.x.copy(),
@@ -237,18 +278,18 @@ def _bad_input_cases() -> list[tuple[BadInput, str]]:
 
 PROPERTIES: tuple[Property, ...] = (
     Property("a", "init", "init params equal the canonical (2 ulp)", check_init,
-             strategy=strategies.exercise_cases),
+             prepare_init, strategy=strategies.exercise_cases),
     Property("b", "forward", "forward from shared params equals the canonical", check_forward,
-             strategy=strategies.param_cases),
+             prepare_forward, strategy=strategies.param_cases),
     Property("c", "vjp", "VJP (params and x) equals the canonical", check_vjp,
-             strategy=strategies.param_cases),
+             prepare_vjp, strategy=strategies.param_cases),
     Property("d", "on_off", "checkpoint on equals off, within the port",
-             check_checkpoint_is_transparent,
+             check_checkpoint_is_transparent, prepare_on_off,
              strategy=strategies.param_cases, needs_canonical=False),
     Property("e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,
              strategy=_evidence_cases, needs_canonical=False),
     Property("f", "end_to_end", "nn_checkpoint_forward equals the canonical", check_end_to_end,
-             strategy=strategies.exercise_cases),
+             prepare_end_to_end, strategy=strategies.exercise_cases),
     Property("g", "bad_inputs", "bad inputs raise the contract's errors", check_bad_input,
              cases=_bad_input_cases, needs_canonical=False),
     Property("h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,

@@ -1,14 +1,24 @@
-"""Run one property on one port with Hypothesis, and collect what happened.
+"""Run one property on one port, and collect what happened.
 
 The CLI, its worker processes and the pytest plugin all run properties
 through `run_property`, so a port passes or fails the same way under each.
+
+Two ways to get the examples, with the same examples either way:
+
+- **from the bank**, under a derandomized profile (`ci`): the cases and the
+  canonical side of each are made once per machine and kept
+  (`conformance.bank`); the port's checks run on them directly. The first
+  failure is then handed to Hypothesis, which draws the same cases again,
+  reaches the same failure and shrinks it;
+- **from Hypothesis** directly (`dev`, `thorough`, or replaying a blob).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +29,7 @@ from hypothesis.errors import FailedHealthCheck, InvalidArgument
 
 from implementations.contract import Implementation
 
+from . import bank
 from .checks import ConformanceError
 from .properties import Property
 from .strategies import describe, shape_key
@@ -29,6 +40,8 @@ _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
 #: Every status an outcome can have; the last three fail a run.
 STATUSES = ("pass", "skip", "reference", "xfail", "xpass", "fail", "crashed", "timeout")
 FAILING = frozenset({"fail", "crashed", "timeout"})
+
+Canonical = Callable[[], Implementation | None]  # the canonical port, loaded when first asked
 
 
 @dataclass
@@ -80,82 +93,176 @@ class _Tally:
             self.worst_ratio = ratio if self.worst_ratio is None else max(self.worst_ratio, ratio)
 
 
+class _NoClock:
+    @staticmethod
+    @contextlib.contextmanager
+    def part(name: str) -> Iterator[None]:
+        yield
+
+
 def run_property(
     prop: Property,
     port: Implementation,
-    canonical: Implementation | None,
+    canonical: Canonical,
     *,
     max_examples: int | None = None,
     scope: str = "menu",
     on_example: Callable[[str], None] | None = None,
+    on_prepare: Callable[[str], None] | None = None,
     shrink: bool = True,
     database: Path | None = None,
     reproduce: str = "",
+    timing: Any = None,
 ) -> Outcome:
     """Run one property on one port; never raises for a failing port.
 
     **Arguments:**
 
+    - `canonical`: returns the canonical port (None when it cannot load);
+      called only when the property's canonical side must be computed.
     - `max_examples`: overrides the active Hypothesis profile's count.
     - `scope`: which shapes to draw (see `strategies.shapes`).
     - `on_example(description)`: called before each example, with a short
       description of it (for progress bars, and to name the example a
-      crashing port died on).
+      crashing port died on); `on_prepare(description)` likewise, before
+      the canonical side of an example is made.
     - `shrink`: let Hypothesis shrink a failure to a minimal example (slow, but
       the report is clearer); the mutation run only needs to know it failed.
     - `database`: a directory for Hypothesis's example database, so that a
       rerun tries the last failing example first; None keeps none.
     - `reproduce`: a blob from an earlier failure, to replay that example only.
+    - `timing`: a clock with a `part(name)` context (benchmarks/suite_speed.py):
+      drawing or loading cases is charged to "drawing", the checks to "rest".
     """
-    if prop.needs_canonical and canonical is None:
-        return Outcome(port.name, prop.key, "skip", message="the canonical port is not available")
-    tally = _Tally()
-
-    def one(case: Any) -> None:
-        if on_example is not None:
-            on_example(describe(case))
-        start = time.perf_counter()
-        ratio = prop.check(port, canonical, case)
-        tally.add(case, ratio, time.perf_counter() - start)
-
-    started = time.perf_counter()
+    run = _Run(prop, port, canonical, on_example, on_prepare, timing or _NoClock())
     try:
-        if prop.cases is not None:
+        if prop.cases is not None:  # a fixed list, run in full; it needs no reference
             for case in prop.cases():
-                one(case)
+                run.one(case, None)
+        elif bank.derandomized() and not reproduce:
+            run.from_bank(scope, max_examples)
         else:
-            overrides: dict[str, Any] = {
-                "database": DirectoryBasedExampleDatabase(database) if database else None
-            }
-            if not shrink:
-                overrides["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
-            if max_examples is not None:
-                overrides["max_examples"] = max_examples
-            test = given(prop.strategy(scope))(one)
-            if reproduce:
-                test = reproduce_failure(*reproduce.split(":", 1))(test)
-            settings(**overrides)(test)()
+            run.from_hypothesis(scope, max_examples, shrink, database, reproduce)
     except (InvalidArgument, FailedHealthCheck):
         raise  # a bug in the suite's own strategies, not in the port
-    except ConformanceError as error:
-        return _finish(tally, port, prop, "fail", error, f"{error}", started)
-    except Exception as error:  # the port raised: that is a failure too
-        message = f"[{port.name}] raised {type(error).__name__}: {error}"
-        return _finish(tally, port, prop, "fail", error, message, started)
-    return _finish(tally, port, prop, "pass", None, "", started)
+    except _NoCanonical:
+        return run.finish("skip", None, "the canonical port is not available")
+    except CanonicalFailed as error:  # not the port's doing, but nothing can be compared
+        return run.finish("fail", error.__cause__, str(error))
+    except Exception as error:  # a ConformanceError, or the port raised: a failure
+        if isinstance(error, ConformanceError):
+            failure = run.finish("fail", error, f"{error}")
+        else:
+            message = f"[{port.name}] raised {type(error).__name__}: {error}"
+            failure = run.finish("fail", error, message)
+        if not (run.banked and shrink):
+            return failure
+        # Hypothesis draws the same cases again, reaches this failure, and shrinks it.
+        shrunk = run_property(
+            prop, port, canonical, max_examples=max_examples, scope=scope,
+            on_example=on_example, on_prepare=on_prepare, shrink=True, reproduce=_NOT_BANKED,
+            timing=timing,
+        )  # fmt: skip
+        if shrunk.status == "fail":
+            return shrunk
+        failure.message += (
+            "\n(Hypothesis did not meet this failure again when it drew the same examples "
+            "to shrink it: the port gives different answers to the same call)"
+        )
+        return failure
+    return run.finish("pass", None, "")
 
 
-def _finish(tally, port, prop, status: str, error, message: str, started: float) -> Outcome:
-    notes = "\n".join(getattr(error, "__notes__", [])) if error is not None else ""
-    blob = _BLOB.search(notes)
-    return Outcome(
-        port=port.name,
-        property=prop.key,
-        status=status,
-        examples=tally.examples,
-        worst_ratio=tally.worst_ratio,
-        message=f"{message}\n{notes}" if notes else message,  # the notes whole
-        reproduce=f"{blob.group(1)}:{blob.group(2)}" if blob else "",
-        seconds=time.perf_counter() - started,
-        first_use_seconds=tally.first_use_seconds,
-    )
+# Passed as `reproduce` to take the Hypothesis path without replaying a blob.
+_NOT_BANKED = "\0draw"
+
+
+class _NoCanonical(Exception):
+    """The property needs the canonical port, and it cannot load."""
+
+
+class CanonicalFailed(Exception):
+    """Making the canonical side of an example raised: the reference, not the port, failed."""
+
+
+def prepare(prop: Property, canonical: Implementation | None, case: Any) -> Any:
+    """`prop.prepare(canonical, case)`, with its failures said to be the canonical port's."""
+    try:
+        return prop.prepare(canonical, case)
+    except Exception as error:
+        who = f"the canonical port {canonical.name!r}" if canonical is not None else "the suite"
+        raise CanonicalFailed(
+            f"{who} raised {type(error).__name__} while making the reference for "
+            f"{prop.key} ({describe(case)}): {error}"
+        ) from error
+
+
+class _Run:
+    """One property on one port: its examples, its tally, its clock."""
+
+    def __init__(self, prop: Property, port, canonical: Canonical, on_example, on_prepare, clock):
+        self.prop, self.port, self.canonical = prop, port, canonical
+        self.on_example, self.on_prepare, self.clock = on_example, on_prepare, clock
+        self.tally, self.banked = _Tally(), False
+        self.started = time.perf_counter()
+
+    def one(self, case: Any, reference: Any) -> None:
+        if self.on_example is not None:
+            self.on_example(describe(case))
+        start = time.perf_counter()
+        with self.clock.part("rest"):
+            ratio = self.prop.check(self.port, reference, case)
+        self.tally.add(case, ratio, time.perf_counter() - start)
+
+    def from_bank(self, scope: str, max_examples: int | None) -> None:
+        self.banked = True
+        with self.clock.part("drawing"):
+            cases = bank.cases(self.prop, scope, max_examples)
+        references = [None] * len(cases)
+        if self.prop.prepare is not None:
+            references = bank.references(
+                self.prop, cases, self._canonical_or_raise, prepare, self.on_prepare
+            )
+        for case, reference in zip(cases, references, strict=True):
+            self.one(case, reference)
+
+    def from_hypothesis(self, scope, max_examples, shrink, database, reproduce) -> None:
+        canonical = self._canonical_or_raise() if self.prop.needs_canonical else None
+
+        def check(case: Any) -> None:
+            reference = prepare(self.prop, canonical, case) if self.prop.prepare else None
+            self.one(case, reference)
+
+        overrides: dict[str, Any] = {
+            "database": DirectoryBasedExampleDatabase(database) if database else None
+        }
+        if not shrink:
+            overrides["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+        if max_examples is not None:
+            overrides["max_examples"] = max_examples
+        test = given(self.prop.strategy(scope))(bank.example)
+        if reproduce and reproduce != _NOT_BANKED:
+            test = reproduce_failure(*reproduce.split(":", 1))(test)
+        with bank.handing_to(check), self.clock.part("drawing"):
+            settings(**overrides)(test)()
+
+    def _canonical_or_raise(self) -> Implementation:
+        canonical = self.canonical()
+        if canonical is None:
+            raise _NoCanonical
+        return canonical
+
+    def finish(self, status: str, error, message: str) -> Outcome:
+        notes = "\n".join(getattr(error, "__notes__", [])) if error is not None else ""
+        blob = _BLOB.search(notes)
+        return Outcome(
+            port=self.port.name,
+            property=self.prop.key,
+            status=status,
+            examples=self.tally.examples,
+            worst_ratio=self.tally.worst_ratio,
+            message=f"{message}\n{notes}" if notes else message,  # the notes whole
+            reproduce=f"{blob.group(1)}:{blob.group(2)}" if blob else "",
+            seconds=time.perf_counter() - self.started,
+            first_use_seconds=self.tally.first_use_seconds,
+        )

@@ -219,6 +219,8 @@ class Supervisor:
             run.example, run.call = message[1], None
             if run.current and run.current[0] == "property":
                 self.notify(run.task, "advance", 1)
+        elif kind == "preparing":
+            run.example, run.call = f"the canonical side of {message[1]}", None
         elif kind == "call":
             run.call = (message[1], message[2])
         elif kind == "outcome":

@@ -211,6 +211,8 @@ def vjp_comparison(
     cotangent: np.ndarray,
     grads: dict[str, np.ndarray],
     reference: dict[str, np.ndarray],
+    *,
+    analysis: VJPAnalysis | None = None,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per gradient, the difference that relu-kink side flips explain, and the bound on the rest.
 
@@ -220,9 +222,11 @@ def vjp_comparison(
     so "either side" is accepted at kinks only and nothing in between. Where
     it is not, the bound grows by the flip's largest effect instead.
 
+    `analysis` is `analyse_vjp(params, x, cotangent)`, if already made.
+
     **Returns:** `{name: (shift, bound)}`: check `|grads - reference - shift| <= bound`.
     """
-    vjp = analyse_vjp(params, x, cotangent)
+    vjp = analysis if analysis is not None else analyse_vjp(params, x, cotangent)
     decidable = vjp.kinks & (np.abs(vjp.g_a) > 4.0 * vjp.e_ga)
     ambiguous = vjp.kinks & ~decidable
 

@@ -15,6 +15,7 @@ child to parent:
 - `("loaded", PortInfo)`: the port loaded (or why not);
 - `("begin", kind, key)`: a property or a mutant starts;
 - `("example", text)`: an example starts (a short description);
+- `("preparing", text)`: the canonical side of an example is being made;
 - `("call", side, method)`: a contract method of the port or the canonical
   port is about to run;
 - `("outcome", Outcome)`, `("mutant", MutantResult)`: one finished;
@@ -162,14 +163,14 @@ class Session:
             return Outcome(port.name, key, "reference", message=message)
         if prop.needs_canonical and canonical_failure:
             return Outcome(port.name, key, "skip", message=canonical_failure)
-        canonical = self.canonical() if prop.needs_canonical else None
         return run_property(
             prop,
             Announced(port, "port", self.emit),
-            _announced(canonical, "canonical", self.emit),
+            lambda: _announced(self.canonical(), "canonical", self.emit),
             max_examples=settings.max_examples,
             scope=settings.scope,
             on_example=lambda text: self.emit(("example", text)),
+            on_prepare=lambda text: self.emit(("preparing", text)),
             database=settings.database,
             reproduce=settings.reproduce,
         )

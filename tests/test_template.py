@@ -92,7 +92,7 @@ def test_an_unfinished_copy_fails_every_property(unfinished_copy):
         # Without shrinking: every example fails at once, and shrinking would
         # only look for the smallest of them, at ~4 s a property.
         outcome = run_property(
-            prop, unfinished_copy, canonical, max_examples=3, scope="small", shrink=False
+            prop, unfinished_copy, lambda: canonical, max_examples=3, scope="small", shrink=False
         )
         assert outcome.status == "fail", (prop.key, outcome.status, outcome.message)
         assert outcome.message.startswith("[template] "), outcome.message
