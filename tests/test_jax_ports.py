@@ -22,7 +22,7 @@ from implementations.porting import jax as porting
 from tests import reference
 from tests.helpers import port_or_skip, remat_equations, same_bits
 
-JAX_PORTS = ["flax_linen", "equinox_jax", "flax_nnx", "jax_checkpoint"]
+JAX_PORTS = ["flax_linen", "equinox_jax", "flax_nnx", "jax_checkpoint", "haiku"]
 NON_CANONICAL = [name for name in JAX_PORTS if name != "flax_linen"]
 DIM, FEATURES = 6, 4
 X = np.array([0.5, -1.25, 2.0, 0.0, 3.0, -0.5], np.float32)

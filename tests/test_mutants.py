@@ -30,6 +30,8 @@ KILLED_BY = {
     "truncates_seed": "g_bad_inputs",
     "wrong_error_type": "g_bad_inputs",
     "not_repeatable": "h_hygiene",
+    "haiku_no_remat": "e_evidence",
+    "mlx_no_checkpoint": "e_evidence",
 }
 
 

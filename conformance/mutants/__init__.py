@@ -36,6 +36,8 @@ MUTANTS: dict[str, tuple[str, str]] = {
     "truncates_seed": ("flax_mutants:TruncatesSeed", "int(seed) unchecked: 1.5 runs as 1"),
     "wrong_error_type": ("flax_mutants:WrongErrorType", "TypeError for a non-finite x"),
     "not_repeatable": ("flax_mutants:NotRepeatable", "each call drifts by an ulp"),
+    "haiku_no_remat": ("haiku_mutants:HaikuNoRemat", "Haiku MLP without hk.remat"),
+    "mlx_no_checkpoint": ("mlx_mutants:MlxNoCheckpoint", "MLX MLP without nn.utils.checkpoint"),
 }
 
 
