@@ -442,7 +442,8 @@ def test_importing_the_bench_imports_no_framework():
         import sys
         import conformance.bench, conformance.bench.measure, conformance.bench.render
         import conformance.compare
-        loaded = [m for m in ("jax", "torch", "flax", "equinox", "matplotlib") if m in sys.modules]
+        frameworks = ("jax", "torch", "flax", "equinox", "mlx", "matplotlib")
+        loaded = [m for m in frameworks if m in sys.modules]
         assert not loaded, loaded
         print("ok")
         """
