@@ -140,6 +140,27 @@ def test_the_gradient_graph_holds_the_checkpoint_only_when_on():
     assert 'label ="CustomTransforms"' in _dot(grad(mx.array(X)))
 
 
+def test_the_graph_instrument_reads_what_mlx_keeps_and_reruns():
+    # By hand, from MLX's VJPs: without the checkpoint the backward pass reads x
+    # (dW1), the pre-activation (Maximum's VJP compares its input with 0) and
+    # relu's output (dW2). With it, the region's inputs; its backward reruns
+    # AddMM and Maximum for the parameter gradients, and only AddMM (relu's
+    # mask) for x's gradient alone: the rest of the rerun is never needed.
+    params = _random_params(9)
+    on = PORT.backward_record(params, X, checkpoint=True)
+    off = PORT.backward_record(params, X, checkpoint=False)
+    exercise = PORT.exercise_record(3, X, FEATURES)
+    assert sorted(t.origin for t in on.saved) == ["input"] + ["parameter"] * 4
+    assert (on.recomputed, on.checkpoint_regions) == ({"AddMM": 1, "Maximum": 1}, 1)
+    activations = off.saved_by_origin("activation")
+    assert sorted(t.note.rsplit("named ", 1)[-1] for t in activations) == ["'fc1'", "'relu'"]
+    assert all((t.shape, t.dtype) == ((FEATURES,), "float32") for t in activations)
+    assert (off.recomputed, off.checkpoint_regions) == ({}, 0)
+    assert (exercise.recomputed, exercise.checkpoint_regions) == ({"AddMM": 1}, 1)
+    assert [t.origin for t in exercise.kept] == ["input"]
+    assert on.saved_bytes == X.nbytes < off.saved_bytes == X.nbytes + 2 * FEATURES * 4
+
+
 def test_mlxs_allocator_sees_the_checkpoint():
     # MLX's own counter, between the passes: evaluate the output of mx.vjp,
     # drop it, and see what the pending backward pass holds. Without the

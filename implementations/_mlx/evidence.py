@@ -25,7 +25,8 @@ with a `Tap`.
 - **Recomputed**: backward primitives off the cotangent's path that compute
   again what a forward primitive computed: the same operation on the same
   values, matched by structure (pass-through operations and `Depends` seen
-  through; every constant taken as one value, since the export has none).
+  through; a named source is itself, and every unnamed one, a constant such as
+  relu's 0, is one value, since the export has no values).
   Operations the backward needs for itself (relu's mask, `Greater`) match no
   forward operation and are not counted. Data movement is left out.
 - **Regions**: `CustomTransforms` primitives (what `mx.checkpoint` builds)
@@ -163,10 +164,10 @@ class Graph:
             chain.append(previous)
         return chain
 
-    def keys(self, arguments: set[str]) -> dict[str, tuple]:
+    def keys(self, named: set[str]) -> dict[str, tuple]:
         """A structural key per array: equal keys mean the same operations on the same values."""
         key: dict[str, tuple] = {
-            a: ("argument", a) if a in arguments else ("constant",) for a in self.sources
+            a: ("source", a) if a in named else ("constant",) for a in self.sources
         }
         for primitive, inputs in self.inputs.items():
             label, outputs = self.label[primitive], self.outputs[primitive]
@@ -245,7 +246,7 @@ def backward_record(
         records.append(SavedTensor(shape, dtype, origin, note))
 
     off_path = graph.depends_on({"cotangent"})
-    key = graph.keys(set(origins))
+    key = graph.keys(set(known))
     computed = {key[a] for a in forward if a in graph.producer}
     recomputed: Counter = Counter()
     for primitive in dict.fromkeys(graph.producer[a] for a in backward if a in graph.producer):
