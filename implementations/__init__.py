@@ -45,6 +45,8 @@ BUILTIN: dict[str, str] = {
     "pytorch": "implementations.pytorch:PyTorch",
     "flax_nnx": "implementations.flax_nnx:FlaxNnx",
     "jax_checkpoint": "implementations.jax_checkpoint:JaxCheckpoint",
+    "haiku": "implementations.haiku:Haiku",
+    "mlx": "implementations.mlx:Mlx",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
@@ -54,6 +56,8 @@ _EXTRAS = {
     "pytorch": "torch",
     "flax_nnx": "nnx",
     "jax_checkpoint": "jax",
+    "haiku": "haiku",
+    "mlx": "mlx",
 }
 
 

@@ -224,6 +224,89 @@ def test_torch_checkpointed_gradients_equal_plain_ones():
 
 
 # ---------------------------------------------------------------------------
+# MLX: the lazy graph of mx.vjp, and MLX's allocator
+# ---------------------------------------------------------------------------
+
+# Per block with no checkpoint, MLX's backward reads x_l (for dW1 = x_l^T dh),
+# h = x_l W1^T + b1 (Maximum's VJP compares its input with 0: relu's mask is
+# made in the backward pass, from h) and relu's output (for dW2): 3 units. A
+# checkpoint per block keeps its inputs only: x_l, block l-1's output.
+MLX = {"none": lambda L: 3 * L, "full": lambda L: L}
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("mode", ["none", "full"])
+def test_mlx_residuals_match_hand_derived_counts(mode, depth):
+    pytest.importorskip("mlx")
+    from conformance.bench import mlx_stack
+
+    saved = mlx_stack.build("", mode, _data(depth)).residuals()
+    kept = _kept(saved)
+    units = MLX[mode](depth)
+    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
+    assert all(t.shape == (B, F) and t.dtype == "float32" for t in kept)
+    assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
+    assert all(t.shape in ((F, F), (F,)) for t in saved if t.origin == "parameter")
+
+
+def test_mlx_runs_no_save_mm():
+    pytest.importorskip("mlx")
+    from conformance.bench import mlx_stack
+
+    assert mlx_stack.configurations() == [("", "none"), ("", "full")]  # no checkpoint policy
+    with pytest.raises(ValueError, match="save-mm"):
+        mlx_stack.stack_fn("save-mm", 1)
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_mlx_allocator_agrees_with_the_graph(depth):
+    # MLX's own counter between the passes: what the forward pass allocated and
+    # is still active, its output dropped. x predates it; mx.checkpoint's Depends
+    # holds the last block's output, which nothing else needs. Each block also
+    # allocates relu's scalar 0 (4 bytes), so allow a few bytes a block.
+    pytest.importorskip("mlx")
+    from conformance.bench import mlx_stack
+
+    data = measure.make_data(Settings(depths=(depth,), batch=64, features=32), depth)
+    unit = 64 * 32 * 4
+    for mode in ("none", "full"):
+        case = mlx_stack.build("", mode, data)
+        graph = sum(t.nbytes for t in _kept(case.residuals()))
+        expected = graph - unit + (unit if mode == "full" else 0)
+        assert 0 <= case.held_bytes() - expected <= 16 * depth, mode
+
+
+def test_mlx_measure_counts_matmuls_and_peak():
+    pytest.importorskip("mlx")
+    from conformance.bench import mlx_stack
+
+    depth = 2
+    found = {mode: mlx_stack.build("", mode, _data(depth)).measure() for mode in ("none", "full")}
+    # As torch: no dx for block 0's x; the lazy graph needs only addmm 1 again
+    # (relu's mask and dW2's input), so the recomputed addmm 2 is never run.
+    assert {m: s.matmuls for m, s in found.items()} == {
+        "none": 6 * depth - 1,
+        "full": 7 * depth - 1,
+    }
+    for static in found.values():
+        assert static.temp_bytes is None
+        assert static.peak_bytes >= depth * (2 * F * F + 2 * F) * 4  # at least the gradients
+
+
+def test_mlx_checkpointed_gradients_equal_plain_ones():
+    mx = pytest.importorskip("mlx.core")
+    from conformance.bench import mlx_stack
+
+    grads = {}
+    for mode in ("none", "full"):
+        case = mlx_stack.build("", mode, _data(2))
+        loss, grads[mode] = case._step()
+        mx.eval(loss, grads[mode])
+    for a, b in zip(grads["full"], grads["none"], strict=True):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
 # Framework-free parts
 # ---------------------------------------------------------------------------
 
@@ -359,7 +442,8 @@ def test_importing_the_bench_imports_no_framework():
         import sys
         import conformance.bench, conformance.bench.measure, conformance.bench.render
         import conformance.compare
-        loaded = [m for m in ("jax", "torch", "flax", "equinox", "matplotlib") if m in sys.modules]
+        frameworks = ("jax", "torch", "flax", "equinox", "mlx", "matplotlib")
+        loaded = [m for m in frameworks if m in sys.modules]
         assert not loaded, loaded
         print("ok")
         """

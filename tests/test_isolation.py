@@ -33,6 +33,8 @@ OWN_STACK = {
     "flax_nnx": ("jax", "jaxlib", "flax"),
     "jax_checkpoint": ("jax", "jaxlib"),
     "pytorch": ("torch",),
+    "haiku": ("jax", "jaxlib", "haiku"),
+    "mlx": ("mlx",),
 }
 
 SEED, FEATURES = 2**40 + 5, 4

@@ -24,7 +24,7 @@ from implementations.porting import jax as porting  # noqa: E402
 from tests import reference  # noqa: E402
 from tests.helpers import port_or_skip, remat_equations, same_bits  # noqa: E402
 
-JAX_PORTS = ["flax_linen", "equinox_jax", "flax_nnx", "jax_checkpoint"]
+JAX_PORTS = ["flax_linen", "equinox_jax", "flax_nnx", "jax_checkpoint", "haiku"]
 NON_CANONICAL = [name for name in JAX_PORTS if name != "flax_linen"]
 DIM, FEATURES = 6, 4
 X = np.array([0.5, -1.25, 2.0, 0.0, 3.0, -0.5], np.float32)

@@ -31,6 +31,8 @@ KILLED_BY = {
     "wrong_error_type": "g_bad_inputs",
     "vague_errors": "g_bad_inputs",
     "not_repeatable": "h_hygiene",
+    "haiku_no_remat": "e_evidence",
+    "mlx_no_checkpoint": "e_evidence",
 }
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 import implementations
-from implementations import PortUnavailable
+from implementations import _EXTRAS, PortUnavailable
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
@@ -48,3 +49,14 @@ def test_builtin_ports_are_lazy_strings():
         assert module.startswith("implementations.")
         assert attr
     assert implementations.CANONICAL in implementations.BUILTIN
+
+
+def test_every_builtin_port_names_an_extra_that_pyproject_has():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert set(_EXTRAS) == set(implementations.BUILTIN)
+    (everything,) = extras["all"]
+    for port, extra in _EXTRAS.items():
+        assert extra in extras, port
+        assert extra in everything.split("[")[1].rstrip("]").split(","), port

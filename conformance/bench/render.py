@@ -25,7 +25,7 @@ COLUMNS = (
     ("saved MiB", "saved"),
     ("saved/min", "xmin"),
     ("XLA temp MiB", "temp"),
-    ("torch peak MiB", "peak"),
+    ("peak MiB", "peak"),
     ("matmuls", "mm"),
     ("step ms", "ms"),
     ("time/none", "xnone"),
@@ -171,7 +171,8 @@ def print_report(report: BenchReport, console: Console) -> None:
     table = Table(
         title=f"bench · Dense({s.features})→relu→Dense({s.features}) x L · batch {s.batch}",
         caption="saved: residual MiB, parameters left out · xmin: over L·B·F·4 (block inputs) · "
-        "temp: XLA compiled temp MiB · peak: torch profiler MiB · mm: matmuls per step · "
+        "temp: XLA compiled temp MiB · peak: torch profiler / MLX allocator MiB · "
+        "mm: matmuls per step · "
         "ms: median step · xnone: median per-repeat time ratio",
         box=None,  # no rules: the table fits an 80-column terminal
         padding=(0, 1),
@@ -201,8 +202,8 @@ def print_report(report: BenchReport, console: Console) -> None:
 
 # The plot: colour by mode, line style by framework and variant.
 _COLOURS = {"none": "tab:red", "full": "tab:blue", "save-mm": "tab:green"}
-_STYLES = {("jax", "unrolled"): "-", ("jax", "scan"): "--", ("torch", ""): ":"}
-_MARKERS = {"jax": "o", "torch": "s"}
+_STYLES = {("jax", "unrolled"): "-", ("jax", "scan"): "--", ("torch", ""): ":", ("mlx", ""): "-."}
+_MARKERS = {"jax": "o", "torch": "s", "mlx": "D"}
 
 
 def plot(report: BenchReport, path) -> str | None:
@@ -218,7 +219,7 @@ def plot(report: BenchReport, path) -> str | None:
     figure, axes = plt.subplots(2, 2, figsize=(13, 9.5))
     panels = (
         ("saved residual bytes (MiB)", lambda r: r.saved_bytes / MIB, True),
-        ("XLA compiled temp (jax) · profiler peak (torch), MiB", _memory, True),
+        ("XLA compiled temp (jax) · peak (torch profiler, MLX allocator), MiB", _memory, True),
         ("step time, forward+backward (ms, median)", lambda r: _ms(r.step_median), True),
         ("step time / no checkpoint (median of per-repeat ratios)", lambda r: r.time_ratio, False),
     )

@@ -54,6 +54,15 @@ MUTANTS: dict[str, MutantSpec] = {
         _flax("wrong_error_type", "WrongErrorType", "TypeError for a non-finite x"),
         _flax("vague_errors", "VagueErrors", "a bad x's error says only 'expected a valid input'"),
         _flax("not_repeatable", "NotRepeatable", "each call drifts by an ulp"),
+        MutantSpec(
+            "haiku_no_remat", "haiku_mutants:HaikuNoRemat", "Haiku MLP without hk.remat", "haiku"
+        ),
+        MutantSpec(
+            "mlx_no_checkpoint",
+            "mlx_mutants:MlxNoCheckpoint",
+            "MLX MLP without nn.utils.checkpoint",
+            "mlx",
+        ),
     )
 }
 

@@ -21,6 +21,7 @@ Imports jax only.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -167,10 +168,33 @@ class JaxPort(Implementation):
     def pin_matmul_precision(self) -> None:
         jax.config.update("jax_default_matmul_precision", "highest")
 
+    def matmul_precision(self) -> dict[str, str]:
+        """The precision XLA is asked for a float32 matmul: JAX's default, the pin, and now.
+
+        Read from the lowered program of a float32 matmul (`precision = [...]`).
+        On the CPU every setting computes in float32, so default and pinned
+        differ in name only; on a TPU (bf16 passes) or GPU (TF32) they do not.
+        """
+        return {
+            "default": _lowered_precision(None),
+            "pinned": _lowered_precision("highest"),
+            "current": _lowered_precision(jax.config.jax_default_matmul_precision),
+            "backend": jax.default_backend(),
+        }
+
 
 def _arrays(params: Params) -> Arrays:
     # numpy, as they are: a jitted function takes them without an eager conversion.
     return params.w1, params.b1, params.w2, params.b2
+
+
+def _lowered_precision(setting: str | None) -> str:
+    """The operand precision a float32 matmul lowers to under a `jax_default_matmul_precision`."""
+    a = np.ones((2, 2), np.float32)
+    with jax.default_matmul_precision(setting):
+        text = jax.jit(jnp.matmul).lower(a, a).as_text()
+    found = re.search(r"precision = \[(\w+)", text)
+    return found.group(1) if found else "DEFAULT"  # no attribute: the default
 
 
 def _float32(array: Any) -> np.ndarray:

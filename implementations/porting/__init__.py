@@ -9,6 +9,8 @@ One module per family, each importing only its own stack:
   JAX (`canonical_params`), and how Flax derives its keys.
 - `implementations.porting.torch`: torch's evidence instrument and the
   tensor conversions the PyTorch ports use.
+- `implementations.porting.mlx`: MLX's evidence instrument (the lazy graph
+  of `mx.vjp`) and the array conversions the MLX port uses.
 
 Everything else a port needs is in `implementations.contract` (numpy only).
 Modules whose names start with an underscore are private rooms: their

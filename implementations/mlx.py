@@ -1,0 +1,241 @@
+"""The MLX port: `mlx.nn.utils.checkpoint` around a two-layer `nn.Module`, on MLX's CPU backend.
+
+Its parameters are Flax's canonical ones, computed without JAX by the numpy
+init (`_canonical_init`). MLX's `nn.Linear.weight` is `(out, in)`, the
+canonical kernel transposed; `params_to_arrays` and `arrays_to_params`
+convert, with shape asserts. MLX is lazy: `nn_checkpoint_forward` returns an
+unevaluated `mx.array`, and the evidence is read off the unevaluated graph of
+`mx.vjp` (`_mlx.evidence`). Nothing is compiled (`mx.compile` is not used), so
+no call ever recompiles. Imports mlx, numpy and the project's numpy-only
+modules, never jax or torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+
+from ._canonical_init import canonical_params
+from ._mlx import arrays, evidence
+from ._mlx.arrays import as_input, from_host_array, to_host_array
+from ._mlx.evidence import Tap, no_tap
+from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
+
+# The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
+STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+
+
+class CanonicalLinear(nn.Linear):
+    """An `nn.Linear` holding a given `(out, in)` weight and `(out,)` bias."""
+
+    def __init__(self, weight: mx.array, bias: mx.array):
+        # nn.Linear.__init__ would draw a uniform init from MLX's global
+        # random key (advancing the caller's stream) only to be overwritten.
+        nn.Module.__init__(self)
+        assert bias.shape == (weight.shape[0],), (bias.shape, weight.shape)
+        self.weight, self.bias = weight, bias
+
+
+class MLP(nn.Module):
+    """`Linear(D, F)` -> relu -> `Linear(F, F)`, through `nn.utils.checkpoint` when `checkpoint`.
+
+    `tap` names the block's arrays for the evidence instrument (a no-op by default).
+    """
+
+    def __init__(
+        self,
+        fc1: nn.Linear,
+        fc2: nn.Linear,
+        *,
+        checkpoint: bool = True,
+        tap: Callable[[str, mx.array], mx.array] = no_tap,
+    ):
+        super().__init__()
+        self.fc1, self.fc2 = fc1, fc2
+        self.checkpoint, self.tap = checkpoint, tap
+
+    def block(self, x: mx.array) -> mx.array:  # (D,) -> (F,)
+        h = self.tap("fc1", self.fc1(x))  # (D,) -> (F,): addmm(b, x, W.T)
+        a = self.tap("relu", nn.relu(h))
+        return self.tap("fc2", self.fc2(a))  # (F,) -> (F,)
+
+    def __call__(self, x: mx.array) -> mx.array:  # (D,) -> (F,)
+        if not self.checkpoint:
+            return self.block(x)
+        # mx.checkpoint over the module's trainable parameters and x: the
+        # backward pass keeps those and recomputes the block's activations.
+        # `nn.utils.checkpoint(self)` would call __call__ again: pass the block.
+        return nn.utils.checkpoint(self, self.block)(x)
+
+
+# ---------------------------------------------------------------------------
+# Layout converters: canonical kernel (in, out) <-> MLX weight (out, in)
+# ---------------------------------------------------------------------------
+
+
+def _array(array: np.ndarray) -> mx.array:
+    return mx.array(np.ascontiguousarray(array, dtype=np.float32))  # a copy
+
+
+def params_to_arrays(params: Params) -> dict[str, mx.array]:
+    """Canonical params as the MLP's parameters: each `Linear.weight` is the kernel transposed."""
+    dim, features = params.dim, params.features
+    w1, w2 = params.w1.T, params.w2.T  # (D, F) -> (F, D); (F, F) -> (F, F) transposed
+    assert w1.shape == (features, dim), w1.shape
+    assert w2.shape == (features, features), w2.shape
+    values = (w1, params.b1, w2, params.b2)  # biases (F,)
+    return {name: _array(v) for name, v in zip(STATE_NAMES, values, strict=True)}
+
+
+def _canonical_arrays(state: Mapping[str, mx.array]) -> dict[str, np.ndarray]:
+    # Arrays in the MLP's layout (parameters or their gradients) as canonical numpy arrays.
+    w1, b1, w2, b2 = (to_host_array(state[name]) for name in STATE_NAMES)
+    if w1.ndim != 2:
+        raise ValueError(f"fc1.weight must be 2-D (F, D), got shape {w1.shape}")
+    features, dim = w1.shape
+    expected = {"fc1.weight": (features, dim), "fc1.bias": (features,)}
+    expected |= {"fc2.weight": (features, features), "fc2.bias": (features,)}
+    for name, array in zip(STATE_NAMES, (w1, b1, w2, b2), strict=True):
+        if array.shape != expected[name]:
+            raise ValueError(f"{name} must have shape {expected[name]}, got {array.shape}")
+    return {"w1": w1.T, "b1": b1, "w2": w2.T, "b2": b2}  # (F, D) -> (D, F); (F, F) transposed
+
+
+def arrays_to_params(state: Mapping[str, mx.array]) -> Params:
+    """The MLP's parameters (any mapping with its names) as canonical params."""
+    return Params(**_canonical_arrays(state))
+
+
+def build_mlp(
+    state: Mapping[str, mx.array],
+    *,
+    checkpoint: bool = True,
+    tap: Callable[[str, mx.array], mx.array] = no_tap,
+    mlp: type[MLP] = MLP,
+) -> MLP:
+    """An `mlp` (`MLP` by default) holding the given parameters (MLX layout, `STATE_NAMES`)."""
+    fc1 = CanonicalLinear(state["fc1.weight"], state["fc1.bias"])
+    fc2 = CanonicalLinear(state["fc2.weight"], state["fc2.bias"])
+    return mlp(fc1, fc2, checkpoint=checkpoint, tap=tap)
+
+
+def _call(checkpoint: bool, tap: Callable = no_tap, mlp: type[MLP] = MLP) -> Callable:
+    """`run(fc1.weight, fc1.bias, fc2.weight, fc2.bias, x) -> (F,)`: the MLP as a function of
+    its arrays, as `mx.vjp` differentiates it."""
+
+    def run(*flat: mx.array) -> mx.array:
+        *arrays, x = flat
+        state = dict(zip(STATE_NAMES, arrays, strict=True))
+        return build_mlp(state, checkpoint=checkpoint, tap=tap, mlp=mlp)(x)
+
+    return run
+
+
+# ---------------------------------------------------------------------------
+# The exercise
+# ---------------------------------------------------------------------------
+
+
+def _exercise(
+    seed: Any, x: Any, features: Any, tap: Callable = no_tap, mlp: type[MLP] = MLP
+) -> mx.array:
+    seed, features = check_seed(seed), check_features(features)
+    x = as_input(x)
+    state = params_to_arrays(canonical_params(seed, x.shape[0], features))
+    for name, array in state.items():
+        tap(name, array)
+    return build_mlp(state, tap=tap, mlp=mlp)(x)  # (D,) -> (F,)
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> mx.array:
+    """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a checkpoint.
+
+    **Arguments:**
+
+    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+    - `x`: a finite real vector of shape `(D,)`: an `mx.array`, a numpy array
+      or a list. It is never modified. Under `mx.grad` and `mx.vjp` gradients
+      flow back to it; under `mx.vmap` and `mx.compile` its values cannot be
+      read, so only its shape and dtype are checked.
+    - `features`: the width F, a positive integer-valued scalar.
+
+    **Returns:** the `(F,)` float32 output, an unevaluated (lazy) `mx.array`.
+    """
+    return _exercise(seed, x, features)
+
+
+# ---------------------------------------------------------------------------
+# The port
+# ---------------------------------------------------------------------------
+
+
+class Mlx(Implementation):
+    """The MLX port: `mlx.nn.utils.checkpoint` (`mx.checkpoint`) around an MLP, CPU backend."""
+
+    name = "mlx"
+    framework = "mlx"
+    distributions = ("mlx", "mlx-cpu")
+    #: The module class the port builds (mutants swap it).
+    mlp: type[MLP] = MLP
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, loaded into the MLX module and exported
+        # again, so that the layout converters are part of what is checked.
+        params = canonical_params(seed, dim, features)
+        model = build_mlp(params_to_arrays(params), mlp=self.mlp)
+        return arrays_to_params(dict(nn.utils.tree_flatten(model.parameters())))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        model = build_mlp(params_to_arrays(params), checkpoint=checkpoint, mlp=self.mlp)
+        return to_host_array(model(as_input(x)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        run = _call(checkpoint, mlp=self.mlp)
+        primals = [*params_to_arrays(params).values(), as_input(x)]
+        _, grads = mx.vjp(lambda *a: [run(*a)], primals, [_array(cotangent)])
+        mx.eval(grads)
+        canonical = _canonical_arrays(dict(zip(STATE_NAMES, grads, strict=False)))
+        return Grads(**canonical, x=to_host_array(grads[-1]))
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        tap = Tap()
+        args = {**params_to_arrays(params), "x": as_input(x)}
+        origins = dict.fromkeys(STATE_NAMES, "parameter") | {"x": "input"}
+        ones = mx.ones((params.features,), mx.float32)
+        run = _call(checkpoint, tap, self.mlp)
+        return evidence.backward_record(run, args, origins, ones, tap)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        tap = Tap()
+        features = check_features(features)
+        ones = mx.ones((features,), mx.float32)
+        return evidence.backward_record(
+            lambda x: _exercise(seed, x, features, tap, self.mlp),
+            {"x": as_input(x)},
+            {"x": "input"},
+            ones,
+            tap,
+        )
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> mx.array:
+        return _exercise(seed, x, features, mlp=self.mlp)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return to_host_array(array)
+
+    def from_numpy(self, array: np.ndarray) -> mx.array:
+        return from_host_array(array)
+
+    def pin_matmul_precision(self) -> None:
+        arrays.pin_matmul_precision()
+
+    def matmul_precision(self) -> dict[str, str]:
+        return arrays.matmul_precision()
