@@ -1,8 +1,9 @@
 """Process settings for a suite run, applied before any framework is imported.
 
 - **Matmul precision:** on a GPU, JAX may compute float32 matmuls with bf16
-  passes and torch with TF32, which break the float32 error bounds. The
-  environment pins JAX; each port also pins its own framework when it loads
+  passes, torch with TF32 and MLX with TF32, which break the float32 error
+  bounds. The environment pins JAX, NVIDIA's libraries and MLX (which reads
+  its switch once); each port also pins its own framework when it loads
   (`Implementation.pin_matmul_precision`). On the CPU nothing changes.
 - **One cache directory** for everything the suite keeps between runs:
   `$REMAT_CACHE`, else `$XDG_CACHE_HOME/remat-conformance`, else
@@ -68,6 +69,7 @@ def prepare() -> None:
     """Set the environment before any framework is imported (variables the user set win)."""
     os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
     os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
+    os.environ.setdefault("MLX_ENABLE_TF32", "0")  # read once, at MLX's first matmul
     cache = jax_cache_dir()
     if cache is not None:
         os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache))
