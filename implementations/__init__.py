@@ -97,6 +97,13 @@ def load(name: str) -> Implementation:
         known = ", ".join(sorted(ports))
         raise PortUnavailable(name, f"no such port; registered ports: {known}", missing=False)
     target, _ = ports[name]
+    if target[:1] in "\"'" or target[-1:] in "\"'":
+        raise PortUnavailable(
+            name,
+            f"its target {target} is quoted: in entry_points.txt write it bare "
+            "(module:attr), as pip would",
+            missing=False,
+        )
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)

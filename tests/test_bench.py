@@ -149,7 +149,8 @@ def test_jax_measure_reports_compiled_memory_and_matmuls(variant):
     else:
         # Unrolled, block 0's dx is dropped (grads are of parameters only).
         # XLA:CPU's CSE merges the recomputed matmuls back into the forward
-        # ones (DESIGN.md), so a checkpoint adds at most one.
+        # ones (measured: the checkpoint shows in compiled memory only under scan), so a
+        # checkpoint adds at most one.
         assert mm["none"] == mm["save-mm"] == 6 * depth - 1
         assert mm["none"] <= mm["full"] <= mm["none"] + 1
 

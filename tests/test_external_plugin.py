@@ -1,15 +1,22 @@
-"""A port from another package, registered through the entry point, as users will write one.
+"""Ports from another package, registered through the entry point, as users write them.
 
 Each test builds a tiny distribution in a temp dir: a `pyproject.toml` that
-declares the entry points, a package with the port module, and the
+declares the entry points, a package with the port modules, and the
 `*.dist-info` directory that installing it would write (`METADATA`,
 `entry_points.txt`). With that directory on `PYTHONPATH`, `importlib.metadata`
 finds the entry points as if the package were installed, without a build.
+
+The ports: one written against the documented stable API
+(`implementations.porting.jax`), one written against the old flat module
+names (which must keep working, with a DeprecationWarning), the worked
+example of docs/PORTING.md (a real library class, `eqx.nn.MLP`, read out of
+the guide itself so that the guide cannot drift), and a wrong one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -20,18 +27,36 @@ from tests.helpers import make_distribution, run_python
 ROOT = Path(__file__).resolve().parents[1]
 
 PORT_MODULE = '''
-"""An external port: the plain JAX port under its own name, and a deliberately wrong one."""
+"""External ports on the stable API: a whole plain-JAX port, and a deliberately wrong one."""
 
-from implementations.jax_checkpoint import JaxCheckpoint
+import jax
+
+from implementations.porting.jax import JaxPort
 
 
-class MyPort(JaxCheckpoint):
-    """The plain JAX port, unchanged, under another name."""
+def block(params, x):  # (D,) -> (F,)
+    h = jax.nn.relu(x @ params["w1"] + params["b1"])  # (D,) @ (D, F) -> (F,)
+    return h @ params["w2"] + params["b2"]  # (F,) @ (F, F) -> (F,)
+
+
+class MyPort(JaxPort):
+    """Plain JAX functions under jax.checkpoint; the parameters are the canonical arrays."""
 
     name = "my_port"
+    framework = "jax"
+    distributions = ("jax", "jaxlib")
+
+    def to_native(self, w1, b1, w2, b2):
+        return {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
+
+    def to_canonical(self, tree):
+        return tree["w1"], tree["b1"], tree["w2"], tree["b2"]
+
+    def apply(self, tree, x, checkpoint):
+        return (jax.checkpoint(block) if checkpoint else block)(tree, x)
 
 
-class WrongPort(JaxCheckpoint):
+class WrongPort(MyPort):
     """Reports the plain path's backward pass as the checkpointed one: no checkpoint there."""
 
     name = "wrong_port"
@@ -41,14 +66,94 @@ class WrongPort(JaxCheckpoint):
 '''
 
 
+# Written before the shared JAX pieces moved into private rooms: the old flat
+# names, and the old JaxPort contract (forward, vjp, differentiable of its own).
+LEGACY_MODULE = '''
+"""A port written against the old module names."""
+
+import functools
+
+import jax
+import numpy as np
+
+from implementations import jax_flax_init
+from implementations.contract import PARAM_NAMES, Grads, Params
+from implementations.jax_flax_init import CompiledExercise
+from implementations.jax_port import JaxPort
+
+
+def mlp(params, x, *, checkpoint=True):
+    def block(params, x):
+        return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+
+    return (jax.checkpoint(block) if checkpoint else block)(params, x)
+
+
+_exercise = CompiledExercise(lambda arrays, x: mlp(dict(zip(PARAM_NAMES, arrays)), x))
+_apply = jax.jit(mlp, static_argnames="checkpoint")
+
+
+@functools.partial(jax.jit, static_argnames="checkpoint")
+def _vjp(params, x, cotangent, *, checkpoint):
+    _, pull_back = jax.vjp(functools.partial(mlp, checkpoint=checkpoint), params, x)
+    return pull_back(cotangent)
+
+
+class LegacyPort(JaxPort):
+    name = "legacy_port"
+    framework = "jax"
+    distributions = ("jax", "jaxlib")
+    init_params = staticmethod(jax_flax_init.init_params)
+
+    def forward(self, params, x, *, checkpoint=True):
+        x = np.asarray(x, np.float32)
+        return np.asarray(_apply(params.as_dict(), x, checkpoint=checkpoint))
+
+    def vjp(self, params, x, cotangent, *, checkpoint=True):
+        grads, dx = _vjp(params.as_dict(), np.asarray(x, np.float32),
+                         np.asarray(cotangent, np.float32), checkpoint=checkpoint)
+        return Grads.of(Params(**{n: np.asarray(grads[n]) for n in PARAM_NAMES}), np.asarray(dx))
+
+    def differentiable(self, params, x, checkpoint):
+        tree = jax.tree.map(jax.numpy.asarray, params.as_dict())
+        return functools.partial(mlp, checkpoint=checkpoint), (tree, jax.numpy.asarray(x))
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        return _exercise(seed, x, features)
+'''
+
+GUIDE = ROOT / "docs" / "PORTING.md"
+
+
+def worked_example() -> str:
+    """The worked example's code, as docs/PORTING.md shows it."""
+    text = GUIDE.read_text()
+    found = re.search(r"<!-- worked-example -->\n```python\n(.*?)```", text, re.DOTALL)
+    assert found, "docs/PORTING.md has no worked example between the markers"
+    return found.group(1)
+
+
+PORTS = {
+    "my_port": "my_port_pkg.port:MyPort",
+    "wrong_port": "my_port_pkg.port:WrongPort",
+    "legacy_port": "my_port_pkg.legacy:LegacyPort",
+    "eqx_mlp": "my_port_pkg.eqx_mlp:EqxMlp",
+}
+
+
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory) -> Path:
     pytest.importorskip("jax")
     return make_distribution(
         tmp_path_factory.mktemp("plugin"),
         "my-port-pkg",
-        {"my_port": "my_port_pkg.port:MyPort", "wrong_port": "my_port_pkg.port:WrongPort"},
-        {"my_port_pkg/__init__.py": "", "my_port_pkg/port.py": PORT_MODULE},
+        PORTS,
+        {
+            "my_port_pkg/__init__.py": "",
+            "my_port_pkg/port.py": PORT_MODULE,
+            "my_port_pkg/legacy.py": LEGACY_MODULE,
+            "my_port_pkg/eqx_mlp.py": worked_example(),
+        },
     )
 
 
@@ -71,11 +176,12 @@ def test_the_entry_point_is_discovered(plugin):
 
 @pytest.fixture(scope="module")
 def suite_run(plugin) -> tuple[subprocess.CompletedProcess, dict]:
-    """One `python -m conformance` run over both external ports (one JAX start-up, not two)."""
+    """One `python -m conformance` run over the external ports."""
     pytest.importorskip("flax")  # the canonical port
-    args = ["-m", "conformance", "--profile", "dev", "--examples", "3", "--no-mutants"]
-    args += ["--jobs", "1", "--json", "--implementation", "my_port"]
-    args += ["--implementation", "wrong_port"]
+    pytest.importorskip("equinox")  # the worked example's library
+    args = ["-m", "conformance", "--profile", "dev", "--examples", "3", "--no-mutants", "--json"]
+    for name in PORTS:
+        args += ["--implementation", name]
     done = run_python(args, plugin)
     try:
         report = json.loads(done.stdout)
@@ -90,13 +196,25 @@ def _row(report: dict, name: str) -> dict:
     return row
 
 
-def test_the_suite_checks_an_external_port(suite_run):
+@pytest.mark.parametrize("name", ["my_port", "legacy_port", "eqx_mlp"])
+def test_the_suite_checks_an_external_port(suite_run, name):
     _, report = suite_run
-    outcomes = {o["property"]: o for o in _row(report, "my_port")["outcomes"]}
+    outcomes = {o["property"]: o for o in _row(report, name)["outcomes"]}
     assert set(outcomes) == set(report["properties"])
     for key, outcome in outcomes.items():
         assert outcome["status"] == "pass", (key, outcome["message"])
         assert outcome["examples"] > 0, key
+
+
+def test_the_old_names_warn_and_name_the_new_ones(plugin):
+    code = "import warnings; warnings.simplefilter('always')\nimport my_port_pkg.legacy\n"
+    done = run_python(["-c", code], plugin)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for old in ("jax_flax_init", "jax_port"):
+        assert f"implementations.{old} has moved: import from implementations.porting.jax" in (
+            done.stderr
+        )
+    assert "legacy.py" in done.stderr  # the warning points at the importer
 
 
 def test_a_wrong_external_port_fails_clearly(suite_run):
@@ -127,3 +245,14 @@ def test_a_broken_external_port_is_reported(tmp_path):
     assert done.returncode == 1
     assert "broken_port" in done.stdout
     assert "not an Implementation" in done.stdout
+
+
+def test_a_quoted_entry_point_is_broken_and_says_why(tmp_path):
+    # The value copied with its TOML quotes into entry_points.txt.
+    plugin = make_distribution(
+        tmp_path, "quoted-pkg", {"quoted_port": '"quoted_mod:Port"'}, {"quoted_mod.py": ""}
+    )
+    done = run_python(["-m", "conformance", "list"], plugin)
+    text = " ".join(done.stdout.split())
+    assert "quoted_port broken" in text
+    assert "is quoted" in text
