@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import timing
+from ..jsonable import to_data
 from . import measure
 from .measure import Result, Settings
 
@@ -48,13 +49,7 @@ class BenchReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "settings": {
-                "depths": list(self.settings.depths),
-                "batch": self.settings.batch,
-                "features": self.settings.features,
-                "repeats": self.settings.repeats,
-                "seed": self.settings.seed,
-            },
+            "settings": to_data(self.settings),
             "definitions": measure.DEFINITIONS,
             "modes": measure.MODE_TITLES,
             "machine": {

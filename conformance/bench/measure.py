@@ -12,12 +12,14 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from implementations.contract import SavedTensor
+
+from ..jsonable import to_data
 
 MODES = ("none", "full", "save-mm")
 MODE_TITLES = {
@@ -149,7 +151,7 @@ class Result:
         return statistics.median(self.time_ratios) if self.time_ratios else None
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = to_data(self)
         data.update(
             label=self.label,
             saved_ratio=self.saved_ratio,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from ..bench import DEFAULTS, FRAMEWORKS
 from ..bench.measure import Settings
+from ..jsonable import dumps
 
 HELP = "memory and time against depth, with a plot"
 
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     data = report.to_json()
-    (args.out / "bench.json").write_text(json.dumps(data, indent=2) + "\n")
+    (args.out / "bench.json").write_text(dumps(data) + "\n")
     (args.out / "bench.md").write_text(render.markdown(report))
     written = [args.out / "bench.json", args.out / "bench.md"]
     plotted = render.plot(report, args.out / "bench.png")
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         console.print(f"[yellow]no plot[/]: {plotted}")
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(dumps(data))
     else:
         render.print_report(report, Console())
     console.print(

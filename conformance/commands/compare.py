@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 HELP = "one table: outputs, gradients, residuals, time"
 
@@ -40,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     import implementations
 
     from .. import compare
+    from ..jsonable import dumps
 
     console = Console(stderr=True)
     registered = implementations.registered()
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"error: the canonical port is needed to compare: {error.reason}")
         return 2
     if args.json:
-        print(json.dumps(comparison.to_json(), indent=2, default=str))
+        print(dumps(comparison.to_json()))
     else:
         compare.print_comparison(comparison, Console())
     return 1 if compare.failed(comparison) else 0

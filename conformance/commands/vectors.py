@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 HELP = "golden vectors: export, or check a port"
@@ -31,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     import implementations
 
     from .. import vectors
+    from ..jsonable import dumps
 
     console = Console()
     if args.vectors_command == "export":
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     results = vectors.check(port, args.vectors)
     failed = [r for r in results if not r.passed]
     if args.json:
-        print(json.dumps([r.__dict__ for r in results], indent=1))
+        print(dumps(results))
         return 1 if failed else 0
     for result in failed:
         line = f"✗ vector {result.vector} {result.check}: {result.message}"

@@ -22,7 +22,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ import implementations
 from implementations.contract import BackwardRecord, Implementation, Params
 
 from ..checks import measure
+from ..jsonable import to_data
 from ..timing import time_interleaved
 from ..tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from .first_call import first_call
@@ -107,9 +108,7 @@ class Comparison:
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["notes"] = NOTES
-        return data
+        return {**to_data(self), "notes": NOTES}
 
 
 NOTES = {
