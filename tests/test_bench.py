@@ -413,7 +413,7 @@ def test_markdown_has_a_row_per_result_and_the_definitions():
 def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     argv = ["bench", "--out", str(tmp_path), "--depths", "1", "2", "--batch", str(B)]
-    argv += ["--features", str(F), "--repeats", "1", "--json"]
+    argv += ["--features", str(F), "--repeats", "1", "--max-repeats", "1", "--json"]
     args = cli.parser().parse_args(argv)
     assert cli.COMMANDS["bench"].run(args) == 0
     data = json.loads((tmp_path / "bench.json").read_text())

@@ -109,13 +109,26 @@ def run(
                 cases.append(case)
                 notify("", 1)
         notify(f"L={depth} timing, interleaved", 0)
-        samples = timing.time_interleaved(
-            [case.step for case in cases],
-            settings.repeats,
-            on_sample=lambda: notify("", 1),
-            seed=settings.seed + depth,
-        )
-        measure.attach_timings(depth_results, samples)
+        samples = [[] for _ in cases]
+        rounds = 0
+        # More rounds of interleaved samples until every ratio's spread is
+        # within the target (or the repeats run out): noise of +-15% would
+        # otherwise read as a 0.9x "overhead".
+        while True:
+            more = timing.time_interleaved(
+                [case.step for case in cases],
+                settings.repeats,
+                on_sample=lambda: notify("", 1),
+                seed=settings.seed + depth + rounds,
+            )
+            rounds += 1
+            samples = [old + new for old, new in zip(samples, more, strict=True)]
+            measure.attach_timings(depth_results, samples)
+            spreads = [r.time_ratio_spread for r in depth_results if r.time_ratios]
+            settled = all(s is not None and s <= settings.target_spread for s in spreads)
+            if settled or len(samples[0]) + settings.repeats > settings.max_repeats:
+                break
+            notify(f"L={depth} timing, more repeats (spread over target)", 0)
         results.extend(depth_results)
         del cases  # free this depth's compiled programs and arrays before the next
     return results

@@ -63,6 +63,10 @@ DEFINITIONS = {
     "cotangent lets a compiler fold the last matmuls away); median over interleaved repeats.",
     "time_ratio": "step time over the same framework and variant's no-checkpoint step time, "
     "taken within each repeat, median over repeats.",
+    "time_ratio_spread": "half the interquartile range of the per-repeat ratios, relative to "
+    "their median: a ratio of 1.30 with spread 0.04 has its middle half of repeats within "
+    "1.30 ± 4%. The sweep adds repeats (up to max_repeats) until every spread is within "
+    "target_spread; a ratio still outside it is marked.",
 }
 
 
@@ -74,14 +78,18 @@ class Settings:
     depths: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     batch: int = 1024
     features: int = 256
-    repeats: int = 11
+    repeats: int = 11  # the first round of interleaved samples; more follow where needed
     seed: int = 0
+    max_repeats: int = 55
+    target_spread: float = 0.05
 
     def __post_init__(self):
         if not self.depths or min(self.depths) < 1:
             raise ValueError(f"depths must be positive integers, got {self.depths}")
         if self.batch < 1 or self.features < 1 or self.repeats < 1:
             raise ValueError(f"batch, features and repeats must be >= 1: {self}")
+        if self.max_repeats < self.repeats:
+            raise ValueError(f"max_repeats must be at least repeats: {self}")
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,11 @@ class Result:
     def time_ratio(self) -> float | None:
         return statistics.median(self.time_ratios) if self.time_ratios else None
 
+    @property
+    def time_ratio_spread(self) -> float | None:
+        """Half the interquartile range of the per-repeat ratios, relative to their median."""
+        return relative_spread(self.time_ratios)
+
     def to_json(self) -> dict[str, Any]:
         data = to_data(self)
         data.update(
@@ -157,6 +170,7 @@ class Result:
             saved_ratio=self.saved_ratio,
             step_median=self.step_median,
             time_ratio=self.time_ratio,
+            time_ratio_spread=self.time_ratio_spread,
         )
         return data
 
@@ -234,6 +248,14 @@ def result_of(case: Case, static: Static, depth: int, settings: Settings) -> Res
         matmuls=static.matmuls,
         residuals=summarise_residuals(static.saved),
     )
+
+
+def relative_spread(values: Sequence[float]) -> float | None:
+    """Half the interquartile range of `values`, over their median (None for fewer than 4)."""
+    if len(values) < 4:
+        return None
+    q1, median, q3 = statistics.quantiles(values, n=4)
+    return (q3 - q1) / 2 / median
 
 
 def attach_timings(results: Sequence[Result], samples: Sequence[list[float]]) -> None:

@@ -60,10 +60,23 @@ def rows(results: Sequence[Result]) -> list[list[str]]:
                 _mib(r.peak_bytes),
                 _number(r.matmuls, "d"),
                 _number(step, ".2f"),
-                _number(r.time_ratio, ".2f"),
+                ratio_with_spread(r),
             ]
         )
     return table
+
+
+def ratio_with_spread(result: Result, target: float = 0.05) -> str:
+    """`1.31 ±2%`: the median ratio and its spread; `!` marks a spread over the target."""
+    if result.time_ratio is None:
+        return "-"
+    if result.mode == "none":  # the baseline's ratio to itself is 1 by definition
+        return "1"
+    spread = result.time_ratio_spread
+    if spread is None:
+        return f"{result.time_ratio:.2f}"
+    mark = "!" if spread > target else ""
+    return f"{result.time_ratio:.2f} ±{spread:.0%}{mark}"
 
 
 def targets(results: Sequence[Result]) -> list[dict[str, Any]]:
@@ -173,7 +186,8 @@ def print_report(report: BenchReport, console: Console) -> None:
         caption="saved: residual MiB, parameters left out · xmin: over L·B·F·4 (block inputs) · "
         "temp: XLA compiled temp MiB · peak: torch profiler / MLX allocator MiB · "
         "mm: matmuls per step · "
-        "ms: median step · xnone: median per-repeat time ratio",
+        "ms: median step · xnone: median per-repeat time ratio ± half its interquartile "
+        "range (! over ±5%)",
         box=None,  # no rules: the table fits an 80-column terminal
         padding=(0, 1),
         pad_edge=False,

@@ -35,7 +35,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="interleaved timing repeats per configuration (default: 11)",
+        help="interleaved timing repeats per round (default: 11)",
+    )
+    parser.add_argument(
+        "--max-repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help="more rounds until every time ratio's spread is within ±5%%, up to N repeats "
+        "(default: 55)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the data (default: 0)")
     parser.add_argument(
@@ -49,11 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """The sweep's settings: the defaults, overridden by the command line."""
+    repeats = args.repeats or DEFAULTS.repeats
     return Settings(
         depths=tuple(args.depths) if args.depths else DEFAULTS.depths,
         batch=args.batch or DEFAULTS.batch,
         features=args.features or DEFAULTS.features,
-        repeats=args.repeats or DEFAULTS.repeats,
+        repeats=repeats,
+        max_repeats=args.max_repeats or max(DEFAULTS.max_repeats, repeats),
         seed=DEFAULTS.seed if args.seed is None else args.seed,
     )
 
