@@ -468,3 +468,16 @@ def test_a_missing_framework_is_skipped_with_a_reason():
     assert loaded == "[]"
     assert "not installed" in torch_reason
     assert "no bench" in other
+
+
+def test_the_spread_is_half_the_interquartile_range_over_the_median():
+    assert measure.relative_spread([1.0, 1.0, 1.0]) is None  # too few to say
+    spread = measure.relative_spread([0.9, 1.0, 1.0, 1.0, 1.1])
+    q1, median, q3 = 0.95, 1.0, 1.05  # statistics.quantiles' exclusive method
+    assert spread == pytest.approx((q3 - q1) / 2 / median)
+    noisy = Result("jax", "scan", "full", 1, 8, 4, 1, 32, 32, None, None, None, [])
+    noisy.time_ratios = [0.8, 1.0, 1.3, 1.6, 0.9]
+    assert render.ratio_with_spread(noisy).endswith("!")  # over ±5%
+    steady = Result("jax", "scan", "full", 1, 8, 4, 1, 32, 32, None, None, None, [])
+    steady.time_ratios = [1.30, 1.31, 1.30, 1.29, 1.30]
+    assert render.ratio_with_spread(steady) == "1.30 ±0%"
