@@ -178,6 +178,7 @@ def test_a_failed_report_fails_the_merge_and_its_conflict_is_shown(reports, tmp_
     assert table[2] == "| **M1 · cpu** |" + " |" * 9
     assert table[3].startswith("| ⚠ jax_checkpoint<br>jax · #1 | ✓ 2<br>0 | ✓ 2<br>0 | ✓ 2<br>")
     assert table[4].startswith("| ⚠ jax_checkpoint<br>jax · #3 | ✓ 2<br>0 | ✓ 2<br>0 | ✗ fail")
+    assert "| ✗ fail<br>@1 |" in table[4]
     assert table[6] == "| **M2 · gpu Apple M2** |" + " |" * 9
     assert "- ⚠ jax_checkpoint on M1 · cpu: c_vjp: pass in #1, fail in #3" in text
     # The failure's first line (its "|" escaped for the table syntax) and its replay command.
@@ -254,3 +255,39 @@ def test_run_markdown_needs_a_directory(tmp_path):
     result = _cli("--implementation", "pytorch", *QUICK, "--markdown", str(tmp_path / "no/x.md"))
     assert result.returncode == 2
     assert "--markdown" in result.stderr
+
+
+def test_every_field_of_the_report_is_documented(run_report):
+    import dataclasses
+
+    from conformance.mutation import MutantResult
+    from tests.helpers import ROOT
+
+    data = _on_cpu(_failing(run_report[0], "pytorch", "c_vjp"))  # a failure has `replay`
+    port = data["ports"][1]
+    fields = {
+        "top level": set(data) | {"mutation_score"},
+        "machine": set(data["machine"]),
+        "ports": set(port),
+        "outcomes": {key for outcome in port["outcomes"] for key in outcome},
+        "mutants": {f.name for f in dataclasses.fields(MutantResult)},
+    }
+    text = (ROOT / "docs" / "REPORT.md").read_text()
+    for section, keys in fields.items():
+        missing = sorted(key for key in keys if f"| `{key}` |" not in text)
+        assert not missing, (section, missing)
+
+
+def test_merge_needs_no_framework(reports, tmp_path):
+    from tests.helpers import without_frameworks
+
+    env = {**without_frameworks(tmp_path, ["jax", "torch", "flax", "equinox"]), "COLUMNS": "200"}
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance", "merge", str(reports["linux"]), str(reports["mac"])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "M2 · gpu Apple M2" in result.stdout
