@@ -89,7 +89,7 @@ def table(merged: Merged) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    grid.add_column("port", no_wrap=True)
+    grid.add_column("port")  # wraps: a long device heading must not widen the matrix
     for key in keys:
         grid.add_column(f"({key.split('_', 1)[0]})", justify="center", no_wrap=True)
     grid.add_column("time", justify="right", no_wrap=True)
