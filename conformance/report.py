@@ -157,7 +157,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
     """The report as plain data (its fields: docs/REPORT.md).
 
     `machine` is read here, in the parent process, which imports no framework;
-    each port's device comes from its own worker (`machine.port_environment`).
+    each port's device comes from its own worker (`devices.port_environment`).
     """
     data = {"schema": SCHEMA, "machine": machine.describe(), **to_data(report)}
     data["failed"] = report.failed

@@ -1,4 +1,5 @@
-"""Where a run ran: the machine's fields (parent side) and a port's device (worker side)."""
+"""Where a run ran: the machine's fields (parent side, `machine`) and a port's device (its
+worker's side, `devices`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conformance import machine
+from conformance import devices, machine
 from conformance.report import to_json
 from conformance.suite import SuiteReport
 
@@ -69,9 +70,9 @@ def test_run_json_carries_the_machine():
 def test_the_parent_side_imports_no_framework():
     code = f"""
         import sys
-        from conformance import machine
+        from conformance import devices, machine
         machine.describe()
-        machine.port_environment(type("P", (), {{"framework": "jax"}})())
+        devices.port_environment(type("P", (), {{"framework": "jax"}})())
         loaded = [m for m in {FRAMEWORKS!r} if m in sys.modules]
         assert not loaded, loaded
         print("ok")
@@ -122,8 +123,8 @@ def test_a_failing_probe_is_reported_not_raised(monkeypatch):
     def broken():
         raise RuntimeError("no device today")
 
-    monkeypatch.setitem(machine._PROBES, "mlx", broken)
-    found = machine.port_environment(type("P", (), {"framework": "mlx"})())
+    monkeypatch.setitem(devices._PROBES, "mlx", broken)
+    found = devices.port_environment(type("P", (), {"framework": "mlx"})())
     assert "no device today" in found["frameworks"]["mlx"]["error"]
     assert found["device"]["framework"] == "mlx"
 
@@ -141,23 +142,23 @@ class _Port:
 
 
 def test_the_port_precision_is_read_defensively():
-    assert machine.port_precision(object()) == {}
+    assert devices.port_precision(object()) == {}
     given = {"default": "tf32", "pinned": "highest", "flags": {"cudnn": False}, "n": (1, 2)}
-    assert machine.port_precision(_Port(given)) == {
+    assert devices.port_precision(_Port(given)) == {
         "default": "tf32",
         "pinned": "highest",
         "flags": {"cudnn": False},
         "n": [1, 2],
     }
-    assert machine.port_precision(_Port({"pinned": object})) == {"pinned": str(object)}
-    assert "RuntimeError" in machine.port_precision(_Port(RuntimeError("no")))["error"]
-    assert "not a dict" in machine.port_precision(_Port(["highest"]))["error"]
+    assert devices.port_precision(_Port({"pinned": object})) == {"pinned": str(object)}
+    assert "RuntimeError" in devices.port_precision(_Port(RuntimeError("no")))["error"]
+    assert "not a dict" in devices.port_precision(_Port(["highest"]))["error"]
 
 
 def test_a_port_without_a_framework_computes_on_the_cpu(monkeypatch):
-    for module in machine.FRAMEWORK_MODULES.values():
+    for module in devices.FRAMEWORK_MODULES.values():
         monkeypatch.delitem(sys.modules, module, raising=False)
-    found = machine.port_environment(_Port({"default": "a", "pinned": "b"}))
+    found = devices.port_environment(_Port({"default": "a", "pinned": "b"}))
     assert found == {
         "device": {"kind": "cpu", "name": "cpu", "framework": "numpy"},
         "frameworks": {},
@@ -176,14 +177,14 @@ def test_a_port_without_a_framework_computes_on_the_cpu(monkeypatch):
     ],
 )
 def test_the_primary_framework(framework, imported, expected):
-    assert machine.primary_framework(framework, imported) == expected
+    assert devices.primary_framework(framework, imported) == expected
 
 
 def test_keras_computes_with_its_backend(monkeypatch):
     keras = type(sys)("keras")
     keras.backend = type("B", (), {"backend": staticmethod(lambda: "torch")})
     monkeypatch.setitem(sys.modules, "keras", keras)
-    assert machine.primary_framework("keras", ["jax", "torch"]) == "torch"
+    assert devices.primary_framework("keras", ["jax", "torch"]) == "torch"
 
 
 @pytest.mark.parametrize(
@@ -197,13 +198,13 @@ def test_keras_computes_with_its_backend(monkeypatch):
     ],
 )
 def test_device_kinds_are_normalised(kind, name, expected):
-    assert machine._device(kind, name) == expected
+    assert devices._device(kind, name) == expected
 
 
 def test_identical_devices_are_counted_once():
     gpu = {"kind": "gpu", "name": "NVIDIA H100"}
-    counted = machine._counted([dict(machine.CPU), dict(gpu), dict(gpu)])
-    assert counted == [{**machine.CPU, "count": 1}, {**gpu, "count": 2}]
+    counted = devices._counted([dict(devices.CPU), dict(gpu), dict(gpu)])
+    assert counted == [{**devices.CPU, "count": 1}, {**gpu, "count": 2}]
 
 
 def test_a_torch_port_reports_its_device_and_pinned_precision():
@@ -212,7 +213,7 @@ def test_a_torch_port_reports_its_device_and_pinned_precision():
 
     port = port_or_skip("pytorch")
     port.pin_matmul_precision()
-    found = machine.port_environment(port)
+    found = devices.port_environment(port)
     torch_entry = found["frameworks"]["torch"]
     assert found["device"]["framework"] == "torch"
     assert torch_entry["matmul_precision"] == "highest"  # what pin_matmul_precision set
@@ -229,7 +230,7 @@ def test_a_jax_port_reports_its_backend():
 
     port = port_or_skip("jax_checkpoint")
     port.pin_matmul_precision()
-    found = machine.port_environment(port)
+    found = devices.port_environment(port)
     jax_entry = found["frameworks"]["jax"]
     import jax
 

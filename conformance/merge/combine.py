@@ -25,12 +25,6 @@ class Row:
     reason: str = ""
     conflict: list[str] = field(default_factory=list)  # what differs from its twins' rows
 
-    @property
-    def failed(self) -> bool:
-        failing = {"fail", "crashed", "timeout"}
-        broken = self.state not in ("available", "unavailable")
-        return broken or any(o["status"] in failing for o in self.outcomes.values())
-
 
 @dataclass
 class Group:
