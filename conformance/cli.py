@@ -8,6 +8,8 @@ Commands (each in `conformance.commands`, which owns its flags):
 - `vectors export PATH` / `vectors check --implementation NAME`: golden vectors.
 - `compare`, `bench`: frameworks side by side (outputs, gradients, residuals,
   memory and time).
+- `merge REPORT.json ...`: many runs' `--json` reports (one per CI job) as
+  one matrix, grouped by machine and device; Markdown and JSON too.
 
 Exit codes: 0 success, 1 a check failed, 2 a usage error.
 """
@@ -18,9 +20,16 @@ import argparse
 import sys
 
 from . import environment
-from .commands import bench, compare, list_ports, run, vectors
+from .commands import bench, compare, list_ports, merge, run, vectors
 
-COMMANDS = {"run": run, "list": list_ports, "vectors": vectors, "compare": compare, "bench": bench}
+COMMANDS = {
+    "run": run,
+    "list": list_ports,
+    "vectors": vectors,
+    "compare": compare,
+    "bench": bench,
+    "merge": merge,
+}
 
 
 def parser() -> argparse.ArgumentParser:

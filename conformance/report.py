@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from . import machine
 from .jsonable import to_data
 from .mutation import MUTANT_EXAMPLES_NOTE, score
 from .properties import PROPERTIES
@@ -153,8 +154,12 @@ def print_timing(report: SuiteReport, console: Console) -> None:
 
 
 def to_json(report: SuiteReport) -> dict[str, Any]:
-    """The report as plain data (its fields: docs/REPORT.md)."""
-    data = {"schema": SCHEMA, **to_data(report)}
+    """The report as plain data (its fields: docs/REPORT.md).
+
+    `machine` is read here, in the parent process, which imports no framework;
+    each port's device comes from its own worker (`devices.port_environment`).
+    """
+    data = {"schema": SCHEMA, "machine": machine.describe(), **to_data(report)}
     data["failed"] = report.failed
     if report.mutants is not None:
         killed, total = score(report.mutants)

@@ -46,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run only this property: its letter (c) or key (c_vjp); repeatable",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the matrix as Markdown (as `merge --markdown` does)",
+    )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
     parser.add_argument(
         "--jobs",
@@ -115,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
             known = ", ".join(p.key for p in PROPERTIES)
             return _usage(f"no property {given!r}; known: {known} (or their letters)")
         keys.append(prop.key)
+    if args.markdown is not None and not args.markdown.parent.is_dir():
+        return _usage(f"--markdown: no directory {str(args.markdown.parent)!r} to write into")
     try:
         jobs = os.cpu_count() or 1 if args.jobs == "auto" else int(args.jobs)
     except ValueError:
@@ -155,12 +164,28 @@ def run(args: argparse.Namespace) -> int:
                 bar.advance(tasks[task], value)
 
         report = run_suite(config, progress)
+    data = to_json(report)
     if args.json:
-        out.write(dumps(to_json(report)) + "\n")
+        out.write(dumps(data) + "\n")
     else:
         print_report(report, console)
     out.flush()
+    if args.markdown is not None and not _write_markdown(data, args.markdown):
+        return 2
     return 1 if report.failed else 0
+
+
+def _write_markdown(data: dict, path: Path) -> bool:
+    """Write the run's matrix as Markdown, by the writer `merge` uses; False if it cannot."""
+    from .. import merge
+
+    merged = merge.combine([merge.Source(1, "this run", data)])
+    try:
+        path.write_text(merge.markdown(merged), encoding="utf-8")
+    except OSError as error:
+        _usage(f"cannot write {path}: {error.strerror}")
+        return False
+    return True
 
 
 def _stream(descriptor: int) -> TextIO:

@@ -1,0 +1,240 @@
+"""Reports as one matrix: a row per port per report, grouped by machine and device."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..suite import SCHEMA
+from .read import Source
+
+NOT_RECORDED = "machine not recorded"
+
+
+@dataclass
+class Row:
+    """One port as one report saw it (`source`: the report's number)."""
+
+    port: str
+    framework: str
+    state: str
+    source: int
+    outcomes: dict[str, dict[str, Any]]  # property key -> the report's outcome
+    seconds: float = 0.0
+    reason: str = ""
+    conflict: list[str] = field(default_factory=list)  # what differs from its twins' rows
+
+
+@dataclass
+class Group:
+    """The rows of one machine (`machine`: its id, "M1") and one device."""
+
+    machine: str
+    device: str
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return f"{self.machine} · {self.device}"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One port on one machine and device, with statuses that differ between reports."""
+
+    port: str
+    group: str  # the group's title
+    differs: tuple[str, ...]  # property keys, and "state" when the port's states differ
+    sources: tuple[int, ...]
+
+
+@dataclass
+class Merged:
+    """Everything `merge` shows: the reports, their machines, the groups, the conflicts."""
+
+    sources: list[Source]
+    machines: dict[str, str]  # id ("M1") -> description
+    machine_of: dict[int, str]  # report number -> machine id
+    groups: list[Group]
+    properties: dict[str, str]  # key -> title, every report's, in key order
+    conflicts: list[Conflict]
+
+    @property
+    def failed(self) -> bool:
+        return any(source.failed for source in self.sources)
+
+
+def describe_machine(fields: dict[str, Any]) -> str:
+    """A machine in one line; two reports whose lines are equal ran on the same machine."""
+    if not fields:
+        return NOT_RECORDED
+    memory = fields.get("memory_bytes")
+    gib = f"{memory / 2**30:.0f} GiB" if isinstance(memory, (int, float)) else "memory ?"
+    system = fields.get("os") or fields.get("system") or "?"
+    return " · ".join(
+        [
+            f"{system} {fields.get('architecture') or '?'}",
+            str(fields.get("cpu") or "cpu ?"),
+            f"{fields.get('cores') or '?'} cores",
+            gib,
+            f"Python {fields.get('python') or '?'}",
+        ]
+    )
+
+
+def describe_device(port: dict[str, Any]) -> str:
+    """What a port computed on: "cpu", "gpu NVIDIA A100-SXM4-40GB", "tpu TPU v4", ..."""
+    if port.get("state", "available") != "available":
+        return "not loaded"
+    device = (port.get("environment") or {}).get("device") or {}
+    kind = device.get("kind")
+    if not kind:
+        return "device not recorded"
+    name = device.get("name") or ""
+    return kind if kind == "cpu" or name in ("", kind) else f"{kind} {name}"
+
+
+def combine(sources: list[Source]) -> Merged:
+    """The reports as groups of rows, with every conflict found."""
+    machines: dict[str, str] = {}  # description -> id
+    machine_of: dict[int, str] = {}
+    groups: dict[tuple[str, str], Group] = {}
+    for source in sources:
+        description = describe_machine(source.machine)
+        machine = machines.setdefault(description, f"M{len(machines) + 1}")
+        machine_of[source.number] = machine
+        for port in source.ports:
+            key = (machine, describe_device(port))
+            group = groups.setdefault(key, Group(*key))
+            group.rows.append(_row(port, source.number))
+    for group in groups.values():
+        order = {}
+        for row in group.rows:
+            order.setdefault(row.port, len(order))
+        group.rows.sort(key=lambda row: (order[row.port], row.source))  # twins side by side
+    conflicts = [c for group in groups.values() for c in _conflicts(group)]
+    titles: dict[str, str] = {}
+    for source in sources:
+        titles.update(source.data.get("properties") or {})
+    for source in sources:
+        for port in source.ports:
+            for outcome in port["outcomes"]:
+                titles.setdefault(outcome["property"], outcome["property"])
+    return Merged(
+        sources=list(sources),
+        machines={number: description for description, number in machines.items()},
+        machine_of=machine_of,
+        groups=list(groups.values()),
+        properties=dict(sorted(titles.items())),
+        conflicts=conflicts,
+    )
+
+
+def _row(port: dict[str, Any], source: int) -> Row:
+    return Row(
+        port=port["name"],
+        framework=str(port.get("framework") or ""),
+        state=str(port.get("state") or "available"),
+        source=source,
+        outcomes={o["property"]: o for o in port["outcomes"]},
+        seconds=_number(port.get("seconds")),
+        reason=str(port.get("reason") or ""),
+    )
+
+
+def _conflicts(group: Group) -> list[Conflict]:
+    """Mark the rows of one port whose statuses differ (only properties both ran count)."""
+    found = []
+    for name in dict.fromkeys(row.port for row in group.rows):
+        twins = [row for row in group.rows if row.port == name]
+        differs = []
+        if len({row.state for row in twins}) > 1:
+            differs.append("state")
+        keys = sorted({key for row in twins for key in row.outcomes})
+        for key in keys:
+            statuses = {row.outcomes[key]["status"] for row in twins if key in row.outcomes}
+            if len(statuses) > 1:
+                differs.append(key)
+        if differs:
+            for row in twins:
+                row.conflict = list(differs)
+            sources = tuple(row.source for row in twins)
+            found.append(Conflict(name, group.title, tuple(differs), sources))
+    return found
+
+
+def _number(value: Any) -> float:
+    # The JSON convention spells non-finite floats as strings ("inf", "nan").
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def to_json(merged: Merged) -> dict[str, Any]:
+    """The merged matrix as plain data (its fields: docs/REPORT.md, "merge --json")."""
+    return {
+        "kind": "merge",
+        "schema": SCHEMA,
+        "failed": merged.failed,
+        "properties": merged.properties,
+        "machines": {
+            number: {"description": description, "fields": _fields_of(merged, number)}
+            for number, description in merged.machines.items()
+        },
+        "reports": [
+            {
+                "number": source.number,
+                "path": source.path,
+                "schema": source.data["schema"],
+                "failed": source.failed,
+                "profile": source.data.get("profile"),
+                "max_examples": source.data.get("max_examples"),
+                "machine": merged.machine_of[source.number],
+                "ports": [port["name"] for port in source.ports],
+                "mutation_score": source.data.get("mutation_score"),
+                "canonical_failure": source.data.get("canonical_failure") or "",
+            }
+            for source in merged.sources
+        ],
+        "groups": [
+            {
+                "machine": group.machine,
+                "device": group.device,
+                "rows": [
+                    {
+                        "port": row.port,
+                        "framework": row.framework,
+                        "state": row.state,
+                        "report": row.source,
+                        "conflict": row.conflict,
+                        "outcomes": {
+                            key: {k: o.get(k) for k in ("status", "examples", "worst_ratio")}
+                            for key, o in row.outcomes.items()
+                        },
+                        "seconds": row.seconds,
+                    }
+                    for row in group.rows
+                ],
+            }
+            for group in merged.groups
+        ],
+        "conflicts": [
+            {
+                "port": c.port,
+                "group": c.group,
+                "differs": list(c.differs),
+                "reports": list(c.sources),
+            }
+            for c in merged.conflicts
+        ],
+    }
+
+
+def _fields_of(merged: Merged, machine: str) -> dict[str, Any]:
+    for source in merged.sources:
+        if merged.machine_of[source.number] == machine:
+            return source.machine
+    return {}
