@@ -42,7 +42,7 @@ from .properties import PROPERTIES, Property
 from .runner import Outcome
 from .worker import PortInfo, Session, Settings, Worker, tail
 
-SCHEMA = 2  # the version of the JSON report (`report.to_json`); docs/REPORT.md
+SCHEMA = 3  # the version of the JSON report (`report.to_json`); docs/REPORT.md
 OUTPUT_LIMIT = 16384  # characters of a port's captured output kept in the report
 
 Progress = Callable[[str, str, Any], None]  # (task, kind, value)
@@ -118,6 +118,7 @@ class PortReport:
     reason: str = ""
     framework: str = ""
     versions: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)  # device and matmul precision
     outcomes: list[Outcome] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     output: str = ""  # what the port printed (the end of it)
@@ -238,6 +239,7 @@ class Supervisor:
             report = run.report
             report.state, report.reason = info.state, info.reason
             report.framework, report.versions = info.framework, info.versions
+            report.environment = info.environment
             if info.state != "available":
                 run.properties = []
         if info.state != "available":

@@ -41,7 +41,7 @@ from typing import Any
 import implementations
 from implementations import Implementation, PortUnavailable
 
-from . import environment, profiles
+from . import devices, environment, profiles
 from .mutation import MUTANT_EXAMPLES, run_mutants
 from .properties import BY_KEY
 from .runner import Outcome, run_property
@@ -83,6 +83,7 @@ class PortInfo:
     reason: str = ""
     framework: str = ""
     versions: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)  # its device, its precision
 
 
 class Announced:
@@ -121,7 +122,9 @@ class Session:
             return
         port.pin_matmul_precision()
         self.port = port
-        emit(("loaded", PortInfo("available", "", port.framework, port.versions())))
+        # Read before the canonical port loads here: it would import JAX too.
+        environment = devices.port_environment(port)
+        emit(("loaded", PortInfo("available", "", port.framework, port.versions(), environment)))
 
     def canonical(self) -> Implementation | None:
         """The canonical port, loaded on first use (None when it cannot load)."""

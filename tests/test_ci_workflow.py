@@ -24,15 +24,13 @@ JOBS = ("stacks", "accelerators")  # the jobs that write reports
 # Ports and extras being added in other branches (issues 12 and 13); the workflow
 # names them already. Remove each from here once it is registered on main.
 UPCOMING_PORTS = {
-    "haiku",
-    "mlx",
     "tensorflow",
     "keras_jax",
     "keras_torch",
     "keras_tensorflow",
     "torch_compile",
 }
-UPCOMING_EXTRAS = {"haiku", "mlx", "tensorflow", "keras"}
+UPCOMING_EXTRAS = {"tensorflow", "keras"}
 
 
 @pytest.fixture(scope="module")
