@@ -17,7 +17,7 @@ from .properties import PROPERTIES
 from .style import state_markup
 from .suite import SCHEMA, PortReport, SuiteReport
 
-_CELLS = {
+CELLS = {
     "pass": "[green]✓ {examples}[/]\n[dim]{ratio}[/]",
     "fail": "[bold red]✗ fail[/]\n[dim]@{examples}[/]",
     "crashed": "[bold red]✗ crash[/]\n[dim]@{examples}[/]",
@@ -37,8 +37,8 @@ def _ratio(value: float | None) -> str:
     return "<.001" if value < 1e-3 else f"{value:.3f}".lstrip("0")
 
 
-def _cell(outcome) -> str:
-    return _CELLS[outcome.status].format(
+def cell(outcome) -> str:
+    return CELLS[outcome.status].format(
         examples=outcome.examples, ratio=_ratio(outcome.worst_ratio)
     )
 
@@ -66,7 +66,7 @@ def matrix(report: SuiteReport) -> Table:
             table.add_row(label, *["[dim]·[/]"] * len(PROPERTIES), "")
             continue
         by_key = {o.property: o for o in port.outcomes}
-        cells = [_cell(by_key[p.key]) if p.key in by_key else "" for p in PROPERTIES]
+        cells = [cell(by_key[p.key]) if p.key in by_key else "" for p in PROPERTIES]
         table.add_row(f"{port.name}\n[dim]{port.framework}[/]", *cells, f"{port.seconds:.0f}s")
     return table
 

@@ -1,6 +1,6 @@
 """The merged matrix for the terminal (rich) and as Markdown (a CI job summary).
 
-Cells are the run matrix's own (`report._cell`): status and examples, and
+Cells are the run matrix's own (`report.cell`): status and examples, and
 below them the worst error/bound. Markdown gets the same text without colour.
 """
 
@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..report import _CELLS, _cell
+from ..report import CELLS, cell
 from ..runner import Outcome
 from ..style import state_markup
 from .combine import Merged, Row
@@ -32,11 +32,11 @@ def cell_markup(outcome: dict[str, Any] | None) -> str:
     if outcome is None:
         return ""
     status = outcome["status"]
-    if status not in _CELLS:  # a status this version does not know: say it as it is
+    if status not in CELLS:  # a status this version does not know: say it as it is
         return f"[bold red]{escape(status)}[/]"
     examples = outcome.get("examples") or 0
     ratio = _ratio(outcome.get("worst_ratio"))
-    return _cell(Outcome("", outcome["property"], status, examples=examples, worst_ratio=ratio))
+    return cell(Outcome("", outcome["property"], status, examples=examples, worst_ratio=ratio))
 
 
 def _ratio(value: Any) -> float | None:
