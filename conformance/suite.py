@@ -23,6 +23,7 @@ framework it needs. The parent follows every worker message by message:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -186,6 +187,7 @@ class PortRun:
     call: tuple[str, str] | None = None
     last_activity: float = 0.0
     started: float = 0.0
+    seconds: float = 0.0  # wall time, start to finish (restarts included)
     restarts_without_progress: int = 0
 
     @property
@@ -368,9 +370,10 @@ class Supervisor:
                 run.worker.kill()
 
     def _finish(self, run: PortRun) -> None:
+        run.seconds = time.monotonic() - run.started
         if run.report is not None:
             run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
-            run.report.seconds = time.monotonic() - run.started
+            run.report.seconds = run.seconds
 
 
 def _indent(text: str) -> str:
@@ -395,8 +398,26 @@ def plan(config: RunConfig, scratch: Path) -> list[PortRun]:
                 output = scratch / f"mutants-{spec.family}.out"
                 runs[spec.family] = PortRun(None, spec.family, [], [], output)
             runs[spec.family].mutants.append(spec.name)
-    # Longest first: jobs with mutants hunt many ports' worth of examples.
-    return sorted(runs.values(), key=lambda run: -len(run.mutants))
+    # Longest first, so that no long job starts last: as long as the last run
+    # took, or, for a job never timed, by its number of mutants.
+    took = _durations()
+    return sorted(runs.values(), key=lambda run: (-took.get(run.family, 0.0), -len(run.mutants)))
+
+
+def _durations() -> dict[str, float]:
+    """Seconds each job took in the last run on this machine (empty if none was kept)."""
+    try:
+        return json.loads((environment.cache_root() / "durations.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _keep_durations(runs: list[PortRun]) -> None:
+    took = _durations() | {run.family: run.seconds for run in runs if run.seconds}
+    path = environment.cache_root() / "durations.json"
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(took, indent=1))
 
 
 def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteReport:
@@ -413,6 +434,7 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
         for run in runs:
             if run.report is not None:
                 run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
+        _keep_durations(runs)
     reports = [run.report for run in runs if run.report is not None]
     order = {name: i for i, name in enumerate(config.ports)}
     reports.sort(key=lambda report: order[report.name])
