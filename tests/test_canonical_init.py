@@ -376,7 +376,9 @@ def test_bad_dim_raises_naming_it(dim, error):
 
 # A sample against Flax: every seed kind, shapes small and large.
 FLAX_SEEDS = [0, 1, 5, 2**31 - 1, 2**31 + 1, 2**32 - 1, 2**32 + 5, 2**40 + 3, 2**63 - 1, 987654321]
-FLAX_SHAPES = [(1, 1), (7, 33), (256, 256)]  # each compiles; the benchmark sweeps many more
+# Each compiles; the benchmark sweeps many more. (513, 257) has kernels past one
+# chunk of the threaded path, ending mid-chunk.
+FLAX_SHAPES = [(1, 1), (7, 33), (256, 256), (513, 257)]
 
 
 @pytest.fixture(scope="module")
