@@ -33,6 +33,7 @@ OWN_STACK = {
     "flax_nnx": ("jax", "jaxlib", "flax"),
     "jax_checkpoint": ("jax", "jaxlib"),
     "pytorch": ("torch",),
+    "torch_compile": ("torch",),
 }
 
 SEED, FEATURES = 2**40 + 5, 4

@@ -30,6 +30,7 @@ KILLED_BY = {
     "truncates_seed": "g_bad_inputs",
     "wrong_error_type": "g_bad_inputs",
     "not_repeatable": "h_hygiene",
+    "compiled_without_checkpoint": "e_evidence",
 }
 
 

@@ -36,6 +36,10 @@ MUTANTS: dict[str, tuple[str, str]] = {
     "truncates_seed": ("flax_mutants:TruncatesSeed", "int(seed) unchecked: 1.5 runs as 1"),
     "wrong_error_type": ("flax_mutants:WrongErrorType", "TypeError for a non-finite x"),
     "not_repeatable": ("flax_mutants:NotRepeatable", "each call drifts by an ulp"),
+    "compiled_without_checkpoint": (
+        "torch_mutants:CompiledWithoutCheckpoint",
+        "torch.compile of the MLP module with no checkpoint in its forward",
+    ),
 }
 
 
