@@ -61,11 +61,7 @@ with warnings.catch_warnings():
 
 from ..contract import BackwardRecord, SavedTensor
 
-INSTRUMENT = (
-    "AOTAutograd's partitioned graphs as inductor received them: saved = the forward "
-    "graph's outputs for the backward; recomputed = forward nodes copied into the backward "
-    "(views left out); regions = checkpoint ac_graph_ids"
-)
+INSTRUMENT = "AOTAutograd's partitioned forward and backward graphs, as inductor compiled them"
 
 # A node whose output aliases its first input's storage (plus reshape, which
 # does on the contiguous tensors here): it moves no data.
