@@ -29,7 +29,11 @@ from .. import timing
 from . import measure
 from .measure import Result, Settings
 
-FRAMEWORKS = {"jax": "conformance.bench.jax_stack", "torch": "conformance.bench.torch_stack"}
+FRAMEWORKS = {
+    "jax": "conformance.bench.jax_stack",
+    "torch": "conformance.bench.torch_stack",
+    "torch_compile": "conformance.bench.torch_compile_stack",
+}
 DEFAULTS = Settings()
 
 

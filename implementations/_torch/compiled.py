@@ -456,7 +456,9 @@ class CompiledModule:
         self._compiled = torch.compile(
             call, backend=self.recorder.backend, dynamic=dynamic, fullgraph=True
         )
+        # One patch, entered on every call: making one costs more than the call.
+        self._patch = dynamo_config.patch(**self.settings)
 
     def __call__(self, model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-        with dynamo_config.patch(**self.settings):
+        with self._patch:
             return self._compiled(model, x)
