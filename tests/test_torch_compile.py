@@ -122,7 +122,7 @@ def test_any_shape_compiles_one_of_a_few_graphs():
             PORT.nn_checkpoint_forward(0, _x(0, dim), features)
         counts.append(PORT.compiled.recorder.compiles - before)
     assert counts[0] <= len(menu)
-    assert counts[1] <= 1, counts  # at most the range F <= 16 < D, if the menu missed it
+    assert counts[1] <= 1, counts  # here F = 1 at D > 16, a range the menu lacks
 
 
 def test_dynamo_settings_hold_only_around_the_port_s_calls():
