@@ -13,9 +13,16 @@
     JAX port about a second of XLA compiling; the cache keeps compiled code,
     so a second run, and every worker process of a run, reuses it.
     `REMAT_JAX_CACHE=off` turns off this part alone, or names another place.
+  - `torchinductor/`: inductor's caches (`torch.compile`: generated C++,
+    compiled, about a second a graph), rather than inductor's default,
+    `/tmp/torchinductor_<user>`, which other torch programs share and a
+    reboot may empty. `REMAT_TORCH_CACHE` moves them or (`off`) turns them
+    off; left unset, `REMAT_JAX_CACHE=off` turns them off too, so "no
+    compilation cache" means none for every framework.
   - `hypothesis/`: Hypothesis's storage (its example database, which replays
     a failing example first on the next run, and its other files), so that
     nothing is written into the directory the suite is run from.
+  - `examples/`, `references/`: the example bank (`conformance.bank`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from pathlib import Path
 
 CACHE_ENV = "REMAT_JAX_CACHE"
 ROOT_ENV = "REMAT_CACHE"
+TORCH_CACHE_ENV = "REMAT_TORCH_CACHE"
 _OFF = ("off", "0", "no", "false")
 
 
@@ -50,14 +58,25 @@ def _scratch() -> str:
     return _SCRATCH[0]
 
 
-def jax_cache_dir() -> Path | None:
-    """Where the JAX compilation cache lives, or None when it is turned off."""
-    setting = os.environ.get(CACHE_ENV, "")
+def _cache_dir(variable: str, name: str) -> Path | None:
+    setting = os.environ.get(variable, "")
     if setting.lower() in _OFF or os.environ.get(ROOT_ENV, "").lower() in _OFF:
         return None
     if setting:
         return Path(setting)
-    return cache_root() / "jax"
+    return cache_root() / name
+
+
+def jax_cache_dir() -> Path | None:
+    """Where the JAX compilation cache lives, or None when it is turned off."""
+    return _cache_dir(CACHE_ENV, "jax")
+
+
+def torch_cache_dir() -> Path | None:
+    """Where inductor's caches live, or None when they are turned off."""
+    if TORCH_CACHE_ENV not in os.environ and jax_cache_dir() is None:
+        return None
+    return _cache_dir(TORCH_CACHE_ENV, "torchinductor")
 
 
 def hypothesis_dir() -> Path:
@@ -76,6 +95,11 @@ def prepare() -> None:
         # Cache every compile: the suite's are many and each is short.
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    torch_cache = torch_cache_dir()
+    if torch_cache is None:
+        os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+    else:
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(torch_cache))
     # Worker processes inherit the variable, so they all use the same storage.
     os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(hypothesis_dir()))
     from hypothesis import configuration

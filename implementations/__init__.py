@@ -47,6 +47,7 @@ BUILTIN: dict[str, str] = {
     "jax_checkpoint": "implementations.jax_checkpoint:JaxCheckpoint",
     "haiku": "implementations.haiku:Haiku",
     "mlx": "implementations.mlx:Mlx",
+    "torch_compile": "implementations.torch_compile:TorchCompile",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
@@ -58,6 +59,7 @@ _EXTRAS = {
     "jax_checkpoint": "jax",
     "haiku": "haiku",
     "mlx": "mlx",
+    "torch_compile": "torch",
 }
 
 

@@ -307,6 +307,32 @@ def test_mlx_checkpointed_gradients_equal_plain_ones():
         np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-6, atol=1e-6)
 
 
+# compiled torch: AOTAutograd's partitioned forward graph, as inductor compiled it
+# ---------------------------------------------------------------------------
+
+# The partitioner keeps only what the backward graph reads. With no checkpoint:
+# each block's input and relu's output (2 units per block). A checkpoint per
+# block: the block inputs. Saving matmul outputs: x, each block's h_l and each
+# block output y_l the next block reads (y_{L-1} is read by no backward, and
+# unlike eager's cache the partition drops it): 2L units.
+TORCH_COMPILED = {"none": lambda L: 2 * L, "full": lambda L: L, "save-mm": lambda L: 2 * L}
+
+
+@pytest.mark.parametrize("mode", measure.MODES)
+def test_compiled_torch_residuals_and_matmuls_match_hand_derived_counts(mode):
+    pytest.importorskip("torch")
+    from conformance.bench import torch_compile_stack
+
+    depth = 2
+    static = torch_compile_stack.build("compiled", mode, _data(depth)).measure()
+    kept = _kept(static.saved)
+    units = TORCH_COMPILED[mode](depth)
+    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
+    assert [t.origin for t in kept].count("input") == 1  # x
+    # As eager: a checkpoint recomputes the first matmul of each block.
+    assert static.matmuls == {"none": 6, "full": 7, "save-mm": 6}[mode] * depth - 1
+
+
 # ---------------------------------------------------------------------------
 # Framework-free parts
 # ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ OWN_STACK = {
     "pytorch": ("torch",),
     "haiku": ("jax", "jaxlib", "haiku"),
     "mlx": ("mlx",),
+    "torch_compile": ("torch",),
 }
 
 SEED, FEATURES = 2**40 + 5, 4

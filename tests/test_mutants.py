@@ -33,6 +33,7 @@ KILLED_BY = {
     "not_repeatable": "h_hygiene",
     "haiku_no_remat": "e_evidence",
     "mlx_no_checkpoint": "e_evidence",
+    "compiled_without_checkpoint": "e_evidence",
 }
 
 

@@ -31,6 +31,7 @@ FRAMEWORKS = {
     "jax": "conformance.bench.jax_stack",
     "torch": "conformance.bench.torch_stack",
     "mlx": "conformance.bench.mlx_stack",
+    "torch_compile": "conformance.bench.torch_compile_stack",
 }
 DEFAULTS = Settings()
 

@@ -37,26 +37,29 @@ DEFINITIONS = {
     "saved_bytes": "bytes of the tensors the forward pass keeps for the backward pass, read off "
     "the framework's own instrument (JAX: the residual leaves of jax.vjp, one per jaxpr "
     "variable; torch: an outer saved_tensors_hooks plus the outputs a selective-checkpoint "
-    "policy caches, one per storage; MLX: the forward arrays that backward primitives read in "
-    "the lazy graph of mx.vjp, from mx.export_to_dot). Parameters, and values computed from "
-    "parameters alone, are left out: they live whether or not anything is saved; so are "
-    "constants (JAX keeps a zeros buffer for the relu's select, which depends on no data). "
-    "The stack's input x counts: it is block 0's input.",
+    "policy caches, one per storage; compiled torch: what AOTAutograd's partitioned forward "
+    "graph returns for the backward graph, as inductor compiled it; MLX: the forward arrays "
+    "that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot). "
+    "Parameters, and values computed from parameters alone, are left out: they live whether "
+    "or not anything is saved; so are constants (JAX keeps a zeros buffer for the relu's "
+    "select, which depends on no data). The stack's input x counts: it is block 0's input.",
     "analytic_minimum": "L*B*F*4 bytes: the block inputs only, the least a checkpoint per block "
     "can keep.",
     "temp_bytes": "XLA's compiled temporary buffers for one forward+backward step "
     "(jit(step).lower().compile().memory_analysis().temp_size_in_bytes); arguments and the "
-    "returned gradients are not in it. None where there is no compiled program (torch eager, "
-    "MLX uncompiled).",
+    "returned gradients are not in it. None where there is no XLA program (torch, eager or "
+    "compiled: inductor reports no such figure; MLX uncompiled).",
     "peak_bytes": "torch: the highest net CPU allocation during one step above what was live "
     "before it, from torch.profiler(profile_memory=True); it includes the parameter gradients "
-    "the step returns. MLX: its allocator's counter, mx.get_peak_memory() during one step "
-    "above mx.get_active_memory() before it (gradients included). None for JAX, whose CPU "
-    "runtime has no allocation profiler.",
+    "the step returns (compiled torch too: inductor allocates through the same allocator). "
+    "MLX: its allocator's counter, mx.get_peak_memory() during one step above "
+    "mx.get_active_memory() before it (gradients included). None for JAX, whose CPU runtime "
+    "has no allocation profiler.",
     "matmuls": "matrix products executed per step: JAX counts dot ops in the optimized HLO "
     "(a loop body times its known trip count); torch counts aten mm/addmm calls in the step "
-    "with a TorchDispatchMode; MLX counts the AddMM/Matmul primitives in the step's lazy graph "
-    "that its evaluation runs.",
+    "with a TorchDispatchMode; compiled torch counts the aten mm/addmm nodes of the forward and "
+    "backward graphs inductor compiled (one external kernel call each); MLX counts the "
+    "AddMM/Matmul primitives in the step's lazy graph that its evaluation runs.",
     "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
     "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
     "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "

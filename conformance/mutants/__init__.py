@@ -63,6 +63,12 @@ MUTANTS: dict[str, MutantSpec] = {
             "MLX MLP without nn.utils.checkpoint",
             "mlx",
         ),
+        MutantSpec(
+            "compiled_without_checkpoint",
+            "torch_mutants:CompiledWithoutCheckpoint",
+            "torch.compile of the MLP module with no checkpoint in its forward",
+            "torch_compile",
+        ),
     )
 }
 

@@ -51,6 +51,32 @@ def leaf_input(x: Any) -> torch.Tensor:
     return as_input(x).detach().clone().requires_grad_()
 
 
+def _precision_settings() -> str:
+    # The switches that decide how a float32 matmul computes: the global
+    # precision, oneDNN's on the CPU, CUDA's and cuDNN's TF32.
+    backends = torch.backends
+    return (
+        f"float32_matmul_precision={torch.get_float32_matmul_precision()}, "
+        f"mkldnn.matmul={backends.mkldnn.matmul.fp32_precision}, "
+        f"cuda.matmul={backends.cuda.matmul.fp32_precision}, "
+        f"cudnn.allow_tf32={backends.cudnn.allow_tf32}"
+    )
+
+
+# Read when the first torch port loads, before any port pins anything.
+_FOUND = _precision_settings()
+
+
+def matmul_precision() -> dict[str, str]:
+    """torch's float32 matmul settings as found at import (`default`) and once pinned (`pinned`).
+
+    On a CPU both compute IEEE float32 ("highest"; oneDNN's "none" follows
+    it): only the accelerator switches differ.
+    """
+    pin_matmul_precision()
+    return {"default": _FOUND, "pinned": _precision_settings()}
+
+
 def pin_matmul_precision() -> None:
     """float32 matmuls in float32 on CUDA: no TF32 (torch's cuDNN default allows it)."""
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -8,6 +8,13 @@
 - Tensors in and out: `as_input(x)` (checked, float32, a tensor keeps its
   device and graph), `leaf_input(x)` (a copy that requires grad),
   `to_host_array`, `from_host_array`, and `pin_matmul_precision()`.
+- The model: `MLP` (its forward under `torch.utils.checkpoint`),
+  `build_mlp(params)`, the converters `params_to_state` and
+  `state_to_params`, and `TorchPort`, the contract built on a port's
+  `run(model, x)` (eager: the module's call); a port adds its evidence.
+
+The compiled port's instrument (AOTAutograd's partitioned graphs) is in
+`implementations._torch.compiled`; it imports inductor, so it is not here.
 """
 
 from .._torch.arrays import (
@@ -18,16 +25,23 @@ from .._torch.arrays import (
     to_host_array,
 )
 from .._torch.evidence import GradModeOps, RegionCounter, SavedTensors, classify, record
+from .._torch.mlp import MLP, build_mlp, params_to_state, state_to_params
+from .._torch.port import TorchPort
 
 __all__ = [
+    "MLP",
     "GradModeOps",
     "RegionCounter",
     "SavedTensors",
+    "TorchPort",
     "as_input",
+    "build_mlp",
     "classify",
     "from_host_array",
     "leaf_input",
+    "params_to_state",
     "pin_matmul_precision",
     "record",
+    "state_to_params",
     "to_host_array",
 ]
