@@ -19,6 +19,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
+from . import _out_in as out_in
 from ._canonical_init import canonical_params
 from ._mlx import arrays, evidence
 from ._mlx.arrays import as_input, from_host_array, to_host_array
@@ -26,7 +27,7 @@ from ._mlx.evidence import Tap, no_tap
 from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
-STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+STATE_NAMES = out_in.NAMES  # `tree_flatten(model.parameters())`'s names, canonical order
 
 
 class CanonicalLinear(nn.Linear):
@@ -83,26 +84,12 @@ def _array(array: np.ndarray) -> mx.array:
 
 def params_to_arrays(params: Params) -> dict[str, mx.array]:
     """Canonical params as the MLP's parameters: each `Linear.weight` is the kernel transposed."""
-    dim, features = params.dim, params.features
-    w1, w2 = params.w1.T, params.w2.T  # (D, F) -> (F, D); (F, F) -> (F, F) transposed
-    assert w1.shape == (features, dim), w1.shape
-    assert w2.shape == (features, features), w2.shape
-    values = (w1, params.b1, w2, params.b2)  # biases (F,)
-    return {name: _array(v) for name, v in zip(STATE_NAMES, values, strict=True)}
+    return {name: _array(array) for name, array in out_in.from_params(params).items()}
 
 
 def _canonical_arrays(state: Mapping[str, mx.array]) -> dict[str, np.ndarray]:
     # Arrays in the MLP's layout (parameters or their gradients) as canonical numpy arrays.
-    w1, b1, w2, b2 = (to_host_array(state[name]) for name in STATE_NAMES)
-    if w1.ndim != 2:
-        raise ValueError(f"fc1.weight must be 2-D (F, D), got shape {w1.shape}")
-    features, dim = w1.shape
-    expected = {"fc1.weight": (features, dim), "fc1.bias": (features,)}
-    expected |= {"fc2.weight": (features, features), "fc2.bias": (features,)}
-    for name, array in zip(STATE_NAMES, (w1, b1, w2, b2), strict=True):
-        if array.shape != expected[name]:
-            raise ValueError(f"{name} must have shape {expected[name]}, got {array.shape}")
-    return {"w1": w1.T, "b1": b1, "w2": w2.T, "b2": b2}  # (F, D) -> (D, F); (F, F) transposed
+    return out_in.to_canonical(*(to_host_array(state[name]) for name in STATE_NAMES))
 
 
 def arrays_to_params(state: Mapping[str, mx.array]) -> Params:

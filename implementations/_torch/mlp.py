@@ -16,12 +16,13 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint as torch_checkpoint
 
+from .. import _out_in as out_in
 from .._canonical_init import canonical_params
 from ..contract import Params, check_features, check_seed
 from .arrays import as_input, to_host_array
 
 # The MLP's state dict names, in the canonical order w1, b1, w2, b2.
-STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+STATE_NAMES = out_in.NAMES  # the MLP's state dict names, in the canonical order
 
 
 class CanonicalLinear(nn.Linear):
@@ -101,31 +102,12 @@ def tensor(array: np.ndarray, device: Any = None) -> torch.Tensor:
 
 def params_to_state(params: Params, device: Any = None) -> dict[str, torch.Tensor]:
     """Canonical params as the MLP's state dict: each `Linear.weight` is the kernel transposed."""
-    dim, features = params.dim, params.features
-    w1 = tensor(params.w1.T, device)  # (D, F) -> (F, D)
-    w2 = tensor(params.w2.T, device)  # (F, F) -> (F, F), transposed
-    assert w1.shape == (features, dim), w1.shape
-    assert w2.shape == (features, features), w2.shape
-    return {
-        "fc1.weight": w1,
-        "fc1.bias": tensor(params.b1, device),  # (F,)
-        "fc2.weight": w2,
-        "fc2.bias": tensor(params.b2, device),  # (F,)
-    }
+    return {name: tensor(array, device) for name, array in out_in.from_params(params).items()}
 
 
 def canonical_arrays(state: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
     """Tensors in the MLP's layout (weights, or their gradients) as canonical arrays."""
-    w1, b1, w2, b2 = (to_host_array(state[name]) for name in STATE_NAMES)
-    if w1.ndim != 2:
-        raise ValueError(f"fc1.weight must be 2-D (F, D), got shape {w1.shape}")
-    features, dim = w1.shape
-    expected = {"fc1.weight": (features, dim), "fc1.bias": (features,)}
-    expected |= {"fc2.weight": (features, features), "fc2.bias": (features,)}
-    for name, array in zip(STATE_NAMES, (w1, b1, w2, b2), strict=True):
-        if array.shape != expected[name]:
-            raise ValueError(f"{name} must have shape {expected[name]}, got {array.shape}")
-    return {"w1": w1.T, "b1": b1, "w2": w2.T, "b2": b2}  # (F, D) -> (D, F); (F, F) transposed
+    return out_in.to_canonical(*(to_host_array(state[name]) for name in STATE_NAMES))
 
 
 def state_to_params(state: Mapping[str, torch.Tensor]) -> Params:
