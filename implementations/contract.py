@@ -20,7 +20,7 @@ import abc
 import math
 import numbers
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -245,18 +245,23 @@ class Implementation(abc.ABC):
 
     def versions(self) -> dict[str, str]:
         """The installed version of each distribution this port uses."""
-        from importlib.metadata import PackageNotFoundError, version
-
-        found = {}
-        for dist in self.distributions:
-            try:
-                found[dist] = version(dist)
-            except PackageNotFoundError:
-                found[dist] = "not installed"
-        return found
+        return installed_versions(self.distributions)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.framework})>"
+
+
+def installed_versions(distributions: Iterable[str]) -> dict[str, str]:
+    """Each distribution's installed version ("not installed" where it is not)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for dist in distributions:
+        try:
+            found[dist] = version(dist)
+        except PackageNotFoundError:
+            found[dist] = "not installed"
+    return found
 
 
 # ---------------------------------------------------------------------------

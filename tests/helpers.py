@@ -128,3 +128,15 @@ def run_python(args: list[str], path: Path, timeout: float = 300) -> subprocess.
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m conformance *args` in a subprocess, with a wide terminal for the report."""
+    env = {**(os.environ if env is None else env), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )

@@ -10,21 +10,14 @@ import pytest
 
 from conformance import expectations
 from conformance.runner import Outcome
-from tests.helpers import without_frameworks
+from tests.helpers import run_cli, without_frameworks
 
 pytest.importorskip("flax")
 
 QUICK = ["--no-mutants", "--examples", "3", "--jobs", "1", "--profile", "dev"]
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "conformance", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
+_cli = run_cli
 
 
 def test_run_json_reports_every_property_of_the_chosen_port():

@@ -118,7 +118,10 @@ def test_importing_the_packages_imports_no_framework():
         import sys
         import implementations, conformance, conformance.tolerance, conformance.cli
         import implementations.porting
+        from conformance import devices, machine
         implementations.registered()
+        machine.describe()  # the parent's side of the machine fields
+        devices.port_environment(type("P", (), {{"framework": "jax"}})())
         loaded = [m for m in {FRAMEWORKS!r} if m in sys.modules]
         assert not loaded, loaded
         print("ok")

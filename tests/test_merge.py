@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from conformance import merge
 from conformance.suite import SCHEMA
+from tests.helpers import run_cli
 
 pytest.importorskip("flax")
 pytest.importorskip("torch")
@@ -30,15 +30,7 @@ MAC = {
 METAL = {"kind": "gpu", "name": "Apple M2", "api": "metal", "framework": "torch"}
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}  # rich wraps a narrow terminal's matrix
-    return subprocess.run(
-        [sys.executable, "-m", "conformance", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
+_cli = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 
 import jax
 import jax.numpy as jnp
 
-from implementations.contract import SavedTensor
+from implementations.contract import SavedTensor, installed_versions
 from implementations.porting.jax import saved_tensors
 
 from .measure import MODES, Data, Static
@@ -33,13 +32,7 @@ VARIANTS = ("unrolled", "scan")
 
 def versions() -> dict[str, str]:
     """The installed jax and jaxlib versions."""
-    found = {}
-    for dist in ("jax", "jaxlib"):
-        try:
-            found[dist] = version(dist)
-        except PackageNotFoundError:
-            found[dist] = "not installed"
-    return found
+    return installed_versions(("jax", "jaxlib"))
 
 
 def configurations() -> list[tuple[str, str]]:

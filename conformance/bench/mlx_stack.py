@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 
 import mlx.core as mx
 
-from implementations.contract import SavedTensor
+from implementations.contract import SavedTensor, installed_versions
 from implementations.porting.mlx import Graph, Tap, backward_record, no_tap
 
 from .measure import Data, Static
@@ -38,14 +37,7 @@ MATMULS = frozenset({"AddMM", "Matmul"})
 
 def versions() -> dict[str, str]:
     """The installed mlx version and the device it runs on."""
-    found = {}
-    for dist in ("mlx", "mlx-cpu"):
-        try:
-            found[dist] = version(dist)
-        except PackageNotFoundError:
-            found[dist] = "not installed"
-    found["device"] = str(mx.default_device())
-    return found
+    return {**installed_versions(("mlx", "mlx-cpu")), "device": str(mx.default_device())}
 
 
 def configurations() -> list[tuple[str, str]]:
