@@ -4,21 +4,25 @@ Runs the default run's work for one port (every property, the ci profile's
 examples, in this process) and prints examples per second and the split of
 an example's time:
 
-- **drawing**: Hypothesis choosing and building the case (or loading it
-  from the example bank);
+- **drawing**: getting the case: Hypothesis choosing and building it, or
+  reading it from the example bank;
 - **port**: the port's own contract calls;
-- **canonical**: the canonical port's calls (or loading its stored results);
+- **canonical**: the canonical port's calls, and reading its stored results;
 - **bounds**: the error analysis (`conformance.tolerance`);
 - **rest**: comparing, bookkeeping.
 
 Usage: `python benchmarks/suite_speed.py PORT [PORT ...] [--examples N] [--json]`.
 Run it twice to see a warm cache (the second run reuses JAX's compilation
-cache and the suite's example bank and stored canonical results).
+cache, and the example bank's cases and canonical results). It times the
+properties by wrapping them, and so runs on older versions of the suite
+too: copy it into an older checkout to compare, in one sitting.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 import json
 import time
 from collections import defaultdict
@@ -35,15 +39,14 @@ class Clock:
 
     def __init__(self):
         self.seconds: dict[str, float] = defaultdict(float)
-        self._stack: list[tuple[str, float]] = []
+        self._stack: list[list] = []
 
     @contextmanager
     def part(self, name: str):
         now = time.perf_counter()
         if self._stack:  # pause the enclosing part
-            outer, since = self._stack[-1]
-            self.seconds[outer] += now - since
-        self._stack.append((name, now))
+            self.seconds[self._stack[-1][0]] += now - self._stack[-1][1]
+        self._stack.append([name, now])
         try:
             yield
         finally:
@@ -51,8 +54,14 @@ class Clock:
             now = time.perf_counter()
             self.seconds[name] += now - since
             if self._stack:
-                outer, _ = self._stack[-1]
-                self._stack[-1] = (outer, now)
+                self._stack[-1][1] = now
+
+    def timed(self, function, part: str):
+        def timed(*args, **kwargs):
+            with self.part(part):
+                return function(*args, **kwargs)
+
+        return timed
 
 
 class Timed:
@@ -63,36 +72,40 @@ class Timed:
 
     def __getattr__(self, name):
         value = getattr(self._implementation, name)
-        if not callable(value):
-            return value
+        return self._clock.timed(value, self._part) if callable(value) else value
 
-        def timed(*args, **kwargs):
-            with self._clock.part(self._part):
-                return value(*args, **kwargs)
 
-        return timed
+def timed_properties(clock: Clock) -> list:
+    """The suite's properties, their checks charged to "rest" and the error analysis to
+    "bounds" (and, where a property has one, its canonical side to "canonical")."""
+    from conformance import properties
+
+    for function in TOLERANCE_FUNCTIONS:
+        if hasattr(properties, function):
+            setattr(properties, function, clock.timed(getattr(properties, function), "bounds"))
+    timed = []
+    for prop in properties.PROPERTIES:
+        changes = {"check": clock.timed(prop.check, "rest")}
+        if getattr(prop, "prepare", None) is not None:
+            changes["prepare"] = clock.timed(prop.prepare, "canonical")
+        timed.append(dataclasses.replace(prop, **changes))
+    return timed
 
 
 def measure(name: str, examples: int | None) -> dict:
     """One port's whole property run, timed by part."""
     import implementations
-    from conformance import properties, runner
+    from conformance import runner
 
     clock = Clock()
-    for function in TOLERANCE_FUNCTIONS:  # charge the error analysis to "bounds"
-        if hasattr(properties, function):
-            original = getattr(properties, function)
-
-            def timed(*args, _original=original, **kwargs):
-                with clock.part("bounds"):
-                    return _original(*args, **kwargs)
-
-            setattr(properties, function, timed)
     started = time.perf_counter()
     port = implementations.load(name)
     port.pin_matmul_precision()
     canonical = implementations.load(implementations.CANONICAL)
     loaded = time.perf_counter() - started
+    # The canonical argument became a loader when the example bank came in.
+    takes_loader = "on_prepare" in inspect.signature(runner.run_property).parameters
+    timed_canonical = Timed(canonical, "canonical", clock)
     count = 0
 
     def on_example(text: str) -> None:
@@ -100,28 +113,27 @@ def measure(name: str, examples: int | None) -> dict:
         count += 1
 
     begun = time.perf_counter()
-    for prop in properties.PROPERTIES:
+    for prop in timed_properties(clock):
         if name == implementations.CANONICAL and prop.needs_canonical:
             continue
         outcome = runner.run_property(
             prop,
             Timed(port, "port", clock),
-            lambda: Timed(canonical, "canonical", clock),
+            (lambda: timed_canonical) if takes_loader else timed_canonical,
             max_examples=examples,
             on_example=on_example,
-            timing=clock,
         )
         assert outcome.status == "pass", outcome.message
     total = time.perf_counter() - begun
-    parts = {part: clock.seconds.get(part, 0.0) for part in PARTS if part != "rest"}
-    parts["rest"] = total - sum(parts.values())
+    parts = {part: clock.seconds.get(part, 0.0) for part in PARTS if part != "drawing"}
+    parts["drawing"] = total - sum(parts.values())  # whatever is not a check: getting cases
     return {
         "port": name,
         "examples": count,
         "seconds": total,
         "load_seconds": loaded,
         "examples_per_second": count / total,
-        "ms_per_example": {part: 1e3 * s / count for part, s in parts.items()},
+        "ms_per_example": {part: 1e3 * parts[part] / count for part in PARTS},
     }
 
 

@@ -15,10 +15,9 @@ Two ways to get the examples, with the same examples either way:
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,13 +92,6 @@ class _Tally:
             self.worst_ratio = ratio if self.worst_ratio is None else max(self.worst_ratio, ratio)
 
 
-class _NoClock:
-    @staticmethod
-    @contextlib.contextmanager
-    def part(name: str) -> Iterator[None]:
-        yield
-
-
 def run_property(
     prop: Property,
     port: Implementation,
@@ -112,7 +104,6 @@ def run_property(
     shrink: bool = True,
     database: Path | None = None,
     reproduce: str = "",
-    timing: Any = None,
 ) -> Outcome:
     """Run one property on one port; never raises for a failing port.
 
@@ -131,10 +122,8 @@ def run_property(
     - `database`: a directory for Hypothesis's example database, so that a
       rerun tries the last failing example first; None keeps none.
     - `reproduce`: a blob from an earlier failure, to replay that example only.
-    - `timing`: a clock with a `part(name)` context (benchmarks/suite_speed.py):
-      drawing or loading cases is charged to "drawing", the checks to "rest".
     """
-    run = _Run(prop, port, canonical, on_example, on_prepare, timing or _NoClock())
+    run = _Run(prop, port, canonical, on_example, on_prepare)
     try:
         if prop.cases is not None:  # a fixed list, run in full; it needs no reference
             for case in prop.cases():
@@ -161,7 +150,6 @@ def run_property(
         shrunk = run_property(
             prop, port, canonical, max_examples=max_examples, scope=scope,
             on_example=on_example, on_prepare=on_prepare, shrink=True, reproduce=_NOT_BANKED,
-            timing=timing,
         )  # fmt: skip
         if shrunk.status == "fail":
             return shrunk
@@ -200,9 +188,9 @@ def prepare(prop: Property, canonical: Implementation | None, case: Any) -> Any:
 class _Run:
     """One property on one port: its examples, its tally, its clock."""
 
-    def __init__(self, prop: Property, port, canonical: Canonical, on_example, on_prepare, clock):
+    def __init__(self, prop: Property, port, canonical: Canonical, on_example, on_prepare):
         self.prop, self.port, self.canonical = prop, port, canonical
-        self.on_example, self.on_prepare, self.clock = on_example, on_prepare, clock
+        self.on_example, self.on_prepare = on_example, on_prepare
         self.tally, self.banked = _Tally(), False
         self.started = time.perf_counter()
 
@@ -210,14 +198,12 @@ class _Run:
         if self.on_example is not None:
             self.on_example(describe(case))
         start = time.perf_counter()
-        with self.clock.part("rest"):
-            ratio = self.prop.check(self.port, reference, case)
+        ratio = self.prop.check(self.port, reference, case)
         self.tally.add(case, ratio, time.perf_counter() - start)
 
     def from_bank(self, scope: str, max_examples: int | None) -> None:
         self.banked = True
-        with self.clock.part("drawing"):
-            cases = bank.cases(self.prop, scope, max_examples)
+        cases = bank.cases(self.prop, scope, max_examples)
         references = [None] * len(cases)
         if self.prop.prepare is not None:
             references = bank.references(
@@ -243,7 +229,7 @@ class _Run:
         test = given(self.prop.strategy(scope))(bank.example)
         if reproduce and reproduce != _NOT_BANKED:
             test = reproduce_failure(*reproduce.split(":", 1))(test)
-        with bank.handing_to(check), self.clock.part("drawing"):
+        with bank.handing_to(check):
             settings(**overrides)(test)()
 
     def _canonical_or_raise(self) -> Implementation:
