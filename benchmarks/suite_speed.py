@@ -108,7 +108,7 @@ def measure(name: str, examples: int | None) -> dict:
     timed_canonical = Timed(canonical, "canonical", clock)
     count = 0
 
-    def on_example(text: str) -> None:
+    def on_example(*text: str) -> None:  # older versions pass no description
         nonlocal count
         count += 1
 
