@@ -117,16 +117,18 @@ def make_distribution(
     return root
 
 
-def run_python(args: list[str], path: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python *args` with `path` on `PYTHONPATH` and a wide terminal for the report."""
+def run_python(
+    args: list[str], path: Path, timeout: float = 300, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
+    """`python *args` with `path` and this checkout on `PYTHONPATH`, a wide terminal."""
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(path), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(path), str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "COLUMNS": "200",
         "JAX_PLATFORMS": "cpu",
     }
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
 
 

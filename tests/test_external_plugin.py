@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -256,3 +257,21 @@ def test_a_quoted_entry_point_is_broken_and_says_why(tmp_path):
     text = " ".join(done.stdout.split())
     assert "quoted_port broken" in text
     assert "is quoted" in text
+
+
+def test_the_replay_command_replays_the_failing_example_and_writes_nothing_here(
+    suite_run, plugin, tmp_path
+):
+    _, report = suite_run
+    failed = {o["property"]: o for o in _row(report, "wrong_port")["outcomes"]}["e_evidence"]
+    words = shlex.split(failed["replay"])
+    assert words[:4] == ["python", "-m", "conformance", "run"]
+    assert "--reproduce" in words  # the dev profile's random example, as a blob
+    # From another directory: nothing may be written where the suite is run.
+    done = run_python([*words[1:], "--json"], plugin, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-3000:]
+    replayed = {o["property"]: o for o in _row(json.loads(done.stdout), "wrong_port")["outcomes"]}
+    assert list(replayed) == ["e_evidence"]
+    assert replayed["e_evidence"]["status"] == "fail"
+    assert replayed["e_evidence"]["examples"] == 0  # it failed on the first: the replayed one
+    assert list(tmp_path.iterdir()) == []  # no .hypothesis/ here

@@ -80,3 +80,21 @@ def test_the_jax_instrument_tells_inputs_parameters_activations_and_constants_ap
     checkpointed = PORT.backward_record(params, x, checkpoint=True)
     assert {t.origin for t in checkpointed.saved} == {"input", "parameter"}
     assert checkpointed.saved_bytes == 12
+
+
+def test_a_saved_dot_product_is_named_by_its_dot_general():
+    # A policy that saves matmul outputs saves them through the reduce_precision
+    # JAX inserts; the record names the operation a user wrote.
+    from implementations.porting.jax import backward_record
+
+    def block(p, x):
+        return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+    saving_dots = jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)
+    shapes = {"w1": (3, 4), "b1": (4,), "w2": (4, 4), "b2": (4,)}
+    params = {name: jnp.ones(shape) for name, shape in shapes.items()}
+    record = backward_record(
+        saving_dots, (params, jnp.ones(3)), ("parameter", "input"), jnp.ones(4)
+    )
+    (activation,) = record.saved_by_origin("activation")
+    assert activation.note == "output of dot_general (through reduce_precision)"
