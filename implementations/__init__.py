@@ -45,6 +45,7 @@ BUILTIN: dict[str, str] = {
     "pytorch": "implementations.pytorch:PyTorch",
     "flax_nnx": "implementations.flax_nnx:FlaxNnx",
     "jax_checkpoint": "implementations.jax_checkpoint:JaxCheckpoint",
+    "tensorflow": "implementations.tensorflow:TensorFlow",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
@@ -54,6 +55,7 @@ _EXTRAS = {
     "pytorch": "torch",
     "flax_nnx": "nnx",
     "jax_checkpoint": "jax",
+    "tensorflow": "tensorflow",
 }
 
 
