@@ -211,8 +211,7 @@ class TensorFlow(Implementation):
         return from_host_array(array)
 
     def versions(self) -> dict[str, str]:
-        found = {d: v for d, v in super().versions().items() if v != "not installed"}
-        return found or {"tensorflow": tf.__version__}
+        return stack.installed(super().versions())
 
     def pin_matmul_precision(self) -> None:
         stack.pin_matmul_precision()

@@ -113,8 +113,9 @@ def backward_record(
     - `origins`: per argument, `"input"` (what depends on it is an
       activation) or `"parameter"`.
     - `cotangent`: pulled back through the output; only its shape is used.
-    - `variables`: `tf.Variable`s that `forward` reads, differentiated too
-      (parameters).
+    - `variables`: `tf.Variable`s that `forward` reads and whose gradients
+      are taken too. Every variable the graph reads, differentiated or not,
+      is a parameter.
     """
     specs = [tf.TensorSpec(np.shape(a), tf.float32) for a in args]
     specs.append(tf.TensorSpec(np.shape(cotangent), tf.float32))
@@ -137,10 +138,11 @@ def backward_record(
             )
         return grads
 
-    graph = tf.function(step, autograph=False).get_concrete_function(*specs).graph
+    concrete = tf.function(step, autograph=False).get_concrete_function(*specs)
+    graph = concrete.graph
     return BackwardRecord(
         instrument=INSTRUMENT,
-        saved=_saved(graph, marks["boundary"], origins, variables),
+        saved=_saved(graph, marks["boundary"], origins, concrete.variables),
         recomputed=ops.recomputed(),
         checkpoint_regions=_regions(graph, marks["boundary"], marks["output"]),
     )

@@ -77,6 +77,16 @@ logging.getLogger("tensorflow").setLevel(logging.ERROR)
 _DEFAULT_TF32 = tf.config.experimental.tensor_float_32_execution_enabled()
 
 
+def installed(versions: dict[str, str]) -> dict[str, str]:
+    """A port's distribution versions less the ones not installed: TensorFlow ships as
+    `tensorflow` or as `tensorflow-cpu`, and a port names both. TensorFlow's own
+    version stands in when neither distribution is found (a source build)."""
+    found = {name: v for name, v in versions.items() if v != "not installed"}
+    if not any(name.startswith("tensorflow") for name in found):
+        found["tensorflow"] = tf.__version__
+    return found
+
+
 def pin_matmul_precision() -> None:
     """float32 matmuls in float32 on GPUs: no TensorFloat-32 (TensorFlow allows it by default)."""
     tf.config.experimental.enable_tensor_float_32_execution(False)
@@ -96,4 +106,4 @@ def matmul_precision() -> dict[str, str]:
     }
 
 
-__all__ = ["matmul_precision", "pin_matmul_precision", "tf"]
+__all__ = ["installed", "matmul_precision", "pin_matmul_precision", "tf"]

@@ -1,0 +1,131 @@
+"""The exercise's model in Keras 3, the same code on every backend.
+
+Import it after `backend.load(...)`: it imports Keras, which picks its
+backend at that moment. Imports Keras, numpy and the contract only.
+
+**The region.** `keras.RematScope(mode="full")` is read when a layer is
+*made*: every layer made inside the scope runs its `call` through
+`keras.remat`, which is `jax.checkpoint` on JAX,
+`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)` on torch and
+`tf.recompute_grad` on TensorFlow. `MLP` is made inside the scope, so its
+call is one region around the whole block, as Flax's `nn.checkpoint(MLP)`.
+Its two `Dense` layers are made under `RematScope(mode=None)`: under "full"
+each would otherwise get a region of its own, nested in the MLP's.
+
+**Layout.** A Keras `Dense.kernel` is `(in, out)`, the canonical (Flax)
+layout, so the converters only order and check: `trainable_variables` is
+`[dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+from keras import layers, ops
+
+from ..contract import Params, check_features, check_seed, check_x_spec
+
+
+class MLP(layers.Layer):
+    """`Dense(F, relu)` -> `Dense(F)` on a `(D,)` x, giving `(F,)`.
+
+    **Arguments:**
+
+    - `features`: the width F.
+
+    Every layer is float32, whatever the global dtype policy says (a
+    `mixed_bfloat16` policy would otherwise compute in bfloat16).
+    """
+
+    def __init__(self, features: int, **kwargs):
+        super().__init__(dtype="float32", **kwargs)  # reads the RematScope in force
+        with keras.RematScope(mode=None):  # no regions of their own inside the MLP's
+            self.dense_0 = layers.Dense(features, activation="relu", dtype="float32")
+            self.dense_1 = layers.Dense(features, dtype="float32")
+
+    def build(self, input_shape: tuple[int, ...]) -> None:  # (D,)
+        self.dense_0.build((1, input_shape[-1]))  # Dense wants a batch axis: (1, D)
+        self.dense_1.build((1, self.dense_0.units))
+
+    def call(self, x: Any) -> Any:  # (D,) -> (F,)
+        h = self.dense_0(ops.expand_dims(x, 0))  # (1, D) @ (D, F) -> (1, F), relu
+        return ops.reshape(self.dense_1(h), (-1,))  # (1, F) @ (F, F) -> (F,)
+
+
+# ---------------------------------------------------------------------------
+# Layout converters: canonical (in, out) kernels = Keras Dense.kernel (in, out)
+# ---------------------------------------------------------------------------
+
+
+def params_to_weights(params: Params) -> list[np.ndarray]:
+    """Canonical params in `MLP.trainable_variables` order; the layouts agree."""
+    dim, features = params.dim, params.features
+    weights = [np.array(params.w1), np.array(params.b1), np.array(params.w2), np.array(params.b2)]
+    assert weights[0].shape == (dim, features), weights[0].shape  # dense_0.kernel (D, F)
+    assert weights[2].shape == (features, features), weights[2].shape  # dense_1.kernel (F, F)
+    assert weights[1].shape == weights[3].shape == (features,)  # the biases (F,)
+    return weights
+
+
+def weights_to_params(weights: Sequence[Any]) -> Params:
+    """`[dense_0.kernel, dense_0.bias, dense_1.kernel, dense_1.bias]` (variables, the
+    backend's arrays, or gradients shaped like them) as canonical params."""
+    w1, b1, w2, b2 = (ops.convert_to_numpy(w) for w in weights)
+    if w1.ndim != 2:
+        raise ValueError(f"dense_0.kernel must be 2-D (D, F), got shape {w1.shape}")
+    return Params(w1=w1, b1=b1, w2=w2, b2=b2)  # checks every shape against w1's (D, F)
+
+
+def skeleton(dim: int, features: int, *, checkpoint: bool = True, cls: type[MLP] = MLP) -> MLP:
+    """A built `MLP` (or subclass) with Keras's own init: one remat region when `checkpoint`."""
+    with keras.RematScope(mode="full" if checkpoint else None):
+        model = cls(features)
+    model.build((dim,))
+    return model
+
+
+def build(params: Params, *, checkpoint: bool = True, cls: type[MLP] = MLP) -> MLP:
+    """A built `MLP` (or subclass) holding `params`, one remat region when `checkpoint`."""
+    model = skeleton(params.dim, params.features, checkpoint=checkpoint, cls=cls)
+    for variable, value in zip(model.trainable_variables, params_to_weights(params), strict=True):
+        assert tuple(variable.shape) == value.shape, (variable.path, variable.shape, value.shape)
+        variable.assign(value)
+    return model
+
+
+def model_params(model: MLP) -> Params:
+    """The parameters a built `MLP` holds, canonical layout."""
+    return weights_to_params([v.value for v in model.trainable_variables])
+
+
+# ---------------------------------------------------------------------------
+# The exercise on a KerasTensor
+# ---------------------------------------------------------------------------
+
+
+def symbolic_exercise(seed: Any, x: keras.KerasTensor, features: Any, params) -> Any:
+    """`nn_checkpoint_forward` on a symbolic `KerasTensor` x of shape `(D,)`.
+
+    **Arguments:** as the exercise's, and `params(seed, D, F) -> Params`.
+
+    **Returns:** the `(F,)` `KerasTensor` of the checkpointed MLP holding
+    the canonical parameters: `keras.Model(x, y)` runs it on any backend.
+    """
+    seed, features = check_seed(seed), check_features(features)
+    if any(d is None for d in x.shape):
+        raise ValueError(f"x must have a static shape (D,), got {x.shape}")
+    dim = check_x_spec(tuple(x.shape), x.dtype)
+    model = build(params(seed, dim, features))
+    return model(ops.cast(x, "float32"))
+
+
+def is_symbolic(x: Any) -> bool:
+    return isinstance(x, keras.KerasTensor)
+
+
+def unwrap(x: Any) -> Any:
+    """A `keras.Variable` x as the backend's own array or variable; anything else as is."""
+    return x.value if isinstance(x, keras.Variable) else x
