@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -9,7 +12,7 @@ from typing import Any
 
 from implementations.contract import Implementation
 
-from .mutants import load_all
+from .mutants import MUTANTS, load, load_all
 from .properties import BY_ID
 from .runner import run_property
 
@@ -46,7 +49,9 @@ def run_mutants(
     """Run the suite on every mutant; a mutant is killed by the first property it fails."""
     results = []
     for mutant in load_all():
-        if mutant.port is None or canonical is None:
+        if mutant.port is None and mutant.elsewhere and canonical is not None:
+            result = hunt_in_own_process(mutant.name, max_examples)
+        elif mutant.port is None or canonical is None:
             reason = mutant.reason or "the canonical port is not available"
             result = MutantResult(mutant.name, mutant.bug, "unavailable", message=reason)
         else:
@@ -72,6 +77,40 @@ def _hunt(name, bug, port, canonical, max_examples) -> MutantResult:
     return MutantResult(
         name, bug, "survived", examples=examples, seconds=time.perf_counter() - started
     )
+
+
+def hunt_in_own_process(name: str, max_examples: int = MUTANT_EXAMPLES) -> MutantResult:
+    """Hunt one mutant in a fresh interpreter, for a mutant whose stack cannot load in this
+    one (a Keras mutant where Keras runs on another backend)."""
+    code = (
+        "import json, sys\n"
+        "from conformance.mutation import hunt_here\n"
+        "print(json.dumps(hunt_here(sys.argv[1], int(sys.argv[2])).to_json()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, name, str(max_examples)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        message = f"its own process failed: {tail[0]}"
+        return MutantResult(name, MUTANTS[name][1], "unavailable", message=message)
+    return MutantResult(**json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def hunt_here(name: str, max_examples: int = MUTANT_EXAMPLES) -> MutantResult:
+    """Load one mutant and the canonical port in this process, and hunt the mutant."""
+    import implementations
+
+    from . import profiles
+
+    profiles.load()  # as the run that asked for it: $REMAT_PROFILE, else "ci"
+    mutant = load(name)
+    if mutant.port is None:
+        return MutantResult(name, mutant.bug, "unavailable", message=mutant.reason)
+    canonical = implementations.load(implementations.CANONICAL)
+    canonical.pin_matmul_precision()
+    mutant.port.pin_matmul_precision()
+    return _hunt(mutant.name, mutant.bug, mutant.port, canonical, max_examples)
 
 
 def score(results: list[MutantResult]) -> tuple[int, int]:

@@ -34,15 +34,16 @@ from ._keras import model  # noqa: E402 - imports keras, now on JAX
 # JAX's setting before anyone pins it, for `matmul_precision()`.
 _DEFAULT_PRECISION = jax.config.jax_default_matmul_precision
 
-Weights = list  # [dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]
+# [dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]
+Weights = list
 
 
 @functools.lru_cache(maxsize=64)
-def _skeleton(dim: int, features: int, checkpoint: bool) -> model.MLP:
+def _skeleton(dim: int, features: int, mode: str | None) -> model.MLP:
     # A stateless call replaces every weight, so the model's own values are
     # never read. Built eagerly even when first asked for under a trace.
     with jax.ensure_compile_time_eval():
-        return model.skeleton(dim, features, checkpoint=checkpoint)
+        return model.skeleton(dim, features, mode=mode)
 
 
 class KerasJax(JaxPort):
@@ -51,9 +52,11 @@ class KerasJax(JaxPort):
     name = "keras_jax"
     framework = "keras"
     distributions = ("keras", "jax", "jaxlib")
+    #: The `RematScope` mode of the checkpointed model (mutants change it).
+    mode: str | None = model.FULL
 
     def to_native(self, w1, b1, w2, b2) -> Weights:
-        dim, features = w1.shape
+        features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical
         assert w2.shape == (features, features), w2.shape  # (F, F), (in, out) as canonical
         assert b1.shape == b2.shape == (features,), (b1.shape, b2.shape)
         return [w1, b1, w2, b2]
@@ -62,13 +65,13 @@ class KerasJax(JaxPort):
         return tuple(weights)
 
     def apply(self, weights: Weights, x: jax.Array, checkpoint: bool) -> jax.Array:
-        mlp = _skeleton(x.shape[0], weights[0].shape[1], checkpoint)
+        mlp = _skeleton(x.shape[0], weights[0].shape[1], self.mode if checkpoint else None)
         y, _ = mlp.stateless_call(list(weights), [], x)  # (D,) -> (F,)
         return y
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into a Keras model and read back.
-        return model.model_params(model.build(canonical_params(seed, dim, features)))
+        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: see `nn_checkpoint_forward` in this module."""
@@ -111,4 +114,3 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
     **Returns:** the `(F,)` float32 jax array.
     """
     return _port.nn_checkpoint_forward(seed, x, features)
-

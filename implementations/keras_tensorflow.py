@@ -23,6 +23,7 @@ modules.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,12 +41,12 @@ from ._keras import model  # noqa: E402 - imports keras, now on TensorFlow
 
 
 @functools.lru_cache(maxsize=16)
-def _exercise_model(seed: int, dim: int, features: int) -> model.MLP:
+def _exercise_model(seed: int, dim: int, features: int, mode: str | None = model.FULL) -> model.MLP:
     # One model per (seed, D, F), never changed: recompute_grad rereads the
     # variables in the backward pass, so they must hold the same values then.
     # Made outside any graph being traced (init_scope), as variables must be.
     with tf.init_scope():
-        return model.build(canonical_params(seed, dim, features))
+        return model.build(canonical_params(seed, dim, features), mode=mode)
 
 
 def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
@@ -73,13 +74,18 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
     for any whose model an eager call made before. Any other raises a
     `ValueError` saying so.
     """
+    return exercise(seed, x, features)
+
+
+def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) -> Any:
+    """`nn_checkpoint_forward` with the model made under `RematScope(mode=mode)`."""
     if model.is_symbolic(x):
         return model.symbolic_exercise(seed, x, features, canonical_params)
     seed = check_seed(integer_argument(seed, "seed"))
     features = check_features(integer_argument(features, "features"))
     x = as_input(model.unwrap(x))
     try:
-        mlp = _exercise_model(seed, x.shape[0], features)
+        mlp = _exercise_model(seed, x.shape[0], features, mode)
     except ValueError as error:
         if "tf.Variable" not in str(error):
             raise
@@ -98,19 +104,21 @@ class KerasTensorFlow(Implementation):
     name = "keras_tensorflow"
     framework = "keras"
     distributions = ("keras", "tensorflow-cpu", "tensorflow")
+    #: The `RematScope` mode of the checkpointed model (mutants change it).
+    mode: str | None = model.FULL
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into a Keras model and read back.
-        return model.model_params(model.build(canonical_params(seed, dim, features)))
+        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = model.build(params, checkpoint=checkpoint)
+        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
         return to_host_array(mlp(_float32(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        mlp = model.build(params, checkpoint=checkpoint)
+        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
         x = _float32(x)
         weights = [v.value for v in mlp.trainable_variables]  # the tf.Variables
         with tf.GradientTape() as tape:
@@ -122,27 +130,42 @@ class KerasTensorFlow(Implementation):
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        mlp = model.build(params, checkpoint=checkpoint)
-        return evidence.backward_record(
-            mlp,
-            [x],
-            origins=("input",),
-            cotangent=np.ones(params.features, np.float32),
-            variables=[v.value for v in mlp.trainable_variables],
-        )
+        def make() -> BackwardRecord:
+            mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+            return evidence.backward_record(
+                mlp,
+                [x],
+                origins=("input",),
+                cotangent=np.ones(params.features, np.float32),
+                variables=[v.value for v in mlp.trainable_variables],
+            )
+
+        # A graph depends on the shapes only (the weights are variables), and
+        # tracing one takes a tenth of a second.
+        return self._cached(("vjp", params.dim, params.features, checkpoint), make)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         seed, features = check_seed(seed), check_features(features)
-        _exercise_model(seed, np.shape(x)[0], features)  # made eagerly, before the trace
-        return evidence.backward_record(
-            lambda x: nn_checkpoint_forward(seed, x, features),
-            [np.asarray(x, np.float32)],
-            origins=("input",),
-            cotangent=np.ones(features, np.float32),
-        )
+
+        def make() -> BackwardRecord:
+            _exercise_model(seed, np.shape(x)[0], features, self.mode)  # eagerly, before the trace
+            return evidence.backward_record(
+                lambda x: exercise(seed, x, features, self.mode),
+                [np.asarray(x, np.float32)],
+                origins=("input",),
+                cotangent=np.ones(features, np.float32),
+            )
+
+        return self._cached(("exercise", np.shape(x), features), make)
+
+    def _cached(self, key: Any, make: Callable[[], BackwardRecord]) -> BackwardRecord:
+        records = self.__dict__.setdefault("_records", {})
+        if key not in records:
+            records[key] = make()
+        return records[key]
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
-        return nn_checkpoint_forward(seed, x, features)
+        return exercise(seed, x, features, self.mode)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return to_host_array(model.unwrap(array))

@@ -53,12 +53,12 @@ class MLP(model.MLP):
 
 
 @functools.lru_cache(maxsize=16)
-def _exercise_model(seed: int, dim: int, features: int) -> MLP:
+def _exercise_model(seed: int, dim: int, features: int, mode: str | None = model.FULL) -> MLP:
     # One model per (seed, D, F), never changed, so an output's graph (whose
     # checkpoint reruns the block from the model's weights) stays right
     # however many calls come in between. Frozen: as in Flax's exercise,
     # only x can be differentiated, and nothing accumulates a .grad here.
-    mlp = model.build(canonical_params(seed, dim, features), cls=MLP)
+    mlp = model.build(canonical_params(seed, dim, features), mode=mode, cls=MLP)
     for variable in mlp.trainable_variables:
         variable.value.requires_grad_(False)
     return mlp
@@ -79,11 +79,16 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
 
     **Returns:** the `(F,)` float32 tensor, on Keras's device.
     """
+    return exercise(seed, x, features)
+
+
+def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) -> Any:
+    """`nn_checkpoint_forward` with the model made under `RematScope(mode=mode)`."""
     if model.is_symbolic(x):
         return model.symbolic_exercise(seed, x, features, canonical_params)
     seed, features = check_seed(seed), check_features(features)
     x = as_input(model.unwrap(x))
-    return _exercise_model(seed, x.shape[0], features)(x)
+    return _exercise_model(seed, x.shape[0], features, mode)(x)
 
 
 class KerasTorch(Implementation):
@@ -93,19 +98,21 @@ class KerasTorch(Implementation):
     name = "keras_torch"
     framework = "keras"
     distributions = ("keras", "torch")
+    #: The `RematScope` mode of the checkpointed model (mutants change it).
+    mode: str | None = model.FULL
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into a Keras model and read back.
-        return model.model_params(model.build(canonical_params(seed, dim, features)))
+        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = model.build(params, checkpoint=checkpoint)
+        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
         return to_host_array(mlp(as_input(x)))  # grad stays on: the checkpoint runs
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        mlp = model.build(params, checkpoint=checkpoint)
+        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
         x = leaf_input(x)
         weights = [v.value for v in mlp.trainable_variables]
         grads = torch.autograd.grad(mlp(x), [x, *weights], from_host_array(cotangent))
@@ -114,15 +121,14 @@ class KerasTorch(Implementation):
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        mlp = model.build(params, checkpoint=checkpoint, cls=MLP)
-        return _record(mlp, x)
+        return _record(model.reuse(params, mode=self.mode if checkpoint else None, cls=MLP), x)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         seed, features = check_seed(seed), check_features(features)
-        return _record(_exercise_model(seed, np.shape(x)[0], features), x)
+        return _record(_exercise_model(seed, np.shape(x)[0], features, self.mode), x)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
-        return nn_checkpoint_forward(seed, x, features)
+        return exercise(seed, x, features, self.mode)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return to_host_array(array)

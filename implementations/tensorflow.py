@@ -107,11 +107,16 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> tf.Tensor:
     symbolic (its shape must be static; its values cannot be checked), and
     `seed` and `features` must be Python values or constants.
     """
+    return exercise(seed, x, features)
+
+
+def exercise(seed: Any, x: Any, features: Any, region: Callable = checkpointed_block) -> tf.Tensor:
+    """`nn_checkpoint_forward`, the block run through `region` (mutants swap it)."""
     seed = check_seed(integer_argument(seed, "seed"))
     features = check_features(integer_argument(features, "features"))
     x = as_input(x)
     params = canonical_params(seed, x.shape[0], features)
-    return mlp(params_to_tensors(params), x)  # (D,) -> (F,)
+    return region(x, *params_to_tensors(params))  # (D,) -> (F,)
 
 
 # ---------------------------------------------------------------------------
@@ -150,6 +155,8 @@ class TensorFlow(Implementation):
     framework = "tensorflow"
     # The CPU wheel is its own distribution; `versions` reports whichever is installed.
     distributions = ("tensorflow-cpu", "tensorflow")
+    #: The block as the checkpoint runs it (mutants swap it).
+    region: Callable = staticmethod(checkpointed_block)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, made into TensorFlow's tensors and read
@@ -173,7 +180,7 @@ class TensorFlow(Implementation):
     ) -> BackwardRecord:
         def make() -> BackwardRecord:
             return evidence.backward_record(
-                lambda x, *p: mlp(p, x, checkpoint=checkpoint),
+                lambda x, *p: (self.region if checkpoint else block)(x, *p),
                 [x, *params_to_tensors(params)],
                 origins=("input", "parameter", "parameter", "parameter", "parameter"),
                 cotangent=np.ones(params.features, np.float32),
@@ -186,7 +193,7 @@ class TensorFlow(Implementation):
 
         def make() -> BackwardRecord:
             return evidence.backward_record(
-                lambda x: nn_checkpoint_forward(seed, x, features),
+                lambda x: exercise(seed, x, features, self.region),
                 [np.asarray(x, np.float32)],
                 origins=("input",),
                 cotangent=np.ones(features, np.float32),
@@ -202,7 +209,7 @@ class TensorFlow(Implementation):
         return records[key]
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
-        return nn_checkpoint_forward(seed, x, features)
+        return exercise(seed, x, features, self.region)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return to_host_array(array)

@@ -3,6 +3,8 @@
 Each mutant is a port with one realistic bug. A mutant that passes every
 property means the suite has a blind spot. Mutants load lazily, like ports,
 so that a missing framework skips its mutants rather than breaking the run.
+A Keras mutant loads Keras on its backend: where Keras runs on another
+backend already, it is marked `elsewhere`, to be run in a process of its own.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from implementations.contract import Implementation
+from implementations.contract import Implementation, StackUnavailable
 
 # name -> ("module:class", the bug in a few words)
 MUTANTS: dict[str, tuple[str, str]] = {
@@ -36,30 +38,55 @@ MUTANTS: dict[str, tuple[str, str]] = {
     "truncates_seed": ("flax_mutants:TruncatesSeed", "int(seed) unchecked: 1.5 runs as 1"),
     "wrong_error_type": ("flax_mutants:WrongErrorType", "TypeError for a non-finite x"),
     "not_repeatable": ("flax_mutants:NotRepeatable", "each call drifts by an ulp"),
+    "tf_no_recompute_grad": (
+        "tensorflow_mutants:NoRecomputeGrad",
+        "tensorflow port without tf.recompute_grad",
+    ),
+    "keras_jax_remat_none": (
+        "keras_jax_mutants:RematScopeNone",
+        "keras_jax with RematScope(mode=None)",
+    ),
+    "keras_torch_remat_none": (
+        "keras_torch_mutants:RematScopeNone",
+        "keras_torch with RematScope(mode=None)",
+    ),
+    "keras_tensorflow_remat_none": (
+        "keras_tensorflow_mutants:RematScopeNone",
+        "keras_tensorflow with RematScope(mode=None)",
+    ),
 }
 
 
 @dataclass(frozen=True)
 class Mutant:
-    """A mutant's name, its bug, and the loaded port (None, with a reason, when it cannot load)."""
+    """A mutant's name, its bug, and the loaded port (None, with a reason, when it cannot load).
+
+    `elsewhere` is True when its stack is installed but cannot load in this
+    process (Keras on another backend): it loads in a fresh one.
+    """
 
     name: str
     bug: str
     port: Implementation | None
     reason: str = ""
+    elsewhere: bool = False
+
+
+def load(name: str) -> Mutant:
+    """One mutant, loaded if its framework is installed and can load in this process."""
+    target, bug = MUTANTS[name]
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+    except StackUnavailable as error:
+        return Mutant(name, bug, None, str(error), elsewhere=True)
+    except ModuleNotFoundError as error:
+        return Mutant(name, bug, None, f"needs {error.name!r}, not installed")
+    port = getattr(module, attr)()
+    port.name = name  # reports and messages name the mutant
+    return Mutant(name, bug, port)
 
 
 def load_all() -> list[Mutant]:
-    """Every mutant, loaded if its framework is installed."""
-    mutants = []
-    for name, (target, bug) in MUTANTS.items():
-        module_name, _, attr = target.partition(":")
-        try:
-            module = importlib.import_module(f"{__name__}.{module_name}")
-        except ModuleNotFoundError as error:
-            mutants.append(Mutant(name, bug, None, f"needs {error.name!r}, not installed"))
-            continue
-        port = getattr(module, attr)()
-        port.name = name  # reports and messages name the mutant
-        mutants.append(Mutant(name, bug, port))
-    return mutants
+    """Every mutant, loaded if its framework is installed (see `load`)."""
+    return [load(name) for name in MUTANTS]

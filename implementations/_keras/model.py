@@ -19,6 +19,7 @@ layout, so the converters only order and check: `trainable_variables` is
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,17 +80,40 @@ def weights_to_params(weights: Sequence[Any]) -> Params:
     return Params(w1=w1, b1=b1, w2=w2, b2=b2)  # checks every shape against w1's (D, F)
 
 
-def skeleton(dim: int, features: int, *, checkpoint: bool = True, cls: type[MLP] = MLP) -> MLP:
-    """A built `MLP` (or subclass) with Keras's own init: one remat region when `checkpoint`."""
-    with keras.RematScope(mode="full" if checkpoint else None):
+# `keras.RematScope`'s mode for the checkpointed MLP; None for the plain one.
+FULL = "full"
+
+
+def skeleton(dim: int, features: int, *, mode: str | None = FULL, cls: type[MLP] = MLP) -> MLP:
+    """A built `MLP` (or subclass) with Keras's own init, made under `RematScope(mode=mode)`."""
+    with keras.RematScope(mode=mode):
         model = cls(features)
     model.build((dim,))
     return model
 
 
-def build(params: Params, *, checkpoint: bool = True, cls: type[MLP] = MLP) -> MLP:
-    """A built `MLP` (or subclass) holding `params`, one remat region when `checkpoint`."""
-    model = skeleton(params.dim, params.features, checkpoint=checkpoint, cls=cls)
+def build(params: Params, *, mode: str | None = FULL, cls: type[MLP] = MLP) -> MLP:
+    """A new built `MLP` (or subclass) holding `params`, made under `RematScope(mode=mode)`."""
+    return _load(skeleton(params.dim, params.features, mode=mode, cls=cls), params)
+
+
+def reuse(params: Params, *, mode: str | None = FULL, cls: type[MLP] = MLP) -> MLP:
+    """A kept model of `params`' shapes, its weights set to `params` now.
+
+    Only for work that is finished when the call returns (the contract's
+    `forward`, `vjp` and records): the next call sets other weights, and a
+    checkpoint reruns its region from the weights the model holds *then*.
+    Making a Keras model costs milliseconds (each layer inspects signatures).
+    """
+    return _load(_kept(params.dim, params.features, mode, cls), params)
+
+
+@functools.lru_cache(maxsize=32)
+def _kept(dim: int, features: int, mode: str | None, cls: type[MLP]) -> MLP:
+    return skeleton(dim, features, mode=mode, cls=cls)
+
+
+def _load(model: MLP, params: Params) -> MLP:
     for variable, value in zip(model.trainable_variables, params_to_weights(params), strict=True):
         assert tuple(variable.shape) == value.shape, (variable.path, variable.shape, value.shape)
         variable.assign(value)
