@@ -81,7 +81,9 @@ class RecordedOps:
 
     def __call__(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
         if inputs and tape_record.should_record_backprop(list(inputs)):
-            self.counts[op_type] += 1
+            # Eager execution names some ops in bytes, graph building in str.
+            name = op_type.decode() if isinstance(op_type, bytes) else op_type
+            self.counts[name] += 1
         return None  # keep the op's outputs as they are
 
     @contextlib.contextmanager
