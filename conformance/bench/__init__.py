@@ -1,6 +1,7 @@
 """`python -m conformance bench`: memory and time of an L-block stack against L, per framework.
 
-Each framework has one module here (`jax_stack`, `torch_stack`), imported
+Each framework has one module here (`jax_stack`, `torch_stack`,
+`tensorflow_stack`), imported
 only when the bench runs; a framework that is not installed is skipped with
 the reason. Every module offers the same three things:
 
@@ -29,7 +30,11 @@ from .. import timing
 from . import measure
 from .measure import Result, Settings
 
-FRAMEWORKS = {"jax": "conformance.bench.jax_stack", "torch": "conformance.bench.torch_stack"}
+FRAMEWORKS = {
+    "jax": "conformance.bench.jax_stack",
+    "torch": "conformance.bench.torch_stack",
+    "tensorflow": "conformance.bench.tensorflow_stack",
+}
 DEFAULTS = Settings()
 
 

@@ -201,8 +201,15 @@ def print_report(report: BenchReport, console: Console) -> None:
 
 # The plot: colour by mode, line style by framework and variant.
 _COLOURS = {"none": "tab:red", "full": "tab:blue", "save-mm": "tab:green"}
-_STYLES = {("jax", "unrolled"): "-", ("jax", "scan"): "--", ("torch", ""): ":"}
-_MARKERS = {"jax": "o", "torch": "s"}
+_STYLES = {
+    ("jax", "unrolled"): "-",
+    ("jax", "scan"): "--",
+    ("torch", ""): ":",
+    ("tensorflow", "eager"): (0, (3, 1, 1, 1)),
+    ("tensorflow", "function"): (0, (5, 2)),
+    ("tensorflow", "xla"): (0, (1, 1)),
+}
+_MARKERS = {"jax": "o", "torch": "s", "tensorflow": "D"}
 
 
 def plot(report: BenchReport, path) -> str | None:

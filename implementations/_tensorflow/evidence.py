@@ -73,26 +73,35 @@ LAYOUT_OPS = frozenset(
 )
 
 
-class RecordedOps:
-    """An op callback: counts, by type, the ops a `GradientTape` will record."""
+class CreatedOps:
+    """An op callback: counts, by type, every op executed eagerly or added to a graph."""
 
     def __init__(self):
         self.counts: Counter = Counter()
 
+    def wanted(self, inputs) -> bool:
+        return True
+
     def __call__(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
-        if inputs and tape_record.should_record_backprop(list(inputs)):
+        if self.wanted(inputs):
             # Eager execution names some ops in bytes, graph building in str.
-            name = op_type.decode() if isinstance(op_type, bytes) else op_type
-            self.counts[name] += 1
+            self.counts[op_type.decode() if isinstance(op_type, bytes) else op_type] += 1
         return None  # keep the op's outputs as they are
 
     @contextlib.contextmanager
-    def watching(self) -> Iterator[RecordedOps]:
+    def watching(self) -> Iterator[CreatedOps]:
         op_callbacks.add_op_callback(self)
         try:
             yield self
         finally:
             op_callbacks.remove_op_callback(self)
+
+
+class RecordedOps(CreatedOps):
+    """An op callback: counts, by type, the ops a `GradientTape` will record."""
+
+    def wanted(self, inputs) -> bool:
+        return bool(inputs) and tape_record.should_record_backprop(list(inputs))
 
     def recomputed(self) -> dict[str, int]:
         return {name: n for name, n in self.counts.items() if name not in LAYOUT_OPS}
