@@ -281,13 +281,18 @@ def test_the_log_filter_drops_cpp_log_lines_and_keeps_the_rest():
     assert stack._without_cpp_logs(text) == "a line of the user's own\n"
 
 
-def test_loading_the_port_prints_nothing():
-    # A fresh interpreter, so that this is TensorFlow's first import.
+def test_loading_the_port_prints_nothing_and_leaves_keras_unloaded():
+    # A fresh interpreter, so that this is TensorFlow's first import. TensorFlow
+    # imports Keras itself, which would fix Keras's backend for the process.
     code = textwrap.dedent(
         """
+        import sys
         import implementations
         port = implementations.load("tensorflow")
         port.nn_checkpoint_forward(0, [1.0, 2.0], 3)
+        assert "keras" not in sys.modules
+        import tensorflow as tf
+        assert any(path.endswith("_tf_keras") for path in tf.__path__)  # tf.keras's path
         print("ok")
         """
     )

@@ -35,9 +35,15 @@ def load(backend: str) -> ModuleType:
 
         current = keras.backend.backend()
         if current != backend:
+            hint = (
+                " (importing TensorFlow imports Keras, on the backend KERAS_BACKEND names, "
+                "'tensorflow' by default)"
+                if current == "tensorflow"
+                else ""
+            )
             raise StackUnavailable(
-                f"keras is already imported on the {current!r} backend in this process, and "
-                f"a process keeps its first Keras backend; this port needs {backend!r}: "
+                f"keras is already imported on the {current!r} backend in this process{hint}, "
+                f"and a process keeps its first Keras backend; this port needs {backend!r}: "
                 "run it in a process of its own"
             )
         return keras

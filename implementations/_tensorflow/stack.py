@@ -9,6 +9,10 @@ written back to stderr, less the C++ log lines. Later C++ logs obey
 Python logger is turned down to errors. oneDNN stays on, as TensorFlow's
 default is: `TF_ENABLE_ONEDNN_OPTS=0` would silence it too, but would change
 which kernels run.
+
+The import also keeps Keras out (`_keras_hidden`): TensorFlow imports Keras
+while it loads, and Keras would then hold this process on its TensorFlow
+backend, so that no Keras port on JAX or torch could load here.
 """
 
 from __future__ import annotations
@@ -68,7 +72,46 @@ def _without_cpp_logs(text: str) -> str:
     return "".join(kept)
 
 
-with _quiet_fd2():
+@contextlib.contextmanager
+def _keras_hidden() -> Iterator[None]:
+    """Keep Keras out of TensorFlow's import.
+
+    TensorFlow's `__init__` imports Keras ("an eager load for Keras' code"),
+    and Keras then fixes its backend for the life of the process: the one
+    `KERAS_BACKEND` names, "tensorflow" by default. So a process that only
+    used TensorFlow could no longer run Keras on JAX or torch. With `keras`
+    marked unimportable meanwhile, TensorFlow catches the ImportError, as it
+    does where Keras is not installed; `tf.keras` still imports Keras on
+    first use. TensorFlow also puts Keras's API directories on its
+    `__path__`, found without importing Keras: they are put back after.
+    """
+    if "keras" in sys.modules:  # loaded already, or blocked: nothing to hide
+        yield
+        return
+    sys.modules["keras"] = None
+    try:
+        yield
+    finally:
+        del sys.modules["keras"]
+        _restore_keras_api_path()
+
+
+def _restore_keras_api_path() -> None:
+    module = sys.modules.get("tensorflow")
+    if module is None or None not in getattr(module, "__path__", ()):
+        return
+    from tensorflow.python.tools import module_util
+
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS", None) in ("true", "True", "1")
+    api = "tf_keras.api._v2.keras" if legacy else "keras.api._v2.keras"
+    # TensorFlow prepends the "keras._tf_keras" directory, then the API one.
+    api_dir = module_util.get_parent_dir_for_name(api)
+    found = iter([api_dir, module_util.get_parent_dir_for_name("keras._tf_keras.keras")])
+    restored = [next(found, None) if entry is None else entry for entry in module.__path__]
+    module.__path__ = [entry for entry in restored if entry is not None]
+
+
+with _quiet_fd2(), _keras_hidden():
     import tensorflow as tf
 
 logging.getLogger("tensorflow").setLevel(logging.ERROR)
