@@ -79,10 +79,10 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
 
 def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) -> Any:
     """`nn_checkpoint_forward` with the model made under `RematScope(mode=mode)`."""
-    if model.is_symbolic(x):
-        return model.symbolic_exercise(seed, x, features, canonical_params)
     seed = check_seed(integer_argument(seed, "seed"))
     features = check_features(integer_argument(features, "features"))
+    if model.is_symbolic(x):
+        return model.symbolic_exercise(seed, x, features, canonical_params)
     x = as_input(model.unwrap(x))
     try:
         mlp = _exercise_model(seed, x.shape[0], features, mode)
