@@ -66,7 +66,11 @@ class KerasJax(JaxPort):
 
     def apply(self, weights: Weights, x: jax.Array, checkpoint: bool) -> jax.Array:
         mlp = _skeleton(x.shape[0], weights[0].shape[1], self.mode if checkpoint else None)
-        y, _ = mlp.stateless_call(list(weights), [], x)  # (D,) -> (F,)
+        # Keras's own code adds a (F,) bias to (1, F) rows and mixes dtypes as
+        # numpy does: allow that even where JAX is set to refuse it (this
+        # project's tests raise on rank promotion in the ports' own code).
+        with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+            y, _ = mlp.stateless_call(list(weights), [], x)  # (D,) -> (F,)
         return y
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
