@@ -23,7 +23,6 @@ modules.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -142,7 +141,7 @@ class KerasTensorFlow(Implementation):
 
         # A graph depends on the shapes only (the weights are variables), and
         # tracing one takes a tenth of a second.
-        return self._cached(("vjp", params.dim, params.features, checkpoint), make)
+        return evidence.cached(self, ("vjp", params.dim, params.features, checkpoint), make)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         seed, features = check_seed(seed), check_features(features)
@@ -156,13 +155,7 @@ class KerasTensorFlow(Implementation):
                 cotangent=np.ones(features, np.float32),
             )
 
-        return self._cached(("exercise", np.shape(x), features), make)
-
-    def _cached(self, key: Any, make: Callable[[], BackwardRecord]) -> BackwardRecord:
-        records = self.__dict__.setdefault("_records", {})
-        if key not in records:
-            records[key] = make()
-        return records[key]
+        return evidence.cached(self, ("exercise", np.shape(x), features), make)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         return exercise(seed, x, features, self.mode)

@@ -186,7 +186,7 @@ class TensorFlow(Implementation):
                 cotangent=np.ones(params.features, np.float32),
             )
 
-        return self._cached(("vjp", params.dim, params.features, checkpoint), make)
+        return evidence.cached(self, ("vjp", params.dim, params.features, checkpoint), make)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         features = check_features(features)
@@ -200,13 +200,7 @@ class TensorFlow(Implementation):
             )
 
         # A graph depends on the shapes only: the seed changes constants, not ops.
-        return self._cached(("exercise", np.shape(x), features), make)
-
-    def _cached(self, key: Any, make: Callable[[], BackwardRecord]) -> BackwardRecord:
-        records = self.__dict__.setdefault("_records", {})
-        if key not in records:
-            records[key] = make()
-        return records[key]
+        return evidence.cached(self, ("exercise", np.shape(x), features), make)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
         return exercise(seed, x, features, self.region)
