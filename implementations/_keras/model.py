@@ -97,7 +97,7 @@ def params_to_weights(params: Params) -> list[np.ndarray]:
 def weights_to_params(weights: Sequence[Any]) -> Params:
     """`[dense_0.kernel, dense_0.bias, dense_1.kernel, dense_1.bias]` (variables, the
     backend's arrays, or gradients shaped like them) as canonical params."""
-    w1, b1, w2, b2 = (ops.convert_to_numpy(w) for w in weights)
+    w1, b1, w2, b2 = (to_numpy(w) for w in weights)
     if w1.ndim != 2:
         raise ValueError(f"dense_0.kernel must be 2-D (D, F), got shape {w1.shape}")
     return Params(w1=w1, b1=b1, w2=w2, b2=b2)  # checks every shape against w1's (D, F)
@@ -121,6 +121,18 @@ def skeleton(
         model = cls(features, weights)
     model.build((dim,))
     return model
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """A backend array, variable or tensor as numpy.
+
+    On TensorFlow through `.numpy()`: Keras's `convert_to_numpy` calls
+    `np.array(x)`, and numpy 2 warns (DeprecationWarning) that TensorFlow's
+    `__array__` takes no `copy` argument.
+    """
+    if keras.backend.backend() == "tensorflow":
+        return np.asarray(ops.convert_to_tensor(array).numpy())
+    return ops.convert_to_numpy(array)
 
 
 def build(params: Params, *, mode: str | None = FULL, cls: type[MLP] = MLP) -> MLP:
