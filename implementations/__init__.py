@@ -6,8 +6,9 @@ from other packages register through the entry-point group
 imported the first time it is loaded, and:
 
 - **available** when its module imports and gives an `Implementation`;
-- **unavailable** when its framework is not installed (the suite skips it,
-  with the reason);
+- **unavailable** when its framework is not installed, or cannot load in
+  this process (a Keras port where Keras runs on another backend); the suite
+  skips it, with the reason;
 - **broken** when it fails in any other way (the suite fails it).
 """
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from . import _moved
-from .contract import Implementation
+from .contract import Implementation, StackUnavailable
 
 __all__ = [
     "BUILTIN",
@@ -48,6 +49,10 @@ BUILTIN: dict[str, str] = {
     "haiku": "implementations.haiku:Haiku",
     "mlx": "implementations.mlx:Mlx",
     "torch_compile": "implementations.torch_compile:TorchCompile",
+    "tensorflow": "implementations.tensorflow:TensorFlow",
+    "keras_jax": "implementations.keras_jax:KerasJax",
+    "keras_torch": "implementations.keras_torch:KerasTorch",
+    "keras_tensorflow": "implementations.keras_tensorflow:KerasTensorFlow",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
@@ -60,11 +65,17 @@ _EXTRAS = {
     "haiku": "haiku",
     "mlx": "mlx",
     "torch_compile": "torch",
+    "tensorflow": "tensorflow",
+    # Keras and its backend: `pip install 'remat-conformance[keras,jax]'`.
+    "keras_jax": "keras,jax",
+    "keras_torch": "keras,torch",
+    "keras_tensorflow": "keras,tensorflow",
 }
 
 
 class PortUnavailable(RuntimeError):
-    """A port that cannot be loaded. `missing` is True when only its framework is absent."""
+    """A port that cannot be loaded. `missing` is True when only its stack is absent: not
+    installed, or unable to load in this process (`contract.StackUnavailable`)."""
 
     def __init__(self, name: str, reason: str, *, missing: bool):
         super().__init__(f"port {name!r}: {reason}")
@@ -109,6 +120,10 @@ def load(name: str) -> Implementation:
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
+    except StackUnavailable as error:
+        # Installed, but not loadable here (Keras on another backend): the
+        # port is fine and loads in a process of its own.
+        raise PortUnavailable(name, str(error), missing=True) from None
     except ModuleNotFoundError as error:
         own = module_name.split(".")[0]
         if error.name and error.name.split(".")[0] != own:

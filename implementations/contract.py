@@ -12,6 +12,8 @@ out of its own layout next to its own code.
 - `check_seed`, `check_features`, `check_x`, `check_x_spec`: input validation,
   shared so that every port raises the same error for the same bad input.
 - `BAD_INPUTS`: the catalogue of bad inputs that the suite feeds every port.
+- `StackUnavailable`: what a port's import raises when its stack is installed
+  but cannot run in this process (Keras already on another backend).
 """
 
 from __future__ import annotations
@@ -180,6 +182,16 @@ class BackwardRecord:
     @property
     def recomputed_count(self) -> int:
         return sum(self.recomputed.values())
+
+
+class StackUnavailable(ImportError):
+    """A port's stack is installed but cannot load in this process.
+
+    Keras fixes its backend when it is first imported, so a Keras port on
+    one backend cannot load where Keras runs on another. A port module raises
+    this while it is imported; the registry reports the port *unavailable*
+    with this message (it loads in a fresh process), never broken.
+    """
 
 
 def _numpy_dtype_name(name: str) -> str:

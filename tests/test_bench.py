@@ -333,6 +333,67 @@ def test_compiled_torch_residuals_and_matmuls_match_hand_derived_counts(mode):
     assert static.matmuls == {"none": 6, "full": 7, "save-mm": 6}[mode] * depth - 1
 
 
+# TensorFlow: forward tensors the backward ops of the traced step read
+# ---------------------------------------------------------------------------
+
+# Per block with no checkpoint: MatMul 1's gradient (dW1 = x^T dh) reads x_l;
+# ReluGrad and dW2 read relu's output. 2 units per block (x_{l+1}, block l's
+# output, is read as block l+1's MatMul input: counted once). A recompute_grad
+# per block keeps the region's arguments: x_l, 1 unit. The first matmul
+# outside the region keeps x_l (for dW1) and x_l @ W1 (the region's input).
+TENSORFLOW = {"none": lambda L: 2 * L, "full": lambda L: L, "save-mm": lambda L: 2 * L}
+
+
+@pytest.mark.parametrize("mode", measure.MODES)
+def test_tensorflow_residuals_match_hand_derived_counts(mode):
+    pytest.importorskip("tensorflow")
+    from conformance.bench import tensorflow_stack
+
+    depth = 2
+    kept = _kept(tensorflow_stack.build("function", mode, _data(depth)).residuals())
+    units = TENSORFLOW[mode](depth)
+    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
+    assert all(t.shape == (B, F) and t.dtype == "float32" for t in kept)
+    assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
+
+
+def test_tensorflow_measure_counts_matmuls_per_variant():
+    pytest.importorskip("tensorflow")
+    from conformance.bench import tensorflow_stack
+
+    depth = 2
+    found = {
+        (variant, mode): tensorflow_stack.build(variant, mode, _data(depth)).matmuls()
+        for variant, mode in tensorflow_stack.configurations()
+    }
+    # No checkpoint: 2 forward, dW1, dW2 and dx through layer 2 per block, and
+    # dx through layer 1 for every block but block 0 (x needs no gradient).
+    # recompute_grad reruns both matmuls and differentiates the rerun with
+    # respect to every region argument, x_l included: 8 per block. Outside a
+    # region, the first matmul is not rerun: 7 per block, less block 0's dx.
+    for variant in ("eager", "function"):
+        assert found[variant, "none"] == 6 * depth - 1
+        assert found[variant, "full"] == 8 * depth
+        assert found[variant, "save-mm"] == 7 * depth - 1
+    # XLA drops what no output needs (the rerun second matmul, block 0's dx) but
+    # keeps the rerun first matmul: recompute_grad ties it to the cotangent.
+    assert found["xla", "none"] == found["xla", "save-mm"] == 6 * depth - 1
+    assert found["xla", "full"] == 7 * depth - 1
+
+
+def test_tensorflow_checkpointed_gradients_equal_plain_ones():
+    pytest.importorskip("tensorflow")
+    from conformance.bench import tensorflow_stack
+
+    grads = {}
+    for mode in measure.MODES:
+        case = tensorflow_stack.build("function", mode, _data(2))
+        grads[mode] = [g.numpy() for g in case.run(case.flat, case.x, case.cotangent)[1]]
+    for mode in ("full", "save-mm"):
+        for a, b in zip(grads[mode], grads["none"], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------
 # Framework-free parts
 # ---------------------------------------------------------------------------
@@ -361,8 +422,7 @@ ENTRY %main (x: f32[2,2]) -> f32[2,2] {
 
 
 def test_hlo_dot_count_follows_fusions_and_loops():
-    pytest.importorskip("jax")
-    from conformance.bench.jax_stack import hlo_dot_count
+    from conformance.bench.hlo import hlo_dot_count  # no framework needed
 
     assert hlo_dot_count(HLO) == 1 + 5 * 2  # the entry's dot, and 2 per loop iteration
     unknown = HLO.replace(', backend_config={"known_trip_count":{"n":"5"}}', "")

@@ -57,6 +57,26 @@ def test_every_builtin_port_names_an_extra_that_pyproject_has():
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
     assert set(_EXTRAS) == set(implementations.BUILTIN)
     (everything,) = extras["all"]
-    for port, extra in _EXTRAS.items():
-        assert extra in extras, port
-        assert extra in everything.split("[")[1].rstrip("]").split(","), port
+    in_all = everything.split("[")[1].rstrip("]").split(",")
+    for port, needed in _EXTRAS.items():
+        for extra in needed.split(","):  # keras ports name keras and their backend
+            assert extra in extras, port
+            assert extra in in_all, port
+
+
+def test_a_stack_held_by_another_backend_makes_its_port_unavailable(tmp_path, monkeypatch):
+    # What a Keras port raises where Keras runs on another backend: not broken,
+    # unavailable, with its message (the port loads in a process of its own).
+    (tmp_path / "held_port_module.py").write_text(
+        "from implementations.contract import StackUnavailable\n"
+        "raise StackUnavailable(\"keras is already imported on the 'jax' backend\")\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # Only this port is registered, so that no other port loads here.
+    only = {"held_port": ("held_port_module:Port", "built-in")}
+    monkeypatch.setattr(implementations, "registered", lambda: only)
+    with pytest.raises(PortUnavailable, match="'jax' backend") as raised:
+        implementations.load("held_port")
+    assert raised.value.missing
+    (status,) = implementations.status()
+    assert (status.name, status.state) == ("held_port", "unavailable")

@@ -1,7 +1,8 @@
 """`python -m conformance bench`: memory and time of an L-block stack against L, per framework.
 
-Each framework has one module here (`jax_stack`, `torch_stack`, `mlx_stack`), imported
-only when the bench runs; a framework that is not installed is skipped with
+Each framework has one module here (`jax_stack`, `torch_stack`,
+`torch_compile_stack`, `mlx_stack`, `tensorflow_stack`), imported only when
+the bench runs; a framework that is not installed is skipped with
 the reason. Every module offers the same three things:
 
 - `FRAMEWORK`, its name, and `versions()`;
@@ -32,6 +33,7 @@ FRAMEWORKS = {
     "torch": "conformance.bench.torch_stack",
     "mlx": "conformance.bench.mlx_stack",
     "torch_compile": "conformance.bench.torch_compile_stack",
+    "tensorflow": "conformance.bench.tensorflow_stack",
 }
 DEFAULTS = Settings()
 

@@ -15,7 +15,6 @@ and under `lax.scan` (one block body, looped; the parameters stacked).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import jax
@@ -24,6 +23,7 @@ import jax.numpy as jnp
 from implementations.contract import SavedTensor, installed_versions
 from implementations.porting.jax import saved_tensors
 
+from .hlo import hlo_dot_count
 from .measure import MODES, Data, Static
 
 FRAMEWORK = "jax"
@@ -139,63 +139,3 @@ class JaxCase:
 def build(variant: str, mode: str, data: Data) -> JaxCase:
     """The case for one configuration (nothing is compiled yet)."""
     return JaxCase(variant, mode, data)
-
-
-# ---------------------------------------------------------------------------
-# Counting matmuls in optimized HLO
-# ---------------------------------------------------------------------------
-
-_HEADER = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\{\s*$")
-_CALLEE = re.compile(
-    r"\b(calls|to_apply|body|condition|true_computation|false_computation)=%([\w.\-]+)"
-)
-_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
-_TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
-
-
-def hlo_dot_count(text: str) -> int | None:
-    """How many `dot` ops one run of the module's entry computation executes.
-
-    Called computations (fusions, calls) count where they are called; a
-    while loop's body counts its known trip count times. None when a loop's
-    trip count is unknown, or a conditional makes the count data-dependent.
-    """
-    computations: dict[str, list[str]] = {}
-    entry, current = None, None
-    for line in text.splitlines():
-        header = _HEADER.match(line)
-        if header and not line.startswith(" "):
-            current = header.group(1)
-            computations[current] = []
-            if line.startswith("ENTRY"):
-                entry = current
-        elif current is not None and line.startswith(" "):
-            computations[current].append(line)
-    if entry is None:
-        return None
-    memo: dict[str, int | None] = {}
-
-    def count(name: str) -> int | None:
-        if name not in memo:
-            memo[name] = None  # a cycle would read this and give up
-            total = 0
-            for line in computations.get(name, ()):
-                if " dot(" in line:
-                    total += 1
-                if _BRANCHES.search(line):
-                    return None  # which branch runs depends on the data
-                trips = 1
-                if " while(" in line:
-                    found = _TRIP_COUNT.search(line)
-                    if found is None:
-                        return None
-                    trips = int(found.group(1))
-                for kind, callee in _CALLEE.findall(line):
-                    inner = count(callee)
-                    if inner is None:
-                        return None
-                    total += inner * (trips if kind == "body" else 1)
-            memo[name] = total
-        return memo[name]
-
-    return count(entry)

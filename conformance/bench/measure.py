@@ -27,7 +27,8 @@ MODE_TITLES = {
     "full": "a checkpoint around every block; the backward pass recomputes what it needs",
     "save-mm": "a checkpoint around every block whose policy saves matmul outputs "
     "(jax: dots_saveable; torch: selective checkpointing, MUST_SAVE for mm/addmm; "
-    "MLX has no policy and skips it)",
+    "MLX has no policy and skips it; tensorflow, which has no policies: the first matmul "
+    "outside tf.recompute_grad)",
 }
 FLOAT32_BYTES = 4
 # A timed sample runs the step this long at least, so that a 1 ms step is not
@@ -39,27 +40,33 @@ DEFINITIONS = {
     "variable; torch: an outer saved_tensors_hooks plus the outputs a selective-checkpoint "
     "policy caches, one per storage; compiled torch: what AOTAutograd's partitioned forward "
     "graph returns for the backward graph, as inductor compiled it; MLX: the forward arrays "
-    "that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot). "
-    "Parameters, and values computed from parameters alone, are left out: they live whether "
-    "or not anything is saved; so are constants (JAX keeps a zeros buffer for the relu's "
-    "select, which depends on no data). The stack's input x counts: it is block 0's input.",
+    "that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot; "
+    "TensorFlow: the forward tensors that the backward ops of the traced step graph read, one "
+    "figure for eager, tf.function and XLA). Parameters, and values computed from parameters "
+    "alone, are left out: they live whether or not anything is saved; so are constants (JAX "
+    "keeps a zeros buffer for the relu's select, which depends on no data). The stack's input "
+    "x counts: it is block 0's input.",
     "analytic_minimum": "L*B*F*4 bytes: the block inputs only, the least a checkpoint per block "
     "can keep.",
     "temp_bytes": "XLA's compiled temporary buffers for one forward+backward step "
     "(jit(step).lower().compile().memory_analysis().temp_size_in_bytes); arguments and the "
     "returned gradients are not in it. None where there is no XLA program (torch, eager or "
-    "compiled: inductor reports no such figure; MLX uncompiled).",
+    "compiled: inductor reports no such figure; MLX uncompiled), and for TensorFlow, whose XLA "
+    "path does not expose its buffer assignment.",
     "peak_bytes": "torch: the highest net CPU allocation during one step above what was live "
     "before it, from torch.profiler(profile_memory=True); it includes the parameter gradients "
     "the step returns (compiled torch too: inductor allocates through the same allocator). "
     "MLX: its allocator's counter, mx.get_peak_memory() during one step above "
     "mx.get_active_memory() before it (gradients included). None for JAX, whose CPU runtime "
-    "has no allocation profiler.",
+    "has no allocation profiler, and for TensorFlow, whose CPU allocator reports no peak "
+    "(get_memory_info gives zeros).",
     "matmuls": "matrix products executed per step: JAX counts dot ops in the optimized HLO "
     "(a loop body times its known trip count); torch counts aten mm/addmm calls in the step "
     "with a TorchDispatchMode; compiled torch counts the aten mm/addmm nodes of the forward and "
     "backward graphs inductor compiled (one external kernel call each); MLX counts the "
-    "AddMM/Matmul primitives in the step's lazy graph that its evaluation runs.",
+    "AddMM/Matmul primitives in the step's lazy graph that its evaluation runs; TensorFlow "
+    "counts MatMul ops executed (eager, an op callback), MatMul ops in the traced step graph "
+    "(tf.function), or dot ops in the optimized HLO (XLA).",
     "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
     "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
     "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "

@@ -236,8 +236,11 @@ _STYLES = {
     ("torch", ""): ":",
     ("torch", "compiled"): (0, (5, 2, 1, 2)),
     ("mlx", ""): "-.",
+    ("tensorflow", "eager"): (0, (3, 1, 1, 1)),
+    ("tensorflow", "function"): (0, (5, 2)),
+    ("tensorflow", "xla"): (0, (1, 1)),
 }
-_MARKERS = {"jax": "o", "torch": "s", "mlx": "D"}
+_MARKERS = {"jax": "o", "torch": "s", "mlx": "D", "tensorflow": "^"}
 
 
 def plot(report: BenchReport, path) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from implementations.contract import Implementation
+from implementations.contract import Implementation, StackUnavailable
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,21 @@ MUTANTS: dict[str, MutantSpec] = {
             "mlx",
         ),
         MutantSpec(
+            "tf_no_recompute_grad",
+            "tensorflow_mutants:NoRecomputeGrad",
+            "TensorFlow MLP without tf.recompute_grad",
+            "tensorflow",
+        ),
+        *(
+            MutantSpec(
+                f"{port}_remat_none",
+                f"{port}_mutants:RematScopeNone",
+                f"{port} with RematScope(mode=None)",
+                port,
+            )
+            for port in ("keras_jax", "keras_torch", "keras_tensorflow")
+        ),
+        MutantSpec(
             "compiled_without_checkpoint",
             "torch_mutants:CompiledWithoutCheckpoint",
             "torch.compile of the MLP module with no checkpoint in its forward",
@@ -91,6 +106,8 @@ def load(name: str) -> Mutant:
         module = importlib.import_module(f"{__name__}.{module_name}")
     except ModuleNotFoundError as error:
         return Mutant(name, spec.bug, None, f"needs {error.name!r}, not installed")
+    except StackUnavailable as error:  # e.g. Keras, already on another backend here
+        return Mutant(name, spec.bug, None, str(error))
     port = getattr(module, attr)()
     port.name = name  # reports and messages name the mutant
     return Mutant(name, spec.bug, port)

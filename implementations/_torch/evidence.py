@@ -91,7 +91,9 @@ def record(
     parameters = list(model.parameters())
     cotangent = torch.ones_like(out)  # made outside the mode, so it is not counted
     with GradModeOps() as ops:
-        torch.autograd.grad(out, [x, *parameters], cotangent)
+        # A frozen parameter (requires_grad False) has no gradient to take.
+        wanted = [p for p in parameters if p.requires_grad]
+        torch.autograd.grad(out, [x, *wanted], cotangent)
     return BackwardRecord(
         instrument=INSTRUMENT,
         saved=classify(saved.by_storage, x, parameters),

@@ -1,0 +1,120 @@
+"""The Keras 3 port on the JAX backend: the MLP made inside `keras.RematScope(mode="full")`.
+
+On JAX, Keras's remat is `jax.checkpoint` around the MLP's `call`. The
+model (`_keras.model`, shared by the three Keras ports) runs through
+Keras's `stateless_call`, its weights passed in as arrays, so the port is a
+`JaxPort`: the native parameters are the MLP's `trainable_variables` in
+order, `[dense_0.kernel (D, F), dense_0.bias, dense_1.kernel (F, F),
+dense_1.bias]`, kernels `(in, out)` as the canonical layout (only shapes are
+checked). Its evidence is JAX's (the jaxpr residuals). The parameters are
+Flax's canonical ones from the numpy init, loaded into the Keras model.
+
+Loading it imports Keras on the JAX backend, or raises
+`contract.StackUnavailable` if Keras runs on another backend in this process.
+Imports jax, keras, numpy and the project's numpy-only modules.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+
+from ._canonical_init import canonical_params
+from ._jax.inputs import checked_x
+from ._jax.port import JaxPort
+from ._keras import backend
+from .contract import Params, check_features, check_seed
+
+keras = backend.load("jax")  # before anything imports keras: it reads its backend once
+
+from ._keras import model  # noqa: E402 - imports keras, now on JAX
+
+# JAX's setting before anyone pins it, for `matmul_precision()`.
+_DEFAULT_PRECISION = jax.config.jax_default_matmul_precision
+
+# [dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]
+Weights = list
+
+
+@functools.lru_cache(maxsize=64)
+def _skeleton(dim: int, features: int, mode: str | None) -> model.MLP:
+    # A stateless call replaces every weight, so the model's own values are
+    # never read. Built eagerly even when first asked for under a trace.
+    with jax.ensure_compile_time_eval():
+        return model.skeleton(dim, features, mode=mode)
+
+
+class KerasJax(JaxPort):
+    """Keras 3 on JAX: `keras.RematScope(mode="full")`, that is `jax.checkpoint`."""
+
+    name = "keras_jax"
+    framework = "keras"
+    distributions = ("keras", "jax", "jaxlib")
+    #: The `RematScope` mode of the checkpointed model (mutants change it).
+    mode: str | None = model.FULL
+
+    def to_native(self, w1, b1, w2, b2) -> Weights:
+        features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical
+        assert w2.shape == (features, features), w2.shape  # (F, F), (in, out) as canonical
+        assert b1.shape == b2.shape == (features,), (b1.shape, b2.shape)
+        return [w1, b1, w2, b2]
+
+    def to_canonical(self, weights: Weights) -> tuple:
+        return tuple(weights)
+
+    def apply(self, weights: Weights, x: jax.Array, checkpoint: bool) -> jax.Array:
+        mlp = _skeleton(x.shape[0], weights[0].shape[1], self.mode if checkpoint else None)
+        # Keras's own code adds a (F,) bias to (1, F) rows and mixes dtypes as
+        # numpy does: allow that even where JAX is set to refuse it (this
+        # project's tests raise on rank promotion in the ports' own code).
+        with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+            y, _ = mlp.stateless_call(list(weights), [], x)  # (D,) -> (F,)
+        return y
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, loaded into a Keras model and read back.
+        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        """The exercise: see `nn_checkpoint_forward` in this module."""
+        if model.is_symbolic(x):
+            return model.symbolic_exercise(seed, x, features, canonical_params)
+        seed, features = check_seed(seed), check_features(features)
+        x = checked_x(model.unwrap(x))
+        params = canonical_params(seed, x.shape[0], features)
+        # Compiled once per shape; the parameters are arguments, so a new seed
+        # runs the same executable.
+        arrays = (params.w1, params.b1, params.w2, params.b2)
+        return self.compiled.forward(arrays, x, checkpoint=True)
+
+    def matmul_precision(self) -> dict[str, str]:
+        # Keras on JAX calls jnp.matmul, which follows JAX's flag; Keras has no switch of its own.
+        return {
+            "default": f"jax_default_matmul_precision={_DEFAULT_PRECISION}",
+            "pinned": f"jax_default_matmul_precision={jax.config.jax_default_matmul_precision}",
+            "note": "None means the backend's default: float32 on a CPU, bfloat16 passes on "
+            "a TPU; 'highest' is float32 everywhere",
+        }
+
+
+_port = KerasJax()
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
+    """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on JAX, checkpointed.
+
+    **Arguments:**
+
+    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+    - `x`: a finite real vector of shape `(D,)`: a jax array or tracer (it
+      works under `jax.grad`, `jax.vmap`, and `jax.jit` with `seed` and
+      `features` static), a `keras.Variable`, numpy or a list; or a symbolic
+      `keras.KerasTensor` of shape `(D,)`, which gives the symbolic `(F,)`
+      output (`keras.Model(x, y)` then runs the checkpointed MLP).
+    - `features`: the width F, a positive integer-valued scalar.
+
+    **Returns:** the `(F,)` float32 jax array.
+    """
+    return _port.nn_checkpoint_forward(seed, x, features)

@@ -1,0 +1,180 @@
+"""The Keras 3 port on the TensorFlow backend: the MLP made inside `keras.RematScope(mode="full")`.
+
+On TensorFlow, Keras's remat is `tf.recompute_grad` around the MLP's `call`.
+The model (`_keras.model`, shared by the three Keras ports) holds its
+weights in `tf.Variable`s, kernels `(in, out)` as the canonical layout, and
+`recompute_grad` differentiates them as variables read inside the region
+(the `tensorflow` port covers the other path, weights passed as arguments).
+It runs stateful: under a `stateless_call` the rerun in the backward pass
+reads the variables, not the weights passed in, and the weights get no
+gradient (tests/test_keras.py).
+
+Evidence comes from TensorFlow's graph (`_tensorflow.evidence`), shared
+with the `tensorflow` port. Inside a `tf.function`, the exercise runs for
+any (seed, D, F) whose model exists already: Keras makes variables, which a
+`tf.function` may do on its first trace only (see `nn_checkpoint_forward`).
+
+Loading it imports TensorFlow (quietly) and Keras on the TensorFlow backend,
+or raises `contract.StackUnavailable` if Keras runs on another backend in
+this process. Imports TensorFlow, keras, numpy and the project's numpy-only
+modules.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ._canonical_init import canonical_params
+from ._keras import backend
+from ._tensorflow import evidence, stack
+from ._tensorflow.arrays import as_input, from_host_array, integer_argument, to_host_array
+from ._tensorflow.stack import tf
+from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
+
+keras = backend.load("tensorflow")  # before anything imports keras: it reads its backend once
+
+from ._keras import model  # noqa: E402 - imports keras, now on TensorFlow
+
+
+@functools.lru_cache(maxsize=16)
+def _exercise_model(seed: int, dim: int, features: int, mode: str | None = model.FULL) -> model.MLP:
+    # One model per (seed, D, F), never changed: recompute_grad rereads the
+    # variables in the backward pass, so they must hold the same values then.
+    # Made outside any graph being traced (init_scope), as variables must be.
+    with tf.init_scope():
+        return model.build(canonical_params(seed, dim, features), mode=mode)
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
+    """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on TensorFlow,
+    checkpointed.
+
+    **Arguments:**
+
+    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+      array or tensor).
+    - `x`: a finite real vector of shape `(D,)`: a `tf.Tensor`, a
+      `tf.Variable` or `keras.Variable`, numpy or a list; or a symbolic
+      `keras.KerasTensor` of shape `(D,)`, which gives the symbolic `(F,)`
+      output. x is never modified; gradients flow back to it under a
+      `GradientTape` that watches it.
+    - `features`: the width F, a positive integer-valued scalar.
+
+    **Returns:** the `(F,)` float32 tensor.
+
+    **Inside `tf.function`** (also with `jit_compile=True`): x may be
+    symbolic (static shape), `seed` and `features` must be Python values.
+    The model for each (seed, D, F) is made once and kept (16 of them), and
+    TensorFlow lets a function create variables on its first trace only: a
+    function works for the seeds and shapes it meets on its first call, and
+    for any whose model an eager call made before. Any other raises a
+    `ValueError` saying so.
+    """
+    return exercise(seed, x, features)
+
+
+def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) -> Any:
+    """`nn_checkpoint_forward` with the model made under `RematScope(mode=mode)`."""
+    seed = check_seed(integer_argument(seed, "seed"))
+    features = check_features(integer_argument(features, "features"))
+    if model.is_symbolic(x):
+        return model.symbolic_exercise(seed, x, features, canonical_params)
+    x = as_input(model.unwrap(x))
+    try:
+        mlp = _exercise_model(seed, x.shape[0], features, mode)
+    except ValueError as error:
+        if "tf.Variable" not in str(error):
+            raise
+        raise ValueError(
+            f"keras_tensorflow inside tf.function: the Keras model for seed {seed}, "
+            f"D={x.shape[0]}, F={features} does not exist yet, and a tf.function may "
+            "create variables on its first trace only; call nn_checkpoint_forward once "
+            "eagerly with these values first (the model is kept), or use the tensorflow port"
+        ) from error
+    return mlp(x)
+
+
+class KerasTensorFlow(Implementation):
+    """Keras 3 on TensorFlow: `keras.RematScope(mode="full")`, that is `tf.recompute_grad`."""
+
+    name = "keras_tensorflow"
+    framework = "keras"
+    distributions = ("keras", "tensorflow-cpu", "tensorflow")
+    #: The `RematScope` mode of the checkpointed model (mutants change it).
+    mode: str | None = model.FULL
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, loaded into a Keras model and read back.
+        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+        return to_host_array(mlp(_float32(x)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+        x = _float32(x)
+        weights = [v.value for v in mlp.trainable_variables]  # the tf.Variables
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = mlp(x)
+        dx, *grads = tape.gradient(y, [x, *weights], output_gradients=_float32(cotangent))
+        return Grads.of(model.weights_to_params(grads), to_host_array(dx))
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        def make() -> BackwardRecord:
+            mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+            return evidence.backward_record(
+                mlp,
+                [x],
+                origins=("input",),
+                cotangent=np.ones(params.features, np.float32),
+                variables=[v.value for v in mlp.trainable_variables],
+            )
+
+        # A graph depends on the shapes only (the weights are variables), and
+        # tracing one takes a tenth of a second.
+        return evidence.cached(self, ("vjp", params.dim, params.features, checkpoint), make)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        seed, features = check_seed(seed), check_features(features)
+
+        def make() -> BackwardRecord:
+            _exercise_model(seed, np.shape(x)[0], features, self.mode)  # eagerly, before the trace
+            return evidence.backward_record(
+                lambda x: exercise(seed, x, features, self.mode),
+                [np.asarray(x, np.float32)],
+                origins=("input",),
+                cotangent=np.ones(features, np.float32),
+            )
+
+        return evidence.cached(self, ("exercise", np.shape(x), features), make)
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        return exercise(seed, x, features, self.mode)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return to_host_array(model.unwrap(array))
+
+    def from_numpy(self, array: np.ndarray) -> tf.Tensor:
+        return from_host_array(array)
+
+    def versions(self) -> dict[str, str]:
+        return stack.installed(super().versions())
+
+    def pin_matmul_precision(self) -> None:
+        stack.pin_matmul_precision()  # Keras on TensorFlow calls tf.matmul: TensorFlow's switch
+
+    def matmul_precision(self) -> dict[str, str]:
+        return stack.matmul_precision()
+
+
+def _float32(array: Any) -> tf.Tensor:
+    return tf.constant(np.asarray(array, np.float32))

@@ -1,0 +1,225 @@
+"""The TensorFlow port: `tf.recompute_grad` around a two-layer MLP of TensorFlow ops.
+
+The block is a function of tensors, its parameters arguments like x, so that
+`recompute_grad` differentiates them as inputs (the Keras port on the
+TensorFlow backend covers the other path, parameters held in `tf.Variable`s).
+Its layout is the canonical one: `tf.matmul(x, kernel)` takes the kernel
+`(in, out)`, as Keras's `Dense.kernel` and Flax's `Dense` do; the converters
+only check shapes. The parameters are Flax's canonical ones, from the numpy
+init (`implementations.porting.numpy`).
+
+`nn_checkpoint_forward` runs eagerly, or inside a `tf.function` (traced
+inline; `seed` and `features` are then Python values, one trace each),
+also with `jit_compile=True`. Evidence comes from TensorFlow's own graph
+(`_tensorflow.evidence`). Imports TensorFlow, numpy and the project's
+numpy-only modules, never JAX or torch.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._canonical_init import canonical_params
+from ._tensorflow import evidence, stack
+from ._tensorflow.arrays import as_input, from_host_array, integer_argument, to_host_array
+from ._tensorflow.stack import tf
+from .contract import (
+    PARAM_NAMES,
+    BackwardRecord,
+    Grads,
+    Implementation,
+    Params,
+    check_features,
+    check_seed,
+)
+
+Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
+
+
+def block(x: tf.Tensor, w1: tf.Tensor, b1: tf.Tensor, w2: tf.Tensor, b2: tf.Tensor) -> tf.Tensor:
+    """`Dense(F)` -> relu -> `Dense(F)` on a `(D,)` x: `(F,)`."""
+    h = tf.matmul(x[tf.newaxis], w1)  # (1, D) @ (D, F) -> (1, F)
+    h = tf.nn.relu(tf.nn.bias_add(h, b1))
+    y = tf.nn.bias_add(tf.matmul(h, w2), b2)  # (1, F) @ (F, F) -> (1, F)
+    return tf.reshape(y, [-1])  # (F,)
+
+
+# The backward pass keeps the region's arguments (x and the parameters) and
+# reruns the block under a tape of its own. TensorFlow >= 2.2 passes each
+# argument through an identity first, so one tensor given twice (b1 is b2)
+# gets both gradients (issue 36999; tests/test_tensorflow.py pins it).
+checkpointed_block = tf.recompute_grad(block)
+
+
+def mlp(params: Sequence[tf.Tensor], x: tf.Tensor, *, checkpoint: bool = True) -> tf.Tensor:
+    """The MLP, `(D,) -> (F,)`, through `tf.recompute_grad` (`True`) or plain (`False`)."""
+    return (checkpointed_block if checkpoint else block)(x, *params)
+
+
+# ---------------------------------------------------------------------------
+# Layout converters: canonical (in, out) kernels = tf.matmul's (in, out)
+# ---------------------------------------------------------------------------
+
+
+def params_to_tensors(params: Params) -> Tensors:
+    """Canonical params as float32 tensors, kernels `(in, out)` as `tf.matmul(x, kernel)` takes."""
+    dim, features = params.dim, params.features
+    w1, b1, w2, b2 = (tf.constant(np.array(a, np.float32)) for a in params.as_dict().values())
+    assert tuple(w1.shape) == (dim, features), w1.shape  # (D, F)
+    assert tuple(w2.shape) == (features, features), w2.shape  # (F, F)
+    assert tuple(b1.shape) == tuple(b2.shape) == (features,), (b1.shape, b2.shape)
+    return w1, b1, w2, b2
+
+
+def tensors_to_params(tensors: Sequence[Any]) -> Params:
+    """`(w1, b1, w2, b2)` tensors, or gradients shaped like them, as canonical params."""
+    arrays = dict(zip(PARAM_NAMES, (to_host_array(t) for t in tensors), strict=True))
+    w1 = arrays["w1"]
+    if w1.ndim != 2:
+        raise ValueError(f"w1 must be 2-D (D, F), got shape {w1.shape}")
+    return Params(**arrays)  # checks every shape against w1's (D, F)
+
+
+# ---------------------------------------------------------------------------
+# The exercise
+# ---------------------------------------------------------------------------
+
+
+def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> tf.Tensor:
+    """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through
+    `tf.recompute_grad`.
+
+    **Arguments:**
+
+    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+      array or tensor), at most `2**63 - 1`.
+    - `x`: a finite real vector of shape `(D,)`: a `tf.Tensor`, a
+      `tf.Variable`, a numpy array or a list. It is never modified; under a
+      `GradientTape` that watches it (a trainable variable is watched by
+      itself), gradients flow back to it.
+    - `features`: the width F, a positive integer-valued scalar.
+
+    **Returns:** the `(F,)` float32 tensor. Inside a `tf.function` x may be
+    symbolic (its shape must be static; its values cannot be checked), and
+    `seed` and `features` must be Python values or constants.
+    """
+    return exercise(seed, x, features)
+
+
+def exercise(seed: Any, x: Any, features: Any, region: Callable = checkpointed_block) -> tf.Tensor:
+    """`nn_checkpoint_forward`, the block run through `region` (mutants swap it)."""
+    seed = check_seed(integer_argument(seed, "seed"))
+    features = check_features(integer_argument(features, "features"))
+    x = as_input(x)
+    params = canonical_params(seed, x.shape[0], features)
+    return region(x, *params_to_tensors(params))  # (D,) -> (F,)
+
+
+# ---------------------------------------------------------------------------
+# The port
+# ---------------------------------------------------------------------------
+
+
+def _step(x, w1, b1, w2, b2, cotangent, checkpoint: bool):
+    # x's and the parameters' gradients of the MLP, pulled back from the cotangent.
+    params = (w1, b1, w2, b2)
+    with tf.GradientTape() as tape:
+        tape.watch([x, *params])
+        y = mlp(params, x, checkpoint=checkpoint)
+    return tape.gradient(y, [x, *params], output_gradients=cotangent)
+
+
+def _forward(x, w1, b1, w2, b2, checkpoint: bool):
+    return mlp((w1, b1, w2, b2), x, checkpoint=checkpoint)
+
+
+# One graph per checkpoint flag; after two shapes TensorFlow traces one for any
+# shape (reduce_retracing), so the suite's many shapes do not retrace each time.
+_COMPILED = {
+    (kind, flag): tf.function(
+        functools.partial(fn, checkpoint=flag), reduce_retracing=True, autograph=False
+    )
+    for kind, fn in (("forward", _forward), ("vjp", _step))
+    for flag in (True, False)
+}
+
+
+class TensorFlow(Implementation):
+    """The TensorFlow port: `tf.recompute_grad` around an MLP of TensorFlow ops."""
+
+    name = "tensorflow"
+    framework = "tensorflow"
+    # The CPU wheel is its own distribution; `versions` reports whichever is installed.
+    distributions = ("tensorflow-cpu", "tensorflow")
+    #: The block as the checkpoint runs it (mutants swap it).
+    region: Callable = staticmethod(checkpointed_block)
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, made into TensorFlow's tensors and read
+        # back, so that the converters are part of what is checked.
+        params = canonical_params(seed, dim, features)
+        return tensors_to_params(params_to_tensors(params))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        run = _COMPILED["forward", checkpoint]
+        return to_host_array(run(_float32(x), *params_to_tensors(params)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        run = _COMPILED["vjp", checkpoint]
+        dx, *grads = run(_float32(x), *params_to_tensors(params), _float32(cotangent))
+        return Grads.of(tensors_to_params(grads), to_host_array(dx))
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        def make() -> BackwardRecord:
+            return evidence.backward_record(
+                lambda x, *p: (self.region if checkpoint else block)(x, *p),
+                [x, *params_to_tensors(params)],
+                origins=("input", "parameter", "parameter", "parameter", "parameter"),
+                cotangent=np.ones(params.features, np.float32),
+            )
+
+        return evidence.cached(self, ("vjp", params.dim, params.features, checkpoint), make)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        features = check_features(features)
+
+        def make() -> BackwardRecord:
+            return evidence.backward_record(
+                lambda x: exercise(seed, x, features, self.region),
+                [np.asarray(x, np.float32)],
+                origins=("input",),
+                cotangent=np.ones(features, np.float32),
+            )
+
+        # A graph depends on the shapes only: the seed changes constants, not ops.
+        return evidence.cached(self, ("exercise", np.shape(x), features), make)
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
+        return exercise(seed, x, features, self.region)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return to_host_array(array)
+
+    def from_numpy(self, array: np.ndarray) -> tf.Tensor:
+        return from_host_array(array)
+
+    def versions(self) -> dict[str, str]:
+        return stack.installed(super().versions())
+
+    def pin_matmul_precision(self) -> None:
+        stack.pin_matmul_precision()
+
+    def matmul_precision(self) -> dict[str, str]:
+        return stack.matmul_precision()
+
+
+def _float32(array: Any) -> tf.Tensor:
+    return tf.constant(np.asarray(array, np.float32))
