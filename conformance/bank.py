@@ -97,18 +97,21 @@ def references(
     canonical: Callable[[], Implementation],
     make: Callable[[Property, Implementation | None, Any], Any],
     on_case: Callable[[str], None] | None = None,
+    identity: Callable[[], tuple] | None = None,
 ) -> list[Any]:
-    """`make(prop, canonical, case)` for every case, made once and kept. `canonical()` gives
-    the canonical port (or raises); its results are called for only when they must be made."""
-    identity: tuple = ()
-    if prop.needs_canonical:
-        port = canonical()
-        identity = (port.name, tuple(sorted(port.versions().items())))
+    """`make(prop, canonical, case)` for every case, made once and kept.
+
+    `canonical()` gives the canonical port (or raises); it is called only when
+    the results must be made. `identity()` names the canonical port and its
+    versions for the file's key; by default it is read off the loaded port.
+    """
+    key_of = identity or (lambda: canonical_identity(canonical()))
+    identity_key = key_of() if prop.needs_canonical else ()
     key = _digest(
         "references",
         prop.key,
         _sources("properties", "tolerance", "checks"),
-        identity,
+        identity_key,
         platform.machine(),
         os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", ""),
         pickle.dumps(case_list),
@@ -124,6 +127,11 @@ def references(
         return made
 
     return _kept(environment.cache_root() / "references" / f"{key}.pickle", prepare)
+
+
+def canonical_identity(port: Implementation) -> tuple:
+    """What the canonical side of a case depends on, of the canonical port: its name, versions."""
+    return (port.name, tuple(sorted(port.versions().items())))
 
 
 def _kept(path: Path, make: Callable[[], T]) -> T:

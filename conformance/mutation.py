@@ -6,11 +6,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from implementations.contract import Implementation
-
 from . import mutants as registry
 from .properties import BY_ID
-from .runner import run_property
+from .runner import Canonical, run_property
 
 # Cheap properties first: most mutants die in the first one that can see them.
 KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d")
@@ -35,27 +33,32 @@ class MutantResult:
 
 
 def run_mutants(
-    canonical: Implementation | None,
+    canonical: Canonical,
     names: Iterable[str],
     *,
     max_examples: int = MUTANT_EXAMPLES,
     on_example: Callable[[str], None] | None = None,
+    canonical_identity: Callable[[], tuple] | None = None,
 ) -> Iterable[MutantResult]:
-    """Hunt each named mutant in turn; yield its result as soon as it is known."""
+    """Hunt each named mutant in turn; yield its result as soon as it is known.
+
+    `canonical()` gives the canonical port, loaded only where a property's
+    canonical side must be made (see `runner.run_property`).
+    """
     for name in names:
         mutant = registry.load(name)
-        if mutant.port is None or canonical is None:
-            reason = mutant.reason or "the canonical port is not available"
-            yield MutantResult(mutant.name, mutant.bug, "unavailable", message=reason)
+        if mutant.port is None:
+            yield MutantResult(mutant.name, mutant.bug, "unavailable", message=mutant.reason)
             continue
-        yield hunt(mutant, canonical, max_examples, on_example)
+        yield hunt(mutant, canonical, max_examples, on_example, canonical_identity)
 
 
 def hunt(
     mutant: registry.Mutant,
-    canonical: Implementation,
+    canonical: Canonical,
     max_examples: int = MUTANT_EXAMPLES,
     on_example: Callable[[str], None] | None = None,
+    canonical_identity: Callable[[], tuple] | None = None,
 ) -> MutantResult:
     """Run the properties in `KILL_ORDER` on one mutant until one fails it."""
     started, examples = time.perf_counter(), 0
@@ -63,13 +66,18 @@ def hunt(
         outcome = run_property(
             BY_ID[prop_id],
             mutant.port,
-            lambda: canonical,
+            canonical,
             max_examples=max_examples,
             scope="small",
             shrink=False,
             on_example=on_example,
+            canonical_identity=canonical_identity,
         )
         examples += outcome.examples
+        if outcome.status == "skip":  # no canonical port: no verdict is possible
+            return MutantResult(
+                mutant.name, mutant.bug, "unavailable", message=outcome.message, examples=examples
+            )
         if outcome.status == "fail":
             seconds = time.perf_counter() - started
             return MutantResult(

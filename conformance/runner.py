@@ -101,6 +101,7 @@ def run_property(
     scope: str = "menu",
     on_example: Callable[[str], None] | None = None,
     on_prepare: Callable[[str], None] | None = None,
+    canonical_identity: Callable[[], tuple] | None = None,
     shrink: bool = True,
     database: Path | None = None,
     reproduce: str = "",
@@ -117,6 +118,9 @@ def run_property(
       description of it (for progress bars, and to name the example a
       crashing port died on); `on_prepare(description)` likewise, before
       the canonical side of an example is made.
+    - `canonical_identity`: the canonical port's name and versions, for the
+      example bank's files (by default read off the loaded port: a worker
+      that can tell them without loading it saves the import).
     - `shrink`: let Hypothesis shrink a failure to a minimal example (slow, but
       the report is clearer); the mutation run only needs to know it failed.
     - `database`: a directory for Hypothesis's example database, so that a
@@ -124,6 +128,7 @@ def run_property(
     - `reproduce`: a blob from an earlier failure, to replay that example only.
     """
     run = _Run(prop, port, canonical, on_example, on_prepare)
+    run.canonical_identity = canonical_identity
     try:
         if prop.cases is not None:  # a fixed list, run in full; it needs no reference
             for case in prop.cases():
@@ -192,6 +197,7 @@ class _Run:
         self.prop, self.port, self.canonical = prop, port, canonical
         self.on_example, self.on_prepare = on_example, on_prepare
         self.tally, self.banked = _Tally(), False
+        self.canonical_identity: Callable[[], tuple] | None = None
         self.started = time.perf_counter()
 
     def one(self, case: Any, reference: Any) -> None:
@@ -207,7 +213,12 @@ class _Run:
         references = [None] * len(cases)
         if self.prop.prepare is not None:
             references = bank.references(
-                self.prop, cases, self._canonical_or_raise, prepare, self.on_prepare
+                self.prop,
+                cases,
+                self._canonical_or_raise,
+                prepare,
+                self.on_prepare,
+                identity=self.canonical_identity,
             )
         for case, reference in zip(cases, references, strict=True):
             self.one(case, reference)

@@ -41,7 +41,7 @@ from typing import Any
 import implementations
 from implementations import Implementation, PortUnavailable
 
-from . import devices, environment, profiles
+from . import bank, devices, environment, profiles
 from .mutation import MUTANT_EXAMPLES, run_mutants
 from .properties import BY_KEY
 from .runner import Outcome, run_property
@@ -139,23 +139,35 @@ class Session:
                     self._canonical = None
         return self._canonical
 
+    def _announced_canonical(self) -> Announced | None:
+        return _announced(self.canonical(), "canonical", self.emit)
+
+    def canonical_identity(self) -> tuple:
+        """The canonical port's name and versions, without loading it where the registry can
+        tell them (loading it imports its framework: about two seconds for JAX and Flax)."""
+        versions = implementations.stack_versions(self.settings.canonical)
+        if versions is None:
+            canonical = self.canonical()
+            if canonical is None:
+                return (self.settings.canonical,)
+            return bank.canonical_identity(canonical)
+        return (self.settings.canonical, tuple(sorted(versions.items())))
+
     def run(self, properties: Iterable[str], mutants: Iterable[str], canonical_failure: str):
         """Run the named properties on the port, then hunt the named mutants."""
         for key in properties:
             self.emit(("begin", "property", key))
             self.emit(("outcome", self.check(key, canonical_failure)))
-        names = list(mutants)
-        if names:
-            canonical = None if canonical_failure else self.canonical()
-            for name in names:
-                self.emit(("begin", "mutant", name))
-                (result,) = run_mutants(
-                    _announced(canonical, "canonical", self.emit),
-                    [name],
-                    max_examples=MUTANT_EXAMPLES,
-                    on_example=lambda text: self.emit(("example", text)),
-                )
-                self.emit(("mutant", result))
+        for name in mutants:
+            self.emit(("begin", "mutant", name))
+            (result,) = run_mutants(
+                lambda: None if canonical_failure else self._announced_canonical(),
+                [name],
+                max_examples=MUTANT_EXAMPLES,
+                on_example=lambda text: self.emit(("example", text)),
+                canonical_identity=self.canonical_identity,
+            )
+            self.emit(("mutant", result))
         self.emit(("idle",))
 
     def check(self, key: str, canonical_failure: str) -> Outcome:
@@ -169,11 +181,12 @@ class Session:
         return run_property(
             prop,
             Announced(port, "port", self.emit),
-            lambda: _announced(self.canonical(), "canonical", self.emit),
+            self._announced_canonical,
             max_examples=settings.max_examples,
             scope=settings.scope,
             on_example=lambda text: self.emit(("example", text)),
             on_prepare=lambda text: self.emit(("preparing", text)),
+            canonical_identity=self.canonical_identity,
             database=settings.database,
             reproduce=settings.reproduce,
         )

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, requires
 
 from . import _moved
-from .contract import Implementation, StackUnavailable
+from .contract import Implementation, StackUnavailable, installed_versions
 
 __all__ = [
     "BUILTIN",
@@ -153,6 +154,24 @@ def load(name: str) -> Implementation:
             name, f"{target} calls itself {port.name!r}, registered as {name!r}", missing=False
         )
     return port
+
+
+def stack_versions(name: str) -> dict[str, str] | None:
+    """The installed versions of what a built-in port's pip extra installs, read without
+    importing the port (None for a port whose extra this package does not know)."""
+    extras = _EXTRAS.get(name)
+    if extras is None:
+        return None
+    try:
+        requirements = requires("remat-conformance") or []
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return None
+    names = set()
+    for requirement in requirements:
+        spec, _, marker = requirement.partition(";")
+        if any(f'extra == "{extra}"' in marker for extra in extras.split(",")):
+            names.add(re.match(r"[A-Za-z0-9_.-]+", spec.strip()).group(0))
+    return installed_versions(sorted(names))
 
 
 def status() -> list[PortStatus]:

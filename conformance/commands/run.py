@@ -128,10 +128,12 @@ def run(args: argparse.Namespace) -> int:
         jobs = os.cpu_count() or 1 if args.jobs == "auto" else int(args.jobs)
     except ValueError:
         return _usage(f"--jobs must be a number or 'auto', got {args.jobs!r}")
+    from hypothesis import settings
+
     config = RunConfig(
         ports=tuple(names),
         profile=profile,
-        max_examples=args.examples,
+        max_examples=args.examples if args.examples is not None else settings().max_examples,
         properties=tuple(keys),
         mutants=not args.no_mutants,
         jobs=max(1, jobs),
