@@ -84,6 +84,32 @@ def hypothesis_dir() -> Path:
     return cache_root() / "hypothesis"
 
 
+# The thread pools each framework sizes from these at import.
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",  # torch's intra-op pool, OpenMP BLAS
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "REMAT_THREADS",  # the numpy init's own pool
+)
+
+
+def limit_threads(threads: int) -> None:
+    """Size every framework's thread pools for `threads` threads (variables already set win).
+
+    Called in a worker before any framework loads, with the cores the worker
+    may use: the suite's matrices are small, and two processes with two
+    threads each on two cores stall each other at every parallel barrier
+    (torch's copies took 40 times longer so). XLA's Eigen pool is turned to
+    one thread only when one is all there is.
+    """
+    for variable in THREAD_VARIABLES:
+        os.environ.setdefault(variable, str(threads))
+    if threads == 1 and "XLA_FLAGS" not in os.environ:
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+
+
 def prepare() -> None:
     """Set the environment before any framework is imported (variables the user set win)."""
     os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")

@@ -24,6 +24,7 @@ pytest-dev/pytest-xdist#1386.)
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import warnings
@@ -160,6 +161,8 @@ def conformance_session(request: pytest.FixtureRequest):
     directory = request.config.getoption("expectations")
     config = RunConfig(
         ports=(),
+        # One port worker runs at a time per xdist worker: share the cores among those.
+        jobs=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
         profile=profiles.load(),
         max_examples=request.config.getoption("conformance_examples"),
         timeout=request.config.getoption("conformance_timeout"),

@@ -103,6 +103,8 @@ class RunConfig:
             scope=self.scope,
             database=environment.hypothesis_dir() / "examples" if keeps else None,
             reproduce=self.reproduce,
+            # The cores shared out among the workers that run at once.
+            threads=None if self.in_process else max(1, (os.cpu_count() or 1) // self.jobs),
         )
 
 

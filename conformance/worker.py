@@ -73,6 +73,7 @@ class Settings:
     scope: str = "menu"
     database: Path | None = None  # Hypothesis's example database
     reproduce: str = ""  # a Hypothesis blob: replay one example
+    threads: int | None = None  # each worker's thread pools (None: the frameworks' own choice)
 
 
 @dataclass
@@ -199,6 +200,8 @@ def _announced(implementation: Implementation | None, side: str, emit: Emit):
 def serve(port_name: str | None, settings: Settings, connection, output: str) -> None:
     """A worker's main loop: load the port, then run requests until told to stop."""
     capture_output(output)
+    if settings.threads is not None:
+        environment.limit_threads(settings.threads)
     environment.prepare()
     profiles.load(settings.profile)
     session = Session(port_name, settings, connection.send)
