@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, requires
 
@@ -76,22 +77,28 @@ _EXTRAS = {
 
 class PortUnavailable(RuntimeError):
     """A port that cannot be loaded. `missing` is True when only its stack is absent: not
-    installed, or unable to load in this process (`contract.StackUnavailable`)."""
+    installed, or (`held`) installed but unable to load in this process
+    (`contract.StackUnavailable`: Keras on another backend here)."""
 
-    def __init__(self, name: str, reason: str, *, missing: bool):
+    def __init__(self, name: str, reason: str, *, missing: bool, held: bool = False):
         super().__init__(f"port {name!r}: {reason}")
-        self.name, self.reason, self.missing = name, reason, missing
+        self.name, self.reason, self.missing, self.held = name, reason, missing, held
 
 
 @dataclass(frozen=True)
 class PortStatus:
-    """Whether a registered port loads: `state` is "available", "unavailable" or "broken"."""
+    """Whether a registered port loads: `state` is "available", "unavailable" or "broken".
+
+    `elsewhere` marks an available port that loads in a process of its own
+    only (its stack is held here by another port: Keras on another backend).
+    """
 
     name: str
     target: str
     source: str
     state: str
     reason: str = ""
+    elsewhere: bool = False
 
 
 def registered() -> dict[str, tuple[str, str]]:
@@ -124,7 +131,7 @@ def load(name: str) -> Implementation:
     except StackUnavailable as error:
         # Installed, but not loadable here (Keras on another backend): the
         # port is fine and loads in a process of its own.
-        raise PortUnavailable(name, str(error), missing=True) from None
+        raise PortUnavailable(name, str(error), missing=True, held=True) from None
     except ModuleNotFoundError as error:
         own = module_name.split(".")[0]
         if error.name and error.name.split(".")[0] != own:
@@ -174,13 +181,20 @@ def stack_versions(name: str) -> dict[str, str] | None:
     return installed_versions(sorted(names))
 
 
-def status() -> list[PortStatus]:
-    """Every registered port and whether it loads, in registration order."""
+def status(names: Iterable[str] | None = None) -> list[PortStatus]:
+    """Every registered port (or the named ones) and whether it loads, in registration order."""
+    wanted = None if names is None else set(names)
     result = []
     for name, (target, source) in registered().items():
+        if wanted is not None and name not in wanted:
+            continue
         try:
             load(name)
         except PortUnavailable as error:
+            if error.held:
+                reason = f"loads in a process of its own: {error.reason}"
+                result.append(PortStatus(name, target, source, "available", reason, True))
+                continue
             state = "unavailable" if error.missing else "broken"
             result.append(PortStatus(name, target, source, state, error.reason))
         else:
@@ -190,4 +204,4 @@ def status() -> list[PortStatus]:
 
 def available() -> dict[str, Implementation]:
     """The ports that load, by name."""
-    return {s.name: load(s.name) for s in status() if s.state == "available"}
+    return {s.name: load(s.name) for s in status() if s.state == "available" and not s.elsewhere}

@@ -90,9 +90,16 @@ def test_compare_json_has_a_row_per_port(capsys):
 
 def test_compare_reports_an_unavailable_port_without_crashing(monkeypatch):
     pytest.importorskip("flax")
-    real = implementations.status()
+    real_status, real_registered = implementations.status, implementations.registered()
     fake = PortStatus("ghost", "nowhere:Ghost", "test", "unavailable", "needs 'ghost'")
-    monkeypatch.setattr(implementations, "status", lambda: [*real, fake])
+    monkeypatch.setattr(
+        implementations, "registered", lambda: {**real_registered, "ghost": ("", "test")}
+    )
+    monkeypatch.setattr(
+        implementations,
+        "status",
+        lambda names=None: [*real_status([n for n in names if n != "ghost"]), fake],
+    )
     result = compare.run(
         0, 4, 3, [implementations.CANONICAL, "ghost"], repeats=1, first_calls=False
     )

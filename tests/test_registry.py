@@ -78,5 +78,9 @@ def test_a_stack_held_by_another_backend_makes_its_port_unavailable(tmp_path, mo
     with pytest.raises(PortUnavailable, match="'jax' backend") as raised:
         implementations.load("held_port")
     assert raised.value.missing
+    assert raised.value.held
+    # Listed as available where it can run: in a process of its own.
     (status,) = implementations.status()
-    assert (status.name, status.state) == ("held_port", "unavailable")
+    assert (status.name, status.state, status.elsewhere) == ("held_port", "available", True)
+    assert "process of its own" in status.reason
+    assert implementations.available() == {}  # not loadable here

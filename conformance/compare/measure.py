@@ -17,7 +17,9 @@ For each available port, against the canonical one on shared parameters:
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
+import multiprocessing
 import statistics
 import tempfile
 import time
@@ -31,6 +33,7 @@ import numpy as np
 import implementations
 from implementations.contract import BackwardRecord, Implementation, Params
 
+from .. import environment
 from ..checks import measure
 from ..jsonable import to_data
 from ..timing import time_interleaved
@@ -88,6 +91,7 @@ class PortComparison:
     warm_vjp_seconds: float | None = None
     first_call: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    timed_alone: bool = False  # its warm times come from a process of its own, not interleaved
 
     @property
     def worst_gradient(self) -> tuple[str, Diff] | None:
@@ -259,8 +263,13 @@ def run(
 
     rows: list[PortComparison] = []
     loaded: list[Implementation] = []
-    for status in implementations.status():
-        if names and status.name not in names and status.name != implementations.CANONICAL:
+    wanted = [n for n in implementations.registered() if not names or n in names]
+    if implementations.CANONICAL not in wanted:
+        wanted.insert(0, implementations.CANONICAL)
+    for status in implementations.status(wanted):
+        if status.elsewhere:  # e.g. Keras on a second backend: a process of its own
+            notify(f"comparing {status.name}, in a process of its own")
+            rows.append(compare_alone(status.name, params, x, cotangent, seed, repeats))
             continue
         if status.state != "available":
             rows.append(PortComparison(status.name, status.state, reason=status.reason))
@@ -291,6 +300,36 @@ def run(
     return Comparison(
         seed, dim, features, implementations.CANONICAL, rows, time.perf_counter() - started
     )
+
+
+def compare_alone(
+    name: str, params: Params, x: np.ndarray, cotangent: np.ndarray, seed: int, repeats: int
+) -> PortComparison:
+    """`compare_port` and the warm timings of one port, in a fresh process (timed alone)."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        future = pool.submit(_compare_here, name, params, x, cotangent, seed, repeats)
+        try:
+            return future.result()
+        except Exception as error:  # the process died, or the port would not load there
+            row = PortComparison(name, "available", timed_alone=True)
+            row.error = f"in a process of its own: {type(error).__name__}: {error}"
+            return row
+
+
+def _compare_here(name, params, x, cotangent, seed, repeats) -> PortComparison:
+    environment.prepare()
+    canonical = implementations.load(implementations.CANONICAL)
+    canonical.pin_matmul_precision()
+    port = implementations.load(name)
+    port.pin_matmul_precision()
+    row = compare_port(port, canonical, params, x, cotangent, seed)
+    row.timed_alone = True
+    if not row.error:
+        ((row.warm_forward_seconds, row.warm_vjp_seconds),) = warm_timings(
+            [port], params, x, cotangent, seed, repeats
+        )
+    return row
 
 
 def failed(comparison: Comparison) -> bool:

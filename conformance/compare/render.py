@@ -73,7 +73,8 @@ def summary_table(comparison: Comparison):
         caption="output, gradients: largest |port - canonical| (fwd: shared params; ex: the "
         "exercise, own init; worst gradient), then the bound at that element (red: over it) · "
         "saved: residuals kept, count · KiB, parameters left out · warm: median per call, "
-        "a new seed each call · "
+        "a new seed each call, all ports interleaved (alone: in a process of its own, where its "
+        "stack cannot share one: Keras keeps one backend per process) · "
         "first call: fresh process, no compilation cache",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
@@ -103,6 +104,8 @@ def summary_table(comparison: Comparison):
             f"{label} {r.count} · {r.bytes / 1024:.1f}" for label, r in row.residuals.items()
         )
         warm = f"fwd {_seconds(row.warm_forward_seconds)}\nvjp {_seconds(row.warm_vjp_seconds)}"
+        if row.timed_alone:
+            warm += "\n[dim]alone[/]"
         first = row.first_call
         if "error" in first:
             first_cell = f"[red]{first['error']}[/]"
