@@ -138,3 +138,17 @@ def test_a_port_that_raises_gets_an_error_row_and_fails_the_run():
     row = measure.compare_port(port, canonical, params, x, cotangent, 0)
     assert row.error == "RuntimeError: boom"
     assert compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
+
+
+def test_keras_on_two_backends_is_compared_in_two_processes():
+    for module in ("flax", "keras", "torch"):
+        pytest.importorskip(module)
+    names = ["keras_jax", "keras_torch"]
+    result = compare.run(0, 4, 3, names, repeats=1, first_calls=False)
+    rows = {row.name: row for row in result.ports}
+    for name in names:
+        assert rows[name].state == "available", rows[name].reason
+        assert not rows[name].error, rows[name].error
+        assert rows[name].warm_forward_seconds is not None
+    # Whichever Keras backend loads here first, the other runs in a process of its own.
+    assert sorted(rows[name].timed_alone for name in names) == [False, True]
