@@ -1,6 +1,7 @@
 """`compare`: the difference helper, the JSON for every available port, skips and errors."""
 
 import copy
+import importlib.util
 import json
 
 import numpy as np
@@ -141,8 +142,9 @@ def test_a_port_that_raises_gets_an_error_row_and_fails_the_run():
 
 
 def test_keras_on_two_backends_is_compared_in_two_processes():
-    for module in ("flax", "keras", "torch"):
-        pytest.importorskip(module)
+    for module in ("flax", "keras", "torch"):  # found, not imported: that would fix a backend
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
     names = ["keras_jax", "keras_torch"]
     result = compare.run(0, 4, 3, names, repeats=1, first_calls=False)
     rows = {row.name: row for row in result.ports}
@@ -150,5 +152,5 @@ def test_keras_on_two_backends_is_compared_in_two_processes():
         assert rows[name].state == "available", rows[name].reason
         assert not rows[name].error, rows[name].error
         assert rows[name].warm_forward_seconds is not None
-    # Whichever Keras backend loads here first, the other runs in a process of its own.
-    assert sorted(rows[name].timed_alone for name in names) == [False, True]
+    # Two Keras backends never share a process: at least one was measured in its own.
+    assert any(rows[name].timed_alone for name in names)
