@@ -13,7 +13,8 @@ import pytest
 
 import implementations
 from conformance import vectors
-from conformance.mutants import load_all
+from conformance.mutants import load
+from tests.helpers import run_cli
 
 
 def _available(name):
@@ -47,7 +48,17 @@ def test_committed_vectors_match_a_fresh_export(tmp_path):
 
 @pytest.mark.parametrize("name", list(implementations.BUILTIN))
 def test_every_port_passes_the_vectors(name):
-    port = _available(name)
+    try:
+        port = implementations.load(name)
+    except implementations.PortUnavailable as error:
+        if not error.held:
+            pytest.skip(error.reason)
+        # Its stack is held here (Keras on another backend): check it as users do.
+        done = run_cli("vectors", "check", "--implementation", name, "--json")
+        results = json.loads(done.stdout)
+        assert done.returncode == 0, [r["message"] for r in results if not r["passed"]][:3]
+        assert results
+        return
     results = vectors.check(port)
     assert results
     failures = [r.message for r in results if not r.passed]
@@ -57,7 +68,7 @@ def test_every_port_passes_the_vectors(name):
 @pytest.mark.parametrize("mutant", ["seed_plus_one", "bias_off_by_1e-3", "transposed_kernel"])
 def test_the_vectors_reject_a_wrong_port(mutant):
     pytest.importorskip("flax")
-    port = next(m.port for m in load_all() if m.name == mutant)
+    port = load(mutant).port
     assert any(not r.passed for r in vectors.check(port))
 
 
