@@ -111,8 +111,3 @@ def load(name: str) -> Mutant:
     port = getattr(module, attr)()
     port.name = name  # reports and messages name the mutant
     return Mutant(name, spec.bug, port)
-
-
-def load_all() -> list[Mutant]:
-    """Every mutant, loaded if its framework is installed."""
-    return [load(name) for name in MUTANTS]
