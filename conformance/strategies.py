@@ -207,7 +207,15 @@ def param_cases(draw, scope: str = "menu") -> ParamCase:
 # whose weights have random signs (normal or symmetric integers: the analysis
 # in conformance/precision.py needs that) while x reaches every kind the
 # suite promises. Each recipe is (D, F, x kind, parameter kind).
-PRECISION_X_KINDS = ("normal", "constant", "alternating", "integers", "dynamic_range", "zeros")
+PRECISION_X_KINDS = (
+    "normal",
+    "scaled",
+    "constant",
+    "alternating",
+    "integers",
+    "dynamic_range",
+    "zeros",
+)
 PRECISION_PARAM_KINDS = ("normal", "integers", "wide")
 PRECISION_RECIPES = {
     # The mutation run: both sizes the precision mutants must die at.
@@ -219,10 +227,11 @@ PRECISION_RECIPES = {
         (1024, 1024, "normal", "normal"),
         (256, 256, "constant", "integers"),
         (256, 256, "alternating", "wide"),
+        (256, 256, "scaled", "normal"),
         (7, 300, "dynamic_range", "normal"),
     ],
 }
-# The thorough profile: every kind on more shapes, 4 data seeds each (432 cases).
+# The thorough profile: every kind on more shapes, 4 data seeds each (504 cases).
 PRECISION_WIDE_SHAPES = [(256, 256), (1024, 1024), (1024, 256), (256, 1024), (7, 300), (300, 128)]
 PRECISION_WIDE_SEEDS = 4
 
@@ -291,7 +300,9 @@ def _precision_params(rng: np.random.Generator, kind: str, dim: int, features: i
 
 def _precision_x(rng: np.random.Generator, kind: str, dim: int) -> np.ndarray:
     if kind == "normal":
-        x = rng.choice([1.0, 1e-3, 1e3, 1e-25, 1e15]) * rng.normal(size=dim)
+        x = rng.normal(size=dim)
+    elif kind == "scaled":
+        x = rng.choice([1e-3, 1e3, 1e-25, 1e15]) * rng.normal(size=dim)
     elif kind == "constant":
         x = np.full(dim, rng.choice([1.0, 0.1, -3.7, 1e-20, 1e15]))
     elif kind == "alternating":
