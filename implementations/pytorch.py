@@ -244,3 +244,6 @@ class PyTorch(Implementation):
 
     def pin_matmul_precision(self) -> None:
         arrays.pin_matmul_precision()
+
+    def matmul_precision(self) -> dict[str, str]:
+        return arrays.matmul_precision()

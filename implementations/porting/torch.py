@@ -7,13 +7,15 @@
   `GradModeOps` and `classify` are its parts.
 - Tensors in and out: `as_input(x)` (checked, float32, a tensor keeps its
   device and graph), `leaf_input(x)` (a copy that requires grad),
-  `to_host_array`, `from_host_array`, and `pin_matmul_precision()`.
+  `to_host_array`, `from_host_array`, `pin_matmul_precision()` and
+  `matmul_precision()` (torch's setting as found before the pin, and now).
 """
 
 from .._torch.arrays import (
     as_input,
     from_host_array,
     leaf_input,
+    matmul_precision,
     pin_matmul_precision,
     to_host_array,
 )
@@ -27,6 +29,7 @@ __all__ = [
     "classify",
     "from_host_array",
     "leaf_input",
+    "matmul_precision",
     "pin_matmul_precision",
     "record",
     "to_host_array",
