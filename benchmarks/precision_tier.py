@@ -125,7 +125,7 @@ class Tally:
                 self.failures.append({"index": index, "case": describe(case), "result": r.name})
 
     def summary(self) -> dict:
-        ratios = np.array(self.ratios)
+        ratios = np.minimum(np.array(self.ratios), 1e300)  # inf: a failure, kept finite
         return {
             "examples": self.examples,
             "failures": self.failures,

@@ -66,8 +66,6 @@ MIN_GROUPS = 4
 #: columns (d/dw2), spread evenly: the elements along that axis share one
 #: factor's error, so more add little but time (a million elements at 1024).
 SHARED_AXIS_SAMPLE = 128
-#: Results in the order the checks report them.
-RESULTS = ("output", "d/dw1", "d/db1", "d/dw2", "d/db2", "d/dx", "end_to_end")
 
 
 def threshold(groups: int) -> float:

@@ -26,6 +26,7 @@ from implementations.contract import (
     Grads,
     Implementation,
     Params,
+    param_shapes,
 )
 from implementations.porting.numpy import canonical_params
 
@@ -284,6 +285,9 @@ def check_precision(port: Implementation, reference: precision.Reference, case) 
     results = [precision.judge_output("output", out, reference.forward)]
     _precision_verdict(port.name, results)
     grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    shapes = {**param_shapes(case.dim, case.features), "x": (case.dim,)}
+    for name, value in grads.as_dict().items():
+        check_shape(port.name, f"VJP d/d{name}", value, shapes[name])
     results += precision.judge_grads(
         grads.as_dict(), reference, case.params, case.x, case.cotangent
     )
@@ -295,9 +299,11 @@ def check_precision(port: Implementation, reference: precision.Reference, case) 
 
 
 def _precision_verdict(port: str, results: list[precision.Result]) -> None:
+    labels = {"output": "the output", "end_to_end": "nn_checkpoint_forward's output"}
     for result in results:
         if result.failed:
-            fail(port, f"precision of the {result.name}", precision.describe_failure(result))
+            label = labels.get(result.name, result.name)
+            fail(port, f"precision of {label}", precision.describe_failure(result))
 
 
 def _evidence_cases(scope: str) -> st.SearchStrategy:
