@@ -373,3 +373,35 @@ def test_the_precision_tier_kills_the_mutant_where_the_forward_bound_cannot(
         prop = BY_ID[prop_id]
         reference_side = prop.prepare(canonical_port, rigorous_case)
         assert prop.check(mutant, reference_side, rigorous_case) <= 1.0
+
+
+def test_the_meta_test_script_runs(tmp_path):
+    # The 10^5-example run is `benchmarks/precision_tier.py false-alarms` (docs/PRECISION.md);
+    # here a dozen examples, one per summation order and two more.
+    import json
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    out = tmp_path / "piece.json"
+    command = [sys.executable, "benchmarks/precision_tier.py", "false-alarms", "--examples", "12"]
+    done = subprocess.run(
+        [*command, "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert sum(p["examples"] for p in result["ports"].values()) == 12
+    assert not any(p["failures"] for p in result["ports"].values())
+    merged = json.loads(
+        subprocess.run(
+            [sys.executable, "benchmarks/precision_tier.py", "summary", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        ).stdout
+    )
+    assert merged["examples"] == 12
+    assert merged["failures"] == []
