@@ -17,8 +17,8 @@ in the cache directory, shared by every worker and every later run:
 Each file's name is a hash of everything it depends on: the versions of
 Hypothesis and numpy and the source of the strategies for the cases; the
 canonical port's name and versions and the source of the properties, the
-tolerance model and the precision tier for the references. Nothing stale is ever read; delete the
-directory to reclaim the space.
+tolerance model and the precision tier for the references. Nothing stale is
+ever read; delete the directory to reclaim the space.
 """
 
 from __future__ import annotations

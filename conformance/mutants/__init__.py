@@ -21,9 +21,10 @@ class MutantSpec:
     """A registered mutant: `target` is `"module:Class"` inside this package.
 
     `first`: property ids the mutation run tries before its usual order, for a
-    mutant made to show what one property sees that the others cannot (the
-    precision tier's mutants break the rigorous bound on small shapes, and
-    pass it at D = F = 256 and 1024, where only (i) sees them).
+    mutant made to show what one property sees that the others cannot. The
+    precision tier's mutants break the rigorous bounds on the small shapes
+    the hunt draws, and pass the forward ones, (b) and (f), at D = F = 256
+    and 1024 (tests/test_precision.py), where (i) sees them.
     """
 
     name: str
