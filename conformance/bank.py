@@ -16,9 +16,9 @@ in the cache directory, shared by every worker and every later run:
 
 Each file's name is a hash of everything it depends on: the versions of
 Hypothesis and numpy and the source of the strategies for the cases; the
-canonical port's name and versions and the source of the properties and the
-tolerance model for the references. Nothing stale is ever read; delete the
-directory to reclaim the space.
+canonical port's name and versions and the source of the properties, the
+tolerance model and the precision tier for the references. Nothing stale is
+ever read; delete the directory to reclaim the space.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def references(
     key = _digest(
         "references",
         prop.key,
-        _sources("properties", "tolerance", "checks"),
+        _sources("properties", "tolerance", "checks", "precision"),
         identity_key,
         platform.machine(),
         os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", ""),

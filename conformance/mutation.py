@@ -11,7 +11,8 @@ from .properties import BY_ID
 from .runner import Canonical, run_property
 
 # Cheap properties first: most mutants die in the first one that can see them.
-KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d")
+# A mutant may name properties to try first (`MutantSpec.first`).
+KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d", "i")
 # Each mutant is a new set of functions to compile, so the hunt draws from
 # the small shapes only, with fewer examples than a port gets.
 MUTANT_EXAMPLES = 25
@@ -60,9 +61,10 @@ def hunt(
     on_example: Callable[[str], None] | None = None,
     canonical_identity: Callable[[], tuple] | None = None,
 ) -> MutantResult:
-    """Run the properties in `KILL_ORDER` on one mutant until one fails it."""
+    """Run the properties in `KILL_ORDER` (the mutant's `first` ones before) until one fails it."""
     started, examples = time.perf_counter(), 0
-    for prop_id in KILL_ORDER:
+    order = (*mutant.first, *(p for p in KILL_ORDER if p not in mutant.first))
+    for prop_id in order:
         outcome = run_property(
             BY_ID[prop_id],
             mutant.port,

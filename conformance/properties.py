@@ -1,4 +1,4 @@
-"""The properties every port must satisfy, (a) to (h).
+"""The properties every port must satisfy, (a) to (i).
 
 Each property has two halves. `prepare(canonical, case)` computes what the
 port is compared with: the canonical port's results and the error bounds;
@@ -26,9 +26,11 @@ from implementations.contract import (
     Grads,
     Implementation,
     Params,
+    param_shapes,
 )
+from implementations.porting.numpy import canonical_params
 
-from . import strategies
+from . import precision, strategies
 from .checks import bitwise_equal, check_shape, fail, within, within_ulps
 from .tolerance import INIT_ULPS, analyse_vjp, forward_bound, vjp_comparison
 
@@ -268,6 +270,42 @@ def check_call_hygiene(port: Implementation, reference: None, case) -> None:
     return None
 
 
+def prepare_precision(canonical: None, case) -> precision.Reference:
+    # The exact results need no canonical port: the exercise's parameters
+    # come from the numpy canonical init (within INIT_ULPS of Flax's).
+    exercise = canonical_params(case.seed, case.dim, case.features)
+    return precision.reference(case.params, case.x, case.cotangent, exercise)
+
+
+def check_precision(port: Implementation, reference: precision.Reference, case) -> float:
+    """(i) Forward, VJP and exercise are as close to the exact result as float32 arithmetic
+    gets: a median error within the precision tier's threshold (`conformance.precision`)."""
+    out = np.asarray(port.forward(case.params, case.x, checkpoint=True))
+    check_shape(port.name, "forward output", out, (case.features,))
+    results = [precision.judge_output("output", out, reference.forward)]
+    _precision_verdict(port.name, results)
+    grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    shapes = {**param_shapes(case.dim, case.features), "x": (case.dim,)}
+    for name, value in grads.as_dict().items():
+        check_shape(port.name, f"VJP d/d{name}", value, shapes[name])
+    results += precision.judge_grads(
+        grads.as_dict(), reference, case.params, case.x, case.cotangent
+    )
+    _precision_verdict(port.name, results)
+    exercise = _run_exercise(port, case, port.from_numpy(case.x.copy()))
+    results.append(precision.judge_output("end_to_end", exercise, reference.end_to_end))
+    _precision_verdict(port.name, results)
+    return max(r.ratio for r in results)
+
+
+def _precision_verdict(port: str, results: list[precision.Result]) -> None:
+    labels = {"output": "the output", "end_to_end": "nn_checkpoint_forward's output"}
+    for result in results:
+        if result.failed:
+            label = labels.get(result.name, result.name)
+            fail(port, f"precision of {label}", precision.describe_failure(result))
+
+
 def _evidence_cases(scope: str) -> st.SearchStrategy:
     return st.tuples(strategies.param_cases(scope), strategies.seeds())
 
@@ -294,6 +332,9 @@ PROPERTIES: tuple[Property, ...] = (
              cases=_bad_input_cases, needs_canonical=False),
     Property("h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,
              strategy=strategies.exercise_cases, needs_canonical=False),
+    Property("i", "precision", "as close to exact as float32 gets (median, large shapes)",
+             check_precision, prepare_precision, strategy=strategies.precision_cases,
+             needs_canonical=False),
 )  # fmt: skip
 
 BY_ID = {p.id: p for p in PROPERTIES}

@@ -12,7 +12,8 @@ and, for the exercise, every region of the seed range (small, near 2**31,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -199,6 +200,152 @@ def param_cases(draw, scope: str = "menu") -> ParamCase:
     )
 
 
+# --- the precision tier's cases ---------------------------------------------------------
+
+# What the precision tier draws: large shapes (the rigorous bound is loosest
+# there), few examples (each is a matmul of up to a million weights), and data
+# whose weights have random signs (normal or symmetric integers: the analysis
+# in conformance/precision.py needs that) while x reaches every kind the
+# suite promises. Each recipe is (D, F, x kind, parameter kind).
+PRECISION_X_KINDS = (
+    "normal",
+    "scaled",
+    "constant",
+    "alternating",
+    "integers",
+    "dynamic_range",
+    "zeros",
+)
+PRECISION_PARAM_KINDS = ("normal", "integers", "wide")
+PRECISION_RECIPES = {
+    # The mutation run: both sizes the precision mutants must die at.
+    "small": [(256, 256, "normal", "normal"), (1024, 1024, "normal", "normal")],
+    # The default run: those, structured x and parameters at 256, and a
+    # rectangular shape (already compiled for the other properties).
+    "menu": [
+        (256, 256, "normal", "normal"),
+        (1024, 1024, "normal", "normal"),
+        (256, 256, "constant", "integers"),
+        (256, 256, "alternating", "wide"),
+        (256, 256, "scaled", "normal"),
+        (7, 300, "dynamic_range", "normal"),
+    ],
+}
+# The thorough profile: every kind on more shapes, 4 data seeds each (504 cases).
+PRECISION_WIDE_SHAPES = [(256, 256), (1024, 1024), (1024, 256), (256, 1024), (7, 300), (300, 128)]
+PRECISION_WIDE_SEEDS = 4
+
+
+@dataclass(frozen=True)
+class PrecisionCase:
+    """A case of the precision tier: shared parameters, x and a cotangent, and a seed and F
+    for the exercise. The arrays are made from `data_seed` when first used, so that the bank
+    keeps a few numbers per case, not megabytes.
+    """
+
+    dim: int
+    features: int
+    x_kind: str
+    param_kind: str
+    data_seed: int
+    seed: int
+
+    @functools.cached_property
+    def _arrays(self) -> tuple[Params, np.ndarray, np.ndarray]:
+        rng = np.random.default_rng([self.data_seed, self.dim, self.features])
+        params = _precision_params(rng, self.param_kind, self.dim, self.features)
+        x = _precision_x(rng, self.x_kind, self.dim)
+        cotangent = rng.normal(size=self.features).astype(np.float32)
+        return params, x, cotangent
+
+    @property
+    def params(self) -> Params:
+        return self._arrays[0]
+
+    @property
+    def x(self) -> np.ndarray:
+        return self._arrays[1]
+
+    @property
+    def cotangent(self) -> np.ndarray:
+        return self._arrays[2]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # not the arrays
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
+
+def _precision_params(rng: np.random.Generator, kind: str, dim: int, features: int) -> Params:
+    # Every weight has a random sign, independent of the rest.
+    if kind == "integers":
+        return Params(
+            w1=rng.integers(-3, 4, (dim, features)),
+            b1=rng.integers(-3, 4, features),
+            w2=rng.integers(-3, 4, (features, features)),
+            b2=rng.integers(-3, 4, features),
+        )
+    kernel, bias = (1.0, 1.0) if kind == "normal" else rng.choice([[1e-3, 1e-2], [30.0, 100.0]])
+    signs = rng.choice([-1.0, 1.0], size=(2, features))
+    b1, b2 = bias * signs * (0.1 + np.abs(rng.normal(size=(2, features))))
+    return Params(
+        w1=kernel * rng.normal(size=(dim, features)) / np.sqrt(dim),
+        b1=b1,
+        w2=kernel * rng.normal(size=(features, features)) / np.sqrt(features),
+        b2=b2,
+    )
+
+
+def _precision_x(rng: np.random.Generator, kind: str, dim: int) -> np.ndarray:
+    if kind == "normal":
+        x = rng.normal(size=dim)
+    elif kind == "scaled":
+        x = rng.choice([1e-3, 1e3, 1e-25, 1e15]) * rng.normal(size=dim)
+    elif kind == "constant":
+        x = np.full(dim, rng.choice([1.0, 0.1, -3.7, 1e-20, 1e15]))
+    elif kind == "alternating":
+        x = np.where(np.arange(dim) % 2 == 0, 1.0, -1.0) * np.abs(rng.normal(size=dim))
+    elif kind == "integers":
+        x = rng.integers(-1000, 1001, dim).astype(np.float64)
+    elif kind == "dynamic_range":  # magnitudes spread from 1e-30 to 1e15
+        x = rng.choice([-1.0, 1.0], dim) * 10.0 ** rng.uniform(-30, 15, dim)
+    elif kind == "zeros":
+        x = np.zeros(dim)
+    else:
+        raise ValueError(f"unknown x kind {kind!r}")
+    return x.astype(np.float32)
+
+
+def precision_cases(scope: str = "menu") -> st.SearchStrategy[PrecisionCase]:
+    """The precision tier's cases: a fixed handful ("small", "menu"), or many ("wide").
+
+    A finite strategy: Hypothesis stops when it has drawn every case, so a
+    run makes a handful of examples whatever its example count.
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    if scope == "wide":
+        recipes = [
+            (dim, features, x_kind, param_kind)
+            for dim, features in PRECISION_WIDE_SHAPES
+            for x_kind in PRECISION_X_KINDS
+            for param_kind in PRECISION_PARAM_KINDS
+        ]
+        data_seeds = st.integers(0, PRECISION_WIDE_SEEDS - 1)
+    else:
+        recipes, data_seeds = PRECISION_RECIPES[scope], st.just(0)
+
+    def build(recipe: tuple, data_seed: int) -> PrecisionCase:
+        dim, features, x_kind, param_kind = recipe
+        # The exercise's seed: a different small one per case.
+        seed = (data_seed * 7919 + dim * 31 + features) % 1000
+        return PrecisionCase(dim, features, x_kind, param_kind, data_seed, seed)
+
+    return st.builds(build, st.sampled_from(recipes), data_seeds)
+
+
 def shape_key(case: Any) -> Any:
     """What decides whether a case needs new compiled code: its kind and shapes."""
     if isinstance(case, ExerciseCase):
@@ -207,6 +354,8 @@ def shape_key(case: Any) -> Any:
         return ("params", case.params.dim, case.params.features)
     if isinstance(case, tuple) and case and isinstance(case[0], ParamCase):
         return ("evidence", case[0].params.dim, case[0].params.features)
+    if isinstance(case, PrecisionCase):
+        return ("precision", case.dim, case.features)
     return ("case", repr(case)[:80])
 
 
@@ -216,6 +365,11 @@ def describe(case: Any) -> str:
         return f"nn_checkpoint_forward(seed={case.seed!r}, x: D={case.dim}, {case.features!r})"
     if isinstance(case, ParamCase):
         return f"params D={case.params.dim} F={case.params.features}, x and a cotangent"
+    if isinstance(case, PrecisionCase):
+        return (
+            f"precision D={case.dim} F={case.features}: {case.x_kind} x, "
+            f"{case.param_kind} params (data seed {case.data_seed}), seed={case.seed}"
+        )
     if isinstance(case, tuple) and case and isinstance(case[0], ParamCase):
         params = case[0].params
         return f"records: params D={params.dim} F={params.features}, seed={case[1]!r}"

@@ -35,7 +35,12 @@ the smaller shapes that every run draws (tests/test_tolerance.py measures
 this; the mutants prove it end to end). A probabilistic bound (~sqrt(n) u)
 would be some 20 times tighter, but correlated rounding, which structured
 inputs such as constant vectors produce, brings it within a factor of two
-of failing a correct port: it could flake, so it is not used.
+of failing a correct port: it could flake, so it is not used here. The
+precision tier (`conformance.precision`, property (i)) is that statistical
+bound, made safe: on data it draws itself (weights of random sign), judged
+by a median over each result's elements, with a stated false-alarm bound
+(docs/PRECISION.md). It catches TF32-, float16- and bfloat16-class
+arithmetic at every size.
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 PARAM_NAMES = ("w1", "b1", "w2", "b2")
+#: What `Implementation.matmul_precision` says of a setting it cannot read.
+NOT_REPORTED = "not reported"
 
 # `jax.random.PRNGKey` converts its seed to a C long: 2**63 raises
 # OverflowError. In the default x32 mode it then keeps the low 32 bits, so
@@ -254,6 +256,22 @@ class Implementation(abc.ABC):
 
     def pin_matmul_precision(self) -> None:  # noqa: B027 - optional hook; a CPU-only port needs none
         """Make float32 matmuls exact float32 on accelerators (no TF32, no bf16 passes)."""
+
+    def matmul_precision(self) -> dict[str, str]:
+        """The framework's float32 matmul setting, in its own words, as the framework reports it.
+
+        **Returns:** at least
+        - `"default"`: what the framework would use for a float32 matmul if
+          the suite did not pin it (JAX's default precision is TF32 on recent
+          NVIDIA GPUs and bfloat16 passes on TPUs; on a CPU every setting
+          computes in float32, so default and pinned coincide in effect);
+        - `"pinned"`: what it uses after `pin_matmul_precision`;
+        - optionally `"device"` (where matmuls run) and anything else the
+          framework tells (`"current"`, a note).
+
+        A port that does not override this reports "not reported".
+        """
+        return {"default": NOT_REPORTED, "pinned": NOT_REPORTED}
 
     def versions(self) -> dict[str, str]:
         """The installed version of each distribution this port uses."""

@@ -28,9 +28,11 @@ def test_run_json_reports_every_property_of_the_chosen_port():
     assert port["name"] == "flax_linen"
     assert port["state"] == "available"
     statuses = {o["property"]: o["status"] for o in port["outcomes"]}
-    assert len(statuses) == 8
+    assert len(statuses) == 9
     assert statuses["d_on_off"] == "pass"
     assert statuses["a_init"] == "reference"
+    # The precision tier compares with the exact result: the canonical port is measured too.
+    assert statuses["i_precision"] == "pass"
     assert report["failed"] is False
     assert report["mutants"] is None
 

@@ -3,6 +3,8 @@
 import copy
 import importlib.util
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -87,6 +89,10 @@ def test_compare_json_has_a_row_per_port(capsys):
         assert row["warm_forward_seconds"] > 0
         assert row["warm_vjp_seconds"] > 0
         assert row["first_call"] == {}  # --no-first-call
+        # Bits against the exact result, for every port, the canonical one too.
+        assert set(row["precision"]) == {"output", "exercise", "w1", "b1", "w2", "b2", "x"}
+        assert all(b["ratio"] <= 1.0 for b in row["precision"].values()), name
+        assert {"default", "pinned"} <= set(row["matmul_precision"]), name
 
 
 def test_compare_reports_an_unavailable_port_without_crashing(monkeypatch):
@@ -154,3 +160,113 @@ def test_keras_on_two_backends_is_compared_in_two_processes():
         assert rows[name].warm_forward_seconds is not None
     # Two Keras backends never share a process: at least one was measured in its own.
     assert any(rows[name].timed_alone for name in names)
+
+
+# --- precision: bits per port, and the framework's matmul setting ---------------------------
+
+
+def test_compare_shows_a_tf32_port_within_the_bound_but_not_float32(capsys):
+    # The issue's case: at D = F = 256 a TF32 port is "within bound"; its bits say otherwise.
+    pytest.importorskip("flax")
+    from conformance import mutants
+
+    canonical = implementations.load(implementations.CANONICAL)
+    tf32 = mutants.load("tf32_matmul").port
+    params = canonical.init_params(0, 256, 256)
+    x, cotangent = measure.make_inputs(0, 256, 256)
+    rows = [measure.compare_port(p, canonical, params, x, cotangent, 0) for p in (canonical, tf32)]
+    exact, low = rows
+    assert low.output.worst_ratio <= 1.0  # the rigorous bound admits it
+    assert 10 < low.precision["output"].bits < 12 < 19 < exact.precision["output"].bits <= 25
+    assert low.precision["output"].ratio > 1 > exact.precision["output"].ratio
+    assert min(b.bits for b in exact.precision.values()) > 19
+    assert compare.failed(compare.Comparison(0, 256, 256, "flax_linen", rows))
+    assert not compare.failed(compare.Comparison(0, 256, 256, "flax_linen", rows[:1]))
+    table = _render(render.precision_table(compare.Comparison(0, 256, 256, "flax_linen", rows)))
+    assert "tf32_matmul" in table
+    assert f"{low.precision['output'].bits:.1f}" in table
+
+
+def _render(table) -> str:
+    from rich.console import Console
+
+    console = Console(width=80, record=True, color_system=None)
+    console.print(table)
+    return console.export_text()
+
+
+def test_the_precision_table_shows_default_and_pinned_settings_and_fits_80_columns():
+    # What an accelerator reports: a default that is not float32, next to the pin.
+    row = measure.PortComparison(
+        "some_port_name",
+        "available",
+        precision={
+            "output": measure.Bits(21.0, 0.01),
+            "exercise": measure.Bits(11.2, 30.0),  # fails the tier: shown in red
+            **{k: measure.Bits(22.5, 0.01) for k in ("w1", "b1", "w2")},
+            "b2": measure.Bits(float("inf"), 0.0),
+            "x": measure.Bits(float("inf"), 0.0),
+        },
+        matmul_precision={
+            "default": "MLX_ENABLE_TF32=1 (allowed)",
+            "pinned": "MLX_ENABLE_TF32=0",
+            "device": "gpu",
+        },
+    )
+    text = _render(render.precision_table(compare.Comparison(0, 8, 8, "flax_linen", [row])))
+    assert "default MLX_ENABLE_TF32=1" in text
+    assert "pinned  MLX_ENABLE_TF32=0" in text
+    assert "on gpu" in text
+    assert "21.0" in text
+    assert "11.2" in text
+    assert "exact" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_torch_reports_its_default_as_found_before_the_pin():
+    # Forced where torch allows it on the CPU: TF32 allowed before the port pins.
+    pytest.importorskip("torch")
+    script = """
+import json, torch
+torch.set_float32_matmul_precision("high")
+torch.backends.cuda.matmul.allow_tf32 = True
+import implementations
+port = implementations.load("pytorch")
+before = port.matmul_precision()
+port.pin_matmul_precision()
+print(json.dumps([before, port.matmul_precision()]))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after = json.loads(done.stdout.splitlines()[-1])
+    assert before["default"] == before["current"] == "high (TF32 allowed for CUDA matmuls)"
+    assert after["default"] == "high (TF32 allowed for CUDA matmuls)"  # as found
+    assert after["pinned"] == after["current"] == "highest (TF32 off for CUDA matmuls)"
+    assert after["device"] == "cpu"
+
+
+def test_jax_reports_a_forced_setting_from_the_lowered_program():
+    jax = pytest.importorskip("jax")
+    port = implementations.load("jax_checkpoint")
+    port.pin_matmul_precision()
+    found = port.matmul_precision()
+    assert (found["default"], found["pinned"], found["device"]) == ("DEFAULT", "HIGHEST", "cpu")
+    # What a GPU's default would lower to: TF32 is "HIGH", one bf16 pass "DEFAULT".
+    with jax.default_matmul_precision("tensorfloat32"):
+        assert port.matmul_precision()["current"] == "HIGH"
+    with jax.default_matmul_precision("bfloat16"):
+        assert port.matmul_precision()["current"] == "DEFAULT"
+    assert port.matmul_precision()["current"] == "HIGHEST"
+
+
+def test_a_port_without_the_method_reports_not_reported():
+    from implementations.contract import NOT_REPORTED, Implementation
+
+    class Bare(Implementation):
+        name, framework = "bare", "none"
+        init_params = forward = vjp = backward_record = exercise_record = None
+        nn_checkpoint_forward = to_numpy = from_numpy = None
+
+    assert Bare().matmul_precision() == {"default": NOT_REPORTED, "pinned": NOT_REPORTED}

@@ -34,6 +34,12 @@ KILLED_BY = {
     "wrong_error_type": "g_bad_inputs",
     "vague_errors": "g_bad_inputs",
     "not_repeatable": "h_hygiene",
+    # Hunted by the precision tier first (their MutantSpec.first): it must kill
+    # them at D = F = 256 or 1024 (tests/test_precision.py proves both sizes).
+    "tf32_matmul": "i_precision",
+    "f16_inputs": "i_precision",
+    "bf16_weights_only": "i_precision",
+    "bias_off_by_1e-4": "i_precision",
     "haiku_no_remat": "e_evidence",
     "mlx_no_checkpoint": "e_evidence",
     "compiled_without_checkpoint": "e_evidence",

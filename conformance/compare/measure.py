@@ -5,6 +5,11 @@ For each available port, against the canonical one on shared parameters:
 - **accuracy:** the largest `|difference|` of the output and of every
   gradient, next to the tolerance model's bound at that element, and the
   worst difference/bound ratio (1.0 would fail the suite);
+- **precision:** each port's effective precision in bits for the output,
+  the exercise and every gradient, against the exact (float64) result
+  (`conformance.precision`; the canonical port is measured too), and the
+  framework's float32 matmul setting: its default, as read from the
+  framework, next to the one the suite pins;
 - **residuals:** what the backward pass keeps with the checkpoint off and on,
   from the port's own instrument (`backward_record`);
 - **time:** the warm per-call time of `nn_checkpoint_forward` and of a VJP,
@@ -33,7 +38,7 @@ import numpy as np
 import implementations
 from implementations.contract import BackwardRecord, Implementation, Params
 
-from .. import environment
+from .. import environment, precision
 from ..checks import measure
 from ..jsonable import to_data
 from ..timing import time_interleaved
@@ -55,6 +60,20 @@ class Diff:
     max_abs: float
     bound: float
     worst_ratio: float
+
+
+@dataclass
+class Bits:
+    """One result's effective precision against the exact result (`conformance.precision`).
+
+    **Arguments:**
+
+    - `bits`: effective bits (inf: exact; float32 arithmetic reads 19 to 24).
+    - `ratio`: the precision tier's median error over its threshold; above 1 fails.
+    """
+
+    bits: float
+    ratio: float
 
 
 @dataclass
@@ -86,6 +105,10 @@ class PortComparison:
     output: Diff | None = None  # forward with shared parameters
     exercise: Diff | None = None  # nn_checkpoint_forward, the port's own init
     gradients: dict[str, Diff] = field(default_factory=dict)
+    # "output", "exercise", "w1", "b1", "w2", "b2", "x": against the exact result.
+    precision: dict[str, Bits] = field(default_factory=dict)
+    # The framework's float32 matmul setting: "default", "pinned", maybe "device", ...
+    matmul_precision: dict[str, str] = field(default_factory=dict)
     residuals: dict[str, Residuals] = field(default_factory=dict)  # "off", "on"
     warm_forward_seconds: float | None = None
     warm_vjp_seconds: float | None = None
@@ -98,6 +121,12 @@ class PortComparison:
         if not self.gradients:
             return None
         return max(self.gradients.items(), key=lambda item: item[1].worst_ratio)
+
+    @property
+    def gradient_bits(self) -> tuple[str, Bits] | None:
+        """The gradient with the fewest effective bits."""
+        grads = [(k, v) for k, v in self.precision.items() if k not in ("output", "exercise")]
+        return min(grads, key=lambda item: item[1].bits) if grads else None
 
 
 @dataclass
@@ -122,6 +151,14 @@ NOTES = {
     f"allows {INIT_ULPS} ulps of parameter difference, as the suite does",
     "gradients": "vjp(params, x, cotangent, checkpoint=True), every parameter and x; bound and "
     "relu-kink shift from conformance.tolerance.vjp_comparison",
+    "precision": "effective bits of each result against the exact (float64) one on the same "
+    "parameters, from the median over its elements of the error in units of float32's "
+    "rounding (conformance.precision; docs/PRECISION.md): float32 arithmetic reads 19 to "
+    "24, TF32 and float16 about 11, bfloat16 8; inf: exact; ratio: the precision tier's "
+    "median over its threshold (above 1 fails)",
+    "matmul_precision": "the port's matmul_precision(): the framework's float32 matmul "
+    "setting as the framework reports it, its default (without the suite's pin) and the pin; "
+    "on a CPU they compute the same float32",
     "residuals": "backward_record(params, x, checkpoint=off/on): count and bytes leave "
     "parameters out; the list holds everything the instrument saw",
     "warm": "median seconds per call over interleaved samples, after a warm-up call; the "
@@ -191,15 +228,15 @@ def compare_port(
     """Accuracy and residuals of one port (timings are added by the caller)."""
     row = PortComparison(port.name, "available", framework=port.framework, versions=port.versions())
     try:
-        row.output = diff(
-            port.forward(params, x, checkpoint=True),
-            canonical.forward(params, x, checkpoint=True),
-            forward_bound(params, x),
-        )
+        row.matmul_precision = dict(port.matmul_precision())
+        out = port.forward(params, x, checkpoint=True)
+        expected = canonical.forward(params, x, checkpoint=True)
+        row.output = diff(out, expected, forward_bound(params, x))
         # `params` is the canonical init for this seed: the exercise's own parameters.
         features = params.features
+        exercise = port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features))
         row.exercise = diff(
-            port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features)),
+            exercise,
             canonical.to_numpy(
                 canonical.nn_checkpoint_forward(seed, canonical.from_numpy(x), features)
             ),
@@ -209,11 +246,31 @@ def compare_port(
         reference = canonical.vjp(params, x, cotangent, checkpoint=True).as_dict()
         for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, reference).items():
             row.gradients[name] = diff(grads[name], reference[name], bound, shift)
+        row.precision = precision_bits(params, x, cotangent, out, exercise, grads)
         for label, on in (("off", False), ("on", True)):
             row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
     except Exception as error:  # a broken port gets a row that says so, not a crash
         row.error = f"{type(error).__name__}: {error}"
     return row
+
+
+def precision_bits(
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    output: np.ndarray,
+    exercise: np.ndarray,
+    grads: dict[str, np.ndarray],
+) -> dict[str, Bits]:
+    """Each result's effective bits against the exact one; `params` are the exercise's too."""
+    exact = precision.reference(params, x, cotangent, exercise_params=params)
+    results = {
+        "output": precision.judge_output("output", output, exact.forward),
+        "exercise": precision.judge_output("end_to_end", exercise, exact.end_to_end),
+    }
+    for result in precision.judge_grads(grads, exact, params, x, cotangent):
+        results[result.name.removeprefix("d/d")] = result
+    return {name: Bits(r.bits, r.ratio) for name, r in results.items()}
 
 
 def warm_timings(
@@ -333,11 +390,13 @@ def _compare_here(name, params, x, cotangent, seed, repeats) -> PortComparison:
 
 
 def failed(comparison: Comparison) -> bool:
-    """Whether a port is broken, errored, or exceeds a bound."""
+    """Whether a port is broken, errored, exceeds a bound, or fails the precision tier."""
     for row in comparison.ports:
         if row.state == "broken" or row.error:
             return True
         diffs = [row.output, row.exercise, *row.gradients.values()]
         if any(d is not None and d.worst_ratio > 1.0 for d in diffs):
+            return True
+        if any(b.ratio > 1.0 for b in row.precision.values()):
             return True
     return False

@@ -11,7 +11,7 @@ from rich.table import Table
 from implementations.contract import SavedTensor
 
 from ..style import state_markup
-from .measure import Comparison, Diff
+from .measure import Bits, Comparison, Diff, PortComparison
 
 
 def _seconds(value: float | None) -> str:
@@ -120,6 +120,59 @@ def summary_table(comparison: Comparison):
     return table
 
 
+# The results the precision table shows (d/db2 = c needs no arithmetic: always exact).
+PRECISION_COLUMNS = (("fwd", "output"), ("ex", "exercise"), ("dw1", "w1"), ("db1", "b1"),
+                     ("dw2", "w2"), ("dx", "x"))  # fmt: skip
+
+
+def _bits(b: Bits | None) -> str:
+    if b is None:
+        return "-"
+    text = "exact" if b.bits == float("inf") else f"{b.bits:.1f}"
+    return f"[bold red]{text}[/]" if b.ratio > 1.0 else text
+
+
+def _setting(value: str) -> str:
+    # A setting's name, without the framework's explanation after it.
+    return value.split(" (", 1)[0]
+
+
+def _matmul(row: PortComparison) -> str:
+    found = row.matmul_precision
+    if not found:
+        return "-"
+    default, pinned = (_setting(found.get(key, "-")) for key in ("default", "pinned"))
+    lines = [f"[dim]default[/] {default}", f"[dim]pinned[/]  {pinned}"]
+    if "device" in found:
+        lines.append(f"[dim]on {found['device']}[/]")
+    return "\n".join(lines)
+
+
+def precision_table(comparison: Comparison):
+    """One row per port: effective bits of each result, and the float32 matmul setting."""
+    table = Table(
+        title="precision: bits of the exact (float64) result each port keeps",
+        caption="fwd: forward, shared params · ex: the exercise, own init · gradients · float32 "
+        "arithmetic reads 19-24 bits, TF32 and float16 about 11, bfloat16 8 (red: fails the "
+        "precision tier) · matmul: the framework's float32 matmul setting as it reports it, "
+        "its default (without the suite's pin) and the pin; on a CPU both compute float32",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        collapse_padding=True,  # narrow gaps: the table fits 80 columns
+    )
+    table.add_column("port", min_width=14)
+    for label, _ in PRECISION_COLUMNS:
+        table.add_column(label, justify="right", no_wrap=True)
+    table.add_column("matmul", no_wrap=True)
+    for row in comparison.ports:
+        if row.state != "available" or row.error:
+            continue
+        cells = [_bits(row.precision.get(key)) for _, key in PRECISION_COLUMNS]
+        table.add_row(row.name, *cells, _matmul(row), end_section=True)
+    return table
+
+
 def residual_table(comparison: Comparison):
     """One row per port and checkpoint setting: every residual, and what is recomputed."""
     table = Table(
@@ -152,7 +205,8 @@ def residual_table(comparison: Comparison):
 
 
 def print_comparison(comparison: Comparison, console) -> None:
-    """Both tables, and the wall time."""
+    """The tables, and the wall time."""
     console.print(summary_table(comparison))
+    console.print(precision_table(comparison))
     console.print(residual_table(comparison))
     console.print(f"compare: {comparison.seconds:.1f}s wall")

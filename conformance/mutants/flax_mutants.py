@@ -6,6 +6,7 @@ allows, so that the mutation run costs little beyond the suite itself.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from typing import Any
@@ -157,6 +158,95 @@ class Float16Compute(FlaxLinen):
 
     checkpointed = nn.checkpoint(_F16MLP)
     plain = _F16MLP
+
+
+# --- lower-precision arithmetic: the precision tier's mutants ---------------------------
+# Each passes the rigorous bound at D = F = 256 and 1024 (tests/test_precision.py),
+# where only the precision tier (i) sees it.
+
+
+def _tf32(a):
+    """float32 rounded to TF32's 10-bit mantissa (nearest even), kept in float32."""
+    return jax.lax.reduce_precision(a, exponent_bits=8, mantissa_bits=10)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _tf32_dot(lhs, rhs, dimension_numbers):
+    return jax.lax.dot_general(_tf32(lhs), _tf32(rhs), dimension_numbers)
+
+
+def _tf32_dot_forward(lhs, rhs, dimension_numbers):
+    lhs, rhs = _tf32(lhs), _tf32(rhs)
+    return jax.lax.dot_general(lhs, rhs, dimension_numbers), (lhs, rhs)
+
+
+def _tf32_dot_backward(dimension_numbers, residuals, cotangent):
+    # The backward matmuls in TF32 too: both of each one's operands rounded.
+    _, pull_back = jax.vjp(lambda a, b: jax.lax.dot_general(a, b, dimension_numbers), *residuals)
+    return pull_back(_tf32(cotangent))
+
+
+_tf32_dot.defvjp(_tf32_dot_forward, _tf32_dot_backward)
+
+
+def tf32_dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """`lax.dot_general` as a TF32 tensor core computes it: operands rounded to 10 mantissa
+    bits, products and sums in float32 (what JAX's default precision does on an Ampere GPU)."""
+    return _tf32_dot(lhs, rhs, dimension_numbers)
+
+
+class _Tf32MLP(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.relu(nn.Dense(self.features, dot_general=tf32_dot_general)(x))
+        return nn.Dense(self.features, dot_general=tf32_dot_general)(x)
+
+
+class Tf32Matmul(FlaxLinen):
+    """Every matmul, forward and backward, in TF32: operands to 10 mantissa bits."""
+
+    checkpointed = nn.checkpoint(_Tf32MLP)
+    plain = _Tf32MLP
+
+
+class _Float16InputMLP(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        x = x.astype(jnp.float16).astype(jnp.float32)  # a float16 data pipeline
+        x = nn.relu(nn.Dense(self.features)(x))
+        return nn.Dense(self.features)(x)
+
+
+class Float16Inputs(FlaxLinen):
+    """x is rounded to float16 on the way in (and its gradient on the way out)."""
+
+    checkpointed = nn.checkpoint(_Float16InputMLP)
+    plain = _Float16InputMLP
+
+
+def _bf16(a):
+    return a.astype(jnp.bfloat16).astype(jnp.float32)
+
+
+class Bfloat16WeightsOnly(_ParamBug):
+    """The kernels are kept in bfloat16 (8 significant bits); x, biases and the arithmetic
+    stay float32."""
+
+    @staticmethod
+    def bug(w1, b1, w2, b2):
+        return _bf16(w1), b1, _bf16(w2), b2
+
+
+class BiasOffByATenThousandth(_ParamBug):
+    """Both biases are off by one part in ten thousand."""
+
+    @staticmethod
+    def bug(w1, b1, w2, b2):
+        return w1, b1 * 1.0001, w2, b2 * 1.0001
 
 
 class SeedPlusOne(FlaxLinen):

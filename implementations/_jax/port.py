@@ -175,11 +175,13 @@ class JaxPort(Implementation):
         On the CPU every setting computes in float32, so default and pinned
         differ in name only; on a TPU (bf16 passes) or GPU (TF32) they do not.
         """
+        backend = jax.default_backend()
         return {
             "default": _lowered_precision(None),
             "pinned": _lowered_precision("highest"),
             "current": _lowered_precision(jax.config.jax_default_matmul_precision),
-            "backend": jax.default_backend(),
+            "backend": backend,
+            "device": backend,
         }
 
 

@@ -51,34 +51,38 @@ def leaf_input(x: Any) -> torch.Tensor:
     return as_input(x).detach().clone().requires_grad_()
 
 
-def _precision_settings() -> str:
-    # The switches that decide how a float32 matmul computes: the global
-    # precision, oneDNN's on the CPU, CUDA's and cuDNN's TF32.
-    backends = torch.backends
-    return (
-        f"float32_matmul_precision={torch.get_float32_matmul_precision()}, "
-        f"mkldnn.matmul={backends.mkldnn.matmul.fp32_precision}, "
-        f"cuda.matmul={backends.cuda.matmul.fp32_precision}, "
-        f"cudnn.allow_tf32={backends.cudnn.allow_tf32}"
-    )
+# torch's float32 matmul setting as found before the first pin: what torch
+# would use if the suite did not pin it (its own default, or the user's).
+_FOUND: list[str] = []
 
 
-# Read when the first torch port loads, before any port pins anything.
-_FOUND = _precision_settings()
-
-
-def matmul_precision() -> dict[str, str]:
-    """torch's float32 matmul settings as found at import (`default`) and once pinned (`pinned`).
-
-    On a CPU both compute IEEE float32 ("highest"; oneDNN's "none" follows
-    it): only the accelerator switches differ.
-    """
-    pin_matmul_precision()
-    return {"default": _FOUND, "pinned": _precision_settings()}
+def _setting() -> str:
+    """torch's float32 matmul setting in its own words: "highest" is float32; "high" lets
+    CUDA use TF32 (or bf16x3), "medium" bfloat16."""
+    precision = torch.get_float32_matmul_precision()
+    tf32 = "TF32 allowed" if torch.backends.cuda.matmul.allow_tf32 else "TF32 off"
+    return f"{precision} ({tf32} for CUDA matmuls)"
 
 
 def pin_matmul_precision() -> None:
     """float32 matmuls in float32 on CUDA: no TF32 (torch's cuDNN default allows it)."""
+    if not _FOUND:
+        _FOUND.append(_setting())
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+
+
+def matmul_precision() -> dict[str, str]:
+    """torch's float32 matmul setting: as found before the pin, the pin, and now.
+
+    `torch.get_float32_matmul_precision()` and `torch.backends.cuda.matmul.allow_tf32`,
+    read from torch. On the CPU torch computes float32 matmuls in float32 whatever
+    they say.
+    """
+    return {
+        "default": _FOUND[0] if _FOUND else _setting(),
+        "pinned": "highest (TF32 off for CUDA matmuls)",
+        "current": _setting(),
+        "device": "cuda" if torch.cuda.is_available() else "cpu",
+    }

@@ -7,7 +7,8 @@
   `GradModeOps` and `classify` are its parts.
 - Tensors in and out: `as_input(x)` (checked, float32, a tensor keeps its
   device and graph), `leaf_input(x)` (a copy that requires grad),
-  `to_host_array`, `from_host_array`, and `pin_matmul_precision()`.
+  `to_host_array`, `from_host_array`, `pin_matmul_precision()` and
+  `matmul_precision()` (torch's setting as found before the pin, and now).
 - The model: `MLP` (its forward under `torch.utils.checkpoint`),
   `build_mlp(params)`, the converters `params_to_state` and
   `state_to_params`, and `TorchPort`, the contract built on a port's
@@ -21,6 +22,7 @@ from .._torch.arrays import (
     as_input,
     from_host_array,
     leaf_input,
+    matmul_precision,
     pin_matmul_precision,
     to_host_array,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "classify",
     "from_host_array",
     "leaf_input",
+    "matmul_precision",
     "params_to_state",
     "pin_matmul_precision",
     "record",
