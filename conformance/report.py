@@ -18,10 +18,11 @@ from .style import state_markup
 from .suite import SCHEMA, PortReport, SuiteReport
 
 CELLS = {
-    "pass": "[green]✓ {examples}[/]\n[dim]{ratio}[/]",
-    "fail": "[bold red]✗ fail[/]\n[dim]@{examples}[/]",
-    "crashed": "[bold red]✗ crash[/]\n[dim]@{examples}[/]",
-    "timeout": "[bold red]✗ hang[/]\n[dim]@{examples}[/]",
+    # Narrow cells: nine properties, a port name and the time fit 80 columns.
+    "pass": "[green]✓{examples}[/]\n[dim]{ratio}[/]",
+    "fail": "[bold red]✗fail[/]\n[dim]@{examples}[/]",
+    "crashed": "[bold red]✗crash[/]\n[dim]@{examples}[/]",
+    "timeout": "[bold red]✗hang[/]\n[dim]@{examples}[/]",
     "skip": "[yellow]skip[/]",
     "reference": "[dim]ref[/]",
     "xfail": "[yellow]xfail[/]",
@@ -49,7 +50,7 @@ def matrix(report: SuiteReport) -> Table:
     examples = report.max_examples if report.max_examples is not None else "the profile's"
     table = Table(
         title=f"remat-conformance · profile {report.profile} · {examples} examples per property",
-        caption=f"{legend}\n✓ N: examples passed; below: worst error/bound (1 would fail); "
+        caption=f"{legend}\n✓N: examples passed; below: worst error/bound (1 would fail); "
         "ref: the canonical port is the reference; crash, hang: its worker died or was stopped",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
