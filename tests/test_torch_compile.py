@@ -301,8 +301,9 @@ def test_lists_numpy_and_tensors_give_the_same_output():
 
 
 def test_matmul_precision_is_read_from_torch():
+    PORT.pin_matmul_precision()
     found = PORT.matmul_precision()
-    assert set(found) >= {"default", "pinned"}
-    assert "float32_matmul_precision=highest" in found["pinned"]
-    assert "cudnn.allow_tf32=False" in found["pinned"]
+    assert set(found) >= {"default", "pinned", "current"}
+    assert found["current"] == found["pinned"] == "highest (TF32 off for CUDA matmuls)"
     assert torch.get_float32_matmul_precision() == "highest"
+    assert torch.backends.cudnn.allow_tf32 is False
