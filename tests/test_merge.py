@@ -172,7 +172,7 @@ def test_a_failed_report_fails_the_merge_and_its_conflict_is_shown(reports, tmp_
     assert table[3].startswith("| ⚠ jax_checkpoint<br>jax · #1 | ✓2<br>0 | ✓2<br>0 | ✓2<br>")
     assert table[4].startswith("| ⚠ jax_checkpoint<br>jax · #3 | ✓2<br>0 | ✓2<br>0 | ✗fail")
     assert "| ✗fail<br>@1 |" in table[4]
-    assert table[6] == "| **M2 · gpu Apple M2** |" + " |" * 9
+    assert table[6] == "| **M2 · gpu Apple M2** |" + " |" * (len(PROPERTIES) + 1)
     assert "- ⚠ jax_checkpoint on M1 · cpu: c_vjp: pass in #1, fail in #3" in text
     # The failure's first line (its "|" escaped for the table syntax) and its replay command.
     assert "#3 jax_checkpoint · c_vjp: fail: VJP differs \\| by 3 ulp (replay: python -m" in text
