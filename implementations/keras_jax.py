@@ -6,8 +6,10 @@ Keras's `stateless_call`, its weights passed in as arrays, so the port is a
 `JaxPort`: the native parameters are the MLP's `trainable_variables` in
 order, `[dense_0.kernel (D, F), dense_0.bias, dense_1.kernel (F, F),
 dense_1.bias]`, kernels `(in, out)` as the canonical layout (only shapes are
-checked). Its evidence is JAX's (the jaxpr residuals). The parameters are
-Flax's canonical ones from the numpy init, loaded into the Keras model.
+checked). Its evidence is JAX's (the jaxpr residuals). `init_params` loads
+Flax's canonical parameters (the numpy init) into a Keras model and reads
+them back; `nn_checkpoint_forward` draws them with `jax.random`, compiled
+with the model, as the other JAX ports do.
 
 Loading it imports Keras on the JAX backend, or raises
 `contract.StackUnavailable` if Keras runs on another backend in this process.
@@ -22,10 +24,9 @@ from typing import Any
 import jax
 
 from ._canonical_init import canonical_params
-from ._jax.inputs import checked_x
 from ._jax.port import JaxPort
 from ._keras import backend
-from .contract import Params, check_features, check_seed
+from .contract import Params
 
 keras = backend.load("jax")  # before anything imports keras: it reads its backend once
 
@@ -81,13 +82,10 @@ class KerasJax(JaxPort):
         """The exercise: see `nn_checkpoint_forward` in this module."""
         if model.is_symbolic(x):
             return model.symbolic_exercise(seed, x, features, canonical_params)
-        seed, features = check_seed(seed), check_features(features)
-        x = checked_x(model.unwrap(x))
-        params = canonical_params(seed, x.shape[0], features)
-        # Compiled once per shape; the parameters are arguments, so a new seed
-        # runs the same executable.
-        arrays = (params.w1, params.b1, params.w2, params.b2)
-        return self.compiled.forward(arrays, x, checkpoint=True)
+        # Flax's init in jax.random, compiled with the MLP into one call per
+        # shape (as the other JAX ports do): at D = F = 1024 the numpy init
+        # alone took 5 times the whole compiled call.
+        return self.compiled.exercise(seed, model.unwrap(x), features)
 
     def matmul_precision(self) -> dict[str, str]:
         # Keras on JAX calls jnp.matmul, which follows JAX's flag; Keras has no switch of its own.
