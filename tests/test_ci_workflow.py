@@ -21,17 +21,6 @@ from tests.helpers import ROOT
 WORKFLOW = ROOT / "docs" / "ci" / "conformance-matrix.yml"
 JOBS = ("stacks", "accelerators")  # the jobs that write reports
 
-# Ports and extras being added in other branches (issues 12 and 13); the workflow
-# names them already. Remove each from here once it is registered on main.
-UPCOMING_PORTS = {
-    "tensorflow",
-    "keras_jax",
-    "keras_torch",
-    "keras_tensorflow",
-    "torch_compile",
-}
-UPCOMING_EXTRAS = {"tensorflow", "keras"}
-
 
 @pytest.fixture(scope="module")
 def workflow() -> dict:
@@ -111,13 +100,13 @@ def test_every_port_has_a_job_and_every_name_is_real(workflow):
     stacks = workflow["jobs"]["stacks"]["strategy"]["matrix"]["include"]
     hosted = {port for entry in stacks for port in entry["ports"].split()}
     assert set(implementations.BUILTIN) <= hosted  # every port runs on every push
-    assert named <= set(implementations.BUILTIN) | UPCOMING_PORTS
+    assert named <= set(implementations.BUILTIN)
 
 
 def test_every_extra_installed_exists(workflow):
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    extras = set(pyproject["project"]["optional-dependencies"]) | UPCOMING_EXTRAS
+    extras = set(pyproject["project"]["optional-dependencies"])
     for entry in _entries(workflow):
         (group,) = re.findall(r'-e "\.\[([^\]]*)\]"', entry["install"])
         assert set(group.split(",")) <= extras, entry["name"]
