@@ -110,6 +110,18 @@ def test_the_init_is_shared_not_copied(ported):
     assert type(ported).init_params is porting.JaxPort.init_params
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (DIM, FEATURES), (300, 17), (1024, 1024)])
+@pytest.mark.parametrize("seed", [0, 2**32 - 1, 2**63 - 1])
+def test_the_out_in_draw_is_jax_random_transposed(shape, seed):
+    # Equinox's exercise draws its kernels (out, in); jax's own initializer decides.
+    key = jax.random.PRNGKey(seed)
+    want = jax.nn.initializers.lecun_normal()(key, shape, jnp.float32)
+    got = jax.jit(lambda k: porting.lecun_normal(k, shape, out_in=True))(key)
+    assert same_bits(got, want)
+    typed = jax.random.wrap_key_data(key)  # a typed key draws the same
+    assert same_bits(porting.lecun_normal(typed, shape, out_in=True), want)
+
+
 @pytest.mark.parametrize("seed", EDGE_SEEDS)
 def test_key_made_inside_jit_is_prngkey(seed):
     # The shared init builds PRNGKey inside its compiled function from np.int64(seed).

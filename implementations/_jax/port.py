@@ -46,6 +46,11 @@ class Compiled(NamedTuple):
 class JaxPort(Implementation):
     """An `Implementation` on JAX: subclasses define `to_native`, `to_canonical` and `apply`."""
 
+    # "out_in" for a port whose weights are the kernels transposed: its
+    # exercise then draws them in that layout, and `to_native`'s transpose is
+    # free (see `flax_init.lecun_normal`).
+    kernel_layout: str = "in_out"
+
     def to_native(self, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
         """Canonical arrays (kernels `(D, F)`, `(F, F)`; biases `(F,)`) as the port's parameters."""
         raise NotImplementedError(f"{type(self).__name__} must define to_native()")
@@ -99,6 +104,11 @@ class JaxPort(Implementation):
     def compiled(self) -> Compiled:
         """This port's compiled functions, made on first use and kept."""
 
+        if self.kernel_layout not in ("in_out", "out_in"):
+            raise ValueError(
+                f"kernel_layout must be 'in_out' or 'out_in', not {self.kernel_layout!r}"
+            )
+
         def forward(arrays: Arrays, x: jax.Array, checkpoint: bool) -> jax.Array:
             return self.apply(self.to_native(*arrays), x, checkpoint)
 
@@ -112,7 +122,8 @@ class JaxPort(Implementation):
             forward=jax.jit(forward, static_argnames="checkpoint"),
             vjp=jax.jit(vjp, static_argnames="checkpoint"),
             exercise=flax_init.CompiledExercise(
-                lambda arrays, x: self.apply(self.to_native(*arrays), x, True)
+                lambda arrays, x: self.apply(self.to_native(*arrays), x, True),
+                out_in=self.kernel_layout == "out_in",
             ),
         )
 
