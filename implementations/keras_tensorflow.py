@@ -9,8 +9,9 @@ It runs stateful: under a `stateless_call` the rerun in the backward pass
 reads the variables, not the weights passed in, and the weights get no
 gradient (tests/test_keras.py).
 
-Evidence comes from TensorFlow's graph (`_tensorflow.evidence`), shared
-with the `tensorflow` port. Inside a `tf.function`, the exercise runs for
+Evidence comes from TensorFlow's graph (`_tensorflow.evidence`), and the
+parameters from Flax's init compiled by XLA (`_tensorflow.flax_init`), both
+shared with the `tensorflow` port. Inside a `tf.function`, the exercise runs for
 any (seed, D, F) whose model exists already: Keras makes variables, which a
 `tf.function` may do on its first trace only (see `nn_checkpoint_forward`).
 
@@ -27,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from ._canonical_init import canonical_params
 from ._keras import backend
 from ._tensorflow import evidence, stack
 from ._tensorflow.arrays import as_input, from_host_array, integer_argument, to_host_array
+from ._tensorflow.flax_init import canonical_params
 from ._tensorflow.stack import tf
 from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
 
@@ -107,7 +108,7 @@ class KerasTensorFlow(Implementation):
     mode: str | None = model.FULL
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The numpy canonical init, loaded into a Keras model and read back.
+        # Flax's init (XLA, as the exercise's), loaded into a Keras model and read back.
         return model.model_params(model.reuse(canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:

@@ -23,7 +23,8 @@ from hypothesis.extra import numpy as hnp
 
 from conformance.tolerance import analyse_forward, vjp_bounds
 from implementations import tensorflow as port_module
-from implementations._tensorflow import evidence, stack
+from implementations._canonical_init import numpy_init
+from implementations._tensorflow import evidence, flax_init, stack
 from implementations._tensorflow.stack import tf
 from implementations.contract import Params, param_shapes
 from implementations.porting.numpy import canonical_params
@@ -78,6 +79,36 @@ def test_init_is_the_canonical_init_through_tensorflow():
         numpy_init = canonical_params(seed, dim, features)
         for name in ("w1", "b1", "w2", "b2"):
             assert same_bits(getattr(ours, name), getattr(numpy_init, name))
+
+
+@pytest.mark.parametrize("seed", [0, 2**32 - 1, 2**63 - 1])
+@pytest.mark.parametrize(("dim", "features"), [(1, 1), (7, 3), (300, 17), (1024, 1024)])
+def test_the_xla_init_makes_the_numpy_inits_kernels_bit_for_bit(seed, dim, features):
+    w1, w2 = flax_init.kernels(seed, dim, features)
+    numpy_init = canonical_params(seed, dim, features)
+    assert same_bits(w1.numpy(), numpy_init.w1)
+    assert same_bits(w2.numpy(), numpy_init.w2)
+
+
+def test_the_xla_truncated_normal_matches_on_all_2_23_mantissas():
+    # Every outcome the truncated normal has: the float steps of the XLA init
+    # (uniform's multiply-add, erf_inv, the clamp), fed mantissas directly,
+    # against the numpy init's, which is XLA:CPU's by jax to the bit.
+    mantissas = np.arange(2**23, dtype=np.uint32)
+    fake_bits = tf.constant(mantissas << np.uint32(9))
+    got = tf.function(flax_init.truncated_normal_of_bits, jit_compile=True)(fake_bits)
+    want = numpy_init._truncated_normal_of_mantissa(mantissas, -2.0, 2.0)
+    assert same_bits(got.numpy(), want)
+
+
+def test_the_exercise_uses_the_xla_init_eagerly(monkeypatch):
+    calls = []
+    real = flax_init.kernels
+    monkeypatch.setattr(flax_init, "kernels", lambda *a: calls.append(a) or real(*a))
+    y = port_module.nn_checkpoint_forward(5, X, F)
+    assert calls == [(5, D, F)]
+    params = canonical_params(5, D, F)
+    assert np.all(np.abs(y.numpy() - reference.forward(params, X)) <= analyse_forward(params, X).e2)
 
 
 # ---------------------------------------------------------------------------

@@ -65,6 +65,7 @@ __all__ = [
     "random_bits",
     "threefry2x32",
     "truncated_normal",
+    "truncation_bounds",
     "uniform",
 ]
 
@@ -410,7 +411,7 @@ _SQRT2 = F32(np.sqrt(2))
 
 
 @functools.lru_cache(maxsize=8)
-def _truncation(lower: float, upper: float) -> tuple[np.float32, ...]:
+def truncation_bounds(lower: float, upper: float) -> tuple[np.float32, ...]:
     """`(erf(lower/sqrt2), erf(upper/sqrt2), nextafter(lower, inf), nextafter(upper, -inf))`.
 
     XLA folds `erf` of these constants while compiling; `math.erf` rounded to
@@ -423,7 +424,7 @@ def _truncation(lower: float, upper: float) -> tuple[np.float32, ...]:
 
 def _truncated_normal_of_mantissa(mantissa: np.ndarray, lower: float, upper: float) -> np.ndarray:
     # truncated_normal's whole float pipeline, element by element.
-    a, b, low, high = _truncation(lower, upper)
+    a, b, low, high = truncation_bounds(lower, upper)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         u = _scale_unit(_mantissa_to_unit_float(mantissa), a, b)
         return np.clip(_erf_inv(u) * _SQRT2, low, high)
