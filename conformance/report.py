@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -14,7 +13,7 @@ from . import machine
 from .jsonable import to_data
 from .mutation import MUTANT_EXAMPLES_NOTE, score
 from .properties import PROPERTIES
-from .style import state_markup
+from .style import narrow_table, state_markup
 from .suite import SCHEMA, PortReport, SuiteReport
 
 CELLS = {
@@ -48,14 +47,10 @@ def matrix(report: SuiteReport) -> Table:
     """Ports as rows, properties as columns; narrow enough for an 80-column terminal."""
     legend = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
     examples = report.max_examples if report.max_examples is not None else "the profile's"
-    table = Table(
+    table = narrow_table(
         title=f"remat-conformance · profile {report.profile} · {examples} examples per property",
         caption=f"{legend}\n✓N: examples passed; below: worst error/bound (1 would fail); "
         "ref: the canonical port is the reference; crash, hang: its worker died or was stopped",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-        collapse_padding=True,  # narrow gaps: the matrix fits 80 columns
     )
     table.add_column("port", no_wrap=True)
     for prop in PROPERTIES:

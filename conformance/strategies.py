@@ -139,6 +139,21 @@ def parameter_sets(draw, dim: int, features: int) -> Params:
     """
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     kind = draw(st.sampled_from(["normal", "integers", "wide"]))
+    kernel_scale = draw(st.sampled_from([1.0, 1e-3, 30.0])) if kind == "wide" else 1.0
+    bias_scale = draw(st.sampled_from([1.0, 1e-2, 100.0])) if kind == "wide" else 1.0
+    return random_params(rng, kind, dim, features, kernel_scale, bias_scale)
+
+
+def random_params(
+    rng: np.random.Generator,
+    kind: str,
+    dim: int,
+    features: int,
+    kernel_scale: float = 1.0,
+    bias_scale: float = 1.0,
+) -> Params:
+    """Small integers (`kind="integers"`), or normal kernels scaled to fan-in and
+    non-zero biases, each times its scale; every weight has a random sign."""
     if kind == "integers":
         return Params(
             w1=rng.integers(-3, 4, (dim, features)),
@@ -146,8 +161,6 @@ def parameter_sets(draw, dim: int, features: int) -> Params:
             w2=rng.integers(-3, 4, (features, features)),
             b2=rng.integers(-3, 4, features),
         )
-    kernel_scale = draw(st.sampled_from([1.0, 1e-3, 30.0])) if kind == "wide" else 1.0
-    bias_scale = draw(st.sampled_from([1.0, 1e-2, 100.0])) if kind == "wide" else 1.0
     # A nonzero floor keeps every bias away from zero: the biases must matter.
     signs = rng.choice([-1.0, 1.0], size=(2, features))
     b1, b2 = bias_scale * signs * (0.1 + np.abs(rng.normal(size=(2, features))))
@@ -279,23 +292,10 @@ class PrecisionCase:
 
 
 def _precision_params(rng: np.random.Generator, kind: str, dim: int, features: int) -> Params:
-    # Every weight has a random sign, independent of the rest.
     if kind == "integers":
-        return Params(
-            w1=rng.integers(-3, 4, (dim, features)),
-            b1=rng.integers(-3, 4, features),
-            w2=rng.integers(-3, 4, (features, features)),
-            b2=rng.integers(-3, 4, features),
-        )
+        return random_params(rng, kind, dim, features)
     kernel, bias = (1.0, 1.0) if kind == "normal" else rng.choice([[1e-3, 1e-2], [30.0, 100.0]])
-    signs = rng.choice([-1.0, 1.0], size=(2, features))
-    b1, b2 = bias * signs * (0.1 + np.abs(rng.normal(size=(2, features))))
-    return Params(
-        w1=kernel * rng.normal(size=(dim, features)) / np.sqrt(dim),
-        b1=b1,
-        w2=kernel * rng.normal(size=(features, features)) / np.sqrt(features),
-        b2=b2,
-    )
+    return random_params(rng, kind, dim, features, kernel, bias)
 
 
 def _precision_x(rng: np.random.Generator, kind: str, dim: int) -> np.ndarray:

@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich import box
-from rich.table import Table
-
 from implementations.contract import SavedTensor
 
-from ..style import state_markup
+from ..style import narrow_table, state_markup
 from .measure import Bits, Comparison, Diff, PortComparison
 
 
@@ -67,7 +64,7 @@ def residual_list(saved: Sequence[dict[str, Any]]) -> str:
 
 def summary_table(comparison: Comparison):
     """One row per port: accuracy, residual totals, times, versions (fits 80 columns)."""
-    table = Table(
+    table = narrow_table(
         title=f"compare · seed {comparison.seed} · D={comparison.dim} F={comparison.features} "
         f"· against {comparison.canonical}",
         caption="output, gradients: largest |port - canonical| (fwd: shared params; ex: the "
@@ -76,10 +73,6 @@ def summary_table(comparison: Comparison):
         "a new seed each call, all ports interleaved (alone: in a process of its own, where its "
         "stack cannot share one: Keras keeps one backend per process) · "
         "first call: fresh process, no compilation cache",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-        collapse_padding=True,  # narrow gaps: the table fits 80 columns
     )
     # Every cell is a few short lines; only the port column may wrap (long versions).
     table.add_column("port", min_width=14)
@@ -150,16 +143,12 @@ def _matmul(row: PortComparison) -> str:
 
 def precision_table(comparison: Comparison):
     """One row per port: effective bits of each result, and the float32 matmul setting."""
-    table = Table(
+    table = narrow_table(
         title="precision: bits of the exact (float64) result each port keeps",
         caption="fwd: forward, shared params · ex: the exercise, own init · gradients · float32 "
         "arithmetic reads 19-24 bits, TF32 and float16 about 11, bfloat16 8 (red: fails the "
         "precision tier) · matmul: the framework's float32 matmul setting as it reports it, "
         "its default (without the suite's pin) and the pin; on a CPU both compute float32",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-        collapse_padding=True,  # narrow gaps: the table fits 80 columns
     )
     table.add_column("port", min_width=14)
     for label, _ in PRECISION_COLUMNS:
@@ -175,14 +164,10 @@ def precision_table(comparison: Comparison):
 
 def residual_table(comparison: Comparison):
     """One row per port and checkpoint setting: every residual, and what is recomputed."""
-    table = Table(
+    table = narrow_table(
         title="residuals: what the backward pass keeps, from each framework's own instrument",
         caption="kept: count · bytes, parameters left out; checkpoint regions found · "
         "recomputed: forward ops the backward pass runs again",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-        collapse_padding=True,  # narrow gaps: the table fits 80 columns
     )
     table.add_column("port", min_width=14)
     table.add_column("ckpt")
