@@ -6,10 +6,10 @@ Keras's `stateless_call`, its weights passed in as arrays, so the port is a
 `JaxPort`: the native parameters are the MLP's `trainable_variables` in
 order, `[dense_0.kernel (D, F), dense_0.bias, dense_1.kernel (F, F),
 dense_1.bias]`, kernels `(in, out)` as the canonical layout (only shapes are
-checked). Its evidence is JAX's (the jaxpr residuals). `init_params` loads
-Flax's canonical parameters (the numpy init) into a Keras model and reads
-them back; `nn_checkpoint_forward` draws them with `jax.random`, compiled
-with the model, as the other JAX ports do.
+checked). Its evidence is JAX's (the jaxpr residuals). The parameters are
+Flax's init in `jax.random`, as the other JAX ports draw them (the same
+bits as the numpy init): `init_params` loads them into a Keras model and
+reads them back; `nn_checkpoint_forward` draws them compiled with the MLP.
 
 Loading it imports Keras on the JAX backend, or raises
 `contract.StackUnavailable` if Keras runs on another backend in this process.
@@ -23,7 +23,7 @@ from typing import Any
 
 import jax
 
-from ._canonical_init import canonical_params
+from ._jax import flax_init
 from ._jax.port import JaxPort
 from ._keras import backend
 from .contract import Params
@@ -75,13 +75,13 @@ class KerasJax(JaxPort):
         return y
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The numpy canonical init, loaded into a Keras model and read back.
-        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
+        # The exercise's init (jax.random), loaded into a Keras model and read back.
+        return model.model_params(model.reuse(flax_init.init_params(seed, dim, features)))
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: see `nn_checkpoint_forward` in this module."""
         if model.is_symbolic(x):
-            return model.symbolic_exercise(seed, x, features, canonical_params)
+            return model.symbolic_exercise(seed, x, features, flax_init.init_params)
         # Flax's init in jax.random, compiled with the MLP into one call per
         # shape (as the other JAX ports do): at D = F = 1024 the numpy init
         # alone took 5 times the whole compiled call.
