@@ -161,6 +161,25 @@ def test_the_graph_instrument_reads_what_mlx_keeps_and_reruns():
     assert on.saved_bytes == X.nbytes < off.saved_bytes == X.nbytes + 2 * FEATURES * 4
 
 
+def test_the_graph_instrument_reads_a_deep_checkpointed_stack():
+    # 32 checkpointed blocks, each using its input thrice (max(x * x, 0.1) + x): the
+    # graph's arrays are shared all the way down. Every block keeps its input
+    # and reruns its multiply, which maximum's VJP reads.
+    from implementations.porting.mlx import backward_record
+
+    block = mx.checkpoint(lambda x: mx.maximum(x * x, 0.1) + x)
+
+    def stack(x):
+        for _ in range(32):
+            x = block(x)
+        return x
+
+    x = mx.array(np.linspace(-0.5, 0.5, 4, dtype=np.float32))
+    record = backward_record(stack, {"x": x}, {"x": "input"}, mx.ones((4,)))
+    assert record.checkpoint_regions == 32
+    assert record.recomputed == {"Multiply": 32}
+
+
 def test_mlxs_allocator_sees_the_checkpoint():
     # MLX's own counter, between the passes: evaluate the output of mx.vjp,
     # drop it, and see what the pending backward pass holds. Without the

@@ -164,10 +164,22 @@ class Graph:
             chain.append(previous)
         return chain
 
-    def keys(self, named: set[str]) -> dict[str, tuple]:
-        """A structural key per array: equal keys mean the same operations on the same values."""
-        key: dict[str, tuple] = {
-            a: ("source", a) if a in named else ("constant",) for a in self.sources
+    def keys(self, named: set[str]) -> dict[str, int]:
+        """A structural key per array: equal keys mean the same operations on the same values.
+
+        Each distinct (operation, operand keys, output index) gets the next
+        integer, so a key is flat. Nested tuples would be equal just as well,
+        but a tuple does not keep its hash: hashing one walks its whole
+        ancestry as a tree, which doubles at every array used twice (an
+        L-block stack's graph, L = 32, never finished).
+        """
+        ids: dict[tuple, int] = {}
+
+        def intern(structure: tuple) -> int:
+            return ids.setdefault(structure, len(ids))
+
+        key: dict[str, int] = {
+            a: intern(("source", a) if a in named else ("constant",)) for a in self.sources
         }
         for primitive, inputs in self.inputs.items():
             label, outputs = self.label[primitive], self.outputs[primitive]
@@ -179,7 +191,7 @@ class Graph:
             else:
                 operands = tuple(key[a] for a in inputs)
                 for k, out in enumerate(outputs):
-                    key[out] = (label, operands, k)
+                    key[out] = intern((label, operands, k))
         return key
 
 
