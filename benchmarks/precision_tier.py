@@ -183,7 +183,7 @@ def real_ports(names: list[str], start: int, count: int, progress: bool) -> dict
     from conformance.properties import prepare_precision
 
     out: dict = {"run": "ports", "start": start, "count": count, "ports": {}}
-    references = {}
+    ports = []
     for name in names:
         try:
             port = implementations.load(name)
@@ -191,15 +191,22 @@ def real_ports(names: list[str], start: int, count: int, progress: bool) -> dict
             out["ports"][name] = {"unavailable": error.reason}
             continue
         port.pin_matmul_precision()
-        tally, began = Tally(), time.perf_counter()
-        for index in range(start, start + count):
-            case = case_for(index)
-            if index not in references:
-                references[index] = prepare_precision(None, case)
-            tally.add(index, case, judge_all(port, case, references[index]))
-        out["ports"][name] = {**tally.summary(), "seconds": time.perf_counter() - began}
-        if progress:
-            print(f"{name}: {count} examples", file=sys.stderr)
+        ports.append(port)
+    tallies = {port.name: Tally() for port in ports}
+    seconds = dict.fromkeys(tallies, 0.0)
+    # Example by example, every port on it: the exact result is computed once
+    # and dropped, so a long run keeps no more than one case in memory.
+    for index in range(start, start + count):
+        case = case_for(index)
+        reference = prepare_precision(None, case)
+        for port in ports:
+            began = time.perf_counter()
+            tallies[port.name].add(index, case, judge_all(port, case, reference))
+            seconds[port.name] += time.perf_counter() - began
+        if progress and (index - start + 1) % 1000 == 0:
+            print(f"{index - start + 1} of {count} examples", file=sys.stderr)
+    for name, tally in tallies.items():
+        out["ports"][name] = {**tally.summary(), "seconds": seconds[name]}
     return out
 
 
