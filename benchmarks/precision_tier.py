@@ -19,7 +19,7 @@ strategy, on shapes from 7 x 300 to 1024 x 1024.
 Usage:
     python benchmarks/precision_tier.py false-alarms --examples 10000 --start 0 --json out.json
     python benchmarks/precision_tier.py ports --examples 500 flax_linen pytorch
-    python benchmarks/precision_tier.py mutants
+    python benchmarks/precision_tier.py mutants [MUTANT ...]
     python benchmarks/precision_tier.py summary out-*.json
 
 Run it with `nice -n 19`: it keeps one core busy.
@@ -210,27 +210,40 @@ def real_ports(names: list[str], start: int, count: int, progress: bool) -> dict
     return out
 
 
-def mutants(data_seeds: int) -> dict:
+PRECISION_MUTANTS = ("tf32_matmul", "f16_inputs", "bf16_weights_only", "bias_off_by_1e-4")
+
+
+def mutants(data_seeds: int, names: list[str]) -> dict:
+    """The lower-precision test ports and the named mutants (default: the precision
+    tier's four); a mutant whose stack cannot load in this process is listed as such."""
     from conformance import mutants as registry
     from conformance.properties import prepare_precision
     from conformance.strategies import PrecisionCase
     from tests.precision_ports import low_precision_ports
 
     ports = list(low_precision_ports())
-    for name in ("tf32_matmul", "f16_inputs", "bf16_weights_only", "bias_off_by_1e-4"):
-        mutant = registry.load(name)
-        if mutant.port is not None:
-            ports.append(mutant.port)
-            mutant.port.name = f"mutant {name}"
     out: dict = {"run": "mutants", "ports": {}}
+    for name in names or PRECISION_MUTANTS:
+        mutant = registry.load(name)
+        if mutant.port is None:
+            out["ports"][f"mutant {name}"] = {"unavailable": mutant.reason}
+            continue
+        ports.append(mutant.port)
+        mutant.port.name = f"mutant {name}"
     for size in (256, 1024):
         cases = [PrecisionCase(size, size, "normal", "normal", s, s) for s in range(data_seeds)]
         references = [prepare_precision(None, c) for c in cases]
         for port in ports:
             tally = Tally()
-            for index, (case, ref) in enumerate(zip(cases, references, strict=True)):
-                with np.errstate(all="ignore"):
-                    tally.add(index, case, judge_all(port, case, ref))
+            try:
+                for index, (case, ref) in enumerate(zip(cases, references, strict=True)):
+                    with np.errstate(all="ignore"):
+                        tally.add(index, case, judge_all(port, case, ref))
+            except Exception as error:  # a mutant may break the contract outright
+                out["ports"][f"{port.name} @ {size}"] = {
+                    "error": f"{type(error).__name__}: {error}"
+                }
+                continue
             summary = tally.summary()
             out["ports"][f"{port.name} @ {size}"] = {
                 "examples": summary["examples"],
@@ -266,7 +279,9 @@ def merge(paths: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", choices=["false-alarms", "ports", "mutants", "summary"])
-    parser.add_argument("names", nargs="*", help="ports (ports), or JSON files (summary)")
+    parser.add_argument(
+        "names", nargs="*", help="ports (ports), mutants (mutants), or JSON files (summary)"
+    )
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=4, help="mutants: cases per size")
@@ -279,7 +294,7 @@ def main() -> None:
     elif args.run == "ports":
         result = real_ports(args.names, args.start, args.examples, args.progress)
     elif args.run == "mutants":
-        result = mutants(args.seeds)
+        result = mutants(args.seeds, args.names)
     else:
         result = merge(args.names)
     text = json.dumps(result, indent=1, default=str)

@@ -9,7 +9,13 @@ import pytest
 
 from conformance import environment
 
-VARIABLES = (environment.CACHE_ENV, environment.TORCH_CACHE_ENV, "XDG_CACHE_HOME")
+# Every variable that moves a cache: a user's own setting must not decide a test.
+VARIABLES = (
+    environment.ROOT_ENV,
+    environment.CACHE_ENV,
+    environment.TORCH_CACHE_ENV,
+    "XDG_CACHE_HOME",
+)
 
 
 @pytest.fixture
