@@ -280,30 +280,35 @@ def prepare_precision(canonical: None, case) -> precision.Reference:
 def check_precision(port: Implementation, reference: precision.Reference, case) -> float:
     """(i) Forward, VJP and exercise are as close to the exact result as float32 arithmetic
     gets: a median error within the precision tier's threshold (`conformance.precision`)."""
+    # Each step is judged before the next runs, so a failure names the first result off.
     out = np.asarray(port.forward(case.params, case.x, checkpoint=True))
     check_shape(port.name, "forward output", out, (case.features,))
-    results = [precision.judge_output("output", out, reference.forward)]
-    _precision_verdict(port.name, results)
+    results = _precision_verdict(
+        port.name, [precision.judge_output("output", out, reference.forward)]
+    )
     grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
     shapes = {**param_shapes(case.dim, case.features), "x": (case.dim,)}
     for name, value in grads.as_dict().items():
         check_shape(port.name, f"VJP d/d{name}", value, shapes[name])
-    results += precision.judge_grads(
-        grads.as_dict(), reference, case.params, case.x, case.cotangent
+    results += _precision_verdict(
+        port.name,
+        precision.judge_grads(grads.as_dict(), reference, case.params, case.x, case.cotangent),
     )
-    _precision_verdict(port.name, results)
     exercise = _run_exercise(port, case, port.from_numpy(case.x.copy()))
-    results.append(precision.judge_output("end_to_end", exercise, reference.end_to_end))
-    _precision_verdict(port.name, results)
+    results += _precision_verdict(
+        port.name, [precision.judge_output("end_to_end", exercise, reference.end_to_end)]
+    )
     return max(r.ratio for r in results)
 
 
-def _precision_verdict(port: str, results: list[precision.Result]) -> None:
+def _precision_verdict(port: str, results: list[precision.Result]) -> list[precision.Result]:
+    """Fail on the first result over its threshold; **returns** the results otherwise."""
     labels = {"output": "the output", "end_to_end": "nn_checkpoint_forward's output"}
     for result in results:
         if result.failed:
             label = labels.get(result.name, result.name)
             fail(port, f"precision of {label}", precision.describe_failure(result))
+    return results
 
 
 def _evidence_cases(scope: str) -> st.SearchStrategy:

@@ -90,6 +90,16 @@ def test_the_xla_init_makes_the_numpy_inits_kernels_bit_for_bit(seed, dim, featu
     assert same_bits(w2.numpy(), numpy_init.w2)
 
 
+def test_kernels_past_int32_counters_come_from_the_numpy_init(monkeypatch):
+    # Lowered limit: the XLA program must not run, and the bits stay the same.
+    monkeypatch.setattr(flax_init, "MAX_ELEMENTS", 10)
+    monkeypatch.setattr(flax_init, "_compiled", lambda *a: pytest.fail("XLA init used"))
+    w1, w2 = flax_init.kernels(3, 5, 4)
+    expected = canonical_params(3, 5, 4)
+    assert same_bits(w1.numpy(), expected.w1)
+    assert same_bits(w2.numpy(), expected.w2)
+
+
 def test_the_xla_truncated_normal_matches_on_all_2_23_mantissas():
     # Every outcome the truncated normal has: the float steps of the XLA init
     # (uniform's multiply-add, erf_inv, the clamp), fed mantissas directly,

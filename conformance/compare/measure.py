@@ -224,8 +224,13 @@ def compare_port(
     x: np.ndarray,
     cotangent: np.ndarray,
     seed: int,
+    exact: precision.Reference | None = None,
 ) -> PortComparison:
-    """Accuracy and residuals of one port (timings are added by the caller)."""
+    """Accuracy and residuals of one port (timings are added by the caller).
+
+    `exact`: `exact_results(params, x, cotangent)`, made once for every port
+    (about 0.1 s at D = F = 1024); made here if not given.
+    """
     row = PortComparison(port.name, "available", framework=port.framework, versions=port.versions())
     try:
         row.matmul_precision = dict(port.matmul_precision())
@@ -246,7 +251,9 @@ def compare_port(
         reference = canonical.vjp(params, x, cotangent, checkpoint=True).as_dict()
         for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, reference).items():
             row.gradients[name] = diff(grads[name], reference[name], bound, shift)
-        row.precision = precision_bits(params, x, cotangent, out, exercise, grads)
+        if exact is None:
+            exact = exact_results(params, x, cotangent)
+        row.precision = precision_bits(exact, params, x, cotangent, out, exercise, grads)
         for label, on in (("off", False), ("on", True)):
             row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
     except Exception as error:  # a broken port gets a row that says so, not a crash
@@ -254,7 +261,14 @@ def compare_port(
     return row
 
 
+def exact_results(params: Params, x: np.ndarray, cotangent: np.ndarray) -> precision.Reference:
+    """The exact results every port's bits are read against; `params` are the exercise's too
+    (the canonical init for the seed)."""
+    return precision.reference(params, x, cotangent, exercise_params=params)
+
+
 def precision_bits(
+    exact: precision.Reference,
     params: Params,
     x: np.ndarray,
     cotangent: np.ndarray,
@@ -262,8 +276,7 @@ def precision_bits(
     exercise: np.ndarray,
     grads: dict[str, np.ndarray],
 ) -> dict[str, Bits]:
-    """Each result's effective bits against the exact one; `params` are the exercise's too."""
-    exact = precision.reference(params, x, cotangent, exercise_params=params)
+    """Each result's effective bits against the exact one (`exact_results`)."""
     results = {
         "output": precision.judge_output("output", output, exact.forward),
         "exercise": precision.judge_output("end_to_end", exercise, exact.end_to_end),
@@ -317,6 +330,7 @@ def run(
     canonical.pin_matmul_precision()
     params = canonical.init_params(seed, dim, features)
     x, cotangent = make_inputs(seed, dim, features)
+    exact = exact_results(params, x, cotangent)  # the same for every port
 
     rows: list[PortComparison] = []
     loaded: list[Implementation] = []
@@ -326,7 +340,7 @@ def run(
     for status in implementations.status(wanted):
         if status.elsewhere:  # e.g. Keras on a second backend: a process of its own
             notify(f"comparing {status.name}, in a process of its own")
-            rows.append(compare_alone(status.name, params, x, cotangent, seed, repeats))
+            rows.append(compare_alone(status.name, params, x, cotangent, seed, repeats, exact))
             continue
         if status.state != "available":
             rows.append(PortComparison(status.name, status.state, reason=status.reason))
@@ -334,7 +348,7 @@ def run(
         port = implementations.load(status.name)
         port.pin_matmul_precision()
         notify(f"comparing {port.name}")
-        rows.append(compare_port(port, canonical, params, x, cotangent, seed))
+        rows.append(compare_port(port, canonical, params, x, cotangent, seed, exact))
         rows[-1].reference = port.name == implementations.CANONICAL
         loaded.append(port)
 
@@ -364,12 +378,18 @@ def run(
 
 
 def compare_alone(
-    name: str, params: Params, x: np.ndarray, cotangent: np.ndarray, seed: int, repeats: int
+    name: str,
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    seed: int,
+    repeats: int,
+    exact: precision.Reference | None = None,
 ) -> PortComparison:
     """`compare_port` and the warm timings of one port, in a fresh process (timed alone)."""
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-        future = pool.submit(_compare_here, name, params, x, cotangent, seed, repeats)
+        future = pool.submit(_compare_here, name, params, x, cotangent, seed, repeats, exact)
         try:
             return future.result()
         except Exception as error:  # the process died, or the port would not load there
@@ -378,13 +398,13 @@ def compare_alone(
             return row
 
 
-def _compare_here(name, params, x, cotangent, seed, repeats) -> PortComparison:
+def _compare_here(name, params, x, cotangent, seed, repeats, exact) -> PortComparison:
     environment.prepare()
     canonical = implementations.load(implementations.CANONICAL)
     canonical.pin_matmul_precision()
     port = implementations.load(name)
     port.pin_matmul_precision()
-    row = compare_port(port, canonical, params, x, cotangent, seed)
+    row = compare_port(port, canonical, params, x, cotangent, seed, exact)
     row.timed_alone = True
     if not row.error:
         ((row.warm_forward_seconds, row.warm_vjp_seconds),) = warm_timings(

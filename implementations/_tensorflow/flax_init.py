@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._canonical_init import numpy_init
 from .._canonical_init.numpy_init import (
     dense_kernel_key,
     lecun_stddev,
@@ -39,7 +40,7 @@ __all__ = [
     "truncated_normal_of_bits",
 ]
 
-# The counters are a tf.range of int32; any kernel up to 8 GiB fits.
+# The counters are a tf.range of int32; a larger kernel (over 8 GiB) takes the numpy init.
 MAX_ELEMENTS = 2**31 - 1
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -105,10 +106,11 @@ def kernels(seed: int, dim: int, features: int) -> tuple[tf.Tensor, tf.Tensor]:
     as variables' initial values are; a graph that wants them as constants
     should take the numpy init's arrays instead.
     """
-    if max(dim, features) * features > MAX_ELEMENTS:
-        raise ValueError(f"a kernel of {dim} x {features} exceeds {MAX_ELEMENTS} elements")
-    keys = np.stack([dense_kernel_key(seed, layer) for layer in (0, 1)])
     with tf.init_scope(), tf.device("/CPU:0"):
+        if max(dim, features) * features > MAX_ELEMENTS:  # past int32 counters: the numpy init
+            params = numpy_init.canonical_params(seed, dim, features)
+            return tf.constant(params.w1), tf.constant(params.w2)
+        keys = np.stack([dense_kernel_key(seed, layer) for layer in (0, 1)])
         return _compiled(dim, features)(tf.constant(keys))
 
 
