@@ -43,6 +43,7 @@ from implementations.contract import (  # noqa: F401 - the names a finished port
     SavedTensor,
     check_features,
     check_seed,
+    check_sizes,
     check_x,
 )
 
@@ -99,7 +100,9 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
     """The exercise: Flax linen's parameters for `PRNGKey(int(seed))`, the checkpointed MLP on x."""
     # TODO(port): replace the raise with, in this order:
     #   seed, features, x = check_seed(seed), check_features(features), check_x(x)
-    #     (the shared checks: every port must raise the same errors, property (g);
+    #   check_sizes(x.shape[0], features)
+    #     (the shared checks: every port must raise the same errors, property (g),
+    #     and refuse sizes past the limits before it allocates anything;
     #     a JAX port's base does this with tracers too);
     #   the canonical parameters for (seed, D, F): NOT your framework's own seeded
     #     init, which draws different numbers. Use
@@ -120,7 +123,7 @@ class TemplatePort(Implementation):
     distributions = ()
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # TODO(port): check_seed / check_features, then the canonical init (see
+        # TODO(port): the checks (canonical_params makes them), then the canonical init (see
         # nn_checkpoint_forward) as contract.Params. Property (a) allows 2 ulp.
         raise _todo("init_params: the port's seeded init, equal to Flax linen's")
 

@@ -9,11 +9,31 @@ out of its own layout next to its own code.
 - `Params`, `Grads`: the canonical parameter layout and a VJP's result.
 - `SavedTensor`, `BackwardRecord`: what a backward pass saved and recomputed.
 - `Implementation`: the protocol, as an abstract base class.
-- `check_seed`, `check_features`, `check_x`, `check_x_spec`: input validation,
-  shared so that every port raises the same error for the same bad input.
+- `check_seed`, `check_features`, `check_x`, `check_x_spec`, `check_dim`,
+  `check_sizes`: input validation, shared so that every port raises the same
+  error for the same bad input.
+- `SizeLimitError`, `MAX_ELEMENTS`, `MAX_FEATURES`, `max_bytes`: the size limits.
 - `BAD_INPUTS`: the catalogue of bad inputs that the suite feeds every port.
 - `StackUnavailable`: what a port's import raises when its stack is installed
   but cannot run in this process (Keras already on another backend).
+
+**Size limits.** Every port raises `SizeLimitError` (a `ValueError`) naming
+the argument, before it allocates or compiles anything, when a call is too
+big to run:
+
+- Hard limits, the same on every machine: no array may hold more than
+  `MAX_ELEMENTS = 2**31 - 1` elements, because frameworks count elements in
+  int32 (XLA's "static extent product" aborts the interpreter past it). So
+  `features <= MAX_FEATURES = 46340` (the `(F, F)` kernel), `D <= 2**31 - 1`
+  (x) and `D * F <= 2**31 - 1` (the `(D, F)` kernel).
+- A byte budget, `max_bytes()`: the parameters (`4 * (D*F + F*F + 2*F)`
+  bytes) plus the activations (x, the hidden layer before and after the relu
+  and the output, `4 * (D + 3*F)` bytes) must fit in it. It is a quarter of
+  the machine's physical memory (`SC_PAGE_SIZE * SC_PHYS_PAGES`), because an
+  init holds the kernels two or three times over while it makes them (random
+  bits, floats, the framework's copy); never less than `MIN_MAX_BYTES` (2 GiB),
+  which is also the budget where the memory cannot be read. The environment
+  variable `REMAT_MAX_BYTES` (a positive integer, bytes) replaces it.
 """
 
 from __future__ import annotations
@@ -22,6 +42,7 @@ import abc
 import math
 import numbers
 import operator
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -312,11 +333,31 @@ def check_seed(seed: Any) -> int:
 
 
 def check_features(features: Any) -> int:
-    """`features` as a Python int >= 1; raise naming `features` otherwise."""
+    """`features` as a Python int in `[1, MAX_FEATURES]`; raise naming `features` otherwise."""
     value = _integer_scalar(features, "features")
     if value < 1:
         raise ValueError(f"features must be a positive integer, got {value}")
+    if value > MAX_FEATURES:
+        raise SizeLimitError(
+            f"features={value} is too large: the (F, F) kernel would hold {value**2:.3g} "
+            f"elements, past {_ELEMENTS_LIMIT}; features must be at most {MAX_FEATURES}"
+        )
     return value
+
+
+def check_dim(dim: Any) -> int:
+    """`init_params`'s input width `dim` as a Python int in `[1, MAX_ELEMENTS]`, named `dim`."""
+    if isinstance(dim, (bool, np.bool_)):
+        raise ValueError(f"dim must be a positive integer, not a bool ({dim!r})")
+    try:
+        dim = operator.index(dim)
+    except TypeError:
+        raise TypeError(f"dim must be an integer, got {type(dim).__name__}: {dim!r}") from None
+    if dim < 1:
+        raise ValueError(f"dim must be a positive integer, got {dim}")
+    if dim > MAX_ELEMENTS:
+        raise SizeLimitError(f"dim={dim} is too large: the limit is {_ELEMENTS_LIMIT}")
+    return dim
 
 
 def _integer_scalar(value: Any, name: str) -> int:
@@ -382,7 +423,9 @@ def check_x_spec(shape: tuple[int, ...], dtype: Any) -> int:
         raise ValueError(f"x must be a vector of shape (D,), got shape {shape}")
     if shape[0] < 1:
         raise ValueError("x must not be empty (D >= 1), got shape (0,)")
-    return shape[0]
+    if shape[0] > MAX_ELEMENTS:
+        raise SizeLimitError(f"x is too large: D={shape[0]} elements, past {_ELEMENTS_LIMIT}")
+    return int(shape[0])
 
 
 def check_x(x: Any) -> np.ndarray:
@@ -414,6 +457,96 @@ def check_x_values(array: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
+# Size limits
+# ---------------------------------------------------------------------------
+
+
+class SizeLimitError(ValueError):
+    """A call too big to run: past a hard element limit or the byte budget (`check_sizes`)."""
+
+
+#: The most elements any one array may hold: frameworks count them in int32.
+MAX_ELEMENTS = 2**31 - 1
+#: The largest F whose `(F, F)` kernel stays within `MAX_ELEMENTS`.
+MAX_FEATURES = math.isqrt(MAX_ELEMENTS)  # 46340
+#: The byte budget's floor, and the budget where physical memory cannot be read.
+MIN_MAX_BYTES = 2 * 2**30
+_ELEMENTS_LIMIT = "2**31 - 1 per array (frameworks count elements in int32)"
+_FLOAT32 = 4  # bytes
+
+
+def max_bytes() -> int:
+    """The byte budget of one call: `REMAT_MAX_BYTES`, else a quarter of physical memory.
+
+    Read at every call, so that a change of the variable takes effect at once.
+    """
+    setting = os.environ.get("REMAT_MAX_BYTES", "").strip()
+    if setting:
+        try:
+            value = int(setting)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(
+                f"REMAT_MAX_BYTES must be a positive integer number of bytes, got {setting!r}"
+            )
+        return value
+    memory = physical_memory()
+    return max(MIN_MAX_BYTES, memory // 4) if memory else MIN_MAX_BYTES
+
+
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
+        return None
+
+
+def call_bytes(dim: int, features: int) -> tuple[int, int]:
+    """`(parameter bytes, activation bytes)` of one call at input width D and width F."""
+    parameters = _FLOAT32 * (dim * features + features * features + 2 * features)
+    activations = _FLOAT32 * (dim + 3 * features)  # x, the hidden layer twice, the output
+    return parameters, activations
+
+
+def check_sizes(dim: int, features: int, *, dim_name: str = "x") -> None:
+    """Raise `SizeLimitError` naming `features` and D's argument when a call cannot fit.
+
+    `dim` and `features` must be checked already (`check_x_spec` or
+    `check_dim`, and `check_features`); `dim_name` is the argument that gave D
+    ("x" for the exercise, "dim" for `init_params`). Call it before anything
+    is allocated or compiled: it reads only the two integers.
+    """
+    what = f"features={features} with {dim_name} of D={dim}"
+    if dim * features > MAX_ELEMENTS:
+        raise SizeLimitError(
+            f"{what} is too large: the (D, F) kernel would hold {dim * features:.3g} "
+            f"elements, past {_ELEMENTS_LIMIT}"
+        )
+    parameters, activations = call_bytes(dim, features)
+    limit = max_bytes()
+    if parameters + activations > limit:
+        raise SizeLimitError(
+            f"{what} needs {_size(parameters)} of parameters and {_size(activations)} of "
+            f"activations; the limit is {_size(limit)} ({_budget_source()})"
+        )
+
+
+def _budget_source() -> str:
+    if os.environ.get("REMAT_MAX_BYTES", "").strip():
+        return "REMAT_MAX_BYTES"
+    return "a quarter of physical memory, at least 2 GiB; set REMAT_MAX_BYTES to change it"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+# ---------------------------------------------------------------------------
 # The catalogue of bad inputs
 # ---------------------------------------------------------------------------
 
@@ -423,7 +556,9 @@ class BadInput:
     """One bad call of `nn_checkpoint_forward`, and the error every port must raise.
 
     `x` is a factory taking the port's `from_numpy`, so that the bad x
-    can arrive both as numpy and as the framework's own array.
+    can arrive both as numpy and as the framework's own array. `max_bytes`,
+    where set, is the byte budget (`REMAT_MAX_BYTES`) for the call, so that
+    an overrun is an overrun on every machine.
     """
 
     label: str
@@ -434,6 +569,7 @@ class BadInput:
     x: Callable[[Callable[[np.ndarray], Any]], Any] = lambda native: native(
         np.array([1.0, -2.0], np.float32)
     )
+    max_bytes: int | None = None
 
 
 def _raw(value: Any) -> Callable[[Callable[[np.ndarray], Any]], Any]:
@@ -442,6 +578,13 @@ def _raw(value: Any) -> Callable[[Callable[[np.ndarray], Any]], Any]:
 
 def _native(array: np.ndarray) -> Callable[[Callable[[np.ndarray], Any]], Any]:
     return lambda native: native(array)
+
+
+def _huge(dim: int) -> Callable[[Callable[[np.ndarray], Any]], Any]:
+    # A float32 (D,) numpy array with no data: every element is one stored
+    # zero (stride 0), so D = 2**31 costs 4 bytes. It is numpy in both forms:
+    # a framework's copy of it would allocate D elements.
+    return lambda native: np.broadcast_to(np.zeros((), np.float32), (dim,))
 
 
 BAD_INPUTS: tuple[BadInput, ...] = (
@@ -464,6 +607,31 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("features is 0", "features", ValueError, features=0),
     BadInput("features is -3", "features", ValueError, features=-3),
     BadInput("features is numpy 0.5", "features", ValueError, features=np.float32(0.5)),
+    # Sizes: past an int32 element count (XLA aborts the interpreter), or the byte budget.
+    BadInput("features is 2**31", "features", ValueError, features=2**31),
+    BadInput("features is 46341: (F, F) past 2**31", "features", ValueError, features=46341),
+    BadInput(
+        "features is 10**7, D is 10**4", "features", ValueError, features=10**7, x=_huge(10**4)
+    ),
+    BadInput("x has 2**31 elements", "x", ValueError, x=_huge(2**31)),
+    BadInput("x has 2**40 elements", "x", ValueError, x=_huge(2**40)),
+    BadInput("D * F is 2**31", "x", ValueError, features=2**10, x=_huge(2**21)),
+    BadInput(
+        "parameters past the byte budget",
+        "features",
+        ValueError,
+        features=2**10,
+        x=_huge(2**10),
+        max_bytes=2**20,
+    ),
+    BadInput(
+        "activations past the byte budget",
+        "x",
+        ValueError,
+        features=1,
+        x=_huge(2**19),
+        max_bytes=2**20,
+    ),
     BadInput("x is bool", "x", TypeError, x=_native(np.array([True, False]))),
     BadInput("x is complex", "x", TypeError, x=_native(np.array([1 + 2j, 3j], np.complex64))),
     BadInput("x is object", "x", TypeError, x=_raw(np.array([1.0, None], dtype=object))),

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._jax.inputs import checked_x
 from ._jax.port import JaxPort
-from .contract import Params, check_features, check_seed
+from .contract import Params, check_dim, check_features, check_seed, check_sizes
 
 
 class MLP(nn.Module):
@@ -59,6 +59,7 @@ def init_and_apply(
     `init_module` makes the parameters, when another class than `module` should.
     """
     seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+    check_sizes(x.shape[0], features)  # before anything compiles: XLA aborts past int32 sizes
     init = compiled_init(init_module or module, features)
     # init reads only x's shape. Under a trace, stop_gradient says so to
     # autodiff, so that a grad of this function reuses the compiled init
@@ -114,7 +115,8 @@ class FlaxLinen(JaxPort):
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # Flax's own init: the definition of the canonical parameters.
-        seed, features = check_seed(seed), check_features(features)
+        seed, features, dim = check_seed(seed), check_features(features), check_dim(dim)
+        check_sizes(dim, features, dim_name="dim")
         init = compiled_init(self.initializer, features)
         variables = init(jax.random.PRNGKey(seed), np.zeros((dim,), np.float32))
         return Params(*(np.asarray(a) for a in self.to_canonical(variables)))

@@ -33,7 +33,15 @@ from ._tensorflow import evidence, stack
 from ._tensorflow.arrays import as_input, from_host_array, integer_argument, to_host_array
 from ._tensorflow.flax_init import canonical_params
 from ._tensorflow.stack import tf
-from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
+from .contract import (
+    BackwardRecord,
+    Grads,
+    Implementation,
+    Params,
+    check_features,
+    check_seed,
+    check_sizes,
+)
 
 keras = backend.load("tensorflow")  # before anything imports keras: it reads its backend once
 
@@ -84,6 +92,7 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     if model.is_symbolic(x):
         return model.symbolic_exercise(seed, x, features, canonical_params)
     x = as_input(model.unwrap(x))
+    check_sizes(x.shape[0], features)
     try:
         mlp = _exercise_model(seed, x.shape[0], features, mode)
     except ValueError as error:

@@ -32,7 +32,15 @@ from ._keras import backend
 from ._torch import arrays
 from ._torch.arrays import as_input, from_host_array, leaf_input, to_host_array
 from ._torch.evidence import RegionCounter, record
-from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
+from .contract import (
+    BackwardRecord,
+    Grads,
+    Implementation,
+    Params,
+    check_features,
+    check_seed,
+    check_sizes,
+)
 
 keras = backend.load("torch")  # before anything imports keras: it reads its backend once
 
@@ -88,6 +96,7 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
         return model.symbolic_exercise(seed, x, features, canonical_params)
     seed, features = check_seed(seed), check_features(features)
     x = as_input(model.unwrap(x))
+    check_sizes(x.shape[0], features)
     return _exercise_model(seed, x.shape[0], features, mode)(x)
 
 

@@ -24,7 +24,15 @@ from ._canonical_init import canonical_params
 from ._mlx import arrays, evidence
 from ._mlx.arrays import as_input, from_host_array, to_host_array
 from ._mlx.evidence import Tap, no_tap
-from .contract import BackwardRecord, Grads, Implementation, Params, check_features, check_seed
+from .contract import (
+    BackwardRecord,
+    Grads,
+    Implementation,
+    Params,
+    check_features,
+    check_seed,
+    check_sizes,
+)
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
 STATE_NAMES = out_in.NAMES  # `tree_flatten(model.parameters())`'s names, canonical order
@@ -132,6 +140,7 @@ def _exercise(
 ) -> mx.array:
     seed, features = check_seed(seed), check_features(features)
     x = as_input(x)
+    check_sizes(x.shape[0], features)
     state = params_to_arrays(canonical_params(seed, x.shape[0], features))
     for name, array in state.items():
         tap(name, array)

@@ -37,6 +37,7 @@ from .contract import (
     Params,
     check_features,
     check_seed,
+    check_sizes,
 )
 
 Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
@@ -118,6 +119,7 @@ def exercise(seed: Any, x: Any, features: Any, region: Callable = checkpointed_b
     features = check_features(integer_argument(features, "features"))
     x = as_input(x)
     dim = x.shape[0]
+    check_sizes(dim, features)
     if tf.executing_eagerly():
         # Flax's init as one XLA program: at D = F = 1024, 5 ms where numpy takes 25.
         w1, w2 = flax_init.kernels(seed, dim, features)

@@ -359,7 +359,9 @@ def test_params_are_repeatable_and_keep_the_low_32_bits_of_the_seed():
 
 
 @pytest.mark.parametrize(
-    "bad", [b for b in BAD_INPUTS if b.argument != "x"], ids=lambda bad: bad.label
+    "bad",
+    [b for b in BAD_INPUTS if b.argument != "x" and b.max_bytes is None],
+    ids=lambda bad: bad.label,
 )
 def test_bad_seed_or_features_raise_naming_the_argument(bad):
     with pytest.raises(bad.error, match=bad.argument):
@@ -372,6 +374,18 @@ def test_bad_seed_or_features_raise_naming_the_argument(bad):
 def test_bad_dim_raises_naming_it(dim, error):
     with pytest.raises(error, match="dim"):
         ci.canonical_params(0, dim, 3)
+
+
+@pytest.mark.parametrize(
+    ("dim", "features", "budget"),
+    [(2**31, 3, None), (2**21, 2**10, None), (2**10, 2**10, 2**20)],
+    ids=["dim past 2**31", "dim * features past 2**31", "past REMAT_MAX_BYTES"],
+)
+def test_sizes_past_the_limits_raise_naming_dim(dim, features, budget, monkeypatch):
+    if budget is not None:
+        monkeypatch.setenv("REMAT_MAX_BYTES", str(budget))
+    with pytest.raises(ValueError, match=r"\bdim\b"):
+        ci.canonical_params(0, dim, features)
 
 
 # A sample against Flax: every seed kind, shapes small and large.

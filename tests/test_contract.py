@@ -15,6 +15,7 @@ from implementations.contract import (
     SavedTensor,
     check_features,
     check_seed,
+    check_sizes,
     check_x,
     dtype_category,
     param_shapes,
@@ -41,18 +42,32 @@ def test_seed_accepts_integer_valued_scalars(value, expected):
     assert type(result) is int
 
 
-@pytest.mark.parametrize("bad", [b for b in BAD_INPUTS if b.argument != "x"], ids=lambda b: b.label)
-def test_scalar_catalogue_raises_naming_the_argument(bad):
+def _checked_call(bad):
+    """The contract's checks in a port's order, on the entry's arguments and byte budget."""
+    seed, features = check_seed(bad.seed), check_features(bad.features)
+    x = check_x(bad.x(np.asarray))
+    check_sizes(x.shape[0], features)
+    return seed, x, features
+
+
+@pytest.mark.parametrize("bad", BAD_INPUTS, ids=lambda b: b.label)
+def test_catalogue_raises_naming_the_argument(bad, monkeypatch):
+    if bad.max_bytes is not None:
+        monkeypatch.setenv("REMAT_MAX_BYTES", str(bad.max_bytes))
+    with pytest.raises(bad.error, match=rf"\b{bad.argument}\b"):
+        _checked_call(bad)
+
+
+# The entries that fail on seed or features alone: all but the byte budget's.
+SCALAR_ONLY = [b for b in BAD_INPUTS if b.argument != "x" and b.max_bytes is None]
+
+
+@pytest.mark.parametrize("bad", SCALAR_ONLY, ids=lambda b: b.label)
+def test_scalar_catalogue_fails_in_the_scalar_checks(bad):
     check = check_seed if bad.argument == "seed" else check_features
     value = bad.seed if bad.argument == "seed" else bad.features
     with pytest.raises(bad.error, match=bad.argument):
         check(value)
-
-
-@pytest.mark.parametrize("bad", [b for b in BAD_INPUTS if b.argument == "x"], ids=lambda b: b.label)
-def test_x_catalogue_raises_naming_x(bad):
-    with pytest.raises(bad.error, match="x"):
-        check_x(bad.x(np.asarray))
 
 
 def test_features_must_be_positive():

@@ -34,6 +34,7 @@ KILLED_BY = {
     "wrong_error_type": "g_bad_inputs",
     "vague_errors": "g_bad_inputs",
     "not_repeatable": "h_hygiene",
+    "unchecked_sizes": "g_bad_inputs",
     # Hunted by the precision tier first (their MutantSpec.first): it must kill
     # them at D = F = 256 or 1024 (tests/test_precision.py proves both sizes).
     "tf32_matmul": "i_precision",

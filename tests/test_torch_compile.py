@@ -135,9 +135,13 @@ def test_dynamo_settings_hold_only_around_the_port_s_calls():
     assert not counters["graph_break"]  # fullgraph: the whole module is one graph
 
 
-def test_bad_inputs_fail_before_anything_compiles():
+def test_bad_inputs_fail_before_anything_compiles(monkeypatch):
     port = torch_compile.TorchCompile(CompiledModule(), CompiledModule())  # caches of its own
     for bad in BAD_INPUTS:
+        if bad.max_bytes is None:
+            monkeypatch.delenv("REMAT_MAX_BYTES", raising=False)
+        else:
+            monkeypatch.setenv("REMAT_MAX_BYTES", str(bad.max_bytes))
         for x in (bad.x(np.asarray), bad.x(port.from_numpy)):
             with pytest.raises(bad.error, match=rf"\b{bad.argument}\b"):
                 port.nn_checkpoint_forward(bad.seed, x, bad.features)

@@ -63,6 +63,11 @@ MUTANTS: dict[str, MutantSpec] = {
         _flax("vague_errors", "VagueErrors", "a bad x's error says only 'expected a valid input'"),
         _flax("not_repeatable", "NotRepeatable", "each call drifts by an ulp"),
         _flax(
+            "unchecked_sizes",
+            "UncheckedSizes",
+            "no size limits: MemoryError past int32 counts, the byte budget ignored",
+        ),
+        _flax(
             "tf32_matmul", "Tf32Matmul", "matmul operands rounded to TF32's 10 bits", first=("i",)
         ),
         _flax("f16_inputs", "Float16Inputs", "x rounded to float16 on the way in", first=("i",)),

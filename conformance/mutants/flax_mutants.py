@@ -6,8 +6,10 @@ allows, so that the mutation run costs little beyond the suite itself.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
+import os
 import re
 from typing import Any
 
@@ -17,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from implementations import flax_linen
-from implementations.contract import SEED_MAX, check_features, check_seed
+from implementations.contract import SEED_MAX, SizeLimitError, check_features, check_seed
 from implementations.flax_linen import MLP, FlaxLinen, init_and_apply
 from implementations.porting.jax import checked_x
 
@@ -321,3 +323,30 @@ class VagueErrors(FlaxLinen):
             if re.search(r"\bx\b", str(error)):  # the contract's message about x
                 raise type(error)("expected a valid input") from None
             raise
+
+
+class UncheckedSizes(FlaxLinen):
+    """No size limits: the byte budget is never read, and a call past int32 element
+    counts ends in the allocator's MemoryError (as torch's did), not the contract's error."""
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        with _no_byte_budget():
+            try:
+                return super().nn_checkpoint_forward(seed, x, features)
+            except SizeLimitError:
+                # What the allocation would have raised, raised without making it:
+                # XLA would abort the worker instead (the reason for the limits).
+                raise MemoryError("Unable to allocate the parameters") from None
+
+
+@contextlib.contextmanager
+def _no_byte_budget():
+    saved = os.environ.get("REMAT_MAX_BYTES")
+    os.environ["REMAT_MAX_BYTES"] = str(2**63)  # more than any machine holds
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["REMAT_MAX_BYTES"]
+        else:
+            os.environ["REMAT_MAX_BYTES"] = saved

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ..contract import Params, check_features, check_seed, param_shapes
+from ..contract import Params, check_dim, check_features, check_seed, check_sizes, param_shapes
 from .keys import dense_kernel_fold_value
 
 __all__ = [
@@ -513,25 +513,14 @@ def canonical_params(seed: Any, dim: Any, features: Any) -> Params:
 
     **Returns:** `Params` with lecun-normal kernels and zero biases.
     """
-    seed, features, dim = check_seed(seed), check_features(features), _check_dim(dim)
+    seed, features, dim = check_seed(seed), check_features(features), check_dim(dim)
+    check_sizes(dim, features, dim_name="dim")
     shapes = param_shapes(dim, features)
     root = prng_key(seed)
     keys = [fold_in(root, dense_kernel_fold_value(layer)) for layer in (0, 1)]
     w1, w2 = _lecun_kernels(keys, [shapes["w1"], shapes["w2"]])
     zeros = np.zeros(features, F32)
     return Params(w1=w1, b1=zeros, w2=w2, b2=zeros)
-
-
-def _check_dim(dim: Any) -> int:
-    if isinstance(dim, (bool, np.bool_)):
-        raise ValueError(f"dim must be a positive integer, not a bool ({dim!r})")
-    try:
-        dim = operator.index(dim)
-    except TypeError:
-        raise TypeError(f"dim must be an integer, got {type(dim).__name__}: {dim!r}") from None
-    if dim < 1:
-        raise ValueError(f"dim must be a positive integer, got {dim}")
-    return dim
 
 
 # Below this many elements in all, the kernels share one threefry call: that

@@ -23,7 +23,7 @@ import numpy as np
 from jax.extend.random import threefry2x32_p
 
 from .._canonical_init.keys import dense_kernel_fold_value
-from ..contract import Params, check_features, check_seed
+from ..contract import Params, check_dim, check_features, check_seed, check_sizes
 from .inputs import checked_x
 
 __all__ = [
@@ -150,7 +150,8 @@ def init_arrays(seed: Any, dim: int, features: int) -> tuple[np.ndarray, ...]:
 
 def init_params(seed: Any, dim: int, features: Any) -> Params:
     """`Implementation.init_params` for ports whose init is this module's: checked, canonical."""
-    seed, features = check_seed(seed), check_features(features)
+    seed, features, dim = check_seed(seed), check_features(features), check_dim(dim)
+    check_sizes(dim, features, dim_name="dim")
     return Params(*init_arrays(seed, dim, features))
 
 
@@ -189,4 +190,5 @@ class CompiledExercise:
 
     def __call__(self, seed: Any, x: Any, features: Any) -> jax.Array:
         seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+        check_sizes(x.shape[0], features)  # before the compile: XLA aborts past int32 sizes
         return self.compiled(features)(seed_array(seed), x)

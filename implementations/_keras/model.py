@@ -27,7 +27,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from ..contract import Params, check_features, check_seed, check_x_spec
+from ..contract import Params, check_features, check_seed, check_sizes, check_x_spec
 
 
 class MLP(layers.Layer):
@@ -186,6 +186,7 @@ def symbolic_exercise(seed: Any, x: keras.KerasTensor, features: Any, params) ->
     if any(d is None for d in x.shape):
         raise ValueError(f"x must have a static shape (D,), got {x.shape}")
     dim = check_x_spec(tuple(x.shape), x.dtype)
+    check_sizes(dim, features)
     model = build(params(seed, dim, features))
     return model(ops.cast(x, "float32"))
 

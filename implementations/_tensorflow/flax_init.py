@@ -29,7 +29,7 @@ from .._canonical_init.numpy_init import (
     lecun_stddev,
     truncation_bounds,
 )
-from ..contract import Params, check_features, check_seed
+from ..contract import Params, check_dim, check_features, check_seed, check_sizes
 from .stack import tf
 
 __all__ = [
@@ -119,9 +119,8 @@ def canonical_params(seed: Any, dim: int, features: Any) -> Params:
 
     The seed and F are checked as the contract checks them; D is an int >= 1.
     """
-    seed, features = check_seed(seed), check_features(features)
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
-    w1, w2 = kernels(seed, int(dim), features)
+    seed, features, dim = check_seed(seed), check_features(features), check_dim(dim)
+    check_sizes(dim, features, dim_name="dim")
+    w1, w2 = kernels(seed, dim, features)
     zeros = np.zeros(features, np.float32)
     return Params(w1=w1.numpy(), b1=zeros, w2=w2.numpy(), b2=zeros)

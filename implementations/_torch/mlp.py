@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint as torch_checkpoint
 
 from .. import _out_in as out_in
 from .._canonical_init import canonical_params
-from ..contract import Params, check_features, check_seed
+from ..contract import Params, check_features, check_seed, check_sizes
 from .arrays import as_input, to_host_array
 
 # The MLP's state dict names, in the canonical order w1, b1, w2, b2.
@@ -141,6 +141,7 @@ def exercise_model(seed: Any, x: Any, features: Any, **build: Any) -> tuple[torc
     """
     seed, features = check_seed(seed), check_features(features)
     x = as_input(x)
+    check_sizes(x.shape[0], features)
     params = canonical_params(seed, x.shape[0], features)
     model = build_mlp(params, device=x.device, **build)
     if not x.requires_grad:
