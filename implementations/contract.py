@@ -615,22 +615,24 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     ),
     BadInput("x has 2**31 elements", "x", ValueError, x=_huge(2**31)),
     BadInput("x has 2**40 elements", "x", ValueError, x=_huge(2**40)),
-    BadInput("D * F is 2**31", "x", ValueError, features=2**10, x=_huge(2**21)),
+    BadInput(
+        "D * F past 2**31", "x", ValueError, features=46340, x=_native(np.ones(46342, np.float32))
+    ),
     BadInput(
         "parameters past the byte budget",
         "features",
         ValueError,
-        features=2**10,
-        x=_huge(2**10),
-        max_bytes=2**20,
+        features=256,
+        x=_native(np.ones(256, np.float32)),
+        max_bytes=2**16,  # they need 526 kB
     ),
     BadInput(
         "activations past the byte budget",
         "x",
         ValueError,
         features=1,
-        x=_huge(2**19),
-        max_bytes=2**20,
+        x=_native(np.ones(2**11, np.float32)),
+        max_bytes=2**12,  # x alone is 8 kB
     ),
     BadInput("x is bool", "x", TypeError, x=_native(np.array([True, False]))),
     BadInput("x is complex", "x", TypeError, x=_native(np.array([1 + 2j, 3j], np.complex64))),
