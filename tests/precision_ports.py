@@ -21,6 +21,7 @@ from implementations.contract import (
     Params,
     check_features,
     check_seed,
+    check_sizes,
     check_x,
 )
 from implementations.porting.numpy import canonical_params
@@ -193,6 +194,7 @@ class NumpyPort(Implementation):
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> np.ndarray:
         seed, features, x = check_seed(seed), check_features(features), check_x(x)
+        check_sizes(x.shape[0], features)
         return self.forward(canonical_params(seed, x.shape[0], features), x)
 
     def to_numpy(self, array: Any) -> np.ndarray:

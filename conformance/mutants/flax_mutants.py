@@ -19,7 +19,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from implementations import flax_linen
-from implementations.contract import SEED_MAX, SizeLimitError, check_features, check_seed
+from implementations.contract import (
+    SEED_MAX,
+    SizeLimitError,
+    check_features,
+    check_seed,
+    check_sizes,
+)
 from implementations.flax_linen import MLP, FlaxLinen, init_and_apply
 from implementations.porting.jax import checked_x
 
@@ -35,6 +41,7 @@ class CheckpointOffGradPath(FlaxLinen):
 
     def nn_checkpoint_forward(self, seed, x, features):
         seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+        check_sizes(x.shape[0], features)  # one bug each: the size limits hold
         key = jax.random.PRNGKey(seed)
         init = flax_linen.compiled_init(self.initializer, features)
         variables = init(key, jax.lax.stop_gradient(x))
@@ -86,6 +93,7 @@ class _ParamBug(FlaxLinen):
 
     def nn_checkpoint_forward(self, seed, x, features):
         seed, features, x = check_seed(seed), check_features(features), checked_x(x)
+        check_sizes(x.shape[0], features)  # one bug each: the size limits hold
         init = flax_linen.compiled_init(self.initializer, features)
         variables = init(jax.random.PRNGKey(seed), jax.lax.stop_gradient(x))
         bugged = self.to_native(*self.to_canonical(variables))
