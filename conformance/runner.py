@@ -142,7 +142,8 @@ def run_property(
     except (InvalidArgument, FailedHealthCheck):
         raise  # a bug in the suite's own strategies, not in the port
     except DidNotReproduce as error:  # the replayed example passes now (or is of another test)
-        return run.finish("pass", None, f"{DID_NOT_REPRODUCE}: {error}")
+        message = f"{DID_NOT_REPRODUCE}: the replayed example does not fail now ({error})"
+        return run.finish("pass", None, message)
     except _NoCanonical:
         return run.finish("skip", None, "the canonical port is not available")
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared

@@ -73,7 +73,6 @@ BAD = [
     # merge
     (["merge", "{tmp}/a-file", "--out", "{tmp}"], "--out"),
     (["merge", "{tmp}/a-file", "--markdown", "{tmp}/no/x.md"], "--markdown"),
-    (["merge", "{tmp}/missing.json"], "REPORT.json"),
     # vectors
     (["vectors", "check", "--implementation", "nope"], "--implementation"),
     (["vectors", "check", "--implementation", "pytorch", "--vectors", "{tmp}/x.json"], "--vectors"),
@@ -159,6 +158,14 @@ def test_the_flag_wins_over_the_environment(monkeypatch):
     args = cli.parser().parse_args(["run", "--profile", "dev"])
     cli.COMMANDS["run"].validate(args)
     assert args.profile == "dev"
+
+
+def test_a_report_merge_cannot_read_is_one_line_and_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["merge", str(tmp_path / "missing.json"), "--out", str(tmp_path / "m.json")])
+    assert exited.value.code == 2
+    _one_line_naming(capsys, "missing.json: cannot read it", "merge")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_near_miss_says_did_you_mean(capsys, no_work):

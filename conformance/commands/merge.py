@@ -12,6 +12,7 @@ not read).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .. import arguments
 
@@ -20,7 +21,8 @@ HELP = "merge run --json reports into one matrix (terminal, Markdown, JSON)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("reports", nargs="+", type=arguments.existing_file, metavar="REPORT.json")
+    # Read (and refused by name, exit 2) before anything is written: `merge.read`.
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
     parser.add_argument(
         "--markdown",
         type=arguments.writable_file,
