@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             validate(args)
         except arguments.UsageError as error:
-            arguments.usage_exit(f"python -m conformance {args.command}", str(error))
+            words = [args.command, getattr(args, "vectors_command", None)]
+            prog = " ".join(["python -m conformance", *filter(None, words)])
+            arguments.usage_exit(prog, str(error))
     try:
         with _broken_pipes_raise():
             environment.prepare()

@@ -168,6 +168,15 @@ def test_a_report_merge_cannot_read_is_one_line_and_exit_2(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.skipif(not HAS_PROC, reason="needs /proc, where no file can be made")
+def test_the_default_bench_out_is_checked_too(capsys, monkeypatch, no_work):
+    monkeypatch.chdir("/proc")  # bench-out would be made here, after the sweep
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["bench"])
+    assert exited.value.code == 2
+    _one_line_naming(capsys, "--out", "bench")
+
+
 def test_a_near_miss_says_did_you_mean(capsys, no_work):
     with pytest.raises(SystemExit):
         cli.main(["run", "--implementation", "pytorh"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from .. import arguments
 from ..bench import DEFAULTS, FRAMEWORKS
@@ -18,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         type=arguments.writable_directory,
-        default=Path("bench-out"),
+        default="bench-out",  # a string, so that argparse checks it by `type` too
         metavar="DIR",
         help="output directory for bench.json, bench.md, bench.png, made if missing; "
         "files of those names in it are replaced, and a file named DIR is refused "
