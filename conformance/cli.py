@@ -11,15 +11,21 @@ Commands (each in `conformance.commands`, which owns its flags):
 - `merge REPORT.json ...`: many runs' `--json` reports (one per CI job) as
   one matrix, grouped by machine and device; Markdown and JSON too.
 
-Exit codes: 0 success, 1 a check failed, 2 a usage error.
+Exit codes: 0 success, 1 a check failed, 2 a usage error (one line naming
+the flag, before any work: `conformance.arguments`). Output into a closed
+pipe (`... --json | head`) ends quietly, with the exit code of SIGPIPE.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
+from collections.abc import Iterator
 
-from . import environment
+from . import arguments, environment
 from .commands import bench, compare, list_ports, merge, run, vectors
 
 COMMANDS = {
@@ -34,7 +40,7 @@ COMMANDS = {
 
 def parser() -> argparse.ArgumentParser:
     """The whole command line: one subcommand per module of `conformance.commands`."""
-    top = argparse.ArgumentParser(
+    top = arguments.Parser(
         prog="python -m conformance",
         description="Check every port of the nn.checkpoint exercise against the canonical "
         "Flax linen port. With no command, runs the suite.",
@@ -52,5 +58,50 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "run")
     args = parser().parse_args(argv)
-    environment.prepare()
-    return COMMANDS[args.command].run(args)
+    command = COMMANDS[args.command]
+    validate = getattr(command, "validate", None)
+    if validate is not None:
+        try:
+            validate(args)
+        except arguments.UsageError as error:
+            words = [args.command, getattr(args, "vectors_command", None)]
+            prog = " ".join(["python -m conformance", *filter(None, words)])
+            arguments.usage_exit(prog, str(error))
+    try:
+        with _broken_pipes_raise():
+            environment.prepare()
+            code = command.run(args)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+@contextlib.contextmanager
+def _broken_pipes_raise() -> Iterator[None]:
+    """Let rich's consoles raise `BrokenPipeError` too, for `main` to handle.
+
+    rich's own handler (`Console.on_broken_pipe`, meant to be overridden) exits
+    with 1, which means "a check failed" here.
+    """
+    from rich.console import Console
+
+    def on_broken_pipe(console: Console) -> None:
+        console.quiet = True  # print nothing more, and do not retry
+        raise BrokenPipeError
+
+    default = Console.on_broken_pipe
+    Console.on_broken_pipe = on_broken_pipe
+    try:
+        yield
+    finally:
+        Console.on_broken_pipe = default
+
+
+def _closed_pipe() -> int:
+    """The reader went away (`| head`): stop quietly, as a process killed by SIGPIPE would."""
+    # Python would flush stdout again at exit and print the error: point it at /dev/null.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + getattr(signal, "SIGPIPE", 13)  # 141, as a shell reports it

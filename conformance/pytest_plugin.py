@@ -34,7 +34,7 @@ import pytest
 
 import implementations
 
-from . import environment, expectations, profiles
+from . import arguments, environment, expectations, profiles
 from .properties import PROPERTIES
 from .suite import PortReport, PortRun, RunConfig, Supervisor, _captured
 from .worker import Session, Worker
@@ -57,14 +57,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="read expected failures from DIR/<port>.txt")  # fmt: skip
     group.addoption(
         "--conformance-timeout",
-        type=float,
         default=None,
         metavar="SECONDS",
         help="the longest one example may take (default: the profile's)",
     )
     group.addoption(
         "--conformance-examples",
-        type=int,
         default=None,
         metavar="N",
         help="examples per property (default: the profile's)",
@@ -76,8 +74,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# Each option, and the check `conformance.arguments` makes of it, as the CLI does.
+_CHECKS = {
+    "--port": arguments.port_name,
+    "--expectations": arguments.existing_directory,
+    "--conformance-timeout": arguments.positive_seconds,
+    "--conformance-examples": arguments.positive_int,
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    check_options(config)
     environment.prepare()
+
+
+def check_options(config: pytest.Config) -> None:
+    """Every option of the plugin and `$REMAT_PROFILE`, checked before any test runs.
+
+    Each checked value replaces the option's (a number, a Path); a bad one is a
+    `pytest.UsageError` naming the option, in one line.
+    """
+    try:
+        for flag, kind in _CHECKS.items():
+            dest = flag.lstrip("-").replace("-", "_")
+            given = config.getoption(dest)
+            if given is None:
+                continue
+            if isinstance(given, list):
+                checked = [arguments.check(kind, value, flag) for value in given]
+            else:
+                checked = arguments.check(kind, given, flag)
+            setattr(config.option, dest, checked)
+        arguments.profile_from_environment(None)
+    except arguments.UsageError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 # `test_property[<port>-<property key>]`, as pytest_generate_tests names them.

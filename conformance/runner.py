@@ -24,7 +24,7 @@ from typing import Any
 
 from hypothesis import Phase, given, reproduce_failure, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.errors import FailedHealthCheck, InvalidArgument
+from hypothesis.errors import DidNotReproduce, FailedHealthCheck, InvalidArgument
 
 from implementations.contract import Implementation
 
@@ -39,6 +39,8 @@ _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
 #: Every status an outcome can have; the last three fail a run.
 STATUSES = ("pass", "skip", "reference", "xfail", "xpass", "fail", "crashed", "timeout")
 FAILING = frozenset({"fail", "crashed", "timeout"})
+#: How a passing outcome's message starts when `--reproduce` replayed an example that passes now.
+DID_NOT_REPRODUCE = "did not reproduce"
 
 Canonical = Callable[[], Implementation | None]  # the canonical port, loaded when first asked
 
@@ -139,6 +141,9 @@ def run_property(
             run.from_hypothesis(scope, max_examples, shrink, database, reproduce)
     except (InvalidArgument, FailedHealthCheck):
         raise  # a bug in the suite's own strategies, not in the port
+    except DidNotReproduce as error:  # the replayed example passes now (or is of another test)
+        message = f"{DID_NOT_REPRODUCE}: the replayed example does not fail now ({error})"
+        return run.finish("pass", None, message)
     except _NoCanonical:
         return run.finish("skip", None, "the canonical port is not available")
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared

@@ -275,3 +275,23 @@ def test_the_replay_command_replays_the_failing_example_and_writes_nothing_here(
     assert replayed["e_evidence"]["status"] == "fail"
     assert replayed["e_evidence"]["examples"] == 0  # it failed on the first: the replayed one
     assert list(tmp_path.iterdir()) == []  # no .hypothesis/ here
+
+
+def test_a_replay_that_no_longer_fails_says_did_not_reproduce_and_exits_0(
+    suite_run, plugin, tmp_path
+):
+    """The wrong port's failing example, replayed on the right port: a failure since fixed."""
+    _, report = suite_run
+    failed = {o["property"]: o for o in _row(report, "wrong_port")["outcomes"]}["e_evidence"]
+    words = shlex.split(failed["replay"])
+    words[words.index("--implementation") + 1] = "my_port"  # same strategy, a correct port
+
+    done = run_python([*words[1:], "--json"], plugin, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    replayed = {o["property"]: o for o in _row(json.loads(done.stdout), "my_port")["outcomes"]}
+    assert replayed["e_evidence"]["status"] == "pass"
+    assert replayed["e_evidence"]["message"].startswith("did not reproduce")
+
+    done = run_python(words[1:], plugin, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "my_port · e_evidence: did not reproduce" in done.stdout

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
+from .. import arguments
 from ..bench import DEFAULTS, FRAMEWORKS
 from ..bench.measure import Settings
 from ..jsonable import dumps
@@ -16,36 +16,48 @@ HELP = "memory and time against depth, with a plot"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
-        type=Path,
-        default=Path("bench-out"),
-        help="output directory for bench.json, bench.md, bench.png (default: bench-out)",
+        type=arguments.writable_directory,
+        default="bench-out",  # a string, so that argparse checks it by `type` too
+        metavar="DIR",
+        help="output directory for bench.json, bench.md, bench.png, made if missing; "
+        "files of those names in it are replaced, and a file named DIR is refused "
+        "(default: bench-out)",
     )
     parser.add_argument(
         "--depths",
-        type=int,
+        type=arguments.positive_int,
         nargs="+",
         default=None,
         metavar="L",
         help="stack depths to sweep (default: 1 2 4 8 16 32)",
     )
-    parser.add_argument("--batch", type=int, default=None, metavar="B", help="default: 1024")
-    parser.add_argument("--features", type=int, default=None, metavar="F", help="default: 256")
+    parser.add_argument(
+        "--batch", type=arguments.positive_int, default=None, metavar="B", help="default: 1024"
+    )
+    parser.add_argument(
+        "--features", type=arguments.positive_int, default=None, metavar="F", help="default: 256"
+    )
     parser.add_argument(
         "--repeats",
-        type=int,
+        type=arguments.positive_int,
         default=None,
         metavar="N",
         help="interleaved timing repeats per round (default: 11)",
     )
     parser.add_argument(
         "--max-repeats",
-        type=int,
+        type=arguments.positive_int,
         default=None,
         metavar="N",
         help="more rounds until every time ratio's spread is within ±5%%, up to N repeats "
         "(default: 55)",
     )
-    parser.add_argument("--seed", type=int, default=None, help="seed of the data (default: 0)")
+    parser.add_argument(
+        "--seed",
+        type=arguments.seed,
+        default=None,
+        help="seed of the data, from 0 to 2**63 - 1 (default: 0)",
+    )
     parser.add_argument(
         "--framework",
         action="append",
@@ -57,15 +69,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """The sweep's settings: the defaults, overridden by the command line."""
-    repeats = args.repeats or DEFAULTS.repeats
+
+    def given(value, default):  # None: not given (0 cannot pass the flags' types)
+        return default if value is None else value
+
+    repeats = given(args.repeats, DEFAULTS.repeats)
     return Settings(
         depths=tuple(args.depths) if args.depths else DEFAULTS.depths,
-        batch=args.batch or DEFAULTS.batch,
-        features=args.features or DEFAULTS.features,
+        batch=given(args.batch, DEFAULTS.batch),
+        features=given(args.features, DEFAULTS.features),
         repeats=repeats,
-        max_repeats=args.max_repeats or max(DEFAULTS.max_repeats, repeats),
-        seed=DEFAULTS.seed if args.seed is None else args.seed,
+        max_repeats=given(args.max_repeats, max(DEFAULTS.max_repeats, repeats)),
+        seed=given(args.seed, DEFAULTS.seed),
     )
+
+
+def validate(args: argparse.Namespace) -> None:
+    """The flags together: `--max-repeats` cannot be below `--repeats`."""
+    if args.max_repeats is not None:
+        repeats = DEFAULTS.repeats if args.repeats is None else args.repeats
+        if args.max_repeats < repeats:
+            raise arguments.UsageError(
+                f"--max-repeats must be at least --repeats ({repeats}), got {args.max_repeats}"
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,11 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import run as sweep
 
     console = Console(stderr=True)
-    try:
-        settings = settings_from(args)
-    except ValueError as error:
-        console.print(f"error: {error}")
-        return 2
+    settings = settings_from(args)
     frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
     for name, reason in skipped.items():
         console.print(f"[yellow]skip[/] {name}: {reason}")

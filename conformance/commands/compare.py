@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import argparse
 
+from .. import arguments
+
 HELP = "one table: outputs, gradients, residuals, time"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="default: 0")
-    parser.add_argument("--dim", type=int, default=256, metavar="D", help="default: 256")
-    parser.add_argument("--features", type=int, default=256, metavar="F", help="default: 256")
+    parser.add_argument(
+        "--seed", type=arguments.seed, default=0, help="from 0 to 2**63 - 1 (default: 0)"
+    )
+    parser.add_argument(
+        "--dim", type=arguments.positive_int, default=256, metavar="D", help="default: 256"
+    )
+    parser.add_argument(
+        "--features", type=arguments.positive_int, default=256, metavar="F", help="default: 256"
+    )
     parser.add_argument(
         "--implementation",
         action="append",
+        type=arguments.port_name,
         metavar="NAME",
         help="compare only this port (repeatable; the canonical port is always the reference)",
     )
     parser.add_argument(
         "--repeats",
-        type=int,
+        type=arguments.positive_int,
         default=9,
         metavar="N",
         help="interleaved samples per warm timing (default: 9)",
@@ -42,12 +51,6 @@ def run(args: argparse.Namespace) -> int:
     from ..jsonable import dumps
 
     console = Console(stderr=True)
-    registered = implementations.registered()
-    unknown = [n for n in args.implementation or [] if n not in registered]
-    if unknown:
-        known = ", ".join(registered)
-        console.print(f"error: no port named {', '.join(unknown)}; registered: {known}")
-        return 2
     try:
         with console.status("comparing") as status:
             comparison = compare.run(

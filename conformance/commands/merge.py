@@ -3,8 +3,9 @@
 Each report is a `run --json` document (one per CI job, say). The matrix has
 a row per port per report, grouped by machine and device; a port whose
 reports disagree on the same machine and device is marked, never hidden.
-Exit codes: 0 when every report passed; 1 when any report failed; 2 for a
-usage error (a file unreadable, not JSON, or of a schema this version does
+Exit codes: 0 when every report passed; 1 when any report failed (judged
+from its ports' states, outcomes and mutants, never from its "failed"
+flag); 2 for a usage error (a file unreadable, not JSON, or of a schema this version does
 not read).
 """
 
@@ -13,20 +14,29 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import arguments
+
+PROG = "python -m conformance merge"
 HELP = "merge run --json reports into one matrix (terminal, Markdown, JSON)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Read (and refused by name, exit 2) before anything is written: `merge.read`.
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
     parser.add_argument(
         "--markdown",
-        type=Path,
+        type=arguments.writable_file,
         default=None,
         metavar="PATH",
-        help="also write the matrix as Markdown (e.g. for $GITHUB_STEP_SUMMARY)",
+        help="also write the matrix as Markdown (e.g. for $GITHUB_STEP_SUMMARY); "
+        "an existing file is replaced",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, metavar="PATH", help="also write the merged JSON"
+        "--out",
+        type=arguments.writable_file,
+        default=None,
+        metavar="PATH",
+        help="also write the merged JSON; an existing file is replaced",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the merged JSON instead of the matrix"
@@ -34,8 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from rich.console import Console
 
     from .. import merge
@@ -44,16 +52,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         merged = merge.combine(merge.read_all(args.reports))
     except merge.ReportError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        arguments.usage_exit(PROG, str(error))
     try:
         if args.markdown is not None:
             args.markdown.write_text(merge.markdown(merged), encoding="utf-8")
         if args.out is not None:
             args.out.write_text(dumps(merge.to_json(merged)) + "\n", encoding="utf-8")
     except OSError as error:
-        print(f"error: cannot write {error.filename}: {error.strerror}", file=sys.stderr)
-        return 2
+        arguments.usage_exit(PROG, f"cannot write {error.filename}: {error.strerror}")
     if args.json:
         print(dumps(merge.to_json(merged)))
     else:

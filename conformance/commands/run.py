@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TextIO
 
-from .. import profiles
+from .. import arguments, profiles
 
 HELP = "run the suite (the default command)"
 
@@ -22,13 +23,14 @@ HELP = "run the suite (the default command)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile",
-        choices=profiles.PROFILES,
+        type=arguments.profile_name,
         default=None,
-        help=f"Hypothesis profile (default: ${profiles.ENV_VAR} or {profiles.DEFAULT})",
+        help=f"Hypothesis profile: {', '.join(profiles.PROFILES)} "
+        f"(default: ${profiles.ENV_VAR} or {profiles.DEFAULT})",
     )
     parser.add_argument(
         "--examples",
-        type=int,
+        type=arguments.positive_int,
         default=None,
         metavar="N",
         help="examples per property per port (default: the profile's)",
@@ -36,33 +38,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--implementation",
         action="append",
+        type=arguments.port_name,
         metavar="NAME",
         help="check only this port (repeatable)",
     )
     parser.add_argument(
         "--property",
         action="append",
+        type=arguments.property_key,
         metavar="P",
         help="run only this property: its letter (c) or key (c_vjp); repeatable",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     parser.add_argument(
         "--markdown",
-        type=Path,
+        type=arguments.writable_file,
         default=None,
         metavar="PATH",
-        help="also write the matrix as Markdown (as `merge --markdown` does)",
+        help="also write the matrix as Markdown (as `merge --markdown` does); "
+        "an existing file is replaced",
     )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
     parser.add_argument(
         "--jobs",
+        type=arguments.jobs,
         default="auto",
         metavar="N",
         help="worker processes at a time (default: auto, one per core)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=arguments.positive_seconds,
         default=None,
         metavar="SECONDS",
         help="the longest one example (or loading a port) may take before its worker is "
@@ -77,26 +83,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--expectations",
-        type=Path,
+        type=arguments.existing_directory,
         default=None,
         metavar="DIR",
         help="read expected failures from DIR/<port>.txt",
     )
     parser.add_argument(
         "--canonical",
+        type=arguments.port_name,
         default=None,
         metavar="NAME",
         help="the reference port (default: flax_linen)",
     )
     parser.add_argument(
         "--reproduce",
-        default="",
+        type=arguments.replay_blob,
+        default=None,
         metavar="BLOB",
-        help="replay one failing example (the blob a failure's replay command gives)",
+        help="replay one failing example (the blob a failure's replay command gives); "
+        "a replay that passes now says 'did not reproduce'",
     )
 
 
+def validate(args: argparse.Namespace) -> None:
+    """What argparse cannot check alone: `$REMAT_PROFILE` when `--profile` is not given."""
+    args.profile = arguments.profile_from_environment(args.profile)
+
+
 def run(args: argparse.Namespace) -> int:
+    from hypothesis import settings
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -104,44 +119,25 @@ def run(args: argparse.Namespace) -> int:
 
     from ..jsonable import dumps
     from ..mutants import MUTANTS
-    from ..properties import BY_ID, BY_KEY, PROPERTIES
     from ..report import print_report, to_json
     from ..suite import RunConfig, examples_per_property, run_suite
 
     profile = profiles.load(args.profile)
-    registered = implementations.registered()
-    names = args.implementation or list(registered)
+    names = list(dict.fromkeys(args.implementation or implementations.registered()))
     canonical = args.canonical or implementations.CANONICAL
-    unknown = [n for n in [*names, canonical] if n not in registered]
-    if unknown:
-        return _usage(f"no port named {', '.join(unknown)}; registered: {', '.join(registered)}")
-    keys = []
-    for given in args.property or []:
-        prop = BY_ID.get(given) or BY_KEY.get(given)
-        if prop is None:
-            known = ", ".join(p.key for p in PROPERTIES)
-            return _usage(f"no property {given!r}; known: {known} (or their letters)")
-        keys.append(prop.key)
-    if args.markdown is not None and not args.markdown.parent.is_dir():
-        return _usage(f"--markdown: no directory {str(args.markdown.parent)!r} to write into")
-    try:
-        jobs = os.cpu_count() or 1 if args.jobs == "auto" else int(args.jobs)
-    except ValueError:
-        return _usage(f"--jobs must be a number or 'auto', got {args.jobs!r}")
-    from hypothesis import settings
 
     config = RunConfig(
         ports=tuple(names),
         profile=profile,
         max_examples=args.examples if args.examples is not None else settings().max_examples,
-        properties=tuple(keys),
+        properties=tuple(dict.fromkeys(args.property or ())),
         mutants=not args.no_mutants,
-        jobs=max(1, jobs),
+        jobs=args.jobs,
         timeout=args.timeout,
         in_process=args.in_process,
         expectations_dir=args.expectations,
         canonical=canonical,
-        reproduce=args.reproduce,
+        reproduce=args.reproduce or "",
     )
 
     # The report goes to copies of this process's stdout and stderr: a port run
@@ -167,14 +163,32 @@ def run(args: argparse.Namespace) -> int:
 
         report = run_suite(config, progress)
     data = to_json(report)
-    if args.json:
-        out.write(dumps(data) + "\n")
-    else:
-        print_report(report, console)
-    out.flush()
-    if args.markdown is not None and not _write_markdown(data, args.markdown):
+    # Before the report is printed: a reader that closes the pipe early cannot lose it.
+    written = args.markdown is None or _write_markdown(data, args.markdown)
+    try:
+        if args.json:
+            out.write(dumps(data) + "\n")
+        else:
+            print_report(report, console)
+            _say_what_did_not_reproduce(report, console)
+        out.flush()
+    except BrokenPipeError:
+        _to_devnull(out)  # its buffer would raise again when it is closed
+        raise
+    if not written:
         return 2
     return 1 if report.failed else 0
+
+
+def _say_what_did_not_reproduce(report, console) -> None:
+    """A replayed example that passes now: say so (its outcome passed, with this message)."""
+    from ..runner import DID_NOT_REPRODUCE
+
+    for port in report.ports:
+        for outcome in port.outcomes:
+            if outcome.message.startswith(DID_NOT_REPRODUCE):
+                console.print(f"{port.name} · {outcome.property}: ", end="")
+                console.print(outcome.message, markup=False, highlight=False)
 
 
 def _write_markdown(data: dict, path: Path) -> bool:
@@ -185,17 +199,17 @@ def _write_markdown(data: dict, path: Path) -> bool:
     try:
         path.write_text(merge.markdown(merged), encoding="utf-8")
     except OSError as error:
-        _usage(f"cannot write {path}: {error.strerror}")
+        message = f"--markdown: cannot write {path}: {error.strerror}"
+        print(f"python -m conformance run: error: {message}", file=sys.stderr)
         return False
     return True
 
 
+def _to_devnull(stream: TextIO) -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
 def _stream(descriptor: int) -> TextIO:
     return os.fdopen(os.dup(descriptor), "w", buffering=1, encoding="utf-8")
-
-
-def _usage(message: str) -> int:
-    import sys
-
-    print(f"error: {message}", file=sys.stderr)
-    return 2

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from .. import arguments
 
 HELP = "golden vectors: export, or check a port"
 
@@ -11,17 +12,33 @@ HELP = "golden vectors: export, or check a port"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="vectors_command", required=True)
     export = commands.add_parser("export", help="write vectors from the canonical port")
-    export.add_argument("path", type=Path, help="output file stem: PATH.npz and PATH.json")
+    export.add_argument(
+        "path",
+        type=arguments.writable_file,
+        help="output file stem: PATH.npz and PATH.json (existing files are replaced)",
+    )
     check = commands.add_parser("check", help="check a port against vectors alone")
-    check.add_argument("--implementation", required=True, metavar="NAME")
+    check.add_argument("--implementation", required=True, type=arguments.port_name, metavar="NAME")
     check.add_argument(
         "--vectors",
-        type=Path,
+        type=arguments.existing_file,
         default=None,
         metavar="PATH",
         help="the vectors' JSON manifest (default: the committed set)",
     )
     check.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Read `--vectors` before any port loads: a manifest that is not one is a usage error."""
+    if getattr(args, "vectors", None) is None:
+        return
+    from .. import vectors
+
+    try:
+        vectors.load(args.vectors)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise arguments.UsageError(f"--vectors: cannot read {args.vectors}: {error}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..runner import FAILING
 from ..suite import SCHEMA
 
 #: The oldest report schema merge reads (2: ports, outcomes and "failed" as today;
@@ -29,7 +30,20 @@ class Source:
 
     @property
     def failed(self) -> bool:
-        return bool(self.data["failed"])
+        """Judged from what the report holds, never from its own "failed" flag.
+
+        A port failed to load, or crashed or hung while loading; an outcome that
+        fails; a mutant not killed; or the canonical port crashed.
+        """
+        for port in self.ports:
+            if port.get("state", "available") not in ("available", "unavailable"):
+                return True
+            if any(outcome["status"] in FAILING for outcome in port["outcomes"]):
+                return True
+        mutants = self.data.get("mutants") or []
+        if any(m.get("status") not in ("killed", "unavailable") for m in mutants):
+            return True
+        return bool(self.data.get("canonical_failure"))
 
     @property
     def machine(self) -> dict[str, Any]:
@@ -101,10 +115,17 @@ def _check_shape(data: dict[str, Any], path: str) -> None:
         raise ReportError(f"{path}: 'ports' must be a list")
     if not isinstance(data.get("machine", {}), dict):
         raise ReportError(f"{path}: 'machine' must be an object")
+    mutants = data.get("mutants") or []
+    if not isinstance(mutants, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("status"), str) for m in mutants
+    ):
+        raise ReportError(f"{path}: 'mutants' must be null or a list of objects with a 'status'")
     for index, port in enumerate(data["ports"]):
         where = f"{path}: ports[{index}]"
         if not isinstance(port, dict) or not isinstance(port.get("name"), str):
             raise ReportError(f"{where} must be an object with a 'name'")
+        if not isinstance(port.get("state", ""), str):
+            raise ReportError(f"{where} ({port['name']}): 'state' must be a string")
         if not isinstance(port.get("outcomes"), list):
             raise ReportError(f"{where} ({port['name']}): 'outcomes' must be a list")
         for outcome in port["outcomes"]:
