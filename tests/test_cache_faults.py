@@ -18,7 +18,7 @@ import pytest
 from conformance import bank, cachefile, environment, framework_caches, profiles
 from conformance.properties import BY_KEY
 from conformance.runner import run_property
-from tests.helpers import assert_identical, port_or_skip, run_cli
+from tests.helpers import assert_identical, port_or_skip, run_cli, run_python
 
 
 @pytest.fixture(autouse=True)
@@ -281,3 +281,30 @@ def test_an_absolute_xdg_cache_home_is_used(monkeypatch, tmp_path):
     monkeypatch.delenv(environment.ROOT_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert environment.cache_root() == tmp_path / "xdg" / "remat-conformance"
+
+
+def test_turning_a_framework_cache_off_really_stops_it(tmp_path):
+    """In a process of its own: it changes the frameworks' global settings."""
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    script = tmp_path / "turn_off.py"
+    script.write_text(
+        "import os, sys\n"
+        f"os.environ['JAX_COMPILATION_CACHE_DIR'] = {str(tmp_path / 'jax')!r}\n"
+        f"os.environ['TORCHINDUCTOR_CACHE_DIR'] = {str(tmp_path / 'inductor')!r}\n"
+        "import jax, torch._inductor.config\n"
+        "from jax._src import compilation_cache\n"
+        "from torch._inductor.runtime.cache_dir_utils import cache_dir\n"
+        "from conformance import framework_caches\n"
+        "jax.jit(lambda x: x + 1)(1.0)\n"
+        "framework_caches.turn_off('JAX')\n"
+        "assert not jax.config.jax_enable_compilation_cache\n"
+        "assert not compilation_cache.is_cache_used(jax.devices()[0].client)\n"
+        "framework_caches.turn_off('inductor')\n"
+        "assert torch._inductor.config.force_disable_caches\n"
+        f"assert not cache_dir().startswith({str(tmp_path / 'inductor')!r}), cache_dir()\n"
+        "print('ok')\n"
+    )
+    result = run_python([str(script)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
