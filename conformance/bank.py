@@ -20,7 +20,7 @@ canonical port's name and versions and the source of the properties, the
 tolerance model and the precision tier for the references. Nothing stale is
 ever read; delete the directory to reclaim the space.
 
-The files are data, never code (`conformance.cachefile`: `.npz` and JSON,
+The files are data, never code (`conformance.cachefile`: JSON and `.npy`,
 checksummed); one that does not verify is made again. A cache that cannot
 be read or written is run without, with one warning: never a verdict.
 """
@@ -166,7 +166,7 @@ def _kept(path: Path, make: Callable[[], T]) -> T:
 def _read(path: Path, key: str) -> tuple[Any] | None:
     """`(value,)` from the entry at `path`, or None when there is none or it does not verify."""
     try:
-        data = path.read_bytes()
+        data = _contents(path)
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -177,6 +177,19 @@ def _read(path: Path, key: str) -> tuple[Any] | None:
     except cachefile.CacheFileError as error:
         environment.warn(f"cache entry {path} does not verify ({error}): made again")
         return None
+
+
+def _contents(path: Path) -> bytearray:
+    """The file's bytes, read once into a buffer the arrays can view (writable, as before)."""
+    with open(path, "rb") as file:
+        data = bytearray(os.fstat(file.fileno()).st_size)
+        view, done = memoryview(data), 0
+        while done < len(data):
+            count = file.readinto(view[done:])
+            if not count:  # shorter than it was: the checksum will say so
+                break
+            done += count
+    return data
 
 
 def _write(path: Path, key: str, value: Any) -> None:

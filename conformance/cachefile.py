@@ -10,9 +10,12 @@ An entry (`<key>.entry`) is three parts, one after the other:
    (a zip's own CRC misses flips in its headers, and a file of wrong but
    well-formed numbers would be believed);
 2. one line of JSON: the format, the entry's key (a hash of the code and
-   versions that made it, `conformance.bank`) and the encoded value;
-3. an `.npz` of the arrays the value holds (`a0`, `a1`, ...), read with
-   `allow_pickle=False`.
+   versions that made it, `conformance.bank`), the encoded value, and where
+   each of its arrays lies in part 3;
+3. the value's arrays, flattened into one array per dtype, each in numpy's
+   `.npy` format: read with numpy's header parser, an object dtype refused
+   (what `np.load(allow_pickle=False)` does), the data a view of the file's
+   bytes (as fast as the pickles were; an `.npz` was 20-50 times slower).
 
 The encoding is explicit and lossless: floats by their IEEE bits (-0.0,
 subnormals, infinities and NaN payloads survive), ints of any size,
@@ -29,7 +32,6 @@ import hashlib
 import io
 import json
 import struct
-import zipfile
 from collections.abc import Callable
 from typing import Any
 
@@ -164,31 +166,110 @@ def dump(file, key: str, value: Any) -> None:
     """Write `value` to the binary `file` as an entry for `key`."""
     arrays: list[np.ndarray] = []
     structure = encode(value, arrays)
-    meta = json.dumps({"format": FORMAT, "key": key, "value": structure}).encode()
-    archive = io.BytesIO()
-    np.savez(archive, **{f"a{i}": a for i, a in enumerate(arrays)})
-    body = meta + b"\n" + archive.getvalue()
-    file.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    blobs, groups, layout = _grouped(arrays)
+    header = {"format": FORMAT, "key": key, "groups": groups, "arrays": layout}
+    header["value"] = structure
+    chunks = [json.dumps(header).encode(), b"\n", *blobs]
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    file.write(digest.hexdigest().encode() + b"\n")
+    file.writelines(chunks)
 
 
-def load(data: bytes, key: str) -> Any:
-    """The value in an entry's bytes, if they verify and were made for `key`."""
-    digest, _, body = data.partition(b"\n")
-    if hashlib.sha256(body).hexdigest().encode() != digest:
+def load(data: bytes | bytearray, key: str) -> Any:
+    """The value in an entry's bytes, if they verify and were made for `key`.
+
+    The arrays are views of `data` (a bytearray gives writable ones): no copy.
+    """
+    view = memoryview(data)
+    first = data.find(b"\n")
+    if first != 64 or hashlib.sha256(view[65:]).hexdigest().encode() != bytes(view[:64]):
         raise CacheFileError("its checksum does not match its content")
-    meta, _, archive = body.partition(b"\n")
+    second = data.find(b"\n", 65)
     try:
-        header = json.loads(meta)
+        header = json.loads(bytes(view[65:second]))
     except ValueError as error:
         raise CacheFileError(f"its metadata is not JSON: {error}") from error
     if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key:
         raise CacheFileError("it was made by other code (its key or format differs)")
+    region = view[second + 1 :]
+    groups = [_group(region, start) for start in _listed(header.get("groups"))]
+    return decode(header.get("value"), _ungrouped(groups, header.get("arrays")))
+
+
+def _grouped(arrays: list[np.ndarray]) -> tuple[list, list[int], list[list]]:
+    """The arrays as one flat `.npy` per dtype, where each starts, and where each array lies.
+
+    A bank entry holds thousands of small arrays: an `.npz` member each (or
+    even one per dtype, through `zipfile`) made reading it 20-50 times
+    slower than a pickle. The parts are written as they are, uncopied.
+    """
+    parts: dict[str, list[np.ndarray]] = {}
+    sizes: dict[str, int] = {}
+    layout = []
+    for array in arrays:
+        code = array.dtype.str
+        if code not in parts:
+            parts[code], sizes[code] = [], 0
+        layout.append([list(parts).index(code), sizes[code], list(array.shape)])
+        parts[code].append(np.ascontiguousarray(array).reshape(-1))
+        sizes[code] += array.size
+    blobs: list = []
+    starts, position = [], 0
+    for code, group in parts.items():
+        header = io.BytesIO()
+        fields = {"descr": np.lib.format.dtype_to_descr(np.dtype(code))}
+        fields |= {"fortran_order": False, "shape": (sizes[code],)}
+        np.lib.format.write_array_header_1_0(header, fields)
+        starts.append(position)
+        for blob in (header.getvalue(), *(part.data for part in group)):
+            blobs.append(blob)
+            position += blob.nbytes if isinstance(blob, memoryview) else len(blob)
+    return blobs, starts, layout
+
+
+def _listed(value: Any) -> list:
+    if not isinstance(value, list):
+        raise CacheFileError(f"expected a list in the file's header, got {type(value).__name__}")
+    return value
+
+
+def _group(region: memoryview, start: Any) -> np.ndarray:
+    """The 1-D array whose `.npy` starts at `start`: numpy's header, object dtypes refused
+    (as `np.load(allow_pickle=False)` does), the data a view of `region`."""
     try:
-        with np.load(io.BytesIO(archive), allow_pickle=False) as found:
-            arrays = [found[f"a{i}"] for i in range(len(found.files))]
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        raise CacheFileError(f"its arrays do not read ({type(error).__name__}: {error})") from error
-    return decode(header.get("value"), arrays)
+        head = io.BytesIO(bytes(region[start : start + 4096]))
+        version = np.lib.format.read_magic(head)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0}.get(version)
+        if read_header is None:
+            raise CacheFileError(f"an .npy of version {version}")
+        shape, fortran, dtype = read_header(head)
+        if dtype.hasobject or fortran or len(shape) != 1:
+            raise CacheFileError(f"an array of dtype {dtype}, shape {shape} is not data")
+        offset = start + head.tell()
+        if offset + shape[0] * dtype.itemsize > region.nbytes:
+            raise CacheFileError("an array past the end of the file")
+        return np.frombuffer(region, dtype, shape[0], offset)
+    except CacheFileError:
+        raise
+    except (TypeError, ValueError, IndexError, OSError, SyntaxError) as error:
+        raise CacheFileError(f"an unreadable array ({type(error).__name__}: {error})") from error
+
+
+def _ungrouped(groups: list[np.ndarray], layout: Any) -> list[np.ndarray]:
+    arrays = []
+    try:
+        for group, offset, shape in _listed(layout):
+            size = int(np.prod(shape, dtype=np.int64))
+            if not 0 <= offset <= groups[group].size - size:
+                raise CacheFileError(f"an array past the end of its group {group}")
+            arrays.append(groups[group][offset : offset + size].reshape(shape))
+    except CacheFileError:
+        raise
+    except (TypeError, ValueError, IndexError) as error:
+        raise CacheFileError(f"malformed array layout: {error}") from error
+    return arrays
 
 
 def _checksum(meta: bytes, arrays: list[np.ndarray]) -> str:

@@ -142,15 +142,18 @@ def test_a_value_the_format_cannot_hold_is_refused_not_stored():
             cachefile.dump(io.BytesIO(), "k", value)
 
 
-def forged(structure, key="k", arrays=()) -> bytes:
-    """An entry with a valid checksum around any structure (what an attacker can write)."""
+def forged(structure, key="k", groups=(), layout=()) -> bytes:
+    """An entry with a valid checksum around anything (what an attacker can write):
+    `groups` saved with `np.save`, which pickles an object array after its header."""
     import hashlib
     import json
 
-    archive = io.BytesIO()
-    np.savez(archive, **{f"a{i}": a for i, a in enumerate(arrays)})
-    meta = json.dumps({"format": cachefile.FORMAT, "key": key, "value": structure}).encode()
-    body = meta + b"\n" + archive.getvalue()
+    region, starts = io.BytesIO(), []
+    for group in groups:
+        starts.append(region.tell())
+        np.save(region, group, allow_pickle=True)
+    header = {"format": cachefile.FORMAT, "key": key, "groups": starts, "arrays": list(layout)}
+    body = json.dumps(header | {"value": structure}).encode() + b"\n" + region.getvalue()
     return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
@@ -166,7 +169,14 @@ def test_a_forged_entry_builds_no_class_outside_the_list(tmp_path):
     ):
         with pytest.raises(cachefile.CacheFileError):
             cachefile.load(forged(structure), "k")
+    for layout in ([[0, 2, [2]]], [[1, 0, [1]]], [[0, -1, [1]]], [["0", 0, [1]]], {"a": 1}):
+        group = [np.arange(3, dtype=np.float32)]
+        with pytest.raises(cachefile.CacheFileError):
+            cachefile.load(forged({"array": 0}, "k", group, layout), "k")
     assert not marker.exists()
+    # The forgeries above fail for what they hold: a well-formed one loads.
+    good = forged({"array": 0}, "k", [np.arange(3, dtype=np.float32)], [[0, 0, [3]]])
+    assert_identical(cachefile.load(good, "k"), np.arange(3, dtype=np.float32))
 
 
 def test_an_entry_for_another_key_is_not_believed():
@@ -216,16 +226,16 @@ def test_the_payload_does_run_when_unpickled(tmp_path):
     assert marker.exists()
 
 
-@pytest.mark.parametrize("form", ["raw pickle", "pickle in the npz", "old .pickle file"])
+@pytest.mark.parametrize("form", ["raw pickle", "pickle in an .npy", "old .pickle file"])
 def test_a_planted_pickle_runs_no_code_and_is_replaced(tmp_path, warnings, form):
     marker = tmp_path / "ran"
     cases, path = the_entry()
     key = path.stem
     if form == "raw pickle":
         path.write_bytes(pickle.dumps(Payload(marker)))
-    elif form == "pickle in the npz":  # a valid checksum, the pickle inside an object array
-        arrays = [np.array([Payload(marker)], dtype=object)]
-        path.write_bytes(forged({"array": 0}, key, arrays))
+    elif form == "pickle in an .npy":  # a valid checksum, the pickle inside an object array
+        groups = [np.array([Payload(marker)], dtype=object)]
+        path.write_bytes(forged({"array": 0}, key, groups, [[0, 0, [1]]]))
     else:
         path.unlink()
         path.with_suffix(".pickle").write_bytes(pickle.dumps(Payload(marker)))
