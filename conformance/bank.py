@@ -19,6 +19,10 @@ Hypothesis and numpy and the source of the strategies for the cases; the
 canonical port's name and versions and the source of the properties, the
 tolerance model and the precision tier for the references. Nothing stale is
 ever read; delete the directory to reclaim the space.
+
+The files are data, never code (`conformance.cachefile`: JSON and `.npy`,
+checksummed); one that does not verify is made again. A cache that cannot
+be read or written is run without, with one warning: never a verdict.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import pickle
 import platform
 import tempfile
 from collections.abc import Callable, Iterator
@@ -38,7 +41,7 @@ from hypothesis import given, settings
 
 from implementations.contract import Implementation
 
-from . import environment
+from . import cachefile, environment
 from .properties import Property
 from .strategies import describe
 
@@ -88,7 +91,7 @@ def cases(prop: Property, scope: str, max_examples: int | None) -> list[Any]:
             settings(max_examples=count, database=None)(given(prop.strategy(scope))(example))()
         return drawn
 
-    return _kept(environment.cache_root() / "examples" / f"{key}.pickle", draw)
+    return _kept(environment.cache_root() / "examples" / f"{key}.entry", draw)
 
 
 def references(
@@ -114,7 +117,7 @@ def references(
         identity_key,
         platform.machine(),
         os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", ""),
-        pickle.dumps(case_list),
+        cachefile.fingerprint(case_list),
     )
 
     def prepare() -> list[Any]:
@@ -126,7 +129,7 @@ def references(
             made.append(make(prop, reference_port, case))
         return made
 
-    return _kept(environment.cache_root() / "references" / f"{key}.pickle", prepare)
+    return _kept(environment.cache_root() / "references" / f"{key}.entry", prepare)
 
 
 def canonical_identity(port: Implementation) -> tuple:
@@ -135,30 +138,81 @@ def canonical_identity(port: Implementation) -> tuple:
 
 
 def _kept(path: Path, make: Callable[[], T]) -> T:
-    """The value pickled at `path`, or `make()`'s, written there first (once, under a lock)."""
-    found = _read(path)
+    """The value kept at `path`, or `make()`'s, written there first (once, under a lock).
+
+    The cache is never a verdict: a file that does not verify is made again,
+    and a cache that cannot be read or written is done without (one warning
+    each); only `make()`'s own errors reach the caller.
+    """
+    key = path.stem
+    found = _read(path, key)
     if found is not None:
         return found[0]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.with_suffix(".lock")):
-        found = _read(path)  # another worker may have made it meanwhile
+    with contextlib.ExitStack() as stack:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(_locked(path.with_name(f"{key}.lock")))
+        except OSError as error:
+            _unusable(path, "cannot be written", error)
+            return make()
+        found = _read(path, key)  # another worker may have made it meanwhile
         if found is not None:
             return found[0]
         value = make()
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
-            pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(file.name, path)  # readers see the whole file or none
+        _write(path, key, value)
     return value
 
 
-def _read(path: Path) -> tuple[Any] | None:
+def _read(path: Path, key: str) -> tuple[Any] | None:
+    """`(value,)` from the entry at `path`, or None when there is none or it does not verify."""
     try:
-        with open(path, "rb") as file:
-            return (pickle.load(file),)
+        data = _contents(path)
     except FileNotFoundError:
         return None
-    except Exception:  # a truncated or foreign file: make it again
+    except OSError as error:
+        _unusable(path, "cannot be read", error)
         return None
+    try:
+        return (cachefile.load(data, key),)
+    except cachefile.CacheFileError as error:
+        environment.warn(f"cache entry {path} does not verify ({error}): made again")
+        return None
+
+
+def _contents(path: Path) -> bytearray:
+    """The file's bytes, read once into a buffer the arrays can view (writable, as before)."""
+    with open(path, "rb") as file:
+        data = bytearray(os.fstat(file.fileno()).st_size)
+        view, done = memoryview(data), 0
+        while done < len(data):
+            count = file.readinto(view[done:])
+            if not count:  # shorter than it was: the checksum will say so
+                break
+            done += count
+    return data
+
+
+def _write(path: Path, key: str, value: Any) -> None:
+    """Write the entry whole (readers see all of it or none), or warn and keep no file."""
+    temporary = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as file:
+            temporary = file.name
+            cachefile.dump(file, key, value)
+        os.replace(temporary, path)
+        temporary = None
+    except cachefile.CacheFileError as error:
+        environment.warn(f"cannot keep {path.parent.name} in the cache: {error}")
+    except OSError as error:
+        _unusable(path, "cannot be written", error)
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def _unusable(path: Path, what: str, error: OSError) -> None:
+    environment.unusable(path, what, error)
 
 
 @contextlib.contextmanager

@@ -6,9 +6,12 @@
   its switch once); each port also pins its own framework when it loads
   (`Implementation.pin_matmul_precision`). On the CPU nothing changes.
 - **One cache directory** for everything the suite keeps between runs:
-  `$REMAT_CACHE`, else `$XDG_CACHE_HOME/remat-conformance`, else
-  `~/.cache/remat-conformance`. `REMAT_CACHE=off` keeps nothing (a fresh
-  temporary directory per process).
+  `$REMAT_CACHE`, else `$XDG_CACHE_HOME/remat-conformance` (when absolute:
+  the XDG spec says to ignore a relative one), else `~/.cache/remat-conformance`.
+  `REMAT_CACHE=off` keeps nothing: one temporary directory for the run,
+  shared with its workers and removed when the process that made it exits.
+  A part of the cache that cannot be used (unwritable, not a directory) is
+  done without, with one warning line; it never decides a verdict.
   - `jax/`: JAX's persistent compilation cache. Every new shape costs each
     JAX port about a second of XLA compiling; the cache keeps compiled code,
     so a second run, and every worker process of a run, reuses it.
@@ -27,14 +30,51 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 CACHE_ENV = "REMAT_JAX_CACHE"
 ROOT_ENV = "REMAT_CACHE"
 TORCH_CACHE_ENV = "REMAT_TORCH_CACHE"
 _OFF = ("off", "0", "no", "false")
+# The run's temporary cache when REMAT_CACHE=off, handed from the parent to its workers.
+SCRATCH_ENV = "REMAT_SCRATCH_CACHE"
+
+_WARNED: set[str] = set()
+_WARNING_SINKS: list[Callable[[str, str], None]] = []
+
+
+def warn(text: str, once: str | None = None) -> None:
+    """Say one line about the cache, once per process for each `once` key (default: the text).
+
+    It goes to stderr, or to the sink a worker installs (its parent says it).
+    """
+    key = text if once is None else once
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    if _WARNING_SINKS:
+        _WARNING_SINKS[-1](text, key)
+    else:
+        print(f"remat-conformance: warning: {text}", file=sys.stderr, flush=True)
+
+
+def send_warnings_to(sink: Callable[[str, str], None]) -> None:
+    """Hand this process's warnings, `(text, key)`, to `sink` (a worker's go to its parent)."""
+    _WARNING_SINKS.append(sink)
+
+
+def unusable(path: Path, what: str, error: OSError) -> None:
+    """Warn that the cache at `path` `what` (cannot be read, written): one line per cache root."""
+    root = cache_root()
+    key = f"cache {root}" if root == path or root in path.parents else f"cache {path}"
+    reason = error.strerror or type(error).__name__
+    warn(f"the cache at {path} {what} ({reason}): the run goes on without it", once=key)
 
 
 def cache_root() -> Path:
@@ -44,7 +84,9 @@ def cache_root() -> Path:
         return Path(_scratch())
     if setting:
         return Path(setting)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, empty or relative: the spec says ignore it
+        base = Path.home() / ".cache"
     return Path(base) / "remat-conformance"
 
 
@@ -52,10 +94,36 @@ _SCRATCH: list[str] = []
 
 
 def _scratch() -> str:
-    # One temporary directory per process, made on first use, when caching is off.
+    """The run's temporary cache: the parent's, inherited, or made here (and removed at exit)."""
     if not _SCRATCH:
-        _SCRATCH.append(tempfile.mkdtemp(prefix="remat-conformance-"))
+        inherited = os.environ.get(SCRATCH_ENV, "")
+        if inherited and os.path.isdir(inherited):
+            _SCRATCH.append(inherited)  # the process that made it removes it
+        else:
+            made = tempfile.mkdtemp(prefix="remat-conformance-")
+            _SCRATCH.append(made)
+            os.environ[SCRATCH_ENV] = made  # workers spawned from here share it
+            atexit.register(_remove_scratch, made)
     return _SCRATCH[0]
+
+
+def _remove_scratch(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if os.environ.get(SCRATCH_ENV) == path:
+        del os.environ[SCRATCH_ENV]
+    if path in _SCRATCH:
+        _SCRATCH.clear()
+
+
+def usable(directory: Path) -> OSError | None:
+    """None if files can be made in `directory` (made if missing), else why not."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
+            pass
+    except OSError as error:
+        return error
+    return None
 
 
 def _cache_dir(variable: str, name: str) -> Path | None:
@@ -65,6 +133,17 @@ def _cache_dir(variable: str, name: str) -> Path | None:
     if setting:
         return Path(setting)
     return cache_root() / name
+
+
+def _usable_or_warn(directory: Path | None, what: str) -> Path | None:
+    """`directory`, or None (with one warning) when it cannot be written."""
+    if directory is None:
+        return None
+    error = usable(directory)
+    if error is None:
+        return directory
+    unusable(directory, f"({what}) cannot be written", error)
+    return None
 
 
 def jax_cache_dir() -> Path | None:
@@ -115,19 +194,22 @@ def prepare() -> None:
     os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
     os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
     os.environ.setdefault("MLX_ENABLE_TF32", "0")  # read once, at MLX's first matmul
-    cache = jax_cache_dir()
+    cache = _usable_or_warn(jax_cache_dir(), "JAX's compilation")
     if cache is not None:
         os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache))
         # Cache every compile: the suite's are many and each is short.
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-    torch_cache = torch_cache_dir()
+    torch_cache = _usable_or_warn(torch_cache_dir(), "inductor's")
     if torch_cache is None:
         os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
     else:
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(torch_cache))
     # Worker processes inherit the variable, so they all use the same storage.
-    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(hypothesis_dir()))
+    if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+        storage = _usable_or_warn(hypothesis_dir(), "Hypothesis's")
+        storage = storage or Path(_scratch()) / "hypothesis"  # it must write somewhere
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(storage)
     from hypothesis import configuration
 
     configuration.set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])

@@ -28,7 +28,7 @@ from hypothesis.errors import DidNotReproduce, FailedHealthCheck, InvalidArgumen
 
 from implementations.contract import Implementation
 
-from . import bank
+from . import bank, framework_caches
 from .checks import ConformanceError
 from .properties import Property
 from .strategies import describe, shape_key
@@ -110,6 +110,11 @@ def run_property(
 ) -> Outcome:
     """Run one property on one port; never raises for a failing port.
 
+    A failure whose error names a file in a framework's compilation cache
+    (`framework_caches`) is run again once with that cache off: the port
+    fails only if it fails again, and the outcome's message says which
+    cache was at fault.
+
     **Arguments:**
 
     - `canonical`: returns the canonical port (None when it cannot load);
@@ -129,6 +134,33 @@ def run_property(
       rerun tries the last failing example first; None keeps none.
     - `reproduce`: a blob from an earlier failure, to replay that example only.
     """
+    arguments = dict(
+        max_examples=max_examples, scope=scope, on_example=on_example, on_prepare=on_prepare,
+        canonical_identity=canonical_identity, shrink=shrink, database=database,
+        reproduce=reproduce,
+    )  # fmt: skip
+    outcome, error = _run_property(prop, port, canonical, **arguments)
+    blamed = framework_caches.blamed(error) if error is not None else None
+    if blamed is None:
+        return outcome
+    name, directory = blamed
+    framework_caches.turn_off(name)
+    again, _ = _run_property(prop, port, canonical, **arguments)
+    note = (
+        f"(the first attempt failed on a file in {name}'s compilation cache {directory}; "
+        f"run again with that cache off, it {'failed again' if again.failed else 'passed'}"
+        f"{'' if again.failed else ': the cache was at fault, not the port'}"
+        f"{'' if again.failed else f'. The first failure: {outcome.message}'})"
+    )
+    again.message = f"{again.message}\n{note}" if again.message else note
+    return again
+
+
+def _run_property(
+    prop: Property, port: Implementation, canonical: Canonical, *, max_examples, scope,
+    on_example, on_prepare, canonical_identity, shrink, database, reproduce,
+) -> tuple[Outcome, BaseException | None]:  # fmt: skip
+    """`run_property` without the cache retry: the outcome, and the port's error if it failed."""
     run = _Run(prop, port, canonical, on_example, on_prepare)
     run.canonical_identity = canonical_identity
     try:
@@ -145,9 +177,9 @@ def run_property(
         message = f"{DID_NOT_REPRODUCE}: the replayed example does not fail now ({error})"
         return run.finish("pass", None, message)
     except _NoCanonical:
-        return run.finish("skip", None, "the canonical port is not available")
+        return run.finish("skip", None, "the canonical port is not available"), None
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared
-        return run.finish("fail", error.__cause__, str(error))
+        return run.finish("fail", error.__cause__, str(error)), error
     except Exception as error:  # a ConformanceError, or the port raised: a failure
         if isinstance(error, ConformanceError):
             failure = run.finish("fail", error, f"{error}")
@@ -155,20 +187,21 @@ def run_property(
             message = f"[{port.name}] raised {type(error).__name__}: {error}"
             failure = run.finish("fail", error, message)
         if not (run.banked and shrink):
-            return failure
+            return failure, error
         # Hypothesis draws the same cases again, reaches this failure, and shrinks it.
-        shrunk = run_property(
+        shrunk, shrunk_error = _run_property(
             prop, port, canonical, max_examples=max_examples, scope=scope,
-            on_example=on_example, on_prepare=on_prepare, shrink=True, reproduce=_NOT_BANKED,
+            on_example=on_example, on_prepare=on_prepare, canonical_identity=None,
+            shrink=True, database=None, reproduce=_NOT_BANKED,
         )  # fmt: skip
         if shrunk.status == "fail":
-            return shrunk
+            return shrunk, shrunk_error
         failure.message += (
             "\n(Hypothesis did not meet this failure again when it drew the same examples "
             "to shrink it: the port gives different answers to the same call)"
         )
-        return failure
-    return run.finish("pass", None, "")
+        return failure, error
+    return run.finish("pass", None, ""), None
 
 
 # Passed as `reproduce` to take the Hypothesis path without replaying a blob.

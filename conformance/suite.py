@@ -232,6 +232,8 @@ class Supervisor:
             self._record_outcome(run, message[1])
         elif kind == "mutant":
             self._record_mutant(run, message[1])
+        elif kind == "warning":  # every worker meets the same cache: said once
+            environment.warn(message[1], once=message[2])
         elif kind == "idle":
             run.current = None
             if not run.remaining:

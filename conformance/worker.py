@@ -19,7 +19,8 @@ child to parent:
 - `("call", side, method)`: a contract method of the port or the canonical
   port is about to run;
 - `("outcome", Outcome)`, `("mutant", MutantResult)`: one finished;
-- `("idle",)`: the request is done.
+- `("idle",)`: the request is done;
+- `("warning", text, key)`: a line about the cache (the parent says it, once per key).
 
 Requests, parent to child: `("run", properties, mutants, canonical_failure)`
 and `("stop",)`.
@@ -200,6 +201,7 @@ def _announced(implementation: Implementation | None, side: str, emit: Emit):
 def serve(port_name: str | None, settings: Settings, connection, output: str) -> None:
     """A worker's main loop: load the port, then run requests until told to stop."""
     capture_output(output)
+    environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
     if settings.threads is not None:
         environment.limit_threads(settings.threads)
     environment.prepare()

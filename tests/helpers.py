@@ -142,3 +142,33 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         timeout=600,
         env=env,
     )
+
+
+def assert_identical(a, b, where: str = "value") -> None:
+    """`a` and `b` are the same value, type by type: arrays of the same dtype, shape and bits,
+    floats of the same bits (-0.0 and NaN included), dataclasses field by field."""
+    import dataclasses
+    import struct
+
+    assert type(a) is type(b), f"{where}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, np.ndarray | np.generic):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype, f"{where}: {a.dtype} != {b.dtype}"
+        assert a.shape == b.shape, f"{where}: {a.shape} != {b.shape}"
+        assert a.tobytes() == b.tobytes(), f"{where}: the bits differ"
+    elif isinstance(a, float):
+        assert struct.pack("<d", a) == struct.pack("<d", b), f"{where}: {a!r} != {b!r}"
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), f"{where}: lengths {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_identical(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), f"{where}: keys {list(a)} != {list(b)}"
+        for key in a:
+            assert_identical(a[key], b[key], f"{where}[{key!r}]")
+    elif dataclasses.is_dataclass(a):
+        for field in dataclasses.fields(a):
+            name = field.name
+            assert_identical(getattr(a, name), getattr(b, name), f"{where}.{name}")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from conformance import bank, environment, profiles
 from conformance.properties import BY_ID
 from conformance.runner import run_property
-from tests.helpers import port_or_skip
+from tests.helpers import assert_identical, port_or_skip
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +27,7 @@ def test_the_bank_holds_what_a_derandomized_run_draws():
     seen = []
     with bank.handing_to(seen.append):
         settings(max_examples=12, database=None)(given(prop.strategy("small"))(bank.example))()
-    assert pickle.dumps(drawn) == pickle.dumps(seen)
+    assert_identical(drawn, seen)
     assert len({pickle.dumps(case) for case in drawn}) > 6  # real variety, not one case
 
 
@@ -35,7 +35,7 @@ def test_a_second_call_reads_the_file_and_draws_nothing(monkeypatch):
     prop = BY_ID["f"]
     first = bank.cases(prop, "small", 5)
     monkeypatch.setattr(bank, "given", lambda *a, **k: pytest.fail("drew again"))
-    assert pickle.dumps(bank.cases(prop, "small", 5)) == pickle.dumps(first)
+    assert_identical(bank.cases(prop, "small", 5), first)
 
 
 def test_references_are_made_once_and_kept_per_canonical_port():
@@ -59,7 +59,7 @@ def test_references_are_made_once_and_kept_per_canonical_port():
     first = bank.references(prop, cases, Reference, make)
     again = bank.references(prop, cases, Reference, make)
     assert len(calls) == 3  # made once, read back the second time
-    assert pickle.dumps(first) == pickle.dumps(again)
+    assert_identical(first, again)
     Reference.name = "another_reference"
     bank.references(prop, cases, Reference, make)
     assert len(calls) == 6  # another canonical port: made again
