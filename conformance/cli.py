@@ -11,7 +11,9 @@ Commands (each in `conformance.commands`, which owns its flags):
 - `merge REPORT.json ...`: many runs' `--json` reports (one per CI job) as
   one matrix, grouped by machine and device; Markdown and JSON too.
 
-Exit codes: 0 success, 1 a check failed, 2 a usage error.
+Exit codes: 0 success, 1 a check failed, 2 a usage error; 130 and 143 when
+SIGINT or SIGTERM stopped it (every worker process stopped, no traceback;
+`run --json` still prints its one document, marked `"interrupted": true`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import environment
+from . import environment, interrupts, processes
 from .commands import bench, compare, list_ports, merge, run, vectors
 
 COMMANDS = {
@@ -51,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "run")
-    args = parser().parse_args(argv)
-    environment.prepare()
-    return COMMANDS[args.command].run(args)
+    with interrupts.handled():
+        try:
+            args = parser().parse_args(argv)
+            environment.prepare()
+            # A signal whose exception a library swallowed still decides the exit code.
+            return interrupts.exit_code(COMMANDS[args.command].run(args))
+        except interrupts.Interrupted as stop:  # not inside a run's supervisor: stop here
+            processes.kill_children()
+            print(f"{stop}: stopped", file=sys.stderr)
+            return stop.exit_code

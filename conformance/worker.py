@@ -41,7 +41,7 @@ from typing import Any
 import implementations
 from implementations import Implementation, PortUnavailable
 
-from . import bank, devices, environment, profiles
+from . import bank, devices, environment, processes, profiles
 from .mutation import MUTANT_EXAMPLES, run_mutants
 from .properties import BY_KEY
 from .runner import Outcome, run_property
@@ -199,6 +199,10 @@ def _announced(implementation: Implementation | None, side: str, emit: Emit):
 
 def serve(port_name: str | None, settings: Settings, connection, output: str) -> None:
     """A worker's main loop: load the port, then run requests until told to stop."""
+    # Its own process group (what the port starts joins it, and the parent ends it whole);
+    # a terminal's Ctrl-C reaches the parent only, which stops the workers itself.
+    processes.lead_own_group()
+    processes.watch_parent()
     capture_output(output)
     if settings.threads is not None:
         environment.limit_threads(settings.threads)
@@ -280,16 +284,21 @@ class Worker:
         return f"exit code {code}"
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=10)
+        """SIGKILL the worker and every process of its group (what the port started)."""
+        processes.kill_tree(self.process)
 
     def stop(self) -> None:
-        """Ask the worker to finish, and make sure it does."""
+        """Ask the worker to finish, and make sure it does, with whatever it started."""
         self.send(("stop",))
-        self.process.join(timeout=10)
-        self.kill()
+        processes.end_group(self.process, grace=10)
         self._connection.close()
+
+    def work(self) -> tuple[float, int] | None:
+        """CPU seconds used and bytes read so far by the worker and its process group
+        (None: this system cannot tell)."""
+        if not self.process.is_alive():
+            return None
+        return processes.group_work(self.process.pid)
 
 
 def tail(path: Path, lines: int = 15, limit: int = 65536) -> str:

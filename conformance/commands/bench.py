@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from .. import interrupts
 from ..bench import DEFAULTS, FRAMEWORKS
 from ..bench.measure import Settings
 from ..jsonable import dumps
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"error: {error}")
         return 2
     frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
+    interrupts.check()  # a signal during an import may have been taken for a missing framework
     for name, reason in skipped.items():
         console.print(f"[yellow]skip[/] {name}: {reason}")
     report = BenchReport(settings, skipped=skipped)
@@ -109,8 +111,11 @@ def run(args: argparse.Namespace) -> int:
         report.results = sweep(
             settings,
             frameworks,
-            progress=lambda description, advance: bar.update(
-                task, advance=advance, **({"description": description} if description else {})
+            progress=lambda description, advance: (
+                interrupts.check(),  # a framework's import may have swallowed a signal
+                bar.update(
+                    task, advance=advance, **({"description": description} if description else {})
+                ),
             ),
         )
     report.seconds = time.perf_counter() - started
