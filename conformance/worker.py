@@ -23,6 +23,21 @@ child to parent:
 
 Requests, parent to child: `("run", properties, mutants, canonical_failure)`
 and `("stop",)`.
+
+**Hangs, and slow compiles.** The parent stops a worker that makes no
+progress for the timeout. The messages above are progress, but a first
+compile (inductor's took minutes with two cold runs at once) sends none
+while it runs. A heartbeat thread would not tell it from a hang: a port
+asleep forever would send heartbeats too. So the parent also reads what
+the worker's processes did (`processes.group_work`: CPU seconds and bytes
+read, from the kernel, which the port cannot fake): a compile computes,
+an import from a cold disk reads, and a hang that sleeps or waits does
+neither, so it is still stopped at the timeout. A hang that computes (a
+loop that never ends) is stopped at `suite.BUSY_LIMIT` timeouts. That is
+why the worker leads a process group of its own: what it starts (the
+C++ compiler, inductor's compile workers) is counted with it, and is
+stopped with it (`Worker.kill`), or when the parent dies
+(`processes.watch_parent`).
 """
 
 from __future__ import annotations
