@@ -12,8 +12,11 @@ Commands (each in `conformance.commands`, which owns its flags):
   one matrix, grouped by machine and device; Markdown and JSON too.
 
 Exit codes: 0 success, 1 a check failed, 2 a usage error (one line naming
-the flag, before any work: `conformance.arguments`). Output into a closed
-pipe (`... --json | head`) ends quietly, with the exit code of SIGPIPE.
+the flag, before any work: `conformance.arguments`); 130 and 143 when SIGINT
+or SIGTERM stopped it (every worker process stopped, no traceback; `run
+--json` still prints its one document, marked `"interrupted": true`). Output
+into a closed pipe (`... --json | head`) ends quietly, with the exit code of
+SIGPIPE.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import signal
 import sys
 from collections.abc import Iterator
 
-from . import arguments, environment
+from . import arguments, environment, interrupts, processes
 from .commands import bench, compare, list_ports, merge, run, vectors
 
 COMMANDS = {
@@ -57,24 +60,31 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "run")
-    args = parser().parse_args(argv)
-    command = COMMANDS[args.command]
-    validate = getattr(command, "validate", None)
-    if validate is not None:
+    with interrupts.handled():
         try:
-            validate(args)
-        except arguments.UsageError as error:
-            words = [args.command, getattr(args, "vectors_command", None)]
-            prog = " ".join(["python -m conformance", *filter(None, words)])
-            arguments.usage_exit(prog, str(error))
-    try:
-        with _broken_pipes_raise():
-            environment.prepare()
-            code = command.run(args)
-            sys.stdout.flush()  # a closed pipe shows here, not at exit
-        return code
-    except BrokenPipeError:
-        return _closed_pipe()
+            args = parser().parse_args(argv)
+            command = COMMANDS[args.command]
+            validate = getattr(command, "validate", None)
+            if validate is not None:
+                try:
+                    validate(args)
+                except arguments.UsageError as error:
+                    words = [args.command, getattr(args, "vectors_command", None)]
+                    prog = " ".join(["python -m conformance", *filter(None, words)])
+                    arguments.usage_exit(prog, str(error))
+            try:
+                with _broken_pipes_raise():
+                    environment.prepare()
+                    # A signal whose exception a library swallowed still decides the exit code.
+                    code = interrupts.exit_code(command.run(args))
+                    sys.stdout.flush()  # a closed pipe shows here, not at exit
+                return code
+            except BrokenPipeError:
+                return _closed_pipe()
+        except interrupts.Interrupted as stop:  # not inside a run's supervisor: stop here
+            processes.kill_children()
+            print(f"{stop}: stopped", file=sys.stderr)
+            return stop.exit_code
 
 
 @contextlib.contextmanager

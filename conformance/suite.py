@@ -10,7 +10,14 @@ framework it needs. The parent follows every worker message by message:
   last lines the port printed; the rest of that port's work goes on in a
   fresh worker;
 - a worker that makes **no progress** for `timeout` seconds (one example,
-  or loading the port) is killed, and the same is reported as "timeout";
+  or loading the port) is killed, and the same is reported as "timeout".
+  Progress is a message, or CPU time used (or bytes read) by the worker's
+  processes: a first compile under load sends no message for minutes but
+  computes, and a hang does neither. Computing without a message is allowed up to
+  `BUSY_LIMIT` times the timeout (a loop that never ends computes too);
+  see `Supervisor.hung`;
+- **SIGINT or SIGTERM** (`interrupts.Interrupted`) stops every worker with
+  what it started, and the report holds what finished, marked interrupted;
 - a crash inside a call of the **canonical port** is the canonical port's:
   the run reports it, and every property that needs the canonical port is
   skipped from then on, with that reason;
@@ -36,7 +43,7 @@ from typing import Any
 
 import implementations
 
-from . import environment, expectations, profiles
+from . import environment, expectations, interrupts, processes, profiles
 from .mutants import MUTANTS
 from .mutation import MutantResult
 from .properties import PROPERTIES, Property
@@ -45,6 +52,11 @@ from .worker import PortInfo, Session, Settings, Worker, tail
 
 SCHEMA = 3  # the version of the JSON report (`report.to_json`); docs/REPORT.md
 OUTPUT_LIMIT = 16384  # characters of a port's captured output kept in the report
+# A worker that sends no message but computes (compiling) may go on for this many timeouts.
+BUSY_LIMIT = 10
+# Computing means: at least this share of one core, over the last half timeout. A process
+# asleep (a hang) uses next to none; one compiling on a shared, loaded machine far more.
+BUSY_SHARE = 0.02
 
 Progress = Callable[[str, str, Any], None]  # (task, kind, value)
 
@@ -147,6 +159,7 @@ class SuiteReport:
     canonical_failure: str = ""  # set when the canonical port crashed
     timeout: float = 0.0
     seconds: float = 0.0
+    interrupted: bool = False  # SIGINT or SIGTERM stopped it: it holds what finished
 
     @property
     def failed(self) -> bool:
@@ -188,6 +201,8 @@ class PortRun:
     example: str = ""
     call: tuple[str, str] | None = None
     last_activity: float = 0.0
+    work_probe: tuple[float, tuple | None] | None = None  # (when, its `Worker.work()` then)
+    busy: bool = False  # it has computed without a message for longer than the timeout
     started: float = 0.0
     seconds: float = 0.0  # wall time, start to finish (restarts included)
     restarts_without_progress: int = 0
@@ -209,12 +224,13 @@ class Supervisor:
         self.settings = config.settings()
         self.canonical_failure = ""
         self.keep_workers = False  # True: a finished run's worker stays up for more work
+        self.interrupted: int | None = None  # the signal that stopped the run
 
     # -- messages ------------------------------------------------------------------------
 
     def handle(self, run: PortRun, message: tuple) -> None:
         kind = message[0]
-        run.last_activity = time.monotonic()
+        run.last_activity, run.work_probe, run.busy = time.monotonic(), None, False
         if kind == "loaded":
             self._loaded(run, message[1])
         elif kind == "begin":
@@ -337,7 +353,7 @@ class Supervisor:
             run.worker = Worker(run.port, self.settings, run.output)
         run.worker.send(("run", tuple(run.properties), tuple(run.mutants), self.canonical_failure))
         run.loaded, run.current, run.call, run.example = reused, None, None, ""
-        run.last_activity = time.monotonic()
+        run.last_activity, run.work_probe, run.busy = time.monotonic(), None, False
         run.started = run.started or time.monotonic()
 
     def run(self) -> None:
@@ -361,17 +377,65 @@ class Supervisor:
                             self.handle(run, message)
                         if not run.finished:
                             self.lost(run, "crashed", run.worker.death())
-                    elif not run.finished and time.monotonic() - run.last_activity > timeout:
+                    elif not run.finished and (why := self.hung(run, timeout)):
                         run.worker.kill()
-                        self.lost(run, "timeout", f"no progress for {timeout:.0f} s")
+                        self.lost(run, "timeout", why)
                     if run.finished or not run.worker.alive:
                         if not (run.finished and self.keep_workers):
                             run.worker.stop()
                         running.remove(run)
                         self._finish(run) if run.finished else waiting.insert(0, run)
+        except interrupts.Interrupted as stop:  # what finished is kept; the rest stops now
+            self.interrupted = stop.signum
         finally:  # only if something above raised: leave no worker behind
             for run in running:
                 run.worker.kill()
+            if self.interrupted is not None:  # one being started when the signal came
+                processes.kill_children()
+
+    def hung(self, run: PortRun, timeout: float) -> str:
+        """Why the run's worker counts as hung ("" while it is not).
+
+        A message is progress. Without one for a second (or half the timeout,
+        if that is shorter) the CPU time and the bytes read by the worker's
+        process group are noted; at the timeout they are read again. A worker
+        that used less than `BUSY_SHARE` of a core and read nothing meanwhile
+        is hung (a sleep, a deadlock, a wait that never ends). One that worked
+        (a compile: tracing, inductor, the C++ compiler; an import from a cold
+        disk) gets another half timeout, judged the same way, and so on, up to
+        `BUSY_LIMIT` timeouts in all. (Reading the counters scans /proc: done
+        once per quiet spell and per half timeout, not per message.)
+        """
+        now = time.monotonic()
+        quiet = now - run.last_activity
+        if quiet < min(1.0, timeout / 2):
+            return ""
+        if run.work_probe is None:
+            run.work_probe = (now, run.worker.work())
+            return ""
+        since, then = run.work_probe
+        if now - since < timeout / 2 or quiet <= timeout:
+            return ""
+        work = run.worker.work()
+        computing = (
+            then is not None
+            and work is not None
+            and (work[0] - then[0] >= BUSY_SHARE * (now - since) or work[1] > then[1])
+        )
+        if not computing:
+            if not run.busy:
+                return f"no progress for {timeout:.0f} s"
+            return (
+                f"no progress for {quiet:.0f} s (its processes worked, "
+                f"then used no CPU and read nothing for {now - since:.0f} s)"
+            )
+        if quiet > BUSY_LIMIT * timeout:
+            return (
+                f"no progress for {quiet:.0f} s: computing all along without finishing "
+                f"(the limit is {BUSY_LIMIT} times the {timeout:.0f} s timeout)"
+            )
+        run.work_probe, run.busy = (now, work), True
+        return ""
 
     def _finish(self, run: PortRun) -> None:
         run.seconds = time.monotonic() - run.started
@@ -435,10 +499,13 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
             _run_in_process(supervisor)
         else:
             supervisor.run()
+        # From here on a signal is only noted: the report is made and written whole.
+        interrupts.stop_raising()
         for run in runs:
             if run.report is not None:
                 run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
-        _keep_durations(runs)
+        if supervisor.interrupted is None:  # an interrupted run's times say nothing
+            _keep_durations(runs)
     reports = [run.report for run in runs if run.report is not None]
     order = {name: i for i, name in enumerate(config.ports)}
     reports.sort(key=lambda report: order[report.name])
@@ -458,6 +525,7 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
         canonical_failure=supervisor.canonical_failure,
         timeout=config.example_timeout,
         seconds=time.perf_counter() - started,
+        interrupted=supervisor.interrupted is not None or interrupts.received() is not None,
     )
 
 

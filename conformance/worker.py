@@ -24,6 +24,21 @@ child to parent:
 
 Requests, parent to child: `("run", properties, mutants, canonical_failure)`
 and `("stop",)`.
+
+**Hangs, and slow compiles.** The parent stops a worker that makes no
+progress for the timeout. The messages above are progress, but a first
+compile (inductor's took minutes with two cold runs at once) sends none
+while it runs. A heartbeat thread would not tell it from a hang: a port
+asleep forever would send heartbeats too. So the parent also reads what
+the worker's processes did (`processes.group_work`: CPU seconds and bytes
+read, from the kernel, which the port cannot fake): a compile computes,
+an import from a cold disk reads, and a hang that sleeps or waits does
+neither, so it is still stopped at the timeout. A hang that computes (a
+loop that never ends) is stopped at `suite.BUSY_LIMIT` timeouts. That is
+why the worker leads a process group of its own: what it starts (the
+C++ compiler, inductor's compile workers) is counted with it, and is
+stopped with it (`Worker.kill`), or when the parent dies
+(`processes.watch_parent`).
 """
 
 from __future__ import annotations
@@ -42,7 +57,7 @@ from typing import Any
 import implementations
 from implementations import Implementation, PortUnavailable
 
-from . import bank, devices, environment, profiles
+from . import bank, devices, environment, processes, profiles
 from .mutation import MUTANT_EXAMPLES, run_mutants
 from .properties import BY_KEY
 from .runner import Outcome, run_property
@@ -200,6 +215,10 @@ def _announced(implementation: Implementation | None, side: str, emit: Emit):
 
 def serve(port_name: str | None, settings: Settings, connection, output: str) -> None:
     """A worker's main loop: load the port, then run requests until told to stop."""
+    # Its own process group (what the port starts joins it, and the parent ends it whole);
+    # a terminal's Ctrl-C reaches the parent only, which stops the workers itself.
+    processes.lead_own_group()
+    processes.watch_parent()
     capture_output(output)
     environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
     if settings.threads is not None:
@@ -282,16 +301,21 @@ class Worker:
         return f"exit code {code}"
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=10)
+        """SIGKILL the worker and every process of its group (what the port started)."""
+        processes.kill_tree(self.process)
 
     def stop(self) -> None:
-        """Ask the worker to finish, and make sure it does."""
+        """Ask the worker to finish, and make sure it does, with whatever it started."""
         self.send(("stop",))
-        self.process.join(timeout=10)
-        self.kill()
+        processes.end_group(self.process, grace=10)
         self._connection.close()
+
+    def work(self) -> tuple[float, int] | None:
+        """CPU seconds used and bytes read so far by the worker and its process group
+        (None: this system cannot tell)."""
+        if not self.process.is_alive():
+            return None
+        return processes.group_work(self.process.pid)
 
 
 def tail(path: Path, lines: int = 15, limit: int = 65536) -> str:

@@ -49,6 +49,37 @@ class HangingPort(JaxCheckpoint):
         time.sleep(3600)
 
 
+def _compute(seconds):
+    """Keep a core busy for `seconds` of wall time, as a compiler does."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sum(range(1000))
+
+
+class CompilingPort(JaxCheckpoint):
+    """Its first forward computes for longer than the timeout with no message, as a first
+    compile under load does (inductor's took minutes); then it is the JAX port."""
+
+    name = "compiling_port"
+    first_done = False
+
+    def forward(self, params, x, *, checkpoint=True):
+        if not CompilingPort.first_done:
+            _compute(COMPILE_SECONDS)
+            CompilingPort.first_done = True
+        return super().forward(params, x, checkpoint=checkpoint)
+
+
+class SpinningPort(JaxCheckpoint):
+    """forward computes forever: a hang that keeps a core busy."""
+
+    name = "spinning_port"
+
+    def forward(self, params, x, *, checkpoint=True):
+        while True:
+            sum(range(1000))
+
+
 class NoisyPort(JaxCheckpoint):
     """Right answers, and chatter on stdout and stderr, from Python and from native code."""
 
@@ -90,15 +121,21 @@ PORTS = {
     "noisy_port": "hostile:NoisyPort",
     "vague_port": "hostile:VaguePort",
     "dying_canonical": "hostile:DyingCanonical",
+    "compiling_port": "hostile:CompilingPort",
+    "spinning_port": "hostile:SpinningPort",
 }
 TIMEOUT = "8"
+# For the slow compile: a small timeout, and a first forward that computes for over three.
+SHORT_TIMEOUT = "5"
+COMPILE_SECONDS = 16.0
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     pytest.importorskip("flax")  # the canonical port
     root = tmp_path_factory.mktemp("hostile")
-    return make_distribution(root, "hostile-ports", PORTS, {"hostile.py": HOSTILE})
+    source = HOSTILE.replace("COMPILE_SECONDS", repr(COMPILE_SECONDS))
+    return make_distribution(root, "hostile-ports", PORTS, {"hostile.py": source})
 
 
 def _json(done: subprocess.CompletedProcess) -> dict:
@@ -165,6 +202,34 @@ def test_the_hang_is_stopped_and_named(hostile_run):
     assert "the port's vjp" in hung["message"]
     assert outcomes["b_forward"]["status"] == "pass"
     assert outcomes["h_hygiene"]["status"] == "pass"
+
+
+def test_a_slow_first_compile_passes_and_hangs_still_time_out(hostile):
+    """Progress is a message or CPU time: a compile computes, a hang sleeps or never ends."""
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+    args += ["--examples", "3", "--timeout", SHORT_TIMEOUT, "--jobs", "3"]
+    args += ["--property", "b", "--property", "c"]
+    for name in ("compiling_port", "hang_port", "spinning_port"):
+        args += ["--implementation", name]
+    done = run_python(args, hostile, timeout=600)
+    report = _json(done)
+    compiling = _outcomes(report, "compiling_port")
+    # Its first forward sent no message for over three timeouts, computing all along.
+    assert compiling["b_forward"]["status"] == "pass", compiling["b_forward"]
+    assert compiling["b_forward"]["seconds"] > 3 * float(SHORT_TIMEOUT)
+    assert compiling["c_vjp"]["status"] == "pass", compiling["c_vjp"]
+    # A sleeping hang is still stopped after the timeout, as before.
+    hung = _outcomes(report, "hang_port")["c_vjp"]
+    assert hung["status"] == "timeout", hung
+    assert f"no progress for {SHORT_TIMEOUT} s" in hung["message"]
+    assert "the port's vjp" in hung["message"]
+    # A hang that computes is stopped too, at its bound.
+    spinning = _outcomes(report, "spinning_port")["b_forward"]
+    assert spinning["status"] == "timeout", spinning
+    assert "computing all along" in spinning["message"]
+    assert f"10 times the {SHORT_TIMEOUT} s timeout" in spinning["message"]
+    assert "the port's forward" in spinning["message"]
+    assert done.returncode == 1
 
 
 def test_the_noisy_port_passes_and_its_output_is_kept_with_it(hostile_run):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from .. import arguments
+from .. import arguments, interrupts
 from ..bench import DEFAULTS, FRAMEWORKS
 from ..bench.measure import Settings
 from ..jsonable import dumps
@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     settings = settings_from(args)
     frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
+    interrupts.check()  # a signal during an import may have been taken for a missing framework
     for name, reason in skipped.items():
         console.print(f"[yellow]skip[/] {name}: {reason}")
     report = BenchReport(settings, skipped=skipped)
@@ -131,8 +132,11 @@ def run(args: argparse.Namespace) -> int:
         report.results = sweep(
             settings,
             frameworks,
-            progress=lambda description, advance: bar.update(
-                task, advance=advance, **({"description": description} if description else {})
+            progress=lambda description, advance: (
+                interrupts.check(),  # a framework's import may have swallowed a signal
+                bar.update(
+                    task, advance=advance, **({"description": description} if description else {})
+                ),
             ),
         )
     report.seconds = time.perf_counter() - started

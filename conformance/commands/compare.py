@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import arguments
+from .. import arguments, interrupts
 
 HELP = "one table: outputs, gradients, residuals, time"
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 args.implementation,
                 repeats=args.repeats,
                 first_calls=not args.no_first_call,
-                progress=lambda message: status.update(message),
+                progress=lambda message: (interrupts.check(), status.update(message)),
             )
     except implementations.PortUnavailable as error:
         console.print(f"error: the canonical port is needed to compare: {error.reason}")

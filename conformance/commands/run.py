@@ -2,7 +2,8 @@
 
 Exit codes: 0 when everything passes; 1 when a property fails, a port is
 broken, crashed or timed out, the canonical port crashed, or a mutant is not
-killed; 2 for usage errors. Each port runs in a worker process of its own
+killed; 2 for usage errors; 130 (SIGINT) or 143 (SIGTERM) when a signal
+stopped the run (the report then holds what finished). Each port runs in a worker process of its own
 (see `conformance.suite`); `--json` prints exactly one JSON document on
 stdout, whatever the ports print.
 """
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .. import arguments, profiles
+from .. import arguments, interrupts, profiles
 
 HELP = "run the suite (the default command)"
 
@@ -177,7 +178,9 @@ def run(args: argparse.Namespace) -> int:
         raise
     if not written:
         return 2
-    return 1 if report.failed else 0
+    if report.interrupted:
+        print("interrupted: the report holds what finished", file=sys.stderr)
+    return interrupts.exit_code(1 if report.failed else 0)
 
 
 def _say_what_did_not_reproduce(report, console) -> None:

@@ -10,8 +10,10 @@ child loads the port, runs its first `nn_checkpoint_forward` and its first
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,18 +38,34 @@ def first_call(name: str, inputs: Path, seed: int) -> dict[str, Any]:
         if key.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE")):
             del env[key]
     command = [sys.executable, "-m", __name__, name, str(inputs), str(seed)]
+    # A session of its own: what it starts (inductor's compile workers) is in its group,
+    # and ends with it; a terminal's Ctrl-C reaches the parent, which ends the group.
+    child = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
     try:
-        done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS
-        )
+        stdout, stderr = child.communicate(timeout=TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
+        _kill_group(child)
         return {"error": f"no answer within {TIMEOUT_SECONDS:.0f} s"}
-    lines = done.stdout.strip().splitlines()
+    except BaseException:  # interrupted: leave nothing running
+        _kill_group(child)
+        raise
+    lines = stdout.strip().splitlines()
     try:
         return json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {done.returncode}: {last}"}
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {child.returncode}: {last}"}
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    """SIGKILL the child's process group (it leads it, unreaped), then reap the child."""
+    with contextlib.suppress(OSError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.kill()
+    child.wait()
 
 
 def measure(name: str, inputs: Path, seed: int) -> dict[str, Any]:

@@ -38,7 +38,7 @@ import numpy as np
 import implementations
 from implementations.contract import BackwardRecord, Implementation, Params
 
-from .. import environment, precision
+from .. import environment, precision, processes
 from ..checks import measure
 from ..jsonable import to_data
 from ..timing import time_interleaved
@@ -396,6 +396,9 @@ def compare_alone(
             row = PortComparison(name, "available", timed_alone=True)
             row.error = f"in a process of its own: {type(error).__name__}: {error}"
             return row
+        except BaseException:  # interrupted: the pool's exit would wait for the comparison
+            processes.kill_children()
+            raise
 
 
 def _compare_here(name, params, x, cotangent, seed, repeats, exact) -> PortComparison:
