@@ -292,7 +292,8 @@ class Supervisor:
 
     def lost(self, run: PortRun, status: str, how: str) -> None:
         """The worker died (`status` "crashed") or was stopped ("timeout"): say where."""
-        last_lines = tail(run.output, lines=40)  # faulthandler's stack is ~25 of them
+        # faulthandler: ~25 lines for the crashing thread, 3 for the parent watcher
+        last_lines = tail(run.output, lines=45)
         printed = f"\nlast lines it printed:\n{_indent(last_lines)}" if last_lines else ""
         if not run.loaded:
             if run.report is not None:
