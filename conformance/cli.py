@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import environment
 from .commands import bench, compare, list_ports, merge, run, vectors
+from .running import environment
 
 COMMANDS = {
     "run": run,

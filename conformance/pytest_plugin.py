@@ -34,10 +34,10 @@ import pytest
 
 import implementations
 
-from . import environment, expectations, profiles
-from .properties import PROPERTIES
-from .suite import PortReport, PortRun, RunConfig, Supervisor, _captured
-from .worker import Session, Worker
+from .checking.properties import PROPERTIES
+from .running import environment, expectations, profiles
+from .running.suite import PortReport, PortRun, RunConfig, Supervisor, _captured
+from .running.worker import Session, Worker
 
 
 class StaleExpectationWarning(UserWarning):
@@ -219,7 +219,7 @@ def test_property(port_name, conformance_property, conformance_session, port_exp
 
 
 def _printed(run: PortRun) -> str:
-    from .worker import tail
+    from .running.worker import tail
 
     text = tail(run.output, lines=20)
     return f"\n{run.port} printed:\n{text}" if text else ""

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from conformance import bank, environment, profiles
-from conformance.properties import BY_ID
-from conformance.runner import run_property
+from conformance.checking.properties import BY_ID
+from conformance.running import bank, environment, profiles
+from conformance.running.runner import run_property
 from tests.helpers import port_or_skip
 
 

@@ -13,9 +13,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from conformance import bench, cli, timing
+from conformance import bench, cli
 from conformance.bench import measure, render
 from conformance.bench.measure import Result, Settings, Static
+from conformance.running import timing
 
 B, F = 4, 8  # B != F, so that a shape tells an activation (B, F) from a weight (F, F)
 UNIT = B * F * 4

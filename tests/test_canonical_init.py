@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from conformance.tolerance import ulp_distance
+from conformance.checking.tolerance import ulp_distance
 from implementations._canonical_init import numpy_init as ci
 from implementations._canonical_init.keys import dense_kernel_fold_value
 from implementations.contract import BAD_INPUTS, Params

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.checks import ConformanceError, bitwise_equal, within, within_ulps
+from conformance.checking.checks import ConformanceError, bitwise_equal, within, within_ulps
 
 
 def test_within_passes_inside_the_bound_and_reports_the_worst_ratio():

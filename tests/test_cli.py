@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from conformance import expectations
-from conformance.runner import Outcome
+from conformance.running import expectations
+from conformance.running.runner import Outcome
 from tests.helpers import run_cli, without_frameworks
 
 pytest.importorskip("flax")

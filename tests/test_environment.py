@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import environment
+from conformance.running import environment
 
 # Every variable that moves a cache: a user's own setting must not decide a test.
 VARIABLES = (

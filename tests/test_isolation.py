@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.tolerance import analyse_forward
+from conformance.checking.tolerance import analyse_forward
 from implementations.porting.numpy import canonical_params
 from tests import reference
 
@@ -129,7 +129,7 @@ def test_importing_the_packages_imports_no_framework():
         import sys
         import implementations, conformance, conformance.tolerance, conformance.cli
         import implementations.porting
-        from conformance import devices, machine
+        from conformance.running import devices, machine
         implementations.registered()
         machine.describe()  # the parent's side of the machine fields
         devices.port_environment(type("P", (), {{"framework": "jax"}})())

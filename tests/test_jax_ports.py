@@ -17,7 +17,7 @@ jax = pytest.importorskip("jax")
 
 import jax.numpy as jnp  # noqa: E402
 
-from conformance.tolerance import analyse_forward, vjp_bounds  # noqa: E402
+from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
 from implementations.contract import Params  # noqa: E402
 from implementations.porting import jax as porting  # noqa: E402

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.tolerance import analyse_forward, vjp_bounds
+from conformance.checking.tolerance import analyse_forward, vjp_bounds
 from implementations.porting.numpy import canonical_params
 from tests import keras_probe, reference
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from conformance import devices, machine
-from conformance.report import to_json
-from conformance.suite import SuiteReport
+from conformance.reporting.report import to_json
+from conformance.running import devices, machine
+from conformance.running.suite import SuiteReport
 
 FRAMEWORKS = ("jax", "torch", "tensorflow", "mlx", "keras", "flax", "equinox")
 

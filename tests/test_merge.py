@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conformance import merge
-from conformance.properties import PROPERTIES
-from conformance.suite import SCHEMA
+from conformance.checking.properties import PROPERTIES
+from conformance.running.suite import SCHEMA
 from tests.helpers import run_cli
 
 pytest.importorskip("flax")
@@ -253,7 +253,7 @@ def test_run_markdown_needs_a_directory(tmp_path):
 def test_every_field_of_the_report_is_documented(run_report):
     import dataclasses
 
-    from conformance.mutation import MutantResult
+    from conformance.checking.mutation import MutantResult
     from tests.helpers import ROOT
 
     data = _on_cpu(_failing(run_report[0], "pytorch", "c_vjp"))  # a failure has `replay`

@@ -21,7 +21,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
-from conformance.tolerance import analyse_forward, vjp_bounds  # noqa: E402
+from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
 from implementations import mlx as port_module  # noqa: E402
 from implementations.contract import Params  # noqa: E402

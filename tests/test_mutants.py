@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import mutants, profiles
-from conformance.suite import RunConfig, run_suite
+from conformance import mutants
+from conformance.running import profiles
+from conformance.running.suite import RunConfig, run_suite
 
 pytest.importorskip("jax")
 pytest.importorskip("flax")

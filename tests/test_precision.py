@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from conformance import precision, strategies
-from conformance.checks import ConformanceError
-from conformance.properties import check_precision, prepare_precision
-from conformance.strategies import PrecisionCase
-from conformance.tolerance import U
+from conformance.checking import precision, strategies
+from conformance.checking.checks import ConformanceError
+from conformance.checking.properties import check_precision, prepare_precision
+from conformance.checking.strategies import PrecisionCase
+from conformance.checking.tolerance import U
 from implementations.contract import Grads, Params
 from tests import precision_ports as ports
 from tests import reference
@@ -352,8 +352,8 @@ def test_the_precision_tier_kills_the_mutant_where_the_forward_bound_cannot(
     name, large_case, canonical_port
 ):
     from conformance import mutants
-    from conformance.properties import BY_ID
-    from conformance.strategies import ExerciseCase, ParamCase
+    from conformance.checking.properties import BY_ID
+    from conformance.checking.strategies import ExerciseCase, ParamCase
 
     case, ref = large_case
     mutant = mutants.load(name).port

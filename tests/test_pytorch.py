@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from conformance.tolerance import analyse_forward, vjp_bounds  # noqa: E402
+from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import pytorch  # noqa: E402
 from implementations.contract import Params  # noqa: E402
 from implementations.porting.numpy import canonical_params  # noqa: E402

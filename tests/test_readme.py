@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import implementations
+from conformance.checking.properties import PROPERTIES
 from conformance.mutants import MUTANTS
-from conformance.properties import PROPERTIES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

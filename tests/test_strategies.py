@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, find, settings
 from hypothesis import strategies as st
 
-from conformance import strategies
+from conformance.checking import strategies
 from implementations.contract import SEED_MAX, check_seed
 
 SEARCH = settings(

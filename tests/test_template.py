@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import implementations
-from conformance.properties import PROPERTIES
-from conformance.runner import run_property
+from conformance.checking.properties import PROPERTIES
+from conformance.running.runner import run_property
 from implementations import _template
 from implementations.contract import Implementation, Params
 
@@ -107,7 +107,7 @@ def test_an_unfinished_copy_fails_every_property(unfinished_copy):
 RUN_CLI_WITHOUT_SHRINKING = """
 import runpy, sys
 from hypothesis import Phase, settings
-from conformance import profiles
+from conformance.running import profiles
 settings.register_profile(
     "dev", settings.get_profile("dev"), phases=[Phase.explicit, Phase.reuse, Phase.generate]
 )

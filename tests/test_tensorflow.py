@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conformance.tolerance import analyse_forward, vjp_bounds
+from conformance.checking.tolerance import analyse_forward, vjp_bounds
 from implementations import tensorflow as port_module
 from implementations._canonical_init import numpy_init
 from implementations._tensorflow import evidence, flax_init, stack

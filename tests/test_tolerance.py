@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.tolerance import (
+from conformance.checking.tolerance import (
     U,
     analyse_forward,
     forward_bound,

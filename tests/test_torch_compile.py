@@ -21,7 +21,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conformance.tolerance import vjp_bounds  # noqa: E402
+from conformance.checking.tolerance import vjp_bounds  # noqa: E402
 from implementations import torch_compile  # noqa: E402
 from implementations._torch.arrays import leaf_input  # noqa: E402
 from implementations._torch.compiled import CompiledModule, NoRemat  # noqa: E402

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import implementations
-from conformance import vectors
+from conformance.checking import vectors
 from conformance.mutants import load
 from tests.helpers import run_cli
 

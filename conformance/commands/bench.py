@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..bench import DEFAULTS, FRAMEWORKS
 from ..bench.measure import Settings
-from ..jsonable import dumps
+from ..reporting.jsonable import dumps
 
 HELP = "memory and time against depth, with a plot"
 

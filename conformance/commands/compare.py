@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     import implementations
 
     from .. import compare
-    from ..jsonable import dumps
+    from ..reporting.jsonable import dumps
 
     console = Console(stderr=True)
     registered = implementations.registered()

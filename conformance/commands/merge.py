@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .. import merge
-    from ..jsonable import dumps
+    from ..reporting.jsonable import dumps
 
     try:
         merged = merge.combine(merge.read_all(args.reports))

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from .. import profiles
+from ..running import profiles
 
 HELP = "run the suite (the default command)"
 
@@ -102,11 +102,11 @@ def run(args: argparse.Namespace) -> int:
 
     import implementations
 
-    from ..jsonable import dumps
+    from ..checking.properties import BY_ID, BY_KEY, PROPERTIES
     from ..mutants import MUTANTS
-    from ..properties import BY_ID, BY_KEY, PROPERTIES
-    from ..report import print_report, to_json
-    from ..suite import RunConfig, examples_per_property, run_suite
+    from ..reporting.jsonable import dumps
+    from ..reporting.report import print_report, to_json
+    from ..running.suite import RunConfig, examples_per_property, run_suite
 
     profile = profiles.load(args.profile)
     registered = implementations.registered()

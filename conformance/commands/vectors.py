@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
 
     import implementations
 
-    from .. import vectors
-    from ..jsonable import dumps
+    from ..checking import vectors
+    from ..reporting.jsonable import dumps
 
     console = Console()
     if args.vectors_command == "export":

@@ -38,11 +38,12 @@ import numpy as np
 import implementations
 from implementations.contract import BackwardRecord, Implementation, Params
 
-from .. import environment, precision
-from ..checks import measure
-from ..jsonable import to_data
-from ..timing import time_interleaved
-from ..tolerance import INIT_ULPS, forward_bound, vjp_comparison
+from ..checking import precision
+from ..checking.checks import measure
+from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
+from ..reporting.jsonable import to_data
+from ..running import environment
+from ..running.timing import time_interleaved
 from .first_call import first_call
 
 

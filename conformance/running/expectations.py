@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .properties import BY_ID, PROPERTIES
+from ..checking.properties import BY_ID, PROPERTIES
 from .runner import Outcome
 
 
@@ -72,7 +72,7 @@ def load(port: str, directory: Path | None = None) -> Expectations:
     if directory is not None:
         path = Path(directory) / f"{port}.txt"
         return parse(port, path.read_text(), str(path)) if path.exists() else Expectations(port)
-    built_in = resources.files(__package__) / "expectations" / f"{port}.txt"
+    built_in = resources.files("conformance") / "expectations" / f"{port}.txt"
     if built_in.is_file():
         return parse(port, built_in.read_text(), f"conformance/expectations/{port}.txt")
     return Expectations(port)

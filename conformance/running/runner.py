@@ -28,10 +28,10 @@ from hypothesis.errors import FailedHealthCheck, InvalidArgument
 
 from implementations.contract import Implementation
 
+from ..checking.checks import ConformanceError
+from ..checking.properties import Property
+from ..checking.strategies import describe, shape_key
 from . import bank
-from .checks import ConformanceError
-from .properties import Property
-from .strategies import describe, shape_key
 
 # Hypothesis's note with the blob that replays a failure exactly.
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")

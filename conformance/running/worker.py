@@ -41,9 +41,9 @@ from typing import Any
 import implementations
 from implementations import Implementation, PortUnavailable
 
+from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
+from ..checking.properties import BY_KEY
 from . import bank, devices, environment, profiles
-from .mutation import MUTANT_EXAMPLES, run_mutants
-from .properties import BY_KEY
 from .runner import Outcome, run_property
 
 Emit = Callable[[tuple], None]

@@ -36,10 +36,10 @@ from typing import Any
 
 import implementations
 
+from ..checking.mutation import MutantResult
+from ..checking.properties import PROPERTIES, Property
+from ..mutants import MUTANTS
 from . import environment, expectations, profiles
-from .mutants import MUTANTS
-from .mutation import MutantResult
-from .properties import PROPERTIES, Property
 from .runner import Outcome
 from .worker import PortInfo, Session, Settings, Worker, tail
 

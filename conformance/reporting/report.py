@@ -9,12 +9,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import machine
+from ..checking.mutation import MUTANT_EXAMPLES_NOTE, score
+from ..checking.properties import PROPERTIES
+from ..running import machine
+from ..running.suite import SCHEMA, PortReport, SuiteReport
 from .jsonable import to_data
-from .mutation import MUTANT_EXAMPLES_NOTE, score
-from .properties import PROPERTIES
 from .style import narrow_table, state_markup
-from .suite import SCHEMA, PortReport, SuiteReport
 
 CELLS = {
     # Narrow cells: nine properties, a port name and the time fit 80 columns.

@@ -37,7 +37,7 @@ GRAD_NAMES = (*PARAM_NAMES, "x")
 
 def committed_manifest() -> Path:
     """The manifest of the vectors shipped in `conformance/vectors/`."""
-    return Path(str(resources.files(__package__) / "vectors" / "golden.json"))
+    return Path(str(resources.files("conformance") / "vectors" / "golden.json"))
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,9 @@ from hypothesis import given, settings
 
 from implementations.contract import Implementation
 
+from ..checking.properties import Property
+from ..checking.strategies import describe
 from . import environment
-from .properties import Property
-from .strategies import describe
 
 T = TypeVar("T")
 _RECORDER: list[Callable[[Any], None]] = []
@@ -189,8 +189,8 @@ def _versions(*distributions: str) -> tuple:
 
 @functools.cache
 def _sources(*modules: str) -> str:
-    """A digest of this package's modules' source: a change to them makes new files."""
+    """A digest of the checking room's modules' source: a change to them makes new files."""
     digest = hashlib.sha256()
     for name in modules:
-        digest.update((Path(__file__).parent / f"{name}.py").read_bytes())
+        digest.update((Path(__file__).parents[1] / "checking" / f"{name}.py").read_bytes())
     return digest.hexdigest()

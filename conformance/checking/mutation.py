@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from . import mutants as registry
+from .. import mutants as registry
+from ..running.runner import Canonical, run_property
 from .properties import BY_ID
-from .runner import Canonical, run_property
 
 # Cheap properties first: most mutants die in the first one that can see them.
 # A mutant may name properties to try first (`MutantSpec.first`).
