@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +21,8 @@ import pytest
 from conformance.checking.tolerance import analyse_forward
 from implementations.porting.numpy import canonical_params
 from tests import reference
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("jax", "jaxlib", "flax", "equinox", "torch", "tensorflow", "keras", "haiku", "mlx")
 
 # Each port's own stack: everything else in FRAMEWORKS is made unimportable.

@@ -216,7 +216,7 @@ def test_the_text_report_names_the_crash_and_gives_a_replay_command(hostile):
 
 
 def test_pytest_keeps_the_other_ports_results(hostile):
-    command = ["-m", "pytest", "tests/test_conformance.py", "-n", "2", "-rA", "-q"]
+    command = ["-m", "pytest", "tests/core/test_conformance.py", "-n", "2", "-rA", "-q"]
     command += ["-p", "no:cacheprovider", "--conformance-timeout", TIMEOUT]
     command += ["--conformance-examples", "3", "-k", "b_forward or c_vjp or h_hygiene"]
     for name in ("jax_checkpoint", "segv_port", "hang_port"):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import implementations
 from conformance.checking.properties import PROPERTIES
 from conformance.mutants import MUTANTS
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 _NUMBER_WORDS = {12: "twelve", 13: "thirteen", 14: "fourteen"}

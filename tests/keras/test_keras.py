@@ -13,7 +13,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +20,8 @@ import pytest
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
 from implementations.porting.numpy import canonical_params
 from tests import keras_probe, reference
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 D, F, SEED, X = keras_probe.D, keras_probe.F, keras_probe.SEED, keras_probe.X
 ARRAY_MODULE = {"jax": "jaxlib", "torch": "torch", "tensorflow": "tensorflow"}
 

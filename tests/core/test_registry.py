@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 import implementations
 from implementations import _EXTRAS, PortUnavailable
+from tests.helpers import ROOT
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
@@ -53,7 +53,7 @@ def test_builtin_ports_are_lazy_strings():
 
 def test_every_builtin_port_names_an_extra_that_pyproject_has():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    pyproject = ROOT / "pyproject.toml"
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
     assert set(_EXTRAS) == set(implementations.BUILTIN)
     (everything,) = extras["all"]

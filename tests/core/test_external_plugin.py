@@ -23,9 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_distribution, run_python
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT, make_distribution, run_python
 
 PORT_MODULE = '''
 """External ports on the stable API: a whole plain-JAX port, and a deliberately wrong one."""

@@ -86,7 +86,7 @@ def test_expectations_turn_a_listed_failure_into_xfail():
 
 def test_the_plugin_marks_expected_failures_and_warns_about_stale_ones(tmp_path):
     (tmp_path / "flax_linen.txt").write_text("d  was broken once\n")
-    command = [sys.executable, "-m", "pytest", "tests/test_conformance.py", "-q"]
+    command = [sys.executable, "-m", "pytest", "tests/core/test_conformance.py", "-q"]
     command += ["-p", "no:cacheprovider", "-k", "flax_linen and on_off"]
     command += ["--expectations", str(tmp_path), "-W", "default"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
