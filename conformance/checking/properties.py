@@ -3,7 +3,7 @@
 Each property has two halves. `prepare(canonical, case)` computes what the
 port is compared with: the canonical port's results and the error bounds;
 it depends on the case alone, so a run can make it once for every port
-(`conformance.bank`). `check(port, reference, case)` runs the port, returns
+(`conformance.running.example_bank`). `check(port, reference, case)` runs the port, returns
 the worst error/bound ratio it saw (None where there is no bound) and raises
 `ConformanceError` when the port breaks the property.
 """

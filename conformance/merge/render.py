@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..reporting.report import CELLS, cell
-from ..reporting.style import state_markup
+from ..reporting.terminal_style import state_markup
 from ..running.runner import Outcome
 from .combine import Merged, Row
 

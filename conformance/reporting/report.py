@@ -14,7 +14,7 @@ from ..checking.properties import PROPERTIES
 from ..running import machine
 from ..running.suite import SCHEMA, PortReport, SuiteReport
 from .jsonable import to_data
-from .style import narrow_table, state_markup
+from .terminal_style import narrow_table, state_markup
 
 CELLS = {
     # Narrow cells: nine properties, a port name and the time fit 80 columns.

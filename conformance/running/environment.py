@@ -22,7 +22,7 @@
   - `hypothesis/`: Hypothesis's storage (its example database, which replays
     a failing example first on the next run, and its other files), so that
     nothing is written into the directory the suite is run from.
-  - `examples/`, `references/`: the example bank (`conformance.bank`).
+  - `examples/`, `references/`: the example bank (`conformance.running.example_bank`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Two ways to get the examples, with the same examples either way:
 
 - **from the bank**, under a derandomized profile (`ci`): the cases and the
   canonical side of each are made once per machine and kept
-  (`conformance.bank`); the port's checks run on them directly. The first
+  (`conformance.running.example_bank`); the port's checks run on them directly. The first
   failure is then handed to Hypothesis, which draws the same cases again,
   reaches the same failure and shrinks it;
 - **from Hypothesis** directly (`dev`, `thorough`, or replaying a blob).
@@ -31,7 +31,7 @@ from implementations.contract import Implementation
 from ..checking.checks import ConformanceError
 from ..checking.properties import Property
 from ..checking.strategies import describe, shape_key
-from . import bank
+from . import example_bank
 
 # Hypothesis's note with the blob that replays a failure exactly.
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
@@ -133,7 +133,7 @@ def run_property(
         if prop.cases is not None:  # a fixed list, run in full; it needs no reference
             for case in prop.cases():
                 run.one(case, None)
-        elif bank.derandomized() and not reproduce:
+        elif example_bank.derandomized() and not reproduce:
             run.from_bank(scope, max_examples)
         else:
             run.from_hypothesis(scope, max_examples, shrink, database, reproduce)
@@ -209,10 +209,10 @@ class _Run:
 
     def from_bank(self, scope: str, max_examples: int | None) -> None:
         self.banked = True
-        cases = bank.cases(self.prop, scope, max_examples)
+        cases = example_bank.cases(self.prop, scope, max_examples)
         references = [None] * len(cases)
         if self.prop.prepare is not None:
-            references = bank.references(
+            references = example_bank.references(
                 self.prop,
                 cases,
                 self._canonical_or_raise,
@@ -237,10 +237,10 @@ class _Run:
             overrides["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
         if max_examples is not None:
             overrides["max_examples"] = max_examples
-        test = given(self.prop.strategy(scope))(bank.example)
+        test = given(self.prop.strategy(scope))(example_bank.example)
         if reproduce and reproduce != _NOT_BANKED:
             test = reproduce_failure(*reproduce.split(":", 1))(test)
-        with bank.handing_to(check):
+        with example_bank.handing_to(check):
             settings(**overrides)(test)()
 
     def _canonical_or_raise(self) -> Implementation:

@@ -43,7 +43,8 @@ from implementations import Implementation, PortUnavailable
 
 from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
-from . import bank, devices, environment, profiles
+from . import devices, environment, profiles
+from . import example_bank as bank
 from .runner import Outcome, run_property
 
 Emit = Callable[[tuple], None]

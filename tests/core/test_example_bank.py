@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from conformance.checking.properties import BY_ID
-from conformance.running import bank, environment, profiles
+from conformance.running import environment, example_bank, profiles
 from conformance.running.runner import run_property
 from tests.helpers import port_or_skip
 
@@ -23,24 +23,26 @@ def private_cache(tmp_path, monkeypatch):
 
 def test_the_bank_holds_what_a_derandomized_run_draws():
     prop = BY_ID["b"]
-    drawn = bank.cases(prop, "small", 12)
+    drawn = example_bank.cases(prop, "small", 12)
     seen = []
-    with bank.handing_to(seen.append):
-        settings(max_examples=12, database=None)(given(prop.strategy("small"))(bank.example))()
+    with example_bank.handing_to(seen.append):
+        settings(max_examples=12, database=None)(
+            given(prop.strategy("small"))(example_bank.example)
+        )()
     assert pickle.dumps(drawn) == pickle.dumps(seen)
     assert len({pickle.dumps(case) for case in drawn}) > 6  # real variety, not one case
 
 
 def test_a_second_call_reads_the_file_and_draws_nothing(monkeypatch):
     prop = BY_ID["f"]
-    first = bank.cases(prop, "small", 5)
-    monkeypatch.setattr(bank, "given", lambda *a, **k: pytest.fail("drew again"))
-    assert pickle.dumps(bank.cases(prop, "small", 5)) == pickle.dumps(first)
+    first = example_bank.cases(prop, "small", 5)
+    monkeypatch.setattr(example_bank, "given", lambda *a, **k: pytest.fail("drew again"))
+    assert pickle.dumps(example_bank.cases(prop, "small", 5)) == pickle.dumps(first)
 
 
 def test_references_are_made_once_and_kept_per_canonical_port():
     prop = BY_ID["b"]
-    cases = bank.cases(prop, "small", 3)
+    cases = example_bank.cases(prop, "small", 3)
     calls = []
 
     class Reference:
@@ -56,12 +58,12 @@ def test_references_are_made_once_and_kept_per_canonical_port():
     def make(prop, canonical, case):
         return prop.prepare(canonical, case)
 
-    first = bank.references(prop, cases, Reference, make)
-    again = bank.references(prop, cases, Reference, make)
+    first = example_bank.references(prop, cases, Reference, make)
+    again = example_bank.references(prop, cases, Reference, make)
     assert len(calls) == 3  # made once, read back the second time
     assert pickle.dumps(first) == pickle.dumps(again)
     Reference.name = "another_reference"
-    bank.references(prop, cases, Reference, make)
+    example_bank.references(prop, cases, Reference, make)
     assert len(calls) == 6  # another canonical port: made again
 
 
