@@ -13,7 +13,7 @@ from .properties import BY_ID
 # Cheap properties first: most mutants die in the first one that can see them.
 # A mutant may name properties to try first (`MutantSpec.first`).
 KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d", "i")
-# Each mutant is a new set of functions to compile, so the hunt draws from
+# Each mutant is a new set of functions to compile, so the mutation run draws from
 # the small shapes only, with fewer examples than a port gets.
 MUTANT_EXAMPLES = 25
 MUTANT_EXAMPLES_NOTE = f"{MUTANT_EXAMPLES} examples per property, small shapes, no shrinking"
@@ -41,7 +41,7 @@ def run_mutants(
     on_example: Callable[[str], None] | None = None,
     canonical_identity: Callable[[], tuple] | None = None,
 ) -> Iterable[MutantResult]:
-    """Hunt each named mutant in turn; yield its result as soon as it is known.
+    """Run each named mutant in turn; yield its result as soon as it is known.
 
     `canonical()` gives the canonical port, loaded only where a property's
     canonical side must be made (see `runner.run_property`).
@@ -51,10 +51,10 @@ def run_mutants(
         if mutant.port is None:
             yield MutantResult(mutant.name, mutant.bug, "unavailable", message=mutant.reason)
             continue
-        yield hunt(mutant, canonical, max_examples, on_example, canonical_identity)
+        yield run_mutant(mutant, canonical, max_examples, on_example, canonical_identity)
 
 
-def hunt(
+def run_mutant(
     mutant: registry.Mutant,
     canonical: Canonical,
     max_examples: int = MUTANT_EXAMPLES,

@@ -201,7 +201,7 @@ def check_evidence(port: Implementation, reference: None, case) -> None:
     )
 
 
-def _run_exercise(port: Implementation, case, x: Any) -> np.ndarray:
+def _run_seeded_forward(port: Implementation, case, x: Any) -> np.ndarray:
     out = port.to_numpy(port.nn_checkpoint_forward(case.seed, x, case.features))
     check_shape(port.name, "nn_checkpoint_forward output", out, (int(case.features),))
     if out.dtype != np.float32:
@@ -212,7 +212,7 @@ def _run_exercise(port: Implementation, case, x: Any) -> np.ndarray:
 def prepare_end_to_end(canonical: Implementation, case) -> dict[str, np.ndarray]:
     params = _params(canonical, canonical.init_params(case.seed, case.dim, case.features))
     return {
-        "output": _run_exercise(canonical, case, canonical.from_numpy(case.x.copy())),
+        "output": _run_seeded_forward(canonical, case, canonical.from_numpy(case.x.copy())),
         # Each port makes its own init, which may differ by INIT_ULPS from Flax's.
         "bound": forward_bound(params, case.x, param_ulps=INIT_ULPS),
     }
@@ -220,7 +220,7 @@ def prepare_end_to_end(canonical: Implementation, case) -> dict[str, np.ndarray]
 
 def check_end_to_end(port: Implementation, reference: dict, case) -> float:
     """(f) `nn_checkpoint_forward(seed, x, features)` equals the canonical's."""
-    out = _run_exercise(port, case, port.from_numpy(case.x.copy()))
+    out = _run_seeded_forward(port, case, port.from_numpy(case.x.copy()))
     return within(
         port.name, "nn_checkpoint_forward output", out, reference["output"], reference["bound"]
     )
@@ -262,8 +262,8 @@ def check_call_hygiene(port: Implementation, reference: None, case) -> None:
     }
     for form, make in forms.items():
         x = make()
-        first = _run_exercise(port, case, x)
-        second = _run_exercise(port, case, x)
+        first = _run_seeded_forward(port, case, x)
+        second = _run_seeded_forward(port, case, x)
         after = port.to_numpy(x) if form == "native" else np.asarray(x, np.float32)
         bitwise_equal(port.name, f"x after the call ({form} x)", after, case.x)
         bitwise_equal(port.name, f"a repeated call ({form} x)", second, first)
@@ -294,7 +294,7 @@ def check_precision(port: Implementation, reference: precision.Reference, case) 
         port.name,
         precision.judge_grads(grads.as_dict(), reference, case.params, case.x, case.cotangent),
     )
-    exercise = _run_exercise(port, case, port.from_numpy(case.x.copy()))
+    exercise = _run_seeded_forward(port, case, port.from_numpy(case.x.copy()))
     results += _precision_verdict(
         port.name, [precision.judge_output("end_to_end", exercise, reference.end_to_end)]
     )
@@ -321,7 +321,7 @@ def _bad_input_cases() -> list[tuple[BadInput, str]]:
 
 PROPERTIES: tuple[Property, ...] = (
     Property("a", "init", "init params equal the canonical (2 ulp)", check_init,
-             prepare_init, strategy=strategies.exercise_cases),
+             prepare_init, strategy=strategies.seeded_forward_cases),
     Property("b", "forward", "forward from shared params equals the canonical", check_forward,
              prepare_forward, strategy=strategies.param_cases),
     Property("c", "vjp", "VJP (params and x) equals the canonical", check_vjp,
@@ -332,11 +332,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,
              strategy=_evidence_cases, needs_canonical=False),
     Property("f", "end_to_end", "nn_checkpoint_forward equals the canonical", check_end_to_end,
-             prepare_end_to_end, strategy=strategies.exercise_cases),
+             prepare_end_to_end, strategy=strategies.seeded_forward_cases),
     Property("g", "bad_inputs", "bad inputs raise the contract's errors", check_bad_input,
              cases=_bad_input_cases, needs_canonical=False),
     Property("h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,
-             strategy=strategies.exercise_cases, needs_canonical=False),
+             strategy=strategies.seeded_forward_cases, needs_canonical=False),
     Property("i", "precision", "as close to exact as float32 gets (median, large shapes)",
              check_precision, prepare_precision, strategy=strategies.precision_cases,
              needs_canonical=False),

@@ -173,8 +173,8 @@ def random_params(
 
 
 @dataclass(frozen=True)
-class ExerciseCase:
-    """One call of the exercise: `nn_checkpoint_forward(seed, x, features)`."""
+class SeededForwardCase:
+    """One call of `nn_checkpoint_forward(seed, x, features)`: the port's own init, then forward."""
 
     seed: int | float
     x: np.ndarray
@@ -195,10 +195,10 @@ class ParamCase:
 
 
 @st.composite
-def exercise_cases(draw, scope: str = "menu") -> ExerciseCase:
+def seeded_forward_cases(draw, scope: str = "menu") -> SeededForwardCase:
     dim, features = draw(shapes(scope))
     features_form = draw(st.sampled_from([int, float]))
-    return ExerciseCase(
+    return SeededForwardCase(
         seed=draw(seeds()), x=draw(x_vectors(dim)), features=features_form(features)
     )
 
@@ -348,7 +348,7 @@ def precision_cases(scope: str = "menu") -> st.SearchStrategy[PrecisionCase]:
 
 def shape_key(case: Any) -> Any:
     """What decides whether a case needs new compiled code: its kind and shapes."""
-    if isinstance(case, ExerciseCase):
+    if isinstance(case, SeededForwardCase):
         return ("exercise", case.dim, int(case.features))
     if isinstance(case, ParamCase):
         return ("params", case.params.dim, case.params.features)
@@ -361,7 +361,7 @@ def shape_key(case: Any) -> Any:
 
 def describe(case: Any) -> str:
     """A case in a few words: enough to tell which example a port was running."""
-    if isinstance(case, ExerciseCase):
+    if isinstance(case, SeededForwardCase):
         return f"nn_checkpoint_forward(seed={case.seed!r}, x: D={case.dim}, {case.features!r})"
     if isinstance(case, ParamCase):
         return f"params D={case.params.dim} F={case.params.features}, x and a cotangent"

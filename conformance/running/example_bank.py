@@ -43,7 +43,7 @@ from ..checking.strategies import describe
 from . import environment
 
 T = TypeVar("T")
-_RECORDER: list[Callable[[Any], None]] = []
+_RECEIVERS: list[Callable[[Any], None]] = []
 
 
 def example(case: Any) -> None:
@@ -52,17 +52,17 @@ def example(case: Any) -> None:
     One function for drawing the bank and for checking, so that both get
     the same derandomized seed (Hypothesis derives it from the function).
     """
-    _RECORDER[-1](case)
+    _RECEIVERS[-1](case)
 
 
 @contextlib.contextmanager
-def handing_to(function: Callable[[Any], None]) -> Iterator[None]:
+def sending_cases_to(function: Callable[[Any], None]) -> Iterator[None]:
     """Make `example` hand its cases to `function` for a while."""
-    _RECORDER.append(function)
+    _RECEIVERS.append(function)
     try:
         yield
     finally:
-        _RECORDER.pop()
+        _RECEIVERS.pop()
 
 
 def derandomized() -> bool:
@@ -84,7 +84,7 @@ def cases(prop: Property, scope: str, max_examples: int | None) -> list[Any]:
 
     def draw() -> list[Any]:
         drawn: list[Any] = []
-        with handing_to(drawn.append):
+        with sending_cases_to(drawn.append):
             settings(max_examples=count, database=None)(given(prop.strategy(scope))(example))()
         return drawn
 

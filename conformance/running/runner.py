@@ -240,7 +240,7 @@ class _Run:
         test = given(self.prop.strategy(scope))(example_bank.example)
         if reproduce and reproduce != _NOT_BANKED:
             test = reproduce_failure(*reproduce.split(":", 1))(test)
-        with example_bank.handing_to(check):
+        with example_bank.sending_cases_to(check):
             settings(**overrides)(test)()
 
     def _canonical_or_raise(self) -> Implementation:

@@ -25,7 +25,7 @@ def test_the_bank_holds_what_a_derandomized_run_draws():
     prop = BY_ID["b"]
     drawn = example_bank.cases(prop, "small", 12)
     seen = []
-    with example_bank.handing_to(seen.append):
+    with example_bank.sending_cases_to(seen.append):
         settings(max_examples=12, database=None)(
             given(prop.strategy("small"))(example_bank.example)
         )()

@@ -353,7 +353,7 @@ def test_the_precision_tier_kills_the_mutant_where_the_forward_bound_cannot(
 ):
     from conformance import mutants
     from conformance.checking.properties import BY_ID
-    from conformance.checking.strategies import ExerciseCase, ParamCase
+    from conformance.checking.strategies import ParamCase, SeededForwardCase
 
     case, ref = large_case
     mutant = mutants.load(name).port
@@ -366,7 +366,7 @@ def test_the_precision_tier_kills_the_mutant_where_the_forward_bound_cannot(
         check_precision(mutant, ref, case)
     # The rigorous forward bounds, (b) with shared parameters and (f) the
     # exercise, admit it at this size (bfloat16 kernels break (b) at 256 only).
-    rigorous = [("f", ExerciseCase(case.seed, case.x, case.features))]
+    rigorous = [("f", SeededForwardCase(case.seed, case.x, case.features))]
     if not (name == "bf16_weights_only" and case.dim == 256):
         rigorous.append(("b", ParamCase(case.params, case.x, case.cotangent)))
     for prop_id, rigorous_case in rigorous:
