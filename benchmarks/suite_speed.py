@@ -8,7 +8,7 @@ an example's time:
   reading it from the example bank;
 - **port**: the port's own contract calls;
 - **canonical**: the canonical port's calls, and reading its stored results;
-- **bounds**: the error analysis (`conformance.tolerance`);
+- **bounds**: the error analysis (`conformance.checking.tolerance`);
 - **rest**: comparing, bookkeeping.
 
 Usage: `python benchmarks/suite_speed.py PORT [PORT ...] [--examples N] [--json]`.

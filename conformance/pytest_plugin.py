@@ -12,7 +12,7 @@ ports; `--expectations DIR` reads expected failures from `DIR/<port>.txt`;
 `--conformance-in-process` runs the ports in the test process (debugging).
 
 **Isolation, as in the CLI.** Each port is checked in a worker process of
-its own (`conformance.worker`), kept for the session: a port that crashes or
+its own (`conformance.running.worker`), kept for the session: a port that crashes or
 hangs fails its own test (naming the signal, the example and what it printed)
 and nothing else, and Keras backends never share a process. Under
 pytest-xdist with `--dist loadscope` (this project's config), every test of

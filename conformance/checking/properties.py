@@ -279,7 +279,7 @@ def prepare_precision(canonical: None, case) -> precision.Reference:
 
 def check_precision(port: Implementation, reference: precision.Reference, case) -> float:
     """(i) Forward, VJP and exercise are as close to the exact result as float32 arithmetic
-    gets: a median error within the precision tier's threshold (`conformance.precision`)."""
+    gets: a median error within the precision tier's threshold (`checking.precision`)."""
     # Each step is judged before the next runs, so a failure names the first result off.
     out = np.asarray(port.forward(case.params, case.x, checkpoint=True))
     check_shape(port.name, "forward output", out, (case.features,))

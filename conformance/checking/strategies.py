@@ -218,7 +218,7 @@ def param_cases(draw, scope: str = "menu") -> ParamCase:
 # What the precision tier draws: large shapes (the rigorous bound is loosest
 # there), few examples (each is a matmul of up to a million weights), and data
 # whose weights have random signs (normal or symmetric integers: the analysis
-# in conformance/precision.py needs that) while x reaches every kind the
+# in conformance/checking/precision.py needs that) while x reaches every kind the
 # suite promises. Each recipe is (D, F, x kind, parameter kind).
 PRECISION_X_KINDS = (
     "normal",

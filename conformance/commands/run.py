@@ -3,7 +3,7 @@
 Exit codes: 0 when everything passes; 1 when a property fails, a port is
 broken, crashed or timed out, the canonical port crashed, or a mutant is not
 killed; 2 for usage errors. Each port runs in a worker process of its own
-(see `conformance.suite`); `--json` prints exactly one JSON document on
+(see `conformance.running.suite`); `--json` prints exactly one JSON document on
 stdout, whatever the ports print.
 """
 

@@ -2,7 +2,7 @@
 
 Platform, OS, CPU model, cores, memory, Python, and the variables that change
 float32 matmuls. Imports no framework: the parent process must stay free of
-them. Each port's device is read in its own worker (`conformance.devices`).
+them. Each port's device is read in its own worker (`conformance.running.devices`).
 
 No hostname, hashed or not: CI runners are fresh machines with random names,
 so a name would split identical runners in a merged matrix and tell the reader

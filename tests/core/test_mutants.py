@@ -36,7 +36,7 @@ KILLED_BY = {
     "vague_errors": "g_bad_inputs",
     "not_repeatable": "h_hygiene",
     # Hunted by the precision tier first (their MutantSpec.first): it must kill
-    # them at D = F = 256 or 1024 (tests/test_precision.py proves both sizes).
+    # them at D = F = 256 or 1024 (tests/core/test_precision.py proves both sizes).
     "tf32_matmul": "i_precision",
     "f16_inputs": "i_precision",
     "bf16_weights_only": "i_precision",
