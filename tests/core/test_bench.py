@@ -5,6 +5,7 @@ is one `(B, F)` float32 array, `B*F*4` bytes. The analytic minimum is `L`
 units: the block inputs.
 """
 
+import importlib
 import json
 import subprocess
 import sys
@@ -173,25 +174,6 @@ TORCH = {
 }
 
 
-@pytest.mark.parametrize("depth", [1, 2])
-@pytest.mark.parametrize("mode", measure.MODES)
-def test_torch_residuals_match_hand_derived_counts(mode, depth):
-    pytest.importorskip("torch")
-    from conformance.bench import torch_stack
-
-    saved = torch_stack.build("", mode, _data(depth)).residuals()
-    kept = _kept(saved)
-    units = TORCH[mode](depth)
-    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
-    assert all(t.shape == (B, F) and t.dtype == "float32" for t in kept)
-    assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
-    # The parameters kept are recognised as such. Unwrapped, addmm keeps its
-    # weight only for dx, and x needs no grad: all weights but block 0's W1.
-    # A checkpoint keeps every tensor argument: the block's 4 parameters.
-    params = [t for t in saved if t.origin == "parameter"]
-    assert len(params) == (2 * depth - 1 if mode == "none" else 4 * depth)
-
-
 def test_torch_measure_counts_matmuls_and_peak():
     pytest.importorskip("torch")
     from conformance.bench import torch_stack
@@ -236,19 +218,33 @@ def test_torch_checkpointed_gradients_equal_plain_ones():
 MLX = {"none": lambda L: 3 * L, "full": lambda L: L}
 
 
-@pytest.mark.parametrize("depth", [1, 2])
-@pytest.mark.parametrize("mode", ["none", "full"])
-def test_mlx_residuals_match_hand_derived_counts(mode, depth):
-    pytest.importorskip("mlx")
-    from conformance.bench import mlx_stack
+# The eager stacks' residuals, each against its own hand-derived counts: the
+# modes it runs and the B x F float32 units each mode keeps.
+EAGER_UNITS = {"torch": TORCH, "mlx": MLX}
 
-    saved = mlx_stack.build("", mode, _data(depth)).residuals()
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize(
+    ("stack", "mode"), [(stack, mode) for stack, units in EAGER_UNITS.items() for mode in units]
+)
+def test_eager_residuals_match_hand_derived_counts(stack, mode, depth):
+    pytest.importorskip(stack)
+    stack_module = importlib.import_module(f"conformance.bench.{stack}_stack")
+
+    saved = stack_module.build("", mode, _data(depth)).residuals()
     kept = _kept(saved)
-    units = MLX[mode](depth)
+    units = EAGER_UNITS[stack][mode](depth)
     assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
     assert all(t.shape == (B, F) and t.dtype == "float32" for t in kept)
     assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
-    assert all(t.shape in ((F, F), (F,)) for t in saved if t.origin == "parameter")
+    params = [t for t in saved if t.origin == "parameter"]
+    if stack == "torch":
+        # The parameters kept are recognised as such. Unwrapped, addmm keeps its
+        # weight only for dx, and x needs no grad: all weights but block 0's W1.
+        # A checkpoint keeps every tensor argument: the block's 4 parameters.
+        assert len(params) == (2 * depth - 1 if mode == "none" else 4 * depth)
+    else:
+        assert all(t.shape in ((F, F), (F,)) for t in params)
 
 
 def test_mlx_runs_no_save_mm():

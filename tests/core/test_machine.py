@@ -188,13 +188,18 @@ def test_identical_devices_are_counted_once():
     assert counted == [{**devices.CPU, "count": 1}, {**gpu, "count": 2}]
 
 
-def test_a_torch_port_reports_its_device_and_pinned_precision():
-    pytest.importorskip("torch")
+def _pinned_environment(framework: str, port_name: str) -> dict:
+    """What a worker reports of the port's environment, once the port pinned its precision."""
+    pytest.importorskip(framework)
     from tests.helpers import port_or_skip
 
-    port = port_or_skip("pytorch")
+    port = port_or_skip(port_name)
     port.pin_matmul_precision()
-    found = devices.port_environment(port)
+    return devices.port_environment(port)
+
+
+def test_a_torch_port_reports_its_device_and_pinned_precision():
+    found = _pinned_environment("torch", "pytorch")
     torch_entry = found["frameworks"]["torch"]
     assert found["device"]["framework"] == "torch"
     assert torch_entry["matmul_precision"] == "highest"  # what pin_matmul_precision set
@@ -206,12 +211,7 @@ def test_a_torch_port_reports_its_device_and_pinned_precision():
 
 
 def test_a_jax_port_reports_its_backend():
-    pytest.importorskip("jax")
-    from tests.helpers import port_or_skip
-
-    port = port_or_skip("jax_checkpoint")
-    port.pin_matmul_precision()
-    found = devices.port_environment(port)
+    found = _pinned_environment("jax", "jax_checkpoint")
     jax_entry = found["frameworks"]["jax"]
     import jax
 
