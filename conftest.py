@@ -6,6 +6,6 @@ JAX's persistent compilation cache, which the pytest-xdist workers share.
 Ports pin their own framework again when they load.
 """
 
-from conformance import environment
+from conformance.running import environment
 
 environment.prepare()

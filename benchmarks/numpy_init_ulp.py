@@ -25,7 +25,7 @@ import jax.extend.random as jax_random_ext
 import jax.numpy as jnp
 import numpy as np
 
-from conformance.tolerance import ulp_distance
+from conformance.checking.tolerance import ulp_distance
 from implementations._canonical_init import numpy_init as ci
 from implementations.flax_linen import FlaxLinen
 

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.precision_ports
 
-from conformance import environment  # noqa: E402
+from conformance.running import environment  # noqa: E402
 
 # Shapes and how often each is drawn: mostly the sizes the tier is for,
 # some with few groups (7 x 300: d/dx has 7), a few of the largest.
@@ -61,7 +61,7 @@ RESULTS = ("output", "d/dw1", "d/db1", "d/dw2", "d/db2", "d/dx", "end_to_end")
 
 def case_for(index: int):
     """Example `index` of the stream: the same case everywhere."""
-    from conformance.strategies import (
+    from conformance.checking.strategies import (
         PRECISION_PARAM_KINDS,
         PRECISION_X_KINDS,
         PrecisionCase,
@@ -77,15 +77,15 @@ def case_for(index: int):
 
 def judge_all(port, case, reference) -> list:
     """Every result of the precision check, without stopping at a failure."""
-    from conformance import precision
-    from conformance.properties import _run_exercise
+    from conformance.checking import precision
+    from conformance.checking.properties import _run_seeded_forward
 
     results = [
         precision.judge_output("output", port.forward(case.params, case.x), reference.forward)
     ]
     grads = port.vjp(case.params, case.x, case.cotangent).as_dict()
     results += precision.judge_grads(grads, reference, case.params, case.x, case.cotangent)
-    out = _run_exercise(port, case, port.from_numpy(case.x.copy()))
+    out = _run_seeded_forward(port, case, port.from_numpy(case.x.copy()))
     results.append(precision.judge_output("end_to_end", out, reference.end_to_end))
     return results
 
@@ -148,13 +148,13 @@ class Tally:
 
 
 def describe(case) -> str:
-    from conformance.strategies import describe as describe_case
+    from conformance.checking.strategies import describe as describe_case
 
     return describe_case(case)
 
 
 def false_alarms(start: int, count: int, progress: bool) -> dict:
-    from conformance.properties import prepare_precision
+    from conformance.checking.properties import prepare_precision
     from tests.precision_ports import float32_ports
 
     ports = float32_ports()
@@ -180,7 +180,7 @@ def false_alarms(start: int, count: int, progress: bool) -> dict:
 
 def real_ports(names: list[str], start: int, count: int, progress: bool) -> dict:
     import implementations
-    from conformance.properties import prepare_precision
+    from conformance.checking.properties import prepare_precision
 
     out: dict = {"run": "ports", "start": start, "count": count, "ports": {}}
     ports = []
@@ -217,8 +217,8 @@ def mutants(data_seeds: int, names: list[str]) -> dict:
     """The lower-precision test ports and the named mutants (default: the precision
     tier's four); a mutant whose stack cannot load in this process is listed as such."""
     from conformance import mutants as registry
-    from conformance.properties import prepare_precision
-    from conformance.strategies import PrecisionCase
+    from conformance.checking.properties import prepare_precision
+    from conformance.checking.strategies import PrecisionCase
     from tests.precision_ports import low_precision_ports
 
     ports = list(low_precision_ports())

@@ -8,7 +8,7 @@ an example's time:
   reading it from the example bank;
 - **port**: the port's own contract calls;
 - **canonical**: the canonical port's calls, and reading its stored results;
-- **bounds**: the error analysis (`conformance.tolerance`);
+- **bounds**: the error analysis (`conformance.checking.tolerance`);
 - **rest**: comparing, bookkeeping.
 
 Usage: `python benchmarks/suite_speed.py PORT [PORT ...] [--examples N] [--json]`.
@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
-from conformance import environment, profiles
+from conformance.running import environment, profiles
 
 PARTS = ("drawing", "port", "canonical", "bounds", "rest")
 TOLERANCE_FUNCTIONS = ("forward_bound", "analyse_forward", "analyse_vjp", "vjp_comparison")
@@ -78,7 +78,7 @@ class Timed:
 def timed_properties(clock: Clock) -> list:
     """The suite's properties, their checks charged to "rest" and the error analysis to
     "bounds" (and, where a property has one, its canonical side to "canonical")."""
-    from conformance import properties
+    from conformance.checking import properties
 
     for function in TOLERANCE_FUNCTIONS:
         if hasattr(properties, function):
@@ -95,7 +95,7 @@ def timed_properties(clock: Clock) -> list:
 def measure(name: str, examples: int | None) -> dict:
     """One port's whole property run, timed by part."""
     import implementations
-    from conformance import runner
+    from conformance.running import runner
 
     clock = Clock()
     started = time.perf_counter()

@@ -12,7 +12,7 @@ Commands (each in `conformance.commands`, which owns its flags):
   one matrix, grouped by machine and device; Markdown and JSON too.
 
 Exit codes: 0 success, 1 a check failed, 2 a usage error (one line naming
-the flag, before any work: `conformance.arguments`); 130 and 143 when SIGINT
+the flag, before any work: `conformance.commands.arguments`); 130 and 143 when SIGINT
 or SIGTERM stopped it (every worker process stopped, no traceback; `run
 --json` still prints its one document, marked `"interrupted": true`). Output
 into a closed pipe (`... --json | head`) ends quietly, with the exit code of
@@ -28,8 +28,8 @@ import signal
 import sys
 from collections.abc import Iterator
 
-from . import arguments, environment, interrupts, processes
-from .commands import bench, compare, list_ports, merge, run, vectors
+from .commands import arguments, bench, compare, list_ports, merge, run, vectors
+from .running import environment, interrupts, processes
 
 COMMANDS = {
     "run": run,

@@ -12,7 +12,7 @@ ports; `--expectations DIR` reads expected failures from `DIR/<port>.txt`;
 `--conformance-in-process` runs the ports in the test process (debugging).
 
 **Isolation, as in the CLI.** Each port is checked in a worker process of
-its own (`conformance.worker`), kept for the session: a port that crashes or
+its own (`conformance.running.worker`), kept for the session: a port that crashes or
 hangs fails its own test (naming the signal, the example and what it printed)
 and nothing else, and Keras backends never share a process. Under
 pytest-xdist with `--dist loadscope` (this project's config), every test of
@@ -34,10 +34,11 @@ import pytest
 
 import implementations
 
-from . import arguments, environment, expectations, profiles
-from .properties import PROPERTIES
-from .suite import PortReport, PortRun, RunConfig, Supervisor, _captured
-from .worker import Session, Worker
+from .checking.properties import PROPERTIES
+from .commands import arguments
+from .running import environment, expectations, profiles
+from .running.suite import PortReport, PortRun, RunConfig, Supervisor, _captured
+from .running.worker import Session, Worker
 
 
 class StaleExpectationWarning(UserWarning):
@@ -74,7 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-# Each option, and the check `conformance.arguments` makes of it, as the CLI does.
+# Each option, and the check `conformance.commands.arguments` makes of it, as the CLI does.
 _CHECKS = {
     "--port": arguments.port_name,
     "--expectations": arguments.existing_directory,
@@ -249,7 +250,7 @@ def test_property(port_name, conformance_property, conformance_session, port_exp
 
 
 def _printed(run: PortRun) -> str:
-    from .worker import tail
+    from .running.worker import tail
 
     text = tail(run.output, lines=20)
     return f"\n{run.port} printed:\n{text}" if text else ""

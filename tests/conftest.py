@@ -6,7 +6,7 @@ canonical port, and Flax linen's own exercise (the source of expected values).
 
 import pytest
 
-from conformance import profiles
+from conformance.running import profiles
 from tests.helpers import port_or_skip
 
 pytest_plugins = ["conformance.pytest_plugin"]

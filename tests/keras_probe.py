@@ -1,7 +1,7 @@
 """Observe a Keras port on one backend, in a process of its own: `python -m tests.keras_probe jax`.
 
 Keras keeps the backend it was first imported with, and pytest-xdist runs
-many test files in one process, so `tests/test_keras.py` runs this once per
+many test files in one process, so `tests/keras/test_keras.py` runs this once per
 backend and judges what it prints: one JSON object of observations, made
 with Keras and the backend only. No expected value is computed here.
 """

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .. import timing
-from ..jsonable import to_data
+from ..reporting.jsonable import to_data
+from ..running import timing
 from . import measure
 from .measure import Result, Settings
 

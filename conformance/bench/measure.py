@@ -19,7 +19,7 @@ import numpy as np
 
 from implementations.contract import SavedTensor
 
-from ..jsonable import to_data
+from ..reporting.jsonable import to_data
 
 MODES = ("none", "full", "save-mm")
 MODE_TITLES = {

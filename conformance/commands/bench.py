@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from .. import arguments, interrupts
 from ..bench import DEFAULTS, FRAMEWORKS
 from ..bench.measure import Settings
-from ..jsonable import dumps
+from ..reporting.jsonable import dumps
+from ..running import interrupts
+from . import arguments
 
 HELP = "memory and time against depth, with a plot"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .. import arguments, interrupts
+from ..running import interrupts
+from . import arguments
 
 HELP = "one table: outputs, gradients, residuals, time"
 
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     import implementations
 
     from .. import compare
-    from ..jsonable import dumps
+    from ..reporting.jsonable import dumps
 
     console = Console(stderr=True)
     try:

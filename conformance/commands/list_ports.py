@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
 
     import implementations
 
-    from ..style import state_markup
+    from ..reporting.terminal_style import state_markup
 
     console = Console()
     for status in implementations.status():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import arguments
+from . import arguments
 
 PROG = "python -m conformance merge"
 HELP = "merge run --json reports into one matrix (terminal, Markdown, JSON)"
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .. import merge
-    from ..jsonable import dumps
+    from ..reporting.jsonable import dumps
 
     try:
         merged = merge.combine(merge.read_all(args.reports))

@@ -4,7 +4,7 @@ Exit codes: 0 when everything passes; 1 when a property fails, a port is
 broken, crashed or timed out, the canonical port crashed, or a mutant is not
 killed; 2 for usage errors; 130 (SIGINT) or 143 (SIGTERM) when a signal
 stopped the run (the report then holds what finished). Each port runs in a worker process of its own
-(see `conformance.suite`); `--json` prints exactly one JSON document on
+(see `conformance.running.suite`); `--json` prints exactly one JSON document on
 stdout, whatever the ports print.
 """
 
@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .. import arguments, interrupts, profiles
+from ..running import interrupts, profiles
+from . import arguments
 
 HELP = "run the suite (the default command)"
 
@@ -118,10 +119,10 @@ def run(args: argparse.Namespace) -> int:
 
     import implementations
 
-    from ..jsonable import dumps
     from ..mutants import MUTANTS
-    from ..report import print_report, to_json
-    from ..suite import RunConfig, examples_per_property, run_suite
+    from ..reporting.jsonable import dumps
+    from ..reporting.report import print_report, to_json
+    from ..running.suite import RunConfig, examples_per_property, run_suite
 
     profile = profiles.load(args.profile)
     names = list(dict.fromkeys(args.implementation or implementations.registered()))
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _say_what_did_not_reproduce(report, console) -> None:
     """A replayed example that passes now: say so (its outcome passed, with this message)."""
-    from ..runner import DID_NOT_REPRODUCE
+    from ..running.runner import DID_NOT_REPRODUCE
 
     for port in report.ports:
         for outcome in port.outcomes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import arguments
+from . import arguments
 
 HELP = "golden vectors: export, or check a port"
 
@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     import implementations
 
-    from .. import vectors
-    from ..jsonable import dumps
+    from ..checking import vectors
+    from ..reporting.jsonable import dumps
 
     console = Console()
     if args.vectors_command == "export":

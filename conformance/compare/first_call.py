@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import environment
+from ..running import environment
 
 TIMEOUT_SECONDS = 600.0
 

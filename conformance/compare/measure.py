@@ -7,7 +7,7 @@ For each available port, against the canonical one on shared parameters:
   worst difference/bound ratio (1.0 would fail the suite);
 - **precision:** each port's effective precision in bits for the output,
   the exercise and every gradient, against the exact (float64) result
-  (`conformance.precision`; the canonical port is measured too), and the
+  (`conformance.checking.precision`; the canonical port is measured too), and the
   framework's float32 matmul setting: its default, as read from the
   framework, next to the one the suite pins;
 - **residuals:** what the backward pass keeps with the checkpoint off and on,
@@ -38,11 +38,12 @@ import numpy as np
 import implementations
 from implementations.contract import BackwardRecord, Implementation, Params
 
-from .. import environment, precision, processes
-from ..checks import measure
-from ..jsonable import to_data
-from ..timing import time_interleaved
-from ..tolerance import INIT_ULPS, forward_bound, vjp_comparison
+from ..checking import precision
+from ..checking.checks import measure
+from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
+from ..reporting.jsonable import to_data
+from ..running import environment, processes
+from ..running.timing import time_interleaved
 from .first_call import first_call
 
 
@@ -64,7 +65,7 @@ class Diff:
 
 @dataclass
 class Bits:
-    """One result's effective precision against the exact result (`conformance.precision`).
+    """One result's effective precision against the exact result (`conformance.checking.precision`).
 
     **Arguments:**
 
@@ -146,14 +147,14 @@ class Comparison:
 
 NOTES = {
     "output": "forward(params, x, checkpoint=True) with the canonical params, against the "
-    "canonical port; bound from conformance.tolerance.forward_bound",
+    "canonical port; bound from conformance.checking.tolerance.forward_bound",
     "exercise": "nn_checkpoint_forward(seed, x, features): each port's own init; the bound "
     f"allows {INIT_ULPS} ulps of parameter difference, as the suite does",
     "gradients": "vjp(params, x, cotangent, checkpoint=True), every parameter and x; bound and "
-    "relu-kink shift from conformance.tolerance.vjp_comparison",
+    "relu-kink shift from conformance.checking.tolerance.vjp_comparison",
     "precision": "effective bits of each result against the exact (float64) one on the same "
     "parameters, from the median over its elements of the error in units of float32's "
-    "rounding (conformance.precision; docs/PRECISION.md): float32 arithmetic reads 19 to "
+    "rounding (conformance.checking.precision; docs/PRECISION.md): float32 arithmetic reads 19 to "
     "24, TF32 and float16 about 11, bfloat16 8; inf: exact; ratio: the precision tier's "
     "median over its threshold (above 1 fails)",
     "matmul_precision": "the port's matmul_precision(): the framework's float32 matmul "

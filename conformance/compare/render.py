@@ -7,7 +7,7 @@ from typing import Any
 
 from implementations.contract import SavedTensor
 
-from ..style import narrow_table, state_markup
+from ..reporting.terminal_style import narrow_table, state_markup
 from .measure import Bits, Comparison, Diff, PortComparison
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..suite import SCHEMA
+from ..running.suite import SCHEMA
 from .read import Source
 
 NOT_RECORDED = "machine not recorded"

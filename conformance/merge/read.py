@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runner import FAILING
-from ..suite import SCHEMA
+from ..running.runner import FAILING
+from ..running.suite import SCHEMA
 
 #: The oldest report schema merge reads (2: ports, outcomes and "failed" as today;
 #: reports without "machine" are merged under "machine not recorded").

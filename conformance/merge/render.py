@@ -15,9 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..report import CELLS, cell
-from ..runner import Outcome
-from ..style import state_markup
+from ..reporting.report import CELLS, cell
+from ..reporting.terminal_style import state_markup
+from ..running.runner import Outcome
 from .combine import Merged, Row
 
 CAPTION = (

@@ -1,0 +1,2 @@
+"""The checks: the properties (a)-(i), their strategies, the tolerance model, the
+precision tier, the golden vectors and the mutation run."""

@@ -1,0 +1,366 @@
+"""The properties every port must satisfy, (a) to (i).
+
+Each property has two halves. `prepare(canonical, case)` computes what the
+port is compared with: the canonical port's results and the error bounds;
+it depends on the case alone, so a run can make it once for every port
+(`conformance.running.example_bank`). `check(port, reference, case)` runs the port, returns
+the worst error/bound ratio it saw (None where there is no bound) and raises
+`ConformanceError` when the port breaks the property.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from implementations.contract import (
+    BAD_INPUTS,
+    PARAM_NAMES,
+    BackwardRecord,
+    BadInput,
+    Grads,
+    Implementation,
+    Params,
+    param_shapes,
+)
+from implementations.porting.numpy import canonical_params
+
+from . import precision, strategies
+from .checks import bitwise_equal, check_shape, fail, within, within_ulps
+from .tolerance import INIT_ULPS, analyse_vjp, forward_bound, vjp_comparison
+
+
+@dataclass(frozen=True)
+class Property:
+    """One property: its letter, what it checks, its inputs, and the two halves of its check.
+
+    **Arguments:**
+
+    - `id`: the letter, "a" to "h".
+    - `name`: a short name for reports and test ids.
+    - `title`: one line for people.
+    - `check`: `(port, reference, case) -> worst ratio or None`: the port's
+      side; it raises `ConformanceError` when the port breaks the property.
+    - `prepare`: `(canonical, case) -> reference`: what the port is compared
+      with (the canonical port's results, the error bounds). It depends on
+      the case alone, so a run may make it once and keep it (`bank`);
+      `canonical` is None for properties that do not need it. None: the
+      check needs no reference.
+    - `strategy`: `scope -> SearchStrategy` of cases, for Hypothesis (scope:
+      see `strategies.shapes`).
+    - `cases`: instead of a strategy, a finite list run in full.
+    - `needs_canonical`: False for properties a port can meet on its own.
+    """
+
+    id: str
+    name: str
+    title: str
+    check: Callable[[Implementation, Any, Any], float | None]
+    prepare: Callable[[Implementation | None, Any], Any] | None = None
+    strategy: Callable[[str], st.SearchStrategy] | None = None
+    cases: Callable[[], Sequence[Any]] | None = None
+    needs_canonical: bool = True
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}_{self.name}"
+
+
+def _params(port: Implementation, value: Any) -> Params:
+    if not isinstance(value, Params):
+        fail(port.name, "init_params", f"returned a {type(value).__name__}, not contract.Params")
+    return value
+
+
+def prepare_init(canonical: Implementation, case) -> Params:
+    return _params(canonical, canonical.init_params(case.seed, case.dim, case.features))
+
+
+def check_init(port: Implementation, reference: Params, case) -> float:
+    """(a) The port's own seeded init equals the canonical parameters to 2 ulp."""
+    mine = _params(port, port.init_params(case.seed, case.dim, case.features))
+    return max(
+        within_ulps(
+            port.name, f"init {name}", getattr(mine, name), getattr(reference, name), INIT_ULPS
+        )
+        for name in PARAM_NAMES
+    )
+
+
+def prepare_forward(canonical: Implementation, case) -> dict[str, np.ndarray]:
+    return {
+        "output": np.asarray(canonical.forward(case.params, case.x, checkpoint=True)),
+        "bound": forward_bound(case.params, case.x),
+    }
+
+
+def check_forward(port: Implementation, reference: dict, case) -> float:
+    """(b) From shared parameters, the forward pass equals the canonical."""
+    out = port.forward(case.params, case.x, checkpoint=True)
+    return within(port.name, "forward output", out, reference["output"], reference["bound"])
+
+
+def _grads(port: Implementation, value: Any) -> Grads:
+    if not isinstance(value, Grads):
+        fail(port.name, "vjp", f"returned a {type(value).__name__}, not contract.Grads")
+    return value
+
+
+def prepare_vjp(canonical: Implementation, case) -> dict[str, Any]:
+    grads = _grads(canonical, canonical.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    return {"grads": grads.as_dict(), "analysis": analyse_vjp(case.params, case.x, case.cotangent)}
+
+
+def check_vjp(port: Implementation, reference: dict, case) -> float:
+    """(c) The VJP equals the canonical, for every parameter gradient and the x gradient."""
+    grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    return _compare_grads(
+        port.name, "VJP d/d{}", case, reference["analysis"], grads.as_dict(), reference["grads"]
+    )
+
+
+def _compare_grads(port: str, quantity: str, case, analysis, grads: dict, reference: dict) -> float:
+    comparison = vjp_comparison(
+        case.params, case.x, case.cotangent, grads, reference, analysis=analysis
+    )
+    return max(
+        within(port, quantity.format(name), grads[name], reference[name], bound, shift)
+        for name, (shift, bound) in comparison.items()
+    )
+
+
+def prepare_on_off(canonical: None, case) -> dict[str, Any]:
+    return {
+        "bound": forward_bound(case.params, case.x),
+        "analysis": analyse_vjp(case.params, case.x, case.cotangent),
+    }
+
+
+def check_checkpoint_is_transparent(port: Implementation, reference: dict, case) -> float:
+    """(d) Checkpoint on equals checkpoint off, within the port, forward and VJP."""
+    on = port.forward(case.params, case.x, checkpoint=True)
+    off = port.forward(case.params, case.x, checkpoint=False)
+    worst = within(port.name, "forward, checkpoint on vs off", on, off, reference["bound"])
+    grads_on = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    grads_off = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=False))
+    quantity = "VJP d/d{}, checkpoint on vs off"
+    comparison = _compare_grads(
+        port.name, quantity, case, reference["analysis"], grads_on.as_dict(), grads_off.as_dict()
+    )
+    return max(worst, comparison)
+
+
+def _record(port: Implementation, what: str, value: Any) -> BackwardRecord:
+    if not isinstance(value, BackwardRecord):
+        fail(port.name, what, f"returned a {type(value).__name__}, not contract.BackwardRecord")
+    return value
+
+
+def _expect_checkpointed(port: str, what: str, record: BackwardRecord) -> None:
+    activations = record.saved_by_origin("activation")
+    if activations:
+        listed = ", ".join(f"{t.shape} {t.dtype} ({t.note})" for t in activations)
+        fail(port, what, f"saves {len(activations)} activation(s) for backward: {listed}")
+    if record.recomputed_count == 0:
+        fail(port, what, "the backward pass recomputes nothing: no checkpoint on the grad path")
+    if record.checkpoint_regions is not None and record.checkpoint_regions < 1:
+        fail(port, what, f"{record.instrument} finds no checkpoint region")
+
+
+def check_evidence(port: Implementation, reference: None, case) -> None:
+    """(e) The framework's own instrument shows the checkpoint on the grad path."""
+    param_case, seed = case
+    params, x = param_case.params, param_case.x
+    on = _record(port, "backward_record", port.backward_record(params, x, checkpoint=True))
+    _expect_checkpointed(port.name, "VJP with checkpoint on", on)
+
+    off = _record(port, "backward_record", port.backward_record(params, x, checkpoint=False))
+    if not off.saved_by_origin("activation"):
+        fail(
+            port.name,
+            "VJP with checkpoint off",
+            "saves no activation: the instrument proves nothing",
+        )
+    if off.recomputed_count:
+        fail(port.name, "VJP with checkpoint off", f"recomputes {dict(off.recomputed)}")
+    if off.checkpoint_regions:
+        fail(
+            port.name,
+            "VJP with checkpoint off",
+            f"has {off.checkpoint_regions} checkpoint region(s)",
+        )
+
+    exercise = port.exercise_record(seed, x, params.features)
+    _expect_checkpointed(
+        port.name, "grad of nn_checkpoint_forward", _record(port, "exercise_record", exercise)
+    )
+
+
+def _run_seeded_forward(port: Implementation, case, x: Any) -> np.ndarray:
+    out = port.to_numpy(port.nn_checkpoint_forward(case.seed, x, case.features))
+    check_shape(port.name, "nn_checkpoint_forward output", out, (int(case.features),))
+    if out.dtype != np.float32:
+        fail(port.name, "nn_checkpoint_forward output", f"dtype {out.dtype}, expected float32")
+    return out
+
+
+def prepare_end_to_end(canonical: Implementation, case) -> dict[str, np.ndarray]:
+    params = _params(canonical, canonical.init_params(case.seed, case.dim, case.features))
+    return {
+        "output": _run_seeded_forward(canonical, case, canonical.from_numpy(case.x.copy())),
+        # Each port makes its own init, which may differ by INIT_ULPS from Flax's.
+        "bound": forward_bound(params, case.x, param_ulps=INIT_ULPS),
+    }
+
+
+def check_end_to_end(port: Implementation, reference: dict, case) -> float:
+    """(f) `nn_checkpoint_forward(seed, x, features)` equals the canonical's."""
+    out = _run_seeded_forward(port, case, port.from_numpy(case.x.copy()))
+    return within(
+        port.name, "nn_checkpoint_forward output", out, reference["output"], reference["bound"]
+    )
+
+
+def check_bad_input(port: Implementation, reference: None, case) -> None:
+    """(g) A bad input raises the contract's exception type, naming the argument."""
+    bad, form = case
+    bad: BadInput
+    x = bad.x(port.from_numpy if form == "native" else np.asarray)
+    quantity = f"bad input '{bad.label}' ({form} x)"
+    try:
+        with _byte_budget(bad.max_bytes):
+            port.nn_checkpoint_forward(bad.seed, x, bad.features)
+    except Exception as error:
+        if not isinstance(error, bad.error):
+            fail(
+                port.name,
+                quantity,
+                f"raised {type(error).__name__}: {error}; expected {bad.error.__name__}",
+            )
+        # The argument as a word: "x" in "expected" names nothing.
+        if not re.search(rf"\b{re.escape(bad.argument)}\b", str(error)):
+            fail(port.name, quantity, f"the message does not name {bad.argument!r}: {error}")
+    else:
+        fail(
+            port.name,
+            quantity,
+            f"was accepted; expected {bad.error.__name__} naming {bad.argument!r}",
+        )
+    return None
+
+
+@contextlib.contextmanager
+def _byte_budget(max_bytes: int | None) -> Iterator[None]:
+    """`REMAT_MAX_BYTES` set to `max_bytes` for the block (unchanged for None), then restored."""
+    if max_bytes is None:
+        yield
+        return
+    saved = os.environ.get("REMAT_MAX_BYTES")
+    os.environ["REMAT_MAX_BYTES"] = str(max_bytes)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["REMAT_MAX_BYTES"]
+        else:
+            os.environ["REMAT_MAX_BYTES"] = saved
+
+
+def check_call_hygiene(port: Implementation, reference: None, case) -> None:
+    """(h) x is left unchanged, the output is float32 `(F,)`, and calls repeat exactly."""
+    forms = {
+        "numpy": lambda: case.x.copy(),
+        "native": lambda: port.from_numpy(case.x.copy()),
+        "list": lambda: case.x.tolist(),
+    }
+    for form, make in forms.items():
+        x = make()
+        first = _run_seeded_forward(port, case, x)
+        second = _run_seeded_forward(port, case, x)
+        after = port.to_numpy(x) if form == "native" else np.asarray(x, np.float32)
+        bitwise_equal(port.name, f"x after the call ({form} x)", after, case.x)
+        bitwise_equal(port.name, f"a repeated call ({form} x)", second, first)
+    return None
+
+
+def prepare_precision(canonical: None, case) -> precision.Reference:
+    # The exact results need no canonical port: the exercise's parameters
+    # come from the numpy canonical init (within INIT_ULPS of Flax's).
+    exercise = canonical_params(case.seed, case.dim, case.features)
+    return precision.reference(case.params, case.x, case.cotangent, exercise)
+
+
+def check_precision(port: Implementation, reference: precision.Reference, case) -> float:
+    """(i) Forward, VJP and exercise are as close to the exact result as float32 arithmetic
+    gets: a median error within the precision tier's threshold (`checking.precision`)."""
+    # Each step is judged before the next runs, so a failure names the first result off.
+    out = np.asarray(port.forward(case.params, case.x, checkpoint=True))
+    check_shape(port.name, "forward output", out, (case.features,))
+    results = _precision_verdict(
+        port.name, [precision.judge_output("output", out, reference.forward)]
+    )
+    grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=True))
+    shapes = {**param_shapes(case.dim, case.features), "x": (case.dim,)}
+    for name, value in grads.as_dict().items():
+        check_shape(port.name, f"VJP d/d{name}", value, shapes[name])
+    results += _precision_verdict(
+        port.name,
+        precision.judge_grads(grads.as_dict(), reference, case.params, case.x, case.cotangent),
+    )
+    exercise = _run_seeded_forward(port, case, port.from_numpy(case.x.copy()))
+    results += _precision_verdict(
+        port.name, [precision.judge_output("end_to_end", exercise, reference.end_to_end)]
+    )
+    return max(r.ratio for r in results)
+
+
+def _precision_verdict(port: str, results: list[precision.Result]) -> list[precision.Result]:
+    """Fail on the first result over its threshold; **returns** the results otherwise."""
+    labels = {"output": "the output", "end_to_end": "nn_checkpoint_forward's output"}
+    for result in results:
+        if result.failed:
+            label = labels.get(result.name, result.name)
+            fail(port, f"precision of {label}", precision.describe_failure(result))
+    return results
+
+
+def _evidence_cases(scope: str) -> st.SearchStrategy:
+    return st.tuples(strategies.param_cases(scope), strategies.seeds())
+
+
+def _bad_input_cases() -> list[tuple[BadInput, str]]:
+    return [(bad, form) for bad in BAD_INPUTS for form in ("numpy", "native")]
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("a", "init", "init params equal the canonical (2 ulp)", check_init,
+             prepare_init, strategy=strategies.seeded_forward_cases),
+    Property("b", "forward", "forward from shared params equals the canonical", check_forward,
+             prepare_forward, strategy=strategies.param_cases),
+    Property("c", "vjp", "VJP (params and x) equals the canonical", check_vjp,
+             prepare_vjp, strategy=strategies.param_cases),
+    Property("d", "on_off", "checkpoint on equals off, within the port",
+             check_checkpoint_is_transparent, prepare_on_off,
+             strategy=strategies.param_cases, needs_canonical=False),
+    Property("e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,
+             strategy=_evidence_cases, needs_canonical=False),
+    Property("f", "end_to_end", "nn_checkpoint_forward equals the canonical", check_end_to_end,
+             prepare_end_to_end, strategy=strategies.seeded_forward_cases),
+    Property("g", "bad_inputs", "bad inputs raise the contract's errors", check_bad_input,
+             cases=_bad_input_cases, needs_canonical=False),
+    Property("h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,
+             strategy=strategies.seeded_forward_cases, needs_canonical=False),
+    Property("i", "precision", "as close to exact as float32 gets (median, large shapes)",
+             check_precision, prepare_precision, strategy=strategies.precision_cases,
+             needs_canonical=False),
+)  # fmt: skip
+
+BY_ID = {p.id: p for p in PROPERTIES}
+BY_KEY = {p.key: p for p in PROPERTIES}

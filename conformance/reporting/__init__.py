@@ -1,0 +1,1 @@
+"""The run's report: the terminal tables, their style, and JSON conversion."""

@@ -1,0 +1,169 @@
+"""Show a suite run: the side-by-side matrix, the failures, the mutation score, the time."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..checking.mutation import MUTANT_EXAMPLES_NOTE, score
+from ..checking.properties import PROPERTIES
+from ..running import machine
+from ..running.suite import SCHEMA, PortReport, SuiteReport
+from .jsonable import to_data
+from .terminal_style import narrow_table, state_markup
+
+CELLS = {
+    # Narrow cells: nine properties, a port name and the time fit 80 columns.
+    "pass": "[green]✓{examples}[/]\n[dim]{ratio}[/]",
+    "fail": "[bold red]✗fail[/]\n[dim]@{examples}[/]",
+    "crashed": "[bold red]✗crash[/]\n[dim]@{examples}[/]",
+    "timeout": "[bold red]✗hang[/]\n[dim]@{examples}[/]",
+    "skip": "[yellow]skip[/]",
+    "reference": "[dim]ref[/]",
+    "xfail": "[yellow]xfail[/]",
+    "xpass": "[magenta]xpass[/]",
+}
+
+
+def _ratio(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value == 0:
+        return "0"
+    return "<.001" if value < 1e-3 else f"{value:.3f}".lstrip("0")
+
+
+def cell(outcome) -> str:
+    return CELLS[outcome.status].format(
+        examples=outcome.examples, ratio=_ratio(outcome.worst_ratio)
+    )
+
+
+def matrix(report: SuiteReport) -> Table:
+    """Ports as rows, properties as columns; narrow enough for an 80-column terminal."""
+    legend = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
+    examples = report.max_examples if report.max_examples is not None else "the profile's"
+    table = narrow_table(
+        title=f"remat-conformance · profile {report.profile} · {examples} examples per property",
+        caption=f"{legend}\n✓N: examples passed; below: worst error/bound (1 would fail); "
+        "ref: the canonical port is the reference; crash, hang: its worker died or was stopped",
+    )
+    table.add_column("port", no_wrap=True)
+    for prop in PROPERTIES:
+        table.add_column(f"({prop.id})", justify="center", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
+    for port in report.ports:
+        if port.state != "available":
+            label = f"{port.name}\n{state_markup(port.state)}"
+            table.add_row(label, *["[dim]·[/]"] * len(PROPERTIES), "")
+            continue
+        by_key = {o.property: o for o in port.outcomes}
+        cells = [cell(by_key[p.key]) if p.key in by_key else "" for p in PROPERTIES]
+        table.add_row(f"{port.name}\n[dim]{port.framework}[/]", *cells, f"{port.seconds:.0f}s")
+    return table
+
+
+def replay_command(report: SuiteReport, port: str, prop: str, blob: str = "") -> str:
+    """The command that runs one property of one port again (the failing example first)."""
+    words = ["python", "-m", "conformance", "run", "--implementation", port]
+    words += ["--property", prop, "--profile", report.profile, "--no-mutants"]
+    if report.max_examples is not None:
+        words += ["--examples", str(report.max_examples)]
+    if blob:
+        words += ["--reproduce", blob]
+    return shlex.join(words)
+
+
+def print_report(report: SuiteReport, console: Console) -> None:
+    """The whole human-readable report."""
+    console.print(matrix(report))
+    for port in report.ports:
+        if port.state not in ("available",):
+            console.print(f"{state_markup(port.state)} {port.name}: ", end="")
+            console.print(port.reason, markup=False, highlight=False)
+    if report.canonical_failure:
+        console.print("\n[bold red]CANONICAL PORT FAILED[/] ", end="")
+        console.print(report.canonical_failure, markup=False, highlight=False)
+    for port in report.ports:
+        failures = [o for o in port.outcomes if o.failed]
+        for outcome in failures:
+            heading = f"{outcome.status.upper()}[/] {port.name} · {outcome.property}"
+            console.print(f"\n[bold red]{heading}")
+            console.print(outcome.message, markup=False, highlight=False)
+            command = replay_command(report, port.name, outcome.property, outcome.reproduce)
+            console.print(f"[dim]replay:[/] {escape(command)}", highlight=False)
+        if (failures or port.state not in ("available", "unavailable")) and port.output.strip():
+            _print_output(port, console)
+    for port in report.ports:
+        for warning in port.warnings:
+            console.print(f"[magenta]warning[/]: {warning}")
+    if report.mutants is not None:
+        print_mutants(report, console)
+    print_timing(report, console)
+
+
+def _print_output(port: PortReport, console: Console) -> None:
+    lines = port.output.rstrip().splitlines()
+    shown = lines[-20:]
+    more = f" (last {len(shown)} of {len(lines)} lines)" if len(lines) > len(shown) else ""
+    console.print(f"[dim]{port.name} printed{more}:[/]")
+    for line in shown:
+        console.print(f"  [dim]|[/] {escape(line)}", highlight=False)
+
+
+def print_mutants(report: SuiteReport, console: Console) -> None:
+    """One line per mutant (its name, the property that rejected it, its bug), then how."""
+    killed, total = score(report.mutants)
+    console.print(f"\n[bold]mutants[/] [dim]({MUTANT_EXAMPLES_NOTE})[/]")
+    width = max(len(r.name) for r in report.mutants)
+    for result in report.mutants:
+        if result.status == "killed":
+            prop = result.killed_by.split("_", 1)[0]
+            mark, verdict = "[green]✓[/]", f"rejected by ({prop})"
+        else:
+            colour = "yellow" if result.status == "unavailable" else "bold red"
+            mark, verdict = f"[{colour}]✗[/]", f"[{colour}]{result.status}[/]"
+        console.print(f" {mark} {result.name:<{width}}  {verdict}: {result.bug}", highlight=False)
+        how = (result.message.splitlines() or [""])[0].removeprefix(f"[{result.name}] ")
+        if how:
+            line = f"   [dim]{escape(how)}[/]"
+            console.print(line, no_wrap=True, overflow="ellipsis", highlight=False)
+    colour = "green" if killed == total else "bold red"
+    console.print(f"[{colour}]mutants killed {killed}/{total}[/]")
+
+
+def print_timing(report: SuiteReport, console: Console) -> None:
+    """Wall time, then each port's time and the part spent on new shapes (tracing, compiling)."""
+    parts = []
+    for port in report.ports:
+        first = sum(o.first_use_seconds for o in port.outcomes)
+        total = sum(o.seconds for o in port.outcomes)
+        if total:
+            parts.append(f"{port.name} {total:.0f}s ({first:.0f}s new shapes)")
+    if report.mutants:
+        parts.append(f"mutants {sum(m.seconds for m in report.mutants):.0f}s")
+    console.print(f"time: {report.seconds:.0f}s wall · " + " · ".join(parts), highlight=False)
+
+
+def to_json(report: SuiteReport) -> dict[str, Any]:
+    """The report as plain data (its fields: docs/REPORT.md).
+
+    `machine` is read here, in the parent process, which imports no framework;
+    each port's device comes from its own worker (`devices.port_environment`).
+    """
+    data = {"schema": SCHEMA, "machine": machine.describe(), **to_data(report)}
+    data["failed"] = report.failed
+    if report.mutants is not None:
+        killed, total = score(report.mutants)
+        data["mutation_score"] = {"killed": killed, "total": total}
+    data["properties"] = {p.key: p.title for p in PROPERTIES}
+    for port in data["ports"]:
+        for outcome in port["outcomes"]:
+            if outcome["status"] in ("fail", "crashed", "timeout"):
+                blob = outcome["reproduce"]
+                outcome["replay"] = replay_command(report, port["name"], outcome["property"], blob)
+    return data

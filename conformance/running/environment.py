@@ -1,0 +1,215 @@
+"""Process settings for a suite run, applied before any framework is imported.
+
+- **Matmul precision:** on a GPU, JAX may compute float32 matmuls with bf16
+  passes, torch with TF32 and MLX with TF32, which break the float32 error
+  bounds. The environment pins JAX, NVIDIA's libraries and MLX (which reads
+  its switch once); each port also pins its own framework when it loads
+  (`Implementation.pin_matmul_precision`). On the CPU nothing changes.
+- **One cache directory** for everything the suite keeps between runs:
+  `$REMAT_CACHE`, else `$XDG_CACHE_HOME/remat-conformance` (when absolute:
+  the XDG spec says to ignore a relative one), else `~/.cache/remat-conformance`.
+  `REMAT_CACHE=off` keeps nothing: one temporary directory for the run,
+  shared with its workers and removed when the process that made it exits.
+  A part of the cache that cannot be used (unwritable, not a directory) is
+  done without, with one warning line; it never decides a verdict.
+  - `jax/`: JAX's persistent compilation cache. Every new shape costs each
+    JAX port about a second of XLA compiling; the cache keeps compiled code,
+    so a second run, and every worker process of a run, reuses it.
+    `REMAT_JAX_CACHE=off` turns off this part alone, or names another place.
+  - `torchinductor/`: inductor's caches (`torch.compile`: generated C++,
+    compiled, about a second a graph), rather than inductor's default,
+    `/tmp/torchinductor_<user>`, which other torch programs share and a
+    reboot may empty. `REMAT_TORCH_CACHE` moves them or (`off`) turns them
+    off; left unset, `REMAT_JAX_CACHE=off` turns them off too, so "no
+    compilation cache" means none for every framework.
+  - `hypothesis/`: Hypothesis's storage (its example database, which replays
+    a failing example first on the next run, and its other files), so that
+    nothing is written into the directory the suite is run from.
+  - `examples/`, `references/`: the example bank (`conformance.running.example_bank`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+CACHE_ENV = "REMAT_JAX_CACHE"
+ROOT_ENV = "REMAT_CACHE"
+TORCH_CACHE_ENV = "REMAT_TORCH_CACHE"
+_OFF = ("off", "0", "no", "false")
+# The run's temporary cache when REMAT_CACHE=off, handed from the parent to its workers.
+SCRATCH_ENV = "REMAT_SCRATCH_CACHE"
+
+_WARNED: set[str] = set()
+_WARNING_SINKS: list[Callable[[str, str], None]] = []
+
+
+def warn(text: str, once: str | None = None) -> None:
+    """Say one line about the cache, once per process for each `once` key (default: the text).
+
+    It goes to stderr, or to the sink a worker installs (its parent says it).
+    """
+    key = text if once is None else once
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    if _WARNING_SINKS:
+        _WARNING_SINKS[-1](text, key)
+    else:
+        print(f"remat-conformance: warning: {text}", file=sys.stderr, flush=True)
+
+
+def send_warnings_to(sink: Callable[[str, str], None]) -> None:
+    """Hand this process's warnings, `(text, key)`, to `sink` (a worker's go to its parent)."""
+    _WARNING_SINKS.append(sink)
+
+
+def unusable(path: Path, what: str, error: OSError) -> None:
+    """Warn that the cache at `path` `what` (cannot be read, written): one line per cache root."""
+    root = cache_root()
+    key = f"cache {root}" if root == path or root in path.parents else f"cache {path}"
+    reason = error.strerror or type(error).__name__
+    warn(f"the cache at {path} {what} ({reason}): the run goes on without it", once=key)
+
+
+def cache_root() -> Path:
+    """The directory the suite keeps things in between runs (see the module docstring)."""
+    setting = os.environ.get(ROOT_ENV, "")
+    if setting.lower() in _OFF:
+        return Path(_scratch())
+    if setting:
+        return Path(setting)
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, empty or relative: the spec says ignore it
+        base = Path.home() / ".cache"
+    return Path(base) / "remat-conformance"
+
+
+_SCRATCH: list[str] = []
+
+
+def _scratch() -> str:
+    """The run's temporary cache: the parent's, inherited, or made here (and removed at exit)."""
+    if not _SCRATCH:
+        inherited = os.environ.get(SCRATCH_ENV, "")
+        if inherited and os.path.isdir(inherited):
+            _SCRATCH.append(inherited)  # the process that made it removes it
+        else:
+            made = tempfile.mkdtemp(prefix="remat-conformance-")
+            _SCRATCH.append(made)
+            os.environ[SCRATCH_ENV] = made  # workers spawned from here share it
+            atexit.register(_remove_scratch, made)
+    return _SCRATCH[0]
+
+
+def _remove_scratch(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if os.environ.get(SCRATCH_ENV) == path:
+        del os.environ[SCRATCH_ENV]
+    if path in _SCRATCH:
+        _SCRATCH.clear()
+
+
+def usable(directory: Path) -> OSError | None:
+    """None if files can be made in `directory` (made if missing), else why not."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
+            pass
+    except OSError as error:
+        return error
+    return None
+
+
+def _cache_dir(variable: str, name: str) -> Path | None:
+    setting = os.environ.get(variable, "")
+    if setting.lower() in _OFF or os.environ.get(ROOT_ENV, "").lower() in _OFF:
+        return None
+    if setting:
+        return Path(setting)
+    return cache_root() / name
+
+
+def _usable_or_warn(directory: Path | None, what: str) -> Path | None:
+    """`directory`, or None (with one warning) when it cannot be written."""
+    if directory is None:
+        return None
+    error = usable(directory)
+    if error is None:
+        return directory
+    unusable(directory, f"({what}) cannot be written", error)
+    return None
+
+
+def jax_cache_dir() -> Path | None:
+    """Where the JAX compilation cache lives, or None when it is turned off."""
+    return _cache_dir(CACHE_ENV, "jax")
+
+
+def torch_cache_dir() -> Path | None:
+    """Where inductor's caches live, or None when they are turned off."""
+    if TORCH_CACHE_ENV not in os.environ and jax_cache_dir() is None:
+        return None
+    return _cache_dir(TORCH_CACHE_ENV, "torchinductor")
+
+
+def hypothesis_dir() -> Path:
+    """Hypothesis's storage: its example database and the files it keeps."""
+    return cache_root() / "hypothesis"
+
+
+# The thread pools each framework sizes from these at import.
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",  # torch's intra-op pool, OpenMP BLAS
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "REMAT_THREADS",  # the numpy init's own pool
+)
+
+
+def limit_threads(threads: int) -> None:
+    """Size every framework's thread pools for `threads` threads (variables already set win).
+
+    Called in a worker before any framework loads, with the cores the worker
+    may use: the suite's matrices are small, and two processes with two
+    threads each on two cores stall each other at every parallel barrier
+    (torch's copies took 40 times longer so). XLA's Eigen pool is turned to
+    one thread only when one is all there is.
+    """
+    for variable in THREAD_VARIABLES:
+        os.environ.setdefault(variable, str(threads))
+    if threads == 1 and "XLA_FLAGS" not in os.environ:
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+
+
+def prepare() -> None:
+    """Set the environment before any framework is imported (variables the user set win)."""
+    os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
+    os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
+    os.environ.setdefault("MLX_ENABLE_TF32", "0")  # read once, at MLX's first matmul
+    cache = _usable_or_warn(jax_cache_dir(), "JAX's compilation")
+    if cache is not None:
+        os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache))
+        # Cache every compile: the suite's are many and each is short.
+        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    torch_cache = _usable_or_warn(torch_cache_dir(), "inductor's")
+    if torch_cache is None:
+        os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+    else:
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(torch_cache))
+    # Worker processes inherit the variable, so they all use the same storage.
+    if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+        storage = _usable_or_warn(hypothesis_dir(), "Hypothesis's")
+        storage = storage or Path(_scratch()) / "hypothesis"  # it must write somewhere
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(storage)
+    from hypothesis import configuration
+
+    configuration.set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])

@@ -1,0 +1,250 @@
+"""The example bank: each derandomized profile's cases, drawn once, and the canonical side of them.
+
+Under the `ci` profile Hypothesis is derandomized: every port gets the same
+examples for a property, in the same order, and they depend only on the
+strategy (not on what the check does with them). Drawing them is about a
+third of a port's time, and so is the canonical side (the canonical port's
+results and the error analysis). So both are made once per machine and kept
+in the cache directory, shared by every worker and every later run:
+
+- `cases(prop, scope, n)`: the cases, drawn by Hypothesis with the same
+  test function the checking run uses (`example`), so the same derandomized
+  seed draws them: a failure found here is found again at the same place
+  when Hypothesis reruns the property to shrink it;
+- `references(prop, cases, canonical)`: `prop.prepare(canonical, case)` for
+  each case: what the check compares the port with.
+
+Each file's name is a hash of everything it depends on: the versions of
+Hypothesis and numpy and the source of the strategies for the cases; the
+canonical port's name and versions and the source of the properties, the
+tolerance model and the precision tier for the references. Nothing stale is
+ever read; delete the directory to reclaim the space.
+
+The files are data, never code (`conformance.running.cache_files`: JSON and `.npy`,
+checksummed); one that does not verify is made again. A cache that cannot
+be read or written is run without, with one warning: never a verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import platform
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hypothesis import given, settings
+
+from implementations.contract import Implementation
+
+from ..checking.properties import Property
+from ..checking.strategies import describe
+from . import cache_files, environment
+
+T = TypeVar("T")
+_RECEIVERS: list[Callable[[Any], None]] = []
+
+
+def example(case: Any) -> None:
+    """The test function of every property run: it hands each case on.
+
+    One function for drawing the bank and for checking, so that both get
+    the same derandomized seed (Hypothesis derives it from the function).
+    """
+    _RECEIVERS[-1](case)
+
+
+@contextlib.contextmanager
+def sending_cases_to(function: Callable[[Any], None]) -> Iterator[None]:
+    """Make `example` hand its cases to `function` for a while."""
+    _RECEIVERS.append(function)
+    try:
+        yield
+    finally:
+        _RECEIVERS.pop()
+
+
+def derandomized() -> bool:
+    """Whether the active Hypothesis profile draws the same examples every run."""
+    return settings().derandomize
+
+
+def cases(prop: Property, scope: str, max_examples: int | None) -> list[Any]:
+    """The property's cases under the active (derandomized) profile, drawn once and kept."""
+    count = max_examples if max_examples is not None else settings().max_examples
+    key = _digest(
+        "cases",
+        _versions("hypothesis", "numpy"),
+        _sources("strategies", "properties"),
+        prop.strategy.__name__,
+        scope,
+        count,
+    )
+
+    def draw() -> list[Any]:
+        drawn: list[Any] = []
+        with sending_cases_to(drawn.append):
+            settings(max_examples=count, database=None)(given(prop.strategy(scope))(example))()
+        return drawn
+
+    return _kept(environment.cache_root() / "examples" / f"{key}.entry", draw)
+
+
+def references(
+    prop: Property,
+    case_list: list[Any],
+    canonical: Callable[[], Implementation],
+    make: Callable[[Property, Implementation | None, Any], Any],
+    on_case: Callable[[str], None] | None = None,
+    identity: Callable[[], tuple] | None = None,
+) -> list[Any]:
+    """`make(prop, canonical, case)` for every case, made once and kept.
+
+    `canonical()` gives the canonical port (or raises); it is called only when
+    the results must be made. `identity()` names the canonical port and its
+    versions for the file's key; by default it is read off the loaded port.
+    """
+    key_of = identity or (lambda: canonical_identity(canonical()))
+    identity_key = key_of() if prop.needs_canonical else ()
+    key = _digest(
+        "references",
+        prop.key,
+        _sources("properties", "tolerance", "checks", "precision"),
+        identity_key,
+        platform.machine(),
+        os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", ""),
+        cache_files.fingerprint(case_list),
+    )
+
+    def prepare() -> list[Any]:
+        reference_port = canonical() if prop.needs_canonical else None
+        made = []
+        for case in case_list:
+            if on_case is not None:
+                on_case(describe(case))
+            made.append(make(prop, reference_port, case))
+        return made
+
+    return _kept(environment.cache_root() / "references" / f"{key}.entry", prepare)
+
+
+def canonical_identity(port: Implementation) -> tuple:
+    """What the canonical side of a case depends on, of the canonical port: its name, versions."""
+    return (port.name, tuple(sorted(port.versions().items())))
+
+
+def _kept(path: Path, make: Callable[[], T]) -> T:
+    """The value kept at `path`, or `make()`'s, written there first (once, under a lock).
+
+    The cache is never a verdict: a file that does not verify is made again,
+    and a cache that cannot be read or written is done without (one warning
+    each); only `make()`'s own errors reach the caller.
+    """
+    key = path.stem
+    found = _read(path, key)
+    if found is not None:
+        return found[0]
+    with contextlib.ExitStack() as stack:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(_locked(path.with_name(f"{key}.lock")))
+        except OSError as error:
+            _unusable(path, "cannot be written", error)
+            return make()
+        found = _read(path, key)  # another worker may have made it meanwhile
+        if found is not None:
+            return found[0]
+        value = make()
+        _write(path, key, value)
+    return value
+
+
+def _read(path: Path, key: str) -> tuple[Any] | None:
+    """`(value,)` from the entry at `path`, or None when there is none or it does not verify."""
+    try:
+        data = _contents(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        _unusable(path, "cannot be read", error)
+        return None
+    try:
+        return (cache_files.load(data, key),)
+    except cache_files.CacheFileError as error:
+        environment.warn(f"cache entry {path} does not verify ({error}): made again")
+        return None
+
+
+def _contents(path: Path) -> bytearray:
+    """The file's bytes, read once into a buffer the arrays can view (writable, as before)."""
+    with open(path, "rb") as file:
+        data = bytearray(os.fstat(file.fileno()).st_size)
+        view, done = memoryview(data), 0
+        while done < len(data):
+            count = file.readinto(view[done:])
+            if not count:  # shorter than it was: the checksum will say so
+                break
+            done += count
+    return data
+
+
+def _write(path: Path, key: str, value: Any) -> None:
+    """Write the entry whole (readers see all of it or none), or warn and keep no file."""
+    temporary = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as file:
+            temporary = file.name
+            cache_files.dump(file, key, value)
+        os.replace(temporary, path)
+        temporary = None
+    except cache_files.CacheFileError as error:
+        environment.warn(f"cannot keep {path.parent.name} in the cache: {error}")
+    except OSError as error:
+        _unusable(path, "cannot be written", error)
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def _unusable(path: Path, what: str, error: OSError) -> None:
+    environment.unusable(path, what, error)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): two workers may both make it; both are right
+        yield
+        return
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _digest(*parts: Any) -> str:
+    encoded = (p if isinstance(p, bytes) else repr(p).encode() for p in parts)
+    return hashlib.sha256(b"\0".join(encoded)).hexdigest()[:32]
+
+
+def _versions(*distributions: str) -> tuple:
+    from importlib.metadata import version
+
+    return tuple(version(d) for d in distributions)
+
+
+@functools.cache
+def _sources(*modules: str) -> str:
+    """A digest of the checking room's modules' source: a change to them makes new files."""
+    digest = hashlib.sha256()
+    for name in modules:
+        digest.update((Path(__file__).parents[1] / "checking" / f"{name}.py").read_bytes())
+    return digest.hexdigest()

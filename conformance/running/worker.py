@@ -1,0 +1,331 @@
+"""A port's checks in a process the run can lose.
+
+A suite is run on ports nobody trusts yet: one may segfault, hang, or print.
+So each port is loaded in a worker process of its own (spawned: a fresh
+interpreter, so each port imports only its framework, and a Keras backend
+never meets another). The worker's stdout and stderr go to a file, never to
+the report's stream. It tells the parent what it is doing, message by
+message, so that when it dies the parent can say which property, which
+example and which call it died in.
+
+The child side is `Session` (it loads the port and runs requests) and
+`serve` (the worker's main loop). The parent side is `Worker`. Messages,
+child to parent:
+
+- `("loaded", PortInfo)`: the port loaded (or why not);
+- `("begin", kind, key)`: a property or a mutant starts;
+- `("example", text)`: an example starts (a short description);
+- `("preparing", text)`: the canonical side of an example is being made;
+- `("call", side, method)`: a contract method of the port or the canonical
+  port is about to run;
+- `("outcome", Outcome)`, `("mutant", MutantResult)`: one finished;
+- `("idle",)`: the request is done;
+- `("warning", text, key)`: a line about the cache (the parent says it, once per key).
+
+Requests, parent to child: `("run", properties, mutants, canonical_failure)`
+and `("stop",)`.
+
+**Hangs, and slow compiles.** The parent stops a worker that makes no
+progress for the timeout. The messages above are progress, but a first
+compile (inductor's took minutes with two cold runs at once) sends none
+while it runs. A heartbeat thread would not tell it from a hang: a port
+asleep forever would send heartbeats too. So the parent also reads what
+the worker's processes did (`processes.group_work`: CPU seconds and bytes
+read, from the kernel, which the port cannot fake): a compile computes,
+an import from a cold disk reads, and a hang that sleeps or waits does
+neither, so it is still stopped at the timeout. A hang that computes (a
+loop that never ends) is stopped at `suite.BUSY_LIMIT` timeouts. That is
+why the worker leads a process group of its own: what it starts (the
+C++ compiler, inductor's compile workers) is counted with it, and is
+stopped with it (`Worker.kill`), or when the parent dies
+(`processes.watch_parent`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import implementations
+from implementations import Implementation, PortUnavailable
+
+from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
+from ..checking.properties import BY_KEY
+from . import devices, environment, example_bank, processes, profiles
+from .runner import Outcome, run_property
+
+Emit = Callable[[tuple], None]
+
+# The methods whose calls are announced, so that a crash names one.
+_ANNOUNCED = frozenset(
+    {
+        "init_params",
+        "forward",
+        "vjp",
+        "backward_record",
+        "exercise_record",
+        "nn_checkpoint_forward",
+        "to_numpy",
+        "from_numpy",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every worker of a run shares: the reference, the profile, the examples."""
+
+    canonical: str = implementations.CANONICAL
+    profile: str = profiles.DEFAULT
+    max_examples: int | None = None
+    scope: str = "menu"
+    database: Path | None = None  # Hypothesis's example database
+    reproduce: str = ""  # a Hypothesis blob: replay one example
+    threads: int | None = None  # each worker's thread pools (None: the frameworks' own choice)
+
+
+@dataclass
+class PortInfo:
+    """A port as loaded: its state ("available", "unavailable" or "broken") and versions."""
+
+    state: str
+    reason: str = ""
+    framework: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)  # its device, its precision
+
+
+class Announced:
+    """An implementation whose contract calls are announced first (`("call", side, name)`)."""
+
+    def __init__(self, implementation: Implementation, side: str, emit: Emit):
+        self._implementation, self._side, self._emit = implementation, side, emit
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._implementation, name)
+        if name not in _ANNOUNCED:
+            return value
+
+        def announced(*args, **kwargs):
+            self._emit(("call", self._side, name))
+            return value(*args, **kwargs)
+
+        return announced
+
+
+class Session:
+    """The child side: one loaded port, and the requests run on it."""
+
+    def __init__(self, port_name: str | None, settings: Settings, emit: Emit):
+        self.settings, self.emit = settings, emit
+        self.port: Implementation | None = None
+        self._canonical: Implementation | str | None = "not loaded"
+        if port_name is None:  # a job of mutants only
+            emit(("loaded", PortInfo("available")))
+            return
+        try:
+            port = implementations.load(port_name)
+        except PortUnavailable as error:
+            state = "unavailable" if error.missing else "broken"
+            emit(("loaded", PortInfo(state, error.reason)))
+            return
+        port.pin_matmul_precision()
+        self.port = port
+        # Read before the canonical port loads here: it would import JAX too.
+        environment = devices.port_environment(port)
+        emit(("loaded", PortInfo("available", "", port.framework, port.versions(), environment)))
+
+    def canonical(self) -> Implementation | None:
+        """The canonical port, loaded on first use (None when it cannot load)."""
+        if self._canonical == "not loaded":
+            if self.port is not None and self.port.name == self.settings.canonical:
+                self._canonical = self.port
+            else:
+                try:
+                    self._canonical = implementations.load(self.settings.canonical)
+                    self._canonical.pin_matmul_precision()
+                except PortUnavailable:
+                    self._canonical = None
+        return self._canonical
+
+    def _announced_canonical(self) -> Announced | None:
+        return _announced(self.canonical(), "canonical", self.emit)
+
+    def canonical_identity(self) -> tuple:
+        """The canonical port's name and versions, without loading it where the registry can
+        tell them (loading it imports its framework: about two seconds for JAX and Flax)."""
+        versions = implementations.stack_versions(self.settings.canonical)
+        if versions is None:
+            canonical = self.canonical()
+            if canonical is None:
+                return (self.settings.canonical,)
+            return example_bank.canonical_identity(canonical)
+        return (self.settings.canonical, tuple(sorted(versions.items())))
+
+    def run(self, properties: Iterable[str], mutants: Iterable[str], canonical_failure: str):
+        """Run the named properties on the port, then hunt the named mutants."""
+        for key in properties:
+            self.emit(("begin", "property", key))
+            self.emit(("outcome", self.check(key, canonical_failure)))
+        for name in mutants:
+            self.emit(("begin", "mutant", name))
+            (result,) = run_mutants(
+                lambda: None if canonical_failure else self._announced_canonical(),
+                [name],
+                max_examples=MUTANT_EXAMPLES,
+                on_example=lambda text: self.emit(("example", text)),
+                canonical_identity=self.canonical_identity,
+            )
+            self.emit(("mutant", result))
+        self.emit(("idle",))
+
+    def check(self, key: str, canonical_failure: str) -> Outcome:
+        """One property on the port, against the canonical port."""
+        prop, port, settings = BY_KEY[key], self.port, self.settings
+        if port.name == settings.canonical and prop.needs_canonical:
+            message = "the canonical port is the reference"
+            return Outcome(port.name, key, "reference", message=message)
+        if prop.needs_canonical and canonical_failure:
+            return Outcome(port.name, key, "skip", message=canonical_failure)
+        return run_property(
+            prop,
+            Announced(port, "port", self.emit),
+            self._announced_canonical,
+            max_examples=settings.max_examples,
+            scope=settings.scope,
+            on_example=lambda text: self.emit(("example", text)),
+            on_prepare=lambda text: self.emit(("preparing", text)),
+            canonical_identity=self.canonical_identity,
+            database=settings.database,
+            reproduce=settings.reproduce,
+        )
+
+
+def _announced(implementation: Implementation | None, side: str, emit: Emit):
+    return None if implementation is None else Announced(implementation, side, emit)
+
+
+def serve(port_name: str | None, settings: Settings, connection, output: str) -> None:
+    """A worker's main loop: load the port, then run requests until told to stop."""
+    # Its own process group (what the port starts joins it, and the parent ends it whole);
+    # a terminal's Ctrl-C reaches the parent only, which stops the workers itself.
+    processes.lead_own_group()
+    processes.watch_parent()
+    capture_output(output)
+    environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
+    if settings.threads is not None:
+        environment.limit_threads(settings.threads)
+    environment.prepare()
+    profiles.load(settings.profile)
+    session = Session(port_name, settings, connection.send)
+    while True:
+        try:
+            request = connection.recv()
+        except EOFError:  # the parent went away
+            return
+        if request[0] == "stop":
+            return
+        _, properties, mutants, canonical_failure = request
+        if session.port is None and port_name is not None:
+            connection.send(("idle",))  # the port did not load: nothing to run
+            continue
+        session.run(properties, mutants, canonical_failure)
+
+
+def capture_output(path: str) -> None:
+    """Send this process's stdout and stderr (Python's and native code's) to `path`."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
+    sys.stdout.reconfigure(line_buffering=True)  # lines reach the file before a crash
+    faulthandler.enable(file=sys.stderr)  # a fatal signal leaves its Python stack there
+
+
+class Worker:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, port_name: str | None, settings: Settings, output: Path):
+        context = multiprocessing.get_context("spawn")  # JAX and torch dislike fork()
+        self._connection, child = context.Pipe()
+        # Not a daemon: a port may start processes of its own (inductor does).
+        self.process = context.Process(
+            target=serve, args=(port_name, settings, child, str(output)), name=f"worker {port_name}"
+        )
+        self.process.start()
+        child.close()
+        self.output = output
+
+    def send(self, request: tuple) -> None:
+        with contextlib.suppress(OSError):  # it died; its exit status says how
+            self._connection.send(request)
+
+    def receive(self) -> list[tuple]:
+        """Every message waiting now (none once the process is gone and the pipe drained)."""
+        messages = []
+        try:
+            while self._connection.poll():
+                messages.append(self._connection.recv())
+        except (EOFError, OSError):
+            pass
+        return messages
+
+    @property
+    def handles(self) -> tuple:
+        """What `multiprocessing.connection.wait` can wait on."""
+        return self._connection, self.process.sentinel
+
+    @property
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def death(self) -> str:
+        """How the process ended: a signal's name or an exit code."""
+        self.process.join(timeout=5)
+        code = self.process.exitcode
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def kill(self) -> None:
+        """SIGKILL the worker and every process of its group (what the port started)."""
+        processes.kill_tree(self.process)
+
+    def stop(self) -> None:
+        """Ask the worker to finish, and make sure it does, with whatever it started."""
+        self.send(("stop",))
+        processes.end_group(self.process, grace=10)
+        self._connection.close()
+
+    def work(self) -> tuple[float, int] | None:
+        """CPU seconds used and bytes read so far by the worker and its process group
+        (None: this system cannot tell)."""
+        if not self.process.is_alive():
+            return None
+        return processes.group_work(self.process.pid)
+
+
+def tail(path: Path, lines: int = 15, limit: int = 65536) -> str:
+    """The last `lines` lines of a worker's captured output (at most `limit` bytes read)."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(0, os.SEEK_END)
+            size = file.tell()
+            file.seek(max(0, size - limit))
+            text = file.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])

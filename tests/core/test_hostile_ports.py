@@ -1,0 +1,329 @@
+"""The run survives its ports: crashes, hangs, noise and vague errors, under the CLI and pytest.
+
+The hostile ports are external ports (entry points of a package written in a
+temp dir), each the plain JAX port with one habit real ports have: a native
+crash, a call that never returns, prints, vague errors, and a canonical port
+that dies. Every test asserts what the report says about each, and that the
+good port's results survive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT, make_distribution, run_python
+
+HOSTILE = '''
+"""Ports that misbehave as real ports do."""
+
+import ctypes
+import os
+import re
+import time
+
+from implementations.flax_linen import FlaxLinen
+from implementations.jax_checkpoint import JaxCheckpoint
+
+
+class SegfaultPort(JaxCheckpoint):
+    """forward dies with SIGSEGV, as a broken native extension does."""
+
+    name = "segv_port"
+
+    def forward(self, params, x, *, checkpoint=True):
+        print("segv_port: about to read address 0", flush=True)
+        ctypes.string_at(0)
+
+
+class HangingPort(JaxCheckpoint):
+    """vjp never returns."""
+
+    name = "hang_port"
+
+    def vjp(self, params, x, cotangent, *, checkpoint=True):
+        time.sleep(3600)
+
+
+def _compute(seconds):
+    """Keep a core busy for `seconds` of wall time, as a compiler does."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sum(range(1000))
+
+
+class CompilingPort(JaxCheckpoint):
+    """Its first forward computes for longer than the timeout with no message, as a first
+    compile under load does (inductor's took minutes); then it is the JAX port."""
+
+    name = "compiling_port"
+    first_done = False
+
+    def forward(self, params, x, *, checkpoint=True):
+        if not CompilingPort.first_done:
+            _compute(COMPILE_SECONDS)
+            CompilingPort.first_done = True
+        return super().forward(params, x, checkpoint=checkpoint)
+
+
+class SpinningPort(JaxCheckpoint):
+    """forward computes forever: a hang that keeps a core busy."""
+
+    name = "spinning_port"
+
+    def forward(self, params, x, *, checkpoint=True):
+        while True:
+            sum(range(1000))
+
+
+class NoisyPort(JaxCheckpoint):
+    """Right answers, and chatter on stdout and stderr, from Python and from native code."""
+
+    name = "noisy_port"
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        print("noisy_port: hello from print")
+        os.write(1, b"noisy_port: hello from fd 1\\n")
+        os.write(2, b"noisy_port: hello from fd 2\\n")
+        return super().nn_checkpoint_forward(seed, x, features)
+
+
+class VaguePort(JaxCheckpoint):
+    """The right exception types, but a bad x's message names nothing."""
+
+    name = "vague_port"
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        try:
+            return super().nn_checkpoint_forward(seed, x, features)
+        except (TypeError, ValueError) as error:
+            if re.search(r"\\bx\\b", str(error)):
+                raise type(error)("expected a valid input") from None
+            raise
+
+
+class DyingCanonical(FlaxLinen):
+    """A reference port whose forward ends the process."""
+
+    name = "dying_canonical"
+
+    def forward(self, params, x, *, checkpoint=True):
+        os._exit(3)
+'''
+
+PORTS = {
+    "segv_port": "hostile:SegfaultPort",
+    "hang_port": "hostile:HangingPort",
+    "noisy_port": "hostile:NoisyPort",
+    "vague_port": "hostile:VaguePort",
+    "dying_canonical": "hostile:DyingCanonical",
+    "compiling_port": "hostile:CompilingPort",
+    "spinning_port": "hostile:SpinningPort",
+}
+TIMEOUT = "8"
+# For the slow compile: a small timeout, and a first forward that computes for over three.
+SHORT_TIMEOUT = "5"
+COMPILE_SECONDS = 16.0
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    pytest.importorskip("flax")  # the canonical port
+    root = tmp_path_factory.mktemp("hostile")
+    source = HOSTILE.replace("COMPILE_SECONDS", repr(COMPILE_SECONDS))
+    return make_distribution(root, "hostile-ports", PORTS, {"hostile.py": source})
+
+
+def _json(done: subprocess.CompletedProcess) -> dict:
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"stdout is not one JSON document (exit {done.returncode}):\n{done.stdout}")
+
+
+def _outcomes(report: dict, name: str) -> dict[str, dict]:
+    (port,) = [p for p in report["ports"] if p["name"] == name]
+    return {o["property"]: o for o in port["outcomes"]}
+
+
+@pytest.fixture(scope="module")
+def hostile_run(hostile):
+    """One run: the good port and four hostile ones, JSON out."""
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+    args += ["--examples", "3", "--timeout", TIMEOUT, "--jobs", "2"]
+    for name in ("jax_checkpoint", "segv_port", "hang_port", "noisy_port", "vague_port"):
+        args += ["--implementation", name]
+    done = run_python(args, hostile, timeout=600)
+    return done, _json(done)
+
+
+def test_the_run_finishes_fails_and_prints_one_json_document(hostile_run):
+    done, report = hostile_run
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert report["schema"] >= 2
+    assert report["failed"] is True
+    # The noise reached stdout only inside the JSON, as the port's captured output.
+    assert not [line for line in done.stdout.splitlines() if line.startswith("noisy_port")]
+
+
+def test_the_good_port_keeps_its_results(hostile_run):
+    _, report = hostile_run
+    outcomes = _outcomes(report, "jax_checkpoint")
+    assert {o["status"] for o in outcomes.values()} == {"pass"}, outcomes
+
+
+def test_the_crash_is_named_and_the_rest_of_the_port_still_runs(hostile_run):
+    _, report = hostile_run
+    outcomes = _outcomes(report, "segv_port")
+    crashed = outcomes["b_forward"]
+    assert crashed["status"] == "crashed"
+    message = crashed["message"]
+    assert "SIGSEGV" in message
+    assert "the port's forward" in message
+    assert "example: params D=" in message
+    assert "segv_port: about to read address 0" in message  # the last lines it printed
+    assert "Fatal Python error" in message  # faulthandler's stack of the crash
+    assert "--implementation segv_port --property b_forward" in crashed["replay"]
+    # Properties that never call forward ran in a fresh worker and passed.
+    for key in ("e_evidence", "f_end_to_end", "g_bad_inputs", "h_hygiene"):
+        assert outcomes[key]["status"] == "pass", outcomes[key]
+
+
+def test_the_hang_is_stopped_and_named(hostile_run):
+    _, report = hostile_run
+    outcomes = _outcomes(report, "hang_port")
+    hung = outcomes["c_vjp"]
+    assert hung["status"] == "timeout"
+    assert f"no progress for {TIMEOUT} s" in hung["message"]
+    assert "the port's vjp" in hung["message"]
+    assert outcomes["b_forward"]["status"] == "pass"
+    assert outcomes["h_hygiene"]["status"] == "pass"
+
+
+def test_a_slow_first_compile_passes_and_hangs_still_time_out(hostile):
+    """Progress is a message or CPU time: a compile computes, a hang sleeps or never ends."""
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+    args += ["--examples", "3", "--timeout", SHORT_TIMEOUT, "--jobs", "3"]
+    args += ["--property", "b", "--property", "c"]
+    for name in ("compiling_port", "hang_port", "spinning_port"):
+        args += ["--implementation", name]
+    done = run_python(args, hostile, timeout=600)
+    report = _json(done)
+    compiling = _outcomes(report, "compiling_port")
+    # Its first forward sent no message for over three timeouts, computing all along.
+    assert compiling["b_forward"]["status"] == "pass", compiling["b_forward"]
+    assert compiling["b_forward"]["seconds"] > 3 * float(SHORT_TIMEOUT)
+    assert compiling["c_vjp"]["status"] == "pass", compiling["c_vjp"]
+    # A sleeping hang is still stopped after the timeout, as before.
+    hung = _outcomes(report, "hang_port")["c_vjp"]
+    assert hung["status"] == "timeout", hung
+    assert f"no progress for {SHORT_TIMEOUT} s" in hung["message"]
+    assert "the port's vjp" in hung["message"]
+    # A hang that computes is stopped too, at its bound.
+    spinning = _outcomes(report, "spinning_port")["b_forward"]
+    assert spinning["status"] == "timeout", spinning
+    assert "computing all along" in spinning["message"]
+    assert f"10 times the {SHORT_TIMEOUT} s timeout" in spinning["message"]
+    assert "the port's forward" in spinning["message"]
+    assert done.returncode == 1
+
+
+def test_the_noisy_port_passes_and_its_output_is_kept_with_it(hostile_run):
+    _, report = hostile_run
+    outcomes = _outcomes(report, "noisy_port")
+    assert {o["status"] for o in outcomes.values()} == {"pass"}, outcomes
+    (port,) = [p for p in report["ports"] if p["name"] == "noisy_port"]
+    for where in ("print", "fd 1", "fd 2"):
+        assert f"noisy_port: hello from {where}" in port["output"]
+
+
+def test_the_vague_port_fails_on_bad_inputs_only(hostile_run):
+    _, report = hostile_run
+    outcomes = _outcomes(report, "vague_port")
+    failed = {key for key, o in outcomes.items() if o["status"] != "pass"}
+    assert failed == {"g_bad_inputs"}
+    assert "does not name 'x'" in outcomes["g_bad_inputs"]["message"]
+
+
+def test_a_crash_of_the_canonical_port_skips_what_needs_it(hostile):
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+    args += ["--examples", "3", "--timeout", TIMEOUT, "--jobs", "1"]
+    args += ["--implementation", "jax_checkpoint", "--canonical", "dying_canonical"]
+    done = run_python(args, hostile, timeout=600)
+    report = _json(done)
+    assert done.returncode == 1
+    failure = report["canonical_failure"]
+    assert "dying_canonical" in failure
+    assert "exit code 3" in failure
+    assert "the canonical port's forward" in failure
+    outcomes = _outcomes(report, "jax_checkpoint")
+    for key in ("b_forward", "c_vjp", "f_end_to_end"):
+        assert outcomes[key]["status"] == "skip", outcomes[key]
+        assert "dying_canonical" in outcomes[key]["message"]
+    for key in ("d_on_off", "e_evidence", "g_bad_inputs", "h_hygiene"):
+        assert outcomes[key]["status"] == "pass", outcomes[key]
+
+
+def test_the_text_report_names_the_crash_and_gives_a_replay_command(hostile):
+    args = ["-m", "conformance", "--no-mutants", "--profile", "dev", "--examples", "2"]
+    args += ["--implementation", "segv_port", "--property", "b", "--timeout", TIMEOUT]
+    done = run_python(args, hostile, timeout=600)
+    assert done.returncode == 1
+    text = " ".join(done.stdout.split())  # rich wraps long lines
+    assert "CRASHED segv_port · b_forward" in text
+    assert "killed by SIGSEGV" in text
+    assert "replay: python -m conformance run --implementation segv_port" in text
+    assert "segv_port printed" in text
+
+
+def test_pytest_keeps_the_other_ports_results(hostile):
+    command = ["-m", "pytest", "tests/core/test_conformance.py", "-n", "2", "-rA", "-q"]
+    command += ["-p", "no:cacheprovider", "--conformance-timeout", TIMEOUT]
+    command += ["--conformance-examples", "3", "-k", "b_forward or c_vjp or h_hygiene"]
+    for name in ("jax_checkpoint", "segv_port", "hang_port"):
+        command += ["--port", name]
+    done = run_python(command, hostile, timeout=900)
+    lines = done.stdout.splitlines()
+
+    def status(port: str, key: str) -> str:
+        found = [
+            line.split()[0]
+            for line in lines
+            if re.match(r"(PASSED|FAILED|SKIPPED|ERROR)", line)
+            and f"test_property[{port}-{key}]" in line
+        ]
+        return found[0] if found else "missing"
+
+    assert done.returncode == 1, done.stdout[-3000:]
+    for key in ("b_forward", "c_vjp", "h_hygiene"):
+        assert status("jax_checkpoint", key) == "PASSED", done.stdout[-3000:]
+    assert status("segv_port", "b_forward") == "FAILED"
+    assert status("segv_port", "h_hygiene") == "PASSED"
+    assert status("hang_port", "c_vjp") == "FAILED"
+    assert status("hang_port", "h_hygiene") == "PASSED"
+    assert "SIGSEGV" in done.stdout
+    assert f"no progress for {TIMEOUT} s" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "blocked",
+    [("jax", "jaxlib"), ("torch",), ("flax", "equinox")],
+    ids=lambda names: "-".join(names),
+)
+def test_collection_succeeds_with_a_framework_missing(tmp_path, blocked):
+    from tests.helpers import without_frameworks
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        env=without_frameworks(tmp_path, blocked),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "error" not in done.stdout.lower().split("\n")[-2], done.stdout[-2000:]

@@ -1,0 +1,248 @@
+"""SIGINT and SIGTERM stop a run cleanly: no orphans, no temporary files, no traceback.
+
+Each test starts a real command in a session of its own, waits until it is
+at work (a port's worker hangs in its vjp, having started a process of its
+own, as inductor does; or a comparison's fresh process runs; or the bench
+imported its framework), collects the process tree, sends the signal, and
+then asserts the exit code, the report, that every process of the tree is
+gone, and that the command's `TMPDIR` (a fresh directory) is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, make_distribution
+
+psutil = pytest.importorskip("psutil")
+
+SIGNAL_PORTS = '''
+"""A port that hangs in its vjp after starting a process of its own, and says so."""
+
+import os
+import subprocess
+import sys
+import time
+
+from implementations.jax_checkpoint import JaxCheckpoint
+
+
+class MarkedHangPort(JaxCheckpoint):
+    name = "marked_hang_port"
+
+    def vjp(self, params, x, cotangent, *, checkpoint=True):
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        open(os.environ["SIGNAL_TEST_MARKER"], "w").close()
+        time.sleep(3600)
+'''
+
+
+@pytest.fixture(scope="module")
+def signal_ports(tmp_path_factory):
+    pytest.importorskip("flax")  # the canonical port
+    root = tmp_path_factory.mktemp("signal_ports")
+    ports = {"marked_hang_port": "signal_ports:MarkedHangPort"}
+    return make_distribution(root, "signal-ports", ports, {"signal_ports.py": SIGNAL_PORTS})
+
+
+def _environment(tmp_path: Path, ports: Path) -> dict[str, str]:
+    (tmp_path / "tmp").mkdir()
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ports), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "TMPDIR": str(tmp_path / "tmp"),  # so that "no temporary directory left" is exact
+        "REMAT_CACHE": str(tmp_path / "cache"),
+        "SIGNAL_TEST_MARKER": str(tmp_path / "hanging"),
+        "JAX_PLATFORMS": "cpu",
+        "COLUMNS": "200",
+    }
+
+
+def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a shell's job is
+    )
+
+
+def _wait_until(ready, process: subprocess.Popen, what: str, limit: float = 600) -> None:
+    deadline = time.monotonic() + limit
+    while not ready():
+        if process.poll() is not None:
+            _, err = process.communicate()
+            pytest.fail(f"it ended (exit {process.returncode}) before {what}:\n{err[-3000:]}")
+        if time.monotonic() > deadline:
+            _kill_session(process)
+            pytest.fail(f"not {what} within {limit:.0f} s")
+        time.sleep(0.2)
+
+
+def _kill_session(process: subprocess.Popen) -> None:
+    for child in psutil.Process(process.pid).children(recursive=True):
+        child.kill()
+    process.kill()
+    process.communicate()
+
+
+def _tree(process: subprocess.Popen) -> list:
+    return psutil.Process(process.pid).children(recursive=True)
+
+
+def _cmdline(process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _alive(processes: list) -> list[str]:
+    alive = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(f"{process.pid} {' '.join(process.cmdline())[:200]}")
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def _finish(process: subprocess.Popen, how, signum: int) -> tuple[str, str]:
+    how(process.pid, signum)
+    try:
+        return process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        _kill_session(process)
+        pytest.fail(f"still running 120 s after {signal.Signals(signum).name}")
+
+
+def _assert_clean(tree: list, tmp_path: Path, stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert not _alive(tree), _alive(tree)
+    assert sorted(os.listdir(tmp_path / "tmp")) == []
+
+
+@pytest.mark.parametrize(
+    ("signum", "how", "json_out"),
+    [
+        (signal.SIGTERM, os.kill, True),  # `kill PID`, as a CI runner or a supervisor does
+        (signal.SIGINT, os.killpg, True),  # Ctrl-C: the whole foreground group
+        (signal.SIGINT, os.kill, False),
+    ],
+    ids=["sigterm-json", "ctrl-c-json", "sigint-text"],
+)
+def test_a_signal_stops_the_run_and_keeps_what_finished(
+    signal_ports, tmp_path, signum, how, json_out
+):
+    env = _environment(tmp_path, signal_ports)
+    args = ["conformance", "--no-mutants", "--profile", "dev", "--examples", "2"]
+    args += ["--property", "b", "--property", "c", "--timeout", "600"]
+    args += ["--implementation", "jax_checkpoint", "--implementation", "marked_hang_port"]
+    args += ["--json"] if json_out else []
+    process = _start(args, env)
+    marker = Path(env["SIGNAL_TEST_MARKER"])
+    _wait_until(marker.exists, process, "the port hung in its vjp")
+    tree = _tree(process)
+    assert len(tree) >= 3, tree  # two workers at least, and the process the port started
+    stdout, stderr = _finish(process, how, signum)
+    assert process.returncode == 128 + signum, stderr[-3000:]
+    _assert_clean(tree, tmp_path, stderr)
+    assert "interrupted" in stderr
+    if not json_out:
+        return
+    report = json.loads(stdout)  # exactly one document
+    assert report["interrupted"] is True
+    (hung,) = [port for port in report["ports"] if port["name"] == "marked_hang_port"]
+    outcomes = {o["property"]: o["status"] for o in hung["outcomes"]}
+    assert outcomes == {"b_forward": "pass"}  # what finished; c_vjp never did
+
+
+def test_a_finished_run_is_not_marked_interrupted(signal_ports, tmp_path):
+    env = _environment(tmp_path, signal_ports)
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+    args += ["--examples", "2", "--property", "b", "--implementation", "jax_checkpoint"]
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["interrupted"] is False
+
+
+def test_sigterm_stops_compare_and_its_fresh_process(tmp_path):
+    pytest.importorskip("flax")
+    env = _environment(tmp_path, tmp_path)
+    args = ["conformance", "compare", "--implementation", "jax_checkpoint"]
+    args += ["--dim", "8", "--features", "8", "--repeats", "3"]
+    process = _start(args, env)
+
+    def first_call_running() -> bool:
+        commands = [" ".join(_cmdline(child)) for child in _tree(process)]
+        return any("conformance.compare.first_call" in command for command in commands)
+
+    _wait_until(first_call_running, process, "its first-call process started")
+    tree = _tree(process)
+    _, stderr = _finish(process, os.kill, signal.SIGTERM)
+    assert process.returncode == 143, stderr[-3000:]
+    _assert_clean(tree, tmp_path, stderr)
+
+
+def test_sigint_stops_the_bench(tmp_path):
+    pytest.importorskip("jax")
+    env = _environment(tmp_path, tmp_path)
+    args = ["conformance", "bench", "--framework", "jax", "--out", str(tmp_path / "out")]
+    process = _start(args, env)
+
+    def framework_loaded() -> bool:
+        return any("jaxlib" in m.path for m in psutil.Process(process.pid).memory_maps())
+
+    _wait_until(framework_loaded, process, "it loaded JAX")
+    tree = _tree(process)
+    _, stderr = _finish(process, os.killpg, signal.SIGINT)
+    assert process.returncode == 130, stderr[-3000:]
+    _assert_clean(tree, tmp_path, stderr)
+
+
+def test_interrupting_pytest_leaves_no_port_worker(signal_ports, tmp_path):
+    env = _environment(tmp_path, signal_ports)
+    args = ["pytest", "tests/core/test_conformance.py", "-n", "0", "-p", "no:cacheprovider"]
+    args += ["-q", "--port", "marked_hang_port", "-k", "c_vjp", "--conformance-timeout", "600"]
+    args += ["--conformance-examples", "2"]
+    process = _start(args, env)
+    marker = Path(env["SIGNAL_TEST_MARKER"])
+    _wait_until(marker.exists, process, "the port hung in its vjp")
+    tree = _tree(process)
+    assert len(tree) >= 2, tree  # the port's worker, and the process the port started
+    _finish(process, os.killpg, signal.SIGINT)  # Ctrl-C
+    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    # multiprocessing's resource tracker (the standard library's, not a port's) ends by itself
+    # once the pipe it reads closes; every other process must be gone already.
+    tracker = [p for p in tree if "resource_tracker" in " ".join(_cmdline(p))]
+    assert not _alive([p for p in tree if p not in tracker]), _alive(tree)
+    _, still = psutil.wait_procs(tracker, timeout=10)
+    assert not _alive(still)
+
+
+def test_a_killed_run_leaves_no_worker_either(signal_ports, tmp_path):
+    """SIGKILL cannot be caught: each worker ends its own process group when its parent dies."""
+    env = _environment(tmp_path, signal_ports)
+    args = ["conformance", "--no-mutants", "--profile", "dev", "--examples", "2"]
+    args += ["--property", "c", "--timeout", "600", "--implementation", "marked_hang_port"]
+    process = _start(args, env)
+    marker = Path(env["SIGNAL_TEST_MARKER"])
+    _wait_until(marker.exists, process, "the port hung in its vjp")
+    tree = _tree(process)
+    _finish(process, os.kill, signal.SIGKILL)
+    _, alive = psutil.wait_procs(tree, timeout=30)  # the workers poll for it
+    assert not _alive(alive), _alive(alive)

@@ -1,0 +1,86 @@
+"""The registry: lazy imports, and ports whose framework is missing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import implementations
+from implementations import _EXTRAS, PortUnavailable
+from tests.helpers import ROOT
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_a_missing_framework_makes_its_port_unavailable_with_a_reason():
+    result = _run(
+        """
+        import sys
+        sys.modules["torch"] = None  # as if torch were not installed
+        import implementations
+        by_name = {s.name: s for s in implementations.status()}
+        print(by_name["pytorch"].state, "|", by_name["pytorch"].reason)
+        print(by_name["flax_linen"].state)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.strip().splitlines()
+    assert first.startswith("unavailable |")
+    assert "torch" in first
+    assert "remat-conformance[torch]" in first
+    assert second == "available"
+
+
+def test_unknown_port_names_the_registered_ones():
+    with pytest.raises(PortUnavailable, match="flax_linen"):
+        implementations.load("no_such_port")
+
+
+def test_builtin_ports_are_lazy_strings():
+    for target in implementations.BUILTIN.values():
+        module, _, attr = target.partition(":")
+        assert module.startswith("implementations.")
+        assert attr
+    assert implementations.CANONICAL in implementations.BUILTIN
+
+
+def test_every_builtin_port_names_an_extra_that_pyproject_has():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = ROOT / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert set(_EXTRAS) == set(implementations.BUILTIN)
+    (everything,) = extras["all"]
+    in_all = everything.split("[")[1].rstrip("]").split(",")
+    for port, needed in _EXTRAS.items():
+        for extra in needed.split(","):  # keras ports name keras and their backend
+            assert extra in extras, port
+            assert extra in in_all, port
+
+
+def test_a_stack_held_by_another_backend_makes_its_port_unavailable(tmp_path, monkeypatch):
+    # What a Keras port raises where Keras runs on another backend: not broken,
+    # unavailable, with its message (the port loads in a process of its own).
+    (tmp_path / "held_port_module.py").write_text(
+        "from implementations.contract import StackUnavailable\n"
+        "raise StackUnavailable(\"keras is already imported on the 'jax' backend\")\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # Only this port is registered, so that no other port loads here.
+    only = {"held_port": ("held_port_module:Port", "built-in")}
+    monkeypatch.setattr(implementations, "registered", lambda: only)
+    with pytest.raises(PortUnavailable, match="'jax' backend") as raised:
+        implementations.load("held_port")
+    assert raised.value.missing
+    assert raised.value.held
+    # Listed as available where it can run: in a process of its own.
+    (status,) = implementations.status()
+    assert (status.name, status.state, status.elsewhere) == ("held_port", "available", True)
+    assert "process of its own" in status.reason
+    assert implementations.available() == {}  # not loadable here
