@@ -12,8 +12,8 @@ from typing import Any
 
 import jax
 
-from ._jax.port import JaxPort
 from .contract import PARAM_NAMES
+from .stacks.jax import JaxPort
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
 
@@ -40,6 +40,8 @@ class JaxCheckpoint(JaxPort):
     """The plain JAX port: pure functions and `jax.checkpoint`, Flax's init in pure JAX."""
 
     name = "jax_checkpoint"
+    extra = "jax"
+    checkpoint_api = "jax.checkpoint"
     framework = "jax"
     distributions = ("jax", "jaxlib")
 
@@ -53,9 +55,4 @@ class JaxCheckpoint(JaxPort):
         return mlp(tree, x, checkpoint=checkpoint)
 
 
-_port = JaxCheckpoint()
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
-    """The exercise, in plain JAX (see `JaxPort.nn_checkpoint_forward`)."""
-    return _port.nn_checkpoint_forward(seed, x, features)
+nn_checkpoint_forward = JaxCheckpoint.exported()

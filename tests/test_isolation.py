@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from conformance.tolerance import analyse_forward
-from implementations.porting.numpy import canonical_params
+from implementations.stacks.numpy import canonical_params
 from tests import reference
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_importing_the_packages_imports_no_framework():
     code = f"""
         import sys
         import implementations, conformance, conformance.tolerance, conformance.cli
-        import implementations.porting
+        import implementations.porting, implementations.stacks, implementations.stacks.base
         from conformance import devices, machine
         implementations.registered()
         machine.describe()  # the parent's side of the machine fields

@@ -19,7 +19,7 @@ import numpy as np
 from implementations import flax_linen
 from implementations.contract import SEED_MAX, check_features, check_seed
 from implementations.flax_linen import MLP, FlaxLinen, init_and_apply
-from implementations.porting.jax import checked_x
+from implementations.stacks.jax import checked_x
 
 
 class NoCheckpoint(FlaxLinen):

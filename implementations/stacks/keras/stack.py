@@ -1,0 +1,87 @@
+"""`KerasStack`: Keras 3 over one backend's stack. Imports Keras and the backend's framework.
+
+The arrays, the precision pin, the canonical init and the instrument are the
+backend's (Keras runs the backend's ops); a `keras.Variable` is unwrapped
+first, and the precision report says what Keras calls on that backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from ...contract import BackwardRecord, Params
+from ..base import Stack
+from . import backend
+
+
+class KerasStack(Stack):
+    """Keras on `backend` ("jax", "torch" or "tensorflow"): that backend's stack's duties."""
+
+    name = "keras"
+
+    def __init__(self, backend_name: str):
+        self.keras = backend.load(backend_name)
+        self.backend_name = backend_name
+        self.backend: Stack = importlib.import_module(f"..{backend_name}", __package__).STACK
+        # The backend's setting before anyone pins it, for `matmul_precision()`.
+        self._default = _precision(backend_name)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        if isinstance(array, self.keras.Variable):
+            array = array.value
+        return self.backend.to_numpy(array)
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        return self.backend.from_numpy(array)
+
+    def pin_matmul_precision(self) -> None:
+        # Keras calls the backend's matmul: the backend's switch is Keras's.
+        self.backend.pin_matmul_precision()
+
+    def matmul_precision(self) -> dict[str, str]:
+        if self.backend_name == "tensorflow":
+            return self.backend.matmul_precision()
+        return {"default": self._default, "pinned": _precision(self.backend_name)} | {
+            "note": _NOTES[self.backend_name]
+        }
+
+    def canonical_params(self, seed: Any, dim: int, features: Any) -> Params:
+        return self.backend.canonical_params(seed, dim, features)
+
+    def record(self, *args: Any, **kwargs: Any) -> BackwardRecord:
+        return self.backend.record(*args, **kwargs)
+
+    def versions(self, found: dict[str, str]) -> dict[str, str]:
+        return self.backend.versions(found)
+
+    def __repr__(self) -> str:
+        return f"<keras stack on {self.backend_name}>"
+
+
+def _precision(backend_name: str) -> str:
+    """The backend's float32 matmul setting as Keras meets it, in the backend's words."""
+    if backend_name == "jax":
+        import jax
+
+        return f"jax_default_matmul_precision={jax.config.jax_default_matmul_precision}"
+    if backend_name == "torch":
+        import torch
+
+        return (
+            f"float32_matmul_precision={torch.get_float32_matmul_precision()}, "
+            f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}, "
+            f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}"
+        )
+    return ""  # TensorFlow reports through its own stack
+
+
+_NOTES = {
+    # Keras on JAX calls jnp.matmul, which follows JAX's flag; Keras has no switch of its own.
+    "jax": "None means the backend's default: float32 on a CPU, bfloat16 passes on "
+    "a TPU; 'highest' is float32 everywhere",
+    "torch": "TF32 exists on NVIDIA Ampere and later GPUs only; on a CPU torch "
+    "computes float32 matmuls in float32 either way",
+}
