@@ -68,9 +68,6 @@ class TemplateStack(Stack):
     """TODO(port): your framework. If `implementations.stacks` has a package for it, use
     its `STACK` instead and delete this class."""
 
-    # TODO(port): the framework's name, e.g. "paddle".
-    name = "template"
-
     def to_numpy(self, array: Any) -> np.ndarray:
         # TODO(port): your framework's array as numpy, detached from any autograd graph.
         raise _todo("to_numpy: a framework array as numpy")
@@ -83,7 +80,7 @@ class TemplateStack(Stack):
     # on an accelerator, override pin_matmul_precision and matmul_precision.
 
 
-STACK = TemplateStack()
+STACK = TemplateStack("template")  # TODO(port): the framework's name, e.g. "paddle"
 
 
 # ---------------------------------------------------------------------------

@@ -57,7 +57,6 @@ class EquinoxJax(JaxPort):
     extra = "equinox"
     checkpoint_api = "eqx.filter_checkpoint"
     framework = "equinox"
-    distributions = ("jax", "jaxlib", "equinox")
     # Drawn (out, in) in the exercise: at D = F = 1024 XLA:CPU took twice as
     # long on a drawn kernel transposed as on one drawn in place.
     kernel_layout = "out_in"

@@ -72,7 +72,6 @@ class FlaxLinen(JaxPort):
     extra = "flax"
     checkpoint_api = "nn.checkpoint"
     framework = "flax"
-    distributions = ("jax", "jaxlib", "flax")
     #: The module classes behind `checkpoint=True` and `checkpoint=False`, and
     #: the one that makes the parameters (mutants swap them).
     checkpointed: type[nn.Module] = CheckpointMLP

@@ -62,7 +62,6 @@ class FlaxNnx(JaxPort):
     extra = "nnx"
     checkpoint_api = "nnx.remat"
     framework = "flax"
-    distributions = ("jax", "jaxlib", "flax")
 
     def to_native(self, w1, b1, w2, b2) -> dict:
         features = w1.shape[1]  # (D, F): NNX's kernel is (in, out), as the canonical one

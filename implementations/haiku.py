@@ -65,7 +65,6 @@ class Haiku(JaxPort):
     extra = "haiku"
     checkpoint_api = "hk.remat"
     framework = "dm-haiku"
-    distributions = ("jax", "jaxlib", "dm-haiku")
 
     def to_native(self, w1, b1, w2, b2) -> dict[str, dict[str, Any]]:
         features = w1.shape[1]  # w1 (D, F)

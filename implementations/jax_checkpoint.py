@@ -43,7 +43,6 @@ class JaxCheckpoint(JaxPort):
     extra = "jax"
     checkpoint_api = "jax.checkpoint"
     framework = "jax"
-    distributions = ("jax", "jaxlib")
 
     def to_native(self, w1, b1, w2, b2) -> Tree:
         return dict(zip(PARAM_NAMES, (w1, b1, w2, b2), strict=True))  # the layout is canonical

@@ -23,13 +23,13 @@ from typing import Any
 
 import jax
 
-from .contract import Params
 from .stacks import keras as keras_stack
 from .stacks.jax import JaxPort
 
 STACK = keras_stack.on("jax")  # before anything imports keras: it reads its backend once
 
 from .stacks.keras import model  # noqa: E402 - imports keras, now on JAX
+from .stacks.keras.port import KerasPort  # noqa: E402
 
 # [dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]
 Weights = list
@@ -43,17 +43,12 @@ def _skeleton(dim: int, features: int, mode: str | None) -> model.MLP:
         return model.skeleton(dim, features, mode=mode)
 
 
-class KerasJax(JaxPort):
+class KerasJax(KerasPort, JaxPort):
     """Keras 3 on JAX: `keras.RematScope(mode="full")`, that is `jax.checkpoint`."""
 
     name = "keras_jax"
-    framework = "keras"
     stack = STACK
     extra = "keras,jax"
-    checkpoint_api = 'keras.RematScope(mode="full")'
-    distributions = ("keras", "jax", "jaxlib")
-    #: The `RematScope` mode of the checkpointed model (mutants change it).
-    mode: str | None = model.FULL
 
     def to_native(self, w1, b1, w2, b2) -> Weights:
         features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical
@@ -72,10 +67,6 @@ class KerasJax(JaxPort):
         with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
             y, _ = mlp.stateless_call(list(weights), [], x)  # (D,) -> (F,)
         return y
-
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The exercise's init (jax.random), loaded into a Keras model and read back.
-        return model.model_params(model.reuse(STACK.canonical_params(seed, dim, features)))
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on JAX, checkpointed.

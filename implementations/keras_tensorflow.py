@@ -29,14 +29,14 @@ from typing import Any
 import numpy as np
 
 from .contract import BackwardRecord, Grads, Params, check_features, check_seed
-from .stacks import Port
 from .stacks import keras as keras_stack
-from .stacks.tensorflow import as_input, integer_argument, tf, to_host_array
+from .stacks.tensorflow import as_input, float32_tensor, integer_argument, tf, to_host_array
 from .stacks.tensorflow.flax_init import canonical_params
 
 STACK = keras_stack.on("tensorflow")  # before anything imports keras: it reads its backend once
 
 from .stacks.keras import model  # noqa: E402 - imports keras, now on TensorFlow
+from .stacks.keras.port import KerasPort  # noqa: E402
 
 
 @functools.lru_cache(maxsize=16)
@@ -69,43 +69,34 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     return mlp(x)
 
 
-class KerasTensorFlow(Port):
+class KerasTensorFlow(KerasPort):
     """Keras 3 on TensorFlow: `keras.RematScope(mode="full")`, that is `tf.recompute_grad`."""
 
     name = "keras_tensorflow"
-    framework = "keras"
     stack = STACK
     extra = "keras,tensorflow"
-    checkpoint_api = 'keras.RematScope(mode="full")'
-    distributions = ("keras", "tensorflow-cpu", "tensorflow")
-    #: The `RematScope` mode of the checkpointed model (mutants change it).
-    mode: str | None = model.FULL
-
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # Flax's init (XLA, as the exercise's), loaded into a Keras model and read back.
-        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
-        return to_host_array(mlp(_float32(x)))
+        mlp = self.reused(params, checkpoint)
+        return to_host_array(mlp(float32_tensor(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
-        x = _float32(x)
+        mlp = self.reused(params, checkpoint)
+        x = float32_tensor(x)
         weights = [v.value for v in mlp.trainable_variables]  # the tf.Variables
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = mlp(x)
-        dx, *grads = tape.gradient(y, [x, *weights], output_gradients=_float32(cotangent))
+        dx, *grads = tape.gradient(y, [x, *weights], output_gradients=float32_tensor(cotangent))
         return Grads.of(model.weights_to_params(grads), to_host_array(dx))
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         def make() -> BackwardRecord:
-            mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+            mlp = self.reused(params, checkpoint)
             return self.stack.record(
                 mlp,
                 [x],
@@ -118,19 +109,9 @@ class KerasTensorFlow(Port):
         # tracing one takes a tenth of a second.
         return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
 
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        seed, features = check_seed(seed), check_features(features)
-
-        def make() -> BackwardRecord:
-            _exercise_model(seed, np.shape(x)[0], features, self.mode)  # eagerly, before the trace
-            return self.stack.record(
-                lambda x: exercise(seed, x, features, self.mode),
-                [np.asarray(x, np.float32)],
-                origins=("input",),
-                cotangent=np.ones(features, np.float32),
-            )
-
-        return self.cached_record(("exercise", np.shape(x), features), make)
+    def before_exercise_trace(self, seed: Any, dim: int, features: int) -> None:
+        # The model made eagerly: a traced graph cannot make variables (but on its first trace).
+        _exercise_model(check_seed(seed), dim, features, self.mode)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on TensorFlow,
@@ -158,10 +139,6 @@ class KerasTensorFlow(Port):
         `ValueError` saying so.
         """
         return exercise(seed, x, features, self.mode)
-
-
-def _float32(array: Any) -> tf.Tensor:
-    return tf.constant(np.asarray(array, np.float32))
 
 
 nn_checkpoint_forward = KerasTensorFlow.exported()

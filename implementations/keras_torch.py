@@ -28,7 +28,6 @@ import numpy as np
 import torch
 
 from .contract import BackwardRecord, Grads, Params, check_features, check_seed
-from .stacks import Port
 from .stacks import keras as keras_stack
 from .stacks.numpy import canonical_params
 from .stacks.torch import as_input, from_host_array, leaf_input, to_host_array
@@ -36,6 +35,7 @@ from .stacks.torch import as_input, from_host_array, leaf_input, to_host_array
 STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
 from .stacks.keras import model  # noqa: E402 - imports keras, now on torch
+from .stacks.keras.port import KerasPort  # noqa: E402
 
 
 class MLP(model.MLP):
@@ -72,31 +72,22 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     return _exercise_model(seed, x.shape[0], features, mode)(x)
 
 
-class KerasTorch(Port):
+class KerasTorch(KerasPort):
     """Keras 3 on torch: `keras.RematScope(mode="full")`, that is non-reentrant
     `torch.utils.checkpoint`."""
 
     name = "keras_torch"
-    framework = "keras"
     stack = STACK
     extra = "keras,torch"
-    checkpoint_api = 'keras.RematScope(mode="full")'
-    distributions = ("keras", "torch")
-    #: The `RematScope` mode of the checkpointed model (mutants change it).
-    mode: str | None = model.FULL
-
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The numpy canonical init, loaded into a Keras model and read back.
-        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+        mlp = self.reused(params, checkpoint)
         return to_host_array(mlp(as_input(x)))  # grad stays on: the checkpoint runs
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+        mlp = self.reused(params, checkpoint)
         x = leaf_input(x)
         weights = [v.value for v in mlp.trainable_variables]
         grads = torch.autograd.grad(mlp(x), [x, *weights], from_host_array(cotangent))
@@ -105,7 +96,7 @@ class KerasTorch(Port):
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        return _record(model.reuse(params, mode=self.mode if checkpoint else None, cls=MLP), x)
+        return _record(self.reused(params, checkpoint, cls=MLP), x)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         seed, features = check_seed(seed), check_features(features)

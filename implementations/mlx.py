@@ -87,7 +87,7 @@ def params_to_arrays(params: Params) -> dict[str, mx.array]:
 
 def _canonical_arrays(state: Mapping[str, mx.array]) -> dict[str, np.ndarray]:
     # Arrays in the MLP's layout (parameters or their gradients) as canonical numpy arrays.
-    return out_in.to_canonical(*(to_host_array(state[name]) for name in STATE_NAMES))
+    return out_in.canonical_arrays(state, to_host_array)
 
 
 def arrays_to_params(state: Mapping[str, mx.array]) -> Params:
@@ -149,7 +149,6 @@ class Mlx(Port):
     stack = STACK
     extra = "mlx"
     checkpoint_api = "mlx.nn.utils.checkpoint"
-    distributions = ("mlx", "mlx-cpu")
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
 

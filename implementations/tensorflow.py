@@ -28,7 +28,15 @@ import numpy as np
 from .contract import PARAM_NAMES, BackwardRecord, Grads, Params, check_features, check_seed
 from .stacks import Port
 from .stacks.numpy import canonical_params
-from .stacks.tensorflow import STACK, as_input, flax_init, integer_argument, tf, to_host_array
+from .stacks.tensorflow import (
+    STACK,
+    as_input,
+    flax_init,
+    float32_tensor,
+    integer_argument,
+    tf,
+    to_host_array,
+)
 
 Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
 
@@ -135,8 +143,6 @@ class TensorFlow(Port):
     stack = STACK
     extra = "tensorflow"
     checkpoint_api = "tf.recompute_grad"
-    # The CPU wheel is its own distribution; `versions` reports whichever is installed.
-    distributions = ("tensorflow-cpu", "tensorflow")
     #: The block as the checkpoint runs it (mutants swap it).
     region: Callable = staticmethod(checkpointed_block)
 
@@ -148,13 +154,13 @@ class TensorFlow(Port):
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         run = _COMPILED["forward", checkpoint]
-        return to_host_array(run(_float32(x), *params_to_tensors(params)))
+        return to_host_array(run(float32_tensor(x), *params_to_tensors(params)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
         run = _COMPILED["vjp", checkpoint]
-        dx, *grads = run(_float32(x), *params_to_tensors(params), _float32(cotangent))
+        dx, *grads = run(float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
         return Grads.of(tensors_to_params(grads), to_host_array(dx))
 
     def backward_record(
@@ -169,20 +175,6 @@ class TensorFlow(Port):
             )
 
         return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
-
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        features = check_features(features)
-
-        def make() -> BackwardRecord:
-            return self.stack.record(
-                lambda x: exercise(seed, x, features, self.region),
-                [np.asarray(x, np.float32)],
-                origins=("input",),
-                cotangent=np.ones(features, np.float32),
-            )
-
-        # A graph depends on the shapes only: the seed changes constants, not ops.
-        return self.cached_record(("exercise", np.shape(x), features), make)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through
@@ -203,10 +195,6 @@ class TensorFlow(Port):
         `seed` and `features` must be Python values or constants.
         """
         return exercise(seed, x, features, self.region)
-
-
-def _float32(array: Any) -> tf.Tensor:
-    return tf.constant(np.asarray(array, np.float32))
 
 
 nn_checkpoint_forward = TensorFlow.exported()

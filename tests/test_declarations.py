@@ -116,16 +116,13 @@ def test_a_port_missing_a_declaration_fails_when_its_class_is_made():
         class NoStack(Port):  # the class statement is the test
             name = "no_stack"
 
-    class Ours(Stack):
-        name = "ours"
-
     with pytest.raises(TypeError, match=r"stack must be a Stack"):
 
         class NotAStack(Port):
             name, framework, stack = "not_a_stack", "numpy", "ours"
 
     class Declared(Port):  # every declaration there: made without complaint
-        name, framework, stack = "declared", "numpy", Ours()
+        name, framework, stack = "declared", "numpy", Stack("ours")
 
     assert Declared.stack.name == "ours"
 

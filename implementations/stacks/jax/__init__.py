@@ -26,14 +26,13 @@ from .flax_init import (
 )
 from .inputs import checked_x
 from .port import Compiled, JaxPort
-from .stack import STACK, JaxStack
+from .stack import STACK
 
 __all__ = [
     "STACK",
     "Compiled",
     "CompiledExercise",
     "JaxPort",
-    "JaxStack",
     "backward_record",
     "checked_x",
     "flax_init",

@@ -26,17 +26,6 @@ from ...contract import Params, check_features, check_seed
 from ..numpy.keys import dense_kernel_fold_value
 from .inputs import checked_x
 
-__all__ = [
-    "TRUNCATED_STDDEV",
-    "CompiledExercise",
-    "flax_init",
-    "init_arrays",
-    "init_params",
-    "jitted_init",
-    "lecun_normal",
-    "seed_array",
-]
-
 # The standard deviation of a standard normal truncated to (-2, 2); lecun_normal
 # divides by it so that the truncated draw has variance 1 / fan_in.
 TRUNCATED_STDDEV = 0.87962566103423978

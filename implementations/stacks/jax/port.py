@@ -28,9 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...contract import BackwardRecord, Grads, Params, check_features
+from ...contract import BackwardRecord, Grads, Params
 from ..base import Port
-from . import evidence
 from .flax_init import CompiledExercise
 from .stack import STACK
 
@@ -148,24 +147,9 @@ class JaxPort(Port, abstract=True):
         def make() -> BackwardRecord:
             fn, args = self.differentiable(params, x, checkpoint)
             ones = jnp.ones((params.features,), jnp.float32)
-            return evidence.backward_record(
-                fn, args, origins=("parameter", "input"), cotangent=ones
-            )
+            return self.stack.record(fn, args, ("parameter", "input"), ones)
 
         return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
-
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        features = check_features(features)
-
-        def make() -> BackwardRecord:
-            return evidence.backward_record(
-                lambda x: self.nn_checkpoint_forward(seed, x, features),
-                (jnp.asarray(x, jnp.float32),),
-                origins=("input",),
-                cotangent=jnp.ones((features,), jnp.float32),
-            )
-
-        return self.cached_record(("exercise", np.shape(x), features), make)
 
 
 def _arrays(params: Params) -> Arrays:

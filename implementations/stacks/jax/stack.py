@@ -6,55 +6,45 @@ Imports jax (and numpy).
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...contract import BackwardRecord, Params
 from ..base import Stack
 from . import evidence
 from .flax_init import init_params
 
 
-class JaxStack(Stack):
-    """JAX: arrays through `np.asarray`/`jnp.asarray`, `jax_default_matmul_precision`."""
+def to_host_array(array: Any) -> np.ndarray:
+    return np.asarray(array)
 
-    name = "jax"
 
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return np.asarray(array)
+def from_host_array(array: np.ndarray) -> jax.Array:
+    return jnp.asarray(array)
 
-    def from_numpy(self, array: np.ndarray) -> jax.Array:
-        return jnp.asarray(array)
 
-    def pin_matmul_precision(self) -> None:
-        jax.config.update("jax_default_matmul_precision", "highest")
+def pin_matmul_precision() -> None:
+    jax.config.update("jax_default_matmul_precision", "highest")
 
-    def matmul_precision(self) -> dict[str, str]:
-        """The precision XLA is asked for a float32 matmul: JAX's default, the pin, and now.
 
-        Read from the lowered program of a float32 matmul (`precision = [...]`).
-        On the CPU every setting computes in float32, so default and pinned
-        differ in name only; on a TPU (bf16 passes) or GPU (TF32) they do not.
-        """
-        backend = jax.default_backend()
-        return {
-            "default": _lowered_precision(None),
-            "pinned": _lowered_precision("highest"),
-            "current": _lowered_precision(jax.config.jax_default_matmul_precision),
-            "backend": backend,
-            "device": backend,
-        }
+def matmul_precision() -> dict[str, str]:
+    """The precision XLA is asked for a float32 matmul: JAX's default, the pin, and now.
 
-    def canonical_params(self, seed: Any, dim: int, features: Any) -> Params:
-        """Flax's init, reproduced in `jax.random` (`flax_init.init_params`)."""
-        return init_params(seed, dim, features)
-
-    def record(self, fn, args, origins, cotangent) -> BackwardRecord:
-        """JAX's instrument: `evidence.backward_record` (the residuals of `jax.vjp`'s jaxpr)."""
-        return evidence.backward_record(fn, args, origins=origins, cotangent=cotangent)
+    Read from the lowered program of a float32 matmul (`precision = [...]`).
+    On the CPU every setting computes in float32, so default and pinned
+    differ in name only; on a TPU (bf16 passes) or GPU (TF32) they do not.
+    """
+    backend = jax.default_backend()
+    return {
+        "default": _lowered_precision(None),
+        "pinned": _lowered_precision("highest"),
+        "current": _lowered_precision(jax.config.jax_default_matmul_precision),
+        "backend": backend,
+        "device": backend,
+    }
 
 
 def _lowered_precision(setting: str | None) -> str:
@@ -66,4 +56,16 @@ def _lowered_precision(setting: str | None) -> str:
     return found.group(1) if found else "DEFAULT"  # no attribute: the default
 
 
-STACK = JaxStack()
+_HERE = sys.modules[__name__]
+
+#: JAX: `np.asarray`/`jnp.asarray`, `jax_default_matmul_precision`, Flax's init in
+#: `jax.random`, and the residuals of `jax.vjp`'s jaxpr
+#: (`record(fn, args, origins, cotangent)`, `evidence.backward_record`).
+STACK = Stack(
+    "jax",
+    arrays=_HERE,
+    precision=_HERE,
+    init=init_params,
+    instrument=evidence.backward_record,
+    distributions=("jax", "jaxlib"),
+)

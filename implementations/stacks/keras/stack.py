@@ -12,70 +12,57 @@ from typing import Any
 
 import numpy as np
 
-from ...contract import BackwardRecord, Params
 from ..base import Stack
 from . import backend
 
 
 class KerasStack(Stack):
-    """Keras on `backend` ("jax", "torch" or "tensorflow"): that backend's stack's duties."""
-
-    name = "keras"
+    """Keras on `backend_name` ("jax", "torch" or "tensorflow"): that backend's duties."""
 
     def __init__(self, backend_name: str):
         self.keras = backend.load(backend_name)
         self.backend_name = backend_name
         self.backend: Stack = importlib.import_module(f"..{backend_name}", __package__).STACK
+        own = vars(self.backend)
+        duties = {k: own[k] for k in _DUTIES}
+        super().__init__("keras", **duties, distributions=("keras", *self.backend.distributions))
         # The backend's setting before anyone pins it, for `matmul_precision()`.
         self._default = _precision(backend_name)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         if isinstance(array, self.keras.Variable):
             array = array.value
-        return self.backend.to_numpy(array)
-
-    def from_numpy(self, array: np.ndarray) -> Any:
-        return self.backend.from_numpy(array)
-
-    def pin_matmul_precision(self) -> None:
-        # Keras calls the backend's matmul: the backend's switch is Keras's.
-        self.backend.pin_matmul_precision()
+        return super().to_numpy(array)
 
     def matmul_precision(self) -> dict[str, str]:
-        if self.backend_name == "tensorflow":
-            return self.backend.matmul_precision()
+        if self.backend_name == "tensorflow":  # Keras calls tf.matmul: TensorFlow's own report
+            return super().matmul_precision()
         return {"default": self._default, "pinned": _precision(self.backend_name)} | {
             "note": _NOTES[self.backend_name]
         }
-
-    def canonical_params(self, seed: Any, dim: int, features: Any) -> Params:
-        return self.backend.canonical_params(seed, dim, features)
-
-    def record(self, *args: Any, **kwargs: Any) -> BackwardRecord:
-        return self.backend.record(*args, **kwargs)
-
-    def versions(self, found: dict[str, str]) -> dict[str, str]:
-        return self.backend.versions(found)
 
     def __repr__(self) -> str:
         return f"<keras stack on {self.backend_name}>"
 
 
+_DUTIES = ("arrays", "precision", "init", "instrument", "installed")
+
+
 def _precision(backend_name: str) -> str:
     """The backend's float32 matmul setting as Keras meets it, in the backend's words."""
+    if backend_name == "tensorflow":
+        return ""  # TensorFlow reports through its own stack (and torch may be absent)
     if backend_name == "jax":
         import jax
 
         return f"jax_default_matmul_precision={jax.config.jax_default_matmul_precision}"
-    if backend_name == "torch":
-        import torch
+    import torch
 
-        return (
-            f"float32_matmul_precision={torch.get_float32_matmul_precision()}, "
-            f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}, "
-            f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}"
-        )
-    return ""  # TensorFlow reports through its own stack
+    return (
+        f"float32_matmul_precision={torch.get_float32_matmul_precision()}, "
+        f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}, "
+        f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}"
+    )
 
 
 _NOTES = {

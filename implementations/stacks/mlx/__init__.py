@@ -21,12 +21,11 @@ from .arrays import (
     to_host_array,
 )
 from .evidence import Graph, Tap, backward_record, no_tap
-from .stack import STACK, MlxStack
+from .stack import STACK
 
 __all__ = [
     "STACK",
     "Graph",
-    "MlxStack",
     "Tap",
     "as_input",
     "backward_record",

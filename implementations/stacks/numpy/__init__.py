@@ -15,21 +15,11 @@ from . import out_in
 from .init import canonical_params, dense_kernel_key, lecun_normal, prng_key
 from .keys import dense_kernel_fold_value
 
-
-class NumpyStack(Stack):
-    """numpy: arrays are numpy already, and the canonical init is `canonical_params`."""
-
-    name = "numpy"
-
-    def canonical_params(self, seed, dim, features):
-        return canonical_params(seed, dim, features)
-
-
-STACK = NumpyStack()
+#: numpy: arrays are numpy already, and the canonical init is `canonical_params`.
+STACK = Stack("numpy", init=canonical_params)
 
 __all__ = [
     "STACK",
-    "NumpyStack",
     "canonical_params",
     "dense_kernel_fold_value",
     "dense_kernel_key",

@@ -8,6 +8,9 @@ themselves; the transposes and the shape checks are here, once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import numpy as np
 
 from ...contract import Params
@@ -38,3 +41,11 @@ def to_canonical(w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray)
         if array.shape != expected[name]:
             raise ValueError(f"{name} must have shape {expected[name]}, got {array.shape}")
     return {"w1": w1.T, "b1": b1, "w2": w2.T, "b2": b2}  # (F, D) -> (D, F); (F, F) transposed
+
+
+def canonical_arrays(
+    state: Mapping[str, Any], to_numpy: Callable[[Any], np.ndarray]
+) -> dict[str, np.ndarray]:
+    """A framework's arrays in this layout by name (parameters or their gradients), each made
+    numpy by `to_numpy`, as canonical arrays by name."""
+    return to_canonical(*(to_numpy(state[name]) for name in NAMES))

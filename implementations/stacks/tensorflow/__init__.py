@@ -18,17 +18,17 @@ tf`), so that the first import is the quiet one.
 from . import runtime  # noqa: I001
 from .runtime import installed, tf
 from . import evidence, flax_init
-from .arrays import as_input, from_host_array, integer_argument, to_host_array
+from .arrays import as_input, float32_tensor, from_host_array, integer_argument, to_host_array
 from .evidence import backward_record
-from .stack import STACK, TensorFlowStack
+from .stack import STACK
 
 __all__ = [
     "STACK",
-    "TensorFlowStack",
     "as_input",
     "backward_record",
     "evidence",
     "flax_init",
+    "float32_tensor",
     "from_host_array",
     "installed",
     "integer_argument",

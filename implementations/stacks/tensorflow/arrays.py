@@ -31,6 +31,11 @@ def to_host_array(array: Any) -> np.ndarray:
     return np.asarray(array)
 
 
+def float32_tensor(array: Any) -> tf.Tensor:
+    """An array-like as a float32 tensor (a copy when it was not float32 numpy)."""
+    return tf.constant(np.asarray(array, np.float32))
+
+
 def from_host_array(array: np.ndarray) -> tf.Tensor:
     """A numpy array as a tensor of the same dtype, copied."""
     return tf.constant(np.array(array, copy=True))

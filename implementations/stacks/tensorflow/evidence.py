@@ -159,15 +159,6 @@ def backward_record(
     )
 
 
-def cached(owner: Any, key: Any, make: Callable[[], BackwardRecord]) -> BackwardRecord:
-    """`make()`, kept on `owner` per `key`: a graph depends on shapes only (parameters are
-    arguments or variables), and tracing one takes a tenth of a second."""
-    records = owner.__dict__.setdefault("_records", {})
-    if key not in records:
-        records[key] = make()
-    return records[key]
-
-
 def _saved(
     graph, boundary: int, origins: Sequence[str], variables: Sequence[tf.Variable]
 ) -> tuple[SavedTensor, ...]:

@@ -1,49 +1,24 @@
-"""The TensorFlow `Stack`: tensors, the TF32 switch, Flax's init by XLA, the graph instrument.
+"""The TensorFlow `Stack`. Imports TensorFlow (quietly, through `runtime`) and numpy.
 
-Imports TensorFlow (quietly, through `runtime`) and numpy.
+TensorFlow: `tensor.numpy()`, `enable_tensor_float_32_execution`, Flax's init
+in TensorFlow ops compiled by XLA (`flax_init`), `forward(*args)` and its
+gradient traced in one graph (`record(forward, args, origins, cotangent,
+variables=())`, `evidence.backward_record`), and whichever of `tensorflow`
+and `tensorflow-cpu` is installed (`runtime.installed`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
-from ...contract import BackwardRecord, Params
 from ..base import Stack
 from . import arrays, evidence, flax_init, runtime
-from .runtime import tf
 
-
-class TensorFlowStack(Stack):
-    """TensorFlow: `tensor.numpy()`, `enable_tensor_float_32_execution`, a traced graph."""
-
-    name = "tensorflow"
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return arrays.to_host_array(array)
-
-    def from_numpy(self, array: np.ndarray) -> tf.Tensor:
-        return arrays.from_host_array(array)
-
-    def pin_matmul_precision(self) -> None:
-        runtime.pin_matmul_precision()
-
-    def matmul_precision(self) -> dict[str, str]:
-        return runtime.matmul_precision()
-
-    def canonical_params(self, seed: Any, dim: int, features: Any) -> Params:
-        """Flax's init in TensorFlow ops compiled by XLA (`flax_init`)."""
-        return flax_init.canonical_params(seed, dim, features)
-
-    def record(self, forward, args, origins, cotangent, variables=()) -> BackwardRecord:
-        """TensorFlow's instrument: `forward(*args)` and its gradient traced in one graph
-        (`evidence.backward_record`)."""
-        return evidence.backward_record(forward, args, origins, cotangent, variables)
-
-    def versions(self, found: dict[str, str]) -> dict[str, str]:
-        # TensorFlow ships as `tensorflow` or `tensorflow-cpu`: keep the one installed.
-        return runtime.installed(found)
-
-
-STACK = TensorFlowStack()
+STACK = Stack(
+    "tensorflow",
+    arrays=arrays,
+    precision=runtime,
+    init=flax_init.canonical_params,
+    instrument=evidence.backward_record,
+    installed=runtime.installed,
+    # The CPU wheel is its own distribution; `versions` reports whichever is installed.
+    distributions=("tensorflow-cpu", "tensorflow"),
+)

@@ -11,7 +11,7 @@
   `to_host_array`, `from_host_array`, `pin_matmul_precision()` and
   `matmul_precision()` (torch's setting as found before the pin, and now)
   (`arrays`).
-- The instrument: `STACK.record(run, x)` (see `TorchStack.record`), and its
+- The instrument: `STACK.record(run, x)` (see `stack.record`), and its
   parts `record(run_forward, x, regions)`, `RegionCounter` (the
   `context_fn` that counts checkpoint regions), `SavedTensors`,
   `GradModeOps` and `classify` (`evidence`).
@@ -30,7 +30,7 @@ from .arrays import (
 from .evidence import GradModeOps, RegionCounter, SavedTensors, classify, record
 from .mlp import MLP, build_mlp, params_to_state, state_to_params
 from .port import TorchPort
-from .stack import STACK, TorchStack
+from .stack import STACK
 
 __all__ = [
     "MLP",
@@ -39,7 +39,6 @@ __all__ = [
     "RegionCounter",
     "SavedTensors",
     "TorchPort",
-    "TorchStack",
     "as_input",
     "build_mlp",
     "classify",

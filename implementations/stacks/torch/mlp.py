@@ -106,7 +106,7 @@ def params_to_state(params: Params, device: Any = None) -> dict[str, torch.Tenso
 
 def canonical_arrays(state: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
     """Tensors in the MLP's layout (weights, or their gradients) as canonical arrays."""
-    return out_in.to_canonical(*(to_host_array(state[name]) for name in STATE_NAMES))
+    return out_in.canonical_arrays(state, to_host_array)
 
 
 def state_to_params(state: Mapping[str, torch.Tensor]) -> Params:
