@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from conformance.checking.tolerance import ulp_distance
-from implementations._canonical_init import numpy_init as ci
 from implementations.flax_linen import FlaxLinen
+from implementations.stacks.numpy import init as ci
 
 SHAPES = [
     (1, 1), (1, 7), (2, 3), (3, 1), (4, 4), (5, 16), (7, 33), (8, 8), (12, 100), (16, 16),

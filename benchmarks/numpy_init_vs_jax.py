@@ -5,7 +5,7 @@ Run: `python benchmarks/numpy_init_vs_jax.py [--calls 200]` (needs jax, flax and
 In one process, taking turns in blocks of calls so that both sides see the
 same machine load, with a new seed on every call, the median over many calls:
 
-- **init**: `implementations.porting.numpy.canonical_params` (numpy) against JAX's jitted
+- **init**: `implementations.stacks.numpy.canonical_params` (numpy) against JAX's jitted
   Flax init, both raw (`jax.jit(CheckpointMLP(F).init)`, block until ready)
   and as the contract's `FlaxLinen().init_params` (which also copies to numpy);
 - **exercise**: `pytorch.nn_checkpoint_forward` against
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from implementations import flax_linen, pytorch
-from implementations.porting.numpy import canonical_params
+from implementations.stacks.numpy import canonical_params
 
 SHAPES = [(16, 16), (256, 256)]
 
@@ -94,7 +94,7 @@ FIRST_CALL = textwrap.dedent(
     kind, dim, features = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     x = np.random.default_rng(0).normal(size=dim).astype(np.float32)
     if kind == "numpy":
-        from implementations.porting.numpy import canonical_params
+        from implementations.stacks.numpy import canonical_params
         call = lambda: canonical_params(1, dim, features)
     elif kind == "torch":
         import torch

@@ -8,15 +8,19 @@
 2. Work through every `TODO(port)` below, top to bottom. Search for the
    string: none may be left.
 3. Register the class: one line in `implementations.BUILTIN` (and `_EXTRAS`),
-   or one entry point, `<port> = "<module>:<Class>"`.
+   or one entry point, `<port> = "<module>:<Class>"`; the class's own
+   declarations (`name`, `framework`, `stack`, `extra`, `checkpoint_api`)
+   are checked when it is created.
 4. Run `python -m conformance --implementation <port> --no-mutants` until
    every property, (a) to (h), is green.
 
-**A port on JAX is shorter.** Subclass `implementations.porting.jax.JaxPort`
-instead of `Implementation` and define three methods, `to_native`,
+**A port on a stack that has a port base is shorter.** On JAX, subclass
+`implementations.stacks.jax.JaxPort` and define three methods, `to_native`,
 `to_canonical` and `apply`; the base builds every contract method from them
-(`implementations/jax_checkpoint.py` is the whole of one). This template is
-for every other stack.
+(`implementations/jax_checkpoint.py` is the whole of one). On torch,
+subclass `implementations.stacks.torch.TorchPort` (`implementations/pytorch.py`
+is the whole of one). This template is for every other stack: a `Port` on a
+`Stack` of its own.
 
 **An unfinished copy fails loudly.** Every contract method raises
 `NotImplementedError("TODO(port): ...")`, so every property of the suite
@@ -46,6 +50,7 @@ from implementations.contract import (  # noqa: F401 - the names a finished port
     check_sizes,
     check_x,
 )
+from implementations.stacks import Port, Stack
 
 GUIDE = "see docs/PORTING.md"
 
@@ -53,6 +58,30 @@ GUIDE = "see docs/PORTING.md"
 def _todo(what: str) -> NotImplementedError:
     """The error every unfinished piece raises; the suite's failure messages show it."""
     return NotImplementedError(f"TODO(port): {what} ({GUIDE})")
+
+
+# ---------------------------------------------------------------------------
+# 0. The stack: your framework's duties, shared by every port on it
+# ---------------------------------------------------------------------------
+
+
+class TemplateStack(Stack):
+    """TODO(port): your framework. If `implementations.stacks` has a package for it, use
+    its `STACK` instead and delete this class."""
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        # TODO(port): your framework's array as numpy, detached from any autograd graph.
+        raise _todo("to_numpy: a framework array as numpy")
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        # TODO(port): a numpy array as your framework's own array, dtype kept.
+        raise _todo("from_numpy: a numpy array as a framework array")
+
+    # TODO(port): if your framework can use TF32 or bf16 passes for float32 matmuls
+    # on an accelerator, override pin_matmul_precision and matmul_precision.
+
+
+STACK = TemplateStack("template")  # TODO(port): the framework's name, e.g. "paddle"
 
 
 # ---------------------------------------------------------------------------
@@ -106,19 +135,24 @@ def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
     #     a JAX port's base does this with tracers too);
     #   the canonical parameters for (seed, D, F): NOT your framework's own seeded
     #     init, which draws different numbers. Use
-    #     `implementations.porting.numpy.canonical_params` (numpy only);
+    #     `implementations.stacks.numpy.canonical_params` (numpy only);
     #   the checkpointed forward pass, returning a float32 (F,) array of your
     #     framework, leaving x unchanged (property (h)).
     raise _todo("nn_checkpoint_forward: validate, canonical init, checkpointed forward")
 
 
-class TemplatePort(Implementation):
+class TemplatePort(Port):
     """TODO(port): one line saying which framework and which checkpoint API."""
 
     # TODO(port): the registry name; it must equal the BUILTIN key or entry-point name.
     name = "template"
     # TODO(port): the framework's distribution name, e.g. "torch".
     framework = "TODO(port)"
+    # TODO(port): the stack: `implementations.stacks.<framework>.STACK`, or yours above.
+    stack = STACK
+    # TODO(port): the pip extra that installs the framework, and the checkpoint API.
+    extra = ""
+    checkpoint_api = "TODO(port)"
     # TODO(port): the distributions whose versions reports show, e.g. ("jax", "flax").
     distributions = ()
 
@@ -143,8 +177,8 @@ class TemplatePort(Implementation):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         # TODO(port): read what the backward pass saves and recomputes off your
-        # framework's own instrument (torch: `implementations.porting.torch.record`,
-        # saved_tensors_hooks and a dispatch mode, see pytorch.py). With the
+        # framework's own instrument (its stack's `record`: torch's runs
+        # saved_tensors_hooks and a dispatch mode). With the
         # checkpoint on: no saved activation, something recomputed. Off: an
         # activation saved, nothing recomputed. Property (e).
         raise _todo("backward_record: what vjp's backward pass saves and recomputes")
@@ -156,14 +190,3 @@ class TemplatePort(Implementation):
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         return nn_checkpoint_forward(seed, x, features)
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        # TODO(port): your framework's array as numpy, detached from any autograd graph.
-        raise _todo("to_numpy: a framework array as numpy")
-
-    def from_numpy(self, array: np.ndarray) -> Any:
-        # TODO(port): a numpy array as your framework's own array, dtype kept.
-        raise _todo("from_numpy: a numpy array as a framework array")
-
-    # TODO(port): if your framework can use TF32 or bf16 passes for float32 matmuls
-    # on an accelerator, override pin_matmul_precision to turn that off.

@@ -55,7 +55,7 @@ NOT_REPORTED = "not reported"
 
 # `jax.random.PRNGKey` converts its seed to a C long: 2**63 raises
 # OverflowError. In the default x32 mode it then keeps the low 32 bits, so
-# seeds s and s + 2**32 give the same key (pinned in tests/test_seed_range.py).
+# seeds s and s + 2**32 give the same key (pinned in tests/jax/test_seed_range.py).
 SEED_MAX = 2**63 - 1
 
 

@@ -16,7 +16,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ._jax.port import JaxPort
+from .stacks.jax import JaxPort
 
 
 class MLP(eqx.Module):
@@ -54,8 +54,9 @@ class EquinoxJax(JaxPort):
     """The Equinox port: `eqx.filter_checkpoint`, Flax's init in pure JAX."""
 
     name = "equinox_jax"
+    extra = "equinox"
+    checkpoint_api = "eqx.filter_checkpoint"
     framework = "equinox"
-    distributions = ("jax", "jaxlib", "equinox")
     # Drawn (out, in) in the exercise: at D = F = 1024 XLA:CPU took twice as
     # long on a drawn kernel transposed as on one drawn in place.
     kernel_layout = "out_in"
@@ -81,18 +82,4 @@ class EquinoxJax(JaxPort):
         return model.checkpointed(x) if checkpoint else model.plain(x)
 
 
-_port = EquinoxJax()
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
-    """The exercise, in Equinox (see `JaxPort.nn_checkpoint_forward`).
-
-    Under `jax.jit`, `seed` and `features` pick the parameters and the
-    shapes, so they must be static:
-
-    ```python
-    fast = jax.jit(nn_checkpoint_forward, static_argnums=(0, 2))
-    fast(0, x, 16)
-    ```
-    """
-    return _port.nn_checkpoint_forward(seed, x, features)
+nn_checkpoint_forward = EquinoxJax.exported()

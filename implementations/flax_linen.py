@@ -14,9 +14,8 @@ import flax.linen as nn
 import jax
 import numpy as np
 
-from ._jax.inputs import checked_x
-from ._jax.port import JaxPort
 from .contract import Params, check_dim, check_features, check_seed, check_sizes
+from .stacks.jax import JaxPort, checked_x
 
 
 class MLP(nn.Module):
@@ -33,22 +32,6 @@ class MLP(nn.Module):
 
 # Wrap the class, not an instance: nn.checkpoint(MLP(...)) raises TransformTargetError.
 CheckpointMLP = nn.checkpoint(MLP)
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
-    """The exercise: init the checkpointed MLP from `PRNGKey(int(seed))` and x, apply it to x.
-
-    **Arguments:**
-
-    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
-    - `x`: a finite real vector of shape `(D,)`; a jax tracer is fine, so the
-      function works under `jit` (with `seed` and `features` static), `grad`
-      and `vmap`.
-    - `features`: the width F, a positive integer-valued scalar.
-
-    **Returns:** the flattened `(F,)` float32 output.
-    """
-    return init_and_apply(CheckpointMLP, seed, x, features)
 
 
 def init_and_apply(
@@ -87,8 +70,9 @@ class FlaxLinen(JaxPort):
     """The canonical port: Flax linen `nn.checkpoint`."""
 
     name = "flax_linen"
+    extra = "flax"
+    checkpoint_api = "nn.checkpoint"
     framework = "flax"
-    distributions = ("jax", "jaxlib", "flax")
     #: The module classes behind `checkpoint=True` and `checkpoint=False`, and
     #: the one that makes the parameters (mutants swap them).
     checkpointed: type[nn.Module] = CheckpointMLP
@@ -122,4 +106,19 @@ class FlaxLinen(JaxPort):
         return Params(*(np.asarray(a) for a in self.to_canonical(variables)))
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
+        """The exercise: init the checkpointed MLP from `PRNGKey(int(seed))` and x, apply it to x.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+        - `x`: a finite real vector of shape `(D,)`; a jax tracer is fine, so the
+          function works under `jit` (with `seed` and `features` static), `grad`
+          and `vmap`.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the flattened `(F,)` float32 output.
+        """
         return init_and_apply(self.checkpointed, seed, x, features, init_module=self.initializer)
+
+
+nn_checkpoint_forward = FlaxLinen.exported()

@@ -17,12 +17,11 @@ calls linen (though `flax.nnx` imports it internally).
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import jax
 from flax import nnx
 
-from ._jax.port import JaxPort
+from .stacks.jax import JaxPort
 
 
 class MLP(nnx.Module):
@@ -60,8 +59,9 @@ class FlaxNnx(JaxPort):
     """The Flax NNX port: `nnx.remat`, linen's init in pure JAX."""
 
     name = "flax_nnx"
+    extra = "nnx"
+    checkpoint_api = "nnx.remat"
     framework = "flax"
-    distributions = ("jax", "jaxlib", "flax")
 
     def to_native(self, w1, b1, w2, b2) -> dict:
         features = w1.shape[1]  # (D, F): NNX's kernel is (in, out), as the canonical one
@@ -78,9 +78,4 @@ class FlaxNnx(JaxPort):
         return model.checkpointed(x) if checkpoint else model.plain(x)
 
 
-_port = FlaxNnx()
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
-    """The exercise, in Flax NNX (see `JaxPort.nn_checkpoint_forward`)."""
-    return _port.nn_checkpoint_forward(seed, x, features)
+nn_checkpoint_forward = FlaxNnx.exported()

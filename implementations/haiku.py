@@ -18,7 +18,7 @@ from typing import Any
 import haiku as hk
 import jax
 
-from ._jax.port import JaxPort
+from .stacks.jax import JaxPort
 
 # The MLP module's name scope and its layers' names, by creation order.
 SCOPE = "mlp"
@@ -62,8 +62,9 @@ class Haiku(JaxPort):
     """The Haiku port: `hk.remat` inside `hk.transform`, Flax's init in pure JAX."""
 
     name = "haiku"
+    extra = "haiku"
+    checkpoint_api = "hk.remat"
     framework = "dm-haiku"
-    distributions = ("jax", "jaxlib", "dm-haiku")
 
     def to_native(self, w1, b1, w2, b2) -> dict[str, dict[str, Any]]:
         features = w1.shape[1]  # w1 (D, F)
@@ -83,13 +84,4 @@ class Haiku(JaxPort):
         return transformed(features).apply(params, x, checkpoint)  # (D,) -> (F,)
 
 
-_port = Haiku()
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
-    """The exercise, in Haiku (see `JaxPort.nn_checkpoint_forward`).
-
-    Under `jax.jit`, `seed` and `features` must be static:
-    `jax.jit(nn_checkpoint_forward, static_argnums=(0, 2))`.
-    """
-    return _port.nn_checkpoint_forward(seed, x, features)
+nn_checkpoint_forward = Haiku.exported()

@@ -12,8 +12,8 @@ from typing import Any
 
 import jax
 
-from ._jax.port import JaxPort
 from .contract import PARAM_NAMES
+from .stacks.jax import JaxPort
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
 
@@ -40,8 +40,9 @@ class JaxCheckpoint(JaxPort):
     """The plain JAX port: pure functions and `jax.checkpoint`, Flax's init in pure JAX."""
 
     name = "jax_checkpoint"
+    extra = "jax"
+    checkpoint_api = "jax.checkpoint"
     framework = "jax"
-    distributions = ("jax", "jaxlib")
 
     def to_native(self, w1, b1, w2, b2) -> Tree:
         return dict(zip(PARAM_NAMES, (w1, b1, w2, b2), strict=True))  # the layout is canonical
@@ -53,9 +54,4 @@ class JaxCheckpoint(JaxPort):
         return mlp(tree, x, checkpoint=checkpoint)
 
 
-_port = JaxCheckpoint()
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> jax.Array:
-    """The exercise, in plain JAX (see `JaxPort.nn_checkpoint_forward`)."""
-    return _port.nn_checkpoint_forward(seed, x, features)
+nn_checkpoint_forward = JaxCheckpoint.exported()

@@ -1,7 +1,7 @@
 """The Keras 3 port on the JAX backend: the MLP made inside `keras.RematScope(mode="full")`.
 
 On JAX, Keras's remat is `jax.checkpoint` around the MLP's `call`. The
-model (`_keras.model`, shared by the three Keras ports) runs through
+model (`implementations.stacks.keras.model`, shared by the three Keras ports) runs through
 Keras's `stateless_call`, its weights passed in as arrays, so the port is a
 `JaxPort`: the native parameters are the MLP's `trainable_variables` in
 order, `[dense_0.kernel (D, F), dense_0.bias, dense_1.kernel (F, F),
@@ -23,17 +23,13 @@ from typing import Any
 
 import jax
 
-from ._jax import flax_init
-from ._jax.port import JaxPort
-from ._keras import backend
-from .contract import Params
+from .stacks import keras as keras_stack
+from .stacks.jax import JaxPort
 
-keras = backend.load("jax")  # before anything imports keras: it reads its backend once
+STACK = keras_stack.on("jax")  # before anything imports keras: it reads its backend once
 
-from ._keras import model  # noqa: E402 - imports keras, now on JAX
-
-# JAX's setting before anyone pins it, for `matmul_precision()`.
-_DEFAULT_PRECISION = jax.config.jax_default_matmul_precision
+from .stacks.keras import model  # noqa: E402 - imports keras, now on JAX
+from .stacks.keras.port import KerasPort  # noqa: E402
 
 # [dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]
 Weights = list
@@ -47,14 +43,12 @@ def _skeleton(dim: int, features: int, mode: str | None) -> model.MLP:
         return model.skeleton(dim, features, mode=mode)
 
 
-class KerasJax(JaxPort):
+class KerasJax(KerasPort, JaxPort):
     """Keras 3 on JAX: `keras.RematScope(mode="full")`, that is `jax.checkpoint`."""
 
     name = "keras_jax"
-    framework = "keras"
-    distributions = ("keras", "jax", "jaxlib")
-    #: The `RematScope` mode of the checkpointed model (mutants change it).
-    mode: str | None = model.FULL
+    stack = STACK
+    extra = "keras,jax"
 
     def to_native(self, w1, b1, w2, b2) -> Weights:
         features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical
@@ -74,45 +68,27 @@ class KerasJax(JaxPort):
             y, _ = mlp.stateless_call(list(weights), [], x)  # (D,) -> (F,)
         return y
 
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The exercise's init (jax.random), loaded into a Keras model and read back.
-        return model.model_params(model.reuse(flax_init.init_params(seed, dim, features)))
-
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
-        """The exercise: see `nn_checkpoint_forward` in this module."""
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on JAX, checkpointed.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+        - `x`: a finite real vector of shape `(D,)`: a jax array or tracer (it
+          works under `jax.grad`, `jax.vmap`, and `jax.jit` with `seed` and
+          `features` static), a `keras.Variable`, numpy or a list; or a symbolic
+          `keras.KerasTensor` of shape `(D,)`, which gives the symbolic `(F,)`
+          output (`keras.Model(x, y)` then runs the checkpointed MLP).
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 jax array.
+        """
         if model.is_symbolic(x):
-            return model.symbolic_exercise(seed, x, features, flax_init.init_params)
+            return model.symbolic_exercise(seed, x, features, STACK.canonical_params)
         # Flax's init in jax.random, compiled with the MLP into one call per
         # shape (as the other JAX ports do): at D = F = 1024 the numpy init
         # alone took 5 times the whole compiled call.
         return self.compiled.exercise(seed, model.unwrap(x), features)
 
-    def matmul_precision(self) -> dict[str, str]:
-        # Keras on JAX calls jnp.matmul, which follows JAX's flag; Keras has no switch of its own.
-        return {
-            "default": f"jax_default_matmul_precision={_DEFAULT_PRECISION}",
-            "pinned": f"jax_default_matmul_precision={jax.config.jax_default_matmul_precision}",
-            "note": "None means the backend's default: float32 on a CPU, bfloat16 passes on "
-            "a TPU; 'highest' is float32 everywhere",
-        }
 
-
-_port = KerasJax()
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
-    """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on JAX, checkpointed.
-
-    **Arguments:**
-
-    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
-    - `x`: a finite real vector of shape `(D,)`: a jax array or tracer (it
-      works under `jax.grad`, `jax.vmap`, and `jax.jit` with `seed` and
-      `features` static), a `keras.Variable`, numpy or a list; or a symbolic
-      `keras.KerasTensor` of shape `(D,)`, which gives the symbolic `(F,)`
-      output (`keras.Model(x, y)` then runs the checkpointed MLP).
-    - `features`: the width F, a positive integer-valued scalar.
-
-    **Returns:** the `(F,)` float32 jax array.
-    """
-    return _port.nn_checkpoint_forward(seed, x, features)
+nn_checkpoint_forward = KerasJax.exported()

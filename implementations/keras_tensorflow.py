@@ -1,16 +1,16 @@
 """The Keras 3 port on the TensorFlow backend: the MLP made inside `keras.RematScope(mode="full")`.
 
 On TensorFlow, Keras's remat is `tf.recompute_grad` around the MLP's `call`.
-The model (`_keras.model`, shared by the three Keras ports) holds its
+The model (`implementations.stacks.keras.model`, shared by the three Keras ports) holds its
 weights in `tf.Variable`s, kernels `(in, out)` as the canonical layout, and
 `recompute_grad` differentiates them as variables read inside the region
 (the `tensorflow` port covers the other path, weights passed as arguments).
 It runs stateful: under a `stateless_call` the rerun in the backward pass
 reads the variables, not the weights passed in, and the weights get no
-gradient (tests/test_keras.py).
+gradient (tests/keras/test_keras.py).
 
-Evidence comes from TensorFlow's graph (`_tensorflow.evidence`), and the
-parameters from Flax's init compiled by XLA (`_tensorflow.flax_init`), both
+Evidence comes from TensorFlow's graph (the TensorFlow stack's `record`), and the
+parameters from Flax's init compiled by XLA (the TensorFlow stack's `flax_init`), both
 shared with the `tensorflow` port. Inside a `tf.function`, the exercise runs for
 any (seed, D, F) whose model exists already: Keras makes variables, which a
 `tf.function` may do on its first trace only (see `nn_checkpoint_forward`).
@@ -28,24 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from ._keras import backend
-from ._tensorflow import evidence, stack
-from ._tensorflow.arrays import as_input, from_host_array, integer_argument, to_host_array
-from ._tensorflow.flax_init import canonical_params
-from ._tensorflow.stack import tf
-from .contract import (
-    BackwardRecord,
-    Grads,
-    Implementation,
-    Params,
-    check_features,
-    check_seed,
-    check_sizes,
-)
+from .contract import BackwardRecord, Grads, Params, check_features, check_seed, check_sizes
+from .stacks import keras as keras_stack
+from .stacks.tensorflow import as_input, float32_tensor, integer_argument, tf, to_host_array
+from .stacks.tensorflow.flax_init import canonical_params
 
-keras = backend.load("tensorflow")  # before anything imports keras: it reads its backend once
+STACK = keras_stack.on("tensorflow")  # before anything imports keras: it reads its backend once
 
-from ._keras import model  # noqa: E402 - imports keras, now on TensorFlow
+from .stacks.keras import model  # noqa: E402 - imports keras, now on TensorFlow
+from .stacks.keras.port import KerasPort  # noqa: E402
 
 
 @functools.lru_cache(maxsize=16)
@@ -55,34 +46,6 @@ def _exercise_model(seed: int, dim: int, features: int, mode: str | None = model
     # Made outside any graph being traced (init_scope), as variables must be.
     with tf.init_scope():
         return model.build(canonical_params(seed, dim, features), mode=mode)
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
-    """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on TensorFlow,
-    checkpointed.
-
-    **Arguments:**
-
-    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
-      array or tensor).
-    - `x`: a finite real vector of shape `(D,)`: a `tf.Tensor`, a
-      `tf.Variable` or `keras.Variable`, numpy or a list; or a symbolic
-      `keras.KerasTensor` of shape `(D,)`, which gives the symbolic `(F,)`
-      output. x is never modified; gradients flow back to it under a
-      `GradientTape` that watches it.
-    - `features`: the width F, a positive integer-valued scalar.
-
-    **Returns:** the `(F,)` float32 tensor.
-
-    **Inside `tf.function`** (also with `jit_compile=True`): x may be
-    symbolic (static shape), `seed` and `features` must be Python values.
-    The model for each (seed, D, F) is made once and kept (16 of them), and
-    TensorFlow lets a function create variables on its first trace only: a
-    function works for the seeds and shapes it meets on its first call, and
-    for any whose model an eager call made before. Any other raises a
-    `ValueError` saying so.
-    """
-    return exercise(seed, x, features)
 
 
 def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) -> Any:
@@ -107,41 +70,35 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     return mlp(x)
 
 
-class KerasTensorFlow(Implementation):
+class KerasTensorFlow(KerasPort):
     """Keras 3 on TensorFlow: `keras.RematScope(mode="full")`, that is `tf.recompute_grad`."""
 
     name = "keras_tensorflow"
-    framework = "keras"
-    distributions = ("keras", "tensorflow-cpu", "tensorflow")
-    #: The `RematScope` mode of the checkpointed model (mutants change it).
-    mode: str | None = model.FULL
-
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # Flax's init (XLA, as the exercise's), loaded into a Keras model and read back.
-        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
+    stack = STACK
+    extra = "keras,tensorflow"
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
-        return to_host_array(mlp(_float32(x)))
+        mlp = self.reused(params, checkpoint)
+        return to_host_array(mlp(float32_tensor(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
-        x = _float32(x)
+        mlp = self.reused(params, checkpoint)
+        x = float32_tensor(x)
         weights = [v.value for v in mlp.trainable_variables]  # the tf.Variables
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = mlp(x)
-        dx, *grads = tape.gradient(y, [x, *weights], output_gradients=_float32(cotangent))
+        dx, *grads = tape.gradient(y, [x, *weights], output_gradients=float32_tensor(cotangent))
         return Grads.of(model.weights_to_params(grads), to_host_array(dx))
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         def make() -> BackwardRecord:
-            mlp = model.reuse(params, mode=self.mode if checkpoint else None)
-            return evidence.backward_record(
+            mlp = self.reused(params, checkpoint)
+            return self.stack.record(
                 mlp,
                 [x],
                 origins=("input",),
@@ -151,40 +108,38 @@ class KerasTensorFlow(Implementation):
 
         # A graph depends on the shapes only (the weights are variables), and
         # tracing one takes a tenth of a second.
-        return evidence.cached(self, ("vjp", params.dim, params.features, checkpoint), make)
+        return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
 
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        seed, features = check_seed(seed), check_features(features)
-
-        def make() -> BackwardRecord:
-            _exercise_model(seed, np.shape(x)[0], features, self.mode)  # eagerly, before the trace
-            return evidence.backward_record(
-                lambda x: exercise(seed, x, features, self.mode),
-                [np.asarray(x, np.float32)],
-                origins=("input",),
-                cotangent=np.ones(features, np.float32),
-            )
-
-        return evidence.cached(self, ("exercise", np.shape(x), features), make)
+    def before_exercise_trace(self, seed: Any, dim: int, features: int) -> None:
+        # The model made eagerly: a traced graph cannot make variables (but on its first trace).
+        _exercise_model(check_seed(seed), dim, features, self.mode)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on TensorFlow,
+        checkpointed.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+          array or tensor).
+        - `x`: a finite real vector of shape `(D,)`: a `tf.Tensor`, a
+          `tf.Variable` or `keras.Variable`, numpy or a list; or a symbolic
+          `keras.KerasTensor` of shape `(D,)`, which gives the symbolic `(F,)`
+          output. x is never modified; gradients flow back to it under a
+          `GradientTape` that watches it.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 tensor.
+
+        **Inside `tf.function`** (also with `jit_compile=True`): x may be
+        symbolic (static shape), `seed` and `features` must be Python values.
+        The model for each (seed, D, F) is made once and kept (16 of them), and
+        TensorFlow lets a function create variables on its first trace only: a
+        function works for the seeds and shapes it meets on its first call, and
+        for any whose model an eager call made before. Any other raises a
+        `ValueError` saying so.
+        """
         return exercise(seed, x, features, self.mode)
 
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return to_host_array(model.unwrap(array))
 
-    def from_numpy(self, array: np.ndarray) -> tf.Tensor:
-        return from_host_array(array)
-
-    def versions(self) -> dict[str, str]:
-        return stack.installed(super().versions())
-
-    def pin_matmul_precision(self) -> None:
-        stack.pin_matmul_precision()  # Keras on TensorFlow calls tf.matmul: TensorFlow's switch
-
-    def matmul_precision(self) -> dict[str, str]:
-        return stack.matmul_precision()
-
-
-def _float32(array: Any) -> tf.Tensor:
-    return tf.constant(np.asarray(array, np.float32))
+nn_checkpoint_forward = KerasTensorFlow.exported()

@@ -2,14 +2,14 @@
 
 On torch, Keras's remat is `torch.utils.checkpoint.checkpoint(call, *args,
 use_reentrant=False, **kwargs)` around the MLP's `call`. The model
-(`_keras.model`, shared by the three Keras ports) holds its weights as
+(`implementations.stacks.keras.model`, shared by the three Keras ports) holds its weights as
 torch parameters, kernels `(in, out)` as the canonical layout. It runs
 stateful: a `stateless_call` would be wrong here, because torch reruns the
 region during the backward pass, after Keras has left the stateless scope,
 so the rerun reads the model's own weights, not the ones passed in
-(tests/test_keras.py shows the wrong gradients).
+(tests/keras/test_keras.py shows the wrong gradients).
 
-Evidence comes from torch's own instrument (`implementations.porting.torch`:
+Evidence comes from torch's own instrument (the torch stack's `record`:
 saved-tensor hooks, a dispatch mode). Keras hands `call`'s keyword
 arguments to `torch.utils.checkpoint`, which keeps `context_fn` for itself:
 that is how the `RegionCounter` reaches Keras's checkpoint.
@@ -27,24 +27,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._canonical_init import canonical_params
-from ._keras import backend
-from ._torch import arrays
-from ._torch.arrays import as_input, from_host_array, leaf_input, to_host_array
-from ._torch.evidence import RegionCounter, record
-from .contract import (
-    BackwardRecord,
-    Grads,
-    Implementation,
-    Params,
-    check_features,
-    check_seed,
-    check_sizes,
-)
+from .contract import BackwardRecord, Grads, Params, check_features, check_seed, check_sizes
+from .stacks import keras as keras_stack
+from .stacks.numpy import canonical_params
+from .stacks.torch import as_input, from_host_array, leaf_input, to_host_array
 
-keras = backend.load("torch")  # before anything imports keras: it reads its backend once
+STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
-from ._keras import model  # noqa: E402 - imports keras, now on torch
+from .stacks.keras import model  # noqa: E402 - imports keras, now on torch
+from .stacks.keras.port import KerasPort  # noqa: E402
 
 
 class MLP(model.MLP):
@@ -72,24 +63,6 @@ def _exercise_model(seed: int, dim: int, features: int, mode: str | None = model
     return mlp
 
 
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
-    """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on torch, checkpointed.
-
-    **Arguments:**
-
-    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
-      array or tensor).
-    - `x`: a finite real vector of shape `(D,)`: a torch tensor (gradients
-      flow back to it when it requires grad), a `keras.Variable`, numpy or a
-      list; or a symbolic `keras.KerasTensor` of shape `(D,)`, which gives
-      the symbolic `(F,)` output. x is never modified.
-    - `features`: the width F, a positive integer-valued scalar.
-
-    **Returns:** the `(F,)` float32 tensor, on Keras's device.
-    """
-    return exercise(seed, x, features)
-
-
 def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) -> Any:
     """`nn_checkpoint_forward` with the model made under `RematScope(mode=mode)`."""
     if model.is_symbolic(x):
@@ -100,28 +73,22 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     return _exercise_model(seed, x.shape[0], features, mode)(x)
 
 
-class KerasTorch(Implementation):
+class KerasTorch(KerasPort):
     """Keras 3 on torch: `keras.RematScope(mode="full")`, that is non-reentrant
     `torch.utils.checkpoint`."""
 
     name = "keras_torch"
-    framework = "keras"
-    distributions = ("keras", "torch")
-    #: The `RematScope` mode of the checkpointed model (mutants change it).
-    mode: str | None = model.FULL
-
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The numpy canonical init, loaded into a Keras model and read back.
-        return model.model_params(model.reuse(canonical_params(seed, dim, features)))
+    stack = STACK
+    extra = "keras,torch"
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+        mlp = self.reused(params, checkpoint)
         return to_host_array(mlp(as_input(x)))  # grad stays on: the checkpoint runs
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        mlp = model.reuse(params, mode=self.mode if checkpoint else None)
+        mlp = self.reused(params, checkpoint)
         x = leaf_input(x)
         weights = [v.value for v in mlp.trainable_variables]
         grads = torch.autograd.grad(mlp(x), [x, *weights], from_host_array(cotangent))
@@ -130,47 +97,33 @@ class KerasTorch(Implementation):
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        return _record(model.reuse(params, mode=self.mode if checkpoint else None, cls=MLP), x)
+        return _record(self.reused(params, checkpoint, cls=MLP), x)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         seed, features = check_seed(seed), check_features(features)
         return _record(_exercise_model(seed, np.shape(x)[0], features, self.mode), x)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on torch, checkpointed.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+          array or tensor).
+        - `x`: a finite real vector of shape `(D,)`: a torch tensor (gradients
+          flow back to it when it requires grad), a `keras.Variable`, numpy or a
+          list; or a symbolic `keras.KerasTensor` of shape `(D,)`, which gives
+          the symbolic `(F,)` output. x is never modified.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 tensor, on Keras's device.
+        """
         return exercise(seed, x, features, self.mode)
-
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return to_host_array(array)
-
-    def from_numpy(self, array: np.ndarray) -> torch.Tensor:
-        return from_host_array(array)
-
-    def pin_matmul_precision(self) -> None:
-        arrays.pin_matmul_precision()  # Keras on torch calls torch.matmul: torch's switches
-
-    def matmul_precision(self) -> dict[str, str]:
-        return {
-            "default": _DEFAULT_PRECISION,
-            "pinned": _precision(),
-            "note": "TF32 exists on NVIDIA Ampere and later GPUs only; on a CPU torch "
-            "computes float32 matmuls in float32 either way",
-        }
 
 
 def _record(mlp: MLP, x: np.ndarray) -> BackwardRecord:
-    # torch's instrument, with its region counter handed to Keras's checkpoint.
-    regions = RegionCounter()
-    x = leaf_input(x)
-    return record(lambda: (mlp(x, context_fn=regions.context_fn), mlp), x, regions)
+    # torch's instrument: Keras hands `context_fn` on to torch's checkpoint.
+    return STACK.record(lambda x, context_fn: (mlp(x, context_fn=context_fn), mlp), x)
 
 
-def _precision() -> str:
-    return (
-        f"float32_matmul_precision={torch.get_float32_matmul_precision()}, "
-        f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}, "
-        f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}"
-    )
-
-
-# torch's settings before anyone pins them, for `matmul_precision()`.
-_DEFAULT_PRECISION = _precision()
+nn_checkpoint_forward = KerasTorch.exported()

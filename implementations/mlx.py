@@ -1,11 +1,11 @@
 """The MLX port: `mlx.nn.utils.checkpoint` around a two-layer `nn.Module`, on MLX's CPU backend.
 
 Its parameters are Flax's canonical ones, computed without JAX by the numpy
-init (`_canonical_init`). MLX's `nn.Linear.weight` is `(out, in)`, the
+init (`implementations.stacks.numpy`). MLX's `nn.Linear.weight` is `(out, in)`, the
 canonical kernel transposed; `params_to_arrays` and `arrays_to_params`
 convert, with shape asserts. MLX is lazy: `nn_checkpoint_forward` returns an
 unevaluated `mx.array`, and the evidence is read off the unevaluated graph of
-`mx.vjp` (`_mlx.evidence`). Nothing is compiled (`mx.compile` is not used), so
+`mx.vjp` (the MLX stack's `record`). Nothing is compiled (`mx.compile` is not used), so
 no call ever recompiles. Imports mlx, numpy and the project's numpy-only
 modules, never jax or torch.
 """
@@ -19,20 +19,10 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from . import _out_in as out_in
-from ._canonical_init import canonical_params
-from ._mlx import arrays, evidence
-from ._mlx.arrays import as_input, from_host_array, to_host_array
-from ._mlx.evidence import Tap, no_tap
-from .contract import (
-    BackwardRecord,
-    Grads,
-    Implementation,
-    Params,
-    check_features,
-    check_seed,
-    check_sizes,
-)
+from .contract import BackwardRecord, Grads, Params, check_features, check_seed, check_sizes
+from .stacks import Port
+from .stacks.mlx import STACK, Tap, as_input, no_tap, to_host_array
+from .stacks.numpy import canonical_params, out_in
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
 STATE_NAMES = out_in.NAMES  # `tree_flatten(model.parameters())`'s names, canonical order
@@ -97,7 +87,7 @@ def params_to_arrays(params: Params) -> dict[str, mx.array]:
 
 def _canonical_arrays(state: Mapping[str, mx.array]) -> dict[str, np.ndarray]:
     # Arrays in the MLP's layout (parameters or their gradients) as canonical numpy arrays.
-    return out_in.to_canonical(*(to_host_array(state[name]) for name in STATE_NAMES))
+    return out_in.canonical_arrays(state, to_host_array)
 
 
 def arrays_to_params(state: Mapping[str, mx.array]) -> Params:
@@ -147,34 +137,19 @@ def _exercise(
     return build_mlp(state, tap=tap, mlp=mlp)(x)  # (D,) -> (F,)
 
 
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> mx.array:
-    """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a checkpoint.
-
-    **Arguments:**
-
-    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
-    - `x`: a finite real vector of shape `(D,)`: an `mx.array`, a numpy array
-      or a list. It is never modified. Under `mx.grad` and `mx.vjp` gradients
-      flow back to it; under `mx.vmap` and `mx.compile` its values cannot be
-      read, so only its shape and dtype are checked.
-    - `features`: the width F, a positive integer-valued scalar.
-
-    **Returns:** the `(F,)` float32 output, an unevaluated (lazy) `mx.array`.
-    """
-    return _exercise(seed, x, features)
-
-
 # ---------------------------------------------------------------------------
 # The port
 # ---------------------------------------------------------------------------
 
 
-class Mlx(Implementation):
+class Mlx(Port):
     """The MLX port: `mlx.nn.utils.checkpoint` (`mx.checkpoint`) around an MLP, CPU backend."""
 
     name = "mlx"
     framework = "mlx"
-    distributions = ("mlx", "mlx-cpu")
+    stack = STACK
+    extra = "mlx"
+    checkpoint_api = "mlx.nn.utils.checkpoint"
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
 
@@ -207,13 +182,13 @@ class Mlx(Implementation):
         origins = dict.fromkeys(STATE_NAMES, "parameter") | {"x": "input"}
         ones = mx.ones((params.features,), mx.float32)
         run = _call(checkpoint, tap, self.mlp)
-        return evidence.backward_record(run, args, origins, ones, tap)
+        return self.stack.record(run, args, origins, ones, tap)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         tap = Tap()
         features = check_features(features)
         ones = mx.ones((features,), mx.float32)
-        return evidence.backward_record(
+        return self.stack.record(
             lambda x: _exercise(seed, x, features, tap, self.mlp),
             {"x": as_input(x)},
             {"x": "input"},
@@ -222,16 +197,21 @@ class Mlx(Implementation):
         )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> mx.array:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a
+        checkpoint.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+        - `x`: a finite real vector of shape `(D,)`: an `mx.array`, a numpy array
+          or a list. It is never modified. Under `mx.grad` and `mx.vjp` gradients
+          flow back to it; under `mx.vmap` and `mx.compile` its values cannot be
+          read, so only its shape and dtype are checked.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 output, an unevaluated (lazy) `mx.array`.
+        """
         return _exercise(seed, x, features, mlp=self.mlp)
 
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return to_host_array(array)
 
-    def from_numpy(self, array: np.ndarray) -> mx.array:
-        return from_host_array(array)
-
-    def pin_matmul_precision(self) -> None:
-        arrays.pin_matmul_precision()
-
-    def matmul_precision(self) -> dict[str, str]:
-        return arrays.matmul_precision()
+nn_checkpoint_forward = Mlx.exported()

@@ -7,13 +7,13 @@ Its layout is the canonical one: `tf.matmul(x, kernel)` takes the kernel
 `(in, out)`, as Keras's `Dense.kernel` and Flax's `Dense` do; the converters
 only check shapes. The parameters are Flax's canonical ones: in an eager
 `nn_checkpoint_forward`, Flax's init in TensorFlow ops compiled by XLA
-(`_tensorflow.flax_init`, also `init_params`); traced into a graph, the
+(the TensorFlow stack's `flax_init`, also `init_params`); traced into a graph, the
 numpy init (`implementations.porting.numpy`). Both give the same bits.
 
 `nn_checkpoint_forward` runs eagerly, or inside a `tf.function` (traced
 inline; `seed` and `features` are then Python values, one trace each),
 also with `jit_compile=True`. Evidence comes from TensorFlow's own graph
-(`_tensorflow.evidence`). Imports TensorFlow, numpy and the project's
+(the TensorFlow stack's `record`). Imports TensorFlow, numpy and the project's
 numpy-only modules, never JAX or torch.
 """
 
@@ -25,19 +25,25 @@ from typing import Any
 
 import numpy as np
 
-from ._canonical_init import canonical_params
-from ._tensorflow import evidence, flax_init, stack
-from ._tensorflow.arrays import as_input, from_host_array, integer_argument, to_host_array
-from ._tensorflow.stack import tf
 from .contract import (
     PARAM_NAMES,
     BackwardRecord,
     Grads,
-    Implementation,
     Params,
     check_features,
     check_seed,
     check_sizes,
+)
+from .stacks import Port
+from .stacks.numpy import canonical_params
+from .stacks.tensorflow import (
+    STACK,
+    as_input,
+    flax_init,
+    float32_tensor,
+    integer_argument,
+    tf,
+    to_host_array,
 )
 
 Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
@@ -54,7 +60,7 @@ def block(x: tf.Tensor, w1: tf.Tensor, b1: tf.Tensor, w2: tf.Tensor, b2: tf.Tens
 # The backward pass keeps the region's arguments (x and the parameters) and
 # reruns the block under a tape of its own. TensorFlow >= 2.2 passes each
 # argument through an identity first, so one tensor given twice (b1 is b2)
-# gets both gradients (issue 36999; tests/test_tensorflow.py pins it).
+# gets both gradients (issue 36999; tests/tensorflow/test_tensorflow.py pins it).
 checkpointed_block = tf.recompute_grad(block)
 
 
@@ -90,27 +96,6 @@ def tensors_to_params(tensors: Sequence[Any]) -> Params:
 # ---------------------------------------------------------------------------
 # The exercise
 # ---------------------------------------------------------------------------
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> tf.Tensor:
-    """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through
-    `tf.recompute_grad`.
-
-    **Arguments:**
-
-    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
-      array or tensor), at most `2**63 - 1`.
-    - `x`: a finite real vector of shape `(D,)`: a `tf.Tensor`, a
-      `tf.Variable`, a numpy array or a list. It is never modified; under a
-      `GradientTape` that watches it (a trainable variable is watched by
-      itself), gradients flow back to it.
-    - `features`: the width F, a positive integer-valued scalar.
-
-    **Returns:** the `(F,)` float32 tensor. Inside a `tf.function` x may be
-    symbolic (its shape must be static; its values cannot be checked), and
-    `seed` and `features` must be Python values or constants.
-    """
-    return exercise(seed, x, features)
 
 
 def exercise(seed: Any, x: Any, features: Any, region: Callable = checkpointed_block) -> tf.Tensor:
@@ -159,78 +144,66 @@ _COMPILED = {
 }
 
 
-class TensorFlow(Implementation):
+class TensorFlow(Port):
     """The TensorFlow port: `tf.recompute_grad` around an MLP of TensorFlow ops."""
 
     name = "tensorflow"
     framework = "tensorflow"
-    # The CPU wheel is its own distribution; `versions` reports whichever is installed.
-    distributions = ("tensorflow-cpu", "tensorflow")
+    stack = STACK
+    extra = "tensorflow"
+    checkpoint_api = "tf.recompute_grad"
     #: The block as the checkpoint runs it (mutants swap it).
     region: Callable = staticmethod(checkpointed_block)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The exercise's init (XLA), made into TensorFlow's tensors and read
         # back, so that the converters are part of what is checked.
-        params = flax_init.canonical_params(seed, dim, features)
+        params = self.stack.canonical_params(seed, dim, features)
         return tensors_to_params(params_to_tensors(params))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         run = _COMPILED["forward", checkpoint]
-        return to_host_array(run(_float32(x), *params_to_tensors(params)))
+        return to_host_array(run(float32_tensor(x), *params_to_tensors(params)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
         run = _COMPILED["vjp", checkpoint]
-        dx, *grads = run(_float32(x), *params_to_tensors(params), _float32(cotangent))
+        dx, *grads = run(float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
         return Grads.of(tensors_to_params(grads), to_host_array(dx))
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         def make() -> BackwardRecord:
-            return evidence.backward_record(
+            return self.stack.record(
                 lambda x, *p: (self.region if checkpoint else block)(x, *p),
                 [x, *params_to_tensors(params)],
                 origins=("input", "parameter", "parameter", "parameter", "parameter"),
                 cotangent=np.ones(params.features, np.float32),
             )
 
-        return evidence.cached(self, ("vjp", params.dim, params.features, checkpoint), make)
-
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        features = check_features(features)
-
-        def make() -> BackwardRecord:
-            return evidence.backward_record(
-                lambda x: exercise(seed, x, features, self.region),
-                [np.asarray(x, np.float32)],
-                origins=("input",),
-                cotangent=np.ones(features, np.float32),
-            )
-
-        # A graph depends on the shapes only: the seed changes constants, not ops.
-        return evidence.cached(self, ("exercise", np.shape(x), features), make)
+        return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through
+        `tf.recompute_grad`.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+          array or tensor), at most `2**63 - 1`.
+        - `x`: a finite real vector of shape `(D,)`: a `tf.Tensor`, a
+          `tf.Variable`, a numpy array or a list. It is never modified; under a
+          `GradientTape` that watches it (a trainable variable is watched by
+          itself), gradients flow back to it.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 tensor. Inside a `tf.function` x may be
+        symbolic (its shape must be static; its values cannot be checked), and
+        `seed` and `features` must be Python values or constants.
+        """
         return exercise(seed, x, features, self.region)
 
-    def to_numpy(self, array: Any) -> np.ndarray:
-        return to_host_array(array)
 
-    def from_numpy(self, array: np.ndarray) -> tf.Tensor:
-        return from_host_array(array)
-
-    def versions(self) -> dict[str, str]:
-        return stack.installed(super().versions())
-
-    def pin_matmul_precision(self) -> None:
-        stack.pin_matmul_precision()
-
-    def matmul_precision(self) -> dict[str, str]:
-        return stack.matmul_precision()
-
-
-def _float32(array: Any) -> tf.Tensor:
-    return tf.constant(np.asarray(array, np.float32))
+nn_checkpoint_forward = TensorFlow.exported()

@@ -1,6 +1,6 @@
 """The compiled PyTorch port: `torch.compile` (inductor) of the checkpointed MLP module.
 
-The model is the eager port's (`_torch.mlp.MLP`), whose forward pass is
+The model is the eager port's (the torch stack's `MLP`), whose forward pass is
 `torch.utils.checkpoint(block, x, use_reentrant=False)`; this port calls it
 through `torch.compile` with inductor, the default backend, on the CPU
 (inductor writes C++ and compiles it with the system's compiler).
@@ -10,7 +10,7 @@ in plain Python before any compiled code.
 
 **Evidence** comes from the compiled path's own instrument: AOTAutograd's
 partitioned forward and backward graphs, as inductor received them
-(`_torch.compiled`). With the checkpoint on, the forward graph keeps x (and
+(`implementations.stacks.torch.compiled`). With the checkpoint on, the forward graph keeps x (and
 the parameters) and the backward graph recomputes the first layer; with it
 off, the forward graph keeps relu's output.
 
@@ -30,11 +30,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._torch.arrays import leaf_input
-from ._torch.compiled import CompiledModule, NoRemat
-from ._torch.mlp import MLP, build_mlp
-from ._torch.port import TorchPort
 from .contract import BackwardRecord, Params
+from .stacks.torch import MLP, TorchPort, build_mlp, leaf_input
+from .stacks.torch.compiled import CompiledModule, NoRemat
 
 # The port's compiled calls, each with the recorder of every graph it compiles:
 # inductor as it comes (the exercise, and every call with the checkpoint on),
@@ -48,6 +46,7 @@ class TorchCompile(TorchPort):
     """`torch.compile` (inductor) of the module whose forward is `torch.utils.checkpoint`."""
 
     name = "torch_compile"
+    checkpoint_api = "torch.compile"
 
     def __init__(self, compiled: CompiledModule = COMPILED, plain: CompiledModule = PLAIN):
         self.compiled, self.plain = compiled, plain
@@ -82,22 +81,4 @@ class TorchCompile(TorchPort):
         return seen.record()
 
 
-_port = TorchCompile()
-
-
-def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> torch.Tensor:
-    """The exercise, compiled: Flax's canonical MLP for `PRNGKey(seed)`, through a checkpoint.
-
-    **Arguments:**
-
-    - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
-    - `x`: a finite real vector of shape `(D,)`: a tensor on any device, a
-      numpy array or a list. It is never modified, and gradients flow back
-      to it (through the compiled backward graph) when it requires grad.
-    - `features`: the width F, a positive integer-valued scalar.
-
-    Every argument is checked in Python before any compiled code runs.
-
-    **Returns:** the `(F,)` float32 output, on x's device (the CPU for non-tensors).
-    """
-    return _port.nn_checkpoint_forward(seed, x, features)
+nn_checkpoint_forward = TorchCompile.exported()

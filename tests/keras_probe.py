@@ -34,8 +34,8 @@ def bits(array: Any) -> list[int]:
 def main(backend: str) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     port = implementations.load(f"keras_{backend}")
-    from implementations._keras import backend as keras_backend
-    from implementations._keras import model
+    from implementations.stacks.keras import backend as keras_backend
+    from implementations.stacks.keras import model
 
     keras = keras_backend.load(backend)
     seen["backend"] = keras.backend.backend()

@@ -24,7 +24,7 @@ from implementations.contract import (
     check_sizes,
     check_x,
 )
-from implementations.porting.numpy import canonical_params
+from implementations.stacks.numpy import canonical_params
 
 F32 = np.float32
 

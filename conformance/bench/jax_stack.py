@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from implementations.contract import SavedTensor, installed_versions
-from implementations.porting.jax import saved_tensors
+from implementations.stacks.jax import saved_tensors
 
 from .hlo import hlo_dot_count
 from .measure import MODES, Data, Static

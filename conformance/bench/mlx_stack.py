@@ -8,7 +8,7 @@ There is no `save-mm`: `mx.checkpoint` takes no policy. A block is written
 as `nn.Linear` computes: `addmm(b, x, W.T)`, W in MLX's `(out, in)` layout.
 
 **Instruments.** What the forward pass keeps for the backward pass is read
-off the lazy graph of `mx.vjp` (`implementations.porting.mlx.backward_record`,
+off the lazy graph of `mx.vjp` (`implementations.stacks.mlx.backward_record`,
 the instrument property (e) uses; each block notes its arrays, whose shapes
 the export lacks). The peak is MLX's own allocator counter: `mx.get_peak_memory()`
 during one step, above the active memory before it. Matmuls are the `AddMM`
@@ -25,7 +25,7 @@ from collections.abc import Callable
 import mlx.core as mx
 
 from implementations.contract import SavedTensor, installed_versions
-from implementations.porting.mlx import Graph, Tap, backward_record, no_tap
+from implementations.stacks.mlx import Graph, Tap, backward_record, no_tap
 
 from .measure import Data, Static
 

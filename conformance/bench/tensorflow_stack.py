@@ -1,5 +1,5 @@
 """The TensorFlow stack: L blocks `Dense -> relu -> Dense` of TensorFlow ops. Imports
-TensorFlow (quietly, through `implementations._tensorflow`) and numpy.
+TensorFlow (quietly, through `implementations.stacks.tensorflow`) and numpy.
 
 - `none`: the blocks as they are;
 - `full`: `tf.recompute_grad(block)` per block;
@@ -13,7 +13,7 @@ Each runs three ways: `eager` (a Python `GradientTape`), `function` (one
 
 **Instruments.**
 
-- *saved*: TensorFlow's graph instrument (`_tensorflow.evidence`): the
+- *saved*: TensorFlow's graph instrument (`implementations.stacks.tensorflow.evidence`): the
   forward tensors that the backward ops of the traced step read, with x and
   the parameters marked. One figure for all three variants: the eager tape
   keeps what the same gradient functions read, and XLA's buffers are not
@@ -34,9 +34,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from implementations._tensorflow import evidence  # first: TensorFlow's quiet import
-from implementations._tensorflow.stack import installed, tf
 from implementations.contract import SavedTensor
+from implementations.stacks.tensorflow import evidence, installed, tf  # TensorFlow, quietly
 
 from .hlo import hlo_dot_count
 from .measure import MODES, Data, Static

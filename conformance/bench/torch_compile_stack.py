@@ -6,7 +6,7 @@ outputs), the whole stack compiled as one graph, and the step the VJP of
 the compiled stack. Imports torch and numpy.
 
 **Instruments.** Residuals, as the compiled port reads them
-(`implementations._torch.compiled`): what AOTAutograd's partitioned
+(`implementations.stacks.torch.compiled`): what AOTAutograd's partitioned
 forward graph returns for the backward graph, as inductor compiled it,
 parameters and values computed from them alone left out. Matmuls: the
 `aten.mm`/`aten.addmm` nodes of the forward and backward graphs (inductor
@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from implementations._torch.compiled import CompiledModule
 from implementations.contract import SavedTensor
+from implementations.stacks.torch.compiled import CompiledModule
 
 from . import torch_stack
 from .measure import MODES, Data, Static

@@ -33,7 +33,7 @@ from torch.utils.checkpoint import (
 )
 
 from implementations.contract import SavedTensor
-from implementations.porting.torch import SavedTensors, classify
+from implementations.stacks.torch import SavedTensors, classify
 
 from .measure import MODES, Data, Static
 

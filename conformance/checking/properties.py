@@ -30,7 +30,7 @@ from implementations.contract import (
     Params,
     param_shapes,
 )
-from implementations.porting.numpy import canonical_params
+from implementations.stacks.numpy import canonical_params
 
 from . import precision, strategies
 from .checks import bitwise_equal, check_shape, fail, within, within_ulps

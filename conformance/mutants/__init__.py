@@ -24,7 +24,7 @@ class MutantSpec:
     mutant made to show what one property sees that the others cannot. The
     precision tier's mutants break the rigorous bounds on the small shapes
     the hunt draws, and pass the forward ones, (b) and (f), at D = F = 256
-    and 1024 (tests/test_precision.py), where (i) sees them.
+    and 1024 (tests/core/test_precision.py), where (i) sees them.
     """
 
     name: str

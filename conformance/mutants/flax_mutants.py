@@ -27,7 +27,7 @@ from implementations.contract import (
     check_sizes,
 )
 from implementations.flax_linen import MLP, FlaxLinen, init_and_apply
-from implementations.porting.jax import checked_x
+from implementations.stacks.jax import checked_x
 
 
 class NoCheckpoint(FlaxLinen):
@@ -171,7 +171,7 @@ class Float16Compute(FlaxLinen):
 
 
 # --- lower-precision arithmetic: the precision tier's mutants ---------------------------
-# Each passes the rigorous bound at D = F = 256 and 1024 (tests/test_precision.py),
+# Each passes the rigorous bound at D = F = 256 and 1024 (tests/core/test_precision.py),
 # where only the precision tier (i) sees it.
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from implementations._torch.mlp import MLP
+from implementations.stacks.torch.mlp import MLP
 from implementations.torch_compile import TorchCompile
 
 

@@ -110,7 +110,7 @@ def test_a_flax_linen_stack_saves_what_the_plain_jax_stack_saves(remat):
     import flax.linen as nn
     import jax
 
-    from implementations.porting.jax import saved_tensors
+    from implementations.stacks.jax import saved_tensors
 
     class Block(nn.Module):
         @nn.compact

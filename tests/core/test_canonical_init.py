@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from conformance.checking.tolerance import ulp_distance
-from implementations._canonical_init import numpy_init as ci
-from implementations._canonical_init.keys import dense_kernel_fold_value
 from implementations.contract import BAD_INPUTS, Params
+from implementations.stacks.numpy import init as ci
+from implementations.stacks.numpy.keys import dense_kernel_fold_value
 
 try:
     import jax

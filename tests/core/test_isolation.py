@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conformance.checking.tolerance import analyse_forward
-from implementations.porting.numpy import canonical_params
+from implementations.stacks.numpy import canonical_params
 from tests import reference
 from tests.helpers import ROOT
 
@@ -127,7 +127,7 @@ def test_importing_the_packages_imports_no_framework():
     code = f"""
         import sys
         import implementations, conformance, conformance.checking.tolerance, conformance.cli
-        import implementations.porting
+        import implementations.porting, implementations.stacks, implementations.stacks.base
         from conformance.running import devices, machine
         implementations.registered()
         machine.describe()  # the parent's side of the machine fields

@@ -40,6 +40,7 @@ def test_the_template_imports_no_framework():
         "from typing import Any",
         "import numpy as np",
         "from implementations.contract import (  # noqa: F401 - the names a finished port uses",
+        "from implementations.stacks import Port, Stack",
     ]
 
 

@@ -85,7 +85,7 @@ def test_the_jax_instrument_tells_inputs_parameters_activations_and_constants_ap
 def test_a_saved_dot_product_is_named_by_its_dot_general():
     # A policy that saves matmul outputs saves them through the reduce_precision
     # JAX inserts; the record names the operation a user wrote.
-    from implementations.porting.jax import backward_record
+    from implementations.stacks.jax import backward_record
 
     def block(p, x):
         return jax.nn.relu(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]

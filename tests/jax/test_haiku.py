@@ -12,7 +12,7 @@ port_module = pytest.importorskip("implementations.haiku")
 
 import jax.numpy as jnp  # noqa: E402
 
-from implementations.porting.jax import init_params  # noqa: E402
+from implementations.stacks.jax import init_params  # noqa: E402
 from tests.helpers import remat_equations, same_bits  # noqa: E402
 
 PORT = port_module.Haiku()

@@ -20,7 +20,7 @@ import jax.numpy as jnp  # noqa: E402
 from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
 from implementations.contract import Params  # noqa: E402
-from implementations.porting import jax as porting  # noqa: E402
+from implementations.stacks import jax as porting  # noqa: E402
 from tests import reference  # noqa: E402
 from tests.helpers import port_or_skip, remat_equations, same_bits  # noqa: E402
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
-from implementations.porting.numpy import canonical_params
+from implementations.stacks.numpy import canonical_params
 from tests import keras_probe, reference
 from tests.helpers import ROOT
 
@@ -121,7 +121,7 @@ def test_keras_on_tensorflow():
 def test_the_keras_room_imports_no_keras_until_asked():
     code = (
         "import sys\n"
-        "from implementations._keras import backend\n"
+        "from implementations.stacks.keras import backend\n"
         "assert 'keras' not in sys.modules\n"
         "try:\n"
         "    backend.load('numpy')\n"

@@ -25,7 +25,7 @@ from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: 
 from implementations import contract  # noqa: E402
 from implementations import mlx as port_module  # noqa: E402
 from implementations.contract import Params  # noqa: E402
-from implementations.porting.numpy import canonical_params  # noqa: E402
+from implementations.stacks.numpy import canonical_params  # noqa: E402
 from tests import reference  # noqa: E402
 from tests.helpers import same_bits  # noqa: E402
 
@@ -165,7 +165,7 @@ def test_the_graph_instrument_reads_a_deep_checkpointed_stack():
     # 32 checkpointed blocks, each using its input thrice (max(x * x, 0.1) + x): the
     # graph's arrays are shared all the way down. Every block keeps its input
     # and reruns its multiply, which maximum's VJP reads.
-    from implementations.porting.mlx import backward_record
+    from implementations.stacks.mlx import backward_record
 
     block = mx.checkpoint(lambda x: mx.maximum(x * x, 0.1) + x)
 

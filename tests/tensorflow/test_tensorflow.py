@@ -23,11 +23,11 @@ from hypothesis.extra import numpy as hnp
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
 from implementations import tensorflow as port_module
-from implementations._canonical_init import numpy_init
-from implementations._tensorflow import evidence, flax_init, stack
-from implementations._tensorflow.stack import tf
 from implementations.contract import Params, param_shapes
-from implementations.porting.numpy import canonical_params
+from implementations.stacks.numpy import canonical_params
+from implementations.stacks.numpy import init as numpy_init
+from implementations.stacks.tensorflow import evidence, flax_init, tf
+from implementations.stacks.tensorflow import runtime as stack
 from tests import reference
 from tests.helpers import same_bits
 

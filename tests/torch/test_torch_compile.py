@@ -23,11 +23,11 @@ torch = pytest.importorskip("torch")
 
 from conformance.checking.tolerance import vjp_bounds  # noqa: E402
 from implementations import torch_compile  # noqa: E402
-from implementations._torch.arrays import leaf_input  # noqa: E402
-from implementations._torch.compiled import CompiledModule, NoRemat  # noqa: E402
-from implementations._torch.mlp import build_mlp  # noqa: E402
 from implementations.contract import BAD_INPUTS, BackwardRecord  # noqa: E402
-from implementations.porting.numpy import canonical_params  # noqa: E402
+from implementations.stacks.numpy import canonical_params  # noqa: E402
+from implementations.stacks.torch.arrays import leaf_input  # noqa: E402
+from implementations.stacks.torch.compiled import CompiledModule, NoRemat  # noqa: E402
+from implementations.stacks.torch.mlp import build_mlp  # noqa: E402
 from tests import reference  # noqa: E402
 
 PORT = torch_compile.TorchCompile()

@@ -1,0 +1,204 @@
+"""`Stack` (a framework's duties) and `Port` (the base of every port). Imports numpy only.
+
+A **stack** is what every port on one framework shares: converting arrays
+to and from numpy, pinning the float32 matmul precision and reporting it,
+Flax's canonical init in that framework, and the evidence instrument (one
+`record(...)` entry point). Each framework's package under
+`implementations.stacks` defines one `STACK`.
+
+A **port** declares its `name`, `framework`, `stack`, `extra` (the pip
+extra that installs it) and `checkpoint_api` (the checkpoint it runs, as a
+short string for tables), and writes the model. A stack's port base (for
+example `implementations.stacks.jax.JaxPort`) derives the contract from
+the port's `to_native`, `to_canonical` and `apply`. The declarations are
+checked when the class is created, so a port that forgets one fails at
+import, with a `TypeError` naming what is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..contract import NOT_REPORTED, BackwardRecord, Implementation, Params, check_features
+
+#: What every concrete port class declares (`extra` and `checkpoint_api` have defaults).
+DECLARED = ("name", "framework", "stack")
+
+
+class Stack:
+    """One framework's duties, given as the functions that do them.
+
+    **Arguments** (each optional; what is not given falls back as said):
+
+    - `name`: the framework, as its package under `implementations.stacks` is named.
+    - `arrays`: a module with `to_host_array(array)` and `from_host_array(array)`
+      (default: `np.asarray` out, numpy arrays in as they are).
+    - `precision`: a module with `pin_matmul_precision()` and `matmul_precision()`
+      (default: no pin, "not reported").
+    - `init`: `init(seed, D, F) -> Params`, Flax linen's init in this framework.
+    - `instrument`: the evidence instrument, `record(...)`'s body; its arguments
+      are the stack's own (see each stack's `record`).
+    - `installed`: `installed(versions) -> versions`, what only the framework
+      can report added to the installed distributions.
+    - `distributions`: the distributions every port on the stack uses (a port
+      that declares none gets these, and its `framework` when that is another).
+
+    A stack whose duties need state of their own (Keras over a backend) subclasses it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        arrays: ModuleType | None = None,
+        precision: ModuleType | None = None,
+        init: Callable[[Any, int, Any], Params] | None = None,
+        instrument: Callable[..., BackwardRecord] | None = None,
+        installed: Callable[[dict[str, str]], dict[str, str]] | None = None,
+        distributions: tuple[str, ...] = (),
+    ):
+        self.name, self.arrays, self.precision = name, arrays, precision
+        self.distributions = distributions
+        self.init, self.instrument, self.installed = init, instrument, installed
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        """A framework array (or anything array-like) as a numpy array."""
+        return np.asarray(array) if self.arrays is None else self.arrays.to_host_array(array)
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        """A numpy array as the framework's own array, dtype kept."""
+        return array if self.arrays is None else self.arrays.from_host_array(array)
+
+    def pin_matmul_precision(self) -> None:
+        """Ask the framework for full float32 matmuls (no TF32, no bfloat16 passes)."""
+        if self.precision is not None:
+            self.precision.pin_matmul_precision()
+
+    def matmul_precision(self) -> dict[str, str]:
+        """The float32 matmul setting as the process found it, once pinned, and now."""
+        if self.precision is None:
+            return {"default": NOT_REPORTED, "pinned": NOT_REPORTED}
+        return self.precision.matmul_precision()
+
+    def canonical_params(self, seed: Any, dim: int, features: Any) -> Params:
+        """Flax linen's init of the exercise's MLP, computed in this framework."""
+        if self.init is None:
+            raise NotImplementedError(f"the {self.name} stack has no canonical init")
+        return self.init(seed, dim, features)
+
+    def record(self, *args: Any, **kwargs: Any) -> BackwardRecord:
+        """The evidence instrument: what a backward pass saves and recomputes."""
+        if self.instrument is None:
+            raise NotImplementedError(f"the {self.name} stack has no evidence instrument")
+        return self.instrument(*args, **kwargs)
+
+    def versions(self, found: dict[str, str]) -> dict[str, str]:
+        """`found` (installed distributions) with what only the framework can report added."""
+        return found if self.installed is None else self.installed(found)
+
+    def __repr__(self) -> str:
+        return f"<{self.name} stack>"
+
+
+class Port(Implementation):
+    """The base of every port: declarations checked at class creation, the stack's duties.
+
+    Subclass with `abstract=True` for a base that concrete ports subclass in
+    turn (`class JaxPort(Port, abstract=True)`); every other subclass must
+    declare `name`, `framework` and `stack` (a `Stack`), or creating it
+    raises `TypeError`.
+    """
+
+    #: The pip extra that installs this port's framework (`"keras,torch"` for two).
+    extra: str = ""
+    #: The checkpoint the port runs, as its tables show it (`"jax.checkpoint"`).
+    checkpoint_api: str = ""
+    stack: Stack
+
+    def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if abstract:
+            return
+        missing = [attr for attr in DECLARED if not getattr(cls, attr, None)]
+        if missing:
+            raise TypeError(
+                f"port class {cls.__module__}.{cls.__qualname__} must declare "
+                f"{', '.join(missing)} (see docs/PORTING.md)"
+            )
+        if not isinstance(cls.stack, Stack):
+            raise TypeError(
+                f"port class {cls.__qualname__}: stack must be a Stack "
+                f"(implementations.stacks.<framework>.STACK), not {type(cls.stack).__name__}"
+            )
+        if not cls.distributions:  # the stack's, and the framework's own when it is a library
+            extra = () if cls.framework in cls.stack.distributions else (cls.framework,)
+            cls.distributions = cls.stack.distributions + extra
+
+    @classmethod
+    def exported(cls) -> Callable[[Any, Any, Any], Any]:
+        """The module-level `nn_checkpoint_forward(seed, x, features)` of this port.
+
+        One instance of the port answers every call; the function carries
+        its docstring (`nn_checkpoint_forward`'s of the class) and `port`.
+        """
+        port = cls()
+
+        def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
+            return port.nn_checkpoint_forward(seed, x, features)
+
+        nn_checkpoint_forward.__doc__ = cls.nn_checkpoint_forward.__doc__
+        nn_checkpoint_forward.__module__ = cls.__module__
+        nn_checkpoint_forward.port = port  # type: ignore[attr-defined]
+        return nn_checkpoint_forward
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        """The stack's instrument on `nn_checkpoint_forward(seed, x, features)` as a function
+        of x alone (its only input, a cotangent of ones), kept per shape.
+
+        For stacks whose `record(fn, args, origins, cotangent)` traces `fn`
+        (JAX, TensorFlow): the record then depends on the shapes only.
+        """
+        features = check_features(features)
+
+        def make() -> BackwardRecord:
+            self.before_exercise_trace(seed, np.shape(x)[0], features)
+            return self.stack.record(
+                lambda x: self.nn_checkpoint_forward(seed, x, features),
+                [np.asarray(x, np.float32)],
+                ("input",),
+                np.ones(features, np.float32),
+            )
+
+        return self.cached_record(("exercise", np.shape(x), features), make)
+
+    def before_exercise_trace(self, seed: Any, dim: int, features: int) -> None:
+        """Called before `exercise_record` traces the exercise: what must exist outside the
+        trace is made here (a Keras model's variables). Nothing by default."""
+
+    def cached_record(self, key: Any, make: Callable[[], BackwardRecord]) -> BackwardRecord:
+        """`make()`, kept on this port per `key`: records whose graph depends on shapes only."""
+        records = self.__dict__.setdefault("_records", {})
+        if key not in records:
+            records[key] = make()
+        return records[key]
+
+    # -- the stack's duties ---------------------------------------------------------------
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return self.stack.to_numpy(array)
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        return self.stack.from_numpy(array)
+
+    def pin_matmul_precision(self) -> None:
+        self.stack.pin_matmul_precision()
+
+    def matmul_precision(self) -> dict[str, str]:
+        return self.stack.matmul_precision()
+
+    def versions(self) -> dict[str, str]:
+        return self.stack.versions(super().versions())

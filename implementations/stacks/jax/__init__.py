@@ -1,0 +1,45 @@
+"""The JAX stack: what every JAX port shares. Imports jax (and numpy); never Flax or torch.
+
+- `JaxPort`: the `Port` base on this stack: subclass it and define
+  `to_native(w1, b1, w2, b2)`, `to_canonical(native)` and
+  `apply(native, x, checkpoint)`; the base builds the rest (`port`).
+- Flax linen's init in `jax.random`: `flax_init(key, D, F)` (traceable),
+  `init_params(seed, D, F)` (checked, as `Params`), `init_arrays`,
+  `jitted_init`, `seed_array`, `lecun_normal`, and `CompiledExercise(apply)`,
+  which turns a checkpointed MLP on canonical arrays into the whole exercise
+  (`flax_init`).
+- `checked_x`: the contract's checks of x, made to survive tracing (`inputs`).
+- JAX's instrument: `backward_record(fn, args, origins, cotangent)` and
+  `saved_tensors(fn, args, origins)` (`evidence`).
+- `STACK`: the JAX `Stack` (arrays, the precision pin, the init, `record`).
+"""
+
+from .evidence import backward_record, saved_tensors
+from .flax_init import (
+    CompiledExercise,
+    flax_init,
+    init_arrays,
+    init_params,
+    jitted_init,
+    lecun_normal,
+    seed_array,
+)
+from .inputs import checked_x
+from .port import Compiled, JaxPort
+from .stack import STACK
+
+__all__ = [
+    "STACK",
+    "Compiled",
+    "CompiledExercise",
+    "JaxPort",
+    "backward_record",
+    "checked_x",
+    "flax_init",
+    "init_arrays",
+    "init_params",
+    "jitted_init",
+    "lecun_normal",
+    "saved_tensors",
+    "seed_array",
+]

@@ -1,0 +1,161 @@
+"""`JaxPort`: the base of every JAX port. A port declares its model; the base builds the rest.
+
+JAX ports differ only in how they hold the parameters and how they run the
+MLP, so a subclass defines three methods:
+
+- `to_native(w1, b1, w2, b2)`: canonical-layout arrays (numpy, jax arrays or
+  tracers) as the port's own parameters, a pytree whose leaves are arrays;
+- `to_canonical(native)`: the inverse, `(w1, b1, w2, b2)`; it converts
+  gradients too, which have the parameters' structure;
+- `apply(native, x, checkpoint)`: the MLP, `(D,) -> (F,)`, through the
+  framework's checkpoint when `checkpoint` is True and plain otherwise.
+
+From these the base builds the contract: `forward` and `vjp` (one compiled
+function per shape and path, converting inside the trace), `init_params` and
+`nn_checkpoint_forward` (Flax's init in `jax.random`, then `apply` with the
+checkpoint, in one compiled call) and both evidence records (read with
+`evidence.backward_record`, one per shape: a jaxpr depends on shapes only).
+Imports jax only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...contract import BackwardRecord, Grads, Params
+from ..base import Port
+from .flax_init import CompiledExercise
+from .stack import STACK
+
+Arrays = tuple[Any, Any, Any, Any]  # (w1, b1, w2, b2), canonical layout
+
+
+class Compiled(NamedTuple):
+    """A port's compiled functions: `forward` and `vjp` on canonical arrays, and the exercise."""
+
+    forward: Callable[..., jax.Array]
+    vjp: Callable[..., tuple[Arrays, jax.Array]]
+    exercise: CompiledExercise
+
+
+class JaxPort(Port, abstract=True):
+    """A `Port` on the JAX stack: subclasses define `to_native`, `to_canonical` and `apply`."""
+
+    stack = STACK
+    extra = "jax"
+
+    # "out_in" for a port whose weights are the kernels transposed: its
+    # exercise then draws them in that layout, and `to_native`'s transpose is
+    # free (see `flax_init.lecun_normal`).
+    kernel_layout: str = "in_out"
+
+    def to_native(self, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
+        """Canonical arrays (kernels `(D, F)`, `(F, F)`; biases `(F,)`) as the port's parameters."""
+        raise NotImplementedError(f"{type(self).__name__} must define to_native()")
+
+    def to_canonical(self, native: Any) -> Arrays:
+        """The port's parameters, or gradients shaped like them, as `(w1, b1, w2, b2)`."""
+        raise NotImplementedError(f"{type(self).__name__} must define to_canonical()")
+
+    def apply(self, native: Any, x: jax.Array, checkpoint: bool) -> jax.Array:
+        """The MLP on `(D,)` x, checkpointed or plain: `(F,)`."""
+        raise NotImplementedError(f"{type(self).__name__} must define apply()")
+
+    # -- the contract, built from the three methods above ------------------------------
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        """Flax's init, reproduced in `jax.random` (the canonical port uses Flax's own)."""
+        return self.stack.canonical_params(seed, dim, features)
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        out = self.compiled.forward(_arrays(params), _float32(x), checkpoint=checkpoint)
+        return np.asarray(out)
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        grads, dx = self.compiled.vjp(
+            _arrays(params), _float32(x), _float32(cotangent), checkpoint=checkpoint
+        )
+        return Grads.of(Params(*(np.asarray(g) for g in grads)), np.asarray(dx))
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
+        """The exercise: the MLP with Flax's parameters for `PRNGKey(seed)`, checkpointed, on x.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float,
+          0-d array), at most `2**63 - 1`; `PRNGKey` keeps its low 32 bits.
+        - `x`: a finite real vector of shape `(D,)`. A tracer is fine: its
+          shape and dtype are checked, its values cannot be.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 output. It works under `jax.grad` and
+        `jax.vmap` (over x), and under `jax.jit` with `seed` and `features`
+        static. Called without an outer jit it is compiled already, one
+        function per F (and, in jit's cache, per D): a new seed dispatches
+        without tracing again.
+        """
+        return self.compiled.exercise(seed, x, features)
+
+    @functools.cached_property
+    def compiled(self) -> Compiled:
+        """This port's compiled functions, made on first use and kept."""
+
+        if self.kernel_layout not in ("in_out", "out_in"):
+            raise ValueError(
+                f"kernel_layout must be 'in_out' or 'out_in', not {self.kernel_layout!r}"
+            )
+
+        def forward(arrays: Arrays, x: jax.Array, checkpoint: bool) -> jax.Array:
+            return self.apply(self.to_native(*arrays), x, checkpoint)
+
+        def vjp(arrays: Arrays, x: jax.Array, cotangent: jax.Array, checkpoint: bool):
+            run = functools.partial(self.apply, checkpoint=checkpoint)
+            _, pull_back = jax.vjp(run, self.to_native(*arrays), x)
+            grads, dx = pull_back(cotangent)
+            return self.to_canonical(grads), dx
+
+        return Compiled(
+            forward=jax.jit(forward, static_argnames="checkpoint"),
+            vjp=jax.jit(vjp, static_argnames="checkpoint"),
+            exercise=CompiledExercise(
+                lambda arrays, x: self.apply(self.to_native(*arrays), x, True),
+                out_in=self.kernel_layout == "out_in",
+            ),
+        )
+
+    # -- evidence ------------------------------------------------------------------------
+
+    def differentiable(
+        self, params: Params, x: np.ndarray, checkpoint: bool
+    ) -> tuple[Callable, tuple]:
+        """The function `vjp` differentiates, and its `(parameters, x)` arguments as jax arrays."""
+        native = self.to_native(*(jnp.asarray(a) for a in _arrays(params)))
+        run = functools.partial(self.apply, checkpoint=checkpoint)
+        return run, (native, jnp.asarray(x, jnp.float32))
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        def make() -> BackwardRecord:
+            fn, args = self.differentiable(params, x, checkpoint)
+            ones = jnp.ones((params.features,), jnp.float32)
+            return self.stack.record(fn, args, ("parameter", "input"), ones)
+
+        return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
+
+
+def _arrays(params: Params) -> Arrays:
+    # numpy, as they are: a jitted function takes them without an eager conversion.
+    return params.w1, params.b1, params.w2, params.b2
+
+
+def _float32(array: Any) -> np.ndarray:
+    return np.asarray(array, np.float32)

@@ -1,0 +1,37 @@
+"""The MLX stack. Imports mlx (and numpy), never JAX or torch.
+
+- The instrument: `backward_record(fn, args, origins, cotangent, tap)` reads
+  what `mx.vjp` keeps and recomputes off its unevaluated graph
+  (`mx.export_to_dot`); `Tap` names a model's arrays so that the record can
+  give their shapes (the export has none); `Graph` is the parsed export
+  (`evidence`).
+- Arrays in and out: `as_input(x)` (checked, float32; an `mx.array` under
+  `mx.vmap` or `mx.compile` gets its shape and dtype checked only),
+  `to_host_array`, `from_host_array` (dtype kept: `mx.array` alone turns
+  float64 into float32) (`arrays`).
+- Precision: `pin_matmul_precision()` (`MLX_ENABLE_TF32=0`) and `matmul_precision()`.
+- `STACK`: the MLX `Stack`.
+"""
+
+from .arrays import (
+    as_input,
+    from_host_array,
+    matmul_precision,
+    pin_matmul_precision,
+    to_host_array,
+)
+from .evidence import Graph, Tap, backward_record, no_tap
+from .stack import STACK
+
+__all__ = [
+    "STACK",
+    "Graph",
+    "Tap",
+    "as_input",
+    "backward_record",
+    "from_host_array",
+    "matmul_precision",
+    "no_tap",
+    "pin_matmul_precision",
+    "to_host_array",
+]

@@ -1,0 +1,53 @@
+"""The torch stack: what every torch port shares. Imports torch (and numpy); never JAX.
+
+- `TorchPort`: the `Port` base on this stack, the contract built on a
+  port's `run(model, x)` (eager: the module's call), with torch's
+  instrument for both records (`port`).
+- The model: `MLP` (its forward under `torch.utils.checkpoint`),
+  `build_mlp(params)`, the converters `params_to_state` and
+  `state_to_params` (`mlp`).
+- Tensors in and out: `as_input(x)` (checked, float32, a tensor keeps its
+  device and graph), `leaf_input(x)` (a copy that requires grad),
+  `to_host_array`, `from_host_array`, `pin_matmul_precision()` and
+  `matmul_precision()` (torch's setting as found before the pin, and now)
+  (`arrays`).
+- The instrument: `STACK.record(run, x)` (see `stack.record`), and its
+  parts `record(run_forward, x, regions)`, `RegionCounter` (the
+  `context_fn` that counts checkpoint regions), `SavedTensors`,
+  `GradModeOps` and `classify` (`evidence`).
+- `compiled` (imported on its own: it imports inductor): the compiled
+  path's instrument, AOTAutograd's partitioned graphs (`CompiledModule`).
+"""
+
+from .arrays import (
+    as_input,
+    from_host_array,
+    leaf_input,
+    matmul_precision,
+    pin_matmul_precision,
+    to_host_array,
+)
+from .evidence import GradModeOps, RegionCounter, SavedTensors, classify, record
+from .mlp import MLP, build_mlp, params_to_state, state_to_params
+from .port import TorchPort
+from .stack import STACK
+
+__all__ = [
+    "MLP",
+    "STACK",
+    "GradModeOps",
+    "RegionCounter",
+    "SavedTensors",
+    "TorchPort",
+    "as_input",
+    "build_mlp",
+    "classify",
+    "from_host_array",
+    "leaf_input",
+    "matmul_precision",
+    "params_to_state",
+    "pin_matmul_precision",
+    "record",
+    "state_to_params",
+    "to_host_array",
+]
