@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -52,11 +53,30 @@ def handled() -> Iterator[None]:
         return
     _state.update(received=None, raising=True)
     previous = {number: signal.signal(number, _on_signal) for number in SIGNALS}
+    hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_about_interrupts(hook)
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def _quiet_about_interrupts(hook):
+    """An unraisable-exception hook that drops `Interrupted`.
+
+    A signal that lands in a callback Python cannot raise from (JAX's garbage
+    collection callback, a `__del__`) would print "Exception ignored ...
+    Traceback"; the signal is noted all the same, and `check()` raises it at
+    the next step, so the message is only noise.
+    """
+
+    def quiet(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            hook(unraisable)
+
+    return quiet
 
 
 def stop_raising() -> None:

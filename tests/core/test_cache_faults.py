@@ -295,7 +295,7 @@ def test_turning_a_framework_cache_off_really_stops_it(tmp_path):
         "import jax, torch._inductor.config\n"
         "from jax._src import compilation_cache\n"
         "from torch._inductor.runtime.cache_dir_utils import cache_dir\n"
-        "from conformance import framework_caches\n"
+        "from conformance.running import framework_caches\n"
         "jax.jit(lambda x: x + 1)(1.0)\n"
         "framework_caches.turn_off('JAX')\n"
         "assert not jax.config.jax_enable_compilation_cache\n"

@@ -246,3 +246,34 @@ def test_a_killed_run_leaves_no_worker_either(signal_ports, tmp_path):
     _finish(process, os.kill, signal.SIGKILL)
     _, alive = psutil.wait_procs(tree, timeout=30)  # the workers poll for it
     assert not _alive(alive), _alive(alive)
+
+
+_SIGNAL_IN_A_CALLBACK = """
+import os, signal, sys
+from conformance.running import interrupts
+
+class Collected:
+    def __del__(self):  # Python cannot raise from here: the exception is "unraisable"
+        os.kill(os.getpid(), signal.SIGINT)
+
+try:
+    with interrupts.handled():
+        Collected()
+        print("went on", interrupts.received() == signal.SIGINT)
+        interrupts.check()
+except interrupts.Interrupted as stop:
+    print("check raised:", stop)
+"""
+
+
+def test_a_signal_inside_a_callback_is_kept_and_raised_at_the_next_check():
+    # JAX's garbage-collection callback is such a place: without the hook, Python prints
+    # "Exception ignored ... Traceback" there (seen in test_sigint_stops_the_bench).
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_IN_A_CALLBACK],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["went on True", "check raised: interrupted by SIGINT"]
+    assert "Traceback" not in done.stderr
+    assert "Exception ignored" not in done.stderr
