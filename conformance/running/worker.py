@@ -1,10 +1,10 @@
 """A port's checks in a process the run can lose.
 
 A suite is run on ports nobody trusts yet: one may segfault, hang, or print.
-So each port is loaded in a worker process of its own (spawned: a fresh
-interpreter, so each port imports only its framework, and a Keras backend
-never meets another). The worker's stdout and stderr go to a file, never to
-the report's stream. It tells the parent what it is doing, message by
+So each port is loaded in a worker process of its own (`isolation.Child`: a
+fresh interpreter, so each port imports only its framework, and a Keras
+backend never meets another). The worker's stdout and stderr go to a file,
+never to the report's stream. It tells the parent what it is doing, message by
 message, so that when it dies the parent can say which property, which
 example and which call it died in.
 
