@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterator
 
 from .commands import arguments, bench, compare, list_ports, merge, run, vectors
-from .running import environment, interrupts, processes
+from .running import environment, interrupts, isolation
 
 COMMANDS = {
     "run": run,
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             except BrokenPipeError:
                 return _closed_pipe()
         except interrupts.Interrupted as stop:  # not inside a run's supervisor: stop here
-            processes.kill_children()
+            isolation.kill_all()
             print(f"{stop}: stopped", file=sys.stderr)
             return stop.exit_code
 

@@ -1,8 +1,7 @@
 """Every port side by side on one seed and shape: accuracy, residuals, time, versions.
 
 - `measure`: the comparison itself (`run`) and its data (`Comparison`).
-- `first_call`: a port's first use, timed in a fresh process (a real entry
-  point: `python -m conformance.compare.first_call`).
+- `first_call`: a port's first use, timed in a fresh process (`running.isolation`).
 - `render`: the tables.
 
 The command line is `conformance.commands.compare`.

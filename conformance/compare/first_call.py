@@ -1,28 +1,22 @@
 """A port's first call, timed in a fresh Python process with no compilation cache.
 
 In-process or on-disk caches would hide what a first use costs (importing
-the framework, tracing and compiling), so the parent starts
-`python -m conformance.compare.first_call NAME INPUTS SEED` per port. The
+the framework, tracing and compiling), so the parent runs `measure` per
+port in a fresh process (`running.isolation`), with JAX's cache off. The
 child loads the port, runs its first `nn_checkpoint_forward` and its first
-`vjp`, and prints one JSON line: the seconds of each, or what went wrong.
+`vjp`, and returns the seconds of each, or what went wrong.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..running import environment
+from ..running import environment, isolation
 
 TIMEOUT_SECONDS = 600.0
 
@@ -37,38 +31,18 @@ def first_call(name: str, inputs: Path, seed: int) -> dict[str, Any]:
     for key in list(env):
         if key.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE")):
             del env[key]
-    command = [sys.executable, "-m", __name__, name, str(inputs), str(seed)]
-    # A session of its own: what it starts (inductor's compile workers) is in its group,
-    # and ends with it; a terminal's Ctrl-C reaches the parent, which ends the group.
-    child = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        stdout, stderr = child.communicate(timeout=TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        _kill_group(child)
-        return {"error": f"no answer within {TIMEOUT_SECONDS:.0f} s"}
-    except BaseException:  # interrupted: leave nothing running
-        _kill_group(child)
-        raise
-    lines = stdout.strip().splitlines()
-    try:
-        return json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
-        last = (stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {child.returncode}: {last}"}
+    done = isolation.run(
+        f"{__name__}:measure", (name, str(inputs), seed), env=env, timeout=TIMEOUT_SECONDS
+    )
+    if done.status == "returned":
+        return done.value
+    if done.status in ("timeout", "raised"):
+        return {"error": done.error}
+    last = (done.output.strip().splitlines() or ["no output"])[-1]
+    return {"error": f"exit {done.exit_code}: {last}"}
 
 
-def _kill_group(child: subprocess.Popen) -> None:
-    """SIGKILL the child's process group (it leads it, unreaped), then reap the child."""
-    with contextlib.suppress(OSError):
-        os.killpg(child.pid, signal.SIGKILL)
-    child.kill()
-    child.wait()
-
-
-def measure(name: str, inputs: Path, seed: int) -> dict[str, Any]:
+def measure(name: str, inputs: str, seed: int) -> dict[str, Any]:
     """In this (fresh) process: load the port, then time its first forward and VJP."""
     import implementations
     from implementations.contract import PARAM_NAMES, Params
@@ -91,17 +65,3 @@ def measure(name: str, inputs: Path, seed: int) -> dict[str, Any]:
     except Exception as error:
         return {"error": f"{type(error).__name__}: {error}"}
     return {"import": loaded - started, "forward": forward - loaded, "vjp": vjp - forward}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {__name__}", description=__doc__)
-    parser.add_argument("name", help="the registered port")
-    parser.add_argument("inputs", type=Path, help="an .npz with w1, b1, w2, b2, x, cotangent")
-    parser.add_argument("seed", type=int)
-    args = parser.parse_args(argv)
-    print(json.dumps(measure(args.name, args.inputs, args.seed)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

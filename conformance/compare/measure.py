@@ -22,9 +22,7 @@ For each available port, against the canonical one on shared parameters:
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
-import multiprocessing
 import statistics
 import tempfile
 import time
@@ -42,7 +40,7 @@ from ..checking import precision
 from ..checking.checks import measure
 from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from ..reporting.jsonable import to_data
-from ..running import environment, processes
+from ..running import environment, isolation
 from ..running.timing import time_interleaved
 from .first_call import first_call
 
@@ -388,18 +386,14 @@ def compare_alone(
     exact: precision.Reference | None = None,
 ) -> PortComparison:
     """`compare_port` and the warm timings of one port, in a fresh process (timed alone)."""
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-        future = pool.submit(_compare_here, name, params, x, cotangent, seed, repeats, exact)
-        try:
-            return future.result()
-        except Exception as error:  # the process died, or the port would not load there
-            row = PortComparison(name, "available", timed_alone=True)
-            row.error = f"in a process of its own: {type(error).__name__}: {error}"
-            return row
-        except BaseException:  # interrupted: the pool's exit would wait for the comparison
-            processes.kill_children()
-            raise
+    args = (name, params, x, cotangent, seed, repeats, exact)
+    done = isolation.run(f"{__name__}:_compare_here", args)
+    if done.status == "returned":
+        return done.value
+    # It raised, died, or the port would not load there.
+    row = PortComparison(name, "available", timed_alone=True)
+    row.error = f"in a process of its own: {done.error}"
+    return row
 
 
 def _compare_here(name, params, x, cotangent, seed, repeats, exact) -> PortComparison:

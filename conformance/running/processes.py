@@ -1,31 +1,22 @@
-"""Process trees the run starts, and how to end them whole.
+"""Process groups the run starts: their end when the parent dies, and their work.
 
-A worker makes itself the leader of a process group of its own
-(`lead_own_group`), so that whatever it starts (inductor's compile
-processes, the C++ compiler) is in that group: the parent ends the group,
-not just the worker (`kill_tree`). A worker also ends its group when its
-parent dies (`watch_parent`), so that a parent killed by SIGKILL leaves no
-orphans either. And the parent can read how much CPU a worker's group used
-and how much it read (`group_work`): a worker that computes is not hung.
+An isolated process (`isolation.Child`) leads a process group of its own,
+so that whatever it starts (inductor's compile processes, the C++ compiler)
+is in that group, and the parent ends the group, not just the process.
+It also ends its group when its parent dies (`watch_parent`), so that a
+parent killed by SIGKILL leaves no orphans either. And the parent can read
+how much CPU a group used and how much it read (`group_work`): a worker
+that computes is not hung.
 """
 
 from __future__ import annotations
 
 import _thread
 import contextlib
-import multiprocessing
 import os
 import signal
 import sys
 import time
-from multiprocessing import connection
-from multiprocessing.process import BaseProcess
-
-
-def lead_own_group() -> None:
-    """Make this process a process group's leader (POSIX; a no-op elsewhere)."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpgid(0, 0)
 
 
 def watch_parent(interval: float = 0.5) -> None:
@@ -45,48 +36,6 @@ def watch_parent(interval: float = 0.5) -> None:
     _thread.start_new_thread(watch, ())
 
 
-def _leads_group(pid: int) -> bool:
-    try:
-        return os.getpgid(pid) == pid
-    except (AttributeError, OSError):
-        return False
-
-
-def kill_tree(process: BaseProcess) -> None:
-    """SIGKILL a process and the group it leads; reap it.
-
-    The group is killed before the process is reaped: while it is unreaped
-    (or any of its group lives) its number cannot name another process."""
-    if process.pid is None:
-        return
-    if process.exitcode is None and _leads_group(process.pid):
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)
-    elif process.is_alive():
-        process.kill()
-    process.join(timeout=10)
-
-
-def end_group(process: BaseProcess, grace: float) -> None:
-    """Wait up to `grace` seconds for a process to exit, then kill what is left of its group."""
-    if process.pid is None:
-        return
-    connection.wait([process.sentinel], timeout=grace)
-    # Exited or not, it is not reaped yet: its group number is still its own.
-    if _leads_group(process.pid):
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)
-    if process.is_alive():
-        process.kill()
-    process.join(timeout=10)
-
-
-def kill_children() -> None:
-    """Kill every process this one started through multiprocessing, with their groups."""
-    for child in multiprocessing.active_children():
-        kill_tree(child)
-
-
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -94,9 +43,9 @@ def group_work(leader: int) -> tuple[float, int] | None:
     """CPU seconds (user + system) and bytes read so far by a process and the live
     processes of the group it leads; None when this system cannot tell.
 
-    The process itself counts before it leads a group (a worker imports before it calls
-    `lead_own_group`). Bytes read count because loading a framework from a cold disk
-    waits on reads, with little CPU. Linux reads /proc; elsewhere psutil, if installed.
+    The process itself counts even if it does not lead a group. Bytes read count
+    because loading a framework from a cold disk waits on reads, with little CPU.
+    Linux reads /proc; elsewhere psutil, if installed.
     """
     if sys.platform.startswith("linux"):
         return _proc_work(leader)

@@ -46,7 +46,7 @@ import implementations
 from ..checking.mutation import MutantResult
 from ..checking.properties import PROPERTIES, Property
 from ..mutants import MUTANTS
-from . import environment, expectations, interrupts, processes, profiles
+from . import environment, expectations, interrupts, isolation, profiles
 from .runner import Outcome
 from .worker import PortInfo, Session, Settings, Worker, tail
 
@@ -392,7 +392,7 @@ class Supervisor:
             for run in running:
                 run.worker.kill()
             if self.interrupted is not None:  # one being started when the signal came
-                processes.kill_children()
+                isolation.kill_all()
 
     def hung(self, run: PortRun, timeout: float) -> str:
         """Why the run's worker counts as hung ("" while it is not).

@@ -1,10 +1,10 @@
 """A port's checks in a process the run can lose.
 
 A suite is run on ports nobody trusts yet: one may segfault, hang, or print.
-So each port is loaded in a worker process of its own (spawned: a fresh
-interpreter, so each port imports only its framework, and a Keras backend
-never meets another). The worker's stdout and stderr go to a file, never to
-the report's stream. It tells the parent what it is doing, message by
+So each port is loaded in a worker process of its own (`isolation.Child`: a
+fresh interpreter, so each port imports only its framework, and a Keras
+backend never meets another). The worker's stdout and stderr go to a file,
+never to the report's stream. It tells the parent what it is doing, message by
 message, so that when it dies the parent can say which property, which
 example and which call it died in.
 
@@ -43,12 +43,6 @@ stopped with it (`Worker.kill`), or when the parent dies
 
 from __future__ import annotations
 
-import contextlib
-import faulthandler
-import multiprocessing
-import os
-import signal
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +53,7 @@ from implementations import Implementation, PortUnavailable
 
 from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
-from . import devices, environment, example_bank, processes, profiles
+from . import devices, environment, example_bank, isolation, profiles
 from .runner import Outcome, run_property
 
 Emit = Callable[[tuple], None]
@@ -213,13 +207,10 @@ def _announced(implementation: Implementation | None, side: str, emit: Emit):
     return None if implementation is None else Announced(implementation, side, emit)
 
 
-def serve(port_name: str | None, settings: Settings, connection, output: str) -> None:
-    """A worker's main loop: load the port, then run requests until told to stop."""
-    # Its own process group (what the port starts joins it, and the parent ends it whole);
-    # a terminal's Ctrl-C reaches the parent only, which stops the workers itself.
-    processes.lead_own_group()
-    processes.watch_parent()
-    capture_output(output)
+def serve(port_name: str | None, settings: Settings) -> None:
+    """A worker's main loop, in an isolated process (`isolation.Child`): load the port, then
+    run requests until told to stop."""
+    connection = isolation.connection()
     environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
     if settings.threads is not None:
         environment.limit_threads(settings.threads)
@@ -240,92 +231,22 @@ def serve(port_name: str | None, settings: Settings, connection, output: str) ->
         session.run(properties, mutants, canonical_failure)
 
 
-def capture_output(path: str) -> None:
-    """Send this process's stdout and stderr (Python's and native code's) to `path`."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(descriptor, 1)
-    os.dup2(descriptor, 2)
-    os.close(descriptor)
-    sys.stdout.reconfigure(line_buffering=True)  # lines reach the file before a crash
-    faulthandler.enable(file=sys.stderr)  # a fatal signal leaves its Python stack there
-
-
-class Worker:
-    """The parent's handle on one worker process."""
+class Worker(isolation.Child):
+    """The parent's handle on one worker process: an isolated `serve` (its own process
+    group, its output in a file), and the message protocol above on its connection."""
 
     def __init__(self, port_name: str | None, settings: Settings, output: Path):
-        context = multiprocessing.get_context("spawn")  # JAX and torch dislike fork()
-        self._connection, child = context.Pipe()
-        # Not a daemon: a port may start processes of its own (inductor does).
-        self.process = context.Process(
-            target=serve, args=(port_name, settings, child, str(output)), name=f"worker {port_name}"
-        )
-        self.process.start()
-        child.close()
-        self.output = output
-
-    def send(self, request: tuple) -> None:
-        with contextlib.suppress(OSError):  # it died; its exit status says how
-            self._connection.send(request)
-
-    def receive(self) -> list[tuple]:
-        """Every message waiting now (none once the process is gone and the pipe drained)."""
-        messages = []
-        try:
-            while self._connection.poll():
-                messages.append(self._connection.recv())
-        except (EOFError, OSError):
-            pass
-        return messages
+        super().__init__(f"{__name__}:serve", (port_name, settings), output=output)
 
     @property
     def handles(self) -> tuple:
         """What `multiprocessing.connection.wait` can wait on."""
-        return self._connection, self.process.sentinel
-
-    @property
-    def alive(self) -> bool:
-        return self.process.is_alive()
-
-    def death(self) -> str:
-        """How the process ended: a signal's name or an exit code."""
-        self.process.join(timeout=5)
-        code = self.process.exitcode
-        if code is None:
-            return "still running"
-        if code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exit code {code}"
-
-    def kill(self) -> None:
-        """SIGKILL the worker and every process of its group (what the port started)."""
-        processes.kill_tree(self.process)
+        return (self.connection,)
 
     def stop(self) -> None:
         """Ask the worker to finish, and make sure it does, with whatever it started."""
         self.send(("stop",))
-        processes.end_group(self.process, grace=10)
-        self._connection.close()
-
-    def work(self) -> tuple[float, int] | None:
-        """CPU seconds used and bytes read so far by the worker and its process group
-        (None: this system cannot tell)."""
-        if not self.process.is_alive():
-            return None
-        return processes.group_work(self.process.pid)
+        self.end(grace=10)
 
 
-def tail(path: Path, lines: int = 15, limit: int = 65536) -> str:
-    """The last `lines` lines of a worker's captured output (at most `limit` bytes read)."""
-    try:
-        with open(path, "rb") as file:
-            file.seek(0, os.SEEK_END)
-            size = file.tell()
-            file.seek(max(0, size - limit))
-            text = file.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
+tail = isolation.tail  # the last lines of a worker's captured output
