@@ -17,18 +17,14 @@ import jax
 import jax.numpy as jnp
 
 from .stacks.jax import JaxPort
+from .stacks.jax.layers import TwoLayers
 
 
-class MLP(eqx.Module):
+class MLP(eqx.Module, TwoLayers):
     """`Linear(D, F)` -> relu -> `Linear(F, F)`, run checkpointed or plain."""
 
     linear1: eqx.nn.Linear  # weight (F, D), bias (F,)
     linear2: eqx.nn.Linear  # weight (F, F), bias (F,)
-
-    def plain(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
-        x = self.linear1(x)  # (D,) -> (F,)
-        x = jax.nn.relu(x)
-        return self.linear2(x)  # (F,) -> (F,)
 
     # `filter_checkpoint`, not `jax.checkpoint(model)`: the latter hashes the
     # module and fails under grad. The backward pass keeps this region's

@@ -22,19 +22,15 @@ import jax
 from flax import nnx
 
 from .stacks.jax import JaxPort
+from .stacks.jax.layers import TwoLayers
 
 
-class MLP(nnx.Module):
+class MLP(nnx.Module, TwoLayers):
     """`nnx.Linear(D, F)` -> relu -> `nnx.Linear(F, F)`, run checkpointed or plain."""
 
     def __init__(self, dim: int, features: int, *, rngs: nnx.Rngs):
         self.linear1 = nnx.Linear(dim, features, rngs=rngs)  # kernel (D, F), bias (F,)
         self.linear2 = nnx.Linear(features, features, rngs=rngs)  # kernel (F, F), bias (F,)
-
-    def plain(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
-        x = self.linear1(x)  # (D,) -> (F,)
-        x = jax.nn.relu(x)
-        return self.linear2(x)  # (F,) -> (F,)
 
     # The decorator form, on the unbound method: `nnx.remat(model.plain)` raises
     # ValueError (bound methods are refused). The backward pass keeps this

@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from .contract import BackwardRecord, Grads, Params, check_features, check_seed, check_sizes
+from .contract import BackwardRecord, Params, check_features, check_seed, check_sizes
 from .stacks import keras as keras_stack
-from .stacks.tensorflow import as_input, float32_tensor, integer_argument, tf, to_host_array
+from .stacks.tensorflow import as_input, float32_tensor, integer_argument, tf
 from .stacks.tensorflow.flax_init import canonical_params
 
 STACK = keras_stack.on("tensorflow")  # before anything imports keras: it reads its backend once
 
 from .stacks.keras import model  # noqa: E402 - imports keras, now on TensorFlow
-from .stacks.keras.port import KerasPort  # noqa: E402
+from .stacks.keras.port import StatefulKerasPort  # noqa: E402
 
 
 @functools.lru_cache(maxsize=16)
@@ -70,45 +70,34 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     return mlp(x)
 
 
-class KerasTensorFlow(KerasPort):
+class KerasTensorFlow(StatefulKerasPort):
     """Keras 3 on TensorFlow: `keras.RematScope(mode="full")`, that is `tf.recompute_grad`."""
 
     name = "keras_tensorflow"
     stack = STACK
     extra = "keras,tensorflow"
 
-    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = self.reused(params, checkpoint)
-        return to_host_array(mlp(float32_tensor(x)))
+    def model_input(self, x: np.ndarray) -> Any:
+        return float32_tensor(x)
 
-    def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
-    ) -> Grads:
-        mlp = self.reused(params, checkpoint)
+    def gradients(self, mlp: model.MLP, x: np.ndarray, weights: list, cotangent: np.ndarray):
         x = float32_tensor(x)
-        weights = [v.value for v in mlp.trainable_variables]  # the tf.Variables
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = mlp(x)
         dx, *grads = tape.gradient(y, [x, *weights], output_gradients=float32_tensor(cotangent))
-        return Grads.of(model.weights_to_params(grads), to_host_array(dx))
+        return dx, grads
 
-    def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
-    ) -> BackwardRecord:
-        def make() -> BackwardRecord:
-            mlp = self.reused(params, checkpoint)
-            return self.stack.record(
-                mlp,
-                [x],
-                origins=("input",),
-                cotangent=np.ones(params.features, np.float32),
-                variables=[v.value for v in mlp.trainable_variables],
-            )
-
-        # A graph depends on the shapes only (the weights are variables), and
-        # tracing one takes a tenth of a second.
-        return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
+    def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
+        # Kept per shape by `backward_record`: the weights are variables.
+        mlp = self.reused(params, checkpoint)
+        return self.stack.record(
+            mlp,
+            [x],
+            origins=("input",),
+            cotangent=np.ones(params.features, np.float32),
+            variables=[v.value for v in mlp.trainable_variables],
+        )
 
     def before_exercise_trace(self, seed: Any, dim: int, features: int) -> None:
         # The model made eagerly: a traced graph cannot make variables (but on its first trace).

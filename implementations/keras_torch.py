@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from .contract import BackwardRecord, Grads, Params, check_features, check_seed, check_sizes
+from .contract import BackwardRecord, Params, check_features, check_seed, check_sizes
 from .stacks import keras as keras_stack
 from .stacks.numpy import canonical_params
-from .stacks.torch import as_input, from_host_array, leaf_input, to_host_array
+from .stacks.torch import as_input, from_host_array, leaf_input
 
 STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
 from .stacks.keras import model  # noqa: E402 - imports keras, now on torch
-from .stacks.keras.port import KerasPort  # noqa: E402
+from .stacks.keras.port import StatefulKerasPort  # noqa: E402
 
 
 class MLP(model.MLP):
@@ -73,7 +73,7 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     return _exercise_model(seed, x.shape[0], features, mode)(x)
 
 
-class KerasTorch(KerasPort):
+class KerasTorch(StatefulKerasPort):
     """Keras 3 on torch: `keras.RematScope(mode="full")`, that is non-reentrant
     `torch.utils.checkpoint`."""
 
@@ -81,18 +81,13 @@ class KerasTorch(KerasPort):
     stack = STACK
     extra = "keras,torch"
 
-    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        mlp = self.reused(params, checkpoint)
-        return to_host_array(mlp(as_input(x)))  # grad stays on: the checkpoint runs
+    def model_input(self, x: np.ndarray) -> torch.Tensor:
+        return as_input(x)  # grad stays on: the checkpoint runs
 
-    def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
-    ) -> Grads:
-        mlp = self.reused(params, checkpoint)
+    def gradients(self, mlp: model.MLP, x: np.ndarray, weights: list, cotangent: np.ndarray):
         x = leaf_input(x)
-        weights = [v.value for v in mlp.trainable_variables]
-        grads = torch.autograd.grad(mlp(x), [x, *weights], from_host_array(cotangent))
-        return Grads.of(model.weights_to_params(grads[1:]), to_host_array(grads[0]))
+        dx, *grads = torch.autograd.grad(mlp(x), [x, *weights], from_host_array(cotangent))
+        return dx, grads
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True

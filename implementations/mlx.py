@@ -85,14 +85,9 @@ def params_to_arrays(params: Params) -> dict[str, mx.array]:
     return {name: _array(array) for name, array in out_in.from_params(params).items()}
 
 
-def _canonical_arrays(state: Mapping[str, mx.array]) -> dict[str, np.ndarray]:
-    # Arrays in the MLP's layout (parameters or their gradients) as canonical numpy arrays.
-    return out_in.canonical_arrays(state, to_host_array)
-
-
 def arrays_to_params(state: Mapping[str, mx.array]) -> Params:
     """The MLP's parameters (any mapping with its names) as canonical params."""
-    return Params(**_canonical_arrays(state))
+    return out_in.to_params(state, to_host_array)
 
 
 def build_mlp(
@@ -171,8 +166,7 @@ class Mlx(Port):
         primals = [*params_to_arrays(params).values(), as_input(x)]
         _, grads = mx.vjp(lambda *a: [run(*a)], primals, [_array(cotangent)])
         mx.eval(grads)
-        canonical = _canonical_arrays(dict(zip(STATE_NAMES, grads, strict=False)))
-        return Grads(**canonical, x=to_host_array(grads[-1]))
+        return out_in.to_grads(grads[:-1], grads[-1], to_host_array)  # x is the last primal
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True

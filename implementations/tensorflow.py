@@ -172,18 +172,13 @@ class TensorFlow(Port):
         dx, *grads = run(float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
         return Grads.of(tensors_to_params(grads), to_host_array(dx))
 
-    def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
-    ) -> BackwardRecord:
-        def make() -> BackwardRecord:
-            return self.stack.record(
-                lambda x, *p: (self.region if checkpoint else block)(x, *p),
-                [x, *params_to_tensors(params)],
-                origins=("input", "parameter", "parameter", "parameter", "parameter"),
-                cotangent=np.ones(params.features, np.float32),
-            )
-
-        return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
+    def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
+        return self.stack.record(
+            lambda x, *p: (self.region if checkpoint else block)(x, *p),
+            [x, *params_to_tensors(params)],
+            origins=("input", "parameter", "parameter", "parameter", "parameter"),
+            cotangent=np.ones(params.features, np.float32),
+        )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through

@@ -175,6 +175,25 @@ class Port(Implementation):
 
         return self.cached_record(("exercise", np.shape(x), features), make)
 
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        """`traced_record(params, x, checkpoint)`, kept on this port per shape and checkpoint.
+
+        For stacks whose instrument traces a graph (JAX, TensorFlow, Keras on
+        TensorFlow): the graph depends on the shapes only, and tracing one is
+        slow. A port on a stack whose instrument runs the pass itself (torch,
+        MLX) overrides `backward_record` instead.
+        """
+        return self.cached_record(
+            ("vjp", params.dim, params.features, checkpoint),
+            lambda: self.traced_record(params, x, checkpoint),
+        )
+
+    def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
+        """The stack's instrument on the backward pass of `vjp` (see `backward_record`)."""
+        raise NotImplementedError(f"port {self.name} must define backward_record or traced_record")
+
     def before_exercise_trace(self, seed: Any, dim: int, features: int) -> None:
         """Called before `exercise_record` traces the exercise: what must exist outside the
         trace is made here (a Keras model's variables). Nothing by default."""

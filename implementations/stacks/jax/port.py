@@ -141,15 +141,10 @@ class JaxPort(Port, abstract=True):
         run = functools.partial(self.apply, checkpoint=checkpoint)
         return run, (native, jnp.asarray(x, jnp.float32))
 
-    def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
-    ) -> BackwardRecord:
-        def make() -> BackwardRecord:
-            fn, args = self.differentiable(params, x, checkpoint)
-            ones = jnp.ones((params.features,), jnp.float32)
-            return self.stack.record(fn, args, ("parameter", "input"), ones)
-
-        return self.cached_record(("vjp", params.dim, params.features, checkpoint), make)
+    def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
+        fn, args = self.differentiable(params, x, checkpoint)
+        ones = jnp.ones((params.features,), jnp.float32)
+        return self.stack.record(fn, args, ("parameter", "input"), ones)
 
 
 def _arrays(params: Params) -> Arrays:

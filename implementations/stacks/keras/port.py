@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...contract import Params
+import numpy as np
+
+from ...contract import Grads, Params
 from ..base import Port
 from . import model
 
@@ -28,3 +30,34 @@ class KerasPort(Port, abstract=True):
     def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
         """The kept model of `params`' shapes holding `params`, checkpointed or plain."""
         return model.reuse(params, mode=self.mode if checkpoint else None, **kwargs)
+
+
+class StatefulKerasPort(KerasPort, abstract=True):
+    """A Keras port whose model runs stateful, its weights the backend's variables
+    (torch, TensorFlow): forward and vjp call the kept model of the params.
+
+    A port writes `model_input(x)` (x as the backend's input) and
+    `gradients(mlp, x, weights, cotangent) -> (dx, weight grads)`.
+    """
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        mlp = self.reused(params, checkpoint)
+        return self.to_numpy(mlp(self.model_input(x)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        mlp = self.reused(params, checkpoint)
+        weights = [v.value for v in mlp.trainable_variables]  # the backend's variables
+        dx, grads = self.gradients(mlp, x, weights, cotangent)
+        return Grads.of(model.weights_to_params(grads), self.to_numpy(dx))
+
+    def model_input(self, x: np.ndarray) -> Any:
+        """x as the backend's float32 input to the model."""
+        raise NotImplementedError(f"port {self.name} must define model_input")
+
+    def gradients(
+        self, mlp: model.MLP, x: np.ndarray, weights: list, cotangent: np.ndarray
+    ) -> tuple[Any, list]:
+        """The pullback of `cotangent` through `mlp` at x, to x and to `weights`."""
+        raise NotImplementedError(f"port {self.name} must define gradients")

@@ -8,12 +8,12 @@ themselves; the transposes and the shape checks are here, once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ...contract import Params
+from ...contract import Grads, Params
 
 NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
 
@@ -49,3 +49,13 @@ def canonical_arrays(
     """A framework's arrays in this layout by name (parameters or their gradients), each made
     numpy by `to_numpy`, as canonical arrays by name."""
     return to_canonical(*(to_numpy(state[name]) for name in NAMES))
+
+
+def to_params(state: Mapping[str, Any], to_numpy: Callable[[Any], np.ndarray]) -> Params:
+    """A framework's parameters in this layout by name as canonical params."""
+    return Params(**canonical_arrays(state, to_numpy))
+
+
+def to_grads(grads: Sequence[Any], dx: Any, to_numpy: Callable[[Any], np.ndarray]) -> Grads:
+    """A framework's gradients in this layout, in `NAMES` order, and x's, as canonical `Grads`."""
+    return Grads(**canonical_arrays(dict(zip(NAMES, grads, strict=True)), to_numpy), x=to_numpy(dx))

@@ -104,14 +104,9 @@ def params_to_state(params: Params, device: Any = None) -> dict[str, torch.Tenso
     return {name: tensor(array, device) for name, array in out_in.from_params(params).items()}
 
 
-def canonical_arrays(state: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
-    """Tensors in the MLP's layout (weights, or their gradients) as canonical arrays."""
-    return out_in.canonical_arrays(state, to_host_array)
-
-
 def state_to_params(state: Mapping[str, torch.Tensor]) -> Params:
     """The MLP's state dict (or any mapping with its names) as canonical params."""
-    return Params(**canonical_arrays(state))
+    return out_in.to_params(state, to_host_array)
 
 
 def build_mlp(

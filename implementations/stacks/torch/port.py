@@ -16,8 +16,9 @@ import torch
 
 from ...contract import BackwardRecord, Grads, Params
 from ..base import Port
+from ..numpy import out_in
 from .arrays import leaf_input, to_host_array
-from .mlp import MLP, STATE_NAMES, build_mlp, canonical_arrays, exercise_model, state_to_params
+from .mlp import MLP, STATE_NAMES, build_mlp, exercise_model, state_to_params
 from .mlp import tensor as as_tensor
 from .stack import STACK
 
@@ -52,8 +53,7 @@ class TorchPort(Port, abstract=True):
         out = self.run(model, x)
         leaves = [x, *(model.get_parameter(name) for name in STATE_NAMES)]
         grads = torch.autograd.grad(out, leaves, as_tensor(cotangent))
-        canonical = canonical_arrays(dict(zip(STATE_NAMES, grads[1:], strict=True)))
-        return Grads(**canonical, x=to_host_array(grads[0]))
+        return out_in.to_grads(grads[1:], grads[0], to_host_array)
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, MLP]:
         """`nn_checkpoint_forward`, and the model it ran (`build` goes to `build_mlp`)."""
