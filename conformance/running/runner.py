@@ -175,7 +175,7 @@ def _run_property(
         raise  # a bug in the suite's own strategies, not in the port
     except DidNotReproduce as error:  # the replayed example passes now (or is of another test)
         message = f"{DID_NOT_REPRODUCE}: the replayed example does not fail now ({error})"
-        return run.finish("pass", None, message)
+        return run.finish("pass", None, message), None
     except _NoCanonical:
         return run.finish("skip", None, "the canonical port is not available"), None
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared

@@ -388,6 +388,9 @@ class Supervisor:
                         self._finish(run) if run.finished else waiting.insert(0, run)
         except interrupts.Interrupted as stop:  # what finished is kept; the rest stops now
             self.interrupted = stop.signum
+            for run in running:  # what a worker said before the signal came still counts
+                for message in run.worker.receive():
+                    self.handle(run, message)
         finally:  # only if something above raised: leave no worker behind
             for run in running:
                 run.worker.kill()
