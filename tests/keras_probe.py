@@ -194,9 +194,9 @@ def _tensorflow(port, keras, model, counted, calls) -> dict[str, Any]:
             return keras_tensorflow.nn_checkpoint_forward(seed, x, F)
 
         first = run(tf.constant(X), SEED + 10 + jit)  # a seed no call has met
-        seen[f"function_jit_{jit}_same"] = bits(first.numpy()) == bits(
-            keras_tensorflow.nn_checkpoint_forward(SEED + 10 + jit, X, F).numpy()
-        )
+        eager = keras_tensorflow.nn_checkpoint_forward(SEED + 10 + jit, X, F).numpy()
+        seen[f"function_jit_{jit}_same"] = bits(first.numpy()) == bits(eager)
+        seen[f"function_jit_{jit}_error"] = np.abs(first.numpy() - eager).tolist()
         try:
             run(tf.constant(X), SEED + 20 + jit)  # a new seed: a second trace
         except ValueError as error:

@@ -112,8 +112,13 @@ def test_keras_on_tensorflow():
     # Inside tf.function (and with jit_compile=True): the first trace makes the
     # model; a new seed in a later trace is refused with the way out; a model
     # made eagerly before serves any trace.
+    # A graph runs the eager kernels: the same bits. XLA (jit_compile) may fuse and
+    # contract multiply-adds as it likes (on this AMD EPYC it differs in the last bit
+    # where eager does not): within the rigorous bound of two float32 results.
+    assert seen["function_jit_False_same"]
+    bound = analyse_forward(canonical_params(SEED + 10 + 1, D, F), X).e2
+    assert np.all(np.asarray(seen["function_jit_True_error"]) <= bound)
     for jit in (False, True):
-        assert seen[f"function_jit_{jit}_same"]
         assert "first trace" in seen[f"function_jit_{jit}_new_seed"]
         assert seen[f"function_jit_{jit}_warmed"] == [F]
 
