@@ -33,7 +33,7 @@ def validate(args: argparse.Namespace) -> None:
     """Read `--vectors` before any port loads: a manifest that is not one is a usage error."""
     if getattr(args, "vectors", None) is None:
         return
-    from .. import vectors
+    from ..checking import vectors
 
     try:
         vectors.load(args.vectors)
