@@ -39,11 +39,12 @@ big to run:
 from __future__ import annotations
 
 import abc
+import contextlib
 import math
 import numbers
 import operator
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -473,6 +474,27 @@ MAX_FEATURES = math.isqrt(MAX_ELEMENTS)  # 46340
 MIN_MAX_BYTES = 2 * 2**30
 _ELEMENTS_LIMIT = "2**31 - 1 per array (frameworks count elements in int32)"
 _FLOAT32 = 4  # bytes
+
+
+@contextlib.contextmanager
+def byte_budget(limit: int | None) -> Iterator[None]:
+    """`max_bytes()` is `limit` for the block (unchanged for None), then what it was.
+
+    Set through `REMAT_MAX_BYTES`, the one place `max_bytes` reads, so that the
+    budget holds inside frameworks' own calls as well.
+    """
+    if limit is None:
+        yield
+        return
+    saved = os.environ.get("REMAT_MAX_BYTES")
+    os.environ["REMAT_MAX_BYTES"] = str(limit)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["REMAT_MAX_BYTES"]
+        else:
+            os.environ["REMAT_MAX_BYTES"] = saved
 
 
 def max_bytes() -> int:

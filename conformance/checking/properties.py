@@ -10,10 +10,8 @@ the worst error/bound ratio it saw (None where there is no bound) and raises
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +26,7 @@ from implementations.contract import (
     Grads,
     Implementation,
     Params,
+    byte_budget,
     param_shapes,
 )
 from implementations.stacks.numpy import canonical_params
@@ -235,7 +234,7 @@ def check_bad_input(port: Implementation, reference: None, case) -> None:
     x = bad.x(port.from_numpy if form == "native" else np.asarray)
     quantity = f"bad input '{bad.label}' ({form} x)"
     try:
-        with _byte_budget(bad.max_bytes):
+        with byte_budget(bad.max_bytes):
             port.nn_checkpoint_forward(bad.seed, x, bad.features)
     except Exception as error:
         if not isinstance(error, bad.error):
@@ -254,23 +253,6 @@ def check_bad_input(port: Implementation, reference: None, case) -> None:
             f"was accepted; expected {bad.error.__name__} naming {bad.argument!r}",
         )
     return None
-
-
-@contextlib.contextmanager
-def _byte_budget(max_bytes: int | None) -> Iterator[None]:
-    """`REMAT_MAX_BYTES` set to `max_bytes` for the block (unchanged for None), then restored."""
-    if max_bytes is None:
-        yield
-        return
-    saved = os.environ.get("REMAT_MAX_BYTES")
-    os.environ["REMAT_MAX_BYTES"] = str(max_bytes)
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["REMAT_MAX_BYTES"]
-        else:
-            os.environ["REMAT_MAX_BYTES"] = saved
 
 
 def check_call_hygiene(port: Implementation, reference: None, case) -> None:

@@ -6,10 +6,8 @@ allows, so that the mutation run costs little beyond the suite itself.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
-import os
 import re
 from typing import Any
 
@@ -22,6 +20,7 @@ from implementations import flax_linen
 from implementations.contract import (
     SEED_MAX,
     SizeLimitError,
+    byte_budget,
     check_features,
     check_seed,
     check_sizes,
@@ -338,23 +337,10 @@ class UncheckedSizes(FlaxLinen):
     counts ends in the allocator's MemoryError (as torch's did), not the contract's error."""
 
     def nn_checkpoint_forward(self, seed, x, features):
-        with _no_byte_budget():
+        with byte_budget(2**63):  # more than any machine holds
             try:
                 return super().nn_checkpoint_forward(seed, x, features)
             except SizeLimitError:
                 # What the allocation would have raised, raised without making it:
                 # XLA would abort the worker instead (the reason for the limits).
                 raise MemoryError("Unable to allocate the parameters") from None
-
-
-@contextlib.contextmanager
-def _no_byte_budget():
-    saved = os.environ.get("REMAT_MAX_BYTES")
-    os.environ["REMAT_MAX_BYTES"] = str(2**63)  # more than any machine holds
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["REMAT_MAX_BYTES"]
-        else:
-            os.environ["REMAT_MAX_BYTES"] = saved
