@@ -15,6 +15,7 @@ the JSON, the Markdown table and the plot.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import platform
@@ -66,6 +67,31 @@ class BenchReport:
             "wall_seconds": self.seconds,
             "results": [r.to_json() for r in self.results],
         }
+
+
+def from_json(data: dict[str, Any]) -> BenchReport:
+    """A `BenchReport` back from its JSON (`bench.json`), for the report and the plot.
+
+    Raises `ValueError` naming what is missing when `data` is not a bench report.
+    """
+    missing = [key for key in ("settings", "results") if key not in data]
+    if missing:
+        raise ValueError(f"not a bench report: no {', '.join(missing)}")
+    known = {f.name for f in dataclasses.fields(Settings)}
+    settings = {k: v for k, v in data["settings"].items() if k in known}
+    settings["depths"] = tuple(settings.get("depths", DEFAULTS.depths))
+    result_fields = {f.name for f in dataclasses.fields(Result)}
+    results = [
+        Result(**{k: v for k, v in r.items() if k in result_fields}) for r in data["results"]
+    ]
+    return BenchReport(
+        Settings(**settings),
+        results,
+        skipped=dict(data.get("skipped", {})),
+        versions=dict(data.get("versions", {})),
+        seconds=float(data.get("wall_seconds", 0.0)),
+        load=dict(data.get("machine", {}).get("load_average_1min", {})),
+    )
 
 
 def load_frameworks(names: Iterable[str]) -> tuple[dict[str, ModuleType], dict[str, str]]:

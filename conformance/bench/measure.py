@@ -70,13 +70,19 @@ DEFINITIONS = {
     "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
     "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
     "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "
-    "cotangent lets a compiler fold the last matmuls away); median over interleaved repeats.",
+    "cotangent lets a compiler fold the last matmuls away); median over interleaved repeats, "
+    "with n (the repeats) and step_quartiles (the middle half of the samples).",
     "time_ratio": "step time over the same framework and variant's no-checkpoint step time, "
-    "taken within each repeat, median over repeats.",
+    "taken within each repeat, median over repeats; time_ratio_quartiles hold the middle half.",
     "time_ratio_spread": "half the interquartile range of the per-repeat ratios, relative to "
     "their median: a ratio of 1.30 with spread 0.04 has its middle half of repeats within "
-    "1.30 ± 4%. The sweep adds repeats (up to max_repeats) until every spread is within "
-    "target_spread; a ratio still outside it is marked.",
+    "1.30 ± 4%. With fewer than 4 repeats the quartiles cannot be told from the extremes, so "
+    "the spread is half the whole range (the more cautious figure); with 1 repeat it is "
+    "unknown. The sweep adds repeats (up to max_repeats) until every spread is within "
+    "target_spread.",
+    "verdict": "a target is met (✓) or missed (✗) only when the ratio's spread is within "
+    "target_spread and the whole band ratio * (1 ± spread) lies on one side of the target; "
+    "otherwise it reads inconclusive, whatever the median says.",
 }
 
 
@@ -165,8 +171,26 @@ class Result:
         return statistics.median(self.step_seconds) if self.step_seconds else None
 
     @property
+    def n(self) -> int:
+        """How many timed repeats the figures rest on."""
+        return len(self.step_seconds)
+
+    @property
+    def step_quartiles(self) -> tuple[float, float, float] | None:
+        return quartiles(self.step_seconds)
+
+    @property
+    def step_spread(self) -> float | None:
+        """Half the interquartile range of the step times, relative to their median."""
+        return relative_spread(self.step_seconds)
+
+    @property
     def time_ratio(self) -> float | None:
         return statistics.median(self.time_ratios) if self.time_ratios else None
+
+    @property
+    def time_ratio_quartiles(self) -> tuple[float, float, float] | None:
+        return quartiles(self.time_ratios)
 
     @property
     def time_ratio_spread(self) -> float | None:
@@ -178,8 +202,12 @@ class Result:
         data.update(
             label=self.label,
             saved_ratio=self.saved_ratio,
+            n=self.n,
             step_median=self.step_median,
+            step_quartiles=self.step_quartiles,
+            step_spread=self.step_spread,
             time_ratio=self.time_ratio,
+            time_ratio_quartiles=self.time_ratio_quartiles,
             time_ratio_spread=self.time_ratio_spread,
         )
         return data
@@ -260,12 +288,46 @@ def result_of(case: Case, static: Static, depth: int, settings: Settings) -> Res
     )
 
 
-def relative_spread(values: Sequence[float]) -> float | None:
-    """Half the interquartile range of `values`, over their median (None for fewer than 4)."""
-    if len(values) < 4:
+def quartiles(values: Sequence[float]) -> tuple[float, float, float] | None:
+    """`(q1, median, q3)` of `values`; None for none.
+
+    With fewer than 4 values the quartiles cannot be told from the extremes:
+    `(min, median, max)`, the cautious choice (for 3 values it is what
+    `statistics.quantiles` gives; for 2 it would extrapolate past them).
+    """
+    if not values:
         return None
+    if len(values) < 4:
+        return (min(values), statistics.median(values), max(values))
     q1, median, q3 = statistics.quantiles(values, n=4)
+    return (q1, median, q3)
+
+
+def relative_spread(values: Sequence[float]) -> float | None:
+    """Half the interquartile range of `values`, over their median (`quartiles`).
+
+    None for fewer than 2 values: one sample says nothing of its spread.
+    """
+    if len(values) < 2:
+        return None
+    q1, median, q3 = quartiles(values)
     return (q3 - q1) / 2 / median
+
+
+def verdict(value: float | None, spread: float | None, target: float, target_spread: float) -> str:
+    """`"met"`, `"missed"` or `"inconclusive"`: is `value` at most `target`?
+
+    Only a spread within `target_spread` whose band `value * (1 +- spread)`
+    lies wholly on one side of the target decides; anything else, an
+    unknown spread (one repeat) included, is inconclusive.
+    """
+    if value is None or spread is None or spread > target_spread:
+        return "inconclusive"
+    if value * (1 + spread) <= target:
+        return "met"
+    if value * (1 - spread) > target:
+        return "missed"
+    return "inconclusive"
 
 
 def attach_timings(results: Sequence[Result], samples: Sequence[list[float]]) -> None:

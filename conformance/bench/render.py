@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .measure import MODE_TITLES, MODES, Result
+from .measure import MODE_TITLES, MODES, Result, verdict
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,9 +29,17 @@ COLUMNS = (
     ("XLA temp MiB", "temp"),
     ("peak MiB", "peak"),
     ("matmuls", "mm"),
+    ("n", "n"),
     ("step ms", "ms"),
     ("time/none", "xnone"),
 )
+# How a verdict reads, with or without colour.
+VERDICT_MARKS = {"met": "✓", "missed": "✗", "inconclusive": "inconclusive"}
+VERDICT_MARKUP = {
+    "met": "[green]✓[/]",
+    "missed": "[red]✗[/]",
+    "inconclusive": "[yellow]inconclusive[/]",
+}
 
 
 def _mib(value: int | None) -> str:
@@ -61,34 +69,44 @@ def rows(results: Sequence[Result]) -> list[list[str]]:
                 _mib(r.temp_bytes),
                 _mib(r.peak_bytes),
                 _number(r.matmuls, "d"),
-                _number(step, ".2f"),
+                str(r.n),
+                _with_spread(step, r.step_spread, ".2f"),
                 ratio_with_spread(r),
             ]
         )
     return table
 
 
+def _with_spread(value: float | None, spread: float | None, spec: str) -> str:
+    # `12.30 ±4%`; `±?` when one repeat cannot say how far to trust it.
+    if value is None:
+        return "-"
+    return f"{format(value, spec)} ±{'?' if spread is None else format(spread, '.0%')}"
+
+
 def ratio_with_spread(result: Result, target: float = 0.05) -> str:
-    """`1.31 ±2%`: the median ratio and its spread; `!` marks a spread over the target."""
+    """`1.31 ±2%`: the median ratio and its spread; `!` marks a spread over the target,
+    `±?` an unknown one (a single repeat)."""
     if result.time_ratio is None:
         return "-"
     if result.mode == "none":  # the baseline's ratio to itself is 1 by definition
         return "1"
     spread = result.time_ratio_spread
-    if spread is None:
-        return f"{result.time_ratio:.2f}"
-    mark = "!" if spread > target else ""
-    return f"{result.time_ratio:.2f} ±{spread:.0%}{mark}"
+    mark = "!" if spread is None or spread > target else ""
+    return _with_spread(result.time_ratio, spread, ".2f") + mark
 
 
-def targets(results: Sequence[Result]) -> list[dict[str, Any]]:
+def targets(results: Sequence[Result], target_spread: float = 0.05) -> list[dict[str, Any]]:
     """The issue's targets for each framework and variant, with a checkpoint per block.
 
     **Returns:** per line: the worst saved/min ratio over all depths, the
     time ratio at the deepest L (where compute, not dispatch, dominates) and
-    the worst over all depths, the time target and where it applies (the
-    deepest L, or every L for the lines in `TIME_TARGETS_EVERY_L`), and
-    whether each target is met.
+    the worst over all depths, each with its spread and n, the time target
+    and where it applies (the deepest L, or every L for the lines in
+    `TIME_TARGETS_EVERY_L`), and the verdicts: saved bytes are exact, so
+    met or not; a time ratio is `measure.verdict`ed against its spread
+    (`time_verdict`: met, missed or inconclusive; `time_target_met` is
+    True, False, or None when inconclusive).
     """
     found = []
     lines = sorted({(r.framework, r.variant) for r in results if r.mode == "full"})
@@ -102,22 +120,38 @@ def targets(results: Sequence[Result]) -> list[dict[str, Any]]:
             key=lambda r: r.depth,
         )
         saved = max(r.saved_ratio for r in mine)
-        ratios = [r.time_ratio for r in mine if r.time_ratio is not None]
-        deepest = mine[-1].time_ratio
-        worst = max(ratios) if ratios else None
+        timed = [r for r in mine if r.time_ratio is not None]
+        deepest = mine[-1]
+        worst = max(timed, key=lambda r: r.time_ratio) if timed else None
         every_l = (framework, variant) in TIME_TARGETS_EVERY_L
         target = TIME_TARGETS_EVERY_L.get((framework, variant), TIME_TARGET)
-        judged = worst if every_l else deepest
+        judged = timed if every_l else [deepest]
+        verdicts = [
+            verdict(r.time_ratio, r.time_ratio_spread, target, target_spread) for r in judged
+        ]
+        # Every L: one depth clearly over misses; all clearly under meet.
+        if "missed" in verdicts:
+            time_verdict = "missed"
+        elif verdicts and all(v == "met" for v in verdicts):
+            time_verdict = "met"
+        else:
+            time_verdict = "inconclusive"
         found.append(
             {
                 "line": mine[0].label,
                 "saved_ratio_worst": saved,
                 "saved_target_met": saved <= SAVED_TARGET,
-                "time_ratio_deepest": deepest,
-                "time_ratio_worst": worst,
+                "time_ratio_deepest": deepest.time_ratio,
+                "time_ratio_deepest_spread": deepest.time_ratio_spread,
+                "time_ratio_deepest_n": deepest.n,
+                "time_ratio_worst": None if worst is None else worst.time_ratio,
+                "time_ratio_worst_spread": None if worst is None else worst.time_ratio_spread,
+                "time_ratio_worst_n": None if worst is None else worst.n,
                 "time_target": target,
                 "time_target_at": "every L" if every_l else "deepest L",
-                "time_target_met": None if judged is None else judged <= target,
+                "time_target_spread": target_spread,
+                "time_verdict": time_verdict,
+                "time_target_met": {"met": True, "missed": False}.get(time_verdict),
             }
         )
     return found
@@ -146,6 +180,9 @@ def markdown(report: BenchReport) -> str:
         + f". Versions: {versions}.",
         "",
     ]
+    warning = load_warning(report)
+    if warning:
+        lines += [f"**Warning:** {warning}", ""]
     for name, reason in report.skipped.items():
         lines.append(f"Skipped {name}: {reason}.")
     if report.skipped:
@@ -154,16 +191,15 @@ def markdown(report: BenchReport) -> str:
     lines.append("")
     lines += _markdown_table([c[0] for c in COLUMNS], rows(report.results))
     lines += ["", "## Targets (checkpoint per block)", ""]
-    mark = {True: " ✓", False: " ✗", None: ""}
     target_rows = [
         [
             t["line"],
             f"{t['saved_ratio_worst']:.2f} {'✓' if t['saved_target_met'] else '✗'}",
-            _number(t["time_ratio_deepest"], ".2f"),
-            _number(t["time_ratio_worst"], ".2f"),
-            f"≤ {t['time_target']} at {t['time_target_at']}{mark[t['time_target_met']]}",
+            _target_ratio(t, "deepest"),
+            _target_ratio(t, "worst"),
+            f"≤ {t['time_target']} at {t['time_target_at']}: {VERDICT_MARKS[t['time_verdict']]}",
         ]
-        for t in targets(report.results)
+        for t in targets(report.results, s.target_spread)
     ]
     header = [
         "line",
@@ -176,6 +212,30 @@ def markdown(report: BenchReport) -> str:
     lines += ["", "## Definitions", ""]
     lines += [f"- **{key}**: {text}" for key, text in DEFINITIONS.items()]
     return "\n".join(lines) + "\n"
+
+
+def _target_ratio(target: dict[str, Any], which: str) -> str:
+    # `1.31 ±2% (n=11)`: a target's ratio with what it rests on.
+    ratio = target[f"time_ratio_{which}"]
+    if ratio is None:
+        return "-"
+    spread = target[f"time_ratio_{which}_spread"]
+    n = target[f"time_ratio_{which}_n"]
+    return f"{_with_spread(ratio, spread, '.2f')} (n={n})"
+
+
+def load_warning(report: BenchReport) -> str:
+    """A sentence when the 1-minute load average exceeded the cores, before or after; else ''."""
+    cores = os.cpu_count() or 1
+    loads = {k: v for k, v in report.load.items() if v == v}  # NaN: no load average here
+    over = {k: v for k, v in loads.items() if v > cores}
+    if not over:
+        return ""
+    said = ", ".join(f"{v:.1f} {k}" for k, v in loads.items())
+    return (
+        f"the machine was loaded (1-minute load average {said}, over its {cores} cores): "
+        "other processes shared the CPUs, so the times are noisy; read them with their spreads"
+    )
 
 
 def _markdown_table(header: list[str], body: list[list[str]]) -> list[str]:
@@ -198,8 +258,9 @@ def print_report(report: BenchReport, console: Console) -> None:
         caption="saved: residual MiB, parameters left out · xmin: over L·B·F·4 (block inputs) · "
         "temp: XLA compiled temp MiB · peak: torch profiler / MLX allocator MiB · "
         "mm: matmuls per step · "
-        "ms: median step · xnone: median per-repeat time ratio ± half its interquartile "
-        "range (! over ±5%)",
+        "n: timed repeats · ms: median step ± half its interquartile range, relative · "
+        "xnone: median per-repeat time ratio ± half its interquartile range "
+        f"(! over ±{s.target_spread:.0%}; ±?: one repeat, spread unknown)",
         box=None,  # no rules: the table fits an 80-column terminal
         padding=(0, 1),
         pad_edge=False,
@@ -215,120 +276,25 @@ def print_report(report: BenchReport, console: Console) -> None:
             previous = row[0]
         table.add_row(*row)
     console.print(table)
-    for t in targets(report.results):
+    for t in targets(report.results, s.target_spread):
         saved = "[green]✓[/]" if t["saved_target_met"] else "[red]✗[/]"
-        met = t["time_target_met"]
-        timed = {True: "[green]✓[/]", False: "[red]✗[/]", None: ""}[met]
-        judged = t["time_ratio_worst"] if t["time_target_at"] == "every L" else None
-        judged = t["time_ratio_deepest"] if judged is None else judged
+        which = "worst" if t["time_target_at"] == "every L" else "deepest"
         console.print(
             f"{t['line']}: saved/min ≤ {SAVED_TARGET}: {t['saved_ratio_worst']:.2f} {saved} · "
             f"time/none ≤ {t['time_target']} at {t['time_target_at']}: "
-            f"{_number(judged, '.2f')} {timed}"
+            f"{_target_ratio(t, which)} {VERDICT_MARKUP[t['time_verdict']]}"
         )
-
-
-# The plot: colour by mode, line style by framework and variant.
-_COLOURS = {"none": "tab:red", "full": "tab:blue", "save-mm": "tab:green"}
-_STYLES = {
-    ("jax", "unrolled"): "-",
-    ("jax", "scan"): "--",
-    ("torch", ""): ":",
-    ("torch", "compiled"): (0, (5, 2, 1, 2)),
-    ("mlx", ""): "-.",
-    ("tensorflow", "eager"): (0, (3, 1, 1, 1)),
-    ("tensorflow", "function"): (0, (5, 2)),
-    ("tensorflow", "xla"): (0, (1, 1)),
-}
-_MARKERS = {"jax": "o", "torch": "s", "mlx": "D", "tensorflow": "^"}
+    console.print(
+        f"[dim]✓/✗ only where the ratio's spread is within ±{s.target_spread:.0%} and its band "
+        "clears the target; otherwise inconclusive[/]"
+    )
+    warning = load_warning(report)
+    if warning:
+        console.print(f"[yellow]warning[/]: {warning}")
 
 
 def plot(report: BenchReport, path) -> str | None:
-    """Draw bytes, time and time ratio against L into `path` (PNG). **Returns:** None or why not."""
-    try:
-        import matplotlib
-    except ImportError:
-        return "matplotlib is not installed (pip install 'remat-conformance[bench]')"
-    matplotlib.use("Agg")  # no display needed
-    import matplotlib.pyplot as plt
+    """Draw the bench into `path` (PNG): `conformance.bench.plot`. **Returns:** None or why not."""
+    from .plot import plot as draw
 
-    s = report.settings
-    figure, axes = plt.subplots(2, 2, figsize=(13, 9.5))
-    panels = (
-        ("saved residual bytes (MiB)", lambda r: r.saved_bytes / MIB, True),
-        ("XLA compiled temp (jax) · peak (torch profiler, MLX allocator), MiB", _memory, True),
-        ("step time, forward+backward (ms, median)", lambda r: _ms(r.step_median), True),
-        ("step time / no checkpoint (median of per-repeat ratios)", lambda r: r.time_ratio, False),
-    )
-    lines = sorted({(r.framework, r.variant, r.mode) for r in report.results})
-    for axis, (title, value, log_y) in zip(axes.flat, panels, strict=True):
-        for framework, variant, mode in lines:
-            mine = sorted(
-                (
-                    r
-                    for r in report.results
-                    if (r.framework, r.variant, r.mode) == (framework, variant, mode)
-                ),
-                key=lambda r: r.depth,
-            )
-            points = [(r.depth, value(r)) for r in mine if value(r) is not None]
-            if not points:
-                continue
-            axis.plot(
-                *zip(*points, strict=True),
-                linestyle=_STYLES.get((framework, variant), "-."),
-                marker=_MARKERS.get(framework, "^"),
-                color=_COLOURS.get(mode, "black"),
-                label=mine[0].label,
-                alpha=0.8,
-            )
-        axis.set_title(title, fontsize=10)
-        axis.set_xlabel("depth L (blocks)")
-        axis.set_xscale("log", base=2)
-        if log_y:
-            axis.set_yscale("log", base=2)
-        axis.set_xticks(list(s.depths), [str(d) for d in s.depths])
-        axis.grid(alpha=0.3, which="both")
-    depths = sorted(s.depths)
-    axes[0, 0].plot(
-        depths,
-        [d * s.batch * s.features * 4 / MIB for d in depths],
-        color="black",
-        linestyle=(0, (1, 3)),
-        linewidth=2.5,
-        label="analytic minimum L·B·F·4",
-    )
-    ratio = axes[1, 1]
-    ratio.axhline(TIME_TARGET, color="black", linestyle="--", linewidth=1, label="target 1.4")
-    for target in sorted(set(TIME_TARGETS_EVERY_L.values())):
-        ratio.axhline(target, color="black", linestyle=":", linewidth=1, label=f"target {target}")
-    ratio.axhline(4 / 3, color="grey", linestyle=":", linewidth=1, label="4/3: one more forward")
-    ratio.axhline(
-        7 / 6, color="grey", linestyle="-.", linewidth=1, label="7/6: one more matmul per block"
-    )
-    ratio.axhline(1.0, color="grey", linewidth=0.5)
-    axes[0, 0].legend(fontsize=7, ncol=2, handlelength=3.5)
-    ratio.legend(
-        handles=[h for h in ratio.get_lines() if not h.get_label().startswith("_")][
-            -3 - len(set(TIME_TARGETS_EVERY_L.values())) :
-        ],
-        fontsize=7,
-        loc="upper left",
-    )
-    figure.suptitle(
-        f"L blocks Dense({s.features}) → relu → Dense({s.features}), batch {s.batch}, float32, "
-        f"CPU ({os.cpu_count()} cores) · colour: mode · line style: framework and variant"
-    )
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return None
-
-
-def _memory(result: Result) -> float | None:
-    value = result.temp_bytes if result.temp_bytes is not None else result.peak_bytes
-    return None if value is None else value / MIB
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1e3
+    return draw(report, path)

@@ -7,6 +7,7 @@ units: the block inputs.
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from conformance import bench, cli
 from conformance.bench import measure, render
 from conformance.bench.measure import Result, Settings, Static
 from conformance.running import timing
+from tests.helpers import ROOT
 
 B, F = 4, 8  # B != F, so that a shape tells an activation (B, F) from a weight (F, F)
 UNIT = B * F * 4
@@ -478,7 +480,9 @@ def test_ratios_are_per_repeat_medians_and_targets_are_checked():
     assert results[1].saved_ratio == 1.0
     (target,) = render.targets(results)
     assert target["saved_target_met"]
-    assert target["time_target_met"]
+    # 1.1, 1.3, 1.6: half their range is ±19% of 1.3, too wide to call under 1.4.
+    assert target["time_verdict"] == "inconclusive"
+    assert target["time_target_met"] is None
     assert target["time_ratio_worst"] == pytest.approx(1.3)
 
 
@@ -496,7 +500,7 @@ def test_markdown_has_a_row_per_result_and_the_definitions():
 def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     argv = ["bench", "--out", str(tmp_path), "--depths", "1", "2", "--batch", str(B)]
-    argv += ["--features", str(F), "--repeats", "1", "--max-repeats", "1", "--json"]
+    argv += ["--features", str(F), "--repeats", "3", "--max-repeats", "3", "--json"]
     args = cli.parser().parse_args(argv)
     assert cli.COMMANDS["bench"].run(args) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
@@ -508,8 +512,11 @@ def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
     for row in data["results"]:
         assert row["analytic_minimum"] == row["depth"] * UNIT
         assert row["saved_bytes"] > 0
-        assert len(row["step_seconds"]) == 1
+        assert len(row["step_seconds"]) == row["n"] == 3
         assert row["time_ratio"] is not None
+        # Three repeats still carry a spread (half their range), never a silent null.
+        assert row["step_spread"] is not None
+        assert row["time_ratio_spread"] is not None
     assert "| L | stack | mode |" in (tmp_path / "bench.md").read_text()
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -554,7 +561,12 @@ def test_a_missing_framework_is_skipped_with_a_reason():
 
 
 def test_the_spread_is_half_the_interquartile_range_over_the_median():
-    assert measure.relative_spread([1.0, 1.0, 1.0]) is None  # too few to say
+    assert measure.relative_spread([1.0]) is None  # one sample: no spread to tell
+    # Fewer than 4: half the whole range, the cautious figure (the issue: --repeats 3
+    # --max-repeats 3 left the spread null and silently omitted).
+    assert measure.quartiles([2.0, 1.0]) == (1.0, 1.5, 2.0)
+    assert measure.quartiles([3.0, 1.0, 2.0]) == (1.0, 2.0, 3.0)
+    assert measure.relative_spread([3.0, 1.0, 2.0]) == pytest.approx((3 - 1) / 2 / 2)
     spread = measure.relative_spread([0.9, 1.0, 1.0, 1.0, 1.1])
     q1, median, q3 = 0.95, 1.0, 1.05  # statistics.quantiles' exclusive method
     assert spread == pytest.approx((q3 - q1) / 2 / median)
@@ -564,3 +576,127 @@ def test_the_spread_is_half_the_interquartile_range_over_the_median():
     steady = Result("jax", "scan", "full", 1, 8, 4, 1, 32, 32, None, None, None, [])
     steady.time_ratios = [1.30, 1.31, 1.30, 1.29, 1.30]
     assert render.ratio_with_spread(steady) == "1.30 ±0%"
+
+
+def test_a_verdict_needs_a_spread_within_the_target_and_a_band_clear_of_it():
+    assert measure.verdict(1.2, 0.04, 1.4, 0.05) == "met"  # 1.248 <= 1.4
+    assert measure.verdict(1.6, 0.04, 1.4, 0.05) == "missed"  # 1.536 > 1.4
+    assert measure.verdict(1.38, 0.04, 1.4, 0.05) == "inconclusive"  # band 1.32..1.44
+    assert measure.verdict(2.34, 1.6, 1.4, 0.05) == "inconclusive"  # the issue's ±160%
+    assert measure.verdict(1.0, 0.06, 1.4, 0.05) == "inconclusive"  # spread over target
+    assert measure.verdict(1.0, None, 1.4, 0.05) == "inconclusive"  # one repeat
+    assert measure.verdict(None, 0.01, 1.4, 0.05) == "inconclusive"
+
+
+def _timed(mode, depth, ratios, framework="torch", variant=""):
+    result = _result(framework, variant, mode, depth, 1, [1.0] * len(ratios))
+    result.time_ratios = list(ratios)
+    return result
+
+
+def test_a_noisy_ratio_reads_inconclusive_never_a_tick_or_a_cross():
+    # The issue: "time/none <= 1.4 at deepest L: 2.34 ✗" from ±160% data.
+    noisy = [0.5, 1.0, 2.34, 5.0, 8.0]  # median 2.34, quartiles 0.75 and 6.5: ±123%
+    steady_over = [2.30, 2.33, 2.34, 2.35, 2.36]
+    steady_under = [1.10, 1.11, 1.12, 1.13, 1.14]
+    for ratios, expected in ((noisy, "inconclusive"), (steady_over, "missed"),
+                             (steady_under, "met")):  # fmt: skip
+        (target,) = render.targets([_timed("full", 4, ratios)])
+        assert target["time_verdict"] == expected
+        assert target["time_target_met"] == {"met": True, "missed": False}.get(expected)
+        assert target["time_ratio_deepest_n"] == 5
+        assert target["time_ratio_deepest_spread"] is not None
+
+
+def test_every_l_targets_miss_on_one_clear_miss_and_meet_only_when_all_meet():
+    clear_under, clear_over, noisy = [1.0] * 5, [1.5] * 5, [0.5, 1.0, 1.1, 3.0, 4.0]
+    for ratios, expected in (
+        ((clear_under, clear_under), "met"),
+        ((clear_under, noisy), "inconclusive"),
+        ((noisy, clear_over), "missed"),
+    ):
+        results = [
+            _timed("full", depth, r, variant="compiled")
+            for depth, r in zip((1, 2), ratios, strict=True)
+        ]
+        (target,) = render.targets(results)
+        assert target["time_target_at"] == "every L"
+        assert target["time_verdict"] == expected
+
+
+def _console_text(report) -> str:
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    render.print_report(report, Console(file=out, width=200, color_system=None))
+    return out.getvalue()
+
+
+def test_the_terminal_and_markdown_say_inconclusive_and_warn_of_load():
+    results = [_timed("none", 2, [1.0] * 5), _timed("full", 2, [0.5, 1.0, 2.34, 5.0, 8.0])]
+    loaded = bench.BenchReport(Settings(depths=(2,), batch=B, features=F), results)
+    cores = os.cpu_count()
+    loaded.load = {"before": cores + 4.9, "after": cores + 5.9}
+    text = _console_text(loaded)
+    (line,) = [row for row in text.splitlines() if row.startswith("torch · full:")]
+    assert line.endswith("inconclusive")
+    assert "✓" not in line.split("time/none")[1]
+    assert "✗" not in line
+    assert "2.34 ±" in line
+    assert "(n=5)" in line
+    assert "warning: the machine was loaded" in text
+    assert f"{cores + 4.9:.1f} before" in text
+    markdown = render.markdown(loaded)
+    assert "inconclusive" in markdown
+    assert "**Warning:** the machine was loaded" in markdown
+    quiet = bench.BenchReport(loaded.settings, results, load={"before": 0.0, "after": 0.0})
+    assert "loaded" not in _console_text(quiet)
+    assert "Warning" not in render.markdown(quiet)
+
+
+def test_a_bench_report_reads_back_from_its_json():
+    results = [_timed("none", 2, [1.0] * 3), _timed("full", 2, [1.1, 1.2, 1.3])]
+    report = bench.BenchReport(Settings(depths=(2,), batch=B, features=F), results)
+    report.load = {"before": 0.5, "after": 0.7}
+    back = bench.from_json(json.loads(json.dumps(report.to_json())))
+    assert back.settings == report.settings
+    assert [r.time_ratios for r in back.results] == [r.time_ratios for r in results]
+    assert back.load == report.load
+    with pytest.raises(ValueError, match="not a bench report: no results"):
+        bench.from_json({"settings": {}})
+
+
+def test_the_plot_has_a_row_per_framework_and_one_metric_per_memory_axis():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from conformance.bench import plot
+
+    data = json.loads((ROOT / "docs" / "bench.json").read_text())
+    report = bench.from_json(data)
+    frameworks = list(dict.fromkeys(r.framework for r in report.results))
+    drawing = plot.figure(report)
+    axes = drawing.axes
+    titles = [a.get_title() for a in axes if a.get_title()]
+    columns = len(titles)
+    assert len(axes) == columns * len(frameworks)
+    assert [a.get_ylabel() for a in axes[::columns]] == frameworks
+    # XLA temp and the allocator peak are columns of their own, never one axis.
+    assert any("XLA compiled temp" in t for t in titles)
+    assert any("allocation peak" in t for t in titles)
+    assert not any("temp" in t and "peak" in t for t in titles)
+    lines_per_axis = [
+        len([line for line in a.get_lines() if len(line.get_xdata()) > 1]) for a in axes
+    ]
+    assert max(lines_per_axis) <= 3 * 3 + 1  # a framework's variants x modes, + the minimum
+    assert not any(a.get_legend() for a in axes)  # the legend is the figure's, below
+    assert len(drawing.legends) == 1
+    # Error bands on every time panel that has lines; plain tick labels, no 2^11.
+    time_axes = [a for i, a in enumerate(axes) if "step time" in titles[i % columns]]
+    assert all(a.collections for a in time_axes)
+    drawing.canvas.draw()
+    for axis in time_axes:
+        labels = [t.get_text() for t in axis.get_yticklabels() if t.get_text()]
+        assert labels
+        assert all(label.replace(".", "").isdigit() for label in labels), labels

@@ -1,0 +1,201 @@
+"""The bench's plot: one row of panels per framework, one column per metric.
+
+A row holds one framework's lines only (its variants, by line style; the
+modes, by colour), so no axis carries more than nine lines. Every memory
+axis shows one metric: XLA's compiled temp and torch's profiler peak are
+different things and never share an axis. Times have error bands (the
+interquartile range of the repeats); ticks read in plain milliseconds. The
+legend sits below the panels, never over the data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .measure import MODES, Result
+
+if TYPE_CHECKING:
+    from . import BenchReport
+
+MIB = 2**20
+COLOURS = {"none": "tab:red", "full": "tab:blue", "save-mm": "tab:green"}
+STYLES = ("-", "--", ":", "-.")  # variants of one framework, in order
+MARKERS = {"none": "o", "full": "s", "save-mm": "^"}
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def _band(quartiles, scale: float = 1.0):
+    return None if quartiles is None else (quartiles[0] * scale, quartiles[2] * scale)
+
+
+# (column title, value of a result, its IQR band or None, y on a log scale)
+Metric = tuple[str, Callable[[Result], float | None], Callable[[Result], tuple | None], bool]
+METRICS: tuple[Metric, ...] = (
+    ("saved residuals (MiB)", lambda r: r.saved_bytes / MIB, lambda r: None, True),
+    (
+        "XLA compiled temp (MiB)",
+        lambda r: None if r.temp_bytes is None else r.temp_bytes / MIB,
+        lambda r: None,
+        True,
+    ),
+    (
+        "allocation peak (MiB): torch profiler, MLX allocator",
+        lambda r: None if r.peak_bytes is None else r.peak_bytes / MIB,
+        lambda r: None,
+        True,
+    ),
+    (
+        "step time (ms), median and IQR",
+        lambda r: _ms(r.step_median),
+        lambda r: _band(r.step_quartiles, 1e3),
+        True,
+    ),
+    (
+        "time / no checkpoint, median and IQR",
+        lambda r: None if r.mode == "none" else r.time_ratio,
+        lambda r: None if r.mode == "none" else _band(r.time_ratio_quartiles),
+        False,
+    ),
+)
+
+
+def plot(report: BenchReport, path) -> str | None:
+    """Draw the bench into `path` (PNG). **Returns:** None, or why there is no plot."""
+    try:
+        import matplotlib
+    except ImportError:
+        return "matplotlib is not installed (pip install 'remat-conformance[bench]')"
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
+    if not report.results:
+        return "no results to plot"
+    drawn = figure(report)
+    drawn.savefig(path, dpi=80)
+    plt.close(drawn)
+    return None
+
+
+def figure(report: BenchReport):
+    """The plot as a matplotlib `Figure` (matplotlib imported, Agg chosen, by the caller)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    from .render import TIME_TARGET, TIME_TARGETS_EVERY_L
+
+    results = report.results
+    s = report.settings
+    frameworks = list(dict.fromkeys(r.framework for r in results))
+    # Only the metrics some result has: an empty column says nothing.
+    metrics = [m for m in METRICS if any(m[1](r) is not None for r in results)]
+    drawing, axes = plt.subplots(
+        len(frameworks),
+        len(metrics),
+        figsize=(3.6 * len(metrics), 2.9 * len(frameworks) + 1.2),
+        squeeze=False,
+    )
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    variant_styles: dict[tuple[str, str], str] = {}
+    for row, framework in enumerate(frameworks):
+        mine = [r for r in results if r.framework == framework]
+        variants = list(dict.fromkeys(r.variant for r in mine))
+        for i, variant in enumerate(variants):
+            variant_styles[(framework, variant)] = STYLES[i % len(STYLES)]
+        for column, (title, value, band, log_y) in enumerate(metrics):
+            axis = axes[row, column]
+            drawn = False
+            for variant in variants:
+                for mode in MODES:
+                    line = sorted(
+                        (r for r in mine if (r.variant, r.mode) == (variant, mode)),
+                        key=lambda r: r.depth,
+                    )
+                    points = [(r.depth, value(r), band(r)) for r in line if value(r) is not None]
+                    if not points:
+                        continue
+                    depths = [p[0] for p in points]
+                    axis.plot(
+                        depths,
+                        [p[1] for p in points],
+                        linestyle=variant_styles[(framework, variant)],
+                        marker=MARKERS[mode],
+                        markersize=4,
+                        color=COLOURS[mode],
+                    )
+                    bands = [p for p in points if p[2] is not None]
+                    if bands:
+                        axis.fill_between(
+                            [p[0] for p in bands],
+                            [p[2][0] for p in bands],
+                            [p[2][1] for p in bands],
+                            color=COLOURS[mode],
+                            alpha=0.18,
+                            linewidth=0,
+                        )
+                    drawn = True
+            if not drawn:
+                axis.text(0.5, 0.5, "not measured\nfor " + framework, ha="center",
+                          va="center", transform=axis.transAxes, color="grey")  # fmt: skip
+                axis.set_xticks([])
+                axis.set_yticks([])
+            else:
+                _decorate(axis, s, title, log_y, plain, NullFormatter)
+                if column == 0:
+                    analytic = [d * s.batch * s.features * 4 / MIB for d in sorted(s.depths)]
+                    axis.plot(sorted(s.depths), analytic, color="grey", alpha=0.5,
+                              linewidth=4, zorder=0)  # fmt: skip
+                if title.startswith("time /"):
+                    axis.axhline(TIME_TARGET, color="black", linestyle="--", linewidth=1)
+                    for (owner, _), target in TIME_TARGETS_EVERY_L.items():
+                        if owner == framework:
+                            axis.axhline(target, color="black", linestyle=":", linewidth=1)
+                    axis.axhline(1.0, color="grey", linewidth=0.5)
+            if row == 0:
+                axis.set_title(title, fontsize=9)
+            if column == 0:
+                axis.set_ylabel(framework, fontsize=11, fontweight="bold")
+    handles = [
+        Line2D([], [], color=COLOURS[m], marker=MARKERS[m], label=f"mode {m}") for m in MODES
+    ]
+    handles += [
+        Line2D([], [], color="black", linestyle=style, label=f"{fw} {variant}".strip())
+        for (fw, variant), style in variant_styles.items()
+    ]
+    handles += [
+        Line2D([], [], color="grey", alpha=0.5, linewidth=4, label="analytic minimum L·B·F·4"),
+        Line2D([], [], color="black", linestyle="--", label=f"time target {TIME_TARGET}"),
+    ]
+    for (fw, variant), target in TIME_TARGETS_EVERY_L.items():
+        handles.append(
+            Line2D([], [], color="black", linestyle=":", label=f"{fw} {variant}: {target} every L")
+        )
+    drawing.legend(handles=handles, loc="lower center", ncol=min(6, len(handles)), fontsize=8,
+                  frameon=False)  # fmt: skip
+    drawing.suptitle(
+        f"L blocks Dense({s.features}) → relu → Dense({s.features}), batch {s.batch}, float32, "
+        f"CPU ({os.cpu_count()} cores) · bands: interquartile range of the repeats",
+        fontsize=11,
+    )
+    legend_rows = -(-len(handles) // min(6, len(handles)))
+    drawing.tight_layout(rect=(0, 0.03 + 0.12 * legend_rows / (2.9 * len(frameworks)), 1, 0.97))
+    return drawing
+
+
+def _decorate(axis, settings, title: str, log_y: bool, plain, null_formatter) -> None:
+    """Log-2 depths, plain tick labels (`2048`, not `2^11`), a light grid."""
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(list(settings.depths), [str(d) for d in settings.depths])
+    axis.xaxis.set_minor_formatter(null_formatter())
+    if log_y:
+        axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(plain)
+        axis.yaxis.set_minor_formatter(null_formatter())
+    axis.set_xlabel("depth L", fontsize=8)
+    axis.tick_params(labelsize=8)
+    axis.grid(alpha=0.3, which="both")
