@@ -10,6 +10,8 @@ Commands (each in `conformance.commands`, which owns its flags):
   memory and time).
 - `merge REPORT.json ...`: many runs' `--json` reports (one per CI job) as
   one matrix, grouped by machine and device; Markdown and JSON too.
+- `report REPORT.json ...`: one self-contained HTML page (and Markdown) from
+  run, compare and bench reports.
 
 Exit codes: 0 success, 1 a check failed, 2 a usage error (one line naming
 the flag, before any work: `conformance.commands.arguments`); 130 and 143 when SIGINT
@@ -28,7 +30,7 @@ import signal
 import sys
 from collections.abc import Iterator
 
-from .commands import arguments, bench, compare, list_ports, merge, run, vectors
+from .commands import arguments, bench, compare, list_ports, merge, report, run, vectors
 from .running import environment, interrupts, isolation
 
 COMMANDS = {
@@ -38,6 +40,7 @@ COMMANDS = {
     "compare": compare,
     "bench": bench,
     "merge": merge,
+    "report": report,
 }
 
 

@@ -140,16 +140,24 @@ def figure(report: BenchReport):
                         )
                     drawn = True
             if not drawn:
-                axis.text(0.5, 0.5, "not measured\nfor " + framework, ha="center",
-                          va="center", transform=axis.transAxes, color="grey")  # fmt: skip
+                axis.text(
+                    0.5,
+                    0.5,
+                    "not measured\nfor " + framework,
+                    ha="center",
+                    va="center",
+                    transform=axis.transAxes,
+                    color="grey",
+                )
                 axis.set_xticks([])
                 axis.set_yticks([])
             else:
                 _decorate(axis, s, title, log_y, plain, NullFormatter)
                 if column == 0:
                     analytic = [d * s.batch * s.features * 4 / MIB for d in sorted(s.depths)]
-                    axis.plot(sorted(s.depths), analytic, color="grey", alpha=0.5,
-                              linewidth=4, zorder=0)  # fmt: skip
+                    axis.plot(
+                        sorted(s.depths), analytic, color="grey", alpha=0.5, linewidth=4, zorder=0
+                    )
                 if title.startswith("time /"):
                     axis.axhline(TIME_TARGET, color="black", linestyle="--", linewidth=1)
                     for (owner, _), target in TIME_TARGETS_EVERY_L.items():
@@ -175,8 +183,9 @@ def figure(report: BenchReport):
         handles.append(
             Line2D([], [], color="black", linestyle=":", label=f"{fw} {variant}: {target} every L")
         )
-    drawing.legend(handles=handles, loc="lower center", ncol=min(6, len(handles)), fontsize=8,
-                  frameon=False)  # fmt: skip
+    drawing.legend(
+        handles=handles, loc="lower center", ncol=min(6, len(handles)), fontsize=8, frameon=False
+    )
     drawing.suptitle(
         f"L blocks Dense({s.features}) → relu → Dense({s.features}), batch {s.batch}, float32, "
         f"CPU ({os.cpu_count()} cores) · bands: interquartile range of the repeats",

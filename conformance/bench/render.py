@@ -195,8 +195,8 @@ def markdown(report: BenchReport) -> str:
         [
             t["line"],
             f"{t['saved_ratio_worst']:.2f} {'✓' if t['saved_target_met'] else '✗'}",
-            _target_ratio(t, "deepest"),
-            _target_ratio(t, "worst"),
+            target_ratio(t, "deepest"),
+            target_ratio(t, "worst"),
             f"≤ {t['time_target']} at {t['time_target_at']}: {VERDICT_MARKS[t['time_verdict']]}",
         ]
         for t in targets(report.results, s.target_spread)
@@ -214,7 +214,7 @@ def markdown(report: BenchReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _target_ratio(target: dict[str, Any], which: str) -> str:
+def target_ratio(target: dict[str, Any], which: str) -> str:
     # `1.31 ±2% (n=11)`: a target's ratio with what it rests on.
     ratio = target[f"time_ratio_{which}"]
     if ratio is None:
@@ -282,7 +282,7 @@ def print_report(report: BenchReport, console: Console) -> None:
         console.print(
             f"{t['line']}: saved/min ≤ {SAVED_TARGET}: {t['saved_ratio_worst']:.2f} {saved} · "
             f"time/none ≤ {t['time_target']} at {t['time_target_at']}: "
-            f"{_target_ratio(t, which)} {VERDICT_MARKUP[t['time_verdict']]}"
+            f"{target_ratio(t, which)} {VERDICT_MARKUP[t['time_verdict']]}"
         )
     console.print(
         f"[dim]✓/✗ only where the ratio's spread is within ±{s.target_spread:.0%} and its band "

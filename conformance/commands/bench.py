@@ -65,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=tuple(FRAMEWORKS),
         help="bench only this framework (repeatable; default: all installed)",
     )
+    parser.add_argument(
+        "--csv",
+        type=arguments.writable_file,
+        default=None,
+        metavar="PATH",
+        help="also write one row per configuration and depth (n, quartiles of the times) "
+        "as CSV, raw numbers; an existing file is replaced",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON instead of the table")
 
 
@@ -148,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
     (args.out / "bench.json").write_text(dumps(data) + "\n")
     (args.out / "bench.md").write_text(render.markdown(report))
     written = [args.out / "bench.json", args.out / "bench.md"]
+    if args.csv is not None:
+        from ..report import csv_files
+
+        written.append(csv_files.write_bench(args.csv, data))
     plotted = render.plot(report, args.out / "bench.png")
     if plotted is None:
         written.append(args.out / "bench.png")

@@ -39,6 +39,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the first-call timing (a fresh process per port)",
     )
+    parser.add_argument(
+        "--csv",
+        type=arguments.writable_file,
+        default=None,
+        metavar="PATH",
+        help="also write one row per port (every difference, bound, bits, residual, time) "
+        "as CSV, raw numbers; an existing file is replaced",
+    )
+    parser.add_argument(
+        "--plot",
+        type=arguments.writable_directory,
+        default=None,
+        metavar="DIR",
+        help="also draw the pictures into DIR (made if missing): compare-strip.png (saved and "
+        "rerun per port), compare-time-vs-saved.png, compare-bits.png; needs matplotlib",
+    )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
 
@@ -66,8 +82,32 @@ def run(args: argparse.Namespace) -> int:
     except implementations.PortUnavailable as error:
         console.print(f"error: the canonical port is needed to compare: {error.reason}")
         return 2
+    if args.csv is not None or args.plot is not None:
+        _write_files(comparison.to_json(), args, console)
     if args.json:
         print(dumps(comparison.to_json()))
     else:
         compare.print_comparison(comparison, Console())
     return 1 if compare.failed(comparison) else 0
+
+
+def _write_files(data: dict, args: argparse.Namespace, console) -> None:
+    """`--csv` and `--plot`: the table as CSV, the pictures as PNG files."""
+    from ..report import csv_files
+
+    if args.csv is not None:
+        csv_files.write_compare(args.csv, data)
+        console.print(f"compare: wrote {args.csv}")
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            console.print(
+                "[yellow]no pictures[/]: matplotlib is not installed "
+                "(pip install 'remat-conformance[bench]')"
+            )
+            return
+        from ..report import pictures
+
+        written = pictures.write_compare_pictures(data, args.plot)
+        console.print("compare: wrote " + ", ".join(str(p) for p in written))

@@ -60,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the matrix as Markdown (as `merge --markdown` does); "
         "an existing file is replaced",
     )
+    parser.add_argument(
+        "--csv",
+        type=arguments.writable_file,
+        default=None,
+        metavar="PATH",
+        help="also write one row per port and property (status, examples, worst ratio, seconds) "
+        "as CSV, raw numbers; an existing file is replaced",
+    )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
     parser.add_argument(
         "--jobs",
@@ -167,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     data = to_json(report)
     # Before the report is printed: a reader that closes the pipe early cannot lose it.
     written = args.markdown is None or _write_markdown(data, args.markdown)
+    written = (args.csv is None or _write_csv(data, args.csv)) and written
     try:
         if args.json:
             out.write(dumps(data) + "\n")
@@ -204,6 +213,19 @@ def _write_markdown(data: dict, path: Path) -> bool:
         path.write_text(merge.markdown(merged), encoding="utf-8")
     except OSError as error:
         message = f"--markdown: cannot write {path}: {error.strerror}"
+        print(f"python -m conformance run: error: {message}", file=sys.stderr)
+        return False
+    return True
+
+
+def _write_csv(data: dict, path: Path) -> bool:
+    """Write the matrix as CSV (`conformance.report.csv_files`); False if it cannot."""
+    from ..report import csv_files
+
+    try:
+        csv_files.write_run(path, data)
+    except OSError as error:
+        message = f"--csv: cannot write {path}: {error.strerror}"
         print(f"python -m conformance run: error: {message}", file=sys.stderr)
         return False
     return True

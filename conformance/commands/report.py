@@ -1,0 +1,132 @@
+"""`python -m conformance report`: one self-contained HTML page from run, compare and bench reports.
+
+Give it the JSON reports (`run --json > run.json`, `compare --json >
+compare.json`, `bench --out DIR` writes DIR/bench.json), or let it make them:
+`--make run`, `--make compare`, `--make bench` run those commands now, each
+in a child process of its own (`--implementation` narrows the ports, `--profile`
+the run), and report on what they wrote. The page holds the matrix, the
+mutation score, the compare table and pictures, the precision bits, the bench
+table and plot, and the machine and versions; CSS and images are inline, so it
+opens from `file://` with no network. `--markdown PATH` writes the same
+content as Markdown (for a CI summary), its pictures beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..running import interrupts, profiles
+from . import arguments
+
+HELP = "one self-contained HTML page (and Markdown) from run, compare and bench reports"
+MAKEABLE = ("run", "compare", "bench")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "reports",
+        nargs="*",
+        type=arguments.existing_file,
+        metavar="REPORT.json",
+        help="run --json, compare --json or bench.json reports, shown in this order",
+    )
+    parser.add_argument(
+        "--out",
+        type=arguments.writable_file,
+        default="report.html",
+        metavar="PATH",
+        help="the HTML page to write; an existing file is replaced (default: report.html)",
+    )
+    parser.add_argument(
+        "--markdown",
+        type=arguments.writable_file,
+        default=None,
+        metavar="PATH",
+        help="also write the report as Markdown, its pictures in <stem>-pictures/ beside it",
+    )
+    parser.add_argument(
+        "--make",
+        action="append",
+        choices=MAKEABLE,
+        help="run this command now and report on it (repeatable): run (the suite), "
+        "compare (without first calls), bench (depths 1 2 4, batch 256)",
+    )
+    parser.add_argument(
+        "--implementation",
+        "--port",
+        action="append",
+        type=arguments.port_name,
+        metavar="NAME",
+        help="with --make run/compare: only this port (repeatable)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=arguments.profile_name,
+        default=None,
+        help=f"with --make run: the Hypothesis profile ({', '.join(profiles.PROFILES)})",
+    )
+    parser.add_argument(
+        "--no-pictures", action="store_true", help="leave the pictures out (no matplotlib needed)"
+    )
+
+
+def validate(args: argparse.Namespace) -> None:
+    """A report needs something to show."""
+    if not args.reports and not args.make:
+        raise arguments.UsageError("give REPORT.json files, or --make run/compare/bench")
+
+
+def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[list[str], Path]:
+    """The child command that makes one report, and the file it ends up in."""
+    command = [sys.executable, "-m", "conformance", kind]
+    ports = [w for name in args.implementation or () for w in ("--implementation", name)]
+    if kind == "run":
+        profile = ["--profile", args.profile] if args.profile else []
+        return [*command, "--json", *profile, *ports], scratch / "run.json"
+    if kind == "compare":
+        return [*command, "--json", "--no-first-call", *ports], scratch / "compare.json"
+    out = scratch / "bench"
+    bench = ["--out", str(out), "--depths", "1", "2", "4", "--batch", "256"]
+    return [*command, *bench], out / "bench.json"
+
+
+def make(kind: str, args: argparse.Namespace, scratch: Path) -> Path:
+    """Run one command in a child process; its report's path. Exit 1 (not 0) is a finding."""
+    command, path = make_command(kind, args, scratch)
+    print(f"report: running {' '.join(command[2:])}", file=sys.stderr)
+    stdout = path.open("w") if kind != "bench" else subprocess.DEVNULL
+    try:
+        done = subprocess.run(command, stdout=stdout, check=False)
+    finally:
+        if stdout is not subprocess.DEVNULL:
+            stdout.close()
+    interrupts.check()
+    if done.returncode not in (0, 1) or not path.exists() or not path.stat().st_size:
+        raise RuntimeError(f"{kind} exited {done.returncode} without a report")
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the page (and the Markdown); exit 2 when a report cannot be read or made."""
+    from ..report import DocumentError, build
+
+    with tempfile.TemporaryDirectory(prefix="conformance-report-") as scratch:
+        reports = list(args.reports)
+        try:
+            reports += [make(kind, args, Path(scratch)) for kind in args.make or ()]
+            report = build(
+                reports,
+                html_path=args.out,
+                markdown_path=args.markdown,
+                pictures=not args.no_pictures,
+            )
+        except (DocumentError, RuntimeError) as error:
+            print(f"python -m conformance report: error: {error}", file=sys.stderr)
+            return 2
+    written = [report.html_path, report.markdown_path]
+    print("report: wrote " + ", ".join(str(p) for p in written if p), file=sys.stderr)
+    return 0

@@ -1,0 +1,111 @@
+"""`python -m conformance report`: one self-contained HTML page (and Markdown) from JSON reports.
+
+`build(...)` is the entry point, for the CLI and for `conformance.report`:
+it reads `run --json`, `compare --json` and `bench.json` reports (or runs a
+compare and a bench itself), and returns a `Report` holding the HTML and
+the Markdown, written to files when asked.
+
+- `documents`: read a report and tell its kind;
+- `tables`: the tables as plain strings (HTML, Markdown and CSV share them);
+- `pictures`: the compare pictures and the bench plot, PNG bytes;
+- `sections`: what the report shows, in order;
+- `html`, `markdown`: the two renderings.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import html, markdown
+from .documents import Document, DocumentError, from_data, read
+from .sections import Section, sections
+
+__all__ = ["Document", "DocumentError", "Report", "build"]
+
+TITLE = "remat-conformance report"
+
+
+@dataclass
+class Report:
+    """A built report: the documents it was made of, its HTML page and its Markdown.
+
+    `html_path` and `markdown_path` are where they were written (None: not written).
+    """
+
+    documents: list[Document]
+    html: str
+    markdown: str
+    sections: list[Section] = field(default_factory=list)
+    html_path: Path | None = None
+    markdown_path: Path | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The reports it holds, by kind, as they were read (the same data as their JSON)."""
+        return {
+            "documents": [
+                {"kind": d.kind, "source": d.source, "data": d.data} for d in self.documents
+            ],
+            "html_path": None if self.html_path is None else str(self.html_path),
+            "markdown_path": None if self.markdown_path is None else str(self.markdown_path),
+        }
+
+
+def build(
+    reports: Sequence[str | Path | dict[str, Any]] = (),
+    *,
+    html_path: str | Path | None = None,
+    markdown_path: str | Path | None = None,
+    pictures: bool = True,
+    title: str = TITLE,
+) -> Report:
+    """Build the report from JSON reports: paths, or already parsed documents.
+
+    **Arguments:**
+
+    - `reports`: `run --json`, `compare --json` and `bench.json` reports, as
+      file paths or parsed `dict`s (an object with `to_json()`, such as a
+      `Comparison` or a `BenchReport`, is taken too), in the order shown.
+    - `html_path`, `markdown_path`: write the page and the Markdown there
+      (the Markdown's pictures go into `<stem>-pictures/` beside it).
+    - `pictures`: draw the pictures (needs matplotlib, the `bench` extra).
+    - `title`: the page's heading.
+
+    **Returns:** a `Report`. **Raises:** `DocumentError` naming a report it
+    cannot read, `ValueError` when there is none.
+    """
+    documents = [_document(r, i) for i, r in enumerate(reports, 1)]
+    if not documents:
+        raise ValueError("reports: give at least one run, compare or bench JSON report")
+    found = sections(documents, pictures=pictures)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    kinds = ", ".join(f"{d.kind} ({Path(d.source).name})" for d in documents)
+    meta = f"Made {stamp} from: {kinds}."
+    page = html.page(title, meta, found)
+    md_path = None if markdown_path is None else Path(markdown_path)
+    pictures_dir = None if md_path is None else md_path.parent / f"{md_path.stem}-pictures"
+    text = markdown.document(title, meta, found, pictures_dir)
+    report = Report(documents, page, text, found)
+    if html_path is not None:
+        report.html_path = Path(html_path)
+        report.html_path.write_text(page, encoding="utf-8")
+    if md_path is not None:
+        md_path.write_text(text, encoding="utf-8")
+        report.markdown_path = md_path
+    return report
+
+
+def _document(report: Any, number: int) -> Document:
+    if isinstance(report, (str, Path)):
+        return read(report)
+    if hasattr(report, "to_json"):
+        report = report.to_json()
+    if isinstance(report, dict):
+        return from_data(report, f"report {number}")
+    raise DocumentError(
+        f"reports[{number - 1}]: expected a path or a parsed JSON report, "
+        f"got {type(report).__name__}"
+    )

@@ -1,0 +1,76 @@
+"""Read the JSON reports the report is made of, and tell which command wrote each.
+
+- `run --json`: has `schema` and `ports` whose entries have `outcomes`;
+- `compare --json`: has `canonical`, `ports` and `notes`;
+- `bench.json`: has `settings` and `results`.
+
+Anything else (a `merge --json` document too: merge its runs' reports first,
+or pass the runs themselves) is refused with the file's name and why.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+KINDS = ("run", "compare", "bench")
+
+
+class DocumentError(ValueError):
+    """A file the report cannot use: the message starts with the file's name."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One report as read: its kind (`run`, `compare`, `bench`), where it came from, its data."""
+
+    kind: str
+    source: str
+    data: dict[str, Any]
+
+
+def kind_of(data: Any) -> str | None:
+    """`"run"`, `"compare"`, `"bench"`, or None when `data` is none of them."""
+    if not isinstance(data, dict):
+        return None
+    if "settings" in data and "results" in data:
+        return "bench"
+    ports = data.get("ports")
+    if not isinstance(ports, list):
+        return None
+    if "canonical" in data and "notes" in data:
+        return "compare"
+    if "schema" in data and all(isinstance(p, dict) and "outcomes" in p for p in ports):
+        return "run"
+    return None
+
+
+def read(path: str | Path) -> Document:
+    """The report in `path`; `DocumentError` naming the file when it is unreadable or unknown."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise DocumentError(f"{path}: cannot read it ({error.strerror or error})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DocumentError(f"{path}: not JSON ({error})") from None
+    return from_data(data, str(path))
+
+
+def from_data(data: Any, source: str = "<data>") -> Document:
+    """A `Document` from an already parsed report; `DocumentError` when it is none we know."""
+    kind = kind_of(data)
+    if kind is None:
+        hint = (
+            " (a merge --json document: pass the runs' own reports)"
+            if isinstance(data, dict) and "groups" in data
+            else ""
+        )
+        raise DocumentError(
+            f"{source}: not a run, compare or bench JSON report{hint}; "
+            "make one with `run --json`, `compare --json` or `bench --out DIR`"
+        )
+    return Document(kind, source, data)

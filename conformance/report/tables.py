@@ -1,0 +1,388 @@
+"""The report's tables as plain data, from the JSON reports: one source for HTML, Markdown, CSV.
+
+Every builder takes a report's parsed JSON (a `dict`, as `run --json`,
+`compare --json` and `bench.json` hold it) and returns a `Table` of strings,
+with no markup: each renderer styles the cells its own way. Symbols read
+without colour: ✓ within the bound / met, ✗ not, `inconclusive` for a time
+ratio whose spread is too wide to say.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+PASSING = {"pass": "✓ pass", "reference": "ref", "skip": "skip", "xfail": "xfail (expected)"}
+FAILING = {"fail": "✗ fail", "crashed": "✗ crash", "timeout": "✗ hang", "xpass": "✗ xpass"}
+KIB = 1024
+
+
+@dataclass
+class Table:
+    """A titled table of strings; `keys` names each row (a port), for links and checks."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    caption: str = ""
+    kind: str = ""  # "matrix", "compare", ...: lets HTML give the rows an id
+
+    def add(self, key: str, cells: Sequence[Any]) -> None:
+        self.keys.append(key)
+        self.rows.append([str(c) for c in cells])
+
+
+def number(value: Any) -> float | None:
+    """A JSON number back to a float: `"inf"`, `"nan"` strings too (jsonable's convention)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ratio(value: Any) -> str:
+    found = number(value)
+    if found is None:
+        return ""
+    return "0" if found == 0 else ("<0.001" if found < 1e-3 else f"{found:.3f}")
+
+
+# ---------------------------------------------------------------------------
+# run
+# ---------------------------------------------------------------------------
+
+
+def outcome_cell(outcome: dict[str, Any]) -> str:
+    """`✓ pass · 100 ex · worst 0.123`: the status in words, examples, worst error/bound."""
+    status = outcome["status"]
+    words = PASSING.get(status) or FAILING.get(status) or status
+    if status in ("skip", "reference"):
+        return words
+    at = "at example" if status in FAILING else "ex"
+    cell = f"{words} · {outcome.get('examples', 0)} {at}"
+    worst = _ratio(outcome.get("worst_ratio"))
+    return f"{cell} · worst {worst}" if worst else cell
+
+
+def matrix(run: dict[str, Any]) -> Table:
+    """Ports as rows, properties as columns, each cell an outcome in words."""
+    properties = list(run.get("properties") or {})
+    table = Table(
+        title=f"Conformance matrix · profile {run.get('profile', '?')} · "
+        f"{run.get('max_examples', '?')} examples per property",
+        header=[
+            "port",
+            "framework",
+            *[f"({key.split('_', 1)[0]}) {key.split('_', 1)[-1]}" for key in properties],
+            "seconds",
+        ],
+        caption="✓ pass · N ex: all N examples passed; worst: the largest error/bound over them "
+        "(1 would fail) · ✗ fail/crash/hang at example N: the property failed there · ref: the "
+        "canonical port is the reference · skip: could not run",
+        kind="matrix",
+    )
+    for port in run["ports"]:
+        if port.get("state", "available") != "available":
+            cells = [f"{port.get('state')}: {port.get('reason', '')}"] + [""] * len(properties)
+            table.add(port["name"], [port["name"], *cells, ""])
+            continue
+        by_key = {o["property"]: o for o in port["outcomes"]}
+        cells = [outcome_cell(by_key[k]) if k in by_key else "" for k in properties]
+        seconds = number(port.get("seconds"))
+        time = "" if seconds is None else f"{seconds:.0f}"
+        table.add(port["name"], [port["name"], port.get("framework", ""), *cells, time])
+    return table
+
+
+def mutants(run: dict[str, Any]) -> Table | None:
+    """One row per mutant: killed by which property, its bug; None without mutants."""
+    found = run.get("mutants")
+    if not found:
+        return None
+    score = run.get("mutation_score") or {}
+    table = Table(
+        title=f"Mutation score: {score.get('killed', '?')}/{score.get('total', '?')} killed",
+        header=["mutant", "verdict", "killed by", "bug"],
+        caption="A mutant is a deliberately broken port; ✓ killed: a property rejected it",
+        kind="mutants",
+    )
+    for m in found:
+        verdict = "✓ killed" if m["status"] == "killed" else f"✗ {m['status']}"
+        table.add(m["name"], [m["name"], verdict, m.get("killed_by", ""), m.get("bug", "")])
+    return table
+
+
+# ---------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------
+
+
+def _within(diff: dict[str, Any] | None) -> bool | None:
+    if not diff:
+        return None
+    worst = number(diff.get("worst_ratio"))
+    return worst is not None and worst <= 1.0
+
+
+def _diff(diff: dict[str, Any] | None) -> str:
+    if not diff:
+        return "-"
+    mark = "✓" if _within(diff) else "✗"
+    return f"{mark} {number(diff['max_abs']):.1e} ≤ {number(diff['bound']):.1e}"
+
+
+def _worst_gradient(row: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    grads = row.get("gradients") or {}
+    if not grads:
+        return None
+    return max(grads.items(), key=lambda item: number(item[1].get("worst_ratio")) or 0.0)
+
+
+def _bytes(value: Any) -> str:
+    found = number(value)
+    if found is None:
+        return "-"
+    return f"{found / KIB:.2f}"
+
+
+def _seconds(value: Any) -> str:
+    found = number(value)
+    if found is None:
+        return "-"
+    return f"{found * 1e3:.3g}"
+
+
+def is_matmul(op: str) -> bool:
+    """A matrix product, by any framework's name for it (dot_general, aten.addmm, MatMul)."""
+    low = op.lower()
+    return "dot" in low or low.endswith("mm") or "matmul" in low or "addmm" in low
+
+
+def backward_matmuls(row: dict[str, Any]) -> int | None:
+    """Matmuls the backward pass reruns with the checkpoint on (from `recomputed`)."""
+    on = (row.get("residuals") or {}).get("on")
+    if not on:
+        return None
+    return sum(n for op, n in (on.get("recomputed") or {}).items() if is_matmul(op))
+
+
+def compare_verdict(row: dict[str, Any]) -> str:
+    """✓ when every result is within its bound and every precision tier passes; else ✗ why."""
+    if row.get("state") != "available":
+        return f"{row.get('state')}: {row.get('reason', '')}"
+    if row.get("error"):
+        return f"✗ error: {row['error']}"
+    if row.get("reference"):
+        return "reference"
+    over = [
+        name
+        for name, diff in [
+            ("output", row.get("output")),
+            ("exercise", row.get("exercise")),
+            *(row.get("gradients") or {}).items(),
+        ]
+        if _within(diff) is False
+    ]
+    tier = [k for k, b in (row.get("precision") or {}).items() if (number(b["ratio"]) or 0) > 1]
+    if over or tier:
+        return "✗ " + "; ".join(
+            ([f"over the bound: {', '.join(over)}"] if over else [])
+            + ([f"precision tier: {', '.join(tier)}"] if tier else [])
+        )
+    return "✓ within bounds, float32 precision"
+
+
+def compare_table(compare: dict[str, Any]) -> Table:
+    """One row per port: verdict, differences, residuals, backward matmuls, times."""
+    table = Table(
+        title=f"Compare · seed {compare['seed']} · D={compare['dim']} F={compare['features']} · "
+        f"against {compare['canonical']}",
+        header=[
+            "port",
+            "verdict",
+            "output",
+            "worst gradient",
+            "saved off (n · KiB)",
+            "saved on (n · KiB)",
+            "backward matmuls rerun",
+            "warm fwd (ms)",
+            "warm vjp (ms)",
+            "versions",
+        ],
+        caption="output, gradients: ✓ when the largest |port - canonical| is within the "
+        "tolerance bound at that element (shown as difference ≤ bound) · saved: residuals kept "
+        "for the backward pass, checkpoint off and on, parameters left out · backward matmuls "
+        "rerun: matrix products the backward pass recomputes · warm: median ms per call",
+        kind="compare",
+    )
+    for row in compare["ports"]:
+        if row.get("state") != "available" or row.get("error"):
+            table.add(row["name"], [row["name"], compare_verdict(row), *[""] * 8])
+            continue
+        worst = _worst_gradient(row)
+        residuals = row.get("residuals") or {}
+        saved = [
+            f"{residuals[k]['count']} · {_bytes(residuals[k]['bytes'])}" if k in residuals else "-"
+            for k in ("off", "on")
+        ]
+        matmuls = backward_matmuls(row)
+        versions = ", ".join(f"{k} {v}" for k, v in (row.get("versions") or {}).items())
+        table.add(
+            row["name"],
+            [
+                row["name"],
+                compare_verdict(row),
+                "reference" if row.get("reference") else _diff(row.get("output")),
+                "reference"
+                if row.get("reference") or not worst
+                else f"d{worst[0]}: {_diff(worst[1])}",
+                *saved,
+                "-" if matmuls is None else str(matmuls),
+                _seconds(row.get("warm_forward_seconds")),
+                _seconds(row.get("warm_vjp_seconds")),
+                versions,
+            ],
+        )
+    return table
+
+
+PRECISION_KEYS = ("output", "exercise", "w1", "b1", "w2", "x")
+
+
+def _bits(found: dict[str, Any] | None) -> str:
+    if not found:
+        return "-"
+    bits = number(found.get("bits"))
+    text = "exact" if bits == math.inf else f"{bits:.1f}"
+    return f"✗ {text}" if (number(found.get("ratio")) or 0) > 1 else text
+
+
+def precision_table(compare: dict[str, Any]) -> Table:
+    """Effective bits of each result per port, and the float32 matmul setting."""
+    table = Table(
+        title="Precision: bits of the exact (float64) result each port keeps",
+        header=["port", *PRECISION_KEYS, "matmul default", "matmul pinned"],
+        caption="float32 arithmetic reads 19-24 bits, TF32 and float16 about 11, bfloat16 8; "
+        "✗: fails the precision tier; exact: no error at all",
+        kind="precision",
+    )
+    for row in compare["ports"]:
+        if row.get("state") != "available" or row.get("error"):
+            continue
+        bits = row.get("precision") or {}
+        setting = row.get("matmul_precision") or {}
+        table.add(
+            row["name"],
+            [
+                row["name"],
+                *[_bits(bits.get(k)) for k in PRECISION_KEYS],
+                str(setting.get("default", "-")).split(" (", 1)[0],
+                str(setting.get("pinned", "-")).split(" (", 1)[0],
+            ],
+        )
+    return table
+
+
+# ---------------------------------------------------------------------------
+# machine and versions
+# ---------------------------------------------------------------------------
+
+
+def machine(documents: Sequence[Any]) -> Table:
+    """Where each report was made, and the versions it names."""
+    table = Table(
+        title="Machine and versions",
+        header=["report", "kind", "machine", "versions"],
+        kind="machine",
+    )
+    for doc in documents:
+        data = doc.data
+        found = data.get("machine") or {}
+        where = ", ".join(
+            str(found[k])
+            for k in ("os", "platform", "cpu", "cores", "cpus", "python")
+            if found.get(k) is not None
+        )
+        load = found.get("load_average_1min")
+        if load:
+            where += " · load " + ", ".join(f"{v:.1f} {k}" for k, v in load.items())
+        versions: dict[str, str] = {}
+        for port in data.get("ports") or []:
+            versions.update(port.get("versions") or {})
+        for found_versions in (data.get("versions") or {}).values():
+            versions.update(found_versions)
+        versions.update(found.get("packages") or {})
+        table.add(
+            doc.source,
+            [
+                doc.source,
+                doc.kind,
+                where or "not recorded",
+                ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
+            ],
+        )
+    return table
+
+
+# ---------------------------------------------------------------------------
+# bench
+# ---------------------------------------------------------------------------
+
+
+def bench_table(data: dict[str, Any]) -> Table:
+    """The bench's rows as `bench.md` has them: every figure with n and its spread."""
+    from ..bench import from_json, render
+
+    report = from_json(data)
+    s = report.settings
+    table = Table(
+        title=f"Bench · L blocks of Dense({s.features}) → relu → Dense({s.features}), "
+        f"batch {s.batch}",
+        header=[column for column, _ in render.COLUMNS],
+        caption="saved: residual MiB, parameters left out · saved/min: over L·B·F·4 · n: timed "
+        "repeats · step ms and time/none: median ± half the interquartile range, relative "
+        f"(! over ±{s.target_spread:.0%}; ±?: one repeat)",
+        kind="bench",
+    )
+    for row in render.rows(report.results):
+        table.add(f"{row[0]} {row[1]} {row[2]}", row)
+    return table
+
+
+def bench_targets(data: dict[str, Any]) -> Table:
+    """The targets with a checkpoint per block: ✓, ✗ or inconclusive."""
+    from ..bench import from_json, render
+
+    report = from_json(data)
+    table = Table(
+        title="Bench targets (a checkpoint per block)",
+        header=[
+            "line",
+            f"saved/min, worst L (≤ {render.SAVED_TARGET})",
+            "time/none judged",
+            "time target",
+            "verdict",
+        ],
+        caption="✓/✗ only where the ratio's spread is within the target spread and its band "
+        "clears the target; otherwise inconclusive",
+        kind="targets",
+    )
+    for t in render.targets(report.results, report.settings.target_spread):
+        which = "worst" if t["time_target_at"] == "every L" else "deepest"
+        saved = f"{t['saved_ratio_worst']:.2f} {'✓' if t['saved_target_met'] else '✗'}"
+        table.add(
+            t["line"],
+            [
+                t["line"],
+                saved,
+                render.target_ratio(t, which),
+                f"≤ {t['time_target']} at {t['time_target_at']}",
+                render.VERDICT_MARKS[t["time_verdict"]],
+            ],
+        )
+    return table
