@@ -106,7 +106,10 @@ def compare_header() -> list[str]:
         "saved_on_bytes",
         "backward_matmuls_rerun",
         "warm_forward_seconds",
+        "warm_forward_half_iqr_seconds",
         "warm_vjp_seconds",
+        "warm_vjp_half_iqr_seconds",
+        "warm_samples",
         "matmul_default",
         "matmul_pinned",
     ]
@@ -132,6 +135,7 @@ def compare_rows(compare: dict[str, Any]) -> list[list[Any]]:
             r = residuals.get(setting) or {}
             saved += [r.get("count"), r.get("bytes")]
         setting = row.get("matmul_precision") or {}
+        spread = row.get("warm_spread") or {}
         rows.append(
             [
                 row["name"],
@@ -143,7 +147,10 @@ def compare_rows(compare: dict[str, Any]) -> list[list[Any]]:
                 *saved,
                 backward_matmuls(row),
                 row.get("warm_forward_seconds"),
+                spread.get("forward"),
                 row.get("warm_vjp_seconds"),
+                spread.get("vjp"),
+                row.get("warm_samples"),
                 setting.get("default"),
                 setting.get("pinned"),
             ]

@@ -99,10 +99,12 @@ def measured_rows(compare: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def warm_vjp(row: dict[str, Any]) -> tuple[float, float | None, float | None] | None:
-    """(median, q1, q3) of the warm VJP in seconds; quartiles None when only a median is known.
+    """(median, low, high) of the warm VJP in seconds; low and high None when only a
+    median is known.
 
-    Reads the samples (`warm_vjp_samples`) or quartiles (`warm_vjp_quartiles`)
-    when the report holds them, else the median (`warm_vjp_seconds`).
+    From the samples (`warm_vjp_samples`: the quartiles), else from compare's
+    `warm_spread["vjp"]` (half the interquartile range: median ± it), else
+    the median alone (`warm_vjp_seconds`).
     """
     samples = row.get("warm_vjp_samples")
     if samples and len(samples) >= 2:
@@ -111,12 +113,13 @@ def warm_vjp(row: dict[str, Any]) -> tuple[float, float | None, float | None] | 
             return statistics.median(values), values[0], values[-1]
         q1, median, q3 = statistics.quantiles(values, n=4)
         return median, q1, q3
-    quartiles = row.get("warm_vjp_quartiles")
-    if quartiles and len(quartiles) == 3:
-        q1, median, q3 = (float(v) for v in quartiles)
-        return median, q1, q3
     median = number(row.get("warm_vjp_seconds"))
-    return None if median is None else (median, None, None)
+    if median is None:
+        return None
+    half = number((row.get("warm_spread") or {}).get("vjp"))
+    if half is None or half != half:  # NaN: too few samples to say
+        return median, None, None
+    return median, median - half, median + half
 
 
 def _png(draw: Callable[[Any], None], size: tuple[float, float]) -> bytes:

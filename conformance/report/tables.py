@@ -150,11 +150,16 @@ def _bytes(value: Any) -> str:
     return f"{found / KIB:.2f}"
 
 
-def _seconds(value: Any) -> str:
+def _seconds(value: Any, half_iqr: Any = None, n: Any = None) -> str:
+    # Milliseconds, 3 significant figures: `7.58 ± 0.41 (n=9)` when the spread is known.
     found = number(value)
     if found is None:
         return "-"
-    return f"{found * 1e3:.3g}"
+    text = f"{found * 1e3:.3g}"
+    spread = number(half_iqr)
+    if spread is not None and spread == spread:
+        text += f" ± {spread * 1e3:.2g}"
+    return f"{text} (n={n})" if n else text
 
 
 def is_matmul(op: str) -> bool:
@@ -217,7 +222,8 @@ def compare_table(compare: dict[str, Any]) -> Table:
         caption="output, gradients: ✓ when the largest |port - canonical| is within the "
         "tolerance bound at that element (shown as difference ≤ bound) · saved: residuals kept "
         "for the backward pass, checkpoint off and on, parameters left out · backward matmuls "
-        "rerun: matrix products the backward pass recomputes · warm: median ms per call",
+        "rerun: matrix products the backward pass recomputes · warm: median ms per call, ± half "
+        "the interquartile range of the samples and their count n where the report has them",
         kind="compare",
     )
     for row in compare["ports"]:
@@ -231,6 +237,7 @@ def compare_table(compare: dict[str, Any]) -> Table:
             for k in ("off", "on")
         ]
         matmuls = backward_matmuls(row)
+        spread, n = row.get("warm_spread") or {}, row.get("warm_samples")
         versions = ", ".join(f"{k} {v}" for k, v in (row.get("versions") or {}).items())
         table.add(
             row["name"],
@@ -243,8 +250,8 @@ def compare_table(compare: dict[str, Any]) -> Table:
                 else f"d{worst[0]}: {_diff(worst[1])}",
                 *saved,
                 "-" if matmuls is None else str(matmuls),
-                _seconds(row.get("warm_forward_seconds")),
-                _seconds(row.get("warm_vjp_seconds")),
+                _seconds(row.get("warm_forward_seconds"), spread.get("forward"), n),
+                _seconds(row.get("warm_vjp_seconds"), spread.get("vjp"), n),
                 versions,
             ],
         )

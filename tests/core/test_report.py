@@ -304,3 +304,22 @@ def test_the_report_renders_in_chromium_with_every_row_and_image(tmp_path, chrom
     shot = tmp_path / "report.png"
     browser.screenshot(page, shot, tmp_path, chromium)
     assert shot.read_bytes()[:8] == PNG
+
+
+def test_compare_spreads_become_whiskers_and_table_and_csv_figures(tmp_path):
+    # compare's JSON: the median, half the interquartile range, and the sample count.
+    data = _load(COMPARE)
+    row = next(p for p in data["ports"] if p["name"] == "pytorch")
+    row.update(warm_vjp_seconds=0.004, warm_forward_seconds=0.002, warm_samples=9)
+    row["warm_spread"] = {"forward": 0.0001, "vjp": 0.0005}
+    assert pictures.warm_vjp(row) == pytest.approx((0.004, 0.0035, 0.0045))
+    table = tables.compare_table(data)
+    cells = dict(zip(table.header, table.rows[table.keys.index("pytorch")], strict=True))
+    assert cells["warm vjp (ms)"] == "4 ± 0.5 (n=9)"
+    assert cells["warm fwd (ms)"] == "2 ± 0.1 (n=9)"
+    (found,) = [
+        r for r in _csv(csv_files.write_compare(tmp_path / "c.csv", data)) if r["port"] == "pytorch"
+    ]
+    assert (found["warm_vjp_half_iqr_seconds"], found["warm_samples"]) == ("0.0005", "9")
+    row["warm_spread"] = {"vjp": float("nan")}  # one sample: no spread to draw
+    assert pictures.warm_vjp(row) == (0.004, None, None)
