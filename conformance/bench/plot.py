@@ -10,6 +10,7 @@ legend sits below the panels, never over the data.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -160,8 +161,8 @@ def figure(report: BenchReport):
                     )
                 if title.startswith("time /"):
                     axis.axhline(TIME_TARGET, color="black", linestyle="--", linewidth=1)
-                    for (owner, _), target in TIME_TARGETS_EVERY_L.items():
-                        if owner == framework:
+                    for (owner, variant), target in TIME_TARGETS_EVERY_L.items():
+                        if owner == framework and variant in variants:
                             axis.axhline(target, color="black", linestyle=":", linewidth=1)
                     axis.axhline(1.0, color="grey", linewidth=0.5)
             if row == 0:
@@ -180,6 +181,8 @@ def figure(report: BenchReport):
         Line2D([], [], color="black", linestyle="--", label=f"time target {TIME_TARGET}"),
     ]
     for (fw, variant), target in TIME_TARGETS_EVERY_L.items():
+        if (fw, variant) not in variant_styles:  # no such line in this sweep
+            continue
         handles.append(
             Line2D([], [], color="black", linestyle=":", label=f"{fw} {variant}: {target} every L")
         )
@@ -196,15 +199,27 @@ def figure(report: BenchReport):
     return drawing
 
 
+def _two_five(value: float, _position) -> str:
+    # Minor ticks of a log axis over decades: label 2 and 5 times a power of ten.
+    if value <= 0:
+        return ""
+    mantissa = round(value / 10 ** math.floor(math.log10(value)), 6)
+    return f"{value:g}" if mantissa in (2, 5) else ""
+
+
 def _decorate(axis, settings, title: str, log_y: bool, plain, null_formatter) -> None:
     """Log-2 depths, plain tick labels (`2048`, not `2^11`), a light grid."""
+    from matplotlib.ticker import FuncFormatter
+
     axis.set_xscale("log", base=2)
     axis.set_xticks(list(settings.depths), [str(d) for d in settings.depths])
     axis.xaxis.set_minor_formatter(null_formatter())
     if log_y:
         axis.set_yscale("log")
         axis.yaxis.set_major_formatter(plain)
-        axis.yaxis.set_minor_formatter(null_formatter())
+        low, high = axis.get_ylim()
+        # Within one decade a log axis has one major tick or none: label the minor ones.
+        axis.yaxis.set_minor_formatter(plain if high < 10 * low else FuncFormatter(_two_five))
     axis.set_xlabel("depth L", fontsize=8)
     axis.tick_params(labelsize=8)
     axis.grid(alpha=0.3, which="both")

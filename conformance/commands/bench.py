@@ -167,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]no plot[/]: {plotted}")
     if args.json:
         print(dumps(data))
+        warning = render.load_warning(report)  # the table's own warning is not printed
+        if warning:
+            console.print(f"[yellow]warning[/]: {warning}")
     else:
         render.print_report(report, Console())
     console.print(

@@ -501,6 +501,7 @@ def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     argv = ["bench", "--out", str(tmp_path), "--depths", "1", "2", "--batch", str(B)]
     argv += ["--features", str(F), "--repeats", "3", "--max-repeats", "3", "--json"]
+    argv += ["--csv", str(tmp_path / "bench.csv")]
     args = cli.parser().parse_args(argv)
     assert cli.COMMANDS["bench"].run(args) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
@@ -518,6 +519,8 @@ def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
         assert row["step_spread"] is not None
         assert row["time_ratio_spread"] is not None
     assert "| L | stack | mode |" in (tmp_path / "bench.md").read_text()
+    csv_rows = (tmp_path / "bench.csv").read_text().splitlines()
+    assert len(csv_rows) == 1 + len(data["results"])  # a header, then a row per result
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -323,3 +323,30 @@ def test_compare_spreads_become_whiskers_and_table_and_csv_figures(tmp_path):
     assert (found["warm_vjp_half_iqr_seconds"], found["warm_samples"]) == ("0.0005", "9")
     row["warm_spread"] = {"vjp": float("nan")}  # one sample: no spread to draw
     assert pictures.warm_vjp(row) == (0.004, None, None)
+
+
+def test_compare_writes_its_csv_and_pictures_where_asked(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from conformance.commands import compare as command
+
+    pytest.importorskip("matplotlib")
+    args = cli.parser().parse_args(
+        ["compare", "--csv", str(tmp_path / "c.csv"), "--plot", str(tmp_path / "plots")]
+    )
+    said = io.StringIO()
+    command._write_files(_load(COMPARE), args, Console(file=said))
+    assert [r["port"] for r in _csv(tmp_path / "c.csv")] == _ports(COMPARE)
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == sorted(pictures.PICTURES)
+    assert "compare: wrote" in said.getvalue()
+
+
+def test_run_writes_its_csv_and_names_the_flag_when_it_cannot(tmp_path, capsys):
+    from conformance.commands import run as command
+
+    assert command._write_csv(_load(RUN), tmp_path / "run.csv")
+    assert len(_csv(tmp_path / "run.csv")) == sum(len(p["outcomes"]) for p in _load(RUN)["ports"])
+    assert not command._write_csv(_load(RUN), tmp_path / "missing" / "run.csv")
+    assert "--csv: cannot write" in capsys.readouterr().err
