@@ -36,12 +36,18 @@ class Report:
     `html_path` and `markdown_path` are where they were written (None: not written).
     """
 
-    documents: list[Document]
-    html: str
-    markdown: str
-    sections: list[Section] = field(default_factory=list)
+    # Left out of the repr: a page with its pictures is hundreds of kilobytes.
+    documents: list[Document] = field(repr=False)
+    html: str = field(repr=False)
+    markdown: str = field(repr=False)
+    sections: list[Section] = field(default_factory=list, repr=False)
     html_path: Path | None = None
     markdown_path: Path | None = None
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kind of each report it holds, in order: `run`, `compare`, `bench`."""
+        return [d.kind for d in self.documents]
 
     def to_json(self) -> dict[str, Any]:
         """The reports it holds, by kind, as they were read (the same data as their JSON)."""
