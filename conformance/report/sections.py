@@ -57,6 +57,9 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                 + (" · interrupted: partial results" if data.get("interrupted") else "")
             )
             section.tables.append(tables.matrix(data))
+            failed_outcomes = tables.failures(data)
+            if failed_outcomes is not None:
+                section.tables.append(failed_outcomes)
             mutants = tables.mutants(data)
             if mutants is not None:
                 section.tables.append(mutants)

@@ -99,6 +99,27 @@ def matrix(run: dict[str, Any]) -> Table:
     return table
 
 
+def failures(run: dict[str, Any]) -> Table | None:
+    """One row per failed, crashed or hung outcome: its message and replay command."""
+    table = Table(
+        title="Failures",
+        header=["port", "property", "status", "message", "replay"],
+        caption="replay: the command that runs the property on the port again, failing "
+        "example first",
+        kind="failures",
+    )
+    for port in run["ports"]:
+        for o in port["outcomes"]:
+            if o["status"] in ("fail", "crashed", "timeout"):
+                message = o.get("message", "").strip()
+                short = message if len(message) <= 600 else message[:600] + " …"
+                table.add(
+                    port["name"],
+                    [port["name"], o["property"], FAILING[o["status"]], short, o.get("replay", "")],
+                )
+    return table if table.rows else None
+
+
 def mutants(run: dict[str, Any]) -> Table | None:
     """One row per mutant: killed by which property, its bug; None without mutants."""
     found = run.get("mutants")

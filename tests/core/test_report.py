@@ -351,3 +351,16 @@ def test_run_writes_its_csv_and_names_the_flag_when_it_cannot(tmp_path, capsys):
     assert len(_csv(tmp_path / "run.csv")) == sum(len(p["outcomes"]) for p in _load(RUN)["ports"])
     assert not command._write_csv(_load(RUN), tmp_path / "missing" / "run.csv")
     assert "--csv: cannot write" in capsys.readouterr().err
+
+
+def test_a_failed_outcome_shows_its_message_and_replay_command():
+    data = _load(RUN)
+    outcome = data["ports"][1]["outcomes"][2]
+    outcome.update(status="fail", examples=3, message="VJP differs at w1", replay="python -m x")
+    assert tables.failures(_load(RUN)) is None  # the recorded run passed
+    found = tables.failures(data)
+    name = data["ports"][1]["name"]
+    assert found.rows == [[name, outcome["property"], "✗ fail", "VJP differs at w1", "python -m x"]]
+    page = build([data], pictures=False).html
+    assert "VJP differs at w1" in page
+    assert '<td class="bad">✗ fail · 3 at example · worst 0.269</td>' in page
