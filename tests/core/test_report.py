@@ -364,3 +364,10 @@ def test_a_failed_outcome_shows_its_message_and_replay_command():
     page = build([data], pictures=False).html
     assert "VJP differs at w1" in page
     assert '<td class="bad">✗ fail · 3 at example · worst 0.269</td>' in page
+
+
+def test_without_matplotlib_the_page_says_why_its_pictures_are_missing(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # as if not installed
+    page = build([COMPARE, BENCH]).html
+    assert "data:image/png" not in page
+    assert page.count("matplotlib is not installed") == 2  # the compare and the bench section
