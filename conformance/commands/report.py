@@ -94,8 +94,12 @@ def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[li
     return [*command, *bench], out / "bench.json"
 
 
-def make(kind: str, args: argparse.Namespace, scratch: Path) -> Path:
-    """Run one command in a child process; its report's path. Exit 1 (not 0) is a finding."""
+def make(kind: str, args: argparse.Namespace, scratch: Path):
+    """Run one command in a child process; its report, named by the command that made it.
+    Exit 1 (a failed check) still made a report; any other failure raises RuntimeError.
+    **Returns:** a `conformance.report.Document`."""
+    from ..report.documents import Document, read
+
     command, path = make_command(kind, args, scratch)
     print(f"report: running {' '.join(command[2:])}", file=sys.stderr)
     stdout = path.open("w") if kind != "bench" else subprocess.DEVNULL
@@ -107,7 +111,8 @@ def make(kind: str, args: argparse.Namespace, scratch: Path) -> Path:
     interrupts.check()
     if done.returncode not in (0, 1) or not path.exists() or not path.stat().st_size:
         raise RuntimeError(f"{kind} exited {done.returncode} without a report")
-    return path
+    found = read(path)
+    return Document(found.kind, "made now: " + " ".join(command[3:]), found.data)
 
 
 def run(args: argparse.Namespace) -> int:

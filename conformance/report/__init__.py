@@ -74,7 +74,8 @@ def build(
 
     - `reports`: `run --json`, `compare --json` and `bench.json` reports, as
       file paths or parsed `dict`s (an object with `to_json()`, such as a
-      `Comparison` or a `BenchReport`, is taken too), in the order shown.
+      `Comparison` or a `BenchReport`, is taken too, and a `Document`), in the
+      order shown.
     - `html_path`, `markdown_path`: write the page and the Markdown there
       (the Markdown's pictures go into `<stem>-pictures/` beside it).
     - `pictures`: draw the pictures (needs matplotlib, the `bench` extra).
@@ -105,6 +106,8 @@ def build(
 
 
 def _document(report: Any, number: int) -> Document:
+    if isinstance(report, Document):
+        return report
     if isinstance(report, (str, Path)):
         return read(report)
     if hasattr(report, "to_json"):

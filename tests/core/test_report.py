@@ -371,3 +371,25 @@ def test_without_matplotlib_the_page_says_why_its_pictures_are_missing(monkeypat
     page = build([COMPARE, BENCH]).html
     assert "data:image/png" not in page
     assert page.count("matplotlib is not installed") == 2  # the compare and the bench section
+
+
+def test_make_reads_what_the_child_wrote_and_names_the_command(tmp_path, monkeypatch):
+    from conformance.commands import report as command
+
+    def fake_child(words, stdout, check):  # stands in for `python -m conformance compare`
+        stdout.write(COMPARE.read_text())
+        return __import__("subprocess").CompletedProcess(words, 1)  # 1: a finding, still a report
+
+    monkeypatch.setattr(command.subprocess, "run", fake_child)
+    args = cli.parser().parse_args(["report", "--make", "compare", "--implementation", "pytorch"])
+    made = command.make("compare", args, tmp_path)
+    assert made.kind == "compare"
+    assert made.source == "made now: compare --json --no-first-call --implementation pytorch"
+    assert made.data == _load(COMPARE)
+
+    def crashed_child(words, stdout, check):
+        return __import__("subprocess").CompletedProcess(words, 2)
+
+    monkeypatch.setattr(command.subprocess, "run", crashed_child)
+    with pytest.raises(RuntimeError, match="compare exited 2 without a report"):
+        command.make("compare", args, tmp_path)
