@@ -42,8 +42,9 @@ class Found:
     """A port's framework as the file system shows it (nothing imported).
 
     `state`: "found" (every module it needs is installed), "unavailable" (one
-    is not: `reason` names it) or "unknown" (a port from an entry point: its
-    framework is known only once its module is imported).
+    is not: `reason` names it), "unknown" (a port from an entry point: its
+    framework is known only once its module is imported) or "broken" (its
+    registration cannot load, whatever is installed: a quoted target).
     """
 
     name: str
@@ -70,6 +71,13 @@ def _version(module: str) -> str:
 
 def find(name: str, target: str) -> Found:
     """Port `name` (registered as `target`, "module:attr"), without importing its framework."""
+    if target[:1] in "\"'" or target[-1:] in "\"'":  # as `implementations.load` refuses it
+        return Found(
+            name,
+            "broken",
+            f"its target {target} is quoted: in entry_points.txt write it bare "
+            "(module:attr), as pip would",
+        )
     modules = MODULES.get(name)
     if modules is None or not target.startswith("implementations."):
         top = target.partition(":")[0].split(".")[0]

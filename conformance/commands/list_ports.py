@@ -17,8 +17,8 @@ LEGEND = (
     "found: every module the port needs is installed; not imported, so a framework that "
     "fails on import shows only with --import · unavailable: a module it needs is not "
     "installed (skipped by a run) · unknown: a port from another package, whose framework "
-    "is known once it is imported · with --import: available (it loaded), broken (it failed "
-    "to load: a run fails it)"
+    "is known once it is imported · broken: it cannot load (a run fails it) · with --import: "
+    "available (it loaded), unavailable, broken"
 )
 
 
@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
         if found.state == "found":
             versions = ", ".join(f"{m} {v}" for m, v in found.versions.items())
             detail = f"[green]found[/] (not imported) · {versions}"
-        elif found.state == "unavailable":
-            detail = f"{state_markup('unavailable')} — {found.reason}"
+        elif found.state in ("unavailable", "broken"):
+            detail = f"{state_markup(found.state)} — {found.reason}"
         else:
             detail = f"[yellow]unknown[/] — {found.reason}"
         # One line per port, however long: soft_wrap leaves long lines to the reader.

@@ -237,9 +237,32 @@ def make_inputs(seed: int, dim: int, features: int) -> tuple[np.ndarray, np.ndar
     )
 
 
+@dataclass
+class Expected:
+    """The canonical port's results on the comparison's inputs, made once for every port
+    (and handed to a port compared in a process of its own, which then need not load the
+    canonical port's framework)."""
+
+    forward: np.ndarray
+    exercise: np.ndarray
+    grads: dict[str, np.ndarray]
+
+
+def expected_results(
+    canonical: Implementation, params: Params, x: np.ndarray, cotangent: np.ndarray, seed: int
+) -> Expected:
+    """The canonical port's forward, exercise and VJP (`params`: its init for `seed`)."""
+    exercise = canonical.nn_checkpoint_forward(seed, canonical.from_numpy(x), params.features)
+    return Expected(
+        forward=canonical.forward(params, x, checkpoint=True),
+        exercise=canonical.to_numpy(exercise),
+        grads=canonical.vjp(params, x, cotangent, checkpoint=True).as_dict(),
+    )
+
+
 def compare_port(
     port: Implementation,
-    canonical: Implementation,
+    canonical: Implementation | Expected,
     params: Params,
     x: np.ndarray,
     cotangent: np.ndarray,
@@ -248,27 +271,25 @@ def compare_port(
 ) -> PortComparison:
     """Accuracy and residuals of one port (timings are added by the caller).
 
+    `canonical`: the canonical port, or its results (`expected_results`).
     `exact`: `exact_results(params, x, cotangent)`, made once for every port
     (about 0.1 s at D = F = 1024); made here if not given.
     """
     row = PortComparison(port.name, "available", framework=port.framework, versions=port.versions())
     try:
+        if not isinstance(canonical, Expected):
+            canonical = expected_results(canonical, params, x, cotangent, seed)
         row.matmul_precision = dict(port.matmul_precision())
         out = port.forward(params, x, checkpoint=True)
-        expected = canonical.forward(params, x, checkpoint=True)
-        row.output = diff(out, expected, forward_bound(params, x))
+        row.output = diff(out, canonical.forward, forward_bound(params, x))
         # `params` is the canonical init for this seed: the exercise's own parameters.
         features = params.features
         exercise = port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features))
         row.exercise = diff(
-            exercise,
-            canonical.to_numpy(
-                canonical.nn_checkpoint_forward(seed, canonical.from_numpy(x), features)
-            ),
-            forward_bound(params, x, param_ulps=INIT_ULPS),
+            exercise, canonical.exercise, forward_bound(params, x, param_ulps=INIT_ULPS)
         )
         grads = port.vjp(params, x, cotangent, checkpoint=True).as_dict()
-        reference = canonical.vjp(params, x, cotangent, checkpoint=True).as_dict()
+        reference = canonical.grads
         for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, reference).items():
             row.gradients[name] = diff(grads[name], reference[name], bound, shift)
         if exact is None:
@@ -385,6 +406,7 @@ def run(
     params = canonical.init_params(seed, dim, features)
     x, cotangent = make_inputs(seed, dim, features)
     exact = exact_results(params, x, cotangent)  # the same for every port
+    expected = expected_results(canonical, params, x, cotangent, seed)
 
     rows: list[PortComparison] = []
     loaded: list[Implementation] = []
@@ -394,7 +416,9 @@ def run(
     for status in implementations.status(wanted):
         if status.elsewhere:  # e.g. Keras on a second backend: a process of its own
             notify(f"comparing {status.name}, in a process of its own")
-            rows.append(compare_alone(status.name, params, x, cotangent, seed, repeats, exact))
+            rows.append(
+                compare_alone(status.name, params, x, cotangent, seed, repeats, exact, expected)
+            )
             continue
         if status.state != "available":
             rows.append(PortComparison(status.name, status.state, reason=status.reason))
@@ -402,7 +426,7 @@ def run(
         port = implementations.load(status.name)
         port.pin_matmul_precision()
         notify(f"comparing {port.name}")
-        rows.append(compare_port(port, canonical, params, x, cotangent, seed, exact))
+        rows.append(compare_port(port, expected, params, x, cotangent, seed, exact))
         rows[-1].reference = port.name == implementations.CANONICAL
         loaded.append(port)
 
@@ -446,9 +470,13 @@ def compare_alone(
     seed: int,
     repeats: int,
     exact: precision.Reference | None = None,
+    expected: Expected | None = None,
 ) -> PortComparison:
-    """`compare_port` and the warm timings of one port, in a fresh process (timed alone)."""
-    args = (name, params, x, cotangent, seed, repeats, exact)
+    """`compare_port` and the warm timings of one port, in a fresh process (timed alone).
+
+    Given the canonical results (`expected`), that process loads only the port's own
+    framework."""
+    args = (name, params, x, cotangent, seed, repeats, exact, expected)
     done = isolation.run(f"{__name__}:_compare_here", args)
     if done.status == "returned":
         return done.value
@@ -458,13 +486,15 @@ def compare_alone(
     return row
 
 
-def _compare_here(name, params, x, cotangent, seed, repeats, exact) -> PortComparison:
+def _compare_here(name, params, x, cotangent, seed, repeats, exact, expected) -> PortComparison:
     environment.prepare()
-    canonical = implementations.load(implementations.CANONICAL)
-    canonical.pin_matmul_precision()
+    if expected is None:
+        canonical = implementations.load(implementations.CANONICAL)
+        canonical.pin_matmul_precision()
+        expected = expected_results(canonical, params, x, cotangent, seed)
     port = implementations.load(name)
     port.pin_matmul_precision()
-    row = compare_port(port, canonical, params, x, cotangent, seed, exact)
+    row = compare_port(port, expected, params, x, cotangent, seed, exact)
     row.timed_alone = True
     if not row.error:
         ((forward, vjp),) = warm_timings([port], params, x, cotangent, seed, repeats)

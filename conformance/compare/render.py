@@ -59,12 +59,13 @@ def _bytes(value: int) -> str:
     return f"{value / 2**20:.3g} MiB"
 
 
-def _ms(value: float) -> str:
-    """Milliseconds, three significant figures (these are noisy measurements)."""
+def _ms(value: float, figures: int = 3) -> str:
+    """Milliseconds, three significant figures (these are noisy measurements; a spread
+    needs only two)."""
     if not math.isfinite(value):
         return "?"
     ms = value * 1e3
-    return f"{ms:.3g}" if ms < 1000 else f"{ms:.0f}"
+    return f"{ms:.{figures}g}" if ms < 10**figures else f"{ms:.0f}"
 
 
 def _seconds(value: float | None) -> str:
@@ -167,7 +168,9 @@ def _verdict_cell(row: PortComparison) -> str:
 
 def title(comparison: Comparison, what: str) -> str:
     """`what`, then the run's settings as they were given."""
-    ran = f" · {escape(comparison.command)}" if comparison.command else ""
+    # The command as given, when it was given flags: "--dim 1024" is what the user asked for.
+    given = comparison.command.split(" ", 1)[1:] if comparison.command else []
+    ran = f" · as run: {escape(comparison.command)}" if given else ""
     return (
         f"compare · {what} · seed {comparison.seed} · D={comparison.dim} "
         f"F={comparison.features} · against {comparison.canonical}{ran}"
@@ -187,12 +190,9 @@ def _warm_cell(row: PortComparison, per_cell_n: bool) -> str:
     if row.warm_forward_seconds is None or row.warm_vjp_seconds is None:
         return "-"
     lines = []
-    for label, median, key in (
-        ("fwd", row.warm_forward_seconds, "forward"),
-        ("vjp", row.warm_vjp_seconds, "vjp"),
-    ):
+    for median, key in ((row.warm_forward_seconds, "forward"), (row.warm_vjp_seconds, "vjp")):
         spread = row.warm_spread.get(key, math.nan)
-        lines.append(f"{label} {_ms(median)} ± {_ms(spread)}")
+        lines.append(f"{_ms(median)} ± {_ms(spread, 2)}")
     if per_cell_n:
         lines.append(f"[dim]n={row.warm_samples}[/]")
     if row.timed_alone:
@@ -221,7 +221,7 @@ def summary_table(comparison: Comparison):
     table.add_column("fewest\nbits", no_wrap=True)
     table.add_column("kept KiB\noff → on", no_wrap=True)
     table.add_column("recomp.\n(on)", no_wrap=True)
-    table.add_column(f"warm ms\n±½IQR {samples}", no_wrap=True)
+    table.add_column(f"warm ms\nfwd, vjp\n±½IQR {samples}", no_wrap=True)
     if comparison.first_calls:
         table.add_column("first call", no_wrap=True)
     for row in comparison.ports:
@@ -353,10 +353,11 @@ LEGEND = (
     "kept KiB: bytes of inputs and activations the backward pass keeps (parameters left "
     "out), checkpoint off → on; on: the roles kept with it on. recomp. (on): forward ops "
     "the backward pass runs again with the checkpoint on, and how many are matmuls (listed "
-    "under 'recomputed ops'). warm ms: milliseconds per call, median ± half the "
-    "interquartile range of n interleaved samples, a new seed each call (alone: in a "
-    "process of its own: Keras keeps one backend per process). first call (--first-call): "
-    "a fresh process, no compilation cache: import, first forward, first VJP.",
+    "under 'recomputed ops'). warm ms: milliseconds per call of the forward, then of the "
+    "VJP, median ± half the interquartile range of n interleaved samples, a new seed each "
+    "call (alone: in a process of its own: Keras keeps one backend per process). "
+    "first call (--first-call): a fresh process, no compilation cache: import, first "
+    "forward, first VJP.",
 )
 
 

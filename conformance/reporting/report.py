@@ -152,7 +152,7 @@ def print_mutants(report: SuiteReport, console: Console) -> None:
         how = (result.message.splitlines() or [""])[0].removeprefix(f"[{result.name}] ")
         if how:
             line = f"   [dim]{escape(how)}[/]"
-            console.print(line, no_wrap=True, overflow="ellipsis", highlight=False)
+            console.print(line, soft_wrap=True, highlight=False)  # whole, however long
     colour = "green" if killed == total else "bold red"
     console.print(f"[{colour}]mutants killed {killed}/{total}[/]")
 

@@ -149,11 +149,12 @@ def _comparison() -> measure.Comparison:
 def test_compare_keeps_every_port_and_figure_at_80_columns():
     text = rendered(render.print_comparison, _comparison())
     assert "D=32 F=16" in text
+    assert "as run" not in text  # no command line given
     for i, name in enumerate(PORTS):
         assert text.count(name) >= 3, name  # at a glance, precision, recomputed (and agreement)
         for j in range(6):  # every bits column of the precision table
             assert f"{20.0 + i / 10 + j / 100:.1f}" in text
-        assert f"{(0.0123 + i / 1000) * 1e3:.3g} ± 1.1" in text, name
+        assert f"{(0.0123 + i / 1000) * 1e3:.3g} ± 1.1" in text, name  # median ± half IQR
         assert f"1.{i}.0" in text, name
     # The whole setting, once for all the ports that share it; KiB that D = 32 does not
     # round to 0.1.
@@ -170,6 +171,13 @@ def test_compare_keeps_every_port_and_figure_at_80_columns():
     # Loaded past its cores: a warning, with both load averages.
     assert "7.9 before, 6.9 after, 2 cores" in text
     assert "warning" in text
+
+
+def test_compare_title_says_the_command_as_run():
+    comparison = _comparison()
+    comparison.command = "compare --dim 32 --features 16"
+    text = rendered(render.print_summary, comparison)
+    assert "as run: compare --dim 32 --features 16" in " ".join(text.split())
 
 
 def test_compare_verdict_reads_without_colour():
