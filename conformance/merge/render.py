@@ -22,8 +22,9 @@ from ..running.runner import Outcome
 from .combine import Merged, Row
 
 CAPTION = (
-    "✓N: passed on all N examples it ran (a property with a fixed list of cases runs it in "
-    "full: a smaller N is not a partial pass); below it: the worst error/bound over them (1 "
+    "✓N: passed on all N examples it ran. A smaller N is never a partial pass: a property "
+    "with a fixed list of cases runs it in full, and Hypothesis stops early when a "
+    "property's inputs run out. Below it: the worst error/bound over them (1 "
     "would fail). ✗fail, ✗crash, ✗hang @N: failed at its Nth example (crash: its worker died; "
     "hang: it was stopped after the timeout). ref: the canonical port, the reference. skip: "
     "not run there. xfail, xpass: failed, passed where an expectations file expects a "

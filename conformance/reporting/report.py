@@ -46,16 +46,13 @@ def cell(outcome) -> str:
 def legend() -> list[str]:
     """What every symbol of the matrix means (also under `merge`'s matrix)."""
     names = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
-    fixed = [f"({p.id})" for p in PROPERTIES if p.cases is not None]
-    fixed_note = (
-        f"; {', '.join(fixed)} run a fixed list of cases in full, so their N is that list's "
-        "length, not a partial pass"
-        if fixed
-        else ""
-    )
+    fixed = ", ".join(f"({p.id})" for p in PROPERTIES if p.cases is not None)
+    fixed_note = f": {fixed} runs its fixed list of cases in full" if fixed else ""
     return [
         names,
-        "✓N: passed on all N examples it ran" + fixed_note + "; below it: the worst "
+        "✓N: passed on all N examples it ran. A smaller N than the others is never a "
+        f"partial pass{fixed_note}, and Hypothesis stops early when a property's inputs run "
+        "out ((i) draws from a handful of fixed cases). Below it: the worst "
         "error/bound over them (1 would fail). ✗fail, ✗crash, ✗hang @N: failed at its Nth "
         "example (crash: its worker died; hang: it was stopped after the timeout). ref: the "
         "canonical port, the reference. skip: not run here. xfail, xpass: failed, passed "
@@ -116,7 +113,8 @@ def print_report(report: SuiteReport, console: Console) -> None:
             console.print(f"\n[bold red]{heading}")
             console.print(outcome.message, markup=False, highlight=False)
             command = replay_command(report, port.name, outcome.property, outcome.reproduce)
-            console.print(f"[dim]replay:[/] {escape(command)}", highlight=False)
+            # One line however long, so that it can be copied whole.
+            console.print(f"[dim]replay:[/] {escape(command)}", highlight=False, soft_wrap=True)
         if (failures or port.state not in ("available", "unavailable")) and port.output.strip():
             _print_output(port, console)
     for port in report.ports:
