@@ -503,7 +503,8 @@ def _compare_here(name, params, x, cotangent, seed, repeats, exact, expected) ->
 
 
 def failed(comparison: Comparison) -> bool:
-    """Whether a port is broken, errored, exceeds a bound, or fails the precision tier."""
+    """Whether a port is broken, errored, exceeds a bound, fails the precision tier, or
+    keeps no fewer bytes with the checkpoint on than off: any ✗ of the verdict."""
     for row in comparison.ports:
         if row.state == "broken" or row.error:
             return True
@@ -511,5 +512,8 @@ def failed(comparison: Comparison) -> bool:
         if any(d is not None and d.worst_ratio > 1.0 for d in diffs):
             return True
         if any(b.ratio > 1.0 for b in row.precision.values()):
+            return True
+        off, on = row.residuals.get("off"), row.residuals.get("on")
+        if off is not None and on is not None and on.bytes >= off.bytes:
             return True
     return False

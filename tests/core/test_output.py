@@ -24,6 +24,7 @@ from conformance.bench import measure as bench_measure
 from conformance.bench import render as bench_render
 from conformance.checking.mutation import MutantResult
 from conformance.checking.properties import PROPERTIES
+from conformance.compare import failed as compare_failed
 from conformance.compare import measure, render
 from conformance.reporting import report as run_report
 from conformance.reporting import terminal_style
@@ -180,6 +181,18 @@ def test_compare_title_says_the_command_as_run():
     assert "as run: compare --dim 32 --features 16" in " ".join(text.split())
 
 
+def test_every_cross_of_the_verdict_fails_compare():
+    assert not compare_failed(_comparison())
+    for spoil in (
+        lambda row: row.gradients.update(x=measure.Diff(1.0, 1e-5, 3.0)),
+        lambda row: row.precision.update(x=measure.Bits(11.0, 40.0)),
+        lambda row: row.residuals.update(on=row.residuals["off"]),
+    ):
+        comparison = _comparison()
+        spoil(comparison.ports[3])
+        assert compare_failed(comparison)
+
+
 def test_compare_verdict_reads_without_colour():
     comparison = _comparison()
     bad = comparison.ports[1]
@@ -191,6 +204,7 @@ def test_compare_verdict_reads_without_colour():
     assert "✗ agree" in row
     assert "✗ tier" in row
     assert "✗ remat" in row
+    assert compare_failed(comparison)
     good = _port_lines(text, comparison.ports[2].name)
     assert "✓ agree" in good
     assert "✓ tier" in good
