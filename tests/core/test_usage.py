@@ -39,6 +39,21 @@ def test_port_is_an_alias_of_implementation_wherever_it_is_accepted():
     assert args.implementation == "haiku"
 
 
+def test_every_command_takes_the_output_flags():
+    flags = ["--width", "100", "--plain", "--no-color"]
+    for argv in (
+        ["run"],
+        ["list"],
+        ["compare"],
+        ["bench"],
+        ["merge", "report.json"],
+        ["vectors", "export", "vectors-out"],
+        ["vectors", "check", "--port", "haiku"],
+    ):
+        args = cli.parser().parse_args([*argv, *flags])
+        assert (args.width, args.plain, args.no_color) == (100, True, True), argv
+
+
 def test_a_misspelt_command_port_or_property_gets_a_did_you_mean(capsys):
     for argv, hint in (
         (["cmpare"], "did you mean 'compare'?"),
