@@ -13,6 +13,11 @@ Commands (each in `conformance.commands`, which owns its flags):
 - `report REPORT.json ...`: one self-contained HTML page (and Markdown) from
   run, compare and bench reports.
 
+Every command but `vectors` (whose `export` and `check` take them) has the
+output flags `--width N`, `--plain` and `--no-color`
+(`conformance.reporting.terminal_style`); `--version` prints the version.
+A word that is not a command is refused with the closest command named.
+
 Exit codes: 0 success, 1 a check failed, 2 a usage error (one line naming
 the flag, before any work: `conformance.commands.arguments`); 130 and 143 when SIGINT
 or SIGTERM stopped it (every worker process stopped, no traceback; `run
@@ -25,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import os
 import signal
 import sys
 from collections.abc import Iterator
 
 from .commands import arguments, bench, compare, list_ports, merge, report, run, vectors
+from .reporting import terminal_style
 from .running import environment, interrupts, isolation
 
 COMMANDS = {
@@ -51,22 +58,52 @@ def parser() -> argparse.ArgumentParser:
         description="Check every port of the nn.checkpoint exercise against the canonical "
         "Flax linen port. With no command, runs the suite.",
     )
+    top.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = top.add_subparsers(dest="command")
     for name, module in COMMANDS.items():
-        module.add_arguments(
-            commands.add_parser(name, help=module.HELP, description=module.__doc__)
-        )
+        command = commands.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.add_arguments(command)
+        if name != "vectors":  # its subcommands take them
+            arguments.add_output_arguments(command)
     return top
+
+
+def version() -> str:
+    """This package's version, from its metadata (or "unknown" in a tree never installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("remat-conformance")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _not_a_command(word: str) -> str | None:
+    """The error for a first word that is neither a command nor a flag (None: it is fine)."""
+    if word in COMMANDS or word.startswith("-"):
+        return None
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{word!r} is not a command{hint}; commands: {', '.join(COMMANDS)}"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
+    if argv and (problem := _not_a_command(argv[0])):
+        arguments.usage_exit("python -m conformance", problem)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "run")
     with interrupts.handled():
         try:
             args = parser().parse_args(argv)
             command = COMMANDS[args.command]
+            args.argv = argv  # as given, for a report's title
+            terminal_style.configure(
+                getattr(args, "width", None),
+                getattr(args, "plain", False),
+                getattr(args, "no_color", False),
+            )
             validate = getattr(command, "validate", None)
             if validate is not None:
                 try:

@@ -10,7 +10,8 @@ the reason. Every module offers the same three things:
 - `build(variant, mode, data)`: a `measure.Case` on the given `measure.Data`.
 
 `measure` sweeps the depths and times the cases interleaved; `render` writes
-the JSON, the Markdown table and the plot.
+the JSON, the Markdown table and the plot. Called, `conformance.bench(...)` is
+`conformance.api.bench` (the Python API).
 """
 
 from __future__ import annotations
@@ -169,3 +170,14 @@ def load_average() -> float:
         return os.getloadavg()[0]
     except OSError:  # not on every platform
         return float("nan")
+
+
+def _make_callable() -> None:
+    # Last, once `run` and the rest exist: `conformance.api.bench` uses them.
+    from ..api import bench
+    from ..callable_package import make_callable
+
+    make_callable(__name__, bench)
+
+
+_make_callable()

@@ -252,6 +252,8 @@ def print_report(report: BenchReport, console: Console) -> None:
     """The table and the targets, for a terminal."""
     from rich.table import Table
 
+    from ..reporting.terminal_style import print_table
+
     s = report.settings
     table = Table(
         title=f"bench · Dense({s.features})→relu→Dense({s.features}) x L · batch {s.batch}",
@@ -275,7 +277,7 @@ def print_report(report: BenchReport, console: Console) -> None:
         else:
             previous = row[0]
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
     for t in targets(report.results, s.target_spread):
         saved = "[green]✓[/]" if t["saved_target_met"] else "[red]✗[/]"
         which = "worst" if t["time_target_at"] == "every L" else "deepest"

@@ -254,3 +254,45 @@ def replay_blob(text: str) -> str:
     except (InvalidArgument, ValueError, TypeError):
         raise Invalid(f"is not a blob Hypothesis can decode: {blob!r}") from None
     return text
+
+
+# ---------------------------------------------------------------------------
+# Flags shared by the commands
+# ---------------------------------------------------------------------------
+
+
+def add_port_argument(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
+    """`--implementation NAME`, with `--port NAME` as its alias (the pytest plugin's name)."""
+    options = {"action": "append", **kwargs}
+    parser.add_argument(
+        "--implementation",
+        "--port",
+        dest="implementation",
+        type=port_name,
+        metavar="NAME",
+        help=help,
+        **options,
+    )
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--width`, `--plain`, `--no-color`: how a report is laid out (`reporting.terminal_style`)."""
+    group = parser.add_argument_group("output")
+    group.add_argument(
+        "--width",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="lay out for N columns; a table that cannot fit is printed wider, never cut "
+        "(default: the terminal's width, or 80 off a terminal)",
+    )
+    group.add_argument(
+        "--plain",
+        action="store_true",
+        help="for logs: no colour or escape codes, ASCII rules, no progress display",
+    )
+    group.add_argument(
+        "--no-color",
+        action="store_true",
+        help="no colour or any other escape code (as the NO_COLOR variable does)",
+    )

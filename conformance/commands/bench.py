@@ -105,7 +105,6 @@ def validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the bench and write `bench.json`, `bench.md` and `bench.png` into `args.out`."""
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -117,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..bench import BenchReport, load_average, load_frameworks, render, total_steps
     from ..bench import run as sweep
+    from ..reporting import terminal_style
 
-    console = Console(stderr=True)
+    console = terminal_style.console(stderr=True)
     settings = settings_from(args)
     frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
     interrupts.check()  # a signal during an import may have been taken for a missing framework
@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         TimeRemainingColumn(),
         console=console,
         transient=True,
+        disable=not terminal_style.live(console),
     ) as bar:
         task = bar.add_task("bench", total=total_steps(settings, frameworks))
         report.results = sweep(
@@ -171,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         if warning:
             console.print(f"[yellow]warning[/]: {warning}")
     else:
-        render.print_report(report, Console())
+        render.print_report(report, terminal_style.console())
     console.print(
         f"bench: {report.seconds:.0f}s wall · wrote " + ", ".join(str(p) for p in written)
     )

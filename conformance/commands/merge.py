@@ -44,9 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from .. import merge
+    from ..reporting import terminal_style
     from ..reporting.jsonable import dumps
 
     try:
@@ -63,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(merge.to_json(merged)))
     else:
-        merge.print_merged(merged, Console())
+        merge.print_merged(merged, terminal_style.console())
     return 1 if merged.failed else 0

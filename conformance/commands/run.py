@@ -37,13 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="examples per property per port (default: the profile's)",
     )
-    parser.add_argument(
-        "--implementation",
-        action="append",
-        type=arguments.port_name,
-        metavar="NAME",
-        help="check only this port (repeatable)",
-    )
+    arguments.add_port_argument(parser, "check only this port (repeatable; alias --port)")
     parser.add_argument(
         "--property",
         action="append",
@@ -122,12 +116,12 @@ def validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hypothesis import settings
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     import implementations
 
     from ..mutants import MUTANTS
+    from ..reporting import terminal_style
     from ..reporting.jsonable import dumps
     from ..reporting.report import print_report, to_json
     from ..running.suite import RunConfig, examples_per_property, run_suite
@@ -153,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     # The report goes to copies of this process's stdout and stderr: a port run
     # in-process may redirect the originals, and must not reach the report.
     out = _stream(1)
-    console = Console(file=_stream(2) if args.json else out)
+    console = terminal_style.console(file=_stream(2) if args.json else out)
     per_port = sum(examples_per_property(p, args.examples) for p in config.selected)
     with Progress(
         TextColumn("{task.description:<22}"),
@@ -162,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not terminal_style.live(console),
     ) as bar:
         tasks = {name: bar.add_task(name, total=per_port) for name in names}
         if config.mutants:

@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output file stem: PATH.npz and PATH.json (existing files are replaced)",
     )
     check = commands.add_parser("check", help="check a port against vectors alone")
-    check.add_argument("--implementation", required=True, type=arguments.port_name, metavar="NAME")
+    arguments.add_port_argument(
+        check, "the port to check (alias --port)", action="store", required=True
+    )
     check.add_argument(
         "--vectors",
         type=arguments.existing_file,
@@ -27,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the vectors' JSON manifest (default: the committed set)",
     )
     check.add_argument("--json", action="store_true", help="print the results as JSON")
+    for command in (export, check):
+        arguments.add_output_arguments(command)
 
 
 def validate(args: argparse.Namespace) -> None:
@@ -42,14 +46,13 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     import implementations
 
     from ..checking import vectors
+    from ..reporting import terminal_style
     from ..reporting.jsonable import dumps
 
-    console = Console()
+    console = terminal_style.console()
     if args.vectors_command == "export":
         canonical = implementations.load(implementations.CANONICAL)
         canonical.pin_matmul_precision()

@@ -13,7 +13,10 @@ For each available port, against the canonical one on shared parameters:
 - **residuals:** what the backward pass keeps with the checkpoint off and on,
   from the port's own instrument (`backward_record`);
 - **time:** the warm per-call time of `nn_checkpoint_forward` and of a VJP,
-  medians of interleaved samples, and the first-call time (import, then the
+  the median of interleaved samples with half their interquartile range and
+  their count, and the 1-minute load average before and after (times from a
+  machine loaded past its cores are marked); optionally (`first_calls`,
+  about a minute per port here) the first-call time (import, then the
   first forward and VJP: tracing and compiling), measured in a fresh
   process per port with JAX's persistent compilation cache turned off, since
   in-process or on-disk caches would hide it;
@@ -23,6 +26,7 @@ For each available port, against the canonical one on shared parameters:
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 import tempfile
 import time
@@ -109,8 +113,11 @@ class PortComparison:
     # The framework's float32 matmul setting: "default", "pinned", maybe "device", ...
     matmul_precision: dict[str, str] = field(default_factory=dict)
     residuals: dict[str, Residuals] = field(default_factory=dict)  # "off", "on"
-    warm_forward_seconds: float | None = None
+    warm_forward_seconds: float | None = None  # the median
     warm_vjp_seconds: float | None = None
+    # Half the interquartile range of the samples, by "forward" and "vjp", and their count.
+    warm_spread: dict[str, float] = field(default_factory=dict)
+    warm_samples: int = 0
     first_call: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     timed_alone: bool = False  # its warm times come from a process of its own, not interleaved
@@ -138,6 +145,16 @@ class Comparison:
     canonical: str
     ports: list[PortComparison]
     seconds: float = 0.0
+    # The 1-minute load average "before" and "after" the run, and the cores it shares.
+    load: dict[str, float] = field(default_factory=dict)
+    cores: int = 0
+    first_calls: bool = False  # whether first calls were timed
+    command: str = ""  # the command line as run, for the title (empty: from Python)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the load average exceeded the cores before or after: the times are noisy."""
+        return any(value > self.cores for value in self.load.values())
 
     def to_json(self) -> dict[str, Any]:
         return {**to_data(self), "notes": NOTES}
@@ -160,11 +177,15 @@ NOTES = {
     "on a CPU they compute the same float32",
     "residuals": "backward_record(params, x, checkpoint=off/on): count and bytes leave "
     "parameters out; the list holds everything the instrument saw",
-    "warm": "median seconds per call over interleaved samples, after a warm-up call; the "
+    "warm": "median seconds per call over interleaved samples, after a warm-up call "
+    "(warm_spread: half the interquartile range of the samples; warm_samples: their count); the "
     "forward is nn_checkpoint_forward on the framework's own x, synchronised by reading "
     "the result back to numpy; the VJP is the contract's vjp (numpy in and out, so it "
     "includes moving the parameters into the framework)",
-    "first_call": "a fresh Python process per port, JAX's persistent compilation cache off: "
+    "load": "the 1-minute load average before and after the run; above cores, the machine "
+    "was busy and the times are noisy",
+    "first_call": "only when asked for (first_calls): a fresh Python process per port, "
+    "JAX's persistent compilation cache off: "
     "import = loading the port (its framework); forward = the first nn_checkpoint_forward "
     "(init and apply: tracing, compiling, running); vjp = the first contract vjp after it",
 }
@@ -216,9 +237,32 @@ def make_inputs(seed: int, dim: int, features: int) -> tuple[np.ndarray, np.ndar
     )
 
 
+@dataclass
+class Expected:
+    """The canonical port's results on the comparison's inputs, made once for every port
+    (and handed to a port compared in a process of its own, which then need not load the
+    canonical port's framework)."""
+
+    forward: np.ndarray
+    exercise: np.ndarray
+    grads: dict[str, np.ndarray]
+
+
+def expected_results(
+    canonical: Implementation, params: Params, x: np.ndarray, cotangent: np.ndarray, seed: int
+) -> Expected:
+    """The canonical port's forward, exercise and VJP (`params`: its init for `seed`)."""
+    exercise = canonical.nn_checkpoint_forward(seed, canonical.from_numpy(x), params.features)
+    return Expected(
+        forward=canonical.forward(params, x, checkpoint=True),
+        exercise=canonical.to_numpy(exercise),
+        grads=canonical.vjp(params, x, cotangent, checkpoint=True).as_dict(),
+    )
+
+
 def compare_port(
     port: Implementation,
-    canonical: Implementation,
+    canonical: Implementation | Expected,
     params: Params,
     x: np.ndarray,
     cotangent: np.ndarray,
@@ -227,27 +271,25 @@ def compare_port(
 ) -> PortComparison:
     """Accuracy and residuals of one port (timings are added by the caller).
 
+    `canonical`: the canonical port, or its results (`expected_results`).
     `exact`: `exact_results(params, x, cotangent)`, made once for every port
     (about 0.1 s at D = F = 1024); made here if not given.
     """
     row = PortComparison(port.name, "available", framework=port.framework, versions=port.versions())
     try:
+        if not isinstance(canonical, Expected):
+            canonical = expected_results(canonical, params, x, cotangent, seed)
         row.matmul_precision = dict(port.matmul_precision())
         out = port.forward(params, x, checkpoint=True)
-        expected = canonical.forward(params, x, checkpoint=True)
-        row.output = diff(out, expected, forward_bound(params, x))
+        row.output = diff(out, canonical.forward, forward_bound(params, x))
         # `params` is the canonical init for this seed: the exercise's own parameters.
         features = params.features
         exercise = port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features))
         row.exercise = diff(
-            exercise,
-            canonical.to_numpy(
-                canonical.nn_checkpoint_forward(seed, canonical.from_numpy(x), features)
-            ),
-            forward_bound(params, x, param_ulps=INIT_ULPS),
+            exercise, canonical.exercise, forward_bound(params, x, param_ulps=INIT_ULPS)
         )
         grads = port.vjp(params, x, cotangent, checkpoint=True).as_dict()
-        reference = canonical.vjp(params, x, cotangent, checkpoint=True).as_dict()
+        reference = canonical.grads
         for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, reference).items():
             row.gradients[name] = diff(grads[name], reference[name], bound, shift)
         if exact is None:
@@ -285,6 +327,22 @@ def precision_bits(
     return {name: Bits(r.bits, r.ratio) for name, r in results.items()}
 
 
+@dataclass
+class Timing:
+    """Samples of one call: their median, half their interquartile range, and their count."""
+
+    median: float
+    half_iqr: float
+    n: int
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Timing:
+        if len(samples) < 2:
+            return cls(statistics.median(samples), float("nan"), len(samples))
+        q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+        return cls(statistics.median(samples), (q3 - q1) / 2, len(samples))
+
+
 def warm_timings(
     ports: Sequence[Implementation],
     params: Params,
@@ -292,7 +350,7 @@ def warm_timings(
     cotangent: np.ndarray,
     seed: int,
     repeats: int,
-) -> list[tuple[float | None, float | None]]:
+) -> list[tuple[Timing | None, Timing | None]]:
     """Warm seconds per call of each port's forward and VJP, all interleaved."""
     calls = []
     for port in ports:
@@ -306,10 +364,27 @@ def warm_timings(
         )
         calls.append(lambda port=port: port.vjp(params, x, cotangent, checkpoint=True))
     try:
-        medians = [statistics.median(s) for s in time_interleaved(calls, repeats)]
+        timings = [Timing.of(s) for s in time_interleaved(calls, repeats)]
     except Exception:
         return [(None, None)] * len(ports)
-    return [(medians[2 * i], medians[2 * i + 1]) for i in range(len(ports))]
+    return [(timings[2 * i], timings[2 * i + 1]) for i in range(len(ports))]
+
+
+def set_warm(row: PortComparison, forward: Timing | None, vjp: Timing | None) -> None:
+    """Write a port's warm timings into its row."""
+    if forward is None or vjp is None:
+        return
+    row.warm_forward_seconds, row.warm_vjp_seconds = forward.median, vjp.median
+    row.warm_spread = {"forward": forward.half_iqr, "vjp": vjp.half_iqr}
+    row.warm_samples = min(forward.n, vjp.n)
+
+
+def load_average() -> float:
+    """The 1-minute load average (NaN where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
 
 
 def run(
@@ -319,17 +394,19 @@ def run(
     names: Sequence[str] | None = None,
     *,
     repeats: int = 9,
-    first_calls: bool = True,
+    first_calls: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
     """Compare the named ports (default: every registered one) with the canonical port."""
     notify = progress or (lambda message: None)
+    load_before = load_average()
     started = time.perf_counter()
     canonical = implementations.load(implementations.CANONICAL)
     canonical.pin_matmul_precision()
     params = canonical.init_params(seed, dim, features)
     x, cotangent = make_inputs(seed, dim, features)
     exact = exact_results(params, x, cotangent)  # the same for every port
+    expected = expected_results(canonical, params, x, cotangent, seed)
 
     rows: list[PortComparison] = []
     loaded: list[Implementation] = []
@@ -339,7 +416,9 @@ def run(
     for status in implementations.status(wanted):
         if status.elsewhere:  # e.g. Keras on a second backend: a process of its own
             notify(f"comparing {status.name}, in a process of its own")
-            rows.append(compare_alone(status.name, params, x, cotangent, seed, repeats, exact))
+            rows.append(
+                compare_alone(status.name, params, x, cotangent, seed, repeats, exact, expected)
+            )
             continue
         if status.state != "available":
             rows.append(PortComparison(status.name, status.state, reason=status.reason))
@@ -347,7 +426,7 @@ def run(
         port = implementations.load(status.name)
         port.pin_matmul_precision()
         notify(f"comparing {port.name}")
-        rows.append(compare_port(port, canonical, params, x, cotangent, seed, exact))
+        rows.append(compare_port(port, expected, params, x, cotangent, seed, exact))
         rows[-1].reference = port.name == implementations.CANONICAL
         loaded.append(port)
 
@@ -357,8 +436,7 @@ def run(
     for port, (fwd, vjp) in zip(
         working, warm_timings(working, params, x, cotangent, seed, repeats), strict=True
     ):
-        by_name[port.name].warm_forward_seconds = fwd
-        by_name[port.name].warm_vjp_seconds = vjp
+        set_warm(by_name[port.name], fwd, vjp)
 
     if first_calls:
         with tempfile.TemporaryDirectory() as scratch:
@@ -372,7 +450,15 @@ def run(
                     notify(f"first call of {row.name}, fresh process")
                     row.first_call = first_call(row.name, inputs, seed)
     return Comparison(
-        seed, dim, features, implementations.CANONICAL, rows, time.perf_counter() - started
+        seed,
+        dim,
+        features,
+        implementations.CANONICAL,
+        rows,
+        time.perf_counter() - started,
+        load={"before": load_before, "after": load_average()},
+        cores=os.cpu_count() or 1,
+        first_calls=first_calls,
     )
 
 
@@ -384,9 +470,13 @@ def compare_alone(
     seed: int,
     repeats: int,
     exact: precision.Reference | None = None,
+    expected: Expected | None = None,
 ) -> PortComparison:
-    """`compare_port` and the warm timings of one port, in a fresh process (timed alone)."""
-    args = (name, params, x, cotangent, seed, repeats, exact)
+    """`compare_port` and the warm timings of one port, in a fresh process (timed alone).
+
+    Given the canonical results (`expected`), that process loads only the port's own
+    framework."""
+    args = (name, params, x, cotangent, seed, repeats, exact, expected)
     done = isolation.run(f"{__name__}:_compare_here", args)
     if done.status == "returned":
         return done.value
@@ -396,23 +486,25 @@ def compare_alone(
     return row
 
 
-def _compare_here(name, params, x, cotangent, seed, repeats, exact) -> PortComparison:
+def _compare_here(name, params, x, cotangent, seed, repeats, exact, expected) -> PortComparison:
     environment.prepare()
-    canonical = implementations.load(implementations.CANONICAL)
-    canonical.pin_matmul_precision()
+    if expected is None:
+        canonical = implementations.load(implementations.CANONICAL)
+        canonical.pin_matmul_precision()
+        expected = expected_results(canonical, params, x, cotangent, seed)
     port = implementations.load(name)
     port.pin_matmul_precision()
-    row = compare_port(port, canonical, params, x, cotangent, seed, exact)
+    row = compare_port(port, expected, params, x, cotangent, seed, exact)
     row.timed_alone = True
     if not row.error:
-        ((row.warm_forward_seconds, row.warm_vjp_seconds),) = warm_timings(
-            [port], params, x, cotangent, seed, repeats
-        )
+        ((forward, vjp),) = warm_timings([port], params, x, cotangent, seed, repeats)
+        set_warm(row, forward, vjp)
     return row
 
 
 def failed(comparison: Comparison) -> bool:
-    """Whether a port is broken, errored, exceeds a bound, or fails the precision tier."""
+    """Whether a port is broken, errored, exceeds a bound, fails the precision tier, or
+    keeps no fewer bytes with the checkpoint on than off: any ✗ of the verdict."""
     for row in comparison.ports:
         if row.state == "broken" or row.error:
             return True
@@ -420,5 +512,8 @@ def failed(comparison: Comparison) -> bool:
         if any(d is not None and d.worst_ratio > 1.0 for d in diffs):
             return True
         if any(b.ratio > 1.0 for b in row.precision.values()):
+            return True
+        off, on = row.residuals.get("off"), row.residuals.get("on")
+        if off is not None and on is not None and on.bytes >= off.bytes:
             return True
     return False

@@ -1,43 +1,85 @@
-"""The `compare` tables: one row per port, and every residual (fit 80 columns)."""
+"""The `compare` report: a verdict per port at a glance, then the detail, then the legend.
+
+Sections, in order (`SECTIONS`; another module may append its own):
+
+1. **at a glance** (`summary_table`): per port, a verdict of three marks
+   that read without colour (✓/✗ agree, tier, remat), the worst
+   error/bound and the fewest bits, what the backward pass keeps (KiB, with
+   the checkpoint off and on, and the roles kept), what it recomputes
+   (ops, of them matmuls), and the warm times (median ± half IQR, n);
+2. **agreement** (`agreement_table`): error/bound of every result;
+3. **precision** (`precision_table`): bits of every result, and the matmul setting;
+4. **recomputed ops**, once per distinct list (`recomputed_lines`): ports
+   that rerun the same ops share a line;
+5. the legend, the wall time and the load.
+
+Tables are printed whole (`terminal_style.print_table`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
 
 from implementations.contract import SavedTensor
 
-from ..reporting.terminal_style import narrow_table, state_markup
+from ..reporting.terminal_style import narrow_table, print_legend, print_table, state_markup
 from .measure import Bits, Comparison, Diff, PortComparison
 
+PASS, FAIL = "✓", "✗"
 
-def _seconds(value: float | None) -> str:
-    # Three significant figures at most: these are noisy measurements.
-    if value is None:
-        return "-"
-    if value < 1e-3:
-        return f"{value * 1e6:.0f}µs"
-    if value < 1e-2:
-        return f"{value * 1e3:.2f}ms"
-    if value < 1:
-        return f"{value * 1e3:.0f}ms"
-    return f"{value:.2f}s"
+#: An op whose name contains one of these is a matrix multiply (jax, torch, tf, mlx spellings).
+MATMUL_MARKS = ("dot", "matmul", "mm", "gemm", "einsum")
+
+# The results, in the order the detail tables show them (d/db2 = c needs no arithmetic).
+RESULTS = (("fwd", "output"), ("ex", "exercise"), ("dw1", "w1"), ("db1", "b1"),
+           ("dw2", "w2"), ("db2", "b2"), ("dx", "x"))  # fmt: skip
+PRECISION_COLUMNS = tuple(r for r in RESULTS if r[0] != "db2")
+
+
+# ---------------------------------------------------------------------------
+# Numbers
+# ---------------------------------------------------------------------------
+
+
+def _kib(value: int) -> str:
+    """KiB with three significant figures: 128 bytes is 0.125, not 0.1."""
+    return f"{value / 1024:.3g}"
 
 
 def _bytes(value: int) -> str:
     if value < 1024:
         return f"{value} B"
     if value < 2**20:
-        return f"{value / 1024:.1f} KiB"
-    return f"{value / 2**20:.2f} MiB"
+        return f"{value / 1024:.3g} KiB"
+    return f"{value / 2**20:.3g} MiB"
 
 
-def _diff(d: Diff | None, name: str) -> str:
-    # Two lines: the largest difference, then the bound at that element.
-    if d is None:
-        return f"{name} -"
-    colour = "green" if d.worst_ratio <= 1.0 else "bold red"
-    return f"{name} [{colour}]{d.max_abs:.1e}[/]\n[dim]≤ {d.bound:.1e}[/]"
+def _ms(value: float, figures: int = 3) -> str:
+    """Milliseconds, three significant figures (these are noisy measurements; a spread
+    needs only two)."""
+    if not math.isfinite(value):
+        return "?"
+    ms = value * 1e3
+    return f"{ms:.{figures}g}" if ms < 10**figures else f"{ms:.0f}"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f} s" if value >= 1 else f"{value * 1e3:.0f} ms"
+
+
+def _ratio(value: float) -> str:
+    if math.isinf(value):
+        return "inf"
+    if value == 0:
+        return "0"
+    return f"{value:.2g}" if value >= 0.01 else f"{value:.0e}"
 
 
 def _dtype(name: str) -> str:
@@ -45,6 +87,20 @@ def _dtype(name: str) -> str:
     return {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
         name, name
     )
+
+
+def matmuls(recomputed: dict[str, int]) -> int:
+    """How many of the recomputed ops are matrix multiplies."""
+    return sum(n for op, n in recomputed.items() if any(m in op.lower() for m in MATMUL_MARKS))
+
+
+def roles(saved: Sequence[dict[str, Any]]) -> str:
+    """The roles of the kept tensors, counted: "input, activationx2" ("nothing" if none)."""
+    counts: dict[str, int] = {}
+    for t in saved:
+        if t["origin"] in SavedTensor.KEPT:
+            counts[t["origin"]] = counts.get(t["origin"], 0) + 1
+    return ", ".join(f"{o}x{n}" if n > 1 else o for o, n in counts.items()) or "nothing"
 
 
 def residual_list(saved: Sequence[dict[str, Any]]) -> str:
@@ -62,67 +118,173 @@ def residual_list(saved: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) or "nothing"
 
 
-def summary_table(comparison: Comparison):
-    """One row per port: accuracy, residual totals, times, versions (fits 80 columns)."""
-    table = narrow_table(
-        title=f"compare · seed {comparison.seed} · D={comparison.dim} F={comparison.features} "
-        f"· against {comparison.canonical}",
-        caption="output, gradients: largest |port - canonical| (fwd: shared params; ex: the "
-        "exercise, own init; worst gradient), then the bound at that element (red: over it) · "
-        "saved: residuals kept, count · KiB, parameters left out · warm: median per call, "
-        "a new seed each call, all ports interleaved (alone: in a process of its own, where its "
-        "stack cannot share one: Keras keeps one backend per process) · "
-        "first call: fresh process, no compilation cache",
+# ---------------------------------------------------------------------------
+# The verdict
+# ---------------------------------------------------------------------------
+
+
+def _diffs(row: PortComparison) -> dict[str, Diff]:
+    found = {"output": row.output, "exercise": row.exercise, **row.gradients}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _short(key: str) -> str:
+    return dict((k, s) for s, k in RESULTS).get(key, key)
+
+
+def verdict(row: PortComparison) -> dict[str, bool | None]:
+    """Three judgements (None: not measured).
+
+    - `agree`: every result within the tolerance model's bound of the canonical port's;
+    - `tier`: every result keeps the bits of float32 arithmetic (the precision tier);
+    - `remat`: evidence of the checkpoint: with it on, the backward pass keeps fewer
+      bytes than with it off.
+    """
+    diffs = _diffs(row)
+    off, on = row.residuals.get("off"), row.residuals.get("on")
+    return {
+        "agree": all(d.worst_ratio <= 1.0 for d in diffs.values()) if diffs else None,
+        "tier": all(b.ratio <= 1.0 for b in row.precision.values()) if row.precision else None,
+        "remat": (on.bytes < off.bytes) if off and on else None,
+    }
+
+
+def _mark(ok: bool | None, word: str) -> str:
+    if ok is None:
+        return f"- {word}"
+    return f"[green]{PASS}[/] {word}" if ok else f"[bold red]{FAIL} {word}[/]"
+
+
+def _verdict_cell(row: PortComparison) -> str:
+    found = verdict(row)
+    agree = "[dim]ref[/]" if row.reference else _mark(found["agree"], "agree")
+    return "\n".join([agree, _mark(found["tier"], "tier"), _mark(found["remat"], "remat")])
+
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+
+
+def title(comparison: Comparison, what: str) -> str:
+    """`what`, then the run's settings as they were given."""
+    # The command as given, when it was given flags: "--dim 1024" is what the user asked for.
+    given = comparison.command.split(" ", 1)[1:] if comparison.command else []
+    ran = f" · as run: {escape(comparison.command)}" if given else ""
+    return (
+        f"compare · {what} · seed {comparison.seed} · D={comparison.dim} "
+        f"F={comparison.features} · against {comparison.canonical}{ran}"
     )
-    # Every cell is a few short lines; only the port column may wrap (long versions).
-    table.add_column("port", min_width=14)
-    for column in ("output", "gradients", "saved", "warm", "first call"):
-        table.add_column(column, no_wrap=True)
+
+
+def _usable(row: PortComparison) -> bool:
+    return row.state == "available" and not row.error
+
+
+def _samples(comparison: Comparison) -> str:
+    counts = {row.warm_samples for row in comparison.ports if row.warm_samples}
+    return f"n={counts.pop()}" if len(counts) == 1 else "n per cell"
+
+
+def _warm_cell(row: PortComparison, per_cell_n: bool) -> str:
+    if row.warm_forward_seconds is None or row.warm_vjp_seconds is None:
+        return "-"
+    lines = []
+    for median, key in ((row.warm_forward_seconds, "forward"), (row.warm_vjp_seconds, "vjp")):
+        spread = row.warm_spread.get(key, math.nan)
+        lines.append(f"{_ms(median)} ± {_ms(spread, 2)}")
+    if per_cell_n:
+        lines.append(f"[dim]n={row.warm_samples}[/]")
+    if row.timed_alone:
+        lines.append("[dim]alone[/]")
+    return "\n".join(lines)
+
+
+def _first_call_cell(first: dict[str, Any]) -> str:
+    if "error" in first:
+        return f"[red]{escape(str(first['error']))}[/]"
+    if not first:
+        return "-"
+    return "\n".join(
+        f"{label} {_seconds(first.get(key))}"
+        for label, key in (("import", "import"), ("fwd", "forward"), ("vjp", "vjp"))
+    )
+
+
+def summary_table(comparison: Comparison):
+    """One row per port: the verdict, the worst numbers, residuals and times."""
+    table = narrow_table(title(comparison, "at a glance"))
+    samples = _samples(comparison)
+    table.add_column("port", min_width=12)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("worst\nerr/bnd", no_wrap=True)
+    table.add_column("fewest\nbits", no_wrap=True)
+    table.add_column("kept KiB\noff → on", no_wrap=True)
+    table.add_column("recomp.\n(on)", no_wrap=True)
+    table.add_column(f"warm ms\nfwd, vjp\n±½IQR {samples}", no_wrap=True)
+    if comparison.first_calls:
+        table.add_column("first call", no_wrap=True)
     for row in comparison.ports:
-        versions = "\n".join(f"[dim]{k} {v}[/]" for k, v in row.versions.items())
-        label = f"[bold]{row.name}[/]\n{versions}" if versions else row.name
-        if row.state != "available" or row.error:
-            why = f"{state_markup(row.state)}: {row.reason}" if not row.error else row.error
-            table.add_row(label, why, "", "", "", "", end_section=True)
+        versions = "\n".join(f"[dim]{escape(k)} {escape(v)}[/]" for k, v in row.versions.items())
+        label = f"[bold]{row.name}[/]" + (f"\n{versions}" if versions else "")
+        if not _usable(row):
+            why = escape(row.error) if row.error else f"{state_markup(row.state)}: {row.reason}"
+            table.add_row(label, why, end_section=True)
             continue
+        diffs = _diffs(row)
         if row.reference:
-            accuracy = ["[dim]reference[/]", "[dim]reference[/]"]
+            worst = "[dim]ref[/]"
+        elif diffs:
+            key, d = max(diffs.items(), key=lambda item: item[1].worst_ratio)
+            worst = f"{_ratio(d.worst_ratio)}\n[dim]{_short(key)}[/]"
         else:
-            worst = row.worst_gradient
-            accuracy = [
-                _diff(row.output, "fwd") + "\n" + _diff(row.exercise, "ex"),
-                _diff(worst[1], f"d{worst[0]}") if worst else "-",
-            ]
-        saved = "\n".join(
-            f"{label} {r.count} · {r.bytes / 1024:.1f}" for label, r in row.residuals.items()
-        )
-        warm = f"fwd {_seconds(row.warm_forward_seconds)}\nvjp {_seconds(row.warm_vjp_seconds)}"
-        if row.timed_alone:
-            warm += "\n[dim]alone[/]"
-        first = row.first_call
-        if "error" in first:
-            first_cell = f"[red]{first['error']}[/]"
-        elif first:
-            first_cell = "\n".join(
-                f"{label} {_seconds(first[key])}"
-                for label, key in (("import", "import"), ("fwd", "forward"), ("vjp", "vjp"))
-            )
+            worst = "-"
+        if row.precision:
+            key, b = min(row.precision.items(), key=lambda item: item[1].bits)
+            bits = f"{_bits(b)}\n[dim]{_short(key)}[/]"
         else:
-            first_cell = "[dim]skipped[/]"
-        table.add_row(label, *accuracy, saved, warm, first_cell, end_section=True)
+            bits = "-"
+        off, on = row.residuals.get("off"), row.residuals.get("on")
+        if off and on:
+            kept = f"{_kib(off.bytes)} → {_kib(on.bytes)}\n[dim]on: {roles(on.saved)}[/]"
+            recomputed = f"{sum(on.recomputed.values())} ops\n{matmuls(on.recomputed)} matmul"
+        else:
+            kept = recomputed = "-"
+        cells = [_verdict_cell(row), worst, bits, kept, recomputed]
+        cells.append(_warm_cell(row, samples == "n per cell"))
+        if comparison.first_calls:
+            cells.append(_first_call_cell(row.first_call))
+        table.add_row(label, *cells, end_section=True)
     return table
 
 
-# The results the precision table shows (d/db2 = c needs no arithmetic: always exact).
-PRECISION_COLUMNS = (("fwd", "output"), ("ex", "exercise"), ("dw1", "w1"), ("db1", "b1"),
-                     ("dw2", "w2"), ("dx", "x"))  # fmt: skip
+def agreement_table(comparison: Comparison):
+    """One row per port: every result's largest error over the bound there."""
+    table = narrow_table(title(comparison, "agreement: largest error / bound"))
+    table.add_column("port", min_width=12)
+    for label, _ in RESULTS:
+        table.add_column(label, justify="right", no_wrap=True)
+    for row in comparison.ports:
+        if not _usable(row) or row.reference:
+            continue
+        diffs = _diffs(row)
+        cells = []
+        for _, key in RESULTS:
+            d = diffs.get(key)
+            if d is None:
+                cells.append("-")
+            else:
+                text = _ratio(d.worst_ratio)
+                cells.append(text if d.worst_ratio <= 1.0 else f"[bold red]{FAIL}{text}[/]")
+        table.add_row(row.name, *cells)
+    return table
 
 
 def _bits(b: Bits | None) -> str:
     if b is None:
         return "-"
     text = "exact" if b.bits == float("inf") else f"{b.bits:.1f}"
-    return f"[bold red]{text}[/]" if b.ratio > 1.0 else text
+    return f"[bold red]{FAIL}{text}[/]" if b.ratio > 1.0 else text
 
 
 def _setting(value: str) -> str:
@@ -131,67 +293,133 @@ def _setting(value: str) -> str:
 
 
 def _matmul(row: PortComparison) -> str:
+    """`default → pinned`, each the setting's name without the framework's explanation."""
     found = row.matmul_precision
     if not found:
-        return "-"
+        return "not reported"
     default, pinned = (_setting(found.get(key, "-")) for key in ("default", "pinned"))
-    lines = [f"[dim]default[/] {default}", f"[dim]pinned[/]  {pinned}"]
-    if "device" in found:
-        lines.append(f"[dim]on {found['device']}[/]")
-    return "\n".join(lines)
+    device = f" (on {found['device']})" if "device" in found else ""
+    return f"{default} → {pinned}{device}"
+
+
+def matmul_lines(comparison: Comparison) -> list[str]:
+    """The float32 matmul settings, one line per distinct setting, naming its ports."""
+    groups: dict[str, list[str]] = {}
+    for row in comparison.ports:
+        if _usable(row):
+            groups.setdefault(_matmul(row), []).append(row.name)
+    return [f"[bold]{', '.join(names)}[/]: {escape(text)}" for text, names in groups.items()]
 
 
 def precision_table(comparison: Comparison):
-    """One row per port: effective bits of each result, and the float32 matmul setting."""
-    table = narrow_table(
-        title="precision: bits of the exact (float64) result each port keeps",
-        caption="fwd: forward, shared params · ex: the exercise, own init · gradients · float32 "
-        "arithmetic reads 19-24 bits, TF32 and float16 about 11, bfloat16 8 (red: fails the "
-        "precision tier) · matmul: the framework's float32 matmul setting as it reports it, "
-        "its default (without the suite's pin) and the pin; on a CPU both compute float32",
-    )
-    table.add_column("port", min_width=14)
+    """One row per port: effective bits of each result (the matmul settings follow it)."""
+    table = narrow_table("precision: bits of the exact (float64) result each port keeps")
+    table.add_column("port", min_width=12)
     for label, _ in PRECISION_COLUMNS:
         table.add_column(label, justify="right", no_wrap=True)
-    table.add_column("matmul", no_wrap=True)
     for row in comparison.ports:
-        if row.state != "available" or row.error:
+        if not _usable(row):
             continue
         cells = [_bits(row.precision.get(key)) for _, key in PRECISION_COLUMNS]
-        table.add_row(row.name, *cells, _matmul(row), end_section=True)
+        table.add_row(row.name, *cells)
     return table
 
 
-def residual_table(comparison: Comparison):
-    """One row per port and checkpoint setting: every residual, and what is recomputed."""
-    table = narrow_table(
-        title="residuals: what the backward pass keeps, from each framework's own instrument",
-        caption="kept: count · bytes, parameters left out; checkpoint regions found · "
-        "recomputed: forward ops the backward pass runs again",
-    )
-    table.add_column("port", min_width=14)
-    table.add_column("ckpt")
-    table.add_column("kept", no_wrap=True)
-    table.add_column("saved: shape dtype origin", min_width=24)
-    table.add_column("recomputed", no_wrap=True)
+def recomputed_lines(comparison: Comparison) -> list[str]:
+    """The ops rerun with the checkpoint on, one line per distinct list, naming its ports."""
+    groups: dict[tuple[tuple[str, int], ...], list[str]] = {}
     for row in comparison.ports:
-        for label, r in row.residuals.items():
-            recomputed = "\n".join(f"{op} x{n}" for op, n in sorted(r.recomputed.items()))
-            regions = "" if r.checkpoint_regions is None else f"\n{r.checkpoint_regions} regions"
-            table.add_row(
-                row.name if label == "off" else "",
-                label,
-                f"{r.count} · {_bytes(r.bytes)}{regions}",
-                residual_list(r.saved),
-                recomputed or "[dim]nothing[/]",
-                end_section=label == "on",
-            )
-    return table
+        on = row.residuals.get("on") if _usable(row) else None
+        if on is not None:
+            groups.setdefault(tuple(sorted(on.recomputed.items())), []).append(row.name)
+    lines = []
+    for ops, names in groups.items():
+        listed = ", ".join(f"{op} x{n}" for op, n in ops) or "nothing"
+        lines.append(f"[bold]{', '.join(names)}[/]: {escape(listed)}")
+    return lines
 
 
-def print_comparison(comparison: Comparison, console) -> None:
-    """The tables, and the wall time."""
-    console.print(summary_table(comparison))
-    console.print(precision_table(comparison))
-    console.print(residual_table(comparison))
-    console.print(f"compare: {comparison.seconds:.1f}s wall")
+LEGEND = (
+    "verdict: ✓ passes, ✗ fails, - not measured; ref: the canonical port, the reference. "
+    "agree: every result within the tolerance model's bound of the canonical port's "
+    "(a failure of the suite's property (b)/(c) kind). tier: every result keeps float32's "
+    "bits (the precision tier, property (i)). remat: with the checkpoint on, the backward "
+    "pass keeps fewer bytes than with it off (the evidence of rematerialisation).",
+    "worst err/bnd: the largest |port - canonical| over the bound at that element, for the "
+    "worst result (fwd: forward, shared params; ex: the exercise, own init; dw1 ... dx: "
+    "gradients); above 1 fails. fewest bits: the result with the fewest effective bits of "
+    "the exact result; float32 arithmetic reads 19-24, TF32 and float16 about 11, "
+    "bfloat16 8; ✗ before a number: it fails its check.",
+    "kept KiB: bytes of inputs and activations the backward pass keeps (parameters left "
+    "out), checkpoint off → on; on: the roles kept with it on. recomp. (on): forward ops "
+    "the backward pass runs again with the checkpoint on, and how many are matmuls (listed "
+    "under 'recomputed ops'). warm ms: milliseconds per call of the forward, then of the "
+    "VJP, median ± half the interquartile range of n interleaved samples, a new seed each "
+    "call (alone: in a process of its own: Keras keeps one backend per process). "
+    "first call (--first-call): a fresh process, no compilation cache: import, first "
+    "forward, first VJP.",
+)
+
+
+def _load_line(comparison: Comparison) -> tuple[str, bool]:
+    load = comparison.load
+    if not load:
+        return "", False
+    before, after = load.get("before", math.nan), load.get("after", math.nan)
+    text = f"load average {before:.1f} before, {after:.1f} after, {comparison.cores} cores"
+    return text, comparison.loaded
+
+
+def print_summary(comparison: Comparison, console: Console) -> None:
+    print_table(console, summary_table(comparison))
+
+
+def print_agreement(comparison: Comparison, console: Console) -> None:
+    print_table(console, agreement_table(comparison))
+
+
+def print_precision(comparison: Comparison, console: Console) -> None:
+    print_table(console, precision_table(comparison))
+    lines = matmul_lines(comparison)
+    if lines:
+        console.print(
+            "\n[bold]float32 matmul setting[/] (as the framework reports it: its default, "
+            "without the suite's pin → the pin; on a CPU both compute float32)"
+        )
+        for line in lines:
+            console.print(f"  {line}", highlight=False)
+
+
+def print_recomputed(comparison: Comparison, console: Console) -> None:
+    lines = recomputed_lines(comparison)
+    if lines:
+        console.print("\n[bold]recomputed ops[/] (checkpoint on; ports with the same list share "
+                      "a line)")  # fmt: skip
+        for line in lines:
+            console.print(f"  {line}", highlight=False)
+
+
+#: What `print_comparison` prints, in order: a module may append a section of its own.
+SECTIONS: list[Callable[[Comparison, Console], None]] = [
+    print_summary,
+    print_agreement,
+    print_precision,
+    print_recomputed,
+]
+
+
+def print_comparison(comparison: Comparison, console: Console) -> None:
+    """Every section, the legend, then the wall time and the load (warned when loaded)."""
+    for section in SECTIONS:
+        section(comparison, console)
+    console.print()
+    print_legend(console, *LEGEND)
+    load, busy = _load_line(comparison)
+    console.print(f"compare: {comparison.seconds:.1f} s wall · {load}", highlight=False)
+    if busy:
+        console.print(
+            f"[bold yellow]warning[/]: the load average exceeded the {comparison.cores} cores: "
+            "other work shared the machine, so the times are noisy (the ±½IQR shows how much); "
+            "compare again on an idle machine to trust them",
+            highlight=False,
+        )

@@ -15,15 +15,22 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ..reporting import terminal_style
 from ..reporting.report import CELLS, cell
 from ..reporting.terminal_style import state_markup
 from ..running.runner import Outcome
 from .combine import Merged, Row
 
 CAPTION = (
-    "✓ N: examples passed; below: worst error/bound (1 would fail); ref: the canonical port "
-    "is the reference; crash, hang: its worker died or was stopped; #N: the report; "
-    "⚠: reports disagree on this port, machine and device"
+    "✓N: passed on all N examples it ran. A smaller N is never a partial pass: a property "
+    "with a fixed list of cases runs it in full, and Hypothesis stops early when a "
+    "property's inputs run out. Below it: the worst error/bound over them (1 "
+    "would fail). ✗fail, ✗crash, ✗hang @N: failed at its Nth example (crash: its worker died; "
+    "hang: it was stopped after the timeout). ref: the canonical port, the reference. skip: "
+    "not run there. xfail, xpass: failed, passed where an expectations file expects a "
+    "failure. ·: the port did not load. Under each port: its framework · #N, the report it "
+    "comes from. time: that port's worker, start to finish. ⚠: reports disagree on this "
+    "port, machine and device."
 )
 
 
@@ -83,11 +90,11 @@ def table(merged: Merged) -> Table:
     keys = list(merged.properties)
     grid = Table(
         title=title(merged),
-        caption=f"{legend(merged)}\n{CAPTION}",
-        box=box.SIMPLE_HEAD,
+        box=box.ASCII2 if terminal_style.OPTIONS.plain else box.SIMPLE_HEAD,
         padding=(0, 1),
         pad_edge=False,
         collapse_padding=True,
+        title_justify="left",
     )
     grid.add_column("port")  # wraps: a long device heading must not widen the matrix
     for key in keys:
@@ -104,7 +111,8 @@ def table(merged: Merged) -> Table:
 
 def print_merged(merged: Merged, console: Console) -> None:
     """The matrix, then the machines, the reports, the conflicts and the failures."""
-    console.print(table(merged))
+    terminal_style.print_table(console, table(merged))
+    terminal_style.print_legend(console, legend(merged), CAPTION)
     console.print("[bold]machines[/]")
     for number, description in merged.machines.items():
         console.print(f"  {number}  {escape(description)}", highlight=False)

@@ -118,3 +118,13 @@ def _document(report: Any, number: int) -> Document:
         f"reports[{number - 1}]: expected a path or a parsed JSON report, "
         f"got {type(report).__name__}"
     )
+
+
+def _make_callable() -> None:
+    # `conformance.report(...)` is `build(...)`: the package is also the API function.
+    from ..callable_package import make_callable
+
+    make_callable(__name__, build)
+
+
+_make_callable()

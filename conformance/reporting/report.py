@@ -14,7 +14,7 @@ from ..checking.properties import PROPERTIES
 from ..running import machine
 from ..running.suite import SCHEMA, PortReport, SuiteReport
 from .jsonable import to_data
-from .terminal_style import narrow_table, state_markup
+from .terminal_style import narrow_table, print_legend, print_table, state_markup
 
 CELLS = {
     # Narrow cells: nine properties, a port name and the time fit 80 columns.
@@ -43,19 +43,36 @@ def cell(outcome) -> str:
     )
 
 
+def legend() -> list[str]:
+    """What every symbol of the matrix means (also under `merge`'s matrix)."""
+    names = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
+    fixed = ", ".join(f"({p.id})" for p in PROPERTIES if p.cases is not None)
+    fixed_note = f": {fixed} runs its fixed list of cases in full" if fixed else ""
+    return [
+        names,
+        "✓N: passed on all N examples it ran. A smaller N than the others is never a "
+        f"partial pass{fixed_note}, and Hypothesis stops early when a property's inputs run "
+        "out ((i) draws from a handful of fixed cases). Below it: the worst "
+        "error/bound over them (1 would fail). ✗fail, ✗crash, ✗hang @N: failed at its Nth "
+        "example (crash: its worker died; hang: it was stopped after the timeout). ref: the "
+        "canonical port, the reference. skip: not run here. xfail, xpass: failed, passed "
+        "where an expectations file expects a failure. ·: the port did not load.",
+        "Under each port: its framework (the stack it runs on). wall: the port's worker, "
+        "start to finish (loading the framework and restarts included); the time line "
+        "splits out the checking itself.",
+    ]
+
+
 def matrix(report: SuiteReport) -> Table:
     """Ports as rows, properties as columns; narrow enough for an 80-column terminal."""
-    legend = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
     examples = report.max_examples if report.max_examples is not None else "the profile's"
     table = narrow_table(
         title=f"remat-conformance · profile {report.profile} · {examples} examples per property",
-        caption=f"{legend}\n✓N: examples passed; below: worst error/bound (1 would fail); "
-        "ref: the canonical port is the reference; crash, hang: its worker died or was stopped",
     )
     table.add_column("port", no_wrap=True)
     for prop in PROPERTIES:
         table.add_column(f"({prop.id})", justify="center", no_wrap=True)
-    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("wall", justify="right", no_wrap=True)
     for port in report.ports:
         if port.state != "available":
             label = f"{port.name}\n{state_markup(port.state)}"
@@ -80,7 +97,8 @@ def replay_command(report: SuiteReport, port: str, prop: str, blob: str = "") ->
 
 def print_report(report: SuiteReport, console: Console) -> None:
     """The whole human-readable report."""
-    console.print(matrix(report))
+    print_table(console, matrix(report))
+    print_legend(console, *legend())
     for port in report.ports:
         if port.state not in ("available",):
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")
@@ -95,7 +113,8 @@ def print_report(report: SuiteReport, console: Console) -> None:
             console.print(f"\n[bold red]{heading}")
             console.print(outcome.message, markup=False, highlight=False)
             command = replay_command(report, port.name, outcome.property, outcome.reproduce)
-            console.print(f"[dim]replay:[/] {escape(command)}", highlight=False)
+            # One line however long, so that it can be copied whole.
+            console.print(f"[dim]replay:[/] {escape(command)}", highlight=False, soft_wrap=True)
         if (failures or port.state not in ("available", "unavailable")) and port.output.strip():
             _print_output(port, console)
     for port in report.ports:
@@ -131,13 +150,14 @@ def print_mutants(report: SuiteReport, console: Console) -> None:
         how = (result.message.splitlines() or [""])[0].removeprefix(f"[{result.name}] ")
         if how:
             line = f"   [dim]{escape(how)}[/]"
-            console.print(line, no_wrap=True, overflow="ellipsis", highlight=False)
+            console.print(line, soft_wrap=True, highlight=False)  # whole, however long
     colour = "green" if killed == total else "bold red"
     console.print(f"[{colour}]mutants killed {killed}/{total}[/]")
 
 
 def print_timing(report: SuiteReport, console: Console) -> None:
-    """Wall time, then each port's time and the part spent on new shapes (tracing, compiling)."""
+    """Wall time, then each port's checking time and the part spent on new shapes (tracing,
+    compiling); the matrix's `wall` column is the whole worker, loading included."""
     parts = []
     for port in report.ports:
         first = sum(o.first_use_seconds for o in port.outcomes)
@@ -146,7 +166,10 @@ def print_timing(report: SuiteReport, console: Console) -> None:
             parts.append(f"{port.name} {total:.0f}s ({first:.0f}s new shapes)")
     if report.mutants:
         parts.append(f"mutants {sum(m.seconds for m in report.mutants):.0f}s")
-    console.print(f"time: {report.seconds:.0f}s wall · " + " · ".join(parts), highlight=False)
+    line = f"time: {report.seconds:.0f}s wall"
+    if parts:
+        line += " · checking (properties only, no loading): " + " · ".join(parts)
+    console.print(line, highlight=False)
 
 
 def to_json(report: SuiteReport) -> dict[str, Any]:

@@ -161,6 +161,12 @@ class SuiteReport:
     seconds: float = 0.0
     interrupted: bool = False  # SIGINT or SIGTERM stopped it: it holds what finished
 
+    def to_json(self) -> dict[str, Any]:
+        """The data of `run --json` (`conformance.reporting.report.to_json`)."""
+        from ..reporting.report import to_json
+
+        return to_json(self)
+
     @property
     def failed(self) -> bool:
         not_killed = any(m.status not in ("killed", "unavailable") for m in self.mutants or [])

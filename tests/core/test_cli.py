@@ -53,12 +53,13 @@ def test_a_missing_framework_is_reported_not_crashed(tmp_path):
     assert "torch" in port["reason"]
 
 
-def test_list_names_every_port_and_its_state(tmp_path):
-    result = _cli("list", env=without_frameworks(tmp_path, ["torch"]))
+def test_list_import_names_every_port_and_its_state(tmp_path):
+    # `list --import` loads every port (plain `list` imports none: tests/core/test_usage.py).
+    result = _cli("list", "--import", env=without_frameworks(tmp_path, ["torch"]))
     assert result.returncode == 0, result.stderr
-    assert "flax_linen" in result.stdout
-    assert "available" in result.stdout
-    assert "unavailable" in result.stdout
+    lines = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
+    assert " available " in lines["flax_linen"]
+    assert " unavailable " in lines["pytorch"]
 
 
 def test_a_stale_expectation_is_reported(tmp_path):

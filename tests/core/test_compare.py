@@ -213,14 +213,15 @@ def test_the_precision_table_shows_default_and_pinned_settings_and_fits_80_colum
             "device": "gpu",
         },
     )
-    text = _render(render.precision_table(compare.Comparison(0, 8, 8, "flax_linen", [row])))
-    assert "default MLX_ENABLE_TF32=1" in text
-    assert "pinned  MLX_ENABLE_TF32=0" in text
-    assert "on gpu" in text
+    comparison = compare.Comparison(0, 8, 8, "flax_linen", [row])
+    text = _render(render.precision_table(comparison))
     assert "21.0" in text
     assert "11.2" in text
     assert "exact" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+    # The setting, default then pin, under the table, once for the ports that share it.
+    (line,) = render.matmul_lines(comparison)
+    assert line.endswith("some_port_name[/]: MLX_ENABLE_TF32=1 → MLX_ENABLE_TF32=0 (on gpu)")
 
 
 def test_torch_reports_its_default_as_found_before_the_pin():

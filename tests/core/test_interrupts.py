@@ -184,7 +184,7 @@ def test_sigterm_stops_compare_and_its_fresh_process(tmp_path):
     pytest.importorskip("flax")
     env = _environment(tmp_path, tmp_path)
     args = ["conformance", "compare", "--implementation", "jax_checkpoint"]
-    args += ["--dim", "8", "--features", "8", "--repeats", "3"]
+    args += ["--dim", "8", "--features", "8", "--repeats", "3", "--first-call"]
     process = _start(args, env)
 
     def first_call_running() -> bool:

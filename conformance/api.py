@@ -1,0 +1,214 @@
+"""The Python API: the commands as functions that return report objects.
+
+`conformance.run`, `conformance.compare` and `conformance.bench` are these
+functions (`conformance/__init__.py` exports them lazily; `conformance.compare`
+and `conformance.bench` are also the packages that implement them, made
+callable). Each returns the report the command prints, with `.to_json()`
+giving exactly the data of the command's `--json`. Nothing is printed.
+
+Bad arguments raise `ValueError` (or `TypeError`) naming the argument, before
+any work, with the command line's own messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .commands import arguments
+
+if TYPE_CHECKING:
+    from .bench import BenchReport
+    from .compare.measure import Comparison
+    from .running.suite import SuiteReport
+
+
+def _check(kind, value: Any, name: str) -> Any:
+    """`kind(value)` as the CLI checks a flag; a bad value is a `ValueError` naming `name`."""
+    try:
+        return kind(str(value))
+    except arguments.Invalid as error:
+        raise ValueError(f"{name} {error}") from None
+
+
+def _names(values: str | Iterable[str] | None, kind, name: str) -> list[str] | None:
+    """A list of checked names (a single string is one name), or None for "all"."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    checked = [_check(kind, value, name) for value in values]
+    return list(dict.fromkeys(checked)) or None
+
+
+def _count(value: int | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    return _check(arguments.positive_int, value, name)
+
+
+def run(
+    ports: str | Iterable[str] | None = None,
+    *,
+    properties: str | Iterable[str] | None = None,
+    profile: str | None = None,
+    examples: int | None = None,
+    mutants: bool = False,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    canonical: str | None = None,
+    expectations: str | Path | None = None,
+) -> SuiteReport:
+    """Run the suite, as `python -m conformance run` does, and return its report.
+
+    **Arguments:**
+
+    - `ports`: a port name or names (default: every registered port).
+    - `properties`: letters ("c") or keys ("c_vjp") (default: all nine).
+    - `profile`: the Hypothesis profile (default: `$REMAT_PROFILE` or "dev").
+    - `examples`: examples per property (default: the profile's).
+    - `mutants`: also hunt the 29 mutants (default False here: the CLI's
+      default is True; a script usually wants its ports only).
+    - `jobs`: worker processes at a time (default: one per core).
+    - `timeout`: seconds one example may take (default: the profile's).
+    - `canonical`: the reference port (default: flax_linen).
+    - `expectations`: a directory of `<port>.txt` expected failures.
+
+    **Returns:** a `SuiteReport`: `.ports` (each with `.outcomes`), `.mutants`,
+    `.failed`, and `.to_json()`, the data of `run --json`.
+    """
+    from hypothesis import settings
+
+    import implementations
+
+    from .running import profiles
+    from .running.suite import RunConfig, run_suite
+
+    names = _names(ports, arguments.port_name, "ports") or list(implementations.registered())
+    keys = _names(properties, arguments.property_key, "properties") or []
+    chosen = arguments.profile_from_environment(
+        None if profile is None else _check(arguments.profile_name, profile, "profile")
+    )
+    if timeout is not None:
+        timeout = _check(arguments.positive_seconds, timeout, "timeout")
+    expectations_dir = None
+    if expectations is not None:
+        expectations_dir = _check(arguments.existing_directory, expectations, "expectations")
+    profiles.load(chosen)
+    config = RunConfig(
+        ports=tuple(names),
+        profile=chosen,
+        max_examples=_count(examples, "examples") or settings().max_examples,
+        properties=tuple(keys),
+        mutants=bool(mutants),
+        jobs=_count(jobs, "jobs") or os.cpu_count() or 1,
+        timeout=timeout,
+        expectations_dir=expectations_dir,
+        canonical=(
+            implementations.CANONICAL
+            if canonical is None
+            else _check(arguments.port_name, canonical, "canonical")
+        ),
+    )
+    return run_suite(config, lambda task, kind, value: None)
+
+
+def compare(
+    ports: str | Iterable[str] | None = None,
+    *,
+    seed: int = 0,
+    dim: int = 256,
+    features: int = 256,
+    repeats: int = 9,
+    first_calls: bool = False,
+) -> Comparison:
+    """Compare ports side by side, as `python -m conformance compare` does.
+
+    **Arguments:**
+
+    - `ports`: a port name or names (default: every registered port; the
+      canonical port is always there, as the reference).
+    - `seed`: from 0 to 2**63 - 1; `dim` (D) and `features` (F): the shape.
+    - `repeats`: interleaved samples per warm timing.
+    - `first_calls`: also time each port's first call in a fresh process
+      (about a minute per port on a 2-core machine).
+
+    **Returns:** a `Comparison`: `.ports` (a `PortComparison` each: the
+    differences, bits, residuals and times), `.load`, and `.to_json()`,
+    the data of `compare --json`. `conformance.compare.failed(c)` says
+    whether a port fails; `conformance.compare.print_comparison(c, console)`
+    prints the report.
+    """
+    from .compare import measure
+
+    names = _names(ports, arguments.port_name, "ports")
+    return measure.run(
+        _check(arguments.seed, seed, "seed"),
+        _count(dim, "dim"),
+        _count(features, "features"),
+        names,
+        repeats=_count(repeats, "repeats"),
+        first_calls=bool(first_calls),
+    )
+
+
+def bench(
+    frameworks: str | Iterable[str] | None = None,
+    *,
+    depths: Iterable[int] | None = None,
+    batch: int | None = None,
+    features: int | None = None,
+    repeats: int | None = None,
+    max_repeats: int | None = None,
+    seed: int | None = None,
+) -> BenchReport:
+    """Memory and time of an L-block stack against L, as `python -m conformance bench` does.
+
+    **Arguments:**
+
+    - `frameworks`: bench names (`conformance.bench.FRAMEWORKS`: jax, torch,
+      mlx, torch_compile, tensorflow; default: all installed).
+    - `depths`, `batch`, `features`, `repeats`, `max_repeats`, `seed`: as the
+      flags of the same names (defaults: `conformance.bench.DEFAULTS`).
+
+    **Returns:** a `BenchReport`: `.results`, `.skipped`, `.load`, and
+    `.to_json()`, the data of `bench --json`. Writes no files:
+    `conformance.bench.render` has the Markdown and the plot.
+    """
+    import time
+
+    from . import bench as sweep
+    from .bench import DEFAULTS, FRAMEWORKS, BenchReport, load_average, load_frameworks
+    from .bench.measure import Settings
+
+    if isinstance(frameworks, str):
+        frameworks = [frameworks]
+    chosen = list(frameworks) if frameworks is not None else list(FRAMEWORKS)
+    for name in chosen:
+        if name not in FRAMEWORKS:
+            _check(lambda text: arguments.known_name(text, FRAMEWORKS, "bench"), name, "frameworks")
+    repeats = _count(repeats, "repeats") or DEFAULTS.repeats
+    max_repeats = _count(max_repeats, "max_repeats") or max(DEFAULTS.max_repeats, repeats)
+    if max_repeats < repeats:
+        raise ValueError(f"max_repeats must be at least repeats ({repeats}), got {max_repeats}")
+    settings = Settings(
+        depths=tuple(_count(d, "depths") for d in depths) if depths else DEFAULTS.depths,
+        batch=_count(batch, "batch") or DEFAULTS.batch,
+        features=_count(features, "features") or DEFAULTS.features,
+        repeats=repeats,
+        max_repeats=max_repeats,
+        seed=DEFAULTS.seed if seed is None else _check(arguments.seed, seed, "seed"),
+    )
+    loaded, skipped = load_frameworks(chosen)
+    report = BenchReport(settings, skipped=skipped)
+    report.versions = {name: module.versions() for name, module in loaded.items()}
+    report.load["before"] = load_average()
+    started = time.perf_counter()
+    report.results = sweep.run(settings, loaded)
+    report.seconds = time.perf_counter() - started
+    report.load["after"] = load_average()
+    return report
