@@ -244,8 +244,13 @@ class ProcessPort(Implementation):
         child.kill()
 
     def __del__(self):
-        with contextlib.suppress(Exception):
-            self.close()
+        # Also at interpreter exit, when module globals may be gone: kill, nothing more.
+        child = self.__dict__.get("_child")
+        if child is not None:
+            try:  # noqa: SIM105 - contextlib may already be torn down here
+                child.process.kill()
+            except Exception:
+                pass
 
     def _request(self, op: str, **arguments: Any) -> dict[str, Any]:
         """One request to a running program (started again after a failure)."""

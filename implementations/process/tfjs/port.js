@@ -338,4 +338,16 @@ async function serve() {
   process.exit(0);
 }
 
-serve();
+// `--print-tfjs-dist`: the path of tfjs's browser bundle (installed first if need be), for the
+// browser page (browser/page.html); no protocol.
+if (process.argv.includes("--print-tfjs-dist")) {
+  const tf = loadTf();
+  const found = [__dirname, installDirectory()]
+    .map((d) => path.join(d, "node_modules", "@tensorflow", "tfjs", "dist", "tf.min.js"))
+    .find((f) => fs.existsSync(f));
+  if (!found) throw new Error(`no tf.min.js beside tfjs ${tf.version.tfjs}`);
+  writeAnswer({ tfjs: tf.version.tfjs, bundle: found });
+  process.exit(0);
+} else {
+  serve();
+}
