@@ -76,6 +76,7 @@ _EXTRAS = {
     "keras_jax": "keras,jax",
     "keras_torch": "keras,torch",
     "keras_tensorflow": "keras,tensorflow",
+    "tfjs": "tfjs",  # an empty extra: Node.js and npm come from the system
 }
 
 

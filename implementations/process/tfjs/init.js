@@ -19,23 +19,51 @@
   const TINY = f32FromBits(0x00800000); // float32's smallest normal
 
   // -- threefry2x32 (jax/_src/random/threefry2x32.py) ------------------------------------
-  const ROTATIONS = [
-    [13, 15, 26, 6],
-    [17, 29, 16, 24],
-  ];
+  // One round: x0 += x1; x1 = rotl(x1, r) ^ x0. Written out, without arrays: the init calls
+  // this once per element, so it must not allocate.
+  let out0 = 0;
+  let out1 = 0;
+  function threefryInPlace(k0, k1, x0, x1) {
+    k0 >>>= 0;
+    k1 >>>= 0;
+    const k2 = (k0 ^ k1 ^ 0x1bd11bda) >>> 0;
+    x0 = (x0 + k0) | 0;
+    x1 = (x1 + k1) | 0;
+    // Blocks 0 to 4: rotations (13, 15, 26, 6) or (17, 29, 16, 24), then the key injection
+    // ks[(i + 1) % 3], ks[(i + 2) % 3] + i + 1. `| 0` keeps int32 bits; mod 2**32 throughout.
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 13) | (x1 >>> 19)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 15) | (x1 >>> 17)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 26) | (x1 >>> 6)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 6) | (x1 >>> 26)) ^ x0;
+    x0 = (x0 + k1) | 0; x1 = (x1 + k2 + 1) | 0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 17) | (x1 >>> 15)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 29) | (x1 >>> 3)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 16) | (x1 >>> 16)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 24) | (x1 >>> 8)) ^ x0;
+    x0 = (x0 + k2) | 0; x1 = (x1 + k0 + 2) | 0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 13) | (x1 >>> 19)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 15) | (x1 >>> 17)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 26) | (x1 >>> 6)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 6) | (x1 >>> 26)) ^ x0;
+    x0 = (x0 + k0) | 0; x1 = (x1 + k1 + 3) | 0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 17) | (x1 >>> 15)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 29) | (x1 >>> 3)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 16) | (x1 >>> 16)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 24) | (x1 >>> 8)) ^ x0;
+    x0 = (x0 + k1) | 0; x1 = (x1 + k2 + 4) | 0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 13) | (x1 >>> 19)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 15) | (x1 >>> 17)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 26) | (x1 >>> 6)) ^ x0;
+    x0 = (x0 + x1) | 0; x1 = ((x1 << 6) | (x1 >>> 26)) ^ x0;
+    x0 = (x0 + k2) | 0; x1 = (x1 + k0 + 5) | 0;
+    out0 = x0 >>> 0;
+    out1 = x1 >>> 0;
+  }
+
+  // threefry2x32 (jax/_src/random/threefry2x32.py): key (k0, k1), counter (x0, x1).
   function threefry2x32(k0, k1, x0, x1) {
-    const ks = [k0 >>> 0, k1 >>> 0, (k0 ^ k1 ^ 0x1bd11bda) >>> 0];
-    x0 = (x0 + ks[0]) >>> 0;
-    x1 = (x1 + ks[1]) >>> 0;
-    for (let block = 0; block < 5; block++) {
-      for (const r of ROTATIONS[block % 2]) {
-        x0 = (x0 + x1) >>> 0;
-        x1 = (((x1 << r) | (x1 >>> (32 - r))) ^ x0) >>> 0;
-      }
-      x0 = (x0 + ks[(block + 1) % 3]) >>> 0;
-      x1 = (x1 + ks[(block + 2) % 3] + block + 1) >>> 0;
-    }
-    return [x0, x1];
+    threefryInPlace(k0, k1, x0, x1);
+    return [out0, out1];
   }
 
   // Flax folds SHA-1(b"Dense_k" + counter)'s first word into PRNGKey(seed) for each kernel
@@ -181,8 +209,8 @@
     const stddev = fround(fround(Math.sqrt(fround(1 / rows))) / TRUNCATED_STD);
     const out = new Float32Array(rows * cols);
     for (let n = 0; n < out.length; n++) {
-      const [y0, y1] = threefry2x32(key[0], key[1], 0, n);
-      out[n] = fround(truncatedNormal((y0 ^ y1) >>> 0) * stddev);
+      threefryInPlace(key[0], key[1], 0, n);
+      out[n] = fround(truncatedNormal((out0 ^ out1) >>> 0) * stddev);
     }
     return out;
   }

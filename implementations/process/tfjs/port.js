@@ -112,6 +112,8 @@ function loadTf() {
 }
 
 // -- values on the wire ---------------------------------------------------------------------
+const LITTLE_ENDIAN = os.endianness() === "LE";
+
 function decodeArray(value, name) {
   if (!value || value.dtype !== "float32" || !Array.isArray(value.shape)) {
     throw new PortError("ProtocolError", `${name} must be a float32 array object`);
@@ -121,6 +123,10 @@ function decodeArray(value, name) {
   if (bytes.length !== 4 * count) {
     throw new PortError("ProtocolError", `${name}: ${bytes.length} bytes for shape ${value.shape}`);
   }
+  if (LITTLE_ENDIAN) {
+    // A copy into a buffer of its own: aligned, and no view on Node's shared pool.
+    return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+  }
   const out = new Float32Array(count);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   for (let i = 0; i < count; i++) out[i] = view.getFloat32(4 * i, true);
@@ -128,8 +134,14 @@ function decodeArray(value, name) {
 }
 
 function encodeArray(array, shape) {
-  const bytes = Buffer.alloc(4 * array.length);
-  for (let i = 0; i < array.length; i++) bytes.writeFloatLE(array[i], 4 * i);
+  const floats = Float32Array.from(array);
+  let bytes;
+  if (LITTLE_ENDIAN) {
+    bytes = Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
+  } else {
+    bytes = Buffer.alloc(4 * floats.length);
+    for (let i = 0; i < floats.length; i++) bytes.writeFloatLE(floats[i], 4 * i);
+  }
   return { dtype: "float32", shape, data: bytes.toString("base64") };
 }
 
