@@ -2,8 +2,10 @@
 
 Built-in ports are registered below as lazy `"module:attr"` strings. Ports
 from other packages register through the entry-point group
-`remat_conformance.implementations`, with a value of the same form. A port is
-imported the first time it is loaded, and:
+`remat_conformance.implementations`, with a value of the same form, or
+`"exec:<command line>"` for a port in any language (a program speaking
+docs/PROTOCOL.md, run by `implementations.process.ProcessPort`). A port is
+loaded (imported, or its program started) the first time it is asked for, and:
 
 - **available** when its module imports and gives an `Implementation`;
 - **unavailable** when its framework is not installed, or cannot load in
