@@ -2,8 +2,10 @@
 
 Built-in ports are registered below as lazy `"module:attr"` strings. Ports
 from other packages register through the entry-point group
-`remat_conformance.implementations`, with a value of the same form. A port is
-imported the first time it is loaded, and:
+`remat_conformance.implementations`, with a value of the same form, or
+`"exec:<command line>"` for a port in any language (a program speaking
+docs/PROTOCOL.md, run by `implementations.process.ProcessPort`). A port is
+loaded (imported, or its program started) the first time it is asked for, and:
 
 - **available** when its module imports and gives an `Implementation`;
 - **unavailable** when its framework is not installed, or cannot load in
@@ -41,6 +43,8 @@ _moved.install()  # the old flat module names, deprecated
 
 CANONICAL = "flax_linen"
 ENTRY_POINT_GROUP = "remat_conformance.implementations"
+#: An entry point value `exec:<command line>` registers a process port (docs/PROTOCOL.md).
+EXEC_PREFIX = "exec:"
 
 BUILTIN: dict[str, str] = {
     "flax_linen": "implementations.flax_linen:FlaxLinen",
@@ -55,6 +59,8 @@ BUILTIN: dict[str, str] = {
     "keras_jax": "implementations.keras_jax:KerasJax",
     "keras_torch": "implementations.keras_torch:KerasTorch",
     "keras_tensorflow": "implementations.keras_tensorflow:KerasTensorFlow",
+    # A process port (docs/PROTOCOL.md): a program, started by the command after "exec:".
+    "tfjs": "exec:node {implementations}/process/tfjs/port.js",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
@@ -72,6 +78,7 @@ _EXTRAS = {
     "keras_jax": "keras,jax",
     "keras_torch": "keras,torch",
     "keras_tensorflow": "keras,tensorflow",
+    "tfjs": "tfjs",  # an empty extra: Node.js and npm come from the system
 }
 
 
@@ -118,6 +125,8 @@ def load(name: str) -> Implementation:
         known = ", ".join(sorted(ports))
         raise PortUnavailable(name, f"no such port; registered ports: {known}", missing=False)
     target, _ = ports[name]
+    if target.startswith(EXEC_PREFIX):
+        return _load_process_port(name, target[len(EXEC_PREFIX) :])
     if target[:1] in "\"'" or target[-1:] in "\"'":
         raise PortUnavailable(
             name,
@@ -161,6 +170,19 @@ def load(name: str) -> Implementation:
             name, f"{target} calls itself {port.name!r}, registered as {name!r}", missing=False
         )
     return port
+
+
+def _load_process_port(name: str, command: str) -> Implementation:
+    """A port that is a program (`exec:<command>`), started and greeted now."""
+    from .process import ProcessPort, ProcessPortError, ProtocolViolation
+
+    try:
+        return ProcessPort.from_command(name, command)
+    except ProcessPortError as error:
+        missing = type(error).__name__ == "ProcessPortUnavailable"
+        raise PortUnavailable(name, str(error), missing=missing) from None
+    except (ProtocolViolation, ValueError, OSError) as error:
+        raise PortUnavailable(name, f"cannot start {command!r}: {error}", missing=False) from None
 
 
 def stack_versions(name: str) -> dict[str, str] | None:

@@ -14,6 +14,7 @@ import importlib
 from dataclasses import dataclass
 
 from implementations.contract import Implementation, StackUnavailable
+from implementations.process import ProcessPortUnavailable
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,12 @@ MUTANTS: dict[str, MutantSpec] = {
             for port in ("keras_jax", "keras_torch", "keras_tensorflow")
         ),
         MutantSpec(
+            "tfjs_no_custom_grad",
+            "tfjs_mutants:TfjsNoCustomGrad",
+            "TensorFlow.js MLP without tf.customGrad (a process port)",
+            "tfjs",
+        ),
+        MutantSpec(
             "compiled_without_checkpoint",
             "torch_mutants:CompiledWithoutCheckpoint",
             "torch.compile of the MLP module with no checkpoint in its forward",
@@ -136,6 +143,9 @@ def load(name: str) -> Mutant:
         return Mutant(name, spec.bug, None, f"needs {error.name!r}, not installed", spec.first)
     except StackUnavailable as error:  # e.g. Keras, already on another backend here
         return Mutant(name, spec.bug, None, str(error), spec.first)
-    port = getattr(module, attr)()
+    try:
+        port = getattr(module, attr)()
+    except ProcessPortUnavailable as error:  # a process port whose program cannot run here
+        return Mutant(name, spec.bug, None, str(error), spec.first)
     port.name = name  # reports and messages name the mutant
     return Mutant(name, spec.bug, port, first=spec.first)

@@ -49,6 +49,7 @@ KILLED_BY = {
     "keras_jax_remat_none": "e_evidence",
     "keras_torch_remat_none": "e_evidence",
     "keras_tensorflow_remat_none": "e_evidence",
+    "tfjs_no_custom_grad": "e_evidence",
 }
 
 

@@ -1,0 +1,365 @@
+#!/usr/bin/env node
+// The `tfjs` process port: the exercise in TensorFlow.js (pure-JS CPU backend), speaking
+// docs/PROTOCOL.md on stdin/stdout. `--mutant=no_custom_grad` runs it without tf.customGrad.
+//
+// @tensorflow/tfjs comes from the node_modules beside this file if there is one, else from a
+// cache directory, where the first start runs `npm ci` on the committed package-lock.json
+// (once; later starts reuse it). Without npm, or if that fails, `hello` answers Unavailable.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const os = require("os");
+const crypto = require("crypto");
+const readline = require("readline");
+const childProcess = require("child_process");
+
+const PROTOCOL = 1;
+const NAME = "tfjs";
+const MUTANT = (process.argv.find((a) => a.startsWith("--mutant=")) || "").slice(9);
+
+// Only answers go to stdout: everything a library logs goes to stderr.
+const writeAnswer = (object) => process.stdout.write(JSON.stringify(object) + "\n");
+for (const method of ["log", "info", "warn", "debug"]) console[method] = console.error;
+
+class PortError extends Error {
+  constructor(type, message) {
+    super(message);
+    this.type = type;
+  }
+}
+
+// -- loading tfjs -------------------------------------------------------------------------
+function cacheRoot() {
+  const setting = process.env.REMAT_CACHE || "";
+  if (setting && !["off", "0", "no", "false"].includes(setting.toLowerCase())) return setting;
+  const xdg = process.env.XDG_CACHE_HOME || "";
+  const base = path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), ".cache");
+  return path.join(base, "remat-conformance");
+}
+
+function installDirectory() {
+  const lock = fs.readFileSync(path.join(__dirname, "package-lock.json"));
+  const digest = crypto.createHash("sha256").update(lock).digest("hex").slice(0, 16);
+  return path.join(cacheRoot(), "node", `tfjs-${digest}`);
+}
+
+function tryRequire(directory) {
+  try {
+    return require(require.resolve("@tensorflow/tfjs", { paths: [directory] }));
+  } catch (error) {
+    if (error.code === "MODULE_NOT_FOUND") return null;
+    throw error;
+  }
+}
+
+function npmInstall(directory) {
+  // One installer at a time: a directory made atomically is the lock.
+  fs.mkdirSync(path.dirname(directory), { recursive: true });
+  const lockDir = `${directory}.lock`;
+  const deadline = Date.now() + 600e3;
+  for (;;) {
+    try {
+      fs.mkdirSync(lockDir);
+      break;
+    } catch (error) {
+      if (error.code !== "EEXIST") throw error;
+      if (Date.now() > deadline) throw new Error(`${lockDir} is held for 10 minutes`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    if (tryRequire(directory)) return;
+    fs.mkdirSync(directory, { recursive: true });
+    for (const file of ["package.json", "package-lock.json"]) {
+      fs.copyFileSync(path.join(__dirname, file), path.join(directory, file));
+    }
+    console.error(`tfjs: npm ci in ${directory} (first start only)`);
+    const result = childProcess.spawnSync(
+      "npm",
+      ["ci", "--no-audit", "--no-fund", "--omit=dev"],
+      { cwd: directory, stdio: ["ignore", 2, 2] },
+    );
+    if (result.error) throw result.error;
+    if (result.status !== 0) throw new Error(`npm ci exited with code ${result.status}`);
+  } finally {
+    fs.rmdirSync(lockDir);
+  }
+}
+
+function loadTf() {
+  const local = tryRequire(__dirname);
+  if (local) return local;
+  const directory = installDirectory();
+  const cached = tryRequire(directory);
+  if (cached) return cached;
+  try {
+    childProcess.execFileSync("npm", ["--version"], { stdio: "ignore" });
+  } catch {
+    throw new PortError(
+      "Unavailable",
+      "needs @tensorflow/tfjs 4.22.0 from npm, and npm is not on PATH " +
+        `(install Node.js with npm, or run npm ci in ${__dirname})`,
+    );
+  }
+  try {
+    npmInstall(directory);
+  } catch (error) {
+    throw new PortError("Unavailable", `npm ci of @tensorflow/tfjs failed: ${error.message}`);
+  }
+  const installed = tryRequire(directory);
+  if (!installed) throw new PortError("Unavailable", `npm ci left no @tensorflow/tfjs in ${directory}`);
+  return installed;
+}
+
+// -- values on the wire ---------------------------------------------------------------------
+const LITTLE_ENDIAN = os.endianness() === "LE";
+
+function decodeArray(value, name) {
+  if (!value || value.dtype !== "float32" || !Array.isArray(value.shape)) {
+    throw new PortError("ProtocolError", `${name} must be a float32 array object`);
+  }
+  const bytes = Buffer.from(value.data, "base64");
+  const count = value.shape.reduce((a, b) => a * b, 1);
+  if (bytes.length !== 4 * count) {
+    throw new PortError("ProtocolError", `${name}: ${bytes.length} bytes for shape ${value.shape}`);
+  }
+  if (LITTLE_ENDIAN) {
+    // A copy into a buffer of its own: aligned, and no view on Node's shared pool.
+    return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+  }
+  const out = new Float32Array(count);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  for (let i = 0; i < count; i++) out[i] = view.getFloat32(4 * i, true);
+  return out;
+}
+
+function encodeArray(array, shape) {
+  const floats = Float32Array.from(array);
+  let bytes;
+  if (LITTLE_ENDIAN) {
+    bytes = Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
+  } else {
+    bytes = Buffer.alloc(4 * floats.length);
+    for (let i = 0; i < floats.length; i++) bytes.writeFloatLE(floats[i], 4 * i);
+  }
+  return { dtype: "float32", shape, data: bytes.toString("base64") };
+}
+
+function integer(text, name) {
+  if (typeof text !== "string" || !/^-?[0-9]+$/.test(text)) {
+    throw new PortError("ProtocolError", `${name} must be a decimal string, got ${JSON.stringify(text)}`);
+  }
+  return BigInt(text);
+}
+
+// -- the contract's checks (docs/PROTOCOL.md, "What the adapter checks and what the port checks")
+const MAX_ELEMENTS = 2n ** 31n - 1n;
+const MAX_FEATURES = 46340n;
+const ELEMENTS = "2**31 - 1 per array (frameworks count elements in int32)";
+
+function checkSeed(text) {
+  const seed = integer(text, "seed");
+  if (seed < 0n) throw new PortError("ValueError", `seed must be non-negative, got ${seed}`);
+  if (seed > 2n ** 63n - 1n) {
+    throw new PortError("ValueError", `seed must be at most 2**63 - 1, got ${seed}`);
+  }
+  return seed;
+}
+
+function checkFeatures(text) {
+  const features = integer(text, "features");
+  if (features < 1n) {
+    throw new PortError("ValueError", `features must be a positive integer, got ${features}`);
+  }
+  if (features > MAX_FEATURES) {
+    throw new PortError(
+      "SizeLimitError",
+      `features=${features} is too large: the (F, F) kernel would pass ${ELEMENTS}; ` +
+        `features must be at most ${MAX_FEATURES}`,
+    );
+  }
+  return Number(features);
+}
+
+function checkDim(text) {
+  const dim = integer(text, "dim");
+  if (dim < 1n) throw new PortError("ValueError", `dim must be a positive integer, got ${dim}`);
+  if (dim > MAX_ELEMENTS) throw new PortError("SizeLimitError", `dim=${dim} is too large: ${ELEMENTS}`);
+  return Number(dim);
+}
+
+function checkSizes(dim, features, maxBytesText, dimName) {
+  const what = `features=${features} with ${dimName} of D=${dim}`;
+  const D = BigInt(dim);
+  const F = BigInt(features);
+  if (D * F > MAX_ELEMENTS) {
+    throw new PortError("SizeLimitError", `${what} is too large: the (D, F) kernel would pass ${ELEMENTS}`);
+  }
+  const bytes = 4n * (D * F + F * F + 2n * F) + 4n * (D + 3n * F);
+  const limit = integer(maxBytesText, "max_bytes");
+  if (bytes > limit) {
+    throw new PortError("SizeLimitError", `${what} needs ${bytes} bytes; the limit is ${limit} bytes`);
+  }
+}
+
+function checkX(value) {
+  const x = decodeArray(value, "x");
+  if (value.shape.length !== 1 || x.length < 1) {
+    throw new PortError("ValueError", `x must be a non-empty vector (D,), got shape [${value.shape}]`);
+  }
+  for (let i = 0; i < x.length; i++) {
+    if (!Number.isFinite(x[i])) {
+      throw new PortError("ValueError", `x must be finite in float32; x[${i}] = ${x[i]} is not`);
+    }
+  }
+  return x;
+}
+
+function decodeParams(value) {
+  const out = {};
+  for (const name of ["w1", "b1", "w2", "b2"]) out[name] = decodeArray((value || {})[name], name);
+  return out;
+}
+
+// -- requests -------------------------------------------------------------------------------
+let tf = null;
+let mlp = null;
+let init = null;
+let loadError = null;
+
+async function start() {
+  try {
+    tf = loadTf();
+    await tf.setBackend("cpu");
+    mlp = require("./mlp.js")(tf, { customGrad: MUTANT !== "no_custom_grad" });
+    init = require("./init.js");
+  } catch (error) {
+    loadError = error instanceof PortError ? error : new PortError("Unavailable", String(error));
+  }
+}
+
+function seededParams(request, dimName, dim) {
+  const seed = checkSeed(request.seed);
+  const features = checkFeatures(request.features);
+  return { seed, features };
+}
+
+const handlers = {
+  hello(request) {
+    if (loadError) throw loadError;
+    if (request.protocol !== PROTOCOL) {
+      throw new PortError("ProtocolError", `speaks protocol ${PROTOCOL}, asked ${request.protocol}`);
+    }
+    return {
+      name: NAME,
+      framework: "@tensorflow/tfjs",
+      versions: { "@tensorflow/tfjs": tf.version.tfjs, node: process.versions.node },
+      protocol: PROTOCOL,
+      checkpoint_api: "tf.customGrad",
+      matmul_precision: {
+        default: "float32 (the cpu backend computes in Float32Array)",
+        pinned: "float32 (the cpu backend computes in Float32Array)",
+        device: `tfjs ${tf.getBackend()} backend`,
+      },
+    };
+  },
+  init_params(request) {
+    const seed = checkSeed(request.seed);
+    const features = checkFeatures(request.features);
+    const dim = checkDim(request.dim);
+    checkSizes(dim, features, request.max_bytes, "dim");
+    const p = init.canonicalParams(seed, dim, features);
+    return {
+      params: {
+        w1: encodeArray(p.w1, [dim, features]),
+        b1: encodeArray(p.b1, [features]),
+        w2: encodeArray(p.w2, [features, features]),
+        b2: encodeArray(p.b2, [features]),
+      },
+    };
+  },
+  forward(request) {
+    const params = decodeParams(request.params);
+    const y = mlp.forward(params, decodeArray(request.x, "x"), Boolean(request.checkpoint));
+    return { y: encodeArray(y, [y.length]) };
+  },
+  vjp(request) {
+    const params = decodeParams(request.params);
+    const x = decodeArray(request.x, "x");
+    const grads = mlp.vjp(params, x, decodeArray(request.cotangent, "cotangent"), Boolean(request.checkpoint));
+    const D = x.length;
+    const F = params.b1.length;
+    return {
+      w1: encodeArray(grads.w1, [D, F]),
+      b1: encodeArray(grads.b1, [F]),
+      w2: encodeArray(grads.w2, [F, F]),
+      b2: encodeArray(grads.b2, [F]),
+      x: encodeArray(grads.x, [D]),
+    };
+  },
+  nn_checkpoint_forward(request) {
+    const seed = checkSeed(request.seed);
+    const features = checkFeatures(request.features);
+    if (!request.x || !Array.isArray(request.x.shape)) throw new PortError("ProtocolError", "x is missing");
+    checkSizes(request.x.shape[0], features, request.max_bytes, "x");
+    const x = checkX(request.x);
+    const y = mlp.forward(init.canonicalParams(seed, x.length, features), x, true);
+    return { y: encodeArray(y, [features]) };
+  },
+  async evidence(request) {
+    if (request.of === "vjp") {
+      return mlp.vjpRecord(decodeParams(request.params), decodeArray(request.x, "x"), Boolean(request.checkpoint));
+    }
+    if (request.of === "exercise") {
+      const seed = checkSeed(request.seed);
+      const features = checkFeatures(request.features);
+      const x = checkX(request.x);
+      return mlp.exerciseRecord(init.canonicalParams(seed, x.length, features), x);
+    }
+    throw new PortError("ProtocolError", `evidence of ${JSON.stringify(request.of)}: expected "vjp" or "exercise"`);
+  },
+  shutdown() {
+    return {};
+  },
+};
+
+async function serve() {
+  await start();
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (!line.trim()) continue;
+    let request;
+    try {
+      request = JSON.parse(line);
+    } catch (error) {
+      writeAnswer({ id: null, error: { type: "ProtocolError", message: `not JSON: ${error.message}` } });
+      continue;
+    }
+    const handler = Object.prototype.hasOwnProperty.call(handlers, request.op) ? handlers[request.op] : null;
+    try {
+      if (!handler) throw new PortError("ProtocolError", `unknown op ${JSON.stringify(request.op)}`);
+      if (loadError && request.op !== "hello" && request.op !== "shutdown") throw loadError;
+      const result = await handler(request);
+      writeAnswer({ id: request.id, result });
+    } catch (error) {
+      const type = error instanceof PortError ? error.type : "InternalError";
+      writeAnswer({ id: request.id, error: { type, message: error.message || String(error) } });
+    }
+    if (request.op === "shutdown") break;
+  }
+  process.exit(0);
+}
+
+// `--print-tfjs-dist`: the path of tfjs's browser bundle (installed first if need be), for the
+// browser page (browser/page.html); no protocol.
+if (process.argv.includes("--print-tfjs-dist")) {
+  const tf = loadTf();
+  const found = [__dirname, installDirectory()]
+    .map((d) => path.join(d, "node_modules", "@tensorflow", "tfjs", "dist", "tf.min.js"))
+    .find((f) => fs.existsSync(f));
+  if (!found) throw new Error(`no tf.min.js beside tfjs ${tf.version.tfjs}`);
+  writeAnswer({ tfjs: tf.version.tfjs, bundle: found });
+  process.exit(0);
+} else {
+  serve();
+}

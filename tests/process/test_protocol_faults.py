@@ -1,0 +1,155 @@
+"""A process port that crashes, hangs, spins, breaks the protocol or prints: each is reported as
+what it is, naming the request, in bounded time (the adapter's timeout, or the suite's).
+
+The misbehaving ports are the C++ test port with `--fault=forward:KIND`: `hello` and every
+other request work, `forward` misbehaves. No assertion is on time: the bound is the timeout
+each test sets, and pytest-timeout stops a test that would wait for ever.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import implementations
+from implementations.process import (
+    ProcessPort,
+    ProcessPortCrashed,
+    ProcessPortTimeout,
+    ProtocolViolation,
+)
+from implementations.stacks.numpy import canonical_params
+from tests.helpers import run_python
+
+PARAMS = canonical_params(0, 3, 2)
+X = np.array([0.5, -1.0, 2.0], np.float32)
+
+
+def _port(binary, fault: str = "", timeout: float = 30.0) -> ProcessPort:
+    argv = [str(binary)]
+    name = "cpp_port"
+    if fault:
+        name = f"cpp_{fault}"
+        argv += [f"--name={name}", f"--fault=forward:{fault}"]
+    return ProcessPort(name, argv, timeout=timeout)
+
+
+def test_a_crash_names_the_request_and_the_signal_and_the_next_call_restarts(cpp_port_binary):
+    port = _port(cpp_port_binary, "crash")
+    with pytest.raises(ProcessPortCrashed, match=r"killed by SIGABRT\) before answering 'forward'"):
+        port.forward(PARAMS, X)
+    # A fresh process answers what does not crash it.
+    assert port.init_params(0, 3, 2).w1.shape == (3, 2)
+    port.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fault", ["hang", "spin"])
+def test_a_hang_or_a_busy_loop_is_stopped_at_the_timeout_naming_the_request(cpp_port_binary, fault):
+    port = _port(cpp_port_binary, fault, timeout=3)
+    with pytest.raises(ProcessPortTimeout, match=r"no answer to 'forward' within 3 s; killed"):
+        port.forward(PARAMS, X)
+    process = port._child
+    assert process is None  # killed and dropped; the next call starts another
+    assert port.init_params(0, 3, 2).w1.shape == (3, 2)
+    port.close()
+
+
+def test_a_protocol_violation_names_the_request_and_what_was_wrong(cpp_port_binary):
+    port = _port(cpp_port_binary, "violation")
+    with pytest.raises(ProtocolViolation, match=r"'y' in the answer to 'forward'.*3 bytes"):
+        port.forward(PARAMS, X)
+    port.close()
+
+
+def test_noise_on_stdout_goes_to_stderr_and_the_answer_still_arrives(cpp_port_binary, capfd):
+    port = _port(cpp_port_binary, "noise")
+    quiet = _port(cpp_port_binary)
+    np.testing.assert_array_equal(port.forward(PARAMS, X), quiet.forward(PARAMS, X))
+    out, err = capfd.readouterr()
+    assert "a library that prints on stdout" in err
+    assert "a library that prints on stdout" not in out
+    port.close()
+    quiet.close()
+
+
+def test_an_error_type_outside_the_protocol_is_a_violation(tmp_path):
+    script = tmp_path / "port.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "read line\n"
+        'echo \'{"id":1,"result":{"name":"sh_port","framework":"sh","versions":{},'
+        '"protocol":1}}\'\n'
+        "read line\n"
+        'echo \'{"id":2,"error":{"type":"KeyError","message":"w1"}}\'\n'
+        "read line\n"
+    )
+    script.chmod(0o755)
+    port = ProcessPort("sh_port", [str(script)], timeout=30)
+    with pytest.raises(ProtocolViolation, match=r"'forward'.*type 'KeyError'"):
+        port.forward(PARAMS, X)
+
+
+def test_a_wrong_id_is_a_violation(tmp_path):
+    script = tmp_path / "port.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "read line\n"
+        'echo \'{"id":1,"result":{"name":"sh_port","framework":"sh","versions":{},'
+        '"protocol":1}}\'\n'
+        "read line\n"
+        'echo \'{"id":7,"result":{}}\'\n'
+        "read line\n"
+    )
+    script.chmod(0o755)
+    port = ProcessPort("sh_port", [str(script)], timeout=30)
+    with pytest.raises(ProtocolViolation, match=r"'forward' \(request 2\) carries id 7"):
+        port.forward(PARAMS, X)
+
+
+def test_a_missing_program_is_unavailable_with_the_reason(monkeypatch):
+    monkeypatch.setitem(implementations.BUILTIN, "ghost", "exec:remat-no-such-program --flag")
+    implementations.load.cache_clear()
+    try:
+        with pytest.raises(implementations.PortUnavailable) as caught:
+            implementations.load("ghost")
+    finally:
+        implementations.load.cache_clear()
+    assert caught.value.missing
+    assert "needs 'remat-no-such-program', not found on PATH" in caught.value.reason
+
+
+def test_a_port_that_calls_itself_otherwise_is_broken(cpp_port_binary, monkeypatch):
+    monkeypatch.setitem(implementations.BUILTIN, "other_name", f"exec:{cpp_port_binary}")
+    implementations.load.cache_clear()
+    try:
+        with pytest.raises(implementations.PortUnavailable) as caught:
+            implementations.load("other_name")
+    finally:
+        implementations.load.cache_clear()
+    assert not caught.value.missing
+    assert "'hello' says the port is 'cpp_port', registered as 'other_name'" in caught.value.reason
+
+
+@pytest.mark.timeout(600)
+def test_the_suite_reports_a_crash_a_hang_and_a_violation_as_such(cpp_distribution):
+    names = ["cpp_crash", "cpp_hang", "cpp_violation"]
+    args = ["-m", "conformance", "run", "--profile", "dev", "--no-mutants", "--json"]
+    args += ["--property", "b", "--timeout", "10"]
+    for name in names:
+        args += ["--implementation", name]
+    # The adapter's own timeout (120 s by default) is longer than the suite's: the worker's
+    # --timeout stops the hang, the port's process with it (it is in the worker's group).
+    result = run_python(args, cpp_distribution, timeout=600)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    outcomes = {port["name"]: port["outcomes"][0] for port in report["ports"]}
+    assert outcomes["cpp_crash"]["status"] == "fail"
+    assert "ProcessPortCrashed" in outcomes["cpp_crash"]["message"]
+    assert "killed by SIGABRT) before answering 'forward'" in outcomes["cpp_crash"]["message"]
+    assert outcomes["cpp_hang"]["status"] == "timeout"
+    assert "in the port's forward" in outcomes["cpp_hang"]["message"]
+    assert outcomes["cpp_violation"]["status"] == "fail"
+    assert "ProtocolViolation" in outcomes["cpp_violation"]["message"]
