@@ -1,0 +1,62 @@
+"""The mutation run's two passes: a few examples of every property, then the full count."""
+
+from __future__ import annotations
+
+from conformance.checking import mutation
+from conformance.mutants import Mutant
+from conformance.running.runner import Outcome
+
+
+def _run(monkeypatch, fails_at: dict[str, int], first: tuple[str, ...] = ()):
+    """Run one stand-in mutant that property P rejects from its `fails_at[P]`-th example on."""
+    calls = []
+
+    def run_property(prop, port, canonical, *, max_examples, **_):
+        calls.append((prop.id, max_examples))
+        examples = max_examples if prop.cases is None else 78
+        at = fails_at.get(prop.id)
+        if at is not None and at <= examples:
+            return Outcome(port.name, prop.key, "fail", at, message="rejected")
+        return Outcome(port.name, prop.key, "pass", examples)
+
+    monkeypatch.setattr(mutation, "run_property", run_property)
+    port = type("Stand", (), {"name": "stand_in"})()
+    mutant = Mutant("stand_in", "a stand-in bug", port, first=first)
+    return mutation.run_mutant(mutant, canonical=lambda: None), calls
+
+
+def test_a_mutant_falls_in_the_scouting_pass_without_running_earlier_properties_in_full(
+    monkeypatch,
+):
+    result, calls = _run(monkeypatch, {"e": 1})
+    assert result.status == "killed"
+    assert result.killed_by == "e_evidence"
+    # g's fixed cases wait for the second pass; h gets only the scouting examples.
+    assert calls == [("h", mutation.SCOUT_EXAMPLES), ("e", mutation.SCOUT_EXAMPLES)]
+
+
+def test_a_bug_seen_only_after_the_scouting_examples_is_still_killed_in_the_full_pass(
+    monkeypatch,
+):
+    result, calls = _run(monkeypatch, {"c": mutation.MUTANT_EXAMPLES})
+    assert result.status == "killed"
+    assert result.killed_by == "c_vjp"
+    scouting = [p for p, n in calls if n == mutation.SCOUT_EXAMPLES]
+    full = [p for p, n in calls if n == mutation.MUTANT_EXAMPLES]
+    assert "g" not in scouting
+    assert "c" in scouting
+    assert full[0] == "g"
+    assert full[-1] == "c"
+
+
+def test_a_mutant_no_property_rejects_survives_both_passes(monkeypatch):
+    result, calls = _run(monkeypatch, {})
+    assert result.status == "survived"
+    assert {p for p, _ in calls} == set(mutation.KILL_ORDER)
+    assert [p for p, n in calls if n == mutation.MUTANT_EXAMPLES] == list(mutation.KILL_ORDER)
+
+
+def test_a_mutants_first_properties_lead_both_passes(monkeypatch):
+    _, calls = _run(monkeypatch, {}, first=("i",))
+    assert calls[0] == ("i", mutation.SCOUT_EXAMPLES)
+    assert next(p for p, n in calls if n == mutation.MUTANT_EXAMPLES) == "i"
