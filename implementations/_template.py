@@ -32,7 +32,7 @@ Imports numpy and the contract only; your port imports its framework too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -155,6 +155,13 @@ class TemplatePort(Port):
     checkpoint_api = "TODO(port)"
     # TODO(port): the distributions whose versions reports show, e.g. ("jax", "flax").
     distributions = ()
+    # TODO(port): the remat policies your checkpoint expresses, each with its native
+    # spelling, and a one-line reason for each it cannot (docs/PORTING.md, Remat policies).
+    policies: ClassVar[dict[str, str]] = {"none": "TODO(port)", "full": "TODO(port)"}
+    inexpressible: ClassVar[dict[str, str]] = {
+        name: "TODO(port): why your checkpoint cannot express it"
+        for name in ("save_dots", "save_named", "offload_dots", "budget")
+    }
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # TODO(port): the checks (canonical_params makes them), then the canonical init (see

@@ -7,7 +7,8 @@ out of its own layout next to its own code.
 **Contents:**
 
 - `Params`, `Grads`: the canonical parameter layout and a VJP's result.
-- `SavedTensor`, `BackwardRecord`: what a backward pass saved and recomputed.
+- `SavedTensor`, `BackwardRecord`: what a backward pass saved and recomputed
+  (by role and memory space where the instrument can tell; backward matmuls).
 - `Implementation`: the protocol, as an abstract base class.
 - `check_seed`, `check_features`, `check_x`, `check_x_spec`, `check_dim`,
   `check_sizes`: input validation, shared so that every port raises the same
@@ -49,6 +50,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
+
+from .policies import ROLES, Policy
 
 PARAM_NAMES = ("w1", "b1", "w2", "b2")
 #: What `Implementation.matmul_precision` says of a setting it cannot read.
@@ -150,12 +153,18 @@ class SavedTensor:
       computed from them alone), `"activation"` (computed from x inside the
       model) or `"constant"` (depends on no argument, e.g. a buffer of zeros).
     - `note`: the framework instrument's own description of it.
+    - `role`: which of the MLP's tensors it is (`policies.ROLES`: x, d1, h, a,
+      mask, y), or "" where the instrument cannot tell.
+    - `memory_space`: where it is kept ("device", "host"), or "" where the
+      instrument cannot tell (JAX under jit on CPU: the placement is gone).
     """
 
     shape: tuple[int, ...]
     dtype: str
     origin: str
     note: str = ""
+    role: str = ""
+    memory_space: str = ""
 
     ORIGINS: ClassVar[tuple[str, ...]] = ("input", "parameter", "activation", "constant")
     #: The origins that hold data: what a backward pass keeps because of x.
@@ -164,6 +173,8 @@ class SavedTensor:
     def __post_init__(self):
         if self.origin not in self.ORIGINS:
             raise ValueError(f"origin must be one of {self.ORIGINS}, got {self.origin!r}")
+        if self.role and self.role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES} or '', got {self.role!r}")
 
     @property
     def nbytes(self) -> int:
@@ -182,12 +193,24 @@ class BackwardRecord:
       name (`dot_general`, `aten.addmm`, ...). Empty without checkpointing.
     - `checkpoint_regions`: how many checkpoint regions the grad path holds,
       or None where the framework has no instrument that counts them.
+    - `backward_matmuls`: how many matmuls the backward pass runs (the
+      gradient's and the recomputed ones), or None where it is not counted.
+    - `tags`: the names the block tags tensors with (JAX's `checkpoint_name`),
+      or None where the framework has no names; a policy that saves a name
+      not among them saves nothing.
     """
 
     instrument: str
     saved: tuple[SavedTensor, ...]
     recomputed: Mapping[str, int] = field(default_factory=dict)
     checkpoint_regions: int | None = None
+    backward_matmuls: int | None = None
+    tags: tuple[str, ...] | None = None
+
+    @property
+    def saved_roles(self) -> frozenset[str]:
+        """The roles of the kept tensors (`kept`) that the instrument could name."""
+        return frozenset(t.role for t in self.kept if t.role)
 
     def saved_by_origin(self, origin: str) -> tuple[SavedTensor, ...]:
         return tuple(t for t in self.saved if t.origin == origin)
@@ -228,6 +251,8 @@ class Implementation(abc.ABC):
     """One port of the exercise. Subclass it once per framework.
 
     Arrays in and out of the contract methods are numpy, canonical layout.
+    Their `checkpoint=` is `True` (full remat), `False` (none) or a remat
+    `Policy` (`implementations.policies`) the port declares in `policies`.
     Only `nn_checkpoint_forward` takes and returns the framework's own arrays.
     Importing a port's module imports its framework; `implementations`
     itself imports none.
@@ -245,18 +270,25 @@ class Implementation(abc.ABC):
         """The port's own seeded init for input width `dim`, exported in the canonical layout."""
 
     @abc.abstractmethod
-    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+    def forward(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
+    ) -> np.ndarray:
         """The `(F,)` output for the given params, with the checkpoint on or off."""
 
     @abc.abstractmethod
     def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool | Policy = True,
     ) -> Grads:
         """Pull the `(F,)` cotangent back to every parameter and to x."""
 
     @abc.abstractmethod
     def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+        self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
     ) -> BackwardRecord:
         """What the backward pass of `vjp` saves and recomputes, from the framework's instrument."""
 

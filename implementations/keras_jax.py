@@ -60,7 +60,8 @@ class KerasJax(KerasPort, JaxPort):
         return tuple(weights)
 
     def apply(self, weights: Weights, x: jax.Array, checkpoint: bool) -> jax.Array:
-        mlp = _skeleton(x.shape[0], weights[0].shape[1], self.mode if checkpoint else None)
+        mode = self.mode if self.policy(checkpoint) else None
+        mlp = _skeleton(x.shape[0], weights[0].shape[1], mode)
         # Keras's own code adds a (F,) bias to (1, F) rows and mixes dtypes as
         # numpy does: allow that even where JAX is set to refuse it (this
         # project's tests raise on rank promotion in the ports' own code).

@@ -13,7 +13,7 @@ modules, never jax or torch.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -145,6 +145,16 @@ class Mlx(Port):
     stack = STACK
     extra = "mlx"
     checkpoint_api = "mlx.nn.utils.checkpoint"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain module",
+        "full": "mlx.nn.utils.checkpoint (mx.checkpoint)",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "mx.checkpoint takes no policy: it keeps the region's inputs only",
+        "save_named": "no names: only the region's placement can change",
+        "offload_dots": "MLX has unified memory and no offload",
+        "budget": "mx.checkpoint has no memory budget",
+    }
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
 
@@ -156,13 +166,14 @@ class Mlx(Port):
         return arrays_to_params(dict(nn.utils.tree_flatten(model.parameters())))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        checkpoint = bool(self.policy(checkpoint))
         model = build_mlp(params_to_arrays(params), checkpoint=checkpoint, mlp=self.mlp)
         return to_host_array(model(as_input(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        run = _call(checkpoint, mlp=self.mlp)
+        run = _call(bool(self.policy(checkpoint)), mlp=self.mlp)
         primals = [*params_to_arrays(params).values(), as_input(x)]
         _, grads = mx.vjp(lambda *a: [run(*a)], primals, [_array(cotangent)])
         mx.eval(grads)
@@ -175,7 +186,7 @@ class Mlx(Port):
         args = {**params_to_arrays(params), "x": as_input(x)}
         origins = dict.fromkeys(STATE_NAMES, "parameter") | {"x": "input"}
         ones = mx.ones((params.features,), mx.float32)
-        run = _call(checkpoint, tap, self.mlp)
+        run = _call(bool(self.policy(checkpoint)), tap, self.mlp)
         return self.stack.record(run, args, origins, ones, tap)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

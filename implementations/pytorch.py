@@ -13,6 +13,8 @@ the project's numpy-only modules, never jax.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from .stacks.torch import TorchPort
 from .stacks.torch.mlp import (  # noqa: F401 - the model and its converters, as this port's names
     MLP,
@@ -29,6 +31,17 @@ class PyTorch(TorchPort):
 
     name = "pytorch"
     checkpoint_api = "torch.utils.checkpoint"
+    # none and full only, for now: selective checkpointing is the torch half of issue 21.
+    policies: ClassVar[dict[str, str]] = {
+        "none": "no checkpoint",
+        "full": "torch.utils.checkpoint(use_reentrant=False)",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "not declared yet (selective checkpointing: to come)",
+        "save_named": "not declared yet (selective checkpointing: to come)",
+        "offload_dots": "not declared yet (selective checkpointing: to come)",
+        "budget": "activation_memory_budget is a torch.compile option; eager torch has none",
+    }
 
 
 nn_checkpoint_forward = PyTorch.exported()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -152,6 +152,17 @@ class TensorFlow(Port):
     stack = STACK
     extra = "tensorflow"
     checkpoint_api = "tf.recompute_grad"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain block",
+        "full": "tf.recompute_grad(block)",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "tf.recompute_grad takes no policy: it reruns the whole region, both "
+        "matmuls (a documented degradation)",
+        "save_named": "no names: only the region's placement can change",
+        "offload_dots": "tf.recompute_grad has no offload",
+        "budget": "tf.recompute_grad has no memory budget",
+    }
     #: The block as the checkpoint runs it (mutants swap it).
     region: Callable = staticmethod(checkpointed_block)
 
@@ -162,13 +173,13 @@ class TensorFlow(Port):
         return tensors_to_params(params_to_tensors(params))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        run = _COMPILED["forward", checkpoint]
+        run = _COMPILED["forward", bool(self.policy(checkpoint))]
         return to_host_array(run(float32_tensor(x), *params_to_tensors(params)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        run = _COMPILED["vjp", checkpoint]
+        run = _COMPILED["vjp", bool(self.policy(checkpoint))]
         dx, *grads = run(float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
         return Grads.of(tensors_to_params(grads), to_host_array(dx))
 

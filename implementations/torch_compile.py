@@ -25,7 +25,7 @@ Imports torch, numpy and the project's numpy-only modules, never jax.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -47,6 +47,15 @@ class TorchCompile(TorchPort):
 
     name = "torch_compile"
     checkpoint_api = "torch.compile"
+    # none and full only, for now: selective checkpointing is the torch half of issue 21.
+    policies: ClassVar[dict[str, str]] = {
+        "none": "no checkpoint",
+        "full": "torch.utils.checkpoint under torch.compile",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        name: "not declared yet (selective checkpointing: to come)"
+        for name in ("save_dots", "save_named", "offload_dots", "budget")
+    }
 
     def __init__(self, compiled: CompiledModule = COMPILED, plain: CompiledModule = PLAIN):
         self.compiled, self.plain = compiled, plain

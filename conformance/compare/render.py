@@ -29,6 +29,7 @@ from implementations.contract import SavedTensor
 
 from ..reporting.terminal_style import narrow_table, print_legend, print_table, state_markup
 from .measure import Bits, Comparison, Diff, PortComparison
+from .policy_matrix import policy_table
 
 PASS, FAIL = "✓", "✗"
 
@@ -399,12 +400,17 @@ def print_recomputed(comparison: Comparison, console: Console) -> None:
             console.print(f"  {line}", highlight=False)
 
 
+def print_policies(comparison: Comparison, console: Console) -> None:
+    print_table(console, policy_table(comparison.ports))
+
+
 #: What `print_comparison` prints, in order: a module may append a section of its own.
 SECTIONS: list[Callable[[Comparison, Console], None]] = [
     print_summary,
     print_agreement,
     print_precision,
     print_recomputed,
+    print_policies,
 ]
 
 

@@ -13,17 +13,24 @@ example `implementations.stacks.jax.JaxPort`) derives the contract from
 the port's `to_native`, `to_canonical` and `apply`. The declarations are
 checked when the class is created, so a port that forgets one fails at
 import, with a `TypeError` naming what is missing.
+
+A port also declares its remat policies (`implementations.policies`):
+`policies`, policy name -> the native spelling it runs, and `inexpressible`,
+policy name -> a one-line reason, together covering every policy once,
+with `none` and `full` in `policies`. A port that declares neither is taken
+to express none and full only (the rest "not declared").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..contract import NOT_REPORTED, BackwardRecord, Implementation, Params, check_features
+from ..policies import POLICY_NAMES, Policy, as_policy, check_declaration
 
 #: What every concrete port class declares (`extra` and `checkpoint_api` have defaults).
 DECLARED = ("name", "framework", "stack")
@@ -117,6 +124,10 @@ class Port(Implementation):
     extra: str = ""
     #: The checkpoint the port runs, as its tables show it (`"jax.checkpoint"`).
     checkpoint_api: str = ""
+    #: Remat policies it expresses: name -> native spelling (`implementations.policies`).
+    policies: ClassVar[dict[str, str]] = {}
+    #: Remat policies it cannot express: name -> one-line reason.
+    inexpressible: ClassVar[dict[str, str]] = {}
     stack: Stack
 
     def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:
@@ -134,6 +145,17 @@ class Port(Implementation):
                 f"port class {cls.__qualname__}: stack must be a Stack "
                 f"(implementations.stacks.<framework>.STACK), not {type(cls.stack).__name__}"
             )
+        if not cls.policies and not cls.inexpressible:  # written before policies existed
+            cls.policies = {
+                "none": "checkpoint=False",
+                "full": f"{cls.checkpoint_api or 'checkpoint'}",
+            }
+            cls.inexpressible = {
+                name: "not declared (see docs/PORTING.md, Remat policies)"
+                for name in POLICY_NAMES
+                if name not in cls.policies
+            }
+        check_declaration(f"port class {cls.__qualname__}", cls.policies, cls.inexpressible)
         if not cls.distributions:  # the stack's, and the framework's own when it is a library
             extra = () if cls.framework in cls.stack.distributions else (cls.framework,)
             cls.distributions = cls.stack.distributions + extra
@@ -154,6 +176,17 @@ class Port(Implementation):
         nn_checkpoint_forward.__module__ = cls.__module__
         nn_checkpoint_forward.port = port  # type: ignore[attr-defined]
         return nn_checkpoint_forward
+
+    def policy(self, checkpoint: Any) -> Policy:
+        """The contract's `checkpoint=` as a Policy this port declares; `ValueError`
+        naming `checkpoint` for one it cannot express (with the declared reason)."""
+        policy = as_policy(checkpoint)
+        if policy.name not in self.policies:
+            reason = self.inexpressible.get(policy.name, "not declared")
+            raise ValueError(
+                f"checkpoint={policy.label}: port {self.name} cannot express it ({reason})"
+            )
+        return policy
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         """The stack's instrument on `nn_checkpoint_forward(seed, x, features)` as a function
@@ -176,7 +209,7 @@ class Port(Implementation):
         return self.cached_record(("exercise", np.shape(x), features), make)
 
     def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+        self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
     ) -> BackwardRecord:
         """`traced_record(params, x, checkpoint)`, kept on this port per shape and checkpoint.
 
@@ -185,12 +218,13 @@ class Port(Implementation):
         slow. A port on a stack whose instrument runs the pass itself (torch,
         MLX) overrides `backward_record` instead.
         """
+        policy = self.policy(checkpoint)
         return self.cached_record(
-            ("vjp", params.dim, params.features, checkpoint),
-            lambda: self.traced_record(params, x, checkpoint),
+            ("vjp", params.dim, params.features, policy),
+            lambda: self.traced_record(params, x, policy),
         )
 
-    def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
+    def traced_record(self, params: Params, x: np.ndarray, checkpoint: Policy) -> BackwardRecord:
         """The stack's instrument on the backward pass of `vjp` (see `backward_record`)."""
         raise NotImplementedError(f"port {self.name} must define backward_record or traced_record")
 

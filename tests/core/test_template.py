@@ -37,7 +37,7 @@ def test_the_template_imports_no_framework():
     imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
     assert imports == [
         "from __future__ import annotations",
-        "from typing import Any",
+        "from typing import Any, ClassVar",
         "import numpy as np",
         "from implementations.contract import (  # noqa: F401 - the names a finished port uses",
         "from implementations.stacks import Port, Stack",

@@ -6,7 +6,7 @@ the port's backend.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -20,6 +20,18 @@ class KerasPort(Port, abstract=True):
 
     framework = "keras"
     checkpoint_api = 'keras.RematScope(mode="full")'
+    policies: ClassVar[dict[str, str]] = {
+        "none": "no RematScope",
+        "full": 'keras.RematScope(mode="full")',
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "RematScope has no per-operation policy: its modes only choose which layers "
+        "are remat regions",
+        "save_named": "no names: list_of_layers and activations only move region boundaries, and "
+        "activations saves more than no remat (a documented degradation)",
+        "offload_dots": "Keras remat has no offload",
+        "budget": "no memory budget: larger_than is a per-layer size threshold, not a budget",
+    }
     #: The `RematScope` mode of the checkpointed model (mutants change it).
     mode: str | None = model.FULL
 
@@ -29,7 +41,8 @@ class KerasPort(Port, abstract=True):
 
     def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
         """The kept model of `params`' shapes holding `params`, checkpointed or plain."""
-        return model.reuse(params, mode=self.mode if checkpoint else None, **kwargs)
+        mode = self.mode if self.policy(checkpoint) else None
+        return model.reuse(params, mode=mode, **kwargs)
 
 
 class StatefulKerasPort(KerasPort, abstract=True):
