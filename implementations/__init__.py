@@ -55,6 +55,8 @@ BUILTIN: dict[str, str] = {
     "keras_jax": "implementations.keras_jax:KerasJax",
     "keras_torch": "implementations.keras_torch:KerasTorch",
     "keras_tensorflow": "implementations.keras_tensorflow:KerasTensorFlow",
+    "jax_spmd": "implementations.jax_spmd:JaxSpmd",
+    "torch_fsdp": "implementations.torch_fsdp:TorchFsdp",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
@@ -72,6 +74,8 @@ _EXTRAS = {
     "keras_jax": "keras,jax",
     "keras_torch": "keras,torch",
     "keras_tensorflow": "keras,tensorflow",
+    "jax_spmd": "jax",
+    "torch_fsdp": "torch",
 }
 
 
