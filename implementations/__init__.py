@@ -59,6 +59,10 @@ BUILTIN: dict[str, str] = {
     "torch_fsdp": "implementations.torch_fsdp:TorchFsdp",
 }
 
+#: Ports that start processes or devices of their own (ranks): checked by the `scale` profile,
+#: or when named, never by default (see conformance.running.profiles).
+SHARDED = frozenset({"jax_spmd", "torch_fsdp"})
+
 # The extra that installs each built-in port's framework, for error messages.
 _EXTRAS = {
     "flax_linen": "flax",

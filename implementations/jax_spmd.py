@@ -28,12 +28,23 @@ DEVICES_VARIABLE = "REMAT_SPMD_DEVICES"
 DEVICES = rank_count(DEVICES_VARIABLE, 4)
 _FLAG = "--xla_force_host_platform_device_count"
 
-if "jax" not in sys.modules and _FLAG not in os.environ.get("XLA_FLAGS", ""):
-    # Read by XLA when jax first makes its CPU backend, never after.
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}={DEVICES}".strip()
+if "jax" not in sys.modules:
+    # Read by XLA when jax first makes its CPU backend, never after. N is the setting: a
+    # device count already in XLA_FLAGS (a parent's) gives way to it.
+    _kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(_FLAG)]
+    os.environ["XLA_FLAGS"] = " ".join([*_kept, f"{_FLAG}={DEVICES}"])
 
 import jax  # noqa: E402 - after XLA_FLAGS, on purpose
 import numpy as np  # noqa: E402
+
+if os.environ.get("REMAT_JAX_COORDINATOR"):
+    # Several hosts (docs/SCALE.md): every host runs this same suite, one process each;
+    # jax.devices() then lists every host's devices, and the mesh spans them.
+    jax.distributed.initialize(
+        coordinator_address=os.environ["REMAT_JAX_COORDINATOR"],
+        num_processes=rank_count("REMAT_JAX_PROCESSES", 1),
+        process_id=int(os.environ.get("REMAT_JAX_PROCESS_ID", "0")),
+    )
 
 if len(jax.devices()) < DEVICES:
     raise StackUnavailable(
@@ -104,6 +115,16 @@ class JaxSpmd(JaxPort):
             ("ranks", x.shape, params.features, layout, checkpoint),
             lambda: spmd.rank_records(fn, self.mesh, layout, arrays, x, cotangent),
         )
+
+    def step_times(
+        self, params: Params, x: np.ndarray, layout: str, *, checkpoint: bool, repeats: int
+    ) -> list[float]:
+        """Seconds per training step (forward and backward programs) on the batch `x`."""
+        x = np.asarray(x, np.float32)
+        cotangent = np.ones((*x.shape[:-1], params.features), np.float32)
+        arrays = tuple(getattr(params, n) for n in PARAM_NAMES)
+        fn = lambda p, v: self.run(p, v, checkpoint)  # noqa: E731
+        return spmd.step_times(fn, self.mesh, layout, arrays, x, cotangent, repeats)
 
 
 nn_checkpoint_forward = JaxSpmd.exported()

@@ -82,6 +82,14 @@ class TorchFsdp(TorchPort):
         answers = self.pool().ask((*request, self.checkpointed(checkpoint)))
         return tuple(rank for rank, _ in answers)
 
+    def step_times(
+        self, params: Params, x: np.ndarray, layout: str, *, checkpoint: bool, repeats: int
+    ) -> list[float]:
+        """Seconds per training step on the batch `x`: the slowest rank's, step by step."""
+        request = ("step", params, np.asarray(x, np.float32), layout, checkpoint, repeats)
+        per_rank = self.pool().ask(request)
+        return [max(times) for times in zip(*per_rank, strict=True)]
+
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:

@@ -163,3 +163,31 @@ def merged_vjp_matmuls(
     )
     step = jax.jit(lambda p, v, c: jax.vjp(fn, p, v)[1](c))
     return _dots(step.lower(params, x, ct).compile().as_text())
+
+
+def step_times(
+    fn: Callable,
+    mesh: Mesh,
+    layout: str,
+    arrays: Sequence[Any],
+    x: Any,
+    cotangent: Any,
+    repeats: int,
+) -> list[float]:
+    """Seconds of each of `repeats` steps (the forward program, then the backward one,
+    compiled apart as `rank_records` measures them), after one that compiles and warms."""
+    import time
+
+    params, x = placed(mesh, layout, arrays, x)
+    ct = jax.device_put(
+        np.asarray(cotangent, np.float32), NamedSharding(mesh, x_spec(layout, np.ndim(cotangent)))
+    )
+    forward = jax.jit(lambda p, v: jax.vjp(fn, p, v))
+    backward = jax.jit(lambda pb, c: pb(c))
+    times = []
+    for _ in range(repeats + 1):
+        started = time.perf_counter()
+        _, pullback = forward(params, x)
+        jax.block_until_ready(backward(pullback, ct))
+        times.append(time.perf_counter() - started)
+    return times[1:]

@@ -149,6 +149,22 @@ class Rank:
         regions = None  # the dispatch counts show recomputation; regions are not counted here
         return rank_record, BackwardRecord(INSTRUMENT, saved, rerun, regions)
 
+    def step(self, params: Params, x: np.ndarray, layout: str, checkpoint: bool, repeats: int):
+        """Seconds of each of `repeats` training steps (forward, backward, the gradients'
+        reduce-scatter) on this rank's part of x, after one step that warms up; each step
+        starts at a barrier, so that the ranks' times are of the same step."""
+        model = self.sharded(params, checkpoint)
+        x = self.rows(x, layout)
+        times = []
+        for _ in range(repeats + 1):
+            dist.barrier()
+            started = time.perf_counter()
+            out = model(x)
+            out.backward(torch.ones_like(out))
+            times.append(time.perf_counter() - started)
+            model.zero_grad(set_to_none=True)
+        return times[1:]
+
     @staticmethod
     def classify(found: dict[int, torch.Tensor], x: torch.Tensor, model) -> tuple:
         own = {_storage(p.to_local()) for p in model.parameters()}
@@ -208,3 +224,27 @@ def rank_main(address: tuple[str, int], authkey: bytes) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`torchrun ... -m implementations.stacks.torch.fsdp_rank --controller HOST:PORT`: the
+    ranks of another node, for a controller that `REMAT_FSDP_NNODES` > 1 made (its key in
+    `REMAT_FSDP_AUTHKEY`, hex). The same `rank_main` the suite's launcher runs."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m implementations.stacks.torch.fsdp_rank")
+    parser.add_argument("--controller", required=True, metavar="HOST:PORT")
+    args = parser.parse_args(argv)
+    host, _, port = args.controller.rpartition(":")
+    if not host or not port.isdigit():
+        parser.error(f"--controller must be HOST:PORT, got {args.controller!r}")
+    key = os.environ.get("REMAT_FSDP_AUTHKEY", "")
+    try:
+        authkey = bytes.fromhex(key)
+    except ValueError:
+        parser.error("REMAT_FSDP_AUTHKEY must be the controller's key, in hexadecimal")
+    rank_main((host, int(port)), authkey)
+
+
+if __name__ == "__main__":
+    main()

@@ -47,18 +47,21 @@ class RankPool:
     def __init__(self, ranks: int):
         self.ranks = ranks
         self.timeout = _timeout()
-        authkey = secrets.token_bytes(32)
-        self.listener = Listener(("127.0.0.1", 0), authkey=authkey)
+        nodes, host, port, authkey, endpoint = _multi_node()
+        self.ranks = ranks * nodes  # every node starts `ranks` processes
+        self.listener = Listener((host, port), authkey=authkey)
         self.failure: str | None = None
         self.connections: dict[int, Connection] = {}
         self.pids: dict[int, int] = {}
         config = LaunchConfig(
-            min_nodes=1,
-            max_nodes=1,
+            min_nodes=nodes,
+            max_nodes=nodes,
             nproc_per_node=ranks,
-            run_id=f"remat-fsdp-{uuid.uuid4().hex[:8]}",
+            run_id=os.environ.get("REMAT_FSDP_RUN_ID") or f"remat-fsdp-{uuid.uuid4().hex[:8]}",
             rdzv_backend="c10d",
-            rdzv_endpoint="127.0.0.1:0",  # as `torchrun --standalone`: a free port
+            # One node: as `torchrun --standalone`, a free port here. More: the endpoint the
+            # other nodes' `torchrun --rdzv-endpoint` names too (docs/SCALE.md).
+            rdzv_endpoint=endpoint,
             max_restarts=0,
             monitor_interval=0.1,
             start_method="spawn",
@@ -156,6 +159,32 @@ class RankPool:
         for connection in self.connections.values():
             connection.close()
         self.listener.close()
+
+
+def _multi_node() -> tuple[int, str, int, bytes, str]:
+    """(nodes, controller host, controller port, key, rendezvous endpoint) from the
+    environment: one node on localhost by default; for more, `REMAT_FSDP_NNODES`,
+    `REMAT_FSDP_RDZV_ENDPOINT` (host:port), `REMAT_FSDP_CONTROLLER` (host:port the ranks
+    connect to) and `REMAT_FSDP_AUTHKEY` (hex), as docs/SCALE.md says."""
+    setting = os.environ.get("REMAT_FSDP_NNODES", "").strip() or "1"
+    if not setting.isdigit() or int(setting) < 1:
+        raise ValueError(f"REMAT_FSDP_NNODES must be a positive integer, got {setting!r}")
+    nodes = int(setting)
+    if nodes == 1:
+        return 1, "127.0.0.1", 0, secrets.token_bytes(32), "127.0.0.1:0"
+    named = {}
+    for name in ("REMAT_FSDP_RDZV_ENDPOINT", "REMAT_FSDP_CONTROLLER", "REMAT_FSDP_AUTHKEY"):
+        named[name] = os.environ.get(name, "").strip()
+        if not named[name]:
+            raise ValueError(f"{name} must be set when REMAT_FSDP_NNODES is {nodes}")
+    host, _, port = named["REMAT_FSDP_CONTROLLER"].rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"REMAT_FSDP_CONTROLLER must be host:port, got {host}:{port}")
+    try:
+        authkey = bytes.fromhex(named["REMAT_FSDP_AUTHKEY"])
+    except ValueError:
+        raise ValueError("REMAT_FSDP_AUTHKEY must be hexadecimal") from None
+    return nodes, host, int(port), authkey, named["REMAT_FSDP_RDZV_ENDPOINT"]
 
 
 def _timeout() -> float:
