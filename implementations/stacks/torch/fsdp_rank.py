@@ -203,6 +203,10 @@ def rank_main(address: tuple[str, int], authkey: bytes) -> None:
     # A Linear on a (D,) x returns a view (addmm on x[None], squeezed); FSDP2 warns about
     # in-place ops on it, which the MLP never does.
     warnings.filterwarnings("ignore", message="FSDP2-wrapped module .* returned a view tensor")
+    # The node's cores shared among its ranks, as torchrun's OMP_NUM_THREADS=1 default does
+    # in spirit: N ranks with every core's threads each would fight over them.
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
     dist.init_process_group("gloo")
     rank = Rank()
     connection = Client(tuple(address), authkey=authkey)
