@@ -132,7 +132,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "port_name" in metafunc.fixturenames:
-        names = metafunc.config.getoption("port") or list(implementations.registered())
+        names = metafunc.config.getoption("port") or profiles.default_ports(
+            profiles.load(), implementations.registered()
+        )
         metafunc.parametrize("port_name", names)
     if "conformance_property" in metafunc.fixturenames:
         metafunc.parametrize("conformance_property", PROPERTIES, ids=[p.key for p in PROPERTIES])

@@ -61,7 +61,13 @@ BUILTIN: dict[str, str] = {
     "keras_tensorflow": "implementations.keras_tensorflow:KerasTensorFlow",
     # A process port (docs/PROTOCOL.md): a program, started by the command after "exec:".
     "tfjs": "exec:node {implementations}/process/tfjs/port.js",
+    "jax_spmd": "implementations.jax_spmd:JaxSpmd",
+    "torch_fsdp": "implementations.torch_fsdp:TorchFsdp",
 }
+
+#: Ports that start processes or devices of their own (ranks): checked by the `scale` profile,
+#: or when named, never by default (see conformance.running.profiles).
+SHARDED = frozenset({"jax_spmd", "torch_fsdp"})
 
 # The extra that installs each built-in port's framework, for error messages.
 _EXTRAS = {
@@ -79,6 +85,8 @@ _EXTRAS = {
     "keras_torch": "keras,torch",
     "keras_tensorflow": "keras,tensorflow",
     "tfjs": "tfjs",  # an empty extra: Node.js and npm come from the system
+    "jax_spmd": "jax",
+    "torch_fsdp": "torch",
 }
 
 

@@ -214,6 +214,62 @@ def check_evidence(port: Implementation, reference: None, case) -> None:
     _expect_checkpointed(
         port.name, "grad of nn_checkpoint_forward", _record(port, "exercise_record", exercise)
     )
+    if hasattr(port, "rank_records"):  # a sharded port: each rank's own evidence too
+        _check_ranks(port, params, x)
+
+
+#: The least width of the rank evidence's shapes: XLA turns a matmul that contracts one
+#: element into a multiply, which would hide a rerun matmul from the count.
+RANK_EVIDENCE_MIN_WIDTH = 8
+
+
+def _check_ranks(port: Implementation, params: Params, x: np.ndarray) -> None:
+    """(e) on a sharded port (`implementations.sharding`), in each of its layouts, on a batch
+    of 2N rows (D and F at least `RANK_EVIDENCE_MIN_WIDTH`, F a multiple of N so that every
+    shard is whole): every rank keeps x's shard only, at most 1/N of what the port keeps of
+    the same batch unsharded (its own record of one example, times the rows) where the layout
+    splits x, and reruns forward matmuls that it does not run without the checkpoint."""
+    ranks = int(port.ranks)
+    dim = max(params.dim, RANK_EVIDENCE_MIN_WIDTH)
+    features = -(-max(params.features, RANK_EVIDENCE_MIN_WIDTH) // ranks) * ranks
+    shaped = canonical_params(0, dim, features)
+    x = np.resize(x, dim).astype(np.float32)
+    single = _record(port, "backward_record", port.backward_record(shaped, x, checkpoint=False))
+    batch = np.stack([x * (1 + i / (2 * ranks)) for i in range(2 * ranks)]).astype(np.float32)
+    unsharded = len(batch) * single.saved_bytes
+    for layout in port.layouts:
+        on = port.rank_records(shaped, batch, layout, checkpoint=True)
+        off = port.rank_records(shaped, batch, layout, checkpoint=False)
+        what = f"rank evidence, {layout} layout, {ranks} ranks"
+        if len(on) != ranks or len(off) != ranks:
+            fail(port.name, what, f"records for {len(on)} and {len(off)} ranks, not {ranks}")
+        for with_, without in zip(on, off, strict=True):
+            where = f"{what}, rank {with_.rank}"
+            if with_.kept_bytes != with_.x_shard_bytes:
+                fail(
+                    port.name, where,
+                    f"keeps {with_.kept_bytes} bytes with the checkpoint "
+                    f"({with_.activation_bytes} of activations); x's shard is "
+                    f"{with_.x_shard_bytes}",
+                )  # fmt: skip
+            if layout == "batch" and with_.kept_bytes * ranks > unsharded:
+                fail(
+                    port.name, where,
+                    f"keeps {with_.kept_bytes} bytes, more than 1/{ranks} of the "
+                    f"{unsharded} the unsharded VJP keeps of the same batch",
+                )  # fmt: skip
+            if without.activation_bytes <= 0:
+                fail(port.name, where, "keeps no activation without the checkpoint: "
+                     "the instrument proves nothing")  # fmt: skip
+            if not with_.backward_ops or with_.backward_matmuls <= without.backward_matmuls:
+                fail(
+                    port.name, where,
+                    f"backward reruns {with_.backward_ops or 'nothing'} and runs "
+                    f"{with_.backward_matmuls} matmuls, {without.backward_matmuls} without "
+                    "the checkpoint: no recomputation on this rank",
+                )  # fmt: skip
+            if without.backward_ops:
+                fail(port.name, where, f"reruns {without.backward_ops} without the checkpoint")
 
 
 def _run_seeded_forward(port: Implementation, case, x: Any) -> np.ndarray:

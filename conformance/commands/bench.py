@@ -74,6 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "as CSV, raw numbers; an existing file is replaced",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="instead: per-rank saved bytes and step time of the sharded ports (FSDP2, JAX "
+        "SPMD) for N = 1, 2, 4, with and without the checkpoint (scale.json, scale.md, "
+        "scale.png; docs/SCALE.md)",
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -117,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import BenchReport, load_average, load_frameworks, render, total_steps
     from ..bench import run as sweep
     from ..reporting import terminal_style
+
+    if getattr(args, "scale", False):
+        return _run_scale(args)
 
     console = terminal_style.console(stderr=True)
     settings = settings_from(args)
@@ -177,3 +187,34 @@ def run(args: argparse.Namespace) -> int:
         f"bench: {report.seconds:.0f}s wall · wrote " + ", ".join(str(p) for p in written)
     )
     return 0
+
+
+def _run_scale(args: argparse.Namespace) -> int:
+    """The scaling bench (`conformance.bench.scale`), written into `args.out`."""
+    import json
+
+    from rich.console import Console
+
+    from ..bench import scale
+
+    console = Console(stderr=True)
+    settings = scale.ScaleSettings()
+    started = time.perf_counter()
+    rows, failed = scale.run(
+        settings, list(scale.ENGINES), lambda text: console.print(f"bench --scale: {text}")
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    data = {
+        "settings": scale.asdict(settings),
+        "rows": [scale.asdict(r) for r in rows],
+        "failed": failed,
+        "seconds": time.perf_counter() - started,
+    }
+    (args.out / "scale.json").write_text(json.dumps(data, indent=1) + "\n")
+    table = scale.markdown(rows, settings, failed)
+    (args.out / "scale.md").write_text(table)
+    why = scale.plot(rows, args.out / "scale.png")
+    if why:
+        console.print(f"[yellow]no plot[/]: {why}")
+    print(json.dumps(data) if args.json else table)
+    return 1 if failed else 0

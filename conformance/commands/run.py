@@ -127,7 +127,11 @@ def run(args: argparse.Namespace) -> int:
     from ..running.suite import RunConfig, examples_per_property, run_suite
 
     profile = profiles.load(args.profile)
-    names = list(dict.fromkeys(args.implementation or implementations.registered()))
+    names = list(
+        dict.fromkeys(
+            args.implementation or profiles.default_ports(profile, implementations.registered())
+        )
+    )
     canonical = args.canonical or implementations.CANONICAL
 
     config = RunConfig(

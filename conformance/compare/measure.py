@@ -403,7 +403,8 @@ def run(
     first_calls: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """Compare the named ports (default: every registered one) with the canonical port."""
+    """Compare the named ports (default: every registered one but the sharded ones) with the
+    canonical port."""
     notify = progress or (lambda message: None)
     load_before = load_average()
     started = time.perf_counter()
@@ -416,7 +417,12 @@ def run(
 
     rows: list[PortComparison] = []
     loaded: list[Implementation] = []
-    wanted = [n for n in implementations.registered() if not names or n in names]
+    # Unless named, the sharded ports sit out, as in the default run: their ranks cost start-ups.
+    wanted = [
+        n
+        for n in implementations.registered()
+        if (n in names if names else n not in implementations.SHARDED)
+    ]
     if implementations.CANONICAL not in wanted:
         wanted.insert(0, implementations.CANONICAL)
     for status in implementations.status(wanted):
@@ -494,12 +500,13 @@ def compare_alone(
 
 def _compare_here(name, params, x, cotangent, seed, repeats, exact, expected) -> PortComparison:
     environment.prepare()
+    # The port first: one that must import its framework first (jax_spmd's devices) can.
+    port = implementations.load(name)
+    port.pin_matmul_precision()
     if expected is None:
         canonical = implementations.load(implementations.CANONICAL)
         canonical.pin_matmul_precision()
         expected = expected_results(canonical, params, x, cotangent, seed)
-    port = implementations.load(name)
-    port.pin_matmul_precision()
     row = compare_port(port, expected, params, x, cotangent, seed, exact)
     row.timed_alone = True
     if not row.error:

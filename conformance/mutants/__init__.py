@@ -124,6 +124,18 @@ MUTANTS: dict[str, MutantSpec] = {
             "torch.compile of the MLP module with no checkpoint in its forward",
             "torch_compile",
         ),
+        MutantSpec(
+            "spmd_no_checkpoint",
+            "jax_spmd_mutants:SpmdNoCheckpoint",
+            "JAX SPMD (NamedSharding) MLP with jax.checkpoint removed",
+            "jax_spmd",
+        ),
+        MutantSpec(
+            "fsdp_no_checkpoint",
+            "torch_fsdp_mutants:FsdpNoCheckpoint",
+            "FSDP2 MLP over gloo ranks without torch.utils.checkpoint",
+            "torch_fsdp",
+        ),
     )
 }
 

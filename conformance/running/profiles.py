@@ -5,6 +5,11 @@
   reproducible and a red CI run stays red.
 - `thorough`: many random examples, on shapes of every size up to 300, for
   hunting. Its example database keeps failures, so a rerun tries them first.
+- `scale`: the sharded ports (`implementations.SHARDED`: FSDP2 over gloo
+  ranks, JAX SPMD over forced host devices), which every other profile leaves
+  out unless named: 20 examples per property, derandomized, and only their
+  own mutants. Their rank processes and devices cost start-ups that the
+  default run's budget has no room for.
 
 Each profile also sets the longest one example may take before its worker is
 stopped (`--timeout` overrides it). The first example of a property on a
@@ -21,9 +26,11 @@ from hypothesis import HealthCheck, settings
 
 ENV_VAR = "REMAT_PROFILE"
 DEFAULT = "ci"
-PROFILES = ("dev", "ci", "thorough")
+PROFILES = ("dev", "ci", "thorough", "scale")
+#: The profile that runs the sharded ports (and the only one that does unless they are named).
+SCALE = "scale"
 #: Seconds one example may take, per profile.
-TIMEOUTS = {"dev": 120.0, "ci": 120.0, "thorough": 300.0}
+TIMEOUTS = {"dev": 120.0, "ci": 120.0, "thorough": 300.0, "scale": 120.0}
 #: Profiles whose random examples are worth keeping in the example database.
 KEEPS_EXAMPLES = frozenset({"dev", "thorough"})
 
@@ -37,6 +44,7 @@ _common = dict(
 settings.register_profile("dev", max_examples=20, **_common)
 settings.register_profile("ci", max_examples=100, derandomize=True, **_common)
 settings.register_profile("thorough", max_examples=1000, **_common)
+settings.register_profile("scale", max_examples=20, derandomize=True, **_common)
 
 
 def load(name: str | None = None) -> str:
@@ -46,3 +54,12 @@ def load(name: str | None = None) -> str:
         raise ValueError(f"{ENV_VAR}={name!r}: the profile must be one of {', '.join(PROFILES)}")
     settings.load_profile(name)
     return name
+
+
+def default_ports(profile: str, registered) -> list[str]:
+    """The ports a run checks when none is named: the sharded ones under `scale`, the others
+    under every other profile."""
+    import implementations
+
+    sharded = profile == SCALE
+    return [name for name in registered if (name in implementations.SHARDED) == sharded]

@@ -472,6 +472,8 @@ def plan(config: RunConfig, scratch: Path) -> list[PortRun]:
     }
     if config.mutants:
         for spec in MUTANTS.values():
+            if _mutant_left_out(spec.family, config):
+                continue
             if spec.family not in runs:
                 output = scratch / f"mutants-{spec.family}.out"
                 runs[spec.family] = PortRun(None, spec.family, [], [], output)
@@ -480,6 +482,14 @@ def plan(config: RunConfig, scratch: Path) -> list[PortRun]:
     # took, or, for a job never timed, by its number of mutants.
     took = _durations()
     return sorted(runs.values(), key=lambda run: (-took.get(run.family, 0.0), -len(run.mutants)))
+
+
+def _mutant_left_out(family: str, config: RunConfig) -> bool:
+    """The `scale` profile hunts the sharded ports' mutants only; the other profiles hunt
+    those only with their port."""
+    if config.profile == profiles.SCALE:
+        return family not in implementations.SHARDED
+    return family in implementations.SHARDED and family not in config.ports
 
 
 def _durations() -> dict[str, float]:

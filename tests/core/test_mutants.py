@@ -54,6 +54,9 @@ KILLED_BY = {
     "keras_torch_remat_none": "e_evidence",
     "keras_tensorflow_remat_none": "e_evidence",
     "tfjs_no_custom_grad": "e_evidence",
+    # The sharded ports' mutants, hunted by the scale profile (their ranks cost start-ups).
+    "spmd_no_checkpoint": "e_evidence",
+    "fsdp_no_checkpoint": "e_evidence",
 }
 
 
@@ -64,9 +67,13 @@ def test_every_mutant_has_an_expected_killer():
 
 @pytest.fixture(scope="module")
 def mutation_run() -> dict:
-    """Every mutant hunted once, in its family's worker processes."""
-    report = run_suite(RunConfig(ports=(), profile=profiles.load(), mutants=True, jobs=2))
-    return {result.name: result for result in report.mutants}
+    """Every mutant hunted once, in its family's worker processes: the sharded ports' by
+    the scale profile, the others by the profile of this session."""
+    found = {}
+    for profile in (profiles.load(), profiles.SCALE):
+        report = run_suite(RunConfig(ports=(), profile=profile, mutants=True, jobs=2))
+        found.update({result.name: result for result in report.mutants})
+    return found
 
 
 @pytest.mark.parametrize("name", sorted(mutants.MUTANTS))

@@ -11,7 +11,10 @@ from tests.helpers import ROOT
 
 README = (ROOT / "README.md").read_text()
 
-_NUMBER_WORDS = {12: "twelve", 13: "thirteen", 14: "fourteen"}
+_NUMBER_WORDS = {
+    12: "twelve", 13: "thirteen", 14: "fourteen", 15: "fifteen", 16: "sixteen",
+    17: "seventeen", 18: "eighteen", 19: "nineteen", 20: "twenty",
+}  # fmt: skip
 
 
 def _section(title: str) -> str:

@@ -1,0 +1,74 @@
+"""What the sharded ports (`torch_fsdp`, `jax_spmd`) share. Imports numpy only.
+
+- `rank_count(variable, default)`: the number of ranks (processes or devices)
+  a sharded port runs on, read from its environment variable, checked.
+- `RankRecord`: what one rank's backward pass kept and reran, as that rank's
+  own instrument reports it (the per-rank evidence that property (e) checks
+  on a sharded port, see `conformance.checking.properties`).
+- `LAYOUTS`: the two ways the MLP is sharded. `"batch"`: x is a batch
+  `(B, D)` split by rows over the ranks, parameters sharded (FSDP) or
+  replicated (SPMD); `"feature"`: x replicated, the hidden layer split
+  (Dense_0's kernel by columns, Dense_1's by rows).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+LAYOUTS = ("batch", "feature")
+#: The most ranks a sharded port starts on one machine (each is a process or a device).
+MAX_RANKS = 64
+
+
+def rank_count(variable: str, default: int) -> int:
+    """The rank count set by the environment variable `variable` (else `default`), checked:
+    a positive integer up to `MAX_RANKS`, or a `ValueError` naming the variable."""
+    setting = os.environ.get(variable, "").strip()
+    if not setting:
+        return default
+    try:
+        value = int(setting)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_RANKS:
+        raise ValueError(f"{variable} must be an integer from 1 to {MAX_RANKS}, got {setting!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class RankRecord:
+    """One rank's backward pass, read off its own instrument.
+
+    **Arguments:**
+
+    - `rank`: the rank (process rank, or device index in the mesh).
+    - `layout`: one of `LAYOUTS`.
+    - `kept_bytes`: bytes this rank holds for backward that come from x
+      (x itself or activations computed from it), parameters excluded.
+    - `input_bytes`: of those, the bytes of x's shard on this rank.
+    - `x_shard_bytes`: the bytes of x's shard on this rank (what a full
+      checkpoint keeps at least).
+    - `backward_ops`: the forward ops this rank's backward pass runs again
+      (matmuls and relus, by name); empty without a checkpoint.
+    - `backward_matmuls`: the matmuls this rank's backward pass runs.
+    - `instrument`: what measured it, in a few words.
+    """
+
+    rank: int
+    layout: str
+    kept_bytes: int
+    input_bytes: int
+    x_shard_bytes: int
+    backward_ops: dict
+    backward_matmuls: int
+    instrument: str
+
+    def __post_init__(self):
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+
+    @property
+    def activation_bytes(self) -> int:
+        """Kept bytes computed from x (x's own bytes left out)."""
+        return self.kept_bytes - self.input_bytes

@@ -1,0 +1,96 @@
+"""The FSDP2 port (`torch_fsdp`): per-rank evidence and owned rank processes.
+
+Each test runs `tests/fsdp_probe.py` in a fresh interpreter: it starts the
+ranks through the port (torch's `elastic_launch`), and the tests judge what
+it saw. Expected byte counts are computed here from the shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.fsdp_probe import B, D, F, alive
+from tests.helpers import ROOT
+
+FLOAT32 = 4
+RANKS = 2
+
+
+def probe(mode: str, **env: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fsdp_probe", mode],
+        cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS), **env},
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def evidence() -> dict:
+    return probe("evidence")
+
+
+def test_with_the_checkpoint_each_rank_keeps_its_rows_of_x_only(evidence):
+    assert evidence["ranks"] == RANKS
+    records = evidence["True"]
+    assert [r["rank"] for r in records] == list(range(RANKS))
+    for record in records:
+        assert record["kept_bytes"] == record["input_bytes"] == B // RANKS * D * FLOAT32
+
+
+def test_without_the_checkpoint_each_rank_keeps_the_relu_output(evidence):
+    for record in evidence["False"]:
+        assert record["kept_bytes"] - record["input_bytes"] == B // RANKS * F * FLOAT32
+        assert record["backward_ops"] == {}
+
+
+def test_backward_reruns_the_forward_ops_on_every_rank(evidence):
+    for on, off in zip(evidence["True"], evidence["False"], strict=True):
+        assert on["backward_ops"] == {"addmm": 1, "relu": 1}
+        assert on["backward_matmuls"] == off["backward_matmuls"] + 1
+
+
+def test_the_ranks_stop_with_the_port(evidence):
+    assert len(evidence["pids"]) == RANKS
+    assert evidence["alive_after"] == []
+
+
+def test_a_killed_rank_is_reported_by_number_and_no_rank_is_left():
+    seen = probe("crash", REMAT_FSDP_CRASH_RANK="1")
+    assert "rank 1" in seen["error"]
+    assert "SIGKILL" in seen["error"]
+    assert seen["alive_after"] == []
+
+
+def test_a_hung_rank_is_reported_after_the_rank_timeout_and_no_rank_is_left():
+    seen = probe("hang", REMAT_RANK_TIMEOUT="5")
+    assert "did not answer within 5 s" in seen["error"]
+    assert "rank(s) 0, 1" in seen["error"]
+    assert seen["alive_after"] == []
+
+
+def test_a_controller_killed_by_sigkill_leaves_no_rank():
+    """The worker dies without a word (SIGKILL): each rank sees its parent go, and exits."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fsdp_probe", "serve"],
+        cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS)},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        pids = json.loads(process.stdout.readline())["pids"]
+        assert len(alive(pids)) == RANKS
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    deadline = time.monotonic() + 30
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert alive(pids) == []
