@@ -15,6 +15,8 @@ caller says that it was not imported.
 from __future__ import annotations
 
 import importlib.util
+import shlex
+import shutil
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
@@ -33,6 +35,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "keras_jax": ("keras", "jax"),
     "keras_torch": ("keras", "torch"),
     "keras_tensorflow": ("keras", "tensorflow"),
+    "jax_spmd": ("jax",),
+    "torch_fsdp": ("torch",),
 }
 DISTRIBUTIONS = {"haiku": ("dm-haiku",), "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
@@ -78,6 +82,12 @@ def find(name: str, target: str) -> Found:
             f"its target {target} is quoted: in entry_points.txt write it bare "
             "(module:attr), as pip would",
         )
+    if target.startswith("exec:"):  # a process port: its program, looked up on PATH
+        words = shlex.split(target[len("exec:") :])
+        program = words[0] if words else ""
+        if not program or shutil.which(program) is None:
+            return Found(name, "unavailable", f"needs {program!r}, not found on PATH")
+        return Found(name, "found", versions={program: "version known once it starts"})
     modules = MODULES.get(name)
     if modules is None or not target.startswith("implementations."):
         top = target.partition(":")[0].split(".")[0]

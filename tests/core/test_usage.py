@@ -130,7 +130,9 @@ def test_a_quoted_entry_point_target_is_broken_without_an_import():
 
 
 def test_every_builtin_port_says_which_frameworks_it_needs():
-    assert set(found.MODULES) == set(implementations.BUILTIN)
+    # A process port (exec:) needs its program, looked up on PATH instead.
+    modules = {n for n, target in implementations.BUILTIN.items() if not target.startswith("exec:")}
+    assert set(found.MODULES) == modules
 
 
 def test_a_closed_pipe_ends_list_quietly():
@@ -238,3 +240,10 @@ def test_api_run_returns_the_suite_report_the_json_holds():
     assert data["ports"][0]["name"] == "jax_checkpoint"
     assert data["failed"] is False
     assert data["mutants"] is None  # the API's default: the ports only
+
+
+def test_a_process_port_is_found_by_its_program_on_path_without_starting_it():
+    assert found.find("sh_port", "exec:sh -c true").state == "found"
+    missing = found.find("gone", "exec:no-such-program-here --flag")
+    assert missing.state == "unavailable"
+    assert "'no-such-program-here'" in missing.reason
