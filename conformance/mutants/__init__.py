@@ -110,6 +110,18 @@ MUTANTS: dict[str, MutantSpec] = {
             "torch.compile of the MLP module with no checkpoint in its forward",
             "torch_compile",
         ),
+        MutantSpec(
+            "budget_ignored",
+            "torch_mutants:BudgetIgnored",
+            "torch.compile's budget(b) compiled under the default partitioner, b ignored",
+            "torch_compile",
+        ),
+        MutantSpec(
+            "stateful_policy_under_compile",
+            "torch_mutants:StatefulPolicyUnderCompile",
+            "save_dots as a stateful torch policy ('save the first matmul'), under torch.compile",
+            "torch_compile",
+        ),
     )
 }
 

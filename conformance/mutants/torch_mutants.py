@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import torch
 
+from implementations.policies import Policy
+from implementations.stacks.torch import policies as torch_policies
+from implementations.stacks.torch.compiled import CompiledModule
 from implementations.stacks.torch.mlp import MLP
-from implementations.torch_compile import TorchCompile
+from implementations.torch_compile import SELECTIVE, TorchCompile
 
 
 class CompiledWithoutCheckpoint(TorchCompile):
@@ -24,3 +27,41 @@ class CompiledWithoutCheckpoint(TorchCompile):
     def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:
         model.checkpoint = False  # the forward pass calls the block directly
         return self.compiled(model, x)
+
+
+class BudgetIgnored(TorchCompile):
+    """`budget(b)` compiled under inductor's default partitioner, whatever b says.
+
+    The values are right, and at b = 1 the saved set too; at b = 0 the
+    budget says "recompute what you can" (x alone), and this keeps what the
+    default keeps (a, and relu's mask above 16 features). Only property (j),
+    which asks each declared policy for its saved roles, sees it.
+    """
+
+    def compiled_for(self, policy: Policy) -> CompiledModule:
+        if policy.name == "budget":
+            return _DEFAULT_PARTITIONER
+        return super().compiled_for(policy)
+
+
+class StatefulPolicyUnderCompile(TorchCompile):
+    """`save_dots` spelled as a stateful policy: "save the first matmul", which is h.
+
+    Eager torch honours it (it saves h, as save_dots does in the compiled
+    port). Under `torch.compile` the policy is called twice per operator,
+    the second call sees the state the first one advanced, and the saving
+    is silently lost: the forward keeps x alone and the backward reruns the
+    first layer, full remat under the name save_dots. Only (j) sees it.
+    """
+
+    def __init__(self):
+        super().__init__(selective={**SELECTIVE, "save_dots": CompiledModule()})
+        self._stateful = torch_policies.stateful_first_matmul()
+
+    def policy_function(self, policy: Policy):
+        if policy.name == "save_dots":
+            return self._stateful
+        return super().policy_function(policy)
+
+
+_DEFAULT_PARTITIONER = CompiledModule()  # its own cache: it shares no graph with the port's
