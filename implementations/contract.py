@@ -195,6 +195,9 @@ class BackwardRecord:
       or None where the framework has no instrument that counts them.
     - `backward_matmuls`: how many matmuls the backward pass runs (the
       gradient's and the recomputed ones), or None where it is not counted.
+    - `tags`: the names the block tags tensors with (JAX's `checkpoint_name`),
+      or None where the framework has no names; a policy that saves a name
+      not among them saves nothing.
     """
 
     instrument: str
@@ -202,6 +205,7 @@ class BackwardRecord:
     recomputed: Mapping[str, int] = field(default_factory=dict)
     checkpoint_regions: int | None = None
     backward_matmuls: int | None = None
+    tags: tuple[str, ...] | None = None
 
     @property
     def saved_roles(self) -> frozenset[str]:

@@ -16,8 +16,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .policies import FULL, Policy, as_policy
 from .stacks.jax import JaxPort
 from .stacks.jax.layers import TwoLayers
+from .stacks.jax.policies import declaration, policy_function
 
 
 class MLP(eqx.Module, TwoLayers):
@@ -32,6 +34,13 @@ class MLP(eqx.Module, TwoLayers):
     @eqx.filter_checkpoint
     def checkpointed(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
         return self.plain(x)
+
+
+@functools.lru_cache(maxsize=32)
+def policy_call(policy: Policy):
+    """`eqx.filter_checkpoint(MLP.plain, policy=...)`, called as `(model, x)`, for a policy
+    other than none and full."""
+    return eqx.filter_checkpoint(MLP.plain, policy=policy_function(policy))
 
 
 @functools.lru_cache(maxsize=256)
@@ -53,6 +62,11 @@ class EquinoxJax(JaxPort):
     extra = "equinox"
     checkpoint_api = "eqx.filter_checkpoint"
     framework = "equinox"
+    policies, inexpressible = declaration(
+        "model.plain (no filter_checkpoint)",
+        "eqx.filter_checkpoint",
+        "eqx.filter_checkpoint(MLP.plain, policy=...)",
+    )
     # Drawn (out, in) in the exercise: at D = F = 1024 XLA:CPU took twice as
     # long on a drawn kernel transposed as on one drawn in place.
     kernel_layout = "out_in"
@@ -74,8 +88,11 @@ class EquinoxJax(JaxPort):
         assert w2.shape == (features, features), w2.shape
         return w1, model.linear1.bias, w2, model.linear2.bias
 
-    def apply(self, model: MLP, x: jax.Array, checkpoint: bool) -> jax.Array:
-        return model.checkpointed(x) if checkpoint else model.plain(x)
+    def apply(self, model: MLP, x: jax.Array, checkpoint: Policy) -> jax.Array:
+        policy = as_policy(checkpoint)
+        if policy == FULL or not policy:
+            return model.checkpointed(x) if policy else model.plain(x)
+        return policy_call(policy)(model, x)
 
 
 nn_checkpoint_forward = EquinoxJax.exported()

@@ -15,7 +15,9 @@ import jax
 import numpy as np
 
 from .contract import Params, check_dim, check_features, check_seed, check_sizes
+from .policies import FULL, Policy, as_policy
 from .stacks.jax import JaxPort, checked_x
+from .stacks.jax.policies import declaration, policy_function, tag
 
 
 class MLP(nn.Module):
@@ -25,13 +27,19 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, x):  # (D,) -> (F,)
-        x = nn.Dense(self.features)(x)  # named Dense_0 by creation order
+        x = tag(nn.Dense(self.features)(x))  # named Dense_0 by creation order; h for save_named
         x = nn.relu(x)
         return nn.Dense(self.features)(x)  # Dense_1
 
 
 # Wrap the class, not an instance: nn.checkpoint(MLP(...)) raises TransformTargetError.
 CheckpointMLP = nn.checkpoint(MLP)
+
+
+@functools.lru_cache(maxsize=32)
+def policy_module(module: type[nn.Module], policy: Policy) -> type[nn.Module]:
+    """`nn.checkpoint(module, policy=...)` for a remat policy other than none and full."""
+    return nn.checkpoint(module, policy=policy_function(policy))
 
 
 def init_and_apply(
@@ -73,6 +81,9 @@ class FlaxLinen(JaxPort):
     extra = "flax"
     checkpoint_api = "nn.checkpoint"
     framework = "flax"
+    policies, inexpressible = declaration(
+        "MLP (no nn.checkpoint)", "nn.checkpoint(MLP)", "nn.checkpoint(MLP, policy=...)"
+    )
     #: The module classes behind `checkpoint=True` and `checkpoint=False`, and
     #: the one that makes the parameters (mutants swap them).
     checkpointed: type[nn.Module] = CheckpointMLP
@@ -92,8 +103,12 @@ class FlaxLinen(JaxPort):
         dense0, dense1 = variables["params"]["Dense_0"], variables["params"]["Dense_1"]
         return dense0["kernel"], dense0["bias"], dense1["kernel"], dense1["bias"]
 
-    def apply(self, variables: dict, x: jax.Array, checkpoint: bool) -> jax.Array:
-        module = self.checkpointed if checkpoint else self.plain
+    def apply(self, variables: dict, x: jax.Array, checkpoint: Policy) -> jax.Array:
+        policy = as_policy(checkpoint)
+        if policy == FULL or not policy:
+            module = self.checkpointed if policy else self.plain
+        else:  # the plain module (a mutant's bug included) under the policy
+            module = policy_module(self.plain, policy)
         features = variables["params"]["Dense_0"]["kernel"].shape[1]
         return module(features=features).apply(variables, x)
 

@@ -21,8 +21,10 @@ import functools
 import jax
 from flax import nnx
 
+from .policies import FULL, Policy, as_policy
 from .stacks.jax import JaxPort
 from .stacks.jax.layers import TwoLayers
+from .stacks.jax.policies import declaration, policy_function
 
 
 class MLP(nnx.Module, TwoLayers):
@@ -38,6 +40,13 @@ class MLP(nnx.Module, TwoLayers):
     @nnx.remat
     def checkpointed(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
         return self.plain(x)
+
+
+@functools.lru_cache(maxsize=32)
+def policy_call(policy: Policy):
+    """`nnx.remat(MLP.plain, policy=...)`, called as `(model, x)`, for a policy other than
+    none and full."""
+    return nnx.remat(MLP.plain, policy=policy_function(policy))
 
 
 @functools.lru_cache(maxsize=256)
@@ -58,6 +67,9 @@ class FlaxNnx(JaxPort):
     extra = "nnx"
     checkpoint_api = "nnx.remat"
     framework = "flax"
+    policies, inexpressible = declaration(
+        "model.plain (no nnx.remat)", "nnx.remat", "nnx.remat(MLP.plain, policy=...)"
+    )
 
     def to_native(self, w1, b1, w2, b2) -> dict:
         features = w1.shape[1]  # (D, F): NNX's kernel is (in, out), as the canonical one
@@ -69,9 +81,11 @@ class FlaxNnx(JaxPort):
         layer1, layer2 = pure["linear1"], pure["linear2"]
         return layer1["kernel"], layer1["bias"], layer2["kernel"], layer2["bias"]
 
-    def apply(self, pure: dict, x: jax.Array, checkpoint: bool) -> jax.Array:
-        model = merge(pure)
-        return model.checkpointed(x) if checkpoint else model.plain(x)
+    def apply(self, pure: dict, x: jax.Array, checkpoint: Policy) -> jax.Array:
+        model, policy = merge(pure), as_policy(checkpoint)
+        if policy == FULL or not policy:
+            return model.checkpointed(x) if policy else model.plain(x)
+        return policy_call(policy)(model, x)
 
 
 nn_checkpoint_forward = FlaxNnx.exported()

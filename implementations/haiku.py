@@ -18,7 +18,9 @@ from typing import Any
 import haiku as hk
 import jax
 
+from .policies import FULL, Policy, as_policy
 from .stacks.jax import JaxPort
+from .stacks.jax.policies import declaration, policy_function, tag
 
 # The MLP module's name scope and its layers' names, by creation order.
 SCOPE = "mlp"
@@ -38,7 +40,7 @@ class MLP(hk.Module):
         # the *outer* (second) layer `linear`, as Python builds it first.
         first = hk.Linear(self.features)  # mlp/linear: w (D, F), b (F,)
         second = hk.Linear(self.features)  # mlp/linear_1: w (F, F), b (F,)
-        return second(jax.nn.relu(first(x)))
+        return second(jax.nn.relu(tag(first(x))))  # h tagged for save_named
 
 
 @functools.lru_cache(maxsize=256)
@@ -48,12 +50,16 @@ def transformed(features: int) -> hk.Transformed:
     No rng: the block draws no random numbers (`hk.without_apply_rng`).
     """
 
-    def forward(x: jax.Array, checkpoint: bool) -> jax.Array:  # (D,) -> (F,)
+    def forward(x: jax.Array, checkpoint: Policy) -> jax.Array:  # (D,) -> (F,)
         mlp = MLP(features)
         # hk.remat is jax.checkpoint with Haiku's state (parameters, state, rng)
         # threaded through it; the backward pass keeps the region's inputs and
         # recomputes the hidden activation. It works only inside a transform.
-        return hk.remat(mlp)(x) if checkpoint else mlp(x)
+        if not checkpoint:
+            return mlp(x)
+        if checkpoint == FULL:
+            return hk.remat(mlp)(x)
+        return hk.remat(mlp, policy=policy_function(checkpoint))(x)
 
     return hk.without_apply_rng(hk.transform(forward))
 
@@ -65,6 +71,9 @@ class Haiku(JaxPort):
     extra = "haiku"
     checkpoint_api = "hk.remat"
     framework = "dm-haiku"
+    policies, inexpressible = declaration(
+        "mlp (no hk.remat)", "hk.remat(mlp)", "hk.remat(mlp, policy=...)"
+    )
 
     def to_native(self, w1, b1, w2, b2) -> dict[str, dict[str, Any]]:
         features = w1.shape[1]  # w1 (D, F)
@@ -79,9 +88,9 @@ class Haiku(JaxPort):
         assert second["w"].shape == (features, features), second["w"].shape
         return first["w"], first["b"], second["w"], second["b"]
 
-    def apply(self, params: dict[str, dict[str, Any]], x: jax.Array, checkpoint: bool):
+    def apply(self, params: dict[str, dict[str, Any]], x: jax.Array, checkpoint: Policy):
         features = params[FIRST]["w"].shape[1]
-        return transformed(features).apply(params, x, checkpoint)  # (D,) -> (F,)
+        return transformed(features).apply(params, x, as_policy(checkpoint))  # (D,) -> (F,)
 
 
 nn_checkpoint_forward = Haiku.exported()

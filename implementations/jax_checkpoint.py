@@ -8,19 +8,22 @@ is Flax's, reproduced with `jax.random` (`JaxPort.init_params`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
 
 from .contract import PARAM_NAMES
+from .policies import FULL, Policy, as_policy
 from .stacks.jax import JaxPort
+from .stacks.jax.policies import declaration, policy_function, tag
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
 
 
 def block(params: Tree, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
     """`Dense(F)` -> relu -> `Dense(F)` as Flax's Dense computes it: `x @ kernel + bias`."""
-    h = x @ params["w1"] + params["b1"]  # (D,) @ (D, F) -> (F,)
+    h = tag(x @ params["w1"] + params["b1"])  # (D,) @ (D, F) -> (F,), h for save_named
     h = jax.nn.relu(h)
     return h @ params["w2"] + params["b2"]  # (F,) @ (F, F) -> (F,)
 
@@ -31,9 +34,19 @@ def block(params: Tree, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
 checkpointed_block = jax.checkpoint(block)
 
 
-def mlp(params: Tree, x: jax.Array, *, checkpoint: bool = True) -> jax.Array:  # (D,) -> (F,)
-    """The MLP, checkpointed (`True`) or plain (`False`). Under jit, `checkpoint` is static."""
-    return (checkpointed_block if checkpoint else block)(params, x)
+@functools.lru_cache(maxsize=32)
+def policy_block(policy: Policy):
+    """`jax.checkpoint(block, policy=...)` for a remat policy other than none and full."""
+    return jax.checkpoint(block, policy=policy_function(policy))
+
+
+def mlp(params: Tree, x: jax.Array, *, checkpoint: bool | Policy = True) -> jax.Array:
+    """The MLP `(D,) -> (F,)` under a remat policy (`True`: full, `False`: none).
+    Under jit, `checkpoint` is static."""
+    policy = as_policy(checkpoint)
+    if policy == FULL or not policy:
+        return (checkpointed_block if policy else block)(params, x)
+    return policy_block(policy)(params, x)
 
 
 class JaxCheckpoint(JaxPort):
@@ -43,6 +56,9 @@ class JaxCheckpoint(JaxPort):
     extra = "jax"
     checkpoint_api = "jax.checkpoint"
     framework = "jax"
+    policies, inexpressible = declaration(
+        "block (no jax.checkpoint)", "jax.checkpoint(block)", "jax.checkpoint(block, policy=...)"
+    )
 
     def to_native(self, w1, b1, w2, b2) -> Tree:
         return dict(zip(PARAM_NAMES, (w1, b1, w2, b2), strict=True))  # the layout is canonical
@@ -50,7 +66,7 @@ class JaxCheckpoint(JaxPort):
     def to_canonical(self, tree: Tree) -> tuple:
         return tuple(tree[name] for name in PARAM_NAMES)
 
-    def apply(self, tree: Tree, x: jax.Array, checkpoint: bool) -> jax.Array:
+    def apply(self, tree: Tree, x: jax.Array, checkpoint: Policy) -> jax.Array:
         return mlp(tree, x, checkpoint=checkpoint)
 
 

@@ -13,6 +13,18 @@ here, so all of them are measured the same way:
 - **Regions:** the `remat` equations on the backward path, looked for in
   every sub-jaxpr (jit, scan, cond, custom rules), since a checkpoint can sit
   inside any of them.
+- **Roles** (for remat policies): each residual is named by the MLP tensor it
+  is (x, d1 = x @ W1, h = d1 + b1, a = relu(h), relu's mask, y), found by
+  following the forward jaxpr from x: a dot of x is d1, a bias added to it h,
+  and so on; operations that pass a value on (`checkpoint_name`,
+  `reduce_precision`, `device_put`, reshapes) keep its role.
+- **Memory space:** a residual's aval says where it lives (`f32<host>` after
+  an offload policy's `device_put`). This is the traced placement: under jit
+  on a CPU, XLA has one memory and the placement is gone.
+- **Backward matmuls:** the `dot_general` equations of the backward jaxpr,
+  recomputed ones included.
+- **Tags:** the `checkpoint_name` names the block holds, so that a policy
+  naming a tag that is not there can be flagged (it silently runs full remat).
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import jax
 from jax.extend import core
 
 from ...contract import BackwardRecord, SavedTensor
+from ...policies import ROLES
 
 REMAT_PRIMITIVES = frozenset({"remat2", "checkpoint", "remat"})
 
@@ -42,10 +55,13 @@ LAYOUT_PRIMITIVES = frozenset(
         "copy_p",
         "pjit",
         "jit",
+        "name",  # checkpoint_name: a label, no computation
     }
 )
 
 INSTRUMENT = "jax.vjp residuals traced through the jaxpr; backward jaxpr ops; remat equations"
+#: Said of a residual's memory space on a CPU backend.
+CPU_PLACEMENT = "under jit on CPU the placement is gone (XLA:CPU has one memory)"
 
 
 def backward_record(
@@ -63,13 +79,18 @@ def backward_record(
 
     **Returns:** a `BackwardRecord`.
     """
-    saved = saved_tensors(fn, args, origins)
+    saved, tags = _saved_and_tags(fn, args, origins)
     backward = backward_jaxpr(fn, args, cotangent)
+    instrument = INSTRUMENT
+    if any(t.memory_space == "host" for t in saved) and jax.default_backend() == "cpu":
+        instrument += f"; host residuals as traced: {CPU_PLACEMENT}"
     return BackwardRecord(
-        instrument=INSTRUMENT,
+        instrument=instrument,
         saved=saved,
         recomputed=dict(recomputed_ops(backward)),
         checkpoint_regions=count_remat(backward.jaxpr),
+        backward_matmuls=count_primitive(backward.jaxpr, MATMUL_PRIMITIVES),
+        tags=tags,
     )
 
 
@@ -95,7 +116,13 @@ def backward_jaxpr(fn: Callable[..., Any], args: Sequence[Any], cotangent: Any) 
 def saved_tensors(
     fn: Callable[..., Any], args: Sequence[Any], origins: Sequence[str]
 ) -> tuple[SavedTensor, ...]:
-    """The residuals `jax.vjp(fn, *args)` keeps, each with its origin."""
+    """The residuals `jax.vjp(fn, *args)` keeps, each with its origin, role and memory space."""
+    return _saved_and_tags(fn, args, origins)[0]
+
+
+def _saved_and_tags(
+    fn: Callable[..., Any], args: Sequence[Any], origins: Sequence[str]
+) -> tuple[tuple[SavedTensor, ...], tuple[str, ...]]:
     flat_args, in_tree = jax.tree_util.tree_flatten(tuple(args))
     leaf_origins = [
         origin
@@ -114,6 +141,7 @@ def saved_tensors(
     jaxpr = closed.jaxpr
     from_input = depends_on(jaxpr, [origin == "input" for origin in leaf_origins])
     from_any = depends_on(jaxpr, [True] * len(leaf_origins))
+    roles = tensor_roles(jaxpr, ["x" if origin == "input" else "" for origin in leaf_origins])
 
     saved, seen = [], set()
     for var in jaxpr.outvars:
@@ -121,22 +149,122 @@ def saved_tensors(
             continue
         seen.add(var)
         shape, dtype = tuple(var.aval.shape), str(var.aval.dtype)
+        where = {"role": roles.get(var, ""), "memory_space": _memory_space(var)}
+        if where["role"] not in ROLES:  # d2 = a @ W2 is no role of the vocabulary
+            where["role"] = ""
         if var in jaxpr.invars:
             index = jaxpr.invars.index(var)
-            saved.append(
-                SavedTensor(shape, dtype, leaf_origins[index], f"argument {leaf_names[index]}")
-            )
+            origin, note = leaf_origins[index], f"argument {leaf_names[index]}"
         elif from_input.get(var, False):
-            saved.append(
-                SavedTensor(shape, dtype, "activation", f"output of {_producer(jaxpr, var)}")
-            )
+            origin, note = "activation", f"output of {_producer(jaxpr, var)}"
+        elif from_any.get(var, False):
+            origin, note = "parameter", f"from parameters: {_producer(jaxpr, var)}"
         else:
-            producer = _producer(jaxpr, var)
-            if from_any.get(var, False):
-                saved.append(SavedTensor(shape, dtype, "parameter", f"from parameters: {producer}"))
-            else:
-                saved.append(SavedTensor(shape, dtype, "constant", f"output of {producer}"))
-    return tuple(saved)
+            origin, note = "constant", f"output of {_producer(jaxpr, var)}"
+        if origin not in SavedTensor.KEPT:
+            where["role"] = ""  # a parameter or constant plays no role of the MLP's tensors
+        saved.append(SavedTensor(shape, dtype, origin, note, **where))
+    return tuple(saved), tuple(sorted(checkpoint_names(jaxpr)))
+
+
+def _memory_space(var) -> str:
+    space = getattr(var.aval, "memory_space", None)
+    name = str(getattr(space, "name", space) or "").lower()
+    return {"host": "host", "device": "device"}.get(name, name)
+
+
+# -- roles ------------------------------------------------------------------------------
+
+#: Roles of the MLP's tensors while following the forward pass; d2 = a @ W2 is internal.
+_AFTER_DOT = {"x": "d1", "a": "d2"}
+_AFTER_ADD = {"d1": "h", "d2": "y"}
+_ROLE_KEEPING = frozenset(
+    {
+        "name",
+        "reduce_precision",
+        "convert_element_type",
+        "copy",
+        "copy_p",
+        "device_put",
+        "optimization_barrier",
+        "reshape",
+        "broadcast_in_dim",
+        "squeeze",
+        "expand_dims",
+    }
+)
+_COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne", "sign", "select_n"})
+MATMUL_PRIMITIVES = frozenset({"dot_general"})
+
+
+def _eqn_role(name: str, roles: list[str]) -> str:
+    """The role of an equation's output from its primitive and its inputs' roles."""
+    known = {r for r in roles if r}
+    if not known:
+        return ""
+    if "mask" in known and name in _COMPARISONS | {"mul", "convert_element_type"}:
+        return "mask"
+    (role,) = known if len(known) == 1 else ("",)
+    if name in _ROLE_KEEPING:
+        return role
+    if name == "dot_general":
+        return _AFTER_DOT.get(role, "")
+    if name == "add":
+        return _AFTER_ADD.get(role, "")
+    if name == "max" and role == "h":
+        return "a"
+    if name in _COMPARISONS and role == "h":
+        return "mask"
+    return ""
+
+
+def tensor_roles(jaxpr: core.Jaxpr, invar_roles: Sequence[str]) -> dict[Any, str]:
+    """For every variable of a forward jaxpr, the MLP tensor it is ("" for none), given
+    the roles of its inputs (x's leaf "x"). Call-like equations are followed inside."""
+    env: dict[Any, str] = dict(zip(jaxpr.invars, invar_roles, strict=True))
+
+    def read(var) -> str:
+        return "" if isinstance(var, core.Literal) else env.get(var, "")
+
+    for eqn in jaxpr.eqns:
+        roles = [read(v) for v in eqn.invars]
+        sub = _call_jaxpr(eqn, len(roles))
+        if sub is not None:
+            inner = tensor_roles(sub, roles)
+            outs = ["" if isinstance(v, core.Literal) else inner.get(v, "") for v in sub.outvars]
+        else:
+            outs = [_eqn_role(eqn.primitive.name, roles)] * len(eqn.outvars)
+        env.update(zip(eqn.outvars, outs, strict=True))
+    return env
+
+
+def _call_jaxpr(eqn, n_inputs: int) -> core.Jaxpr | None:
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        sub = _as_jaxpr(eqn.params.get(key))
+        if sub is not None and len(sub.invars) == n_inputs and eqn.primitive.name != "scan":
+            return sub
+    return None
+
+
+def checkpoint_names(jaxpr: core.Jaxpr) -> set[str]:
+    """The names `checkpoint_name` gives in a jaxpr, sub-jaxprs included."""
+    found = set()
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "name":
+            found.add(str(eqn.params.get("name")))
+        for sub in _sub_jaxprs(eqn):
+            found |= checkpoint_names(sub)
+    return found
+
+
+def count_primitive(jaxpr: core.Jaxpr, names: frozenset[str]) -> int:
+    """How many equations of the given primitives a jaxpr holds, sub-jaxprs included."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += eqn.primitive.name in names
+        for sub in _sub_jaxprs(eqn):
+            total += count_primitive(sub, names)
+    return total
 
 
 def recomputed_ops(closed: core.ClosedJaxpr) -> Counter:

@@ -8,7 +8,8 @@ MLP, so a subclass defines three methods:
 - `to_canonical(native)`: the inverse, `(w1, b1, w2, b2)`; it converts
   gradients too, which have the parameters' structure;
 - `apply(native, x, checkpoint)`: the MLP, `(D,) -> (F,)`, through the
-  framework's checkpoint when `checkpoint` is True and plain otherwise.
+  framework's checkpoint under the remat policy `checkpoint` (a `Policy`;
+  `True`/`False` from older callers are FULL/NONE: `as_policy`), plain for NONE.
 
 From these the base builds the contract: `forward` and `vjp` (one compiled
 function per shape and path, converting inside the trace), `init_params` and
@@ -29,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...contract import BackwardRecord, Grads, Params
+from ...policies import FULL, Policy
 from ..base import Port
 from .flax_init import CompiledExercise
 from .stack import STACK
@@ -63,8 +65,8 @@ class JaxPort(Port, abstract=True):
         """The port's parameters, or gradients shaped like them, as `(w1, b1, w2, b2)`."""
         raise NotImplementedError(f"{type(self).__name__} must define to_canonical()")
 
-    def apply(self, native: Any, x: jax.Array, checkpoint: bool) -> jax.Array:
-        """The MLP on `(D,)` x, checkpointed or plain: `(F,)`."""
+    def apply(self, native: Any, x: jax.Array, checkpoint: Policy) -> jax.Array:
+        """The MLP on `(D,)` x under the remat policy `checkpoint` (plain for NONE): `(F,)`."""
         raise NotImplementedError(f"{type(self).__name__} must define apply()")
 
     # -- the contract, built from the three methods above ------------------------------
@@ -73,15 +75,23 @@ class JaxPort(Port, abstract=True):
         """Flax's init, reproduced in `jax.random` (the canonical port uses Flax's own)."""
         return self.stack.canonical_params(seed, dim, features)
 
-    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        out = self.compiled.forward(_arrays(params), _float32(x), checkpoint=checkpoint)
+    def forward(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
+    ) -> np.ndarray:
+        policy = self.policy(checkpoint)
+        out = self.compiled.forward(_arrays(params), _float32(x), checkpoint=policy)
         return np.asarray(out)
 
     def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool | Policy = True,
     ) -> Grads:
         grads, dx = self.compiled.vjp(
-            _arrays(params), _float32(x), _float32(cotangent), checkpoint=checkpoint
+            _arrays(params), _float32(x), _float32(cotangent), checkpoint=self.policy(checkpoint)
         )
         return Grads.of(Params(*(np.asarray(g) for g in grads)), np.asarray(dx))
 
@@ -113,10 +123,10 @@ class JaxPort(Port, abstract=True):
                 f"kernel_layout must be 'in_out' or 'out_in', not {self.kernel_layout!r}"
             )
 
-        def forward(arrays: Arrays, x: jax.Array, checkpoint: bool) -> jax.Array:
+        def forward(arrays: Arrays, x: jax.Array, checkpoint: Policy) -> jax.Array:
             return self.apply(self.to_native(*arrays), x, checkpoint)
 
-        def vjp(arrays: Arrays, x: jax.Array, cotangent: jax.Array, checkpoint: bool):
+        def vjp(arrays: Arrays, x: jax.Array, cotangent: jax.Array, checkpoint: Policy):
             run = functools.partial(self.apply, checkpoint=checkpoint)
             _, pull_back = jax.vjp(run, self.to_native(*arrays), x)
             grads, dx = pull_back(cotangent)
@@ -126,7 +136,7 @@ class JaxPort(Port, abstract=True):
             forward=jax.jit(forward, static_argnames="checkpoint"),
             vjp=jax.jit(vjp, static_argnames="checkpoint"),
             exercise=CompiledExercise(
-                lambda arrays, x: self.apply(self.to_native(*arrays), x, True),
+                lambda arrays, x: self.apply(self.to_native(*arrays), x, FULL),
                 out_in=self.kernel_layout == "out_in",
             ),
         )
@@ -134,14 +144,14 @@ class JaxPort(Port, abstract=True):
     # -- evidence ------------------------------------------------------------------------
 
     def differentiable(
-        self, params: Params, x: np.ndarray, checkpoint: bool
+        self, params: Params, x: np.ndarray, checkpoint: bool | Policy
     ) -> tuple[Callable, tuple]:
         """The function `vjp` differentiates, and its `(parameters, x)` arguments as jax arrays."""
         native = self.to_native(*(jnp.asarray(a) for a in _arrays(params)))
-        run = functools.partial(self.apply, checkpoint=checkpoint)
+        run = functools.partial(self.apply, checkpoint=self.policy(checkpoint))
         return run, (native, jnp.asarray(x, jnp.float32))
 
-    def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
+    def traced_record(self, params: Params, x: np.ndarray, checkpoint: Policy) -> BackwardRecord:
         fn, args = self.differentiable(params, x, checkpoint)
         ones = jnp.ones((params.features,), jnp.float32)
         return self.stack.record(fn, args, ("parameter", "input"), ones)
