@@ -66,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="bench only this framework (repeatable; default: all installed)",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    parser.add_argument(
+        "--policies",
+        action="store_true",
+        help="bench every expressible remat policy per framework instead of the depth sweep "
+        "(at L=8 unless --depths): bench-policies.json, .md and .png with a time-memory plot",
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -112,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     settings = settings_from(args)
+    if args.policies:
+        from ..bench import policies
+
+        return policies.command(args, settings)
     frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
     interrupts.check()  # a signal during an import may have been taken for a missing framework
     for name, reason in skipped.items():
