@@ -54,7 +54,8 @@ def plot(results: Sequence[PolicyResult], path: Path, title: str = "") -> str | 
         axis.set_xlabel("saved bytes / analytic minimum L·B·F·4")
         axis.set_ylabel("step time / none (median, IQR whiskers)")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=7, loc="best")
+        if axis.get_legend_handles_labels()[0]:  # a framework without `none` has no ratios
+            axis.legend(fontsize=7, loc="best")
     if title:
         figure.suptitle(title, fontsize=11)
     figure.tight_layout()
