@@ -74,6 +74,7 @@ def test_compiled_policy_saves_its_roles_and_runs_its_matmuls(name, shape):
     assert record.saved_roles == roles, record.saved
     assert record.backward_matmuls == matmuls
     assert all(t.memory_space == "device" for t in record.kept)
+    assert record.tags == (("h",) if name == "save_named" else ())
 
 
 @pytest.mark.parametrize("name", ["full", "save_dots", "save_named", "budget(0)", "budget(1)"])

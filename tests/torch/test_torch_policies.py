@@ -79,6 +79,7 @@ def test_eager_policy_saves_its_roles_and_runs_its_matmuls(name, shape):
     assert dict(record.recomputed) == recomputed
     assert all(t.memory_space == "device" for t in record.kept)
     assert record.checkpoint_regions == (0 if name == "none" else 1)
+    assert record.tags == ()  # no policy eager torch runs tags h
 
 
 def test_the_contract_s_booleans_are_none_and_full():
@@ -140,6 +141,7 @@ def test_pinned_eager_saving_the_tagged_h_still_reruns_its_addmm():
     assert record.saved_roles == {"x", "h"}  # h is cached ...
     assert record.recomputed == {"aten.addmm": 1, "aten.relu": 1}  # ... and made again
     assert record.backward_matmuls == 5
+    assert record.tags == ("h",)
 
 
 # ---------------------------------------------------------------------------

@@ -69,6 +69,7 @@ with warnings.catch_warnings():
     from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
 from ...contract import BackwardRecord, SavedTensor
+from ...policies import SAVED_NAME
 from .policies import MATMUL_NAMES, TAG
 
 INSTRUMENT = "AOTAutograd's partitioned forward and backward graphs, as inductor compiled them"
@@ -240,6 +241,8 @@ class Partition:
             recomputed=dict(self.recomputed()),
             checkpoint_regions=self.regions(),
             backward_matmuls=self.backward_matmuls(),
+            # torch has no names: the `tag` operator on h stands for the one name.
+            tags=(SAVED_NAME,) if any(n.target == _TAG for n in self.forward.nodes) else (),
         )
 
 

@@ -31,7 +31,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...contract import BackwardRecord, SavedTensor
-from .policies import MATMULS, SelectiveCache
+from ...policies import SAVED_NAME
+from .policies import MATMULS, TAG, SelectiveCache
 
 INSTRUMENT = (
     "outer saved_tensors_hooks (storages, deduplicated) and the selective-checkpoint cache "
@@ -87,9 +88,11 @@ class Roles(TorchDispatchMode):
         super().__init__()
         self.by_storage: dict[int, str] = {}
         self._after_relu = False
+        self.tagged = False  # whether the `tag` operator (torch's stand-in for a name) ran
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        self.tagged = self.tagged or func is TAG
         if not func.is_view and isinstance(out, torch.Tensor):
             self.by_storage.setdefault(out.untyped_storage().data_ptr(), self._role(func, out))
         return out
@@ -158,6 +161,7 @@ def record(
         recomputed=dict(ops.counts),
         checkpoint_regions=regions.forward,
         backward_matmuls=ops.matmuls,
+        tags=(SAVED_NAME,) if roles.tagged else (),  # the tag operator stands for the name
     )
 
 
