@@ -12,7 +12,7 @@ from .properties import BY_ID
 
 # Cheap properties first: most mutants die in the first one that can see them.
 # A mutant may name properties to try first (`MutantSpec.first`).
-KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d", "i")
+KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d", "i", "j")
 # Each mutant is a new set of functions to compile, so the mutation run draws from
 # the small shapes only, with fewer examples than a port gets.
 MUTANT_EXAMPLES = 25

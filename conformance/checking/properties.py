@@ -1,4 +1,4 @@
-"""The properties every port must satisfy, (a) to (i).
+"""The properties every port must satisfy, (a) to (j).
 
 Each property has two halves. `prepare(canonical, case)` computes what the
 port is compared with: the canonical port's results and the error bounds;
@@ -29,9 +29,10 @@ from implementations.contract import (
     byte_budget,
     param_shapes,
 )
+from implementations.policies import SAVED_NAME, Policy, declared
 from implementations.stacks.numpy import canonical_params
 
-from . import precision, strategies
+from . import policy_expectations, precision, strategies
 from .checks import bitwise_equal, check_shape, fail, within, within_ulps
 from .tolerance import INIT_ULPS, analyse_vjp, forward_bound, vjp_comparison
 
@@ -56,6 +57,8 @@ class Property:
       see `strategies.shapes`).
     - `cases`: instead of a strategy, a finite list run in full.
     - `needs_canonical`: False for properties a port can meet on its own.
+    - `examples`: at most this many examples per run, whatever the profile
+      asks (a property whose example is costly); None: the profile's.
     """
 
     id: str
@@ -66,10 +69,21 @@ class Property:
     strategy: Callable[[str], st.SearchStrategy] | None = None
     cases: Callable[[], Sequence[Any]] | None = None
     needs_canonical: bool = True
+    examples: int | None = None
 
     @property
     def key(self) -> str:
         return f"{self.id}_{self.name}"
+
+    def capped(self, max_examples: int | None) -> int | None:
+        """`max_examples` (None: the profile's), at most `examples`."""
+        if self.examples is None:
+            return max_examples
+        if max_examples is None:
+            from hypothesis import settings
+
+            max_examples = settings().max_examples
+        return min(max_examples, self.examples)
 
 
 def _params(port: Implementation, value: Any) -> Params:
@@ -313,6 +327,150 @@ def _precision_verdict(port: str, results: list[precision.Result]) -> list[preci
     return results
 
 
+#: Examples of (j) per run: each runs every declared policy (a compile per policy and
+#: shape on a compiling stack), and what it saves depends on the shape alone.
+POLICY_EXAMPLES = 3
+#: The shapes (j) draws, D < F and D > F, from the small menu; "wide" draws any.
+POLICY_SHAPES = [(3, 4), (33, 7)]
+
+
+@st.composite
+def policy_cases(draw, scope: str = "menu") -> strategies.ParamCase:
+    """Parameter cases for (j): few shapes, so that each policy compiles once or twice."""
+    if scope == "wide":
+        dim, features = draw(strategies.shapes(scope))
+    else:
+        strategies.shapes(scope)  # the scope's check
+        dim, features = draw(st.sampled_from(POLICY_SHAPES))
+    return strategies.ParamCase(
+        params=draw(strategies.parameter_sets(dim, features)),
+        x=draw(strategies.x_vectors(dim)),
+        cotangent=draw(strategies.cotangents(features)),
+    )
+
+
+#: The policy (j) runs for a declared `budget`: half of what no remat keeps.
+BUDGET_CHECKED = Policy("budget", 0.5)
+
+
+def _policies_of(port: Implementation) -> list[Policy]:
+    return [BUDGET_CHECKED if name == "budget" else Policy(name) for name in declared(port)]
+
+
+def _argument(port: Implementation, policy: Policy) -> Any:
+    """`checkpoint=` for `policy`: a Policy for a `Port`, True/False for an older
+    `Implementation` (which declares none and full only)."""
+    from implementations.stacks import Port
+
+    if isinstance(port, Port) or policy.name not in ("none", "full"):
+        return policy
+    return policy.name == "full"
+
+
+def prepare_policies(canonical: Implementation, case) -> dict[str, Any]:
+    """The canonical port (Flax linen) under each policy it declares: output and VJP."""
+    by_policy = {}
+    for policy in _policies_of(canonical):
+        argument = _argument(canonical, policy)
+        out = np.asarray(canonical.forward(case.params, case.x, checkpoint=argument))
+        grads = canonical.vjp(case.params, case.x, case.cotangent, checkpoint=argument)
+        by_policy[policy.label] = {"output": out, "grads": _grads(canonical, grads).as_dict()}
+    return {
+        "policies": by_policy,
+        "bound": forward_bound(case.params, case.x),
+        "analysis": analyse_vjp(case.params, case.x, case.cotangent),
+    }
+
+
+def check_policies(port: Implementation, reference: dict, case) -> float:
+    """(j) Under every remat policy the port declares: output and VJP equal the canonical's
+    under the same policy, and its instrument shows the saved roles and backward matmuls
+    that `policy_expectations` writes down for its stack."""
+    worst = 0.0
+    for policy in _policies_of(port):
+        argument, what = _argument(port, policy), f"policy {policy.label}"
+        # A policy the canonical cannot express (budget) is held to its no-remat run:
+        # every applied policy gives the no-remat gradients.
+        canonical = reference["policies"].get(policy.label) or reference["policies"]["none"]
+        out = port.forward(case.params, case.x, checkpoint=argument)
+        worst = max(
+            worst,
+            within(port.name, f"forward, {what}", out, canonical["output"], reference["bound"]),
+        )
+        grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=argument))
+        worst = max(
+            worst,
+            _compare_grads(
+                port.name,
+                f"VJP d/d{{}}, {what}",
+                case,
+                reference["analysis"],
+                grads.as_dict(),
+                canonical["grads"],
+            ),
+        )
+        record = _record(
+            port, "backward_record", port.backward_record(case.params, case.x, checkpoint=argument)
+        )
+        check_policy_record(port, policy, record)
+    return worst
+
+
+def check_policy_record(port: Implementation, policy: Policy, record: BackwardRecord) -> None:
+    """Fail unless `record` shows what `policy_expectations` expects of `port` under `policy`."""
+    what = f"VJP under policy {policy.label}"
+    if policy.name == "save_named" and record.tags is not None and SAVED_NAME not in record.tags:
+        fail(
+            port.name,
+            what,
+            f"WARNING: the policy names {SAVED_NAME!r}, which tags nothing in the block "
+            f"(tags: {list(record.tags) or 'none'}): upstream then runs full remat silently",
+        )
+    expected = policy_expectations.expected(port, policy)
+    if expected is None:
+        fail(
+            port.name,
+            what,
+            f"no expected saved set is written down for the "
+            f"{policy_expectations.family(port) or 'unknown'} instrument under {policy.label} "
+            "(conformance/checking/policy_expectations.py)",
+        )
+    unnamed = [t for t in record.kept if not t.role]
+    if unnamed:
+        listed = ", ".join(f"{t.shape} {t.dtype} ({t.note})" for t in unnamed)
+        fail(port.name, what, f"{record.instrument} cannot name the role of: {listed}")
+    roles = record.saved_roles
+    if roles != expected.roles:
+        fail(
+            port.name,
+            what,
+            f"saves {{{', '.join(sorted(roles))}}}, expected "
+            f"{{{', '.join(sorted(expected.roles))}}} ({expected.why})",
+        )
+    if (
+        expected.backward_matmuls is not None
+        and record.backward_matmuls != expected.backward_matmuls
+    ):
+        fail(
+            port.name,
+            what,
+            f"runs {record.backward_matmuls} matmuls in backward, expected "
+            f"{expected.backward_matmuls} ({expected.why})",
+        )
+    for tensor in record.kept:
+        place = "host" if tensor.role in expected.host else "device"
+        if tensor.memory_space and tensor.memory_space != place:
+            fail(
+                port.name,
+                what,
+                f"keeps {tensor.role} in {tensor.memory_space} memory, expected {place}",
+            )
+    for role in expected.host:
+        spaces = {t.memory_space for t in record.kept if t.role == role}
+        if spaces != {"host"}:
+            fail(port.name, what, f"keeps {role} in {spaces or 'no'} memory, expected host")
+
+
 def _evidence_cases(scope: str) -> st.SearchStrategy:
     return st.tuples(strategies.param_cases(scope), strategies.seeds())
 
@@ -342,6 +500,9 @@ PROPERTIES: tuple[Property, ...] = (
     Property("i", "precision", "as close to exact as float32 gets (median, large shapes)",
              check_precision, prepare_precision, strategy=strategies.precision_cases,
              needs_canonical=False),
+    Property("j", "policies", "every declared remat policy: canonical results, expected saves",
+             check_policies, prepare_policies, strategy=policy_cases,
+             examples=POLICY_EXAMPLES),
 )  # fmt: skip
 
 BY_ID = {p.id: p for p in PROPERTIES}

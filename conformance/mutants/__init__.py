@@ -80,6 +80,13 @@ MUTANTS: dict[str, MutantSpec] = {
         _flax(
             "bias_off_by_1e-4", "BiasOffByATenThousandth", "biases scaled by 1 + 1e-4", first=("i",)
         ),
+        MutantSpec("drops_policy", "policy_mutants:DropsPolicy", "runs full for every policy"),
+        MutantSpec(
+            "none_for_save_dots", "policy_mutants:NoneForSaveDots", "runs none for save_dots"
+        ),
+        MutantSpec(
+            "saves_y_for_named", "policy_mutants:SavesYForNamed", "save_named saves y, not h"
+        ),
         MutantSpec(
             "haiku_no_remat", "haiku_mutants:HaikuNoRemat", "Haiku MLP without hk.remat", "haiku"
         ),

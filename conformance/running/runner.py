@@ -161,6 +161,7 @@ def _run_property(
     on_example, on_prepare, canonical_identity, shrink, database, reproduce,
 ) -> tuple[Outcome, BaseException | None]:  # fmt: skip
     """`run_property` without the cache retry: the outcome, and the port's error if it failed."""
+    max_examples = prop.capped(max_examples)  # a costly property runs fewer
     run = _Run(prop, port, canonical, on_example, on_prepare)
     run.canonical_identity = canonical_identity
     try:

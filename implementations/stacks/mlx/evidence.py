@@ -195,6 +195,11 @@ class Graph:
         return key
 
 
+#: The roles of the arrays a port's tap names (`implementations.mlx`): AddMM fuses the
+#: first layer's matmul and bias, so its output is h (there is no d1 to save).
+_ROLES_BY_NAME = {"fc1": "h", "relu": "a", "fc2": "y", "output": "y"}
+
+
 def backward_record(
     fn: Callable[..., mx.array],
     args: Mapping[str, mx.array],
@@ -255,7 +260,10 @@ def backward_record(
             note += "; shape unknown (unnamed in the export)"
         else:
             shape, dtype = known[named]
-        records.append(SavedTensor(shape, dtype, origin, note))
+        role = _ROLES_BY_NAME.get(named, "") if origin == "activation" else ""
+        if origin == "input":
+            role = "x"
+        records.append(SavedTensor(shape, dtype, origin, note, role=role))
 
     off_path = graph.depends_on({"cotangent"})
     key = graph.keys(set(known))

@@ -183,7 +183,10 @@ def _saved(
             shape, dtype = tuple(t.shape.as_list()), t.dtype.name
             if t.ref() in arguments:
                 index = arguments[t.ref()]
-                saved.append(SavedTensor(shape, dtype, origins[index], f"argument {index}"))
+                role = "x" if origins[index] == "input" else ""
+                saved.append(
+                    SavedTensor(shape, dtype, origins[index], f"argument {index}", role=role)
+                )
             elif t.ref() in handles:
                 variable = handles[t.ref()]
                 note = f"variable {variable.name} (its handle: read again in backward)"
@@ -193,9 +196,12 @@ def _saved(
                 source = _layout_source(t)
                 if source is not None and source.ref() in arguments:
                     note = f"argument {arguments[source.ref()]}, as {t.op.type} {t.op.name}"
-                    saved.append(SavedTensor(shape, dtype, origins[arguments[source.ref()]], note))
+                    origin = origins[arguments[source.ref()]]
+                    role = "x" if origin == "input" else ""
+                    saved.append(SavedTensor(shape, dtype, origin, note, role=role))
                 else:
-                    saved.append(SavedTensor(shape, dtype, "activation", _note(t)))
+                    role = _role(t, from_input, arguments, origins)
+                    saved.append(SavedTensor(shape, dtype, "activation", _note(t), role=role))
             elif from_anything(t):
                 saved.append(SavedTensor(shape, dtype, "parameter", f"from parameters: {_note(t)}"))
             else:
@@ -234,6 +240,31 @@ def _layout_source(tensor):
         else:
             return tensor  # a placeholder: an argument, or a captured value
     return tensor if tensor.op.type == "Placeholder" else None
+
+
+_AFTER_MATMUL = {"x": "d1", "a": "d2"}
+_AFTER_BIAS = {"d1": "h", "d2": "y"}
+
+
+def _role(tensor, from_input, arguments: dict, origins: Sequence[str]) -> str:
+    """Which of the MLP's tensors (x, d1, h, a, y) a forward tensor is, following its
+    producers back to x; "" for anything else (d2 = a @ W2 included)."""
+    if tensor.ref() in arguments:
+        return "x" if origins[arguments[tensor.ref()]] == "input" else ""
+    op = tensor.op
+    inputs = [t for t in op.inputs if from_input(t)]
+    if op.type in LAYOUT_OPS and inputs:
+        return _role(inputs[0], from_input, arguments, origins)
+    if len(inputs) != 1:
+        return ""
+    before = _role(inputs[0], from_input, arguments, origins)
+    if op.type in ("MatMul", "BatchMatMulV2"):
+        return _AFTER_MATMUL.get(before, "")
+    if op.type in ("BiasAdd", "AddV2", "Add"):
+        return _AFTER_BIAS.get(before, "")
+    if op.type == "Relu" and before == "h":
+        return "a"
+    return ""
 
 
 def _note(tensor) -> str:
