@@ -349,12 +349,16 @@ def policy_cases(draw, scope: str = "menu") -> strategies.ParamCase:
     )
 
 
-#: The policy (j) runs for a declared `budget`: half of what no remat keeps.
-BUDGET_CHECKED = Policy("budget", 0.5)
+#: The budgets (j) runs for a declared `budget`: 0, whose answer is exact (recompute all it
+#: can, as full remat: a budget that is ignored shows there), and half of what no remat keeps.
+BUDGETS_CHECKED = (Policy("budget", 0.0), Policy("budget", 0.5))
 
 
 def _policies_of(port: Implementation) -> list[Policy]:
-    return [BUDGET_CHECKED if name == "budget" else Policy(name) for name in declared(port)]
+    policies: list[Policy] = []
+    for name in declared(port):
+        policies.extend(BUDGETS_CHECKED if name == "budget" else (Policy(name),))
+    return policies
 
 
 def _argument(port: Implementation, policy: Policy) -> Any:
@@ -412,12 +416,15 @@ def check_policies(port: Implementation, reference: dict, case) -> float:
         record = _record(
             port, "backward_record", port.backward_record(case.params, case.x, checkpoint=argument)
         )
-        check_policy_record(port, policy, record)
+        check_policy_record(port, policy, record, case.params.features)
     return worst
 
 
-def check_policy_record(port: Implementation, policy: Policy, record: BackwardRecord) -> None:
-    """Fail unless `record` shows what `policy_expectations` expects of `port` under `policy`."""
+def check_policy_record(
+    port: Implementation, policy: Policy, record: BackwardRecord, features: int | None = None
+) -> None:
+    """Fail unless `record` shows what `policy_expectations` expects of `port` under `policy`
+    (at width `features`, where a stack's expectation depends on it)."""
     what = f"VJP under policy {policy.label}"
     if policy.name == "save_named" and record.tags is not None and SAVED_NAME not in record.tags:
         fail(
@@ -439,13 +446,13 @@ def check_policy_record(port: Implementation, policy: Policy, record: BackwardRe
     if unnamed:
         listed = ", ".join(f"{t.shape} {t.dtype} ({t.note})" for t in unnamed)
         fail(port.name, what, f"{record.instrument} cannot name the role of: {listed}")
-    roles = record.saved_roles
-    if roles != expected.roles:
+    roles, wanted = record.saved_roles, expected.roles_at(features)
+    if roles != wanted:
         fail(
             port.name,
             what,
             f"saves {{{', '.join(sorted(roles))}}}, expected "
-            f"{{{', '.join(sorted(expected.roles))}}} ({expected.why})",
+            f"{{{', '.join(sorted(wanted))}}} ({expected.why})",
         )
     if (
         expected.backward_matmuls is not None

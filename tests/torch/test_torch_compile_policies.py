@@ -152,3 +152,11 @@ def test_the_stateful_mutant_runs_full_remat_for_save_dots():
     record = StatefulPolicyUnderCompile().backward_record(params, x, checkpoint=Policy("save_dots"))
     assert record.saved_roles == {"x"}
     assert record.backward_matmuls == 5
+
+
+def test_the_pinned_compiled_degradations_are_documented():
+    from conformance.checking import policy_expectations
+
+    for policy in ("offload_dots", "save_dots"):
+        (documented,) = policy_expectations.degradations(PORT, policy)
+        assert documented.measured.startswith("torch 2.13"), documented

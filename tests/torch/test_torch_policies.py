@@ -163,3 +163,11 @@ def test_eager_roles_name_a_bare_matmul_d1_and_a_biased_one_h():
         return roles.role(t.untyped_storage().data_ptr())
 
     assert [role(t) for t in (d1, h, a, mask, y)] == ["d1", "h", "a", "mask", "y"]
+
+
+def test_the_pinned_eager_degradations_are_documented():
+    from conformance.checking import policy_expectations
+
+    for policy in ("offload_dots", "save_named"):
+        (documented,) = policy_expectations.degradations(PORT, policy)
+        assert documented.measured.startswith("torch 2.13"), documented
