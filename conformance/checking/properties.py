@@ -350,8 +350,9 @@ def policy_cases(draw, scope: str = "menu") -> strategies.ParamCase:
 
 
 #: The budgets (j) runs for a declared `budget`: 0, whose answer is exact (recompute all it
-#: can, as full remat: a budget that is ignored shows there), and half of what no remat keeps.
-BUDGETS_CHECKED = (Policy("budget", 0.0), Policy("budget", 0.5))
+#: can, as full remat: a budget that is ignored shows there). Within (0, 1] the answer is the
+#: framework's own trade-off, which hangs on the sizes: `bench --policies` measures it.
+BUDGETS_CHECKED = (Policy("budget", 0.0),)
 
 
 def _policies_of(port: Implementation) -> list[Policy]:
@@ -416,15 +417,19 @@ def check_policies(port: Implementation, reference: dict, case) -> float:
         record = _record(
             port, "backward_record", port.backward_record(case.params, case.x, checkpoint=argument)
         )
-        check_policy_record(port, policy, record, case.params.features)
+        check_policy_record(port, policy, record, case.params.dim, case.params.features)
     return worst
 
 
 def check_policy_record(
-    port: Implementation, policy: Policy, record: BackwardRecord, features: int | None = None
+    port: Implementation,
+    policy: Policy,
+    record: BackwardRecord,
+    dim: int | None = None,
+    features: int | None = None,
 ) -> None:
     """Fail unless `record` shows what `policy_expectations` expects of `port` under `policy`
-    (at width `features`, where a stack's expectation depends on it)."""
+    (at sizes `dim`, `features`, where a stack's expectation depends on them)."""
     what = f"VJP under policy {policy.label}"
     if policy.name == "save_named" and record.tags is not None and SAVED_NAME not in record.tags:
         fail(
@@ -433,7 +438,7 @@ def check_policy_record(
             f"WARNING: the policy names {SAVED_NAME!r}, which tags nothing in the block "
             f"(tags: {list(record.tags) or 'none'}): upstream then runs full remat silently",
         )
-    expected = policy_expectations.expected(port, policy)
+    expected = policy_expectations.expected(port, policy, dim, features)
     if expected is None:
         fail(
             port.name,
