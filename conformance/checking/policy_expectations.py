@@ -140,7 +140,7 @@ class Degradation:
     """An upstream behaviour that silently does less (or more) than the policy says.
 
     - `family`: the instrument family (or port) it concerns; `policy`: the policy name.
-    - `what`: one line for reports.
+    - `what`: one line for reports; `short`: a few words for tables.
     - `measured`: the upstream distribution and version it was measured on.
     """
 
@@ -148,6 +148,7 @@ class Degradation:
     policy: str
     what: str
     measured: str
+    short: str = ""
 
 
 #: The documented degradations of issue 21. The torch ones are pinned by
@@ -186,6 +187,7 @@ DEGRADATIONS: tuple[Degradation, ...] = (
         "tf.recompute_grad reruns both matmuls (MatMul x2 recomputed, no pruning of the "
         "second layer, which the gradient does not need)",
         "tensorflow 2.21",
+        "reruns both matmuls",
     ),
     Degradation(
         "keras",
@@ -193,6 +195,7 @@ DEGRADATIONS: tuple[Degradation, ...] = (
         'RematScope(mode="activations") saves more than no remat at all: it cannot stand '
         "for save_named",
         "keras 3.15.1",
+        'mode="activations" saves more than none',
     ),
 )
 

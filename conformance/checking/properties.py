@@ -362,7 +362,7 @@ def _policies_of(port: Implementation) -> list[Policy]:
     return policies
 
 
-def _argument(port: Implementation, policy: Policy) -> Any:
+def checkpoint_argument(port: Implementation, policy: Policy) -> Any:
     """`checkpoint=` for `policy`: a Policy for a `Port`, True/False for an older
     `Implementation` (which declares none and full only)."""
     from implementations.stacks import Port
@@ -376,7 +376,7 @@ def prepare_policies(canonical: Implementation, case) -> dict[str, Any]:
     """The canonical port (Flax linen) under each policy it declares: output and VJP."""
     by_policy = {}
     for policy in _policies_of(canonical):
-        argument = _argument(canonical, policy)
+        argument = checkpoint_argument(canonical, policy)
         out = np.asarray(canonical.forward(case.params, case.x, checkpoint=argument))
         grads = canonical.vjp(case.params, case.x, case.cotangent, checkpoint=argument)
         by_policy[policy.label] = {"output": out, "grads": _grads(canonical, grads).as_dict()}
@@ -393,7 +393,7 @@ def check_policies(port: Implementation, reference: dict, case) -> float:
     that `policy_expectations` writes down for its stack."""
     worst = 0.0
     for policy in _policies_of(port):
-        argument, what = _argument(port, policy), f"policy {policy.label}"
+        argument, what = checkpoint_argument(port, policy), f"policy {policy.label}"
         # A policy the canonical cannot express (budget) is held to its no-remat run:
         # every applied policy gives the no-remat gradients.
         canonical = reference["policies"].get(policy.label) or reference["policies"]["none"]

@@ -42,6 +42,7 @@ from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from ..reporting.jsonable import to_data
 from ..running import environment, isolation
 from ..running.timing import time_interleaved
+from . import policy_matrix
 from .first_call import first_call
 
 
@@ -109,6 +110,7 @@ class PortComparison:
     # The framework's float32 matmul setting: "default", "pinned", maybe "device", ...
     matmul_precision: dict[str, str] = field(default_factory=dict)
     residuals: dict[str, Residuals] = field(default_factory=dict)  # "off", "on"
+    policies: list[Any] = field(default_factory=list)  # policy_matrix.PolicyCell, per policy
     warm_forward_seconds: float | None = None
     warm_vjp_seconds: float | None = None
     first_call: dict[str, Any] = field(default_factory=dict)
@@ -158,6 +160,9 @@ NOTES = {
     "matmul_precision": "the port's matmul_precision(): the framework's float32 matmul "
     "setting as the framework reports it, its default (without the suite's pin) and the pin; "
     "on a CPU they compute the same float32",
+    "policies": "every remat policy (implementations.policies): expressible or not, the "
+    "saved roles and bytes and backward matmuls from the port's instrument, agreement with "
+    "the canonical under the same policy, and documented degradations (compare.policy_matrix)",
     "residuals": "backward_record(params, x, checkpoint=off/on): count and bytes leave "
     "parameters out; the list holds everything the instrument saw",
     "warm": "median seconds per call over interleaved samples, after a warm-up call; the "
@@ -255,6 +260,7 @@ def compare_port(
         row.precision = precision_bits(exact, params, x, cotangent, out, exercise, grads)
         for label, on in (("off", False), ("on", True)):
             row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
+        row.policies = policy_matrix.measure(port, canonical, params, x, cotangent)
     except Exception as error:  # a broken port gets a row that says so, not a crash
         row.error = f"{type(error).__name__}: {error}"
     return row

@@ -9,6 +9,7 @@ from implementations.contract import SavedTensor
 
 from ..reporting.terminal_style import narrow_table, state_markup
 from .measure import Bits, Comparison, Diff, PortComparison
+from .policy_matrix import policy_table
 
 
 def _seconds(value: float | None) -> str:
@@ -194,4 +195,5 @@ def print_comparison(comparison: Comparison, console) -> None:
     console.print(summary_table(comparison))
     console.print(precision_table(comparison))
     console.print(residual_table(comparison))
+    console.print(policy_table(comparison.ports))
     console.print(f"compare: {comparison.seconds:.1f}s wall")

@@ -1,0 +1,164 @@
+"""The policy matrix of `compare`: port x remat policy (issue 21).
+
+For each port and each policy of `implementations.policies.POLICY_NAMES`:
+whether the port expresses it (its native spelling) or not (its reason);
+where it does, the saved tensors by role and their KiB, the matmuls of the
+backward pass, agreement with the canonical port under the same policy
+(output and full VJP, within the rigorous bound), whether the instrument
+shows what `checking.policy_expectations` expects, and any documented
+degradation (shown as such, never as a pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from implementations.contract import Implementation, Params
+from implementations.policies import POLICY_NAMES, declared, inexpressible
+
+from ..checking import policy_expectations
+from ..checking.checks import ConformanceError
+from ..checking.properties import BUDGET_CHECKED, check_policy_record, checkpoint_argument
+from ..checking.tolerance import forward_bound, vjp_comparison
+from ..reporting.terminal_style import narrow_table
+
+
+@dataclass
+class PolicyCell:
+    """One port under one policy (see the module docstring); `error`: what went wrong."""
+
+    policy: str
+    expressible: bool
+    spelling: str = ""  # the native spelling, or the reason it is inexpressible
+    roles: list[str] = field(default_factory=list)
+    kib: float | None = None
+    backward_matmuls: int | None = None
+    memory: dict[str, str] = field(default_factory=dict)  # role -> memory space, where said
+    agrees: bool | None = None  # with the canonical port under the same policy
+    worst_ratio: float | None = None
+    expected: str = ""  # "" when the record shows what is expected; why not otherwise
+    degradations: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def measure(
+    port: Implementation,
+    canonical: Implementation,
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+) -> list[PolicyCell]:
+    """Every policy of the vocabulary on `port`, against `canonical` under the same policy."""
+    cells = []
+    canonical_policies = declared(canonical)
+    for name in POLICY_NAMES:
+        documented = [
+            f"{d.short or d.what} ({d.measured})"
+            for d in policy_expectations.degradations(port, name)
+        ]
+        if name not in declared(port):
+            reason = inexpressible(port).get(name, "not declared")
+            cells.append(PolicyCell(name, False, reason, degradations=documented))
+            continue
+        cell = PolicyCell(name, True, declared(port)[name], degradations=documented)
+        policy = BUDGET_CHECKED if name == "budget" else _policy(name)
+        try:
+            _run(cell, port, canonical, policy, canonical_policies, params, x, cotangent)
+        except Exception as error:  # a broken port gets a cell that says so, not a crash
+            cell.error = f"{type(error).__name__}: {error}"
+        cells.append(cell)
+    return cells
+
+
+def _policy(name: str):
+    from implementations.policies import Policy
+
+    return Policy(name)
+
+
+def _run(cell, port, canonical, policy, canonical_policies, params, x, cotangent) -> None:
+    from .measure import diff
+
+    argument = checkpoint_argument(port, policy)
+    # The canonical cannot express budget: every applied policy gives no remat's results.
+    reference = policy if policy.name in canonical_policies else _policy("none")
+    ref_argument = checkpoint_argument(canonical, reference)
+    out = port.forward(params, x, checkpoint=argument)
+    diffs = [
+        diff(out, canonical.forward(params, x, checkpoint=ref_argument), forward_bound(params, x))
+    ]
+    grads = port.vjp(params, x, cotangent, checkpoint=argument).as_dict()
+    expected = canonical.vjp(params, x, cotangent, checkpoint=ref_argument).as_dict()
+    for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, expected).items():
+        diffs.append(diff(grads[name], expected[name], bound, shift))
+    cell.worst_ratio = max(d.worst_ratio for d in diffs)
+    cell.agrees = cell.worst_ratio <= 1.0
+    record = port.backward_record(params, x, checkpoint=argument)
+    cell.roles = sorted(record.saved_roles)
+    cell.kib = record.saved_bytes / 1024
+    cell.backward_matmuls = record.backward_matmuls
+    cell.memory = {t.role: t.memory_space for t in record.kept if t.role and t.memory_space}
+    try:
+        check_policy_record(port, policy, record)
+    except ConformanceError as error:
+        cell.expected = str(error).split(": ", 1)[-1]
+
+
+def policy_table(rows: list[Any]):
+    """One section per port, one row per policy: the matrix (rows: `PortComparison`s)."""
+    table = narrow_table(
+        title="remat policies: what each port expresses, saves and recomputes",
+        caption="saved: roles (x, d1 = x@W1, h = d1 + b1, a = relu(h), mask, y) · KiB kept · "
+        "mm: matmuls in backward · canonical: output and VJP against Flax linen under the "
+        "same policy (rigorous bound)",
+    )
+    table.add_column("port", overflow="fold")
+    table.add_column("policy", overflow="fold")
+    table.add_column("saved", no_wrap=True)
+    table.add_column("mm", justify="right")
+    table.add_column("canonical")
+    table.add_column("verdict", ratio=1, overflow="fold")
+    for row in rows:
+        cells = getattr(row, "policies", None) or []
+        for index, cell in enumerate(cells):
+            table.add_row(
+                row.name if index == 0 else "",
+                cell.policy,
+                _saved(cell),
+                "-" if cell.backward_matmuls is None else str(cell.backward_matmuls),
+                _agreement(cell),
+                _verdict(cell),
+                end_section=index == len(cells) - 1,
+            )
+    return table
+
+
+def _saved(cell: PolicyCell) -> str:
+    if not cell.expressible or cell.error:
+        return "[dim]-[/]"
+    roles = ", ".join(
+        f"{r}<{cell.memory[r]}>" if cell.memory.get(r) == "host" else r for r in cell.roles
+    )
+    return f"{{{roles}}}\n{cell.kib:.2f} KiB"
+
+
+def _agreement(cell: PolicyCell) -> str:
+    if cell.agrees is None:
+        return "[dim]-[/]"
+    return "[green]equal[/]" if cell.agrees else f"[bold red]off x{cell.worst_ratio:.2g}[/]"
+
+
+def _verdict(cell: PolicyCell) -> str:
+    if not cell.expressible:
+        return f"[dim]not expressible: {cell.spelling}[/]"  # the reason
+    if cell.error:
+        return f"[bold red]error: {cell.error}[/]"
+    notes = [f"[yellow]documented degradation: {d}[/]" for d in cell.degradations]
+    if cell.expected:
+        notes.insert(0, f"[bold red]{cell.expected}[/]")
+    elif not cell.degradations:
+        notes.insert(0, "[green]as expected[/]")
+    return "\n".join(notes)
