@@ -349,17 +349,14 @@ def policy_cases(draw, scope: str = "menu") -> strategies.ParamCase:
     )
 
 
-#: The budgets (j) runs for a declared `budget`: 0, whose answer is exact (recompute all it
+#: The budget (j) runs for a declared `budget`: 0, whose answer is exact (recompute all it
 #: can, as full remat: a budget that is ignored shows there). Within (0, 1] the answer is the
 #: framework's own trade-off, which hangs on the sizes: `bench --policies` measures it.
-BUDGETS_CHECKED = (Policy("budget", 0.0),)
+BUDGET_CHECKED = Policy("budget", 0.0)
 
 
 def _policies_of(port: Implementation) -> list[Policy]:
-    policies: list[Policy] = []
-    for name in declared(port):
-        policies.extend(BUDGETS_CHECKED if name == "budget" else (Policy(name),))
-    return policies
+    return [BUDGET_CHECKED if name == "budget" else Policy(name) for name in declared(port)]
 
 
 def checkpoint_argument(port: Implementation, policy: Policy) -> Any:
