@@ -70,6 +70,9 @@ class TorchCompile(TorchPort):
 
     name = "torch_compile"
     checkpoint_api = "torch.compile"
+    #: Whose policy expectations hold (conformance's `policy_expectations`): the partitioned
+    #: graphs', not eager torch's; a mutant of this port keeps it under its own name.
+    instrument_family = "torch_compile"
     policies: ClassVar[dict[str, str]] = {
         "none": "no checkpoint (inductor's min-cut partitioner told to recompute nothing)",
         "full": "torch.utils.checkpoint(use_reentrant=False) under torch.compile",

@@ -116,7 +116,12 @@ FAMILY_BY_PORT = {"torch_compile": "torch_compile"}
 
 
 def family(port: Any) -> str:
-    """The instrument family whose expectations hold for `port`."""
+    """The instrument family whose expectations hold for `port`: its class's
+    `instrument_family` where it declares one (so a mutant of the port, renamed, keeps it),
+    else by its name or its stack."""
+    declared_family = getattr(port, "instrument_family", "")
+    if declared_family:
+        return declared_family
     name = getattr(port, "name", "")
     if name in FAMILY_BY_PORT:
         return FAMILY_BY_PORT[name]

@@ -160,3 +160,10 @@ def test_the_pinned_compiled_degradations_are_documented():
     for policy in ("offload_dots", "save_dots"):
         (documented,) = policy_expectations.degradations(PORT, policy)
         assert documented.measured.startswith("torch 2.13"), documented
+
+
+def test_a_mutant_of_the_compiled_port_keeps_its_expectations_under_another_name():
+    from conformance.checking import policy_expectations
+
+    for mutant in (BudgetIgnored(), StatefulPolicyUnderCompile()):
+        assert policy_expectations.family(mutant) == "torch_compile"
