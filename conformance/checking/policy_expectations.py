@@ -207,5 +207,7 @@ DEGRADATIONS: tuple[Degradation, ...] = (
 
 def degradations(port: Any, policy: str) -> tuple[Degradation, ...]:
     """The documented degradations for `port` (its family, or Keras) under `policy`."""
-    families = {family(port), getattr(getattr(port, "stack", None), "name", "")}
+    families = {family(port)}
+    if not getattr(port, "instrument_family", ""):  # a declared family is the whole story
+        families.add(getattr(getattr(port, "stack", None), "name", ""))
     return tuple(d for d in DEGRADATIONS if d.family in families and d.policy == policy)

@@ -120,7 +120,7 @@ MUTANTS: dict[str, MutantSpec] = {
         MutantSpec(
             "budget_ignored",
             "torch_mutants:BudgetIgnored",
-            "torch.compile's budget(b) compiled under the default partitioner, b ignored",
+            "torch.compile's budget(b) compiled as none, b ignored",
             "torch_compile",
         ),
         MutantSpec(

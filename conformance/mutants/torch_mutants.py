@@ -30,17 +30,18 @@ class CompiledWithoutCheckpoint(TorchCompile):
 
 
 class BudgetIgnored(TorchCompile):
-    """`budget(b)` compiled under inductor's default partitioner, whatever b says.
+    """`budget(b)` compiled as the port compiles `none`, whatever b says.
 
-    The values are right, and at b = 1 the saved set too; at b = 0 the
-    budget says "recompute what you can" (x alone), and this keeps what the
-    default keeps (a, and relu's mask above 16 features). Only property (j),
-    which asks each declared policy for its saved roles, sees it.
+    The values are right. The budget never reaches the partitioner: the
+    module without a checkpoint runs through the port's no-remat compile,
+    which keeps a (and relu's mask above 16 features) where budget 0 asks to
+    recompute all it can and keep x alone. Only property (j), which asks
+    each declared policy for its saved roles, sees it.
     """
 
     def compiled_for(self, policy: Policy) -> CompiledModule:
         if policy.name == "budget":
-            return _DEFAULT_PARTITIONER
+            return self.plain
         return super().compiled_for(policy)
 
 
@@ -62,6 +63,3 @@ class StatefulPolicyUnderCompile(TorchCompile):
         if policy.name == "save_dots":
             return self._stateful
         return super().policy_function(policy)
-
-
-_DEFAULT_PARTITIONER = CompiledModule()  # its own cache: it shares no graph with the port's
