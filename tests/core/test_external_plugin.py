@@ -222,7 +222,9 @@ def test_a_wrong_external_port_fails_clearly(suite_run):
     assert report["failed"]
     outcomes = {o["property"]: o for o in _row(report, "wrong_port")["outcomes"]}
     failed = {key for key, o in outcomes.items() if o["status"] == "fail"}
-    assert failed == {"e_evidence"}, outcomes
+    # Its checkpoint is missing: (e) sees it, and so does (j) under full remat (it keeps a).
+    assert failed == {"e_evidence", "j_policies"}, outcomes
+    assert "policy full: saves" in outcomes["j_policies"]["message"]
     message = outcomes["e_evidence"]["message"]
     # The message names the port, what was measured, and what is wrong.
     assert message.startswith("[wrong_port] VJP with checkpoint on:"), message
