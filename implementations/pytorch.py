@@ -31,15 +31,17 @@ class PyTorch(TorchPort):
 
     name = "pytorch"
     checkpoint_api = "torch.utils.checkpoint"
-    # none and full only, for now: selective checkpointing is the torch half of issue 21.
     policies: ClassVar[dict[str, str]] = {
         "none": "no checkpoint",
         "full": "torch.utils.checkpoint(use_reentrant=False)",
+        "save_dots": "context_fn=functools.partial(create_selective_checkpoint_contexts, "
+        "policy_fn): aten.addmm/mm -> CheckpointPolicy.MUST_SAVE, the rest PREFER_RECOMPUTE",
     }
     inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "not declared yet (selective checkpointing: to come)",
-        "save_named": "not declared yet (selective checkpointing: to come)",
-        "offload_dots": "not declared yet (selective checkpointing: to come)",
+        "save_named": "torch has no tensor names; a custom tag op can be cached, but the eager "
+        "recompute still reruns the addmm that makes h",
+        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
+        "(torch 2.13): nothing is offloaded",
         "budget": "activation_memory_budget is a torch.compile option; eager torch has none",
     }
 

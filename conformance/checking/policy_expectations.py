@@ -35,22 +35,38 @@ class Expected:
       included; None where the stack's instrument does not count them (`why`).
     - `host`: roles kept in host memory (offload).
     - `why`: the per-stack equivalence or gap, in one line.
+    - `wide`: roles kept in addition when F > 16 (inductor writes a matmul on a
+      vector with both weight dimensions <= 16 as multiplies and a sum; with
+      the second layer one addmm, it also keeps relu's mask).
     """
 
     roles: frozenset[str]
     backward_matmuls: int | None
     host: frozenset[str] = frozenset()
     why: str = ""
+    wide: frozenset[str] = frozenset()
+
+    def roles_at(self, features: int | None) -> frozenset[str]:
+        """The expected roles for width `features` (None: unknown, `roles` alone)."""
+        if features is not None and features > WIDE:
+            return self.roles | self.wide
+        return self.roles
 
 
-def _e(roles: str, matmuls: int | None, host: str = "", why: str = "") -> Expected:
-    return Expected(frozenset(roles.split()), matmuls, frozenset(host.split()), why)
+#: The largest weight dimension inductor still decomposes (`torch._inductor.decomposition.addmm`).
+WIDE = 16
+
+
+def _e(roles: str, matmuls: int | None, host: str = "", why: str = "", wide: str = "") -> Expected:
+    return Expected(
+        frozenset(roles.split()), matmuls, frozenset(host.split()), why, frozenset(wide.split())
+    )
 
 
 _NOT_COUNTED = "this stack's instrument does not count backward matmuls"
 
 #: By instrument family (a stack's name, or a Keras port's backend), then policy name.
-EXPECTED: dict[str, dict[str, Expected]] = {
+EXPECTED: dict[str, dict[str, Any]] = {  # Expected, or (dim, features) -> Expected
     "jax": {
         "none": _e("x a mask", 4, why="relu's VJP keeps its boolean mask next to a"),
         "full": _e("x", 5, why="recomputes dot, add, max: one matmul more"),
@@ -66,22 +82,46 @@ EXPECTED: dict[str, dict[str, Expected]] = {
         "none": _e("x h a", None, why=f"MLX's relu VJP reads its input h; {_NOT_COUNTED}"),
         "full": _e("x", None, why=f"mx.checkpoint keeps the region's inputs; {_NOT_COUNTED}"),
     },
+    # torch's Linear is one addmm with the bias fused in: a policy can save h, never d1.
     "torch": {
-        "none": _e("x a", None, why=f"eager relu's backward reads a; {_NOT_COUNTED}"),
-        "full": _e("x", None, why=f"torch.utils.checkpoint keeps x; {_NOT_COUNTED}"),
+        "none": _e("x a", 4, why="eager relu's backward reads its output a"),
+        "full": _e("x", 5, why="torch.utils.checkpoint keeps x, reruns addmm and relu"),
+        "save_dots": _e(
+            "x h y",
+            4,
+            why="addmm fuses the bias (h, not d1); eager selective checkpointing caches every "
+            "addmm output, y too, which nothing reads",
+        ),
     },
     "torch_compile": {
-        "none": _e("x a mask", None, why=f"inductor keeps relu's mask; {_NOT_COUNTED}"),
-        "full": _e("x", None, why=f"the partitioner recomputes the region; {_NOT_COUNTED}"),
+        "none": _e(
+            "x a",
+            4,
+            wide="mask",
+            why="inductor rebuilds relu's mask from a, and keeps it too when F > 16",
+        ),
+        "full": _e("x", 5, why="the partitioner recomputes the region's first layer"),
+        "save_dots": _e("x h", 4, why="addmm fuses the bias (h); the partitioner drops y"),
+        "save_named": _e("x h", 4, why="the tag op's output h, MUST_SAVE"),
+        "budget(0)": _e("x", 5, why="activation_memory_budget 0: recompute all it can"),
+        # A budget in (0, 1] is min-cut's own choice at batch 1, and it hangs on the sizes
+        # (measured: (3, 4) keeps x; (8, 8) x, a; (33, 7) x, h; (32, 32) x, a, mask): (j)
+        # holds budget(0) exactly, and `bench --policies` measures the rest.
     },
 }
+
 
 #: Ports whose instrument family is not their stack's name.
 FAMILY_BY_PORT = {"torch_compile": "torch_compile"}
 
 
 def family(port: Any) -> str:
-    """The instrument family whose expectations hold for `port`."""
+    """The instrument family whose expectations hold for `port`: its class's
+    `instrument_family` where it declares one (so a mutant of the port, renamed, keeps it),
+    else by its name or its stack."""
+    declared_family = getattr(port, "instrument_family", "")
+    if declared_family:
+        return declared_family
     name = getattr(port, "name", "")
     if name in FAMILY_BY_PORT:
         return FAMILY_BY_PORT[name]
@@ -89,9 +129,15 @@ def family(port: Any) -> str:
     return getattr(stack, "backend_name", None) or getattr(stack, "name", "") or ""
 
 
-def expected(port: Any, policy: Policy) -> Expected | None:
-    """What `port`'s instrument must show under `policy`; None where nothing is written down."""
-    return EXPECTED.get(family(port), {}).get(policy.name)
+def expected(
+    port: Any, policy: Policy, dim: int | None = None, features: int | None = None
+) -> Expected | None:
+    """What `port`'s instrument must show under `policy` (its label, e.g. `budget(0)`, first,
+    then its name) at sizes `dim`, `features`; None where nothing is written down. An entry
+    may be a function of the sizes, where the framework's choice depends on them."""
+    table = EXPECTED.get(family(port), {})
+    entry = table.get(policy.label) or table.get(policy.name)
+    return entry(dim, features) if callable(entry) else entry
 
 
 @dataclass(frozen=True)
@@ -110,9 +156,36 @@ class Degradation:
     short: str = ""
 
 
-#: The documented degradations of issue 21 that concern the non-torch stacks
-#: (the torch ones are pinned next to the torch instrument).
+#: The documented degradations of issue 21. The torch ones are pinned by
+#: tests/torch/test_torch_policies.py and tests/torch/test_torch_compile_policies.py.
 DEGRADATIONS: tuple[Degradation, ...] = (
+    Degradation(
+        "torch",
+        "offload_dots",
+        "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute: nothing is "
+        "offloaded, the addmm reruns",
+        "torch 2.13.0",
+    ),
+    Degradation(
+        "torch",
+        "save_named",
+        "a custom tag op on h can be cached (MUST_SAVE), but the eager recompute still reruns "
+        "the addmm that makes h (5 backward matmuls)",
+        "torch 2.13.0",
+    ),
+    Degradation(
+        "torch_compile",
+        "offload_dots",
+        "CPU_OFFLOAD under torch.compile becomes a plain save: h kept, nothing moved",
+        "torch 2.13.0",
+    ),
+    Degradation(
+        "torch_compile",
+        "save_dots",
+        "a stateful policy function (save the first addmm) is silently ignored under "
+        "torch.compile, which calls it twice per op: full remat instead",
+        "torch 2.13.0",
+    ),
     Degradation(
         "tensorflow",
         "full",
@@ -134,5 +207,7 @@ DEGRADATIONS: tuple[Degradation, ...] = (
 
 def degradations(port: Any, policy: str) -> tuple[Degradation, ...]:
     """The documented degradations for `port` (its family, or Keras) under `policy`."""
-    families = {family(port), getattr(getattr(port, "stack", None), "name", "")}
+    families = {family(port)}
+    if not getattr(port, "instrument_family", ""):  # a declared family is the whole story
+        families.add(getattr(getattr(port, "stack", None), "name", ""))
     return tuple(d for d in DEGRADATIONS if d.family in families and d.policy == policy)

@@ -81,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "SPMD) for N = 1, 2, 4, with and without the checkpoint (scale.json, scale.md, "
         "scale.png; docs/SCALE.md)",
     )
+    parser.add_argument(
+        "--policies",
+        action="store_true",
+        help="bench every expressible remat policy per framework instead of the depth sweep "
+        "(at L=8 unless --depths): bench-policies.json, .md and .png with a time-memory plot",
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -130,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
 
     console = terminal_style.console(stderr=True)
     settings = settings_from(args)
+    if args.policies:
+        from ..bench import policies
+
+        return policies.command(args, settings)
     frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
     interrupts.check()  # a signal during an import may have been taken for a missing framework
     for name, reason in skipped.items():

@@ -136,6 +136,18 @@ MUTANTS: dict[str, MutantSpec] = {
             "FSDP2 MLP over gloo ranks without torch.utils.checkpoint",
             "torch_fsdp",
         ),
+        MutantSpec(
+            "budget_ignored",
+            "torch_mutants:BudgetIgnored",
+            "torch.compile's budget(b) compiled as none, b ignored",
+            "torch_compile",
+        ),
+        MutantSpec(
+            "stateful_policy_under_compile",
+            "torch_mutants:StatefulPolicyUnderCompile",
+            "save_dots as a stateful torch policy ('save the first matmul'), under torch.compile",
+            "torch_compile",
+        ),
     )
 }
 

@@ -46,6 +46,8 @@ KILLED_BY = {
     "drops_policy": "j_policies",
     "none_for_save_dots": "j_policies",
     "saves_y_for_named": "j_policies",
+    "budget_ignored": "j_policies",
+    "stateful_policy_under_compile": "j_policies",
     "haiku_no_remat": "e_evidence",
     "mlx_no_checkpoint": "e_evidence",
     "compiled_without_checkpoint": "e_evidence",

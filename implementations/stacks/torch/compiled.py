@@ -29,6 +29,15 @@ part.
   backward graph under its joint-graph name, so a backward node that bears
   the name of a forward node is a recomputation. View operators are left
   out (they move no data), as in the eager instrument.
+- **roles** (x, d1, h, a, mask, y): read off the forward graph's chain
+  (`graph_roles`): before relu, a bare matmul's output is d1 and what has
+  a bias in it (or went through the `tag` operator) h; relu's output is a,
+  a boolean relu's mask, and what follows relu the second layer, y.
+- **backward matmuls**: the matmuls of the backward graph. Inductor
+  decomposes a matmul with a dimension of 1 (here every matmul: x is one
+  vector) into multiplies and sums; each node keeps the operator it was
+  decomposed from (`original_aten`), and a decomposed matmul counts once,
+  at the node that finishes it.
 - **checkpoint regions**: `torch.utils.checkpoint` under `torch.compile`
   becomes the higher-order op `tag_activation_checkpoint`; AOTAutograd tags
   every node it traced from it with the region's `ac_graph_id` and a
@@ -60,6 +69,8 @@ with warnings.catch_warnings():
     from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
 from ...contract import BackwardRecord, SavedTensor
+from ...policies import SAVED_NAME
+from .policies import MATMUL_NAMES, TAG
 
 INSTRUMENT = "AOTAutograd's partitioned forward and backward graphs, as inductor compiled them"
 
@@ -85,6 +96,7 @@ class Node:
     dtype: str
     region: Any = None  # the checkpoint region's ac_graph_id, if any
     size: Any = None  # a size input's symbol (sympy), under dynamic shapes
+    original: str = ""  # the operator a decomposition made it from (`original_aten`)
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,9 @@ def _node(node: torch.fx.Node) -> Node:
     size = value.node.expr if isinstance(value, torch.SymInt) else None
     inputs = tuple(arg.name for arg in node.all_input_nodes)
     region = node.meta.get("ac_graph_id")
-    return Node(node.name, node.op, target, view, inputs, shape, dtype, region, size)
+    original = node.meta.get("original_aten")
+    original = str(getattr(original, "overloadpacket", "")) if original is not None else ""
+    return Node(node.name, node.op, target, view, inputs, shape, dtype, region, size, original)
 
 
 def _size(size: Any) -> Any:
@@ -187,6 +201,10 @@ class Partition:
         forward = {n.name for n in self.forward.compute}
         return Counter(n.target for n in self.backward.compute if n.name in forward)
 
+    def backward_matmuls(self) -> int:
+        """The matmuls the backward graph runs (see the module docstring)."""
+        return matmul_count(self.backward)
+
     def regions(self) -> int:
         """How many checkpoint regions AOTAutograd tagged in the forward graph."""
         return len({n.region for n in self.forward.nodes if n.region is not None})
@@ -196,6 +214,7 @@ class Partition:
         nodes = self.forward.by_name()
         bindings = _bindings(self.forward.placeholders, args)
         origins = _origins(self.forward, self.roles)
+        roles = graph_roles(self.forward, origins)
         shared: dict[str, list[str]] = {}  # a storage's node -> the saved names that hold it
         sizes = []
         for name in self.saved_names:
@@ -211,6 +230,8 @@ class Partition:
                 nodes[base].dtype,
                 origins[base],
                 f"{', '.join(names)}: {_describe(nodes[base], origins[base])}",
+                roles.get(base, ""),
+                "device",  # one graph on one device: inductor moves nothing to the host here
             )
             for base, names in shared.items()
         ]
@@ -219,7 +240,59 @@ class Partition:
             saved=(*saved, *sizes),
             recomputed=dict(self.recomputed()),
             checkpoint_regions=self.regions(),
+            backward_matmuls=self.backward_matmuls(),
+            # torch has no names: the `tag` operator on h stands for the one name.
+            tags=(SAVED_NAME,) if any(n.target == _TAG for n in self.forward.nodes) else (),
         )
+
+
+_TAG = str(TAG.overloadpacket)
+# Operators that bring the bias in (or tag h): what follows them before relu is h.
+_BIASED = frozenset({"aten.addmm", "aten.addmv", "aten.add", _TAG})
+
+
+def graph_roles(graph: Graph, origins: dict[str, str]) -> dict[str, str]:
+    """The role of each activation of a forward graph (x, d1, h, a, mask, y); see the module
+    docstring. Nodes that are not activations (parameters, constants) have none."""
+    nodes = graph.by_name()
+    roles: dict[str, str] = {}
+    after_relu: set[str] = set()  # relu and what depends on it
+    biased: set[str] = set()  # before relu, what has the bias (or the tag) in it
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            if origins[node.name] == "input":
+                roles[node.name] = "x"
+            continue
+        if any(name in after_relu for name in node.inputs) or node.target == "aten.relu":
+            after_relu.add(node.name)
+        elif node.target in _BIASED or any(name in biased for name in node.inputs):
+            biased.add(node.name)
+        if origins.get(node.name) != "activation":
+            continue
+        base = _base(node, nodes)
+        if base != node.name:
+            roles[node.name] = roles.get(base, "")
+        elif node.dtype == "bool":
+            roles[node.name] = "mask"
+        elif node.target == "aten.relu":
+            roles[node.name] = "a"
+        elif node.name in after_relu:
+            roles[node.name] = "y"
+        else:
+            roles[node.name] = "h" if node.name in biased else "d1"
+    return roles
+
+
+def matmul_count(graph: Graph) -> int:
+    """The matmuls a graph runs: matmul nodes, and each decomposed matmul once (at the node
+    of its decomposition that no other node of the same decomposition reads)."""
+    compute, nodes = graph.compute, graph.by_name()
+    decomposed = [n for n in compute if n.target not in MATMUL_NAMES and n.original in MATMUL_NAMES]
+    read_by_same = {
+        name for n in decomposed for name in n.inputs if nodes[name].original == n.original
+    }
+    whole = sum(n.target in MATMUL_NAMES for n in compute)
+    return whole + sum(n.name not in read_by_same for n in decomposed)
 
 
 def _base(node: Node, nodes: dict[str, Node]) -> str:

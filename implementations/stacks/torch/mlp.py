@@ -19,6 +19,7 @@ from torch.utils.checkpoint import checkpoint as torch_checkpoint
 from ...contract import Params, check_features, check_seed, check_sizes
 from ..numpy import canonical_params, out_in
 from .arrays import as_input, to_host_array
+from .policies import tag
 
 # The MLP's state dict names, in the canonical order w1, b1, w2, b2.
 STATE_NAMES = out_in.NAMES  # the MLP's state dict names, in the canonical order
@@ -48,7 +49,10 @@ class MLP(nn.Module):
       `torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`. Without
       grad (grad mode off, or nothing requiring it) there is nothing to save,
       and the checkpoint is skipped.
-    - `context_fn`: passed on to `checkpoint` (e.g. to count its regions).
+    - `context_fn`: passed on to `checkpoint` (e.g. to count its regions, or
+      a selective-checkpoint policy).
+    - `tag_h`: whether h goes through the `tag` operator, which a
+      `save_named` policy saves (torch has no names of its own).
     """
 
     def __init__(
@@ -58,11 +62,13 @@ class MLP(nn.Module):
         *,
         checkpoint: bool = True,
         context_fn: Callable[[], tuple[Any, Any]] | None = None,
+        tag_h: bool = False,
     ):
         super().__init__()
         self.fc1, self.fc2 = fc1, fc2
         self.checkpoint = checkpoint
         self.context_fn = context_fn
+        self.tag_h = tag_h
 
     def _needs_grad(self, x: torch.Tensor) -> bool:
         # Autograd records a graph only if something requires grad; without
@@ -72,7 +78,8 @@ class MLP(nn.Module):
         return x.requires_grad or any(p.requires_grad for p in self.parameters())
 
     def block(self, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
-        return self.fc2(torch.relu(self.fc1(x)))
+        h = self.fc1(x)
+        return self.fc2(torch.relu(tag(h) if self.tag_h else h))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
         if not (self.checkpoint and self._needs_grad(x)):
@@ -115,6 +122,7 @@ def build_mlp(
     checkpoint: bool = True,
     device: Any = None,
     context_fn: Callable[[], tuple[Any, Any]] | None = None,
+    tag_h: bool = False,
 ) -> MLP:
     """An `MLP` holding `params`, on `device` (the CPU by default)."""
     state = params_to_state(params, device)
@@ -123,6 +131,7 @@ def build_mlp(
         CanonicalLinear(state["fc2.weight"], state["fc2.bias"]),
         checkpoint=checkpoint,
         context_fn=context_fn,
+        tag_h=tag_h,
     )
 
 

@@ -5,18 +5,28 @@ checks and init, and torch's instrument; they differ in how they run the
 module. A subclass may override `run(model, x)` (the eager port calls the
 module; the compiled port calls it through `torch.compile`, and brings its
 own instrument). Imports torch and numpy.
+
+**Policies.** `checkpoint=` is `True`, `False` or a `Policy` the port
+declares. `none` runs the module without a checkpoint, `full` with a plain
+one; a selective-checkpoint policy (`save_dots`, `save_named`) runs the
+checkpoint with torch's spelling of it, `context_fn=functools.partial(
+create_selective_checkpoint_contexts, policy_fn)` (`policies`), where
+`save_named` also routes h through the `tag` operator its policy names.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from ...contract import BackwardRecord, Grads, Params
+from ...policies import Policy
 from ..base import Port
 from ..numpy import out_in
+from . import policies as torch_policies
 from .arrays import leaf_input, to_host_array
 from .mlp import MLP, STATE_NAMES, build_mlp, exercise_model, state_to_params
 from .mlp import tensor as as_tensor
@@ -40,15 +50,49 @@ class TorchPort(Port, abstract=True):
         params = self.stack.canonical_params(seed, dim, features)
         return state_to_params(build_mlp(params).state_dict())
 
-    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+    def policy_function(self, policy: Policy) -> Callable[..., Any] | None:
+        """The selective-checkpoint policy function that runs `policy` (None: none or full)."""
+        return torch_policies.POLICY_FUNCTIONS.get(policy.name)
+
+    def model(
+        self,
+        params: Params,
+        checkpoint: Any,
+        context_fn: Callable[[], tuple[Any, Any]] | None = None,
+    ) -> MLP:
+        """The MLP holding `params` as this port runs it under `checkpoint` (a bool or a
+        `Policy` it declares). `context_fn` replaces the policy's own (an instrument's)."""
+        policy = self.policy(checkpoint)
+        function = self.policy_function(policy)
+        if context_fn is None and function is not None:
+            context_fn = torch_policies.context_fn(function)
+        return build_mlp(
+            params,
+            checkpoint=self.checkpoints(policy),
+            context_fn=context_fn,
+            tag_h=policy.name == "save_named",
+        )
+
+    def checkpoints(self, policy: Policy) -> bool:
+        """Whether the module runs under `torch.utils.checkpoint` for `policy`."""
+        return policy.name != "none"
+
+    def forward(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
+    ) -> np.ndarray:
         # x requires grad, as in `vjp`: the checkpoint runs, and a compiling
         # port runs the very forward graph that `vjp` differentiates.
-        return to_host_array(self.run(build_mlp(params, checkpoint=checkpoint), leaf_input(x)))
+        return to_host_array(self.run(self.model(params, checkpoint), leaf_input(x)))
 
     def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool | Policy = True,
     ) -> Grads:
-        model = build_mlp(params, checkpoint=checkpoint)
+        model = self.model(params, checkpoint)
         x = leaf_input(x)
         out = self.run(model, x)
         leaves = [x, *(model.get_parameter(name) for name in STATE_NAMES)]
@@ -79,13 +123,20 @@ class TorchPort(Port, abstract=True):
     # -- evidence: torch's instrument (`STACK.record`) ------------------------------------
 
     def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+        self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
     ) -> BackwardRecord:
+        policy = self.policy(checkpoint)
+        function = self.policy_function(policy)
+        # A selective policy caches what it saves where no hook sees it: the
+        # instrument reads that cache through the `context_fn` it gives.
+        cache = None if function is None else torch_policies.SelectiveCache(function)
+
         def run(x: torch.Tensor, context_fn) -> tuple[torch.Tensor, MLP]:
-            model = build_mlp(params, checkpoint=checkpoint, context_fn=context_fn)
+            both = torch_policies.combine(context_fn, cache and cache.context_fn)
+            model = self.model(params, policy, context_fn=both)
             return self.run(model, x), model
 
-        return self.stack.record(run, x)
+        return self.stack.record(run, x, cache)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         return self.stack.record(

@@ -14,12 +14,13 @@ from ...contract import BackwardRecord
 from ..base import Stack
 from ..numpy import canonical_params
 from . import arrays, evidence
+from .policies import SelectiveCache
 
 #: `run(x, context_fn) -> (output, model)`: a forward pass whose checkpoint takes `context_fn`.
 Run = Callable[[torch.Tensor, Callable], tuple[torch.Tensor, torch.nn.Module]]
 
 
-def record(run: Run, x: Any) -> BackwardRecord:
+def record(run: Run, x: Any, cache: SelectiveCache | None = None) -> BackwardRecord:
     """torch's instrument on one forward and backward pass of `run`.
 
     **Arguments:**
@@ -29,6 +30,8 @@ def record(run: Run, x: Any) -> BackwardRecord:
       `context_fn=` (that is how checkpoint regions are counted), and
       return the module whose `parameters()` the pass used.
     - `x`: the input, checked and copied into a leaf tensor that requires grad.
+    - `cache`: the selective checkpoint's cache, when `run`'s checkpoint has a
+      policy (its `context_fn` must be part of the one `run` passes on).
 
     The forward pass runs under an outer `saved_tensors_hooks` (what
     autograd keeps), the backward pass, `torch.autograd.grad` of the
@@ -38,7 +41,7 @@ def record(run: Run, x: Any) -> BackwardRecord:
     """
     regions = evidence.RegionCounter()
     x = arrays.leaf_input(x)
-    return evidence.record(lambda: run(x, regions.context_fn), x, regions)
+    return evidence.record(lambda: run(x, regions.context_fn), x, regions, cache)
 
 
 #: torch: tensors to and from numpy, `set_float32_matmul_precision`, Flax's init in numpy
