@@ -55,6 +55,9 @@ BUILTIN: dict[str, str] = {
     "keras_jax": "implementations.keras_jax:KerasJax",
     "keras_torch": "implementations.keras_torch:KerasTorch",
     "keras_tensorflow": "implementations.keras_tensorflow:KerasTensorFlow",
+    "paddle": "implementations.paddle:Paddle",
+    "mindspore": "implementations.mindspore:MindSpore",
+    "deepspeed": "implementations.deepspeed:DeepSpeed",
 }
 
 # The extra that installs each built-in port's framework, for error messages.
@@ -72,6 +75,9 @@ _EXTRAS = {
     "keras_jax": "keras,jax",
     "keras_torch": "keras,torch",
     "keras_tensorflow": "keras,tensorflow",
+    "paddle": "paddle",
+    "mindspore": "mindspore",
+    "deepspeed": "deepspeed",
 }
 
 

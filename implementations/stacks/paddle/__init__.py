@@ -1,0 +1,50 @@
+"""The Paddle stack: what a Paddle port needs. Imports paddle (and numpy); never JAX or torch.
+
+- The model: `MLP` (its forward under `paddle.distributed.fleet.utils.recompute`),
+  `state_to_params`, `grads_of`, `exercise_model` (`mlp`).
+- Tensors in and out: `as_input`, `leaf_input`, `to_host_array`,
+  `from_host_array`, `pin_matmul_precision`, `matmul_precision` (`arrays`).
+- The instrument: `STACK.record(run_forward, x)`: saved-tensor hooks and
+  sublayer hooks (`evidence`).
+
+Importing Paddle after TensorFlow in one process segfaults (Paddle 3.3.1,
+TensorFlow 2.21): the suite runs every port in a worker of its own.
+"""
+
+import warnings
+
+with warnings.catch_warnings():
+    # Paddle warns at import that no ccache is installed (for its C++ extension builder).
+    warnings.filterwarnings("ignore", "No ccache found", UserWarning)
+    import paddle  # noqa: F401
+
+from .arrays import (
+    as_input,
+    from_host_array,
+    leaf_input,
+    matmul_precision,
+    pin_matmul_precision,
+    to_host_array,
+)
+from .evidence import LayerCalls, SavedTensors, classify, record
+from .mlp import MLP, STATE_NAMES, exercise_model, grads_of, state_to_params
+from .stack import STACK
+
+__all__ = [
+    "MLP",
+    "STACK",
+    "STATE_NAMES",
+    "LayerCalls",
+    "SavedTensors",
+    "as_input",
+    "classify",
+    "exercise_model",
+    "from_host_array",
+    "grads_of",
+    "leaf_input",
+    "matmul_precision",
+    "pin_matmul_precision",
+    "record",
+    "state_to_params",
+    "to_host_array",
+]
