@@ -110,6 +110,24 @@ MUTANTS: dict[str, MutantSpec] = {
             "torch.compile of the MLP module with no checkpoint in its forward",
             "torch_compile",
         ),
+        MutantSpec(
+            "paddle_no_recompute",
+            "paddle_mutants:PaddleNoRecompute",
+            "Paddle MLP without fleet.utils.recompute",
+            "paddle",
+        ),
+        MutantSpec(
+            "mindspore_no_recompute",
+            "mindspore_mutants:MindSporeNoRecompute",
+            "MindSpore MLP cell without Cell.recompute()",
+            "mindspore",
+        ),
+        MutantSpec(
+            "deepspeed_no_checkpoint",
+            "deepspeed_mutants:DeepSpeedNoCheckpoint",
+            "torch MLP without deepspeed.checkpointing.checkpoint",
+            "deepspeed",
+        ),
     )
 }
 

@@ -49,6 +49,9 @@ KILLED_BY = {
     "keras_jax_remat_none": "e_evidence",
     "keras_torch_remat_none": "e_evidence",
     "keras_tensorflow_remat_none": "e_evidence",
+    "paddle_no_recompute": "e_evidence",
+    "mindspore_no_recompute": "e_evidence",
+    "deepspeed_no_checkpoint": "e_evidence",
 }
 
 
