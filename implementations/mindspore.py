@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import mindspore as ms
 import numpy as np
 
 from .contract import BackwardRecord, Grads, Params
@@ -23,6 +22,7 @@ from .stacks.mindspore import (
     as_input,
     exercise_model,
     from_host_array,
+    ms,  # mindspore, imported by the stack after its load-order guard
     parameters,
     state_to_params,
     to_host_array,

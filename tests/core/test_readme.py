@@ -12,6 +12,7 @@ from tests.helpers import ROOT
 README = (ROOT / "README.md").read_text()
 
 _NUMBER_WORDS = {12: "twelve", 13: "thirteen", 14: "fourteen"}
+_NUMBER_WORDS |= {15: "fifteen", 16: "sixteen", 17: "seventeen"}
 
 
 def _section(title: str) -> str:

@@ -7,6 +7,7 @@ project's error bounds, or from the cell without `recompute()`.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -164,3 +165,34 @@ def test_the_ports_first_call_in_a_fresh_process_works():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "ok (3,)"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("paddle") is None, reason="PaddlePaddle is not installed"
+)
+def test_mindspore_after_paddle_fails_and_the_port_says_so():
+    # Upstream (MindSpore 2.10.0, Paddle 3.3.1, both with oneDNN): MindSpore's
+    # CPU ops cannot load after Paddle in one process. Pinned; and the port,
+    # loaded after Paddle, is reported as loading in a process of its own.
+    code = textwrap.dedent(
+        """
+        import paddle
+        from implementations import PortUnavailable, load
+        try:
+            load("mindspore")
+        except PortUnavailable as error:
+            print("held" if error.held else "not held", error)
+        import mindspore as ms
+        try:
+            ms.ops.matmul(ms.Tensor([[1.0]]), ms.Tensor([[2.0]])).asnumpy()
+            print("ran")
+        except Exception as error:
+            print(type(error).__name__, error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("held"), done.stdout + done.stderr[-2000:]
+    assert "dnnl_threadpool_interop_stream_create" in done.stdout + done.stderr, done.stdout

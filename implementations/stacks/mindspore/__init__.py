@@ -8,7 +8,26 @@ numpy); never JAX or torch.
 - The instrument: `STACK.record(model, x, weights)`: saved-tensor hooks and
   cell hooks (`evidence`).
 - `FIRST_CALL`: what the warming call met (`stack`).
+
+MindSpore cannot load after Paddle in one process (MindSpore 2.10.0, Paddle
+3.3.1: "undefined symbol: dnnl_threadpool_interop_stream_create", both ship
+oneDNN). Where Paddle is loaded already, this package raises
+`StackUnavailable` instead: the registry reports the port as loading in a
+process of its own. MindSpore first, then Paddle, works.
 """
+
+import sys
+
+from ...contract import StackUnavailable
+
+if sys.modules.get("paddle") is not None and "mindspore" not in sys.modules:
+    raise StackUnavailable(
+        "MindSpore cannot be imported after Paddle in one process (both ship oneDNN: "
+        "undefined symbol dnnl_threadpool_interop_stream_create; MindSpore 2.10.0, "
+        "Paddle 3.3.1); it loads in a process of its own"
+    )
+
+import mindspore as ms  # after the guard above
 
 from .arrays import (
     as_input,
@@ -35,6 +54,7 @@ __all__ = [
     "exercise_model",
     "from_host_array",
     "matmul_precision",
+    "ms",
     "numpy_dtype",
     "parameters",
     "pin_matmul_precision",
