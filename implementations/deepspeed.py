@@ -30,6 +30,7 @@ import torch
 
 from .contract import BackwardRecord, Grads, Params
 from .stacks.numpy import out_in
+from .stacks.switch import checkpoint_on
 from .stacks.torch import MLP, TorchPort, build_mlp, leaf_input, reentrant, to_host_array
 from .stacks.torch.mlp import STATE_NAMES
 from .stacks.torch.mlp import tensor as as_tensor
@@ -54,10 +55,14 @@ class DeepSpeed(TorchPort):
         # deepspeed.runtime.activation_checkpointing.checkpointing), not a submodule.
         return deepspeed.checkpointing.checkpoint(model.block, x)
 
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
+        return to_host_array(self.run(model, leaf_input(x)))
+
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model = build_mlp(params, checkpoint=checkpoint)
+        model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
         x = leaf_input(x)
         out = self.run(model, x)
         parameters = [model.get_parameter(name) for name in STATE_NAMES]
@@ -70,7 +75,7 @@ class DeepSpeed(TorchPort):
         x = leaf_input(x)
 
         def run() -> tuple[torch.Tensor, MLP]:
-            model = build_mlp(params, checkpoint=checkpoint)
+            model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
             return self.run(model, x), model
 
         return reentrant.record(run, x, CHECKPOINT_NODE)

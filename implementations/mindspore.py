@@ -27,6 +27,7 @@ from .stacks.mindspore import (
     state_to_params,
     to_host_array,
 )
+from .stacks.switch import checkpoint_on
 
 
 class MindSpore(Port):
@@ -45,12 +46,12 @@ class MindSpore(Port):
         return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        return to_host_array(self.mlp(params, checkpoint=checkpoint)(as_input(x)))
+        return to_host_array(self.mlp(params, checkpoint=checkpoint_on(checkpoint))(as_input(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model = self.mlp(params, checkpoint=checkpoint)
+        model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
         _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
         (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
         return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
@@ -58,7 +59,7 @@ class MindSpore(Port):
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        model = self.mlp(params, checkpoint=checkpoint)
+        model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
         return self.stack.record(model, as_input(x), parameters(model))
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

@@ -28,6 +28,7 @@ from .stacks.paddle import (
     state_to_params,
     to_host_array,
 )
+from .stacks.switch import checkpoint_on
 
 if TYPE_CHECKING:  # imported by the stack, under its warning filter
     import paddle
@@ -51,12 +52,12 @@ class Paddle(Port):
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         # x requires grad, as in `vjp`: the recompute runs.
-        return to_host_array(self.mlp(params, checkpoint=checkpoint)(leaf_input(x)))
+        return to_host_array(self.mlp(params, checkpoint=checkpoint_on(checkpoint))(leaf_input(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model, x = self.mlp(params, checkpoint=checkpoint), leaf_input(x)
+        model, x = self.mlp(params, checkpoint=checkpoint_on(checkpoint)), leaf_input(x)
         model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
         return grads_of(model, x)
 
@@ -66,7 +67,7 @@ class Paddle(Port):
         x = leaf_input(x)
 
         def run() -> tuple[paddle.Tensor, MLP]:
-            model = self.mlp(params, checkpoint=checkpoint)
+            model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
             return model(x), model
 
         return self.stack.record(run, x)
