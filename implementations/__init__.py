@@ -63,6 +63,9 @@ BUILTIN: dict[str, str] = {
     "tfjs": "exec:node {implementations}/process/tfjs/port.js",
     "jax_spmd": "implementations.jax_spmd:JaxSpmd",
     "torch_fsdp": "implementations.torch_fsdp:TorchFsdp",
+    "paddle": "implementations.paddle:Paddle",
+    "mindspore": "implementations.mindspore:MindSpore",
+    "deepspeed": "implementations.deepspeed:DeepSpeed",
 }
 
 #: Ports that start processes or devices of their own (ranks): checked by the `scale` profile,
@@ -87,6 +90,9 @@ _EXTRAS = {
     "tfjs": "tfjs",  # an empty extra: Node.js and npm come from the system
     "jax_spmd": "jax",
     "torch_fsdp": "torch",
+    "paddle": "paddle",
+    "mindspore": "mindspore",
+    "deepspeed": "deepspeed",
 }
 
 

@@ -37,8 +37,15 @@ MODULES: dict[str, tuple[str, ...]] = {
     "keras_tensorflow": ("keras", "tensorflow"),
     "jax_spmd": ("jax",),
     "torch_fsdp": ("torch",),
+    "paddle": ("paddle",),
+    "mindspore": ("mindspore",),
+    "deepspeed": ("torch", "deepspeed"),
 }
-DISTRIBUTIONS = {"haiku": ("dm-haiku",), "tensorflow": ("tensorflow", "tensorflow-cpu")}
+DISTRIBUTIONS = {
+    "haiku": ("dm-haiku",),
+    "tensorflow": ("tensorflow", "tensorflow-cpu"),
+    "paddle": ("paddlepaddle",),
+}
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,9 @@ Strict JAX checks where JAX is installed, the Hypothesis profile, the
 canonical port, and Flax linen's own exercise (the source of expected values).
 """
 
+import contextlib
+import importlib
+
 import pytest
 
 from conformance.running import profiles
@@ -12,6 +15,16 @@ from tests.helpers import port_or_skip
 pytest_plugins = ["conformance.pytest_plugin"]
 
 profiles.load()
+
+# MindSpore, then Paddle, before anything imports TensorFlow: in one process
+# Paddle segfaults after TensorFlow, and MindSpore fails after Paddle (both ship
+# oneDNN), while this order loads all of them (Paddle 3.3.1, MindSpore 2.10.0,
+# TensorFlow 2.21). A test session collects every folder in one process; the
+# suite's ports each run in a worker of their own and need none of this.
+for _engine in ("implementations.stacks.mindspore", "implementations.stacks.paddle"):
+    # Not installed (or blocked for a test): ImportError, and its folder skips.
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_engine)
 
 try:
     import jax

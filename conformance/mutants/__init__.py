@@ -148,6 +148,24 @@ MUTANTS: dict[str, MutantSpec] = {
             "save_dots as a stateful torch policy ('save the first matmul'), under torch.compile",
             "torch_compile",
         ),
+        MutantSpec(
+            "paddle_no_recompute",
+            "paddle_mutants:PaddleNoRecompute",
+            "Paddle MLP without fleet.utils.recompute",
+            "paddle",
+        ),
+        MutantSpec(
+            "mindspore_no_recompute",
+            "mindspore_mutants:MindSporeNoRecompute",
+            "MindSpore MLP cell without Cell.recompute()",
+            "mindspore",
+        ),
+        MutantSpec(
+            "deepspeed_no_checkpoint",
+            "deepspeed_mutants:DeepSpeedNoCheckpoint",
+            "torch MLP without deepspeed.checkpointing.checkpoint",
+            "deepspeed",
+        ),
     )
 }
 

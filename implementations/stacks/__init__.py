@@ -10,6 +10,11 @@
 - `mlx`: MLX's arrays and its instrument (the lazy graph of `mx.vjp`).
 - `keras`: Keras on one backend per process, its MLP; a Keras port's stack
   composes Keras with its backend's stack (`keras.on("torch")`).
+- `paddle`: Paddle's tensors, its MLP under `recompute`, its instrument
+  (saved-tensor hooks, sublayer hooks in backward).
+- `mindspore`: MindSpore's tensors (PyNative), its MLP cell under
+  `Cell.recompute()`, its instrument (saved-tensor hooks, cell hooks in
+  backward), warmed once for its first-call glitch.
 
 Each package defines one `STACK` (a `Stack`: arrays, precision, canonical
 init, `record(...)`); `base` defines `Stack` and `Port`, the base of every
@@ -20,5 +25,6 @@ port. Importing this package, or `base`, imports no ML framework; importing
 from .base import Port, Stack
 
 NAMES = ("numpy", "jax", "torch", "tensorflow", "mlx", "keras")
+NAMES += ("paddle", "mindspore")
 
 __all__ = ["NAMES", "Port", "Stack"]

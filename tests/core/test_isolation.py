@@ -24,6 +24,7 @@ from tests import reference
 from tests.helpers import ROOT
 
 FRAMEWORKS = ("jax", "jaxlib", "flax", "equinox", "torch", "tensorflow", "keras", "haiku", "mlx")
+FRAMEWORKS += ("paddle", "mindspore", "deepspeed")
 
 # Each port's own stack: everything else in FRAMEWORKS is made unimportable.
 OWN_STACK = {
@@ -41,6 +42,9 @@ OWN_STACK = {
     "keras_jax": ("keras", "jax", "jaxlib"),
     "keras_torch": ("keras", "torch"),
     "keras_tensorflow": ("keras", "tensorflow"),
+    "paddle": ("paddle",),
+    "mindspore": ("mindspore",),
+    "deepspeed": ("torch", "deepspeed"),
 }
 
 SEED, FEATURES = 2**40 + 5, 4

@@ -59,6 +59,9 @@ KILLED_BY = {
     # The sharded ports' mutants, hunted by the scale profile (their ranks cost start-ups).
     "spmd_no_checkpoint": "e_evidence",
     "fsdp_no_checkpoint": "e_evidence",
+    "paddle_no_recompute": "e_evidence",
+    "mindspore_no_recompute": "e_evidence",
+    "deepspeed_no_checkpoint": "e_evidence",
 }
 
 

@@ -1,0 +1,88 @@
+"""The DeepSpeed port: `deepspeed.checkpointing.checkpoint` around the torch stack's MLP.
+
+DeepSpeed's activation checkpointing is the one most large torch training
+runs use. Its `checkpoint(function, *args)` is a *reentrant* checkpoint (an
+`autograd.Function`, `CheckpointFunction`, that keeps its inputs detached
+and reruns `function` under `enable_grad` in backward). So, unlike
+`torch.utils.checkpoint(..., use_reentrant=False)`:
+
+- it refuses `torch.autograd.grad`; gradients come from `.backward()`;
+- its output requires grad only when an *input* does: parameters alone are
+  not enough (the exercise freezes them when x needs no grad anyway);
+- it takes no `context_fn`: regions are counted as `CheckpointFunctionBackward`
+  nodes in the autograd graph (`implementations.stacks.torch.reentrant`).
+
+The module-level defaults (no `partition_activations`, no
+`checkpoint_in_cpu`) need no `deepspeed.checkpointing.configure()`, and so
+no process group: `configure` is what needs `init_distributed`, whose first
+call on this CPU compiles DeepSpeed's shared-memory op (minutes). The model,
+its converters and the numpy init are the torch stack's. Imports torch,
+deepspeed, numpy and the project's numpy-only modules, never jax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import deepspeed
+import numpy as np
+import torch
+
+from .contract import BackwardRecord, Grads, Params
+from .stacks.numpy import out_in
+from .stacks.switch import checkpoint_on
+from .stacks.torch import MLP, TorchPort, build_mlp, leaf_input, reentrant, to_host_array
+from .stacks.torch.mlp import STATE_NAMES
+from .stacks.torch.mlp import tensor as as_tensor
+
+#: The checkpoint's node in the autograd graph: one per region.
+CHECKPOINT_NODE = "CheckpointFunctionBackward"
+
+
+class DeepSpeed(TorchPort):
+    """The DeepSpeed port: `deepspeed.checkpointing.checkpoint(block, x)` (reentrant), eager."""
+
+    name = "deepspeed"
+    framework = "deepspeed"
+    extra = "deepspeed"
+    checkpoint_api = "deepspeed.checkpointing.checkpoint"
+    distributions = ("torch", "deepspeed")
+
+    def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
+        if not (model.checkpoint and model._needs_grad(x)):
+            return model.block(x)
+        # `deepspeed.checkpointing` is an attribute (the module
+        # deepspeed.runtime.activation_checkpointing.checkpointing), not a submodule.
+        return deepspeed.checkpointing.checkpoint(model.block, x)
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
+        return to_host_array(self.run(model, leaf_input(x)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
+        x = leaf_input(x)
+        out = self.run(model, x)
+        parameters = [model.get_parameter(name) for name in STATE_NAMES]
+        grads = reentrant.backward(out, x, parameters, as_tensor(cotangent))
+        return out_in.to_grads(grads[1:], grads[0], to_host_array)
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        x = leaf_input(x)
+
+        def run() -> tuple[torch.Tensor, MLP]:
+            model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
+            return self.run(model, x), model
+
+        return reentrant.record(run, x, CHECKPOINT_NODE)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        x = leaf_input(x)
+        return reentrant.record(lambda: self.exercise(seed, x, features), x, CHECKPOINT_NODE)
+
+
+nn_checkpoint_forward = DeepSpeed.exported()

@@ -1,0 +1,98 @@
+"""The Paddle MLP, its parameters from canonical ones and back, and the exercise's model.
+
+Imports paddle and numpy. Paddle's `Linear.weight` is `(in, out)`, the
+canonical kernel's own layout: no transpose, only copies and shape checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import paddle
+from paddle.distributed.fleet.utils import recompute
+
+from ...contract import Grads, Params, check_features, check_seed, check_sizes
+from ..numpy import canonical_params
+from .arrays import as_input, to_host_array
+
+# The MLP's parameter names (`named_parameters()`), in the canonical order w1, b1, w2, b2.
+STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+
+
+def _linear(weight: np.ndarray, bias: np.ndarray) -> paddle.nn.Linear:
+    """A `Linear` holding copies of `weight` `(in, out)` and `bias` `(out,)`.
+
+    The `Assign` initializer copies the arrays: Paddle's default one would
+    draw from its global generator (advancing the caller's stream) only to be
+    overwritten.
+    """
+    assert bias.shape == (weight.shape[1],), (bias.shape, weight.shape)
+    assign = paddle.nn.initializer.Assign
+    return paddle.nn.Linear(
+        *weight.shape,
+        weight_attr=paddle.ParamAttr(initializer=assign(np.array(weight, np.float32))),
+        bias_attr=paddle.ParamAttr(initializer=assign(np.array(bias, np.float32))),
+    )
+
+
+class MLP(paddle.nn.Layer):
+    """`Linear(D, F)` -> `ReLU` -> `Linear(F, F)`, its forward pass under Paddle's `recompute`.
+
+    **Arguments:** `params` (canonical), and `checkpoint`: whether a forward
+    pass that needs grad goes through
+    `paddle.distributed.fleet.utils.recompute(block, x)` (reentrant, the
+    default: the non-reentrant variant takes the one pair of saved-tensor
+    hooks Paddle allows, which the evidence needs).
+    """
+
+    def __init__(self, params: Params, *, checkpoint: bool = True):
+        super().__init__()
+        self.fc1 = _linear(params.w1, params.b1)
+        self.relu = paddle.nn.ReLU()
+        self.fc2 = _linear(params.w2, params.b2)
+        self.checkpoint = checkpoint
+
+    def block(self, x: paddle.Tensor) -> paddle.Tensor:  # (D,) -> (F,)
+        return self.fc2(self.relu(self.fc1(x)))
+
+    def needs_grad(self, x: paddle.Tensor) -> bool:
+        if not paddle.is_grad_enabled():
+            return False
+        return not x.stop_gradient or any(not p.stop_gradient for p in self.parameters())
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:  # (D,) -> (F,)
+        if not (self.checkpoint and self.needs_grad(x)):
+            return self.block(x)
+        return recompute(self.block, x)
+
+
+def state_to_params(model: MLP) -> Params:
+    """The model's parameters as canonical params (same layout: copies, checked by `Params`)."""
+    named = dict(model.named_parameters())
+    return Params(*(to_host_array(named[name]) for name in STATE_NAMES))
+
+
+def grads_of(model: MLP, x: paddle.Tensor) -> Grads:
+    """The `.grad` of every parameter and of x, after a backward pass, as canonical `Grads`."""
+    named = dict(model.named_parameters())
+    arrays = [to_host_array(named[name].grad) for name in STATE_NAMES]
+    return Grads(*arrays, x=to_host_array(x.grad))
+
+
+def exercise_model(
+    seed: Any, x: Any, features: Any, *, mlp: type[MLP] = MLP
+) -> tuple[paddle.Tensor, MLP]:
+    """The exercise's checked x and its model: Flax's canonical MLP for `PRNGKey(seed)`.
+
+    Checks every argument first (the contract's errors, naming it). The
+    parameters are made here and never returned, so only x can be
+    differentiated: they are frozen (`stop_gradient`). `mlp` is the model class.
+    """
+    seed, features = check_seed(seed), check_features(features)
+    x = as_input(x)
+    check_sizes(x.shape[0], features)
+    model = mlp(canonical_params(seed, x.shape[0], features))
+    for parameter in model.parameters():
+        parameter.stop_gradient = True
+    return x, model

@@ -1,0 +1,21 @@
+"""The Paddle `Stack`: tensors, the precision report, the numpy init, Paddle's instrument.
+
+Imports paddle (and numpy).
+"""
+
+from __future__ import annotations
+
+from ..base import Stack
+from ..numpy import canonical_params
+from . import arrays, evidence
+
+#: Paddle: tensors to and from numpy, Flax's init in numpy (Paddle's generator is not
+#: threefry), saved-tensor hooks and sublayer hooks (`evidence.record(run_forward, x)`).
+STACK = Stack(
+    "paddle",
+    arrays=arrays,
+    precision=arrays,
+    init=canonical_params,
+    instrument=evidence.record,
+    distributions=("paddlepaddle",),
+)
