@@ -33,13 +33,14 @@ block at the default B = 1024, F = 256 takes about 3 s, so the default depths wo
 
 from __future__ import annotations
 
+import os
 import shutil
 import weakref
 from typing import Any
 
 from implementations.contract import SavedTensor
 from implementations.process import ProcessPort, ProcessPortError, ProtocolViolation
-from implementations.process.adapter import expand_command
+from implementations.process.adapter import _timeout, expand_command
 from implementations.process.wire import encode_array, field
 
 from .measure import MODES, Data, Static
@@ -56,13 +57,19 @@ class _BenchProcess(ProcessPort):
         return self._request(op, **arguments)
 
 
+def _answer_timeout() -> float:
+    # The port's 120 s is too short here: at the defaults a step of L = 32 takes about 2
+    # minutes, and `measure` runs two. REMAT_PROCESS_TIMEOUT still decides where it is set.
+    return _timeout() if os.environ.get("REMAT_PROCESS_TIMEOUT", "").strip() else 1800.0
+
+
 def _start() -> _BenchProcess:
     """The child, started and greeted; `ImportError` with the reason where it cannot run (so
     that `load_frameworks` skips tfjs as it skips a framework that is not installed)."""
     if shutil.which("node") is None:
         raise ImportError("Node.js is not installed: tfjs needs `node` (and npm) on PATH")
     try:
-        return _BenchProcess("tfjs-bench", expand_command(COMMAND))
+        return _BenchProcess("tfjs-bench", expand_command(COMMAND), timeout=_answer_timeout())
     except (ProcessPortError, ProtocolViolation) as error:
         raise ImportError(f"tfjs cannot run: {error}") from None
 
@@ -117,7 +124,8 @@ class TfjsCase:
             cotangent=encode_array(data.cotangent),
         )
         self.case = int(field(answer, "case", "tfjs-bench: the answer to 'build'"))
-        weakref.finalize(self, _drop, _process, self.case)
+        # Freed in the child when the sweep lets go of the case (not at exit: the child ends).
+        weakref.finalize(self, _drop, _process, self.case).atexit = False
 
     def measure(self) -> Static:
         what = "tfjs-bench: the answer to 'measure'"

@@ -118,3 +118,31 @@ def test_without_node_tfjs_is_skipped_with_the_reason(tmp_path):
     assert loaded == "[]"
     assert "not installed" in reason
     assert "Node.js" in reason
+
+
+def test_without_npm_and_no_install_tfjs_is_skipped_with_the_reason(node, tmp_path):
+    # Node alone on PATH, an empty cache: tfjs cannot be installed, and the bench says why.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "node").symlink_to(node)
+    code = textwrap.dedent(
+        """
+        from conformance import bench
+        loaded, skipped = bench.load_frameworks(["tfjs"])
+        print(sorted(loaded), "|", skipped["tfjs"])
+        """
+    )
+    environment = {**os.environ, "PATH": str(bin_dir), "REMAT_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=environment,
+    )
+    assert result.returncode == 0, result.stderr
+    loaded, reason = result.stdout.strip().split(" | ")
+    assert loaded == "[]"
+    assert "tfjs cannot run" in reason
+    assert "npm is not on PATH" in reason
