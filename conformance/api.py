@@ -171,7 +171,8 @@ def bench(
     **Arguments:**
 
     - `frameworks`: bench names (`conformance.bench.FRAMEWORKS`: jax, torch,
-      mlx, torch_compile, tensorflow; default: all installed).
+      mlx, torch_compile, tensorflow, tfjs; default: all installed but tfjs,
+      which runs only when named).
     - `depths`, `batch`, `features`, `repeats`, `max_repeats`, `seed`: as the
       flags of the same names (defaults: `conformance.bench.DEFAULTS`).
 
@@ -182,12 +183,19 @@ def bench(
     import time
 
     from . import bench as sweep
-    from .bench import DEFAULTS, FRAMEWORKS, BenchReport, load_average, load_frameworks
+    from .bench import (
+        DEFAULT_FRAMEWORKS,
+        DEFAULTS,
+        FRAMEWORKS,
+        BenchReport,
+        load_average,
+        load_frameworks,
+    )
     from .bench.measure import Settings
 
     if isinstance(frameworks, str):
         frameworks = [frameworks]
-    chosen = list(frameworks) if frameworks is not None else list(FRAMEWORKS)
+    chosen = list(frameworks) if frameworks is not None else list(DEFAULT_FRAMEWORKS)
     for name in chosen:
         if name not in FRAMEWORKS:
             _check(lambda text: arguments.known_name(text, FRAMEWORKS, "bench"), name, "frameworks")

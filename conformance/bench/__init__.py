@@ -1,7 +1,7 @@
 """`python -m conformance bench`: memory and time of an L-block stack against L, per framework.
 
 Each framework has one module here (`jax_stack`, `torch_stack`,
-`torch_compile_stack`, `mlx_stack`, `tensorflow_stack`), imported only when
+`torch_compile_stack`, `mlx_stack`, `tensorflow_stack`, `tfjs_stack`), imported only when
 the bench runs; a framework that is not installed is skipped with
 the reason. Every module offers the same three things:
 
@@ -36,7 +36,12 @@ FRAMEWORKS = {
     "mlx": "conformance.bench.mlx_stack",
     "torch_compile": "conformance.bench.torch_compile_stack",
     "tensorflow": "conformance.bench.tensorflow_stack",
+    "tfjs": "conformance.bench.tfjs_stack",
 }
+# Run only when named (`--framework tfjs`): tfjs's pure-JS CPU backend takes seconds per step
+# at the default sizes, hours for the default sweep (tfjs_stack's docstring).
+OPT_IN = frozenset({"tfjs"})
+DEFAULT_FRAMEWORKS = tuple(name for name in FRAMEWORKS if name not in OPT_IN)
 DEFAULTS = Settings()
 
 

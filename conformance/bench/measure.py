@@ -28,7 +28,7 @@ MODE_TITLES = {
     "save-mm": "a checkpoint around every block whose policy saves matmul outputs "
     "(jax: dots_saveable; torch: selective checkpointing, MUST_SAVE for mm/addmm; "
     "MLX has no policy and skips it; tensorflow, which has no policies: the first matmul "
-    "outside tf.recompute_grad)",
+    "outside tf.recompute_grad; tfjs likewise, outside a tf.customGrad region)",
 }
 FLOAT32_BYTES = 4
 # A timed sample runs the step this long at least, so that a 1 ms step is not
@@ -42,7 +42,9 @@ DEFINITIONS = {
     "graph returns for the backward graph, as inductor compiled it; MLX: the forward arrays "
     "that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot; "
     "TensorFlow: the forward tensors that the backward ops of the traced step graph read, one "
-    "figure for eager, tf.function and XLA). Parameters, and values computed from parameters "
+    "figure for eager, tf.function and XLA; tfjs: the tensors the nodes of its tape hold at the "
+    "end of the forward pass, one per tensor datum). "
+    "Parameters, and values computed from parameters "
     "alone, are left out: they live whether or not anything is saved; so are constants (JAX "
     "keeps a zeros buffer for the relu's select, which depends on no data). The stack's input "
     "x counts: it is block 0's input.",
@@ -59,14 +61,16 @@ DEFINITIONS = {
     "MLX: its allocator's counter, mx.get_peak_memory() during one step above "
     "mx.get_active_memory() before it (gradients included). None for JAX, whose CPU runtime "
     "has no allocation profiler, and for TensorFlow, whose CPU allocator reports no peak "
-    "(get_memory_info gives zeros).",
+    "(get_memory_info gives zeros). tfjs: tf.profile's peakBytes during one step above "
+    "tf.memory().numBytes before it (gradients included).",
     "matmuls": "matrix products executed per step: JAX counts dot ops in the optimized HLO "
     "(a loop body times its known trip count); torch counts aten mm/addmm calls in the step "
     "with a TorchDispatchMode; compiled torch counts the aten mm/addmm nodes of the forward and "
     "backward graphs inductor compiled (one external kernel call each); MLX counts the "
     "AddMM/Matmul primitives in the step's lazy graph that its evaluation runs; TensorFlow "
     "counts MatMul ops executed (eager, an op callback), MatMul ops in the traced step graph "
-    "(tf.function), or dot ops in the optimized HLO (XLA).",
+    "(tf.function), or dot ops in the optimized HLO (XLA); tfjs counts the BatchMatMul kernels "
+    "tf.profile sees in one step.",
     "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
     "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
     "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "

@@ -436,13 +436,13 @@ def command(args: Any, settings: Settings) -> int:
 
     from ..reporting.jsonable import dumps
     from ..running import interrupts
-    from . import FRAMEWORKS, load_average, load_frameworks
+    from . import DEFAULT_FRAMEWORKS, load_average, load_frameworks
     from .policy_plot import plot
 
     console = Console(stderr=True)
     if not args.depths:  # one depth unless asked: the policies, not the depths, vary here
         settings = Settings(**{**to_data(settings), "depths": DEPTHS})
-    frameworks, skipped = load_frameworks(args.framework or list(FRAMEWORKS))
+    frameworks, skipped = load_frameworks(args.framework or list(DEFAULT_FRAMEWORKS))
     interrupts.check()
     for name, reason in skipped.items():
         console.print(f"[yellow]skip[/] {name}: {reason}")

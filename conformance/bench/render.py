@@ -258,7 +258,8 @@ def print_report(report: BenchReport, console: Console) -> None:
     table = Table(
         title=f"bench · Dense({s.features})→relu→Dense({s.features}) x L · batch {s.batch}",
         caption="saved: residual MiB, parameters left out · xmin: over L·B·F·4 (block inputs) · "
-        "temp: XLA compiled temp MiB · peak: torch profiler / MLX allocator MiB · "
+        "temp: XLA compiled temp MiB · "
+        "peak: torch profiler / MLX allocator / tfjs tf.profile MiB · "
         "mm: matmuls per step · "
         "n: timed repeats · ms: median step ± half its interquartile range, relative · "
         "xnone: median per-repeat time ratio ± half its interquartile range "

@@ -506,7 +506,7 @@ def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
     assert cli.COMMANDS["bench"].run(args) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
     assert json.loads(capsys.readouterr().out) == data
-    loaded, skipped = bench.load_frameworks(bench.FRAMEWORKS)
+    loaded, skipped = bench.load_frameworks(bench.DEFAULT_FRAMEWORKS)
     per_depth = sum(len(m.configurations()) for m in loaded.values())
     assert len(data["results"]) == 2 * per_depth
     assert set(data["skipped"]) == set(skipped)

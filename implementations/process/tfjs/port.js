@@ -9,9 +9,7 @@
 const fs = require("fs");
 const path = require("path");
 const os = require("os");
-const crypto = require("crypto");
 const readline = require("readline");
-const childProcess = require("child_process");
 
 const PROTOCOL = 1;
 const NAME = "tfjs";
@@ -28,88 +26,18 @@ class PortError extends Error {
   }
 }
 
-// -- loading tfjs -------------------------------------------------------------------------
-function cacheRoot() {
-  const setting = process.env.REMAT_CACHE || "";
-  if (setting && !["off", "0", "no", "false"].includes(setting.toLowerCase())) return setting;
-  const xdg = process.env.XDG_CACHE_HOME || "";
-  const base = path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), ".cache");
-  return path.join(base, "remat-conformance");
-}
+// -- loading tfjs: load.js (shared with bench.js) -------------------------------------------
+const load = require("./load.js");
 
-function installDirectory() {
-  const lock = fs.readFileSync(path.join(__dirname, "package-lock.json"));
-  const digest = crypto.createHash("sha256").update(lock).digest("hex").slice(0, 16);
-  return path.join(cacheRoot(), "node", `tfjs-${digest}`);
-}
-
-function tryRequire(directory) {
+function loadTf() {
   try {
-    return require(require.resolve("@tensorflow/tfjs", { paths: [directory] }));
+    return load.loadTf();
   } catch (error) {
-    if (error.code === "MODULE_NOT_FOUND") return null;
+    if (error instanceof load.Unavailable) throw new PortError("Unavailable", error.message);
     throw error;
   }
 }
-
-function npmInstall(directory) {
-  // One installer at a time: a directory made atomically is the lock.
-  fs.mkdirSync(path.dirname(directory), { recursive: true });
-  const lockDir = `${directory}.lock`;
-  const deadline = Date.now() + 600e3;
-  for (;;) {
-    try {
-      fs.mkdirSync(lockDir);
-      break;
-    } catch (error) {
-      if (error.code !== "EEXIST") throw error;
-      if (Date.now() > deadline) throw new Error(`${lockDir} is held for 10 minutes`);
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
-    }
-  }
-  try {
-    if (tryRequire(directory)) return;
-    fs.mkdirSync(directory, { recursive: true });
-    for (const file of ["package.json", "package-lock.json"]) {
-      fs.copyFileSync(path.join(__dirname, file), path.join(directory, file));
-    }
-    console.error(`tfjs: npm ci in ${directory} (first start only)`);
-    const result = childProcess.spawnSync(
-      "npm",
-      ["ci", "--no-audit", "--no-fund", "--omit=dev"],
-      { cwd: directory, stdio: ["ignore", 2, 2] },
-    );
-    if (result.error) throw result.error;
-    if (result.status !== 0) throw new Error(`npm ci exited with code ${result.status}`);
-  } finally {
-    fs.rmdirSync(lockDir);
-  }
-}
-
-function loadTf() {
-  const local = tryRequire(__dirname);
-  if (local) return local;
-  const directory = installDirectory();
-  const cached = tryRequire(directory);
-  if (cached) return cached;
-  try {
-    childProcess.execFileSync("npm", ["--version"], { stdio: "ignore" });
-  } catch {
-    throw new PortError(
-      "Unavailable",
-      "needs @tensorflow/tfjs 4.22.0 from npm, and npm is not on PATH " +
-        `(install Node.js with npm, or run npm ci in ${__dirname})`,
-    );
-  }
-  try {
-    npmInstall(directory);
-  } catch (error) {
-    throw new PortError("Unavailable", `npm ci of @tensorflow/tfjs failed: ${error.message}`);
-  }
-  const installed = tryRequire(directory);
-  if (!installed) throw new PortError("Unavailable", `npm ci left no @tensorflow/tfjs in ${directory}`);
-  return installed;
-}
+const installDirectory = load.installDirectory;
 
 // -- values on the wire ---------------------------------------------------------------------
 const LITTLE_ENDIAN = os.endianness() === "LE";

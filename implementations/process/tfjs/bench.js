@@ -1,0 +1,248 @@
+#!/usr/bin/env node
+// The tfjs half of `python -m conformance bench --framework tfjs` (conformance/bench/tfjs_stack.py):
+// L blocks Dense -> relu -> Dense, (B, F) -> (B, F), on tfjs's pure-JS CPU backend.
+//
+// - `none`: the blocks as they are (mlp.js's plain MLP);
+// - `full`: mlp.js's remat (tf.customGrad) around every block;
+// - `save-mm`: tfjs has no checkpoint policies, so this is written out: the block's first
+//   matmul runs outside the region, which keeps its output, and a tf.customGrad region
+//   recomputes bias, relu and the second layer (as the TensorFlow bench does).
+//
+// It speaks JSON lines on stdin/stdout in the shape of docs/PROTOCOL.md (ids, `result` or
+// `error: {type, message}`, float32 arrays as base64), with its own requests: `hello`, `build`
+// (a case: mode, blocks, x, cotangent), `measure` (what the forward pass saves, from tfjs's tape;
+// matmuls and peak bytes from tf.profile), `step` (one forward+VJP), `drop` and `shutdown`.
+"use strict";
+const readline = require("readline");
+
+const PROTOCOL = 1;
+const NAME = "tfjs-bench";
+
+const writeAnswer = (object) => process.stdout.write(JSON.stringify(object) + "\n");
+for (const method of ["log", "info", "warn", "debug"]) console[method] = console.error;
+
+class BenchError extends Error {
+  constructor(type, message) {
+    super(message);
+    this.type = type;
+  }
+}
+
+const load = require("./load.js");
+
+function decodeArray(value, name) {
+  if (!value || value.dtype !== "float32" || !Array.isArray(value.shape)) {
+    throw new BenchError("ProtocolError", `${name} must be a float32 array object`);
+  }
+  const bytes = Buffer.from(value.data, "base64");
+  const count = value.shape.reduce((a, b) => a * b, 1);
+  if (bytes.length !== 4 * count) {
+    throw new BenchError("ProtocolError", `${name}: ${bytes.length} bytes for shape ${value.shape}`);
+  }
+  const out = new Float32Array(count);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  for (let i = 0; i < count; i++) out[i] = view.getFloat32(4 * i, true) // the wire is little-endian;
+  return { values: out, shape: value.shape };
+}
+
+let tf = null;
+let mlp = null;
+let loadError = null;
+
+async function start() {
+  try {
+    tf = load.loadTf();
+    await tf.setBackend("cpu");
+    mlp = require("./mlp.js")(tf, { customGrad: true });
+  } catch (error) {
+    loadError = new BenchError("Unavailable", error.message || String(error));
+  }
+}
+
+const MODES = ["none", "full", "save-mm"];
+
+// save-mm's region: everything of a block after its first matmul, recomputed in backward by
+// hand (as mlp.js's remat: no nested tf.grads, which would replace tfjs's one global tape).
+function restRegion() {
+  return tf.customGrad((h, b1, w2, b2, save) => {
+    save([h, b1, w2]);
+    return {
+      value: tf.add(tf.matMul(tf.relu(tf.add(h, b1)), w2), b2),
+      gradFunc: (dy, saved) => {
+        const [sh, sb1, sw2] = saved;
+        const z = tf.add(sh, sb1); // recomputed
+        const a = tf.relu(z); // recomputed
+        const dz = tf.mul(tf.matMul(dy, sw2, false, true), tf.step(z));
+        return [dz, tf.sum(dz, 0), tf.matMul(a, dy, true, false), tf.sum(dy, 0)];
+      },
+    };
+  });
+}
+
+function blockFunction(mode) {
+  if (mode === "none") return mlp.model(false);
+  if (mode === "full") return mlp.model(true);
+  const rest = restRegion();
+  return (x, w1, b1, w2, b2) => rest(tf.matMul(x, w1), b1, w2, b2);
+}
+
+const cases = new Map();
+let nextCase = 0;
+
+class Case {
+  constructor(mode, blocks, x, cotangent) {
+    if (!MODES.includes(mode)) {
+      throw new BenchError("ValueError", `mode must be one of ${MODES.join(", ")}, got ${JSON.stringify(mode)}`);
+    }
+    this.mode = mode;
+    this.block = blockFunction(mode);
+    this.params = [];
+    for (const [i, arrays] of blocks.entries()) {
+      if (!Array.isArray(arrays) || arrays.length !== 4) {
+        throw new BenchError("ProtocolError", `blocks[${i}] must be [w1, b1, w2, b2]`);
+      }
+      for (const [j, name] of ["w1", "b1", "w2", "b2"].entries()) {
+        const a = decodeArray(arrays[j], `blocks[${i}].${name}`);
+        this.params.push(tf.tensor(a.values, a.shape, "float32"));
+      }
+    }
+    const xa = decodeArray(x, "x");
+    const ca = decodeArray(cotangent, "cotangent");
+    this.x = tf.tensor(xa.values, xa.shape, "float32");
+    this.cotangent = tf.tensor(ca.values, ca.shape, "float32");
+  }
+
+  stack(...params) {
+    let y = this.x;
+    for (let i = 0; i < params.length; i += 4) y = this.block(y, ...params.slice(i, i + 4));
+    return y;
+  }
+
+  // One forward+VJP: the gradient of sum(stack * c) w.r.t. every parameter, as the VJP with c;
+  // finished (the gradients' data read) when it returns, as the other stacks' steps are.
+  step() {
+    tf.tidy(() => {
+      const grads = tf.grads((...p) => this.stack(...p))(this.params, this.cotangent);
+      for (const g of grads) g.dataSync();
+    });
+  }
+
+  // What the forward pass keeps for backward: the tensors the tape's nodes hold at the end of
+  // forward (tfjs's one tape, engine().state.activeTape, read inside tf.grads), x and the
+  // parameters marked by their data. One entry per tensor datum.
+  saved() {
+    const saved = [];
+    const observed = (...p) => {
+      const y = this.stack(...p);
+      const tape = tf.engine().state.activeTape;
+      if (!Array.isArray(tape)) {
+        throw new Error("tfjs no longer has engine().state.activeTape: the instrument needs it");
+      }
+      const seen = new Set();
+      for (const node of tape) {
+        for (const t of node.saved || []) {
+          if (seen.has(t.dataId)) continue;
+          seen.add(t.dataId);
+          let origin = "activation";
+          if (t.dataId === this.x.dataId) origin = "input";
+          else if (this.params.some((q) => q.dataId === t.dataId)) origin = "parameter";
+          saved.push({ shape: t.shape, dtype: t.dtype, origin, note: `saved by ${node.kernelName}` });
+        }
+      }
+      return y;
+    };
+    tf.tidy(() => tf.grads(observed)(this.params, this.cotangent));
+    return saved;
+  }
+
+  async measure() {
+    const saved = this.saved();
+    const before = tf.memory().numBytes;
+    const info = await tf.profile(() => this.step());
+    const matmuls = info.kernels.filter((k) => k.name === "BatchMatMul").length;
+    return {
+      saved,
+      matmuls,
+      // tf.profile's peakBytes is the engine's total after the kernel that peaked; above what
+      // was live before the step, it is what the step allocated at most (gradients included).
+      peak_bytes: Math.max(0, info.peakBytes - before),
+    };
+  }
+
+  dispose() {
+    tf.dispose([...this.params, this.x, this.cotangent]);
+  }
+}
+
+function theCase(request) {
+  const found = cases.get(request.case);
+  if (!found) throw new BenchError("ValueError", `no case ${JSON.stringify(request.case)}`);
+  return found;
+}
+
+const handlers = {
+  hello() {
+    if (loadError) throw loadError;
+    return {
+      name: NAME,
+      framework: "@tensorflow/tfjs",
+      versions: {
+        "@tensorflow/tfjs": tf.version.tfjs,
+        node: process.versions.node,
+        backend: tf.getBackend(),
+      },
+      protocol: PROTOCOL,
+      modes: MODES,
+    };
+  },
+  build(request) {
+    const made = new Case(request.mode, request.blocks || [], request.x, request.cotangent);
+    nextCase += 1;
+    cases.set(nextCase, made);
+    return { case: nextCase };
+  },
+  measure(request) {
+    return theCase(request).measure();
+  },
+  step(request) {
+    const started = process.hrtime.bigint();
+    theCase(request).step();
+    return { seconds: Number(process.hrtime.bigint() - started) / 1e9 };
+  },
+  drop(request) {
+    theCase(request).dispose();
+    cases.delete(request.case);
+    return {};
+  },
+  shutdown() {
+    return {};
+  },
+};
+
+async function serve() {
+  await start();
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (!line.trim()) continue;
+    let request;
+    try {
+      request = JSON.parse(line);
+    } catch (error) {
+      writeAnswer({ id: null, error: { type: "ProtocolError", message: `not JSON: ${error.message}` } });
+      continue;
+    }
+    const handler = Object.prototype.hasOwnProperty.call(handlers, request.op) ? handlers[request.op] : null;
+    try {
+      if (!handler) throw new BenchError("ProtocolError", `unknown op ${JSON.stringify(request.op)}`);
+      if (loadError && request.op !== "hello" && request.op !== "shutdown") throw loadError;
+      writeAnswer({ id: request.id, result: await handler(request) });
+    } catch (error) {
+      const type = error instanceof BenchError ? error.type : "InternalError";
+      writeAnswer({ id: request.id, error: { type, message: error.message || String(error) } });
+    }
+    if (request.op === "shutdown") break;
+  }
+  process.exit(0);
+}
+
+serve();

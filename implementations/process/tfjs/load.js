@@ -1,0 +1,96 @@
+// Loading @tensorflow/tfjs, shared by the port (port.js) and the bench (bench.js): from the
+// node_modules beside this file if there is one, else from <REMAT_CACHE>/node/tfjs-<lock hash>,
+// where the first start runs `npm ci` on the committed package-lock.json (once; later starts,
+// of either script, reuse it). Without npm, or if that fails, loadTf throws Unavailable.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const os = require("os");
+const crypto = require("crypto");
+const childProcess = require("child_process");
+
+// tfjs cannot run here; the message says why.
+class Unavailable extends Error {}
+
+function cacheRoot() {
+  const setting = process.env.REMAT_CACHE || "";
+  if (setting && !["off", "0", "no", "false"].includes(setting.toLowerCase())) return setting;
+  const xdg = process.env.XDG_CACHE_HOME || "";
+  const base = path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), ".cache");
+  return path.join(base, "remat-conformance");
+}
+
+function installDirectory() {
+  const lock = fs.readFileSync(path.join(__dirname, "package-lock.json"));
+  const digest = crypto.createHash("sha256").update(lock).digest("hex").slice(0, 16);
+  return path.join(cacheRoot(), "node", `tfjs-${digest}`);
+}
+
+function tryRequire(directory) {
+  try {
+    return require(require.resolve("@tensorflow/tfjs", { paths: [directory] }));
+  } catch (error) {
+    if (error.code === "MODULE_NOT_FOUND") return null;
+    throw error;
+  }
+}
+
+function npmInstall(directory) {
+  // One installer at a time: a directory made atomically is the lock.
+  fs.mkdirSync(path.dirname(directory), { recursive: true });
+  const lockDir = `${directory}.lock`;
+  const deadline = Date.now() + 600e3;
+  for (;;) {
+    try {
+      fs.mkdirSync(lockDir);
+      break;
+    } catch (error) {
+      if (error.code !== "EEXIST") throw error;
+      if (Date.now() > deadline) throw new Error(`${lockDir} is held for 10 minutes`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    if (tryRequire(directory)) return;
+    fs.mkdirSync(directory, { recursive: true });
+    for (const file of ["package.json", "package-lock.json"]) {
+      fs.copyFileSync(path.join(__dirname, file), path.join(directory, file));
+    }
+    console.error(`tfjs: npm ci in ${directory} (first start only)`);
+    const result = childProcess.spawnSync(
+      "npm",
+      ["ci", "--no-audit", "--no-fund", "--omit=dev"],
+      { cwd: directory, stdio: ["ignore", 2, 2] },
+    );
+    if (result.error) throw result.error;
+    if (result.status !== 0) throw new Error(`npm ci exited with code ${result.status}`);
+  } finally {
+    fs.rmdirSync(lockDir);
+  }
+}
+
+function loadTf() {
+  const local = tryRequire(__dirname);
+  if (local) return local;
+  const directory = installDirectory();
+  const cached = tryRequire(directory);
+  if (cached) return cached;
+  try {
+    childProcess.execFileSync("npm", ["--version"], { stdio: "ignore" });
+  } catch {
+    throw new Unavailable(
+      "needs @tensorflow/tfjs 4.22.0 from npm, and npm is not on PATH " +
+        `(install Node.js with npm, or run npm ci in ${__dirname})`,
+    );
+  }
+  try {
+    npmInstall(directory);
+  } catch (error) {
+    throw new Unavailable(`npm ci of @tensorflow/tfjs failed: ${error.message}`);
+  }
+  const installed = tryRequire(directory);
+  if (!installed) throw new Unavailable(`npm ci left no @tensorflow/tfjs in ${directory}`);
+  return installed;
+}
+
+module.exports = { loadTf, installDirectory, Unavailable };
