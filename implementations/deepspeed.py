@@ -22,7 +22,7 @@ deepspeed, numpy and the project's numpy-only modules, never jax.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import deepspeed
 import numpy as np
@@ -37,6 +37,9 @@ from .stacks.torch.mlp import tensor as as_tensor
 
 #: The checkpoint's node in the autograd graph: one per region.
 CHECKPOINT_NODE = "CheckpointFunctionBackward"
+#: Where that node keeps the block's inputs: a plain attribute of its ctx, not
+#: `save_for_backward`, so no saved-tensor hook sees them.
+KEPT_ON_NODE = "deepspeed_saved_tensors"
 
 
 class DeepSpeed(TorchPort):
@@ -47,6 +50,20 @@ class DeepSpeed(TorchPort):
     extra = "deepspeed"
     checkpoint_api = "deepspeed.checkpointing.checkpoint"
     distributions = ("torch", "deepspeed")
+    #: A reentrant checkpoint reruns the whole block: its own expectations, not eager torch's.
+    instrument_family = "deepspeed"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain module",
+        "full": "deepspeed.checkpointing.checkpoint(block, x)",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "deepspeed.checkpointing.checkpoint takes no policy: it keeps the inputs",
+        "save_named": "no names: deepspeed.checkpointing.checkpoint takes no policy",
+        "offload_dots": "checkpoint_in_cpu offloads the inputs, not the dots, and fails "
+        'upstream on this model ("0D and 2D", deepspeed 0.19.8)',
+        "budget": "no memory budget; partition_activations shards the inputs across ranks "
+        "and fails on 2-D inputs (deepspeed 0.19.8)",
+    }
 
     def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
         if not (model.checkpoint and model._needs_grad(x)):
@@ -78,11 +95,13 @@ class DeepSpeed(TorchPort):
             model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
             return self.run(model, x), model
 
-        return reentrant.record(run, x, CHECKPOINT_NODE)
+        return reentrant.record(run, x, CHECKPOINT_NODE, KEPT_ON_NODE)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         x = leaf_input(x)
-        return reentrant.record(lambda: self.exercise(seed, x, features), x, CHECKPOINT_NODE)
+        return reentrant.record(
+            lambda: self.exercise(seed, x, features), x, CHECKPOINT_NODE, KEPT_ON_NODE
+        )
 
 
 nn_checkpoint_forward = DeepSpeed.exported()

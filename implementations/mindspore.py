@@ -10,7 +10,7 @@ modules, never jax.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,6 +38,16 @@ class MindSpore(Port):
     stack = STACK
     extra = "mindspore"
     checkpoint_api = "mindspore.nn.Cell.recompute()"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain cell",
+        "full": "Cell.recompute() on the MLP cell",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "Cell.recompute takes no policy: the whole cell is recomputed",
+        "save_named": "no names: Cell.recompute only chooses which cells are recomputed",
+        "offload_dots": "Cell.recompute has no offload option",
+        "budget": "Cell.recompute has no memory budget",
+    }
     #: The model class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
 

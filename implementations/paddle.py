@@ -12,7 +12,7 @@ paddle, numpy and the project's numpy-only modules, never jax.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -42,6 +42,16 @@ class Paddle(Port):
     stack = STACK
     extra = "paddle"
     checkpoint_api = "paddle.distributed.fleet.utils.recompute"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain layer",
+        "full": "paddle.distributed.fleet.utils.recompute(block, x)",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "recompute takes no policy: it keeps the block's inputs only",
+        "save_named": "no names: recompute takes no policy, only the block's placement",
+        "offload_dots": "recompute takes no policy; its offload option is for inputs, not dots",
+        "budget": "recompute has no memory budget",
+    }
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
 
@@ -65,21 +75,13 @@ class Paddle(Port):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         x = leaf_input(x)
-
-        def run() -> tuple[paddle.Tensor, MLP]:
-            model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
-            return model(x), model
-
-        return self.stack.record(run, x)
+        model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
+        return self.stack.record(model, lambda: model(x), x)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         x = leaf_input(x)
-
-        def run() -> tuple[paddle.Tensor, MLP]:
-            x_checked, model = exercise_model(seed, x, features, mlp=self.mlp)
-            return model(x_checked), model
-
-        return self.stack.record(run, x)
+        x_checked, model = exercise_model(seed, x, features, mlp=self.mlp)
+        return self.stack.record(model, lambda: model(x_checked), x)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> paddle.Tensor:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through

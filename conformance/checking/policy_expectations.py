@@ -93,6 +93,27 @@ EXPECTED: dict[str, dict[str, Any]] = {  # Expected, or (dim, features) -> Expec
             "addmm output, y too, which nothing reads",
         ),
     },
+    # DeepSpeed's checkpoint is reentrant: it keeps x on its node (ctx.deepspeed_saved_tensors)
+    # and its backward reruns the whole block, the second addmm too, with no early stop.
+    "deepspeed": {
+        "none": _e("x a", 4, why="the plain module: eager relu's backward reads its output a"),
+        "full": _e(
+            "x",
+            6,
+            why="deepspeed.checkpointing.checkpoint keeps x and reruns the whole block "
+            "(addmm, relu, addmm): two matmuls more than none",
+        ),
+    },
+    "paddle": {
+        "none": _e("x a", None, why=f"Paddle's relu_grad reads its output a; {_NOT_COUNTED}"),
+        "full": _e(
+            "x", None, why=f"fleet.utils.recompute keeps the block's input x; {_NOT_COUNTED}"
+        ),
+    },
+    "mindspore": {
+        "none": _e("x a", None, why=f"MindSpore's ReluGrad reads its output a; {_NOT_COUNTED}"),
+        "full": _e("x", None, why=f"Cell.recompute keeps the cell's input x; {_NOT_COUNTED}"),
+    },
     "torch_compile": {
         "none": _e(
             "x a",

@@ -38,14 +38,47 @@ def test_the_instrument_reads_what_the_checkpoint_keeps_and_reruns():
     params, x = canonical_params(5, 6, 5), _x(3, 6)
     on = PORT.backward_record(params, x)
     # A reentrant checkpoint keeps its inputs detached, outside autograd's
-    # saved tensors: the forward saves nothing; backward reruns the block.
-    assert on.saved == ()
+    # saved tensors: no hook sees them, the instrument reads them off the
+    # checkpoint node (x alone); backward reruns the block.
+    assert [(t.origin, t.role, t.shape) for t in on.saved] == [("input", "x", (6,))]
+    assert "kept on the checkpoint node" in on.saved[0].note
     assert on.recomputed == {"aten.addmm": 2, "aten.relu": 1}
     assert on.checkpoint_regions == 1
     off = PORT.backward_record(params, x, checkpoint=False)
     assert off.saved_by_origin("activation")
     assert off.recomputed == {}
     assert off.checkpoint_regions == 0
+
+
+#: policy -> (the kept tensors as (role, shape) for (D, F), backward matmuls), by hand:
+#: without remat autograd keeps x (addmm's grad reads it) and a (relu's backward reads its
+#: output); backward runs 2 matmuls per layer. DeepSpeed's reentrant checkpoint keeps x on its
+#: node and reruns the whole block, both addmms, before those 4: 6.
+EXPECTED_BY_POLICY = {
+    "none": (lambda d, f: [("a", (f,)), ("x", (1, d))], 4),
+    "full": (lambda d, f: [("x", (d,))], 6),
+}
+
+
+def test_the_port_declares_none_and_full_and_says_why_not_the_rest():
+    from implementations.policies import POLICY_NAMES
+
+    assert set(PORT.policies) == {"none", "full"}
+    assert set(PORT.inexpressible) == set(POLICY_NAMES) - {"none", "full"}
+    assert "0D and 2D" in PORT.inexpressible["offload_dots"]
+    assert "2-D" in PORT.inexpressible["budget"]
+
+
+@pytest.mark.parametrize("policy", ["none", "full"])
+@pytest.mark.parametrize(("dim", "features"), [(3, 4), (33, 7)])
+def test_the_instrument_names_every_kept_tensor_by_role(policy, dim, features):
+    from implementations.policies import Policy
+
+    params, x = canonical_params(1, dim, features), _x(2, dim)
+    record = PORT.backward_record(params, x, checkpoint=Policy(policy))
+    kept, matmuls = EXPECTED_BY_POLICY[policy]
+    assert sorted((t.role, t.shape) for t in record.kept) == kept(dim, features), record.saved
+    assert record.backward_matmuls == matmuls
 
 
 def test_the_forward_runs_twice_with_the_checkpoint():

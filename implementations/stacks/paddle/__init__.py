@@ -4,7 +4,7 @@
   `state_to_params`, `grads_of`, `exercise_model` (`mlp`).
 - Tensors in and out: `as_input`, `leaf_input`, `to_host_array`,
   `from_host_array`, `pin_matmul_precision`, `matmul_precision` (`arrays`).
-- The instrument: `STACK.record(run_forward, x)`: saved-tensor hooks and
+- The instrument: `STACK.record(model, run_forward, x)`: saved-tensor hooks and
   sublayer hooks (`evidence`).
 
 Importing Paddle after TensorFlow in one process segfaults (Paddle 3.3.1,

@@ -10,7 +10,7 @@ from ..numpy import canonical_params
 from . import arrays, evidence
 
 #: Paddle: tensors to and from numpy, Flax's init in numpy (Paddle's generator is not
-#: threefry), saved-tensor hooks and sublayer hooks (`evidence.record(run_forward, x)`).
+#: threefry), saved-tensor hooks and sublayer hooks (`evidence.record(model, run_forward, x)`).
 STACK = Stack(
     "paddle",
     arrays=arrays,
