@@ -34,6 +34,8 @@ if "jax" not in sys.modules:
     _kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(_FLAG)]
     os.environ["XLA_FLAGS"] = " ".join([*_kept, f"{_FLAG}={DEVICES}"])
 
+import functools  # noqa: E402
+
 import jax  # noqa: E402 - after XLA_FLAGS, on purpose
 import numpy as np  # noqa: E402
 
@@ -53,17 +55,25 @@ if len(jax.devices()) < DEVICES:
     )
 
 from .contract import Params  # noqa: E402
+from .policies import FULL, Policy, as_policy  # noqa: E402
 from .sharding import LAYOUTS, RankRecord  # noqa: E402
 from .stacks.jax import JaxPort, spmd  # noqa: E402
+from .stacks.jax.policies import declaration, policy_function, tag  # noqa: E402
 
 
 def block(arrays: tuple, x: jax.Array) -> jax.Array:
     """`Dense(F)` -> relu -> `Dense(F)` on `(D,)` or `(B, D)` x, as Flax's Dense computes it."""
     w1, b1, w2, b2 = arrays
-    return jax.nn.relu(x @ w1 + b1) @ w2 + b2
+    return jax.nn.relu(tag(x @ w1 + b1)) @ w2 + b2  # h tagged for save_named
 
 
 checkpointed_block = jax.checkpoint(block)
+
+
+@functools.lru_cache(maxsize=32)
+def policy_block(policy: Policy):
+    """`jax.checkpoint(block, policy=...)` for a remat policy other than none and full."""
+    return jax.checkpoint(block, policy=policy_function(policy))
 
 
 class JaxSpmd(JaxPort):
@@ -73,6 +83,10 @@ class JaxSpmd(JaxPort):
     extra = "jax"
     framework = "jax"
     checkpoint_api = "jax.checkpoint under NamedSharding"
+    # The JAX fronts' policies: `jax.checkpoint`'s `policy=` is the same under sharding.
+    policies, inexpressible = declaration(
+        "block (no jax.checkpoint)", "jax.checkpoint(block)", "jax.checkpoint(block, policy=...)"
+    )
     ranks = DEVICES
     layouts = LAYOUTS
     #: What the contract's single-example calls use (a batch of one cannot be split by rows).
@@ -91,9 +105,13 @@ class JaxSpmd(JaxPort):
     def to_canonical(self, arrays: tuple) -> tuple:
         return tuple(arrays)
 
-    def run(self, arrays: tuple, x: jax.Array, checkpoint: bool) -> jax.Array:
-        """The MLP, checkpointed or plain (sharding asked for by `apply` and `rank_records`)."""
-        return (checkpointed_block if checkpoint else block)(arrays, x)
+    def run(self, arrays: tuple, x: jax.Array, checkpoint: bool | Policy) -> jax.Array:
+        """The MLP under a remat policy (`True`: full, `False`: none), sharding asked for by
+        `apply` and `rank_records`."""
+        policy = as_policy(checkpoint)
+        if policy == FULL or not policy:
+            return (checkpointed_block if policy else block)(arrays, x)
+        return policy_block(policy)(arrays, x)
 
     def apply(self, arrays: tuple, x: jax.Array, checkpoint: bool) -> jax.Array:
         return self.run(spmd.constrain(self.mesh, self.layout, arrays), x, checkpoint)

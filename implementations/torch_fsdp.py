@@ -18,7 +18,7 @@ ranks); `exercise_record` reads the ranks' instruments instead.
 from __future__ import annotations
 
 import atexit
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -39,6 +39,21 @@ class TorchFsdp(TorchPort):
     name = "torch_fsdp"
     checkpoint_api = "torch.utils.checkpoint under FSDP2 fully_shard"
     layouts = ("batch",)  # FSDP2 splits the batch; a (D,) x goes to every rank
+    # (j) holds the ranks' instrument to its own expectations (policy_expectations.py).
+    instrument_family = "torch_fsdp"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "fully_shard, no checkpoint",
+        "full": "torch.utils.checkpoint(use_reentrant=False) inside fully_shard",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "not wired: the ranks' instrument reads saved_tensors_hooks, which "
+        "selective checkpointing's cache bypasses (the torch port expresses it)",
+        "save_named": "torch has no tensor names; the eager recompute reruns the addmm that "
+        "makes h anyway (see the torch port)",
+        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
+        "(torch 2.13): nothing is offloaded",
+        "budget": "activation_memory_budget is a torch.compile option; eager FSDP2 has none",
+    }
 
     def __init__(self):
         self.ranks = rank_count(RANKS_VARIABLE, 2)
@@ -57,9 +72,10 @@ class TorchFsdp(TorchPort):
             self._pool.close()
             self._pool = None
 
-    def checkpointed(self, checkpoint: bool) -> bool:
-        """Whether the ranks run the block under the checkpoint (a mutant says no)."""
-        return checkpoint
+    def checkpointed(self, checkpoint: Any) -> bool:
+        """Whether the ranks run the block under the checkpoint (a mutant says no): `full`
+        (or True); `ValueError` for a policy it does not declare."""
+        return self.policy(checkpoint).name == "full"
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         x = np.asarray(x, np.float32)

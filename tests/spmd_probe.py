@@ -38,6 +38,17 @@ def main() -> dict:
         for checkpoint in (True, False):
             records = port.rank_records(params, x, layout, checkpoint=checkpoint)
             seen[f"{layout}_{checkpoint}"] = [asdict(r) for r in records]
+    # The roles each declared remat policy keeps (the contract's VJP, one example).
+    from implementations.policies import Policy
+
+    seen["policies"] = {}
+    for name in port.policies:
+        record = port.backward_record(params, x[0], checkpoint=Policy(name))
+        seen["policies"][name] = {
+            "roles": sorted(t.role for t in record.kept),
+            "host": sorted(t.role for t in record.kept if t.memory_space == "host"),
+            "backward_matmuls": record.backward_matmuls,
+        }
     # The one-jit merge: forward and backward compiled together, with and without remat.
     arrays = (params.w1, params.b1, params.w2, params.b2)
     cotangent = np.ones((B, F), np.float32)

@@ -129,6 +129,27 @@ EXPECTED: dict[str, dict[str, Any]] = {  # Expected, or (dim, features) -> Expec
         # (measured: (3, 4) keeps x; (8, 8) x, a; (33, 7) x, h; (32, 32) x, a, mask): (j)
         # holds budget(0) exactly, and `bench --policies` measures the rest.
     },
+    # Rank 0's saved_tensors_hooks under FSDP2 (gathered weights are parameters, not kept).
+    "torch_fsdp": {
+        "none": _e("x a", 4, why="as eager torch on each rank: relu's backward reads its output a"),
+        "full": _e("x", 5, why="torch.utils.checkpoint keeps x's rows, reruns addmm and relu"),
+    },
+    # A process port's family is its hello's framework. Its tape saves by role (the evidence's
+    # `role`, docs/PROTOCOL.md); backward matmuls are tf.profile's BatchMatMul kernels.
+    "@tensorflow/tfjs": {
+        "none": _e(
+            "x d1 h a y",
+            4,
+            why="tfjs's Add gradient saves both inputs (d1, and y = a @ W2 before the bias), "
+            "its Relu gradient reads its input h, the second BatchMatMul's reads a",
+        ),
+        "full": _e("x", 5, why="tf.customGrad keeps x; its gradient reruns the first BatchMatMul"),
+    },
+    # The protocol's C++ test port (tests/process/cpp_port): its own bookkeeping.
+    "cpp_port": {
+        "none": _e("x h a", 4, why="its backward reads h (for relu's mask) and a"),
+        "full": _e("x", 5, why="its backward reruns the hidden layer's matvec"),
+    },
 }
 
 

@@ -40,6 +40,7 @@ from ..contract import (
     check_x_spec,
     max_bytes,
 )
+from ..policies import POLICY_NAMES, check_declaration
 from .wire import (
     PROTOCOL_VERSION,
     ProtocolViolation,
@@ -48,6 +49,14 @@ from .wire import (
     encode_array,
     field,
 )
+
+#: What a process port expresses when its `hello` declares no policies: the wire's boolean.
+WIRE_POLICIES = {"none": "checkpoint: false", "full": "checkpoint: true"}
+_WIRE_CANNOT = {
+    name: f"protocol {PROTOCOL_VERSION} carries checkpoint on/off only"
+    for name in POLICY_NAMES
+    if name not in WIRE_POLICIES
+}
 
 #: Seconds to wait for one answer, unless `REMAT_PROCESS_TIMEOUT` says otherwise.
 DEFAULT_TIMEOUT = 120.0
@@ -200,6 +209,33 @@ class ProcessPort(Implementation):
         self.hello = self._start()
         self.framework = str(self.hello.get("framework", ""))
         self.checkpoint_api = str(self.hello.get("checkpoint_api", ""))
+        try:
+            self.policies, self.inexpressible = self._declared_policies()
+        except ProtocolViolation:
+            self.close()
+            raise
+        # (j)'s expectations are per instrument family: hello's, else the port's framework.
+        self.instrument_family = str(self.hello.get("instrument_family") or self.framework)
+
+    def _declared_policies(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The remat policies from `hello` (optional `policies`, `inexpressible`): protocol 1
+        carries `checkpoint` as a boolean, so a port can express none and full only."""
+        what = f"{self.name}: the answer to 'hello'"
+        policies = self.hello.get("policies", dict(WIRE_POLICIES))
+        inexpressible = self.hello.get("inexpressible", {})
+        beyond = sorted(set(policies) - set(WIRE_POLICIES)) if isinstance(policies, dict) else []
+        if beyond:
+            raise ProtocolViolation(
+                f"{what} declares {', '.join(beyond)}: protocol {PROTOCOL_VERSION} carries "
+                "checkpoint on/off only (none and full)"
+            )
+        if not isinstance(inexpressible, dict):
+            raise ProtocolViolation(f"{what}: 'inexpressible' must be an object")
+        try:
+            check_declaration(what, policies, {**_WIRE_CANNOT, **inexpressible})
+        except TypeError as error:
+            raise ProtocolViolation(str(error)) from None
+        return dict(policies), {**_WIRE_CANNOT, **inexpressible}
 
     @classmethod
     def from_command(cls, name: str, command: str) -> ProcessPort:

@@ -71,16 +71,21 @@ def decode_record(result: Any, what: str) -> BackwardRecord:
                 dtype=str(item["dtype"]),
                 origin=str(item["origin"]),
                 note=str(item.get("note", "")),
+                role=str(item.get("role", "")),  # optional: "" where the port cannot tell
             )
             for item in field(result, "saved", what)
         )
         recomputed = {str(k): int(v) for k, v in field(result, "recomputed", what).items()}
         regions = result.get("checkpoint_regions")
+        matmuls = result.get("backward_matmuls")  # optional: None where the port does not count
+        if matmuls is not None and (isinstance(matmuls, bool) or int(matmuls) != matmuls):
+            raise ValueError(f"backward_matmuls must be an integer, got {matmuls!r}")
         return BackwardRecord(
             instrument=str(field(result, "instrument", what)),
             saved=saved,
             recomputed=recomputed,
             checkpoint_regions=None if regions is None else int(regions),
+            backward_matmuls=None if matmuls is None else int(matmuls),
         )
     except ProtocolViolation:
         raise

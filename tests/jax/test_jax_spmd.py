@@ -37,6 +37,26 @@ def seen(request) -> tuple[int, dict]:
     return request.param, probe(request.param)
 
 
+# The JAX fronts' table of issue 21, written by hand: jax.checkpoint's policy= is the same
+# under NamedSharding. (roles kept, roles on the host, backward matmuls)
+POLICY_ROLES = {
+    "none": (["a", "mask", "x"], [], 4),
+    "full": (["x"], [], 5),
+    "save_dots": (["d1", "x"], [], 4),
+    "save_named": (["h", "x"], [], 4),
+    "offload_dots": (["d1", "x"], ["d1"], 4),
+}
+
+
+def test_each_declared_policy_keeps_the_jax_fronts_roles(seen):
+    _, observed = seen
+    got = {
+        name: (o["roles"], o["host"], o["backward_matmuls"])
+        for name, o in observed["policies"].items()
+    }
+    assert got == POLICY_ROLES
+
+
 def test_the_device_setting_reaches_the_port(seen):
     devices, observed = seen
     assert observed["ranks"] == devices

@@ -109,6 +109,59 @@ def test_a_wrong_id_is_a_violation(tmp_path):
         port.forward(PARAMS, X)
 
 
+def _sh_port(tmp_path, hello_extra: str, evidence: str = "") -> ProcessPort:
+    script = tmp_path / "port.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "read line\n"
+        'echo \'{"id":1,"result":{"name":"sh_port","framework":"sh","versions":{},'
+        f'"protocol":1{hello_extra}}}}}\'\n'
+        "read line\n"
+        f'echo \'{{"id":2,"result":{evidence}}}\'\n'
+        "read line\n"
+    )
+    script.chmod(0o755)
+    return ProcessPort("sh_port", [str(script)], timeout=30)
+
+
+RECORD = (
+    '{"instrument":"sh","saved":[{"shape":[5],"dtype":"float32","origin":"input"%s}],'
+    '"recomputed":{}%s}'
+)
+
+
+def test_without_policies_in_hello_a_port_declares_none_and_full(tmp_path):
+    port = _sh_port(tmp_path, "", RECORD % ("", ""))
+    assert port.policies == {"none": "checkpoint: false", "full": "checkpoint: true"}
+    assert set(port.inexpressible) == {"save_dots", "save_named", "offload_dots", "budget"}
+    assert port.instrument_family == "sh"  # the framework, when hello names no family
+    record = port.backward_record(PARAMS, X, checkpoint=True)
+    # role and backward_matmuls are optional: absent, (j) says it cannot name the role
+    assert record.saved[0].role == ""
+    assert record.backward_matmuls is None
+
+
+def test_roles_and_backward_matmuls_are_read_from_the_record(tmp_path):
+    extra = ',"instrument_family":"mine"'
+    port = _sh_port(tmp_path, extra, RECORD % (',"role":"x"', ',"backward_matmuls":5'))
+    assert port.instrument_family == "mine"
+    record = port.backward_record(PARAMS, X, checkpoint=True)
+    assert record.saved_roles == {"x"}
+    assert record.backward_matmuls == 5
+
+
+def test_a_role_outside_the_vocabulary_is_a_violation(tmp_path):
+    port = _sh_port(tmp_path, "", RECORD % (',"role":"z"', ""))
+    with pytest.raises(ProtocolViolation, match=r"'evidence'.*role must be one of"):
+        port.backward_record(PARAMS, X, checkpoint=True)
+
+
+def test_a_hello_declaring_a_policy_the_wire_cannot_carry_is_a_violation(tmp_path):
+    extra = ',"policies":{"none":"n","full":"f","save_dots":"d"}'
+    with pytest.raises(ProtocolViolation, match="declares save_dots: protocol 1 carries"):
+        _sh_port(tmp_path, extra)
+
+
 def test_a_missing_program_is_unavailable_with_the_reason(monkeypatch):
     monkeypatch.setitem(implementations.BUILTIN, "ghost", "exec:remat-no-such-program --flag")
     implementations.load.cache_clear()

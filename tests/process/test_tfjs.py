@@ -82,6 +82,37 @@ def test_without_the_checkpoint_the_tape_keeps_the_hidden_activations(tfjs):
     assert "BatchMatMul 4" in record.instrument
 
 
+# Written from tfjs-core 4.22's gradient configs, not from the port: BatchMatMul saves both
+# inputs (x; a), Add both (d1 = x @ W1; a @ W2, which the record names y), Relu its input h.
+# Backward matmuls: dW2, da, dW1, dx (4); tf.customGrad's gradient reruns x @ W1 (5).
+ROLES_BY_NOTE = {
+    "none": [
+        ("a", "saved by BatchMatMul"),
+        ("d1", "saved by Add"),
+        ("h", "saved by Relu"),
+        ("x", "saved by BatchMatMul"),
+        ("y", "saved by Add"),
+    ],
+    "full": [("x", "saved by forward")],  # forward: tf.customGrad's node
+}
+
+
+@pytest.mark.parametrize(("policy", "matmuls"), [("none", 4), ("full", 5)])
+def test_the_tape_names_the_role_of_each_kept_tensor(tfjs, policy, matmuls):
+    params, x = _params_and_x()
+    record = tfjs.backward_record(params, x, checkpoint=policy == "full")
+    assert sorted((t.role, t.note) for t in record.kept) == ROLES_BY_NOTE[policy]
+    assert all(t.role == "" for t in record.saved_by_origin("parameter"))
+    assert record.backward_matmuls == matmuls
+
+
+def test_hello_declares_none_and_full_and_why_not_the_rest(tfjs):
+    assert set(tfjs.policies) == {"none", "full"}
+    assert set(tfjs.inexpressible) == {"save_dots", "save_named", "offload_dots", "budget"}
+    assert all("tfjs has no remat policy API" in why for why in tfjs.inexpressible.values())
+    assert tfjs.instrument_family == "@tensorflow/tfjs"
+
+
 def test_the_mutant_without_custom_grad_saves_activations(tfjs):
     mutant = load_mutant("tfjs_no_custom_grad")
     assert mutant.port is not None, mutant.reason

@@ -52,6 +52,28 @@ def test_without_the_checkpoint_each_rank_keeps_the_relu_output(evidence):
         assert record["backward_ops"] == {}
 
 
+def test_rank_zero_names_the_roles_it_keeps_per_policy():
+    # Written from torch's autograd formulas: mv/addmm's backward reads its input (x, then
+    # a), relu's its output a; 4 matmuls (dW2, da, dW1, dx), and under the checkpoint
+    # torch.utils.checkpoint keeps x alone and reruns fc1's matmul: 5.
+    seen = probe("roles")
+    assert seen["none"] == {"roles": ["a", "x"], "backward_matmuls": 4}
+    assert seen["full"] == {"roles": ["x"], "backward_matmuls": 5}
+
+
+def test_the_port_declares_none_and_full_and_refuses_the_rest():
+    from implementations.policies import POLICY_NAMES, Policy
+    from implementations.torch_fsdp import TorchFsdp
+
+    assert set(TorchFsdp.policies) == {"none", "full"}
+    assert set(TorchFsdp.inexpressible) == set(POLICY_NAMES) - {"none", "full"}
+    port = TorchFsdp()  # no ranks start until it is asked something
+    assert port.checkpointed(Policy("full")) is True
+    assert port.checkpointed(False) is False
+    with pytest.raises(ValueError, match=r"save_dots.*cannot express"):
+        port.checkpointed(Policy("save_dots"))
+
+
 def test_backward_reruns_the_forward_ops_on_every_rank(evidence):
     for on, off in zip(evidence["True"], evidence["False"], strict=True):
         assert on["backward_ops"] == {"addmm": 1, "relu": 1}

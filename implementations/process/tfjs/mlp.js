@@ -100,6 +100,29 @@
     );
   }
 
+  // Roles (docs/PROTOCOL.md, `role`) by data flow on the tape: a node's output takes its role
+  // from its kernel and its first input's role. The second layer's BatchMatMul output (a @ W2,
+  // before the bias) is named y, as a fused addmm's output would be; kernels that only move or
+  // copy data (Identity, Reshape, Cast) pass the role through.
+  const ROLE_AFTER = {
+    BatchMatMul: { x: "d1", a: "y" },
+    Add: { d1: "h", y: "y" },
+    Relu: { h: "a" },
+  };
+
+  function rolesByData(tape, inputs) {
+    const roles = new Map(inputs.map((t) => [t.dataId, "x"]));
+    for (const node of tape) {
+      const first = Object.values(node.inputs || {})[0];
+      const before = first ? roles.get(first.dataId) || "" : "";
+      const table = ROLE_AFTER[node.kernelName];
+      const role = table ? table[before] || "" : before;
+      if (!role) continue;
+      for (const out of node.outputs || []) if (out && !roles.has(out.dataId)) roles.set(out.dataId, role);
+    }
+    return roles;
+  }
+
   function classify(tensor, inputs, parameters) {
     if (inputs.some((t) => t.dataId === tensor.dataId)) return "input";
     if (parameters.some((t) => t.dataId === tensor.dataId)) return "parameter";
@@ -122,6 +145,7 @@
       const y = f(...a);
       const tape = activeTape();
       const seen = new Set();
+      const roles = rolesByData(tape, inputs);
       for (const node of tape) {
         if (isCustomGradNode(node)) regions += 1;
         for (const t of node.saved || []) {
@@ -132,6 +156,7 @@
             dtype: t.dtype,
             origin: classify(t, inputs, parameters),
             note: `saved by ${node.kernelName}`,
+            role: classify(t, inputs, parameters) === "parameter" ? "" : roles.get(t.dataId) || "",
           });
         }
       }
@@ -156,6 +181,7 @@
       saved,
       recomputed,
       checkpoint_regions: regions,
+      backward_matmuls: backward.BatchMatMul || 0,
     };
   }
 

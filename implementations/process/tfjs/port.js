@@ -184,6 +184,15 @@ const handlers = {
       versions: { "@tensorflow/tfjs": tf.version.tfjs, node: process.versions.node },
       protocol: PROTOCOL,
       checkpoint_api: "tf.customGrad",
+      // Remat policies (docs/PROTOCOL.md, hello): tfjs has no policy API; a tf.customGrad
+      // keeps what its function passes to save(), and the wire says on/off only.
+      policies: { none: "plain tf ops (no tf.customGrad)", full: "tf.customGrad, save([x, params])" },
+      inexpressible: Object.fromEntries(
+        ["save_dots", "save_named", "offload_dots", "budget"].map((name) => [
+          name,
+          "tfjs has no remat policy API (tf.customGrad saves what it is told), and protocol 1 carries on/off only",
+        ]),
+      ),
       matmul_precision: {
         default: "float32 (the cpu backend computes in Float32Array)",
         pinned: "float32 (the cpu backend computes in Float32Array)",

@@ -43,6 +43,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...contract import BackwardRecord, Params, SavedTensor
 from ...sharding import RankRecord
+from .evidence import Roles
 from .mlp import STATE_NAMES, build_mlp
 
 #: Set in a rank's environment by a test: the rank that crashes (SIGKILLs itself) on its
@@ -79,6 +80,22 @@ class BackwardOps(TorchDispatchMode):
         if not func.is_view:
             self.counts[func.overloadpacket.__name__] += 1
         return func(*args, **(kwargs or {}))
+
+
+class LiveRoles(Roles):
+    """The torch stack's `Roles`, where the latest tensor made at an address names it.
+
+    FSDP2 frees the gathered weights during forward, and a later activation may be
+    allocated where one was: the role is read while the saved tensor is alive (in the
+    saved-tensors hook), so the latest functional op that made that storage is its
+    producer. Ops that write into their arguments (all-gathers, copies) name nothing.
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not func.is_view and not func._schema.is_mutable and isinstance(out, torch.Tensor):
+            self.by_storage[out.untyped_storage().data_ptr()] = self._role(func, out)
+        return out
 
 
 class Rank:
@@ -125,16 +142,20 @@ class Rank:
         model = self.sharded(params, checkpoint)
         x = self.rows(x, layout)
         found: dict[int, torch.Tensor] = {}
+        roles = LiveRoles()
+        role_of: dict[int, str] = {}
 
         def pack(tensor: torch.Tensor) -> torch.Tensor:
             # Keyed by the storage object, not its address: FSDP2 frees fc1's gathered weight
             # during the forward pass, and the relu's output may be allocated where it was.
-            found.setdefault(_storage(tensor), tensor)
+            if _storage(tensor) not in found:
+                found[_storage(tensor)] = tensor
+                role_of[_storage(tensor)] = roles.role(tensor.untyped_storage().data_ptr())
             return tensor
 
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), roles:
             out = model(x)
-        saved = self.classify(found, x, model)  # after forward: gathered weights are freed
+        saved = self.classify(found, x, model, role_of)  # after forward: weights are freed
         cotangent = torch.ones_like(out)
         with BackwardOps() as ops:
             out.backward(cotangent)
@@ -147,7 +168,9 @@ class Rank:
             self.rank, rank_layout, kept, inputs, x.nbytes, rerun, matmuls, INSTRUMENT
         )
         regions = None  # the dispatch counts show recomputation; regions are not counted here
-        return rank_record, BackwardRecord(INSTRUMENT, saved, rerun, regions)
+        return rank_record, BackwardRecord(
+            INSTRUMENT, saved, rerun, regions, backward_matmuls=matmuls
+        )
 
     def step(self, params: Params, x: np.ndarray, layout: str, checkpoint: bool, repeats: int):
         """Seconds of each of `repeats` training steps (forward, backward, the gradients'
@@ -166,20 +189,23 @@ class Rank:
         return times[1:]
 
     @staticmethod
-    def classify(found: dict[int, torch.Tensor], x: torch.Tensor, model) -> tuple:
+    def classify(
+        found: dict[int, torch.Tensor], x: torch.Tensor, model, role_of: dict[int, str]
+    ) -> tuple:
         own = {_storage(p.to_local()) for p in model.parameters()}
         saved = []
         for ptr, tensor in found.items():
             shape, dtype = tuple(tensor.shape), str(tensor.dtype).removeprefix("torch.")
             live = tensor.untyped_storage().nbytes()
             if ptr == _storage(x):
-                saved.append(SavedTensor(shape, dtype, "input", "x's rows on this rank"))
+                saved.append(SavedTensor(shape, dtype, "input", "x's rows on this rank", "x"))
             elif ptr in own or live == 0:
                 note = "a parameter shard" if ptr in own else "a gathered weight, freed by FSDP2"
                 saved.append(SavedTensor(shape, dtype, "parameter", note))
             else:
                 grad_fn = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else "leaf"
-                saved.append(SavedTensor(shape, dtype, "activation", f"output of {grad_fn}"))
+                note, role = f"output of {grad_fn}", role_of.get(ptr, "")
+                saved.append(SavedTensor(shape, dtype, "activation", note, role))
         return tuple(saved)
 
     def answer(self, request: tuple) -> Any:

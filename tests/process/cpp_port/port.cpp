@@ -374,11 +374,12 @@ Params canonical_params(uint64_t seed, size_t D, size_t F) {
 
 // ---------------------------------------------------------------- the MLP, with its own bookkeeping
 // What the forward pass keeps for backward, and what backward ran again: this port's instrument.
-struct Saved { std::vector<size_t> shape; std::string origin, note; };
+struct Saved { std::vector<size_t> shape; std::string origin, note, role; };
 struct Tape {
   std::vector<Saved> saved;
   std::map<std::string, int> recomputed;
   int regions = 0;
+  int backward_matmuls = 4;  // dW2, dh = dy W2^T, dW1, dx; one more where the hidden layer reruns
   std::vector<float> h, a;  // kept only without the checkpoint
 };
 
@@ -401,15 +402,15 @@ std::vector<float> forward(const Params& p, const std::vector<float>& x, bool ch
   hidden(p, x, h, a);
   std::vector<float> y = matvec(a, p.w2, p.F, p.F);
   for (size_t j = 0; j < p.F; j++) y[j] += p.b2[j];
-  tape.saved = {{{p.D}, "input", "x"}, {{p.D, p.F}, "parameter", "w1"}, {{p.F}, "parameter", "b1"},
-                {{p.F, p.F}, "parameter", "w2"}};
+  tape.saved = {{{p.D}, "input", "x", "x"}, {{p.D, p.F}, "parameter", "w1", ""}, {{p.F}, "parameter", "b1", ""},
+                {{p.F, p.F}, "parameter", "w2", ""}};
   if (checkpoint) {
     tape.regions = 1;
   } else {
     tape.h = h;
     tape.a = a;
-    tape.saved.push_back({{p.F}, "activation", "h (the relu's mask)"});
-    tape.saved.push_back({{p.F}, "activation", "a = relu(h)"});
+    tape.saved.push_back({{p.F}, "activation", "h (the relu's mask)", "h"});
+    tape.saved.push_back({{p.F}, "activation", "a = relu(h)", "a"});
   }
   return y;
 }
@@ -421,6 +422,7 @@ Grads backward(const Params& p, const std::vector<float>& x, const std::vector<f
   if (checkpoint) {
     hidden(p, x, h, a);
     tape.recomputed = {{"matmul", 1}, {"add", 1}, {"relu", 1}};
+    tape.backward_matmuls += 1;
   }
   Grads g;
   g.b2 = dy;
@@ -463,12 +465,13 @@ std::string record(const Tape& tape) {
     out += k ? "," : "";
     out += "{\"shape\":[";
     for (size_t i = 0; i < s.shape.size(); i++) out += (i ? "," : "") + std::to_string(s.shape[i]);
-    out += "],\"dtype\":\"float32\",\"origin\":" + quote(s.origin) + ",\"note\":" + quote(s.note) + "}";
+    out += "],\"dtype\":\"float32\",\"origin\":" + quote(s.origin) + ",\"note\":" + quote(s.note) + ",\"role\":" + quote(s.role) + "}";
   }
   out += "],\"recomputed\":{";
   bool first = true;
   for (const auto& [name, n] : tape.recomputed) { out += (first ? "" : ",") + quote(name) + ":" + std::to_string(n); first = false; }
-  return out + "},\"checkpoint_regions\":" + std::to_string(tape.regions) + "}";
+  return out + "},\"checkpoint_regions\":" + std::to_string(tape.regions) +
+         ",\"backward_matmuls\":" + std::to_string(tape.backward_matmuls) + "}";
 }
 
 // ---------------------------------------------------------------- requests
@@ -477,7 +480,8 @@ std::string handle(const Json& r, const std::string& name) {
   if (op == "hello") {
     if (r["protocol"].number != 1) throw PortError("ProtocolError", "this port speaks protocol 1");
     return "{\"name\":" + quote(name) + ",\"framework\":\"c++\",\"versions\":{\"g++\":" + quote(__VERSION__) +
-           "},\"protocol\":1,\"checkpoint_api\":\"recompute the hidden layer in backward\"}";
+           "},\"protocol\":1,\"checkpoint_api\":\"recompute the hidden layer in backward\","
+           "\"instrument_family\":\"cpp_port\"}";
   }
   if (op == "init_params") {
     uint64_t seed = check_seed(r["seed"]);
