@@ -6,6 +6,7 @@ canonical port, and Flax linen's own exercise (the source of expected values).
 
 import contextlib
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -21,10 +22,29 @@ profiles.load()
 # oneDNN), while this order loads all of them (Paddle 3.3.1, MindSpore 2.10.0,
 # TensorFlow 2.21). A test session collects every folder in one process; the
 # suite's ports each run in a worker of their own and need none of this.
-for _engine in ("implementations.stacks.mindspore", "implementations.stacks.paddle"):
-    # Not installed (or blocked for a test): ImportError, and its folder skips.
-    with contextlib.suppress(ImportError):
-        importlib.import_module(_engine)
+# Only a session that collects the engines' folders imports them: with MindSpore
+# imported, a pytest process stopped by Ctrl-C ends killed by SIGTERM (-15), not
+# with pytest's exit code 2 (tests/core/test_interrupts.py runs such a session).
+_HERE = Path(__file__).resolve().parent
+_ENGINE_FOLDERS = (_HERE / "mindspore", _HERE / "paddle")
+
+
+def _collects_engines(args: list[str]) -> bool:
+    roots = [Path(arg.split("::")[0]).resolve() for arg in args if not arg.startswith("-")]
+    roots = roots or [Path.cwd()]
+    return any(
+        root == folder or root in folder.parents for root in roots for folder in _ENGINE_FOLDERS
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _collects_engines(list(config.args)):
+        return
+    for engine in ("implementations.stacks.mindspore", "implementations.stacks.paddle"):
+        # Not installed (or blocked for a test): ImportError, and its folder skips.
+        with contextlib.suppress(ImportError):
+            importlib.import_module(engine)
+
 
 try:
     import jax

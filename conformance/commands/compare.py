@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..running import interrupts
 from . import arguments
@@ -72,8 +73,13 @@ def run(args: argparse.Namespace) -> int:
 
     console = terminal_style.console(stderr=True)
     live = terminal_style.live(console)
+    # What the ports print goes to stderr (DeepSpeed logs to stdout when imported), so that
+    # stdout holds the report alone: `--json` is exactly one JSON document.
     try:
-        with console.status("comparing") if live else contextlib.nullcontext() as status:
+        with (
+            contextlib.redirect_stdout(sys.stderr),
+            console.status("comparing") if live else contextlib.nullcontext() as status,
+        ):
             comparison = compare.run(
                 args.seed,
                 args.dim,

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from conformance.checking.properties import PROPERTIES
 from conformance.running import expectations
 from conformance.running.runner import Outcome
 from tests.helpers import run_cli, without_frameworks
@@ -28,7 +29,7 @@ def test_run_json_reports_every_property_of_the_chosen_port():
     assert port["name"] == "flax_linen"
     assert port["state"] == "available"
     statuses = {o["property"]: o["status"] for o in port["outcomes"]}
-    assert len(statuses) == 9
+    assert len(statuses) == len(PROPERTIES)
     assert statuses["d_on_off"] == "pass"
     assert statuses["a_init"] == "reference"
     # The precision tier compares with the exact result: the canonical port is measured too.

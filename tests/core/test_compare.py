@@ -69,7 +69,9 @@ def test_compare_json_has_a_row_per_port(capsys):
     data = _compare_json(capsys)
     assert (data["seed"], data["dim"], data["features"]) == (0, 4, 3)
     rows = {row["name"]: row for row in data["ports"]}
-    assert list(rows) == [s.name for s in implementations.status()]
+    # The sharded ports are compared when named, never by default (their ranks cost start-ups).
+    expected = [s.name for s in implementations.status() if s.name not in implementations.SHARDED]
+    assert list(rows) == expected
     assert rows[implementations.CANONICAL]["reference"]
     for name, row in rows.items():
         if row["state"] != "available":

@@ -45,6 +45,9 @@ OWN_STACK = {
     "paddle": ("paddle",),
     "mindspore": ("mindspore",),
     "deepspeed": ("torch", "deepspeed"),
+    "jax_spmd": ("jax", "jaxlib"),
+    "torch_fsdp": ("torch",),
+    "tfjs": (),  # a Node program: every Python framework is blocked
 }
 
 SEED, FEATURES = 2**40 + 5, 4
