@@ -143,16 +143,19 @@ def print_mutants(report: SuiteReport, console: Console) -> None:
         if result.status == "killed":
             prop = result.killed_by.split("_", 1)[0]
             mark, verdict = "[green]✓[/]", f"rejected by ({prop})"
+        elif result.status == "unavailable":  # not run, not counted: the matrix's "·"
+            mark, verdict = "[yellow]·[/]", "[yellow]unavailable[/]"
         else:
-            colour = "yellow" if result.status == "unavailable" else "bold red"
-            mark, verdict = f"[{colour}]✗[/]", f"[{colour}]{result.status}[/]"
+            mark, verdict = "[bold red]✗[/]", f"[bold red]{result.status}[/]"
         console.print(f" {mark} {result.name:<{width}}  {verdict}: {result.bug}", highlight=False)
         how = (result.message.splitlines() or [""])[0].removeprefix(f"[{result.name}] ")
         if how:
             line = f"   [dim]{escape(how)}[/]"
             console.print(line, soft_wrap=True, highlight=False)  # whole, however long
     colour = "green" if killed == total else "bold red"
-    console.print(f"[{colour}]mutants killed {killed}/{total}[/]")
+    missing = sum(r.status == "unavailable" for r in report.mutants)
+    aside = f" ({missing} unavailable, not counted: their port did not load)" if missing else ""
+    console.print(f"[{colour}]mutants killed {killed}/{total}[/]{aside}")
 
 
 def print_timing(report: SuiteReport, console: Console) -> None:

@@ -347,3 +347,15 @@ def test_residual_roles_and_matmul_counts():
     ops = {"dot_general": 2, "aten.addmm": 1, "MatMul": 1, "add": 3, "Relu": 1}
     assert render.matmuls(ops) == 4
     assert _residuals(2, 1, {}).saved[1]["origin"] in SavedTensor.KEPT
+
+
+def test_an_unavailable_mutant_reads_as_not_run_never_as_a_failure():
+    report = _suite_report()
+    report.mutants.append(
+        MutantResult("m2", "another bug", "unavailable", message="its port 'x' is unavailable")
+    )
+    text = rendered(run_report.print_mutants, report)
+    (line,) = [row for row in text.splitlines() if " m2 " in row]
+    assert "·" in line
+    assert "✗" not in line
+    assert "mutants killed 1/1 (1 unavailable, not counted" in text
