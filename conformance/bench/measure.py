@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -334,13 +334,19 @@ def verdict(value: float | None, spread: float | None, target: float, target_spr
     return "inconclusive"
 
 
-def attach_timings(results: Sequence[Result], samples: Sequence[list[float]]) -> None:
-    """Store each result's samples and its per-repeat ratio to its own no-checkpoint case."""
+def attach_timings(
+    results: Sequence[Any],
+    samples: Sequence[list[float]],
+    group: Callable[[Any], Any] = lambda r: (r.framework, r.variant),
+    is_baseline: Callable[[Any], bool] = lambda r: r.mode == "none",
+) -> None:
+    """Store each result's samples and its per-repeat ratio to the baseline of its group
+    (by default its own no-checkpoint case)."""
     for result, seconds in zip(results, samples, strict=True):
         result.step_seconds = list(seconds)
-    baseline = {(r.framework, r.variant): r for r in results if r.mode == "none"}
+    baseline = {group(r): r for r in results if is_baseline(r)}
     for result in results:
-        base = baseline.get((result.framework, result.variant))
+        base = baseline.get(group(result))
         if base is not None:
             result.time_ratios = [
                 t / b for t, b in zip(result.step_seconds, base.step_seconds, strict=True)

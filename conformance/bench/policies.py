@@ -340,15 +340,12 @@ def _result(
 
 def attach_timings(results: Sequence[PolicyResult], samples: Sequence[list[float]]) -> None:
     """Each result's samples, and its per-repeat ratios to its own framework's `none`."""
-    for result, seconds in zip(results, samples, strict=True):
-        result.step_seconds = list(seconds)
-    baseline = {(r.framework, r.depth): r for r in results if r.policy == "none"}
-    for result in results:
-        base = baseline.get((result.framework, result.depth))
-        if base is not None:
-            result.time_ratios = [
-                t / b for t, b in zip(result.step_seconds, base.step_seconds, strict=True)
-            ]
+    measure.attach_timings(
+        results,
+        samples,
+        group=lambda r: (r.framework, r.depth),
+        is_baseline=lambda r: r.policy == "none",
+    )
 
 
 def budget_monotone(results: Sequence[PolicyResult]) -> dict[int, bool | None]:

@@ -38,10 +38,9 @@ import shutil
 import weakref
 from typing import Any
 
-from implementations.contract import SavedTensor
 from implementations.process import ProcessPort, ProcessPortError, ProtocolViolation
 from implementations.process.adapter import _timeout, expand_command
-from implementations.process.wire import encode_array, field
+from implementations.process.wire import decode_saved, encode_array, field
 
 from .measure import MODES, Data, Static
 
@@ -131,15 +130,7 @@ class TfjsCase:
         what = "tfjs-bench: the answer to 'measure'"
         answer = _process.call("measure", case=self.case)
         try:
-            saved = tuple(
-                SavedTensor(
-                    shape=tuple(int(n) for n in item["shape"]),
-                    dtype=str(item["dtype"]),
-                    origin=str(item["origin"]),
-                    note=str(item.get("note", "")),
-                )
-                for item in field(answer, "saved", what)
-            )
+            saved = decode_saved(field(answer, "saved", what))
             matmuls = int(field(answer, "matmuls", what))
             peak = int(field(answer, "peak_bytes", what))
         except (KeyError, TypeError, ValueError) as error:

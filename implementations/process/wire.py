@@ -60,21 +60,27 @@ def field(result: dict[str, Any], key: str, what: str) -> Any:
     return result[key]
 
 
+def decode_saved(items: Any) -> tuple[SavedTensor, ...]:
+    """A record's `saved` list as `SavedTensor`s; raises KeyError, TypeError or ValueError
+    on a malformed item (the caller names the request)."""
+    return tuple(
+        SavedTensor(
+            shape=tuple(int(n) for n in item["shape"]),
+            dtype=str(item["dtype"]),
+            origin=str(item["origin"]),
+            note=str(item.get("note", "")),
+            role=str(item.get("role", "")),  # optional: "" where the port cannot tell
+        )
+        for item in items
+    )
+
+
 def decode_record(result: Any, what: str) -> BackwardRecord:
     """An evidence record as a `contract.BackwardRecord`."""
     if not isinstance(result, dict):
         raise ProtocolViolation(f"{what}: the record must be an object")
     try:
-        saved = tuple(
-            SavedTensor(
-                shape=tuple(int(n) for n in item["shape"]),
-                dtype=str(item["dtype"]),
-                origin=str(item["origin"]),
-                note=str(item.get("note", "")),
-                role=str(item.get("role", "")),  # optional: "" where the port cannot tell
-            )
-            for item in field(result, "saved", what)
-        )
+        saved = decode_saved(field(result, "saved", what))
         recomputed = {str(k): int(v) for k, v in field(result, "recomputed", what).items()}
         regions = result.get("checkpoint_regions")
         matmuls = result.get("backward_matmuls")  # optional: None where the port does not count
