@@ -158,10 +158,8 @@ def load(name: str) -> Implementation:
     except ModuleNotFoundError as error:
         own = module_name.split(".")[0]
         if error.name and error.name.split(".")[0] != own:
-            extra = _EXTRAS.get(name)
-            hint = f" (pip install 'remat-conformance[{extra}]')" if extra else ""
             raise PortUnavailable(
-                name, f"needs {error.name!r}, not installed{hint}", missing=True
+                name, f"needs {error.name!r}, not installed{install_hint(name)}", missing=True
             ) from None
         raise PortUnavailable(
             name, f"cannot import {module_name}: {error}", missing=False
@@ -184,6 +182,12 @@ def load(name: str) -> Implementation:
             name, f"{target} calls itself {port.name!r}, registered as {name!r}", missing=False
         )
     return port
+
+
+def install_hint(name: str) -> str:
+    """What installs a built-in port's framework, as a parenthesis (empty if unknown)."""
+    extra = _EXTRAS.get(name)
+    return f" (pip install 'remat-conformance[{extra}]')" if extra else ""
 
 
 def _load_process_port(name: str, command: str) -> Implementation:

@@ -14,8 +14,9 @@ For each available port, against the canonical one on shared parameters:
   from the port's own instrument (`backward_record`);
 - **time:** the warm per-call time of `nn_checkpoint_forward` and of a VJP,
   the median of interleaved samples with half their interquartile range and
-  their count, and the 1-minute load average before and after (times from a
-  machine loaded past its cores are marked); optionally (`first_calls`,
+  their count, interleaved within each framework's process and timed one
+  process at a time (`lanes`), and the 1-minute load average before and
+  after (times from a machine loaded past its cores are marked); optionally (`first_calls`,
   about a minute per port here) the first-call time (import, then the
   first forward and VJP: tracing and compiling), measured in a fresh
   process per port with JAX's persistent compilation cache turned off, since
@@ -38,15 +39,15 @@ from typing import Any
 import numpy as np
 
 import implementations
+from implementations import found
 from implementations.contract import BackwardRecord, Implementation, Params
 
 from ..checking import precision
 from ..checking.checks import measure
 from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from ..reporting.jsonable import to_data
-from ..running import environment, isolation
 from ..running.timing import time_interleaved
-from . import policy_matrix
+from . import lanes, policy_matrix
 from .first_call import first_call
 
 
@@ -122,7 +123,9 @@ class PortComparison:
     warm_samples: int = 0
     first_call: dict[str, Any] = field(default_factory=dict)
     error: str = ""
-    timed_alone: bool = False  # its warm times come from a process of its own, not interleaved
+    # The process (`lanes`) that measured it, named for its framework: its warm times are
+    # interleaved with those of the other ports of its lane only.
+    lane: str = ""
 
     @property
     def worst_gradient(self) -> tuple[str, Diff] | None:
@@ -182,7 +185,9 @@ NOTES = {
     "the canonical under the same policy, and documented degradations (compare.policy_matrix)",
     "residuals": "backward_record(params, x, checkpoint=off/on): count and bytes leave "
     "parameters out; the list holds everything the instrument saw",
-    "warm": "median seconds per call over interleaved samples, after a warm-up call "
+    "warm": "median seconds per call over samples interleaved with the other ports of the "
+    "same framework's process (lane: its name), one process timed at a time, after a warm-up "
+    "call "
     "(warm_spread: half the interquartile range of the samples; warm_samples: their count); the "
     "forward is nn_checkpoint_forward on the framework's own x, synchronised by reading "
     "the result back to numpy; the VJP is the contract's vjp (numpy in and out, so it "
@@ -376,8 +381,11 @@ def warm_timings(
     return [(timings[2 * i], timings[2 * i + 1]) for i in range(len(ports))]
 
 
-def set_warm(row: PortComparison, forward: Timing | None, vjp: Timing | None) -> None:
-    """Write a port's warm timings into its row."""
+def set_warm(
+    row: PortComparison, forward: Timing | None, vjp: Timing | None, *, lane: str = ""
+) -> None:
+    """Write a port's warm timings into its row, and the lane (process) that measured it."""
+    row.lane = lane
     if forward is None or vjp is None:
         return
     row.warm_forward_seconds, row.warm_vjp_seconds = forward.median, vjp.median
@@ -402,9 +410,14 @@ def run(
     repeats: int = 9,
     first_calls: bool = False,
     progress: Callable[[str], None] | None = None,
+    concurrency: int | None = None,
 ) -> Comparison:
     """Compare the named ports (default: every registered one but the sharded ones) with the
-    canonical port."""
+    canonical port.
+
+    Each framework's ports are measured in a process of their own (`lanes`), at most
+    `concurrency` of them at a time (default: one per core), and timed one process at a time.
+    """
     notify = progress or (lambda message: None)
     load_before = load_average()
     started = time.perf_counter()
@@ -415,8 +428,6 @@ def run(
     exact = exact_results(params, x, cotangent)  # the same for every port
     expected = expected_results(canonical, params, x, cotangent, seed)
 
-    rows: list[PortComparison] = []
-    loaded: list[Implementation] = []
     # Unless named, the sharded ports sit out, as in the default run: their ranks cost start-ups.
     wanted = [
         n
@@ -425,30 +436,50 @@ def run(
     ]
     if implementations.CANONICAL not in wanted:
         wanted.insert(0, implementations.CANONICAL)
-    for status in implementations.status(wanted):
-        if status.elsewhere:  # e.g. Keras on a second backend: a process of its own
-            notify(f"comparing {status.name}, in a process of its own")
-            rows.append(
-                compare_alone(status.name, params, x, cotangent, seed, repeats, exact, expected)
-            )
-            continue
-        if status.state != "available":
-            rows.append(PortComparison(status.name, status.state, reason=status.reason))
-            continue
-        port = implementations.load(status.name)
-        port.pin_matmul_precision()
-        notify(f"comparing {port.name}")
-        rows.append(compare_port(port, expected, params, x, cotangent, seed, exact))
-        rows[-1].reference = port.name == implementations.CANONICAL
-        loaded.append(port)
+    rows = not_installed(wanted)  # no process is started for those
+    args = (params, x, cotangent, seed, repeats, exact, expected)
+    here_key = lanes.lane_of(implementations.CANONICAL)
+    away, here = [], []
+    for key, lane_names in lanes.plan([n for n in wanted if n not in rows]).items():
+        if key == here_key:
+            here = lane_names
+        else:
+            away.append(lanes.Lane(key, lane_names, args))
+    loaded: list[Implementation] = []
 
-    notify("timing warm calls, interleaved")
-    by_name = {row.name: row for row in rows}
-    working = [port for port in loaded if not by_name[port.name].error]
-    for port, (fwd, vjp) in zip(
-        working, warm_timings(working, params, x, cotangent, seed, repeats), strict=True
-    ):
-        set_warm(by_name[port.name], fwd, vjp)
+    def measure_here() -> None:
+        for status in implementations.status(here):
+            if status.elsewhere:  # cannot load beside the others here: a lane of its own
+                away.append(lanes.Lane(status.name, [status.name], args))
+                continue
+            notify(f"comparing {status.name}")
+            row, port = measure_status(status, expected, params, x, cotangent, seed, exact)
+            rows[row.name] = row
+            if port is not None and not row.error:
+                loaded.append(port)
+        notify(f"waiting for {len(away)} other process(es): " + ", ".join(a.key for a in away))
+
+    notify(f"comparing {len(wanted)} ports in {len(away) + 1} processes, one per framework")
+    try:
+        lanes.run_lanes(away, concurrency or lanes.default_concurrency(), measure_here)
+        notify("timing warm calls, one process at a time")
+        for port, timing in zip(
+            loaded, warm_timings(loaded, params, x, cotangent, seed, repeats), strict=True
+        ):
+            set_warm(rows[port.name], *timing, lane=here_key)
+        for lane in away:
+            timings = lane.time()
+            for name in lane.names:
+                row = lane.rows.get(name)
+                if row is None:
+                    if name in lane.held:
+                        continue  # its own lane has its row
+                    row = PortComparison(name, "available", error=lane.failure or "no answer")
+                rows[name] = row
+                set_warm(row, *timings.get(name, (None, None)), lane=lane.key)
+    finally:
+        for lane in away:
+            lane.end()
 
     if first_calls:
         with tempfile.TemporaryDirectory() as scratch:
@@ -457,7 +488,7 @@ def run(
             # Every port that ran, the ones timed alone too: a fresh process
             # is where they load anyway. One at a time, as two compiling
             # processes would share the cores.
-            for row in rows:
+            for row in rows.values():
                 if row.state == "available" and not row.error:
                     notify(f"first call of {row.name}, fresh process")
                     row.first_call = first_call(row.name, inputs, seed)
@@ -466,7 +497,7 @@ def run(
         dim,
         features,
         implementations.CANONICAL,
-        rows,
+        [rows[name] for name in wanted if name in rows],
         time.perf_counter() - started,
         load={"before": load_before, "after": load_average()},
         cores=os.cpu_count() or 1,
@@ -474,45 +505,38 @@ def run(
     )
 
 
-def compare_alone(
-    name: str,
+def not_installed(names: Sequence[str]) -> dict[str, PortComparison]:
+    """Rows for the ports whose framework is not installed, read without importing anything."""
+    registered = implementations.registered()
+    rows = {}
+    for name in names:
+        target, _ = registered[name]
+        seen = found.find(name, target)
+        if seen.state == "unavailable":
+            reason = seen.reason + implementations.install_hint(name)
+            rows[name] = PortComparison(name, "unavailable", reason=reason)
+        elif seen.state == "broken":
+            rows[name] = PortComparison(name, "broken", reason=seen.reason)
+    return rows
+
+
+def measure_status(
+    status: implementations.PortStatus,
+    expected: Expected,
     params: Params,
     x: np.ndarray,
     cotangent: np.ndarray,
     seed: int,
-    repeats: int,
-    exact: precision.Reference | None = None,
-    expected: Expected | None = None,
-) -> PortComparison:
-    """`compare_port` and the warm timings of one port, in a fresh process (timed alone).
-
-    Given the canonical results (`expected`), that process loads only the port's own
-    framework."""
-    args = (name, params, x, cotangent, seed, repeats, exact, expected)
-    done = isolation.run(f"{__name__}:_compare_here", args)
-    if done.status == "returned":
-        return done.value
-    # It raised, died, or the port would not load there.
-    row = PortComparison(name, "available", timed_alone=True)
-    row.error = f"in a process of its own: {done.error}"
-    return row
-
-
-def _compare_here(name, params, x, cotangent, seed, repeats, exact, expected) -> PortComparison:
-    environment.prepare()
-    # The port first: one that must import its framework first (jax_spmd's devices) can.
-    port = implementations.load(name)
+    exact: precision.Reference,
+) -> tuple[PortComparison, Implementation | None]:
+    """The row of a port as `implementations.status` found it, and the port if it loaded."""
+    if status.state != "available":
+        return PortComparison(status.name, status.state, reason=status.reason), None
+    port = implementations.load(status.name)
     port.pin_matmul_precision()
-    if expected is None:
-        canonical = implementations.load(implementations.CANONICAL)
-        canonical.pin_matmul_precision()
-        expected = expected_results(canonical, params, x, cotangent, seed)
     row = compare_port(port, expected, params, x, cotangent, seed, exact)
-    row.timed_alone = True
-    if not row.error:
-        ((forward, vjp),) = warm_timings([port], params, x, cotangent, seed, repeats)
-        set_warm(row, forward, vjp)
-    return row
+    row.reference = port.name == implementations.CANONICAL
+    return row, port
 
 
 def failed(comparison: Comparison) -> bool:

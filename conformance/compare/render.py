@@ -196,8 +196,6 @@ def _warm_cell(row: PortComparison, per_cell_n: bool) -> str:
         lines.append(f"{_ms(median)} ± {_ms(spread, 2)}")
     if per_cell_n:
         lines.append(f"[dim]n={row.warm_samples}[/]")
-    if row.timed_alone:
-        lines.append("[dim]alone[/]")
     return "\n".join(lines)
 
 
@@ -355,8 +353,9 @@ LEGEND = (
     "out), checkpoint off → on; on: the roles kept with it on. recomp. (on): forward ops "
     "the backward pass runs again with the checkpoint on, and how many are matmuls (listed "
     "under 'recomputed ops'). warm ms: milliseconds per call of the forward, then of the "
-    "VJP, median ± half the interquartile range of n interleaved samples, a new seed each "
-    "call (alone: in a process of its own: Keras keeps one backend per process). "
+    "VJP, median ± half the interquartile range of n samples, a new seed each call, "
+    "interleaved with the other ports of the same framework's process; one process is "
+    "timed at a time. "
     "first call (--first-call): a fresh process, no compilation cache: import, first "
     "forward, first VJP.",
 )

@@ -1,0 +1,197 @@
+"""The processes `compare` measures in: one per framework (a *lane*), side by side.
+
+Comparing every port in one process meant importing every framework there,
+one after another (14 s of a 64 s comparison here), and some ports cannot
+share a process anyway (Keras keeps one backend per process; Paddle crashes
+after TensorFlow). So each framework gets a process of its own: the JAX
+ports share one, the torch ports (eager, inductor, DeepSpeed) another, and
+each Keras backend and every other engine has its own. Up to one lane per
+core measures at a time, while this process measures the canonical port's
+lane, whose framework it has loaded already.
+
+Warm timings wait until every lane has measured. Then one lane at a time
+times its ports, interleaved with each other, while every other process of
+the comparison sits idle: no timing shares the cores with the comparison's
+own work, and none is charged for another framework's threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from multiprocessing import connection as connections
+from pathlib import Path
+from typing import Any
+
+import implementations
+from implementations import found
+
+from ..running import environment, isolation
+
+# The modules whose presence names a framework but not the engine a lane is for.
+_FRONT_ENDS = frozenset({"flax", "equinox", "haiku", "deepspeed"})
+
+
+def lane_of(name: str) -> str:
+    """The lane a port is measured in: its engine's name, or its own name (a Keras port, since
+    Keras picks one backend per process, or a port this package does not know)."""
+    modules = found.MODULES.get(name)
+    if modules is None or "keras" in modules:
+        return name
+    engines = [m for m in modules if m not in _FRONT_ENDS]
+    return engines[0] if engines else name
+
+
+def plan(names: Sequence[str]) -> dict[str, list[str]]:
+    """The lanes for `names`, in order of first appearance, each with its ports in order."""
+    lanes: dict[str, list[str]] = {}
+    for name in names:
+        lanes.setdefault(lane_of(name), []).append(name)
+    return lanes
+
+
+Measure = Callable[[Any], Any]  # the row of one loaded port (compare_port with its inputs)
+
+
+class Lane:
+    """A lane in a process of its own: started, then measured, then timed on request.
+
+    The process sends one message per port as it measures (its row, or "held"
+    for a port that cannot load beside the others), then ("measured",), and
+    waits; sent "time", it times its working ports interleaved and returns
+    their timings.
+    """
+
+    def __init__(self, key: str, names: list[str], args: tuple):
+        self.key, self.names, self._args = key, names, args
+        self.rows: dict[str, Any] = {}  # by port name, as they arrive
+        self.held: list[str] = []  # ports that must go to a lane of their own
+        self.measured = False
+        self.failure = ""  # how the process ended early, with its last lines
+        self.child: isolation.Child | None = None
+        self._scratch = ""
+
+    def start(self) -> None:
+        self._scratch = tempfile.mkdtemp(prefix="remat-compare-")
+        output = Path(self._scratch) / "output"
+        self.child = isolation.Child(f"{__name__}:serve", (self.names, *self._args), output=output)
+
+    @property
+    def connection(self):
+        return self.child.connection
+
+    def take_messages(self) -> None:
+        """Read what the process has sent; notice its death."""
+        for message in self.child.receive():
+            kind = message[0]
+            if kind == "row":
+                self.rows[message[1].name] = message[1]
+            elif kind == "held":
+                self.held.append(message[1])
+            elif kind == "measured":
+                self.measured = True
+            elif kind == "raised":
+                self._fail(f"raised {message[1]}")
+        if not self.measured and not self.failure and not self.child.alive:
+            self.take_rest()
+            if not self.measured:
+                self._fail(isolation.describe(self.child.exit_code(wait=5)))
+
+    def take_rest(self) -> None:
+        for message in self.child.receive():
+            if message[0] == "row":
+                self.rows[message[1].name] = message[1]
+
+    def _fail(self, how: str) -> None:
+        last = isolation.tail(Path(self._scratch) / "output", 8)
+        self.failure = f"the process of lane {self.key!r} ended ({how})" + (
+            f"; its last lines:\n{last}" if last else ""
+        )
+        self.measured = True
+
+    def time(self) -> dict[str, tuple[Any, Any]]:
+        """Ask the process to time its ports and wait for the timings (by port name)."""
+        if self.failure:
+            return {}
+        self.child.send("time")
+        if not connections.wait([self.child.connection], timeout=None):
+            return {}
+        try:
+            status, value = self.child.connection.recv()
+        except (EOFError, OSError):
+            death = self.child.death()
+            self.failure = f"the process of lane {self.key!r} died while timing ({death})"
+            return {}
+        return value if status == "returned" else {}
+
+    def end(self) -> None:
+        if self.child is not None:
+            self.child.end(grace=10)
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def run_lanes(lanes: list[Lane], concurrency: int, measure_here: Callable[[], None]) -> None:
+    """Measure every lane, at most `concurrency` processes at a time, while `measure_here()`
+    measures this process's own lane; a port that turns out "held" gets a lane of its own."""
+    waiting, running = list(lanes), []
+
+    def fill() -> None:
+        while waiting and len(running) < concurrency:
+            lane = waiting.pop(0)
+            lane.start()
+            running.append(lane)
+
+    try:
+        fill()
+        measure_here()
+        while running:
+            connections.wait([lane.connection for lane in running], timeout=1.0)
+            for lane in list(running):
+                lane.take_messages()
+                if lane.measured:
+                    running.remove(lane)
+                    for name in lane.held:
+                        extra = Lane(name, [name], lane._args)
+                        lanes.append(extra)
+                        waiting.append(extra)
+            fill()
+    except BaseException:  # interrupted or broken: leave nothing running
+        for lane in lanes:
+            if lane.child is not None:
+                lane.child.kill()
+            lane.end()
+        raise
+
+
+def default_concurrency() -> int:
+    """One lane per usable core."""
+    with contextlib.suppress(AttributeError):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
+    """A lane's process: measure its ports, report each row, then time them when asked."""
+    from . import measure
+
+    environment.prepare()
+    to_parent = isolation.connection()
+    params, x, cotangent, seed, repeats, exact, expected = args
+    ports = []
+    for status in implementations.status(names):
+        if status.elsewhere:
+            to_parent.send(("held", status.name))
+            continue
+        row, port = measure.measure_status(status, expected, params, x, cotangent, seed, exact)
+        to_parent.send(("row", row))
+        if port is not None and not row.error:
+            ports.append(port)
+    to_parent.send(("measured",))
+    if to_parent.recv() != "time" or not ports:
+        return {}
+    timings = measure.warm_timings(ports, params, x, cotangent, seed, repeats)
+    return {port.name: timing for port, timing in zip(ports, timings, strict=True)}
