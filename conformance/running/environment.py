@@ -26,6 +26,9 @@
     a failing example first on the next run, and its other files), so that
     nothing is written into the directory the suite is run from.
   - `examples/`, `references/`: the example bank (`conformance.running.example_bank`).
+  - `numpy-init/`: the numpy init's 16 MiB lookup table, built in a second or
+    two and otherwise rebuilt by every worker that inits without JAX; kept
+    with the compiled code (off when the JAX cache is).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ TORCH_CACHE_ENV = "REMAT_TORCH_CACHE"
 _OFF = ("off", "0", "no", "false")
 # The run's temporary cache when REMAT_CACHE=off, handed from the parent to its workers.
 SCRATCH_ENV = "REMAT_SCRATCH_CACHE"
+# Read by the numpy init (implementations.stacks.numpy.init), which imports nothing of the suite.
+INIT_TABLES_ENV = "REMAT_INIT_TABLES"
 
 _WARNED: set[str] = set()
 _WARNING_SINKS: list[Callable[[str, str], None]] = []
@@ -158,6 +163,14 @@ def torch_cache_dir() -> Path | None:
     return _cache_dir(TORCH_CACHE_ENV, "torchinductor")
 
 
+def init_tables_dir() -> Path | None:
+    """Where the numpy init keeps its 16 MiB lookup table (`implementations.stacks.numpy.init`),
+    or None when the JAX cache (and so the suite's cache of compiled work) is off."""
+    if jax_cache_dir() is None:
+        return None
+    return cache_root() / "numpy-init"
+
+
 def hypothesis_dir() -> Path:
     """Hypothesis's storage: its example database and the files it keeps."""
     return cache_root() / "hypothesis"
@@ -200,6 +213,9 @@ def prepare() -> None:
         # Cache every compile: the suite's are many and each is short.
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    tables = _usable_or_warn(init_tables_dir(), "the numpy init's tables")
+    if tables is not None:
+        os.environ.setdefault(INIT_TABLES_ENV, str(tables))
     torch_cache = _usable_or_warn(torch_cache_dir(), "inductor's")
     if torch_cache is None:
         os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")

@@ -12,8 +12,10 @@ only ask for the issue's bound: 2 ulp.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -418,3 +420,59 @@ def test_params_match_flax(flax_port, dim, features, max_ulps):
 
 def test_dim_accepts_numpy_integers():
     assert ci.canonical_params(0, np.int64(3), 2).dim == 3
+
+
+# --- what the init keeps: the latest results, and its table on disk ------------------------
+
+
+def test_a_repeated_init_is_a_fresh_read_only_copy_of_the_same_values(monkeypatch):
+    monkeypatch.setattr(ci, "_kept", type(ci._kept)())
+    first = ci.canonical_params(11, 16, 8)
+    again = ci.canonical_params(11, 16, 8)
+    for name in ("w1", "b1", "w2", "b2"):
+        a, b = getattr(first, name), getattr(again, name)
+        np.testing.assert_array_equal(a, b)
+        assert not np.shares_memory(a, b), name  # no caller holds what is kept
+        assert not a.flags.writeable
+        assert not b.flags.writeable
+    # A kept result is what a computation from scratch gives.
+    fresh_w1 = ci.lecun_normal(ci.dense_kernel_key(11, 0), (16, 8))
+    np.testing.assert_array_equal(again.w1, fresh_w1)
+
+
+def test_the_kept_inits_stay_within_their_byte_budget(monkeypatch):
+    monkeypatch.setattr(ci, "_kept", type(ci._kept)())
+    monkeypatch.setattr(ci, "_KEPT_BYTES", 4 * (64 * 64 + 64 * 64) * 16)  # sixteen 64x64 inits
+    for seed in range(20):
+        ci.canonical_params(seed, 64, 64)
+    ci.canonical_params(5, 64, 64)  # used again: now the latest
+    assert list(ci._kept) == [(seed, 64, 64) for seed in (4, *range(6, 20), 5)]
+    ci.canonical_params(0, 128, 128)  # larger than an eighth of the budget: not kept
+    assert (0, 128, 128) not in ci._kept
+
+
+def test_the_table_is_kept_on_disk_and_a_damaged_copy_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv(ci.TABLES_ENV, str(tmp_path))
+    bound = 1.5  # not the lecun bound, so the in-process table of 2.0 does not hide anything
+    ci._half_table.cache_clear()
+    try:
+        built = ci._half_table(bound)
+        (path,) = tmp_path.glob("half-table-*.npy")
+        ci._half_table.cache_clear()
+        np.testing.assert_array_equal(ci._half_table(bound), built)  # read back
+        # Damage a spread of entries: the spot check notices, and the table is built again.
+        damaged = np.load(path)
+        damaged[::1000] += 1
+        np.save(path, damaged)
+        ci._half_table.cache_clear()
+        np.testing.assert_array_equal(ci._half_table(bound), built)
+        np.testing.assert_array_equal(np.load(path), built)  # and written again, whole
+    finally:
+        ci._half_table.cache_clear()
+
+
+def test_the_table_file_is_named_for_the_source_it_came_from(tmp_path, monkeypatch):
+    monkeypatch.setenv(ci.TABLES_ENV, str(tmp_path))
+    name = ci._table_file(2.0).name
+    digest = hashlib.sha256(Path(ci.__file__).read_bytes()).hexdigest()[:16]
+    assert name == f"half-table-2.0-{digest}.npy"
