@@ -73,6 +73,7 @@ class Lane:
         self.failure = ""  # how the process ended early, with its last lines
         self.child: isolation.Child | None = None
         self._scratch = ""
+        self._cpu = 0.0
 
     def start(self) -> None:
         self._scratch = tempfile.mkdtemp(prefix="remat-compare-")
@@ -111,6 +112,14 @@ class Lane:
             f"; its last lines:\n{last}" if last else ""
         )
         self.measured = True
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds its process (and what it started) has used so far; the last reading
+        once it has ended."""
+        work = self.child.work() if self.child is not None else None
+        if work is not None:
+            self._cpu = work[0]
+        return self._cpu
 
     def time(self) -> dict[str, tuple[Any, Any]]:
         """Ask the process to time its ports and wait for the timings (by port name)."""

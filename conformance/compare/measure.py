@@ -49,6 +49,7 @@ from ..reporting.jsonable import to_data
 from ..running.timing import time_interleaved
 from . import lanes, policy_matrix
 from .first_call import first_call
+from .load import BUSY_CORES, OthersWhileTiming, load_average
 
 
 @dataclass
@@ -150,7 +151,9 @@ class Comparison:
     canonical: str
     ports: list[PortComparison]
     seconds: float = 0.0
-    # The 1-minute load average "before" and "after" the run, and the cores it shares.
+    # The 1-minute load average "before" and "after" the run (the comparison's own processes
+    # count in "after"), "others_while_timing": the cores other processes kept busy while the
+    # ports were timed (Linux; `load`), and the cores the machine has.
     load: dict[str, float] = field(default_factory=dict)
     cores: int = 0
     first_calls: bool = False  # whether first calls were timed
@@ -158,8 +161,14 @@ class Comparison:
 
     @property
     def loaded(self) -> bool:
-        """Whether the load average exceeded the cores before or after: the times are noisy."""
-        return any(value > self.cores for value in self.load.values())
+        """Whether other work shared the machine, so that the times are noisy: the load average
+        exceeded the cores before the run, or other processes kept `load.BUSY_CORES` busy
+        while timing (where that is not measured: the load average after the run)."""
+        if self.load.get("before", 0.0) > self.cores:
+            return True
+        if "others_while_timing" in self.load:
+            return self.load["others_while_timing"] >= BUSY_CORES
+        return self.load.get("after", 0.0) > self.cores
 
     def to_json(self) -> dict[str, Any]:
         return {**to_data(self), "notes": NOTES}
@@ -192,8 +201,11 @@ NOTES = {
     "forward is nn_checkpoint_forward on the framework's own x, synchronised by reading "
     "the result back to numpy; the VJP is the contract's vjp (numpy in and out, so it "
     "includes moving the parameters into the framework)",
-    "load": "the 1-minute load average before and after the run; above cores, the machine "
-    "was busy and the times are noisy",
+    "load": "the 1-minute load average before and after the run (after counts the "
+    "comparison's own processes); others_while_timing: the cores that other processes kept "
+    "busy while the ports were timed (Linux: all CPU time from /proc/stat minus the "
+    "comparison's own). A load above the cores before, or other processes busy on a whole "
+    "core while timing, mark the times noisy",
     "first_call": "only when asked for (first_calls): a fresh Python process per port, "
     "JAX's persistent compilation cache off: "
     "import = loading the port (its framework); forward = the first nn_checkpoint_forward "
@@ -393,14 +405,6 @@ def set_warm(
     row.warm_samples = min(forward.n, vjp.n)
 
 
-def load_average() -> float:
-    """The 1-minute load average (NaN where the platform has none)."""
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
-
-
 def run(
     seed: int,
     dim: int,
@@ -419,7 +423,7 @@ def run(
     `concurrency` of them at a time (default: one per core), and timed one process at a time.
     """
     notify = progress or (lambda message: None)
-    load_before = load_average()
+    load_before = load_average()  # nothing of the comparison's runs yet
     started = time.perf_counter()
     canonical = implementations.load(implementations.CANONICAL)
     canonical.pin_matmul_precision()
@@ -463,6 +467,8 @@ def run(
     try:
         lanes.run_lanes(away, concurrency or lanes.default_concurrency(), measure_here)
         notify("timing warm calls, one process at a time")
+        others = OthersWhileTiming(lambda: [lane.cpu_seconds() for lane in away])
+        others.start()
         for port, timing in zip(
             loaded, warm_timings(loaded, params, x, cotangent, seed, repeats), strict=True
         ):
@@ -477,6 +483,7 @@ def run(
                     row = PortComparison(name, "available", error=lane.failure or "no answer")
                 rows[name] = row
                 set_warm(row, *timings.get(name, (None, None)), lane=lane.key)
+        busy_elsewhere = others.stop()
     finally:
         for lane in away:
             lane.end()
@@ -499,7 +506,11 @@ def run(
         implementations.CANONICAL,
         [rows[name] for name in wanted if name in rows],
         time.perf_counter() - started,
-        load={"before": load_before, "after": load_average()},
+        load={
+            "before": load_before,
+            "after": load_average(),
+            **({} if busy_elsewhere is None else {"others_while_timing": busy_elsewhere}),
+        },
         cores=os.cpu_count() or 1,
         first_calls=first_calls,
     )

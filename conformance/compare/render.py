@@ -366,8 +366,10 @@ def _load_line(comparison: Comparison) -> tuple[str, bool]:
     if not load:
         return "", False
     before, after = load.get("before", math.nan), load.get("after", math.nan)
-    text = f"load average {before:.1f} before, {after:.1f} after, {comparison.cores} cores"
-    return text, comparison.loaded
+    text = f"load average {before:.1f} before, {after:.1f} after (its own processes too)"
+    if "others_while_timing" in load:
+        text += f", other processes {load['others_while_timing']:.1f} cores while timing"
+    return f"{text}, {comparison.cores} cores", comparison.loaded
 
 
 def print_summary(comparison: Comparison, console: Console) -> None:
@@ -423,8 +425,8 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
     console.print(f"compare: {comparison.seconds:.1f} s wall · {load}", highlight=False)
     if busy:
         console.print(
-            f"[bold yellow]warning[/]: the load average exceeded the {comparison.cores} cores: "
-            "other work shared the machine, so the times are noisy (the ±½IQR shows how much); "
+            f"[bold yellow]warning[/]: other work shared the machine ({comparison.cores} cores), "
+            "so the times are noisy (the ±½IQR shows how much); "
             "compare again on an idle machine to trust them",
             highlight=False,
         )

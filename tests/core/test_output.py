@@ -170,7 +170,7 @@ def test_compare_keeps_every_port_and_figure_at_80_columns():
     # The recomputed ops are listed once for all the ports that share them.
     assert flat.count("add x1, dot_general x2") == 1
     # Loaded past its cores: a warning, with both load averages.
-    assert "7.9 before, 6.9 after, 2 cores" in text
+    assert "load average 7.9 before, 6.9 after (its own processes too), 2 cores" in flat
     assert "warning" in text
 
 
