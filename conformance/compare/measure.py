@@ -268,6 +268,8 @@ class Expected:
     forward: np.ndarray
     exercise: np.ndarray
     grads: dict[str, np.ndarray]
+    # Output and gradients under each policy the canonical declares (`policy_matrix.references`).
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def expected_results(
@@ -279,6 +281,7 @@ def expected_results(
         forward=canonical.forward(params, x, checkpoint=True),
         exercise=canonical.to_numpy(exercise),
         grads=canonical.vjp(params, x, cotangent, checkpoint=True).as_dict(),
+        policies=policy_matrix.references(canonical, params, x, cotangent),
     )
 
 
@@ -319,7 +322,7 @@ def compare_port(
         row.precision = precision_bits(exact, params, x, cotangent, out, exercise, grads)
         for label, on in (("off", False), ("on", True)):
             row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
-        row.policies = policy_matrix.measure(port, canonical, params, x, cotangent)
+        row.policies = policy_matrix.measure(port, canonical.policies, params, x, cotangent)
     except Exception as error:  # a broken port gets a row that says so, not a crash
         row.error = f"{type(error).__name__}: {error}"
     return row
@@ -551,8 +554,9 @@ def measure_status(
 
 
 def failed(comparison: Comparison) -> bool:
-    """Whether a port is broken, errored, exceeds a bound, fails the precision tier, or
-    keeps no fewer bytes with the checkpoint on than off: any ✗ of the verdict."""
+    """Whether a port is broken, errored, exceeds a bound, fails the precision tier, keeps no
+    fewer bytes with the checkpoint on than off (any ✗ of the verdict), or has a policy cell
+    that raised, disagrees with the canonical or saves what is not expected."""
     for row in comparison.ports:
         if row.state == "broken" or row.error:
             return True
@@ -563,5 +567,7 @@ def failed(comparison: Comparison) -> bool:
             return True
         off, on = row.residuals.get("off"), row.residuals.get("on")
         if off is not None and on is not None and on.bytes >= off.bytes:
+            return True
+        if any(policy_matrix.failed(cell) for cell in row.policies):
             return True
     return False

@@ -44,16 +44,34 @@ class PolicyCell:
     error: str = ""
 
 
+def references(
+    canonical: Implementation, params: Params, x: np.ndarray, cotangent: np.ndarray
+) -> dict[str, dict[str, Any]]:
+    """The canonical port's output and gradients under every policy it declares, by label: made
+    once, in the process that holds the canonical port, for every port's row."""
+    by_policy = {}
+    for name in declared(canonical):
+        policy = BUDGET_CHECKED if name == "budget" else _policy(name)
+        argument = checkpoint_argument(canonical, policy)
+        by_policy[policy.label] = {
+            "output": np.asarray(canonical.forward(params, x, checkpoint=argument)),
+            "grads": canonical.vjp(params, x, cotangent, checkpoint=argument).as_dict(),
+        }
+    return by_policy
+
+
 def measure(
     port: Implementation,
-    canonical: Implementation,
+    canonical: Implementation | dict[str, dict[str, Any]],
     params: Params,
     x: np.ndarray,
     cotangent: np.ndarray,
 ) -> list[PolicyCell]:
-    """Every policy of the vocabulary on `port`, against `canonical` under the same policy."""
+    """Every policy of the vocabulary on `port`, against the canonical port under the same
+    policy. `canonical`: the canonical port, or its `references`."""
+    if isinstance(canonical, Implementation):
+        canonical = references(canonical, params, x, cotangent)
     cells = []
-    canonical_policies = declared(canonical)
     for name in POLICY_NAMES:
         documented = [
             f"{d.short or d.what} ({d.measured})"
@@ -66,11 +84,17 @@ def measure(
         cell = PolicyCell(name, True, declared(port)[name], degradations=documented)
         policy = BUDGET_CHECKED if name == "budget" else _policy(name)
         try:
-            _run(cell, port, canonical, policy, canonical_policies, params, x, cotangent)
+            _run(cell, port, canonical, policy, params, x, cotangent)
         except Exception as error:  # a broken port gets a cell that says so, not a crash
             cell.error = f"{type(error).__name__}: {error}"
         cells.append(cell)
     return cells
+
+
+def failed(cell: PolicyCell) -> bool:
+    """Whether a cell is a ✗: it raised, disagrees with the canonical, or its instrument does
+    not show what is expected (a documented degradation is expected, and not a ✗)."""
+    return bool(cell.error) or cell.agrees is False or bool(cell.expected)
 
 
 def _policy(name: str):
@@ -79,19 +103,16 @@ def _policy(name: str):
     return Policy(name)
 
 
-def _run(cell, port, canonical, policy, canonical_policies, params, x, cotangent) -> None:
+def _run(cell, port, references, policy, params, x, cotangent) -> None:
     from .measure import diff
 
     argument = checkpoint_argument(port, policy)
     # The canonical cannot express budget: every applied policy gives no remat's results.
-    reference = policy if policy.name in canonical_policies else _policy("none")
-    ref_argument = checkpoint_argument(canonical, reference)
+    reference = references.get(policy.label) or references["none"]
     out = port.forward(params, x, checkpoint=argument)
-    diffs = [
-        diff(out, canonical.forward(params, x, checkpoint=ref_argument), forward_bound(params, x))
-    ]
+    diffs = [diff(out, reference["output"], forward_bound(params, x))]
     grads = port.vjp(params, x, cotangent, checkpoint=argument).as_dict()
-    expected = canonical.vjp(params, x, cotangent, checkpoint=ref_argument).as_dict()
+    expected = reference["grads"]
     for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, expected).items():
         diffs.append(diff(grads[name], expected[name], bound, shift))
     cell.worst_ratio = max(d.worst_ratio for d in diffs)

@@ -11,8 +11,9 @@ import pytest
 
 import implementations
 from conformance import cli, compare
-from conformance.compare import measure, render
+from conformance.compare import measure, policy_matrix, render
 from implementations.contract import BackwardRecord, SavedTensor
+from implementations.policies import POLICY_NAMES
 
 
 def test_diff_reports_the_largest_difference_and_the_bound_there():
@@ -94,6 +95,14 @@ def test_compare_json_has_a_row_per_port(capsys):
         assert set(row["precision"]) == {"output", "exercise", "w1", "b1", "w2", "b2", "x"}
         assert all(b["ratio"] <= 1.0 for b in row["precision"].values()), name
         assert {"default", "pinned"} <= set(row["matmul_precision"]), name
+        # Every policy the port expresses ran, agrees with the canonical under it, and saves
+        # what its instrument family is expected to.
+        assert [c["policy"] for c in row["policies"]] == list(POLICY_NAMES), name
+        for cell in row["policies"]:
+            if cell["expressible"]:
+                assert not cell["error"], (name, cell)
+                assert cell["agrees"], (name, cell)
+                assert not cell["expected"], (name, cell)
 
 
 def test_compare_reports_an_unavailable_port_without_crashing(monkeypatch):
@@ -143,6 +152,14 @@ def test_a_port_that_raises_gets_an_error_row_and_fails_the_run():
     row = measure.compare_port(port, canonical, params, x, cotangent, 0)
     assert row.error == "RuntimeError: boom"
     assert compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
+
+
+def test_a_policy_cell_that_raised_fails_the_comparison():
+    row = compare.PortComparison("p", "available")
+    row.policies = [policy_matrix.PolicyCell("full", True, error="TypeError: boom")]
+    assert compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
+    row.policies = [policy_matrix.PolicyCell("full", True, agrees=True)]
+    assert not compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
 
 
 def test_keras_on_two_backends_is_compared_in_two_processes():
