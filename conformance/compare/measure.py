@@ -461,6 +461,12 @@ def run(
                 if row.state == "available" and not row.error:
                     notify(f"first call of {row.name}, fresh process")
                     row.first_call = first_call(row.name, inputs, seed)
+    from . import mindspore_graph  # here: it imports this module
+
+    if mindspore_graph.wanted(names):  # graph mode is process-global: a process of its own
+        notify("comparing mindspore in graph mode, in a process of its own")
+        args = (params, x, cotangent, seed, repeats, exact, expected, first_calls)
+        rows.append(mindspore_graph.compare(*args))
     return Comparison(
         seed,
         dim,

@@ -356,7 +356,8 @@ LEGEND = (
     "the backward pass runs again with the checkpoint on, and how many are matmuls (listed "
     "under 'recomputed ops'). warm ms: milliseconds per call of the forward, then of the "
     "VJP, median ± half the interquartile range of n interleaved samples, a new seed each "
-    "call (alone: in a process of its own: Keras keeps one backend per process). "
+    "call (alone: in a process of its own: Keras keeps one backend per process, and "
+    "MindSpore's graph mode, mindspore_graph, is set per process). "
     "first call (--first-call): a fresh process, no compilation cache: import, first "
     "forward, first VJP.",
 )

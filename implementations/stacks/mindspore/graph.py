@@ -40,7 +40,10 @@ import numpy as np
 from mindspore import nn, ops
 
 from ...contract import BackwardRecord, Params, SavedTensor, check_x
+from ..numpy import canonical_params
 from .mlp import MLP, parameters
+
+__all__ = ["GraphMLP", "IRMissing", "canonical_params", "enter", "ir_evidence", "parse_ir"]
 
 #: The graph MindSpore writes after its recompute pass (one per compile, numbered).
 IR_PATTERN = "*add_recomputation*.ir"
@@ -287,7 +290,8 @@ def parse_ir(text: str, file: str = "") -> GraphEvidence:
             node = by_key.get(arg)
             if inputs and arg == inputs[0]:  # x
                 kept.add(arg)
-                saved.append(SavedTensor(_input_shape(text, arg), "float32", "input", arg, "x"))
+                note = f"graph input {arg}"
+                saved.append(SavedTensor(_input_shape(text, arg), "float32", "input", note, "x"))
             elif node is not None and node.computes and not node.backward:
                 kept.add(arg)
                 role = roles.get(arg, "")
