@@ -89,13 +89,13 @@ class VJPCell(nn.Cell):
 
 class GraphMLP:
     """An `MLP` (checkpoint on: `Cell.recompute()`) run in graph mode, parameters loaded per
-    call; its first `forward` and `vjp` compile."""
+    call; its first `forward` and `vjp` compile. `mlp`: the model class (a mutant's)."""
 
-    def __init__(self, params: Params, *, checkpoint: bool):
+    def __init__(self, params: Params, *, checkpoint: bool, mlp: type[MLP] = MLP):
         if not in_graph_mode():
             raise RuntimeError("GraphMLP needs graph mode: call graph.enter() first")
         self.features = params.features
-        self.model = MLP(params, checkpoint=checkpoint)
+        self.model = mlp(params, checkpoint=checkpoint)
         self.vjp_cell = VJPCell(self.model)
 
     def load(self, params: Params) -> None:
@@ -320,7 +320,12 @@ def _input_shape(text: str, key: str) -> tuple[int, ...]:
 
 
 def ir_evidence(
-    params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    *,
+    checkpoint: bool,
+    mlp: type[MLP] = MLP,
 ) -> GraphEvidence:
     """Compile a fresh `GraphMLP`'s VJP with the IR saved, and read it (`parse_ir`).
 
@@ -328,7 +333,7 @@ def ir_evidence(
     `*_add_recomputation_*.ir` appears.
     """
     with tempfile.TemporaryDirectory(prefix="remat-ms-ir-") as scratch:
-        graph = GraphMLP(params, checkpoint=checkpoint)
+        graph = GraphMLP(params, checkpoint=checkpoint, mlp=mlp)
         with saving_graphs(Path(scratch)):
             graph.vjp(x, cotangent)
         found = sorted(Path(scratch).rglob(IR_PATTERN))
