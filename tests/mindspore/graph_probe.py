@@ -66,3 +66,24 @@ def remat_verdicts() -> dict:
             row.residuals[key] = mindspore_graph._residuals(evidence)
         verdicts[label] = (render.verdict(row)["remat"], row.residuals["on"].recomputed)
     return verdicts
+
+
+def bad_inputs() -> dict:
+    """What `GraphMLP` says to a wrong x, cotangent or parameter shape (before compiling)."""
+    from implementations.stacks.mindspore import graph
+    from implementations.stacks.numpy import canonical_params
+
+    graph.enter()
+    params, x, cotangent = _inputs(4, 3)
+    model = graph.GraphMLP(params, checkpoint=True)
+    said = {}
+    for label, call in (
+        ("x", lambda: model.vjp(np.ones((2, 2), np.float32), cotangent)),
+        ("cotangent", lambda: model.vjp(x, np.ones(5, np.float32))),
+        ("params", lambda: model.load(canonical_params(0, 5, 3))),
+    ):
+        try:
+            call()
+        except (TypeError, ValueError) as error:
+            said[label] = str(error)
+    return said

@@ -202,3 +202,11 @@ def test_bench_stack_reports_versions_and_refuses_unknown_modes(stack):
     stack.build("", "full", data).step()
     for old, now in zip(before, (data.x, data.cotangent, *data.blocks[0]), strict=True):
         np.testing.assert_array_equal(old, now)  # the caller's data is never modified
+
+
+def test_bad_inputs_get_errors_naming_the_argument():
+    said = _probe("bad_inputs")
+    assert set(said) == {"x", "cotangent", "params"}
+    assert said["x"].startswith("x ")
+    assert said["cotangent"] == "cotangent must have shape (3,), got (5,)"
+    assert said["params"].startswith("params: shape (5, 3)")
