@@ -4,9 +4,9 @@ numpy; run only by `running.isolation` (graph mode is process-global).
 
 Requests `(op, arguments)` on the isolation connection, answered `("ok", value)` or
 `("error", "Type: message")`: `build` (mode, blocks, x, cotangent) -> a case number;
-`measure` (case) -> `{"saved", "matmuls", "recomputed"}`; `step` (case); `drop` (case);
-`stop`. The first message says `("hello", versions)`, or `("unavailable", reason)` where
-mindspore does not load.
+`measure` (case) -> `{"saved", "matmuls", "recomputed"}`; `step` (case); `gradients`
+(case) -> the parameters' gradients; `drop` (case); `stop`. The first message says
+`("hello", versions)`, or `("unavailable", reason)` where mindspore does not load.
 
 A block is `x @ W1 + b1 -> relu -> @ W2 + b2` on `(B, F)`, written with primitives so that a
 primitive can be marked for recompute:
@@ -65,6 +65,8 @@ def _handle(op: str, arguments: dict[str, Any], cases: dict[int, Any]) -> Any:
         return cases[arguments["case"]].measure()
     if op == "step":
         return cases[arguments["case"]].step()
+    if op == "gradients":
+        return cases[arguments["case"]].gradients()
     if op == "drop":
         cases.pop(arguments["case"], None)
         return None
@@ -100,6 +102,11 @@ class GraphCase:
             if "matmul" in kind.lower()
         )
         return {"saved": evidence.saved, "matmuls": matmuls, "recomputed": evidence.recomputed}
+
+    def gradients(self) -> list:
+        """The parameters' gradients of one step, as numpy copies (for tests)."""
+        _, grads = self.cell(self.x, self.cotangent)
+        return [g.asnumpy().copy() for g in grads]
 
     def step(self) -> None:
         import mindspore as ms

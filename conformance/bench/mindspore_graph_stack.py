@@ -151,6 +151,10 @@ class GraphCase:
     def step(self) -> None:
         _child.call("step", case=self.case)  # answers once the step has run
 
+    def gradients(self) -> list:
+        """The parameters' gradients of one step (w1, b1, w2, b2 per block), numpy."""
+        return _child.call("gradients", case=self.case)
+
 
 def build(variant: str, mode: str, data: Data) -> GraphCase:
     """The case for one configuration (built in the child)."""

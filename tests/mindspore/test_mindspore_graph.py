@@ -210,3 +210,14 @@ def test_bad_inputs_get_errors_naming_the_argument():
     assert said["x"].startswith("x ")
     assert said["cotangent"] == "cotangent must have shape (3,), got (5,)"
     assert said["params"].startswith("params: shape (5, 3)")
+
+
+def test_bench_stack_checkpointed_gradients_equal_plain_ones(stack):
+    from conformance.bench import measure as bench_measure
+
+    data = bench_measure.make_data(bench_measure.Settings(depths=(2,), batch=B, features=BF), 2)
+    plain = stack.build("", "none", data).gradients()
+    assert len(plain) == 4 * 2
+    for mode in ("full", "save-mm"):
+        for a, b in zip(plain, stack.build("", mode, data).gradients(), strict=True):
+            np.testing.assert_array_equal(a, b)  # recomputing runs the same kernels
