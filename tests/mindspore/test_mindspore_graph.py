@@ -221,3 +221,41 @@ def test_bench_stack_checkpointed_gradients_equal_plain_ones(stack):
     for mode in ("full", "save-mm"):
         for a, b in zip(plain, stack.build("", mode, data).gradients(), strict=True):
             np.testing.assert_array_equal(a, b)  # recomputing runs the same kernels
+
+
+ALONE = """
+import json
+import numpy as np
+from conformance.compare import measure, mindspore_graph
+from implementations.stacks.numpy import canonical_params
+from tests import reference
+
+params = canonical_params(0, 4, 3)
+x, cotangent = measure.make_inputs(0, 4, 3)
+f32 = lambda a: np.asarray(a, np.float32)
+grads = {k: f32(v) for k, v in reference.vjp(params, x, cotangent).items()}
+out = f32(reference.forward(params, x))
+expected = measure.Expected(out, out, grads)
+exact = measure.exact_results(params, x, cotangent)
+row = mindspore_graph.compare(params, x, cotangent, 0, 1, exact, expected)
+print(json.dumps([row.state, row.error, row.residuals["on"].recomputed]))
+"""
+
+
+def test_the_row_loads_mindspore_alone_with_every_other_framework_blocked(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT, without_frameworks
+
+    others = ["jax", "jaxlib", "flax", "torch", "tensorflow", "keras", "paddle", "mlx"]
+    env = without_frameworks(tmp_path / "blocked", others)
+    done = subprocess.run(
+        [sys.executable, "-c", ALONE], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    state, error, recomputed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (state, error) == ("available", "")
+    assert recomputed == {"MatMulExt": 1, "Add": 1, "ReLU": 1}
