@@ -90,6 +90,46 @@ def test_text_that_is_no_ir_raises():
         graph.parse_ir("# IR entry: nothing here\n", "empty.ir")
 
 
+SMALL_IR = """
+%para1_x: <Tensor[Float32], (3)> : [3]
+%para2_s: <Tensor[Float32], (2)> : [2]
+%para3_w: <Ref[Tensor[Float32]], (3, 2), ref_key=w, is_parameter>  :  has_default
+subgraph @g() {
+  %0(a) = Load(%para3_w, UMonad[U]) cnode_attrs: {checkpoint: Bool(1)}
+      : (<Ref[Tensor[Float32]], (3, 2)>, <UMonad, NoShape>) -> (<Tensor[Float32], (3, 2)>)
+      # Scope: (Default)
+  %1(b) = PrimFunc_MatMulExt(%para1_x, %0) cnode_attrs: {recompute_id: I64(1), recompute: Bool(1)}
+      : (<Tensor[Float32], (3)>, <Tensor[Float32], (3, 2)>) -> (<Tensor[Float32], (2)>)
+      # Scope: (recompute_Default/net)
+  %2(c) = PrimFunc_ReLU(%1) cnode_attrs: {recompute_id: I64(2), recompute: Bool(1)}
+      : (<Tensor[Float32], (2)>) -> (<Tensor[Float32], (2)>)
+      # Scope: (recompute_Default/net)
+  %3(d) = Depend(%para1_x, %2) cnode_attrs: {recompute_depend: Bool(1)}
+      # Scope: (Default)
+  %4(e) = PrimFunc_MatMulExt(%3, %0) cnode_attrs: {recompute_id: I64(1), duplicated: Bool(1)}
+      : (<Tensor[Float32], (3)>, <Tensor[Float32], (3, 2)>) -> (<Tensor[Float32], (2)>)
+      # Scope: (recompute_Default/net)
+  %5(f) = PrimFunc_ReluGrad(%para2_s, %4) cnode_attrs: {checkpoint: Bool(1)}
+      : (<Tensor[Float32], (2)>, <Tensor[Float32], (2)>) -> (<Tensor[Float32], (2)>)
+      # Scope: (Gradients/recompute_Default/net/Grad_ReLU)
+  Return(%5)
+}
+"""
+
+
+def test_the_parser_reads_a_small_ir_by_hand():
+    # One copy of a matmul (recompute_id 1, as its original), reached through a Depend on x,
+    # read by a ReluGrad: backward reads x alone; relu's output is read by no backward node.
+    found = graph.parse_ir(SMALL_IR, "small.ir")
+    assert found.forward == {"MatMulExt": 1, "ReLU": 1}
+    assert found.backward == {"MatMulExt": 1, "ReluGrad": 1}
+    assert found.recomputed == {"MatMulExt": 1}
+    assert found.copies == [("MatMulExt", 1, True)]
+    assert found.copy_readers == ["Gradients/recompute_Default/net/Grad_ReLU"]
+    assert [(t.origin, t.role, t.shape) for t in found.saved] == [("input", "x", (3,))]
+    assert found.record().backward_matmuls == 1
+
+
 def test_graph_mlp_refuses_pynative_mode():
     from implementations.stacks.numpy import canonical_params
 
