@@ -131,7 +131,9 @@ def compare(
     **Arguments:**
 
     - `ports`: a port name or names (default: every registered port; the
-      canonical port is always there, as the reference).
+      canonical port is always there, as the reference). MindSpore in graph
+      mode, a row of its own (`mindspore_graph`), joins the default and any
+      comparison that names `mindspore`.
     - `seed`: from 0 to 2**63 - 1; `dim` (D) and `features` (F): the shape.
     - `repeats`: interleaved samples per warm timing.
     - `first_calls`: also time each port's first call in a fresh process

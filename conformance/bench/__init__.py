@@ -37,6 +37,7 @@ FRAMEWORKS = {
     "torch_compile": "conformance.bench.torch_compile_stack",
     "tensorflow": "conformance.bench.tensorflow_stack",
     "tfjs": "conformance.bench.tfjs_stack",
+    "mindspore_graph": "conformance.bench.mindspore_graph_stack",  # graph mode, in a child
 }
 # Run only when named (`--framework tfjs`): tfjs's pure-JS CPU backend takes seconds per step
 # at the default sizes, hours for the default sweep (tfjs_stack's docstring).

@@ -28,7 +28,8 @@ MODE_TITLES = {
     "save-mm": "a checkpoint around every block whose policy saves matmul outputs "
     "(jax: dots_saveable; torch: selective checkpointing, MUST_SAVE for mm/addmm; "
     "MLX has no policy and skips it; tensorflow, which has no policies: the first matmul "
-    "outside tf.recompute_grad; tfjs likewise, outside a tf.customGrad region)",
+    "outside tf.recompute_grad; tfjs likewise, outside a tf.customGrad region; "
+    "mindspore_graph: Primitive.recompute() on each block's adds and relu, not its matmuls)",
 }
 FLOAT32_BYTES = 4
 # A timed sample runs the step this long at least, so that a 1 ms step is not
@@ -43,7 +44,8 @@ DEFINITIONS = {
     "that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot; "
     "TensorFlow: the forward tensors that the backward ops of the traced step graph read, one "
     "figure for eager, tf.function and XLA; tfjs: the tensors the nodes of its tape hold at the "
-    "end of the forward pass, one per tensor datum). "
+    "end of the forward pass, one per tensor datum; mindspore_graph: the forward values that "
+    "backward nodes read in the graph-mode IR after MindSpore's add_recomputation pass). "
     "Parameters, and values computed from parameters "
     "alone, are left out: they live whether or not anything is saved; so are constants (JAX "
     "keeps a zeros buffer for the relu's select, which depends on no data). The stack's input "
@@ -62,7 +64,8 @@ DEFINITIONS = {
     "mx.get_active_memory() before it (gradients included). None for JAX, whose CPU runtime "
     "has no allocation profiler, and for TensorFlow, whose CPU allocator reports no peak "
     "(get_memory_info gives zeros). tfjs: tf.profile's peakBytes during one step above "
-    "tf.memory().numBytes before it (gradients included).",
+    "tf.memory().numBytes before it (gradients included). None for mindspore_graph: on the "
+    "CPU, mindspore.runtime.max_memory_allocated() and memory_stats() read 0 in graph mode.",
     "matmuls": "matrix products executed per step: JAX counts dot ops in the optimized HLO "
     "(a loop body times its known trip count); torch counts aten mm/addmm calls in the step "
     "with a TorchDispatchMode; compiled torch counts the aten mm/addmm nodes of the forward and "
@@ -70,7 +73,8 @@ DEFINITIONS = {
     "AddMM/Matmul primitives in the step's lazy graph that its evaluation runs; TensorFlow "
     "counts MatMul ops executed (eager, an op callback), MatMul ops in the traced step graph "
     "(tf.function), or dot ops in the optimized HLO (XLA); tfjs counts the BatchMatMul kernels "
-    "tf.profile sees in one step.",
+    "tf.profile sees in one step; mindspore_graph counts the MatMul nodes, forward and "
+    "backward, of the graph-mode IR after the add_recomputation pass.",
     "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
     "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
     "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "

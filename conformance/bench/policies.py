@@ -14,6 +14,8 @@ Each block runs under the policy, spelled as the ports spell it:
   port's), full, save_dots, save_named (the `tag` operator on h), and no
   checkpoint with `activation_memory_budget` = 0, 0.25, 0.5, 0.75 and 1.
 - **mlx**, **tensorflow**: none and full (they have no policy API).
+- **mindspore_graph** (graph mode, in a child process): none, full, and save_dots
+  (`Primitive.recompute()` on each block's adds and relu, not its matmuls).
 
 Saved bytes come from each framework's instrument, as in the depth bench;
 for a selective-checkpoint policy in eager torch, from the policy's cache
@@ -54,6 +56,7 @@ POLICIES: dict[str, tuple[str, ...]] = {
     ),
     "mlx": ("none", "full"),
     "tensorflow": ("none", "full"),
+    "mindspore_graph": ("none", "full", "save_dots"),  # save_dots: the stack's save-mm
 }
 #: Policies a framework cannot express, with the port's reason, shown under the table.
 NOT_RUN: dict[str, dict[str, str]] = {
@@ -66,6 +69,11 @@ NOT_RUN: dict[str, dict[str, str]] = {
     "jax": {"budget": "JAX has no memory-budget policy"},
     "mlx": {name: "mx.checkpoint has no policy" for name in ("save_dots", "save_named")},
     "tensorflow": {name: "tf.recompute_grad has no policy" for name in ("save_dots", "save_named")},
+    "mindspore_graph": {
+        "save_named": "no names: Primitive.recompute marks ops, not tensors",
+        "offload_dots": "graph-mode recompute has no offload option",
+        "budget": "graph-mode recompute has no memory budget",
+    },
 }
 #: The depth the policy bench runs at unless `--depths` says otherwise.
 DEPTHS = (8,)
@@ -255,12 +263,21 @@ def _plain_case(module: ModuleType) -> Callable[[str, Data], Any]:
     return build
 
 
+def _mindspore_graph_case(module: ModuleType) -> Callable[[str, Data], Any]:
+    # save_dots is the stack's save-mm: Primitive.recompute() on the adds and relu only.
+    def build(policy: str, data: Data):
+        return module.build("", "save-mm" if policy == "save_dots" else policy, data)
+
+    return build
+
+
 BUILDERS: dict[str, Callable[[ModuleType], Callable[[str, Data], Any]]] = {
     "jax": lambda module: _jax_case,
     "torch": lambda module: _torch_case,
     "torch_compile": lambda module: _torch_compile_case,
     "mlx": _plain_case,
     "tensorflow": _plain_case,
+    "mindspore_graph": _mindspore_graph_case,
 }
 
 

@@ -65,8 +65,9 @@ class Lane:
     their timings.
     """
 
-    def __init__(self, key: str, names: list[str], args: tuple):
+    def __init__(self, key: str, names: list[str], args: tuple, target: str = ""):
         self.key, self.names, self._args = key, names, args
+        self.target = target or f"{__name__}:serve"  # the function its process runs
         self.rows: dict[str, Any] = {}  # by port name, as they arrive
         self.held: list[str] = []  # ports that must go to a lane of their own
         self.measured = False
@@ -78,7 +79,7 @@ class Lane:
     def start(self) -> None:
         self._scratch = tempfile.mkdtemp(prefix="remat-compare-")
         output = Path(self._scratch) / "output"
-        self.child = isolation.Child(f"{__name__}:serve", (self.names, *self._args), output=output)
+        self.child = isolation.Child(self.target, (self.names, *self._args), output=output)
 
     @property
     def connection(self):

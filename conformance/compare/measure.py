@@ -26,6 +26,7 @@ For each available port, against the canonical one on shared parameters:
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import statistics
@@ -453,6 +454,12 @@ def run(
         else:
             away.append(lanes.Lane(key, lane_names, args))
     loaded: list[Implementation] = []
+    graph_mode = _graph_mode_lane(names, args)  # MindSpore's graph mode: a second mindspore row
+    if isinstance(graph_mode, PortComparison):
+        rows[graph_mode.name] = graph_mode
+    elif graph_mode is not None:
+        away.append(graph_mode)
+    order = [*wanted, *([] if graph_mode is None else [graph_mode_name()])]
 
     def measure_here() -> None:
         for status in implementations.status(here):
@@ -499,15 +506,19 @@ def run(
             # is where they load anyway. One at a time, as two compiling
             # processes would share the cores.
             for row in rows.values():
-                if row.state == "available" and not row.error:
-                    notify(f"first call of {row.name}, fresh process")
+                if row.state != "available" or row.error:
+                    continue
+                notify(f"first call of {row.name}, fresh process")
+                if row.name == graph_mode_name():
+                    row.first_call = _graph_mode_first_call(args)
+                else:
                     row.first_call = first_call(row.name, inputs, seed)
     return Comparison(
         seed,
         dim,
         features,
         implementations.CANONICAL,
-        [rows[name] for name in wanted if name in rows],
+        [rows[name] for name in order if name in rows],
         time.perf_counter() - started,
         load={
             "before": load_before,
@@ -517,6 +528,34 @@ def run(
         cores=os.cpu_count() or 1,
         first_calls=first_calls,
     )
+
+
+def graph_mode_name() -> str:
+    from . import mindspore_graph  # here: it imports this module
+
+    return mindspore_graph.NAME
+
+
+def _graph_mode_lane(names, args) -> lanes.Lane | PortComparison | None:
+    """The lane of MindSpore's graph-mode row (process-global, so a process of its own), its
+    row at once where mindspore is not installed, or None when the comparison leaves it out."""
+    from . import mindspore_graph
+
+    if not mindspore_graph.wanted(names):
+        return None
+    if importlib.util.find_spec(mindspore_graph.FRAMEWORK) is None:
+        return mindspore_graph.unavailable(mindspore_graph.UNINSTALLED)
+    target = f"{mindspore_graph.__name__}:serve_lane"
+    return lanes.Lane(mindspore_graph.NAME, [mindspore_graph.NAME], args, target=target)
+
+
+def _graph_mode_first_call(args) -> dict[str, Any]:
+    """The graph-mode row's first call: import, first forward, first VJP, in a fresh process."""
+    from . import mindspore_graph
+
+    params, x, cotangent, seed, _, exact, expected = args
+    row = mindspore_graph.compare(params, x, cotangent, seed, 1, exact, expected, True)
+    return row.first_call or {"error": row.error or "not measured"}
 
 
 def not_installed(names: Sequence[str]) -> dict[str, PortComparison]:

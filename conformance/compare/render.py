@@ -355,7 +355,7 @@ LEGEND = (
     "under 'recomputed ops'). warm ms: milliseconds per call of the forward, then of the "
     "VJP, median ± half the interquartile range of n samples, a new seed each call, "
     "interleaved with the other ports of the same framework's process; one process is "
-    "timed at a time. "
+    "timed at a time (MindSpore's graph mode, mindspore_graph, has a process of its own). "
     "first call (--first-call): a fresh process, no compilation cache: import, first "
     "forward, first VJP.",
 )

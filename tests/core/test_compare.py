@@ -11,7 +11,7 @@ import pytest
 
 import implementations
 from conformance import cli, compare
-from conformance.compare import measure, policy_matrix, render
+from conformance.compare import measure, mindspore_graph, policy_matrix, render
 from implementations.contract import BackwardRecord, SavedTensor
 from implementations.policies import POLICY_NAMES
 
@@ -71,7 +71,8 @@ def test_compare_json_has_a_row_per_port(capsys):
     rows = {row["name"]: row for row in data["ports"]}
     # The sharded ports are compared when named, never by default (their ranks cost start-ups).
     expected = [s.name for s in implementations.status() if s.name not in implementations.SHARDED]
-    assert list(rows) == expected
+    # Then MindSpore in graph mode: a row of its own, "unavailable" without mindspore.
+    assert list(rows) == [*expected, mindspore_graph.NAME]
     assert rows[implementations.CANONICAL]["reference"]
     for name, row in rows.items():
         if row["state"] != "available":

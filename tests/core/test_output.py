@@ -25,7 +25,7 @@ from conformance.bench import render as bench_render
 from conformance.checking.mutation import MutantResult
 from conformance.checking.properties import PROPERTIES
 from conformance.compare import failed as compare_failed
-from conformance.compare import measure, render
+from conformance.compare import measure, mindspore_graph, render
 from conformance.reporting import report as run_report
 from conformance.reporting import terminal_style
 from conformance.running.runner import Outcome
@@ -33,6 +33,8 @@ from conformance.running.suite import PortReport, SuiteReport
 from implementations.contract import SavedTensor
 
 PORTS = list(implementations.BUILTIN)
+# compare's rows: the ports, and MindSpore in graph mode (a row, not a port).
+COMPARED = [*PORTS, mindspore_graph.NAME]
 ESCAPE = "\x1b"
 # What torch reports as its matmul setting: the one that squeezed the other columns out.
 TORCH_SETTING = "float32_matmul_precision=highest, cuda.matmul.allow_tf32=False (TF32 off)"
@@ -117,7 +119,7 @@ def _residuals(count, nbytes, recomputed):
 
 def _comparison() -> measure.Comparison:
     rows = []
-    for i, name in enumerate(PORTS):
+    for i, name in enumerate(COMPARED):
         bits = {k: measure.Bits(20.0 + i / 10 + j / 100, 0.01) for j, k in enumerate(
             ("output", "exercise", "w1", "b1", "w2", "b2", "x"))}  # fmt: skip
         diffs = {k: measure.Diff(1e-7, 1e-5, 0.01 * (i + 1)) for k in ("w1", "b1", "w2", "b2", "x")}
@@ -151,7 +153,7 @@ def test_compare_keeps_every_port_and_figure_at_80_columns():
     text = rendered(render.print_comparison, _comparison())
     assert "D=32 F=16" in text
     assert "as run" not in text  # no command line given
-    for i, name in enumerate(PORTS):
+    for i, name in enumerate(COMPARED):
         assert text.count(name) >= 3, name  # at a glance, precision, recomputed (and agreement)
         for j in range(6):  # every bits column of the precision table
             assert f"{20.0 + i / 10 + j / 100:.1f}" in text
