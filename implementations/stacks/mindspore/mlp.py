@@ -8,6 +8,10 @@ layout (`x @ kernel + bias`), so no transpose is needed; `nn.Dense` keeps
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import mindspore as ms
@@ -56,6 +60,48 @@ class MLP(nn.Cell):
 
     def construct(self, x):  # (D,) -> (F,)
         return self.fc2(self.relu(self.fc1(x)))
+
+
+class CellPool:
+    """Idle MLP cells by (class, D, F, checkpoint), for the port's own calls.
+
+    Building an MLP cell (three cells, four parameters, `recompute()`) costs
+    more CPU than its VJP on the exercise's shapes. `cell(...)` lends a cell
+    to one call: taken out of the pool (or built), given the call's
+    parameters (copies, by `set_data`), and put back when the call is done,
+    so two calls never share one. Only for calls that finish with the cell:
+    `nn_checkpoint_forward` returns a tensor that MindSpore may differentiate
+    later, through its cell's parameters, so it builds its own.
+    At most `size` shapes are kept (least recently used out).
+    """
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self._idle: collections.OrderedDict[tuple, list[MLP]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def cell(self, mlp: type[MLP], params: Params, *, checkpoint: bool) -> Iterator[MLP]:
+        """A cell of class `mlp` holding copies of `params`, this call's alone until it ends."""
+        key = (mlp, params.dim, params.features, bool(checkpoint))
+        with self._lock:
+            idle = self._idle.get(key)
+            model = idle.pop() if idle else None
+        if model is None:
+            model = mlp(params, checkpoint=checkpoint)
+        else:
+            for parameter, value in zip(parameters(model), _canonical_order(params), strict=True):
+                parameter.set_data(_tensor(value))
+        yield model  # not put back if the call raised (hooks may remain): a later one builds anew
+        with self._lock:
+            self._idle.setdefault(key, []).append(model)
+            self._idle.move_to_end(key)
+            while len(self._idle) > self.size:
+                self._idle.popitem(last=False)
+
+
+def _canonical_order(params: Params) -> tuple[np.ndarray, ...]:
+    return params.w1, params.b1, params.w2, params.b2
 
 
 def parameters(model: MLP) -> list[ms.Parameter]:
