@@ -59,13 +59,13 @@ class MindSpore(Port):
         return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        with self.cells.cell(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
             return to_host_array(model(as_input(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        with self.cells.cell(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
             _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
             (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
             return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
@@ -73,7 +73,7 @@ class MindSpore(Port):
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        with self.cells.cell(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
             return self.stack.record(model, as_input(x), parameters(model))
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

@@ -9,7 +9,7 @@ import numpy as np
 from conformance.checking.tolerance import vjp_bounds
 from conformance.mutants.mindspore_mutants import MindSporeNoRecompute
 from implementations import mindspore as port_module
-from implementations.stacks.mindspore import MLP, CellPool, ms, parameters
+from implementations.stacks.mindspore import MLP, ms, parameters
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 
@@ -83,41 +83,3 @@ def test_a_mutant_never_gets_the_ports_cells_nor_the_port_the_mutants():
     for _ in range(2):
         assert not PORT.backward_record(params, x).saved_by_origin("activation")
         assert mutant.backward_record(params, x).saved_by_origin("activation")
-
-
-def test_a_cell_is_lent_to_one_call_at_a_time():
-    pool = CellPool()
-    params, _, _ = _case(9)
-    with (
-        pool.cell(MLP, params, checkpoint=True) as outer,
-        pool.cell(MLP, params, checkpoint=True) as inner,
-    ):
-        assert inner is not outer
-    with pool.cell(MLP, params, checkpoint=True) as later:
-        assert later in (outer, inner)  # given back, lent again
-
-
-def test_a_call_that_raised_does_not_give_its_cell_back():
-    pool = CellPool()
-    params, _, _ = _case(10)
-    try:
-        with pool.cell(MLP, params, checkpoint=True) as failed:
-            raise RuntimeError("the call failed")
-    except RuntimeError:
-        pass
-    with pool.cell(MLP, params, checkpoint=True) as later:
-        assert later is not failed
-
-
-def test_the_pool_keeps_at_most_its_size_in_shapes():
-    pool = CellPool(size=2)
-    for features in (1, 2, 3):
-        with pool.cell(MLP, canonical_params(0, 2, features), checkpoint=True):
-            pass
-    first = canonical_params(0, 2, 1)
-    with pool.cell(MLP, canonical_params(0, 2, 3), checkpoint=True) as kept:
-        pass
-    with pool.cell(MLP, canonical_params(0, 2, 3), checkpoint=True) as again:
-        assert again is kept
-    with pool.cell(MLP, first, checkpoint=True) as evicted:  # (2, 1) was dropped: built anew
-        assert evicted is not kept

@@ -8,10 +8,6 @@ layout (`x @ kernel + bias`), so no transpose is needed; `nn.Dense` keeps
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import mindspore as ms
@@ -20,6 +16,7 @@ from mindspore import nn, ops
 
 from ...contract import Params, check_features, check_seed, check_sizes
 from ..numpy import canonical_params
+from ..pool import ModelPool
 from .arrays import as_input, to_host_array
 
 # The MLP's parameter names (`parameters_and_names()`), in the canonical order w1, b1, w2, b2.
@@ -62,42 +59,15 @@ class MLP(nn.Cell):
         return self.fc2(self.relu(self.fc1(x)))
 
 
-class CellPool:
-    """Idle MLP cells by (class, D, F, checkpoint), for the port's own calls.
+class CellPool(ModelPool):
+    """MLP cells lent to the port's own calls (`lend(mlp, params, checkpoint=...)`): building
+    one (three cells, four parameters, `recompute()`) costs ~2.5 ms of CPU, more than its VJP.
+    A pooled cell gets the call's parameters by `set_data` (copies); MindSpore's functional
+    `vjp` keeps no gradient on the cell. `nn_checkpoint_forward` builds its own cell."""
 
-    Building an MLP cell (three cells, four parameters, `recompute()`) costs
-    more CPU than its VJP on the exercise's shapes. `cell(...)` lends a cell
-    to one call: taken out of the pool (or built), given the call's
-    parameters (copies, by `set_data`), and put back when the call is done,
-    so two calls never share one. Only for calls that finish with the cell:
-    `nn_checkpoint_forward` returns a tensor that MindSpore may differentiate
-    later, through its cell's parameters, so it builds its own.
-    At most `size` shapes are kept (least recently used out).
-    """
-
-    def __init__(self, size: int = 8):
-        self.size = size
-        self._idle: collections.OrderedDict[tuple, list[MLP]] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def cell(self, mlp: type[MLP], params: Params, *, checkpoint: bool) -> Iterator[MLP]:
-        """A cell of class `mlp` holding copies of `params`, this call's alone until it ends."""
-        key = (mlp, params.dim, params.features, bool(checkpoint))
-        with self._lock:
-            idle = self._idle.get(key)
-            model = idle.pop() if idle else None
-        if model is None:
-            model = mlp(params, checkpoint=checkpoint)
-        else:
-            for parameter, value in zip(parameters(model), _canonical_order(params), strict=True):
-                parameter.set_data(_tensor(value))
-        yield model  # not put back if the call raised (hooks may remain): a later one builds anew
-        with self._lock:
-            self._idle.setdefault(key, []).append(model)
-            self._idle.move_to_end(key)
-            while len(self._idle) > self.size:
-                self._idle.popitem(last=False)
+    def assign(self, model: MLP, params: Params) -> None:
+        for parameter, value in zip(parameters(model), _canonical_order(params), strict=True):
+            parameter.set_data(_tensor(value))
 
 
 def _canonical_order(params: Params) -> tuple[np.ndarray, ...]:
