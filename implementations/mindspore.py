@@ -19,6 +19,7 @@ from .stacks import Port
 from .stacks.mindspore import (
     MLP,
     STACK,
+    CellPool,
     as_input,
     exercise_model,
     from_host_array,
@@ -50,27 +51,30 @@ class MindSpore(Port):
     }
     #: The model class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
+    #: Cells lent to the contract's calls (keyed by class too, so a mutant gets its own).
+    cells: ClassVar[CellPool] = CellPool()
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the cell and exported again.
         return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        return to_host_array(self.mlp(params, checkpoint=checkpoint_on(checkpoint))(as_input(x)))
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return to_host_array(model(as_input(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
-        _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
-        (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
-        return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
+            (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
+            return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
-        return self.stack.record(model, as_input(x), parameters(model))
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return self.stack.record(model, as_input(x), parameters(model))
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         x, model = exercise_model(seed, x, features, mlp=self.mlp)

@@ -21,6 +21,7 @@ from .stacks import Port
 from .stacks.paddle import (
     MLP,
     STACK,
+    LayerPool,
     exercise_model,
     from_host_array,
     grads_of,
@@ -54,6 +55,8 @@ class Paddle(Port):
     }
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
+    #: Layers lent to the contract's calls (keyed by class too, so a mutant gets its own).
+    layers: ClassVar[LayerPool] = LayerPool()
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the Paddle module and exported
@@ -62,21 +65,23 @@ class Paddle(Port):
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         # x requires grad, as in `vjp`: the recompute runs.
-        return to_host_array(self.mlp(params, checkpoint=checkpoint_on(checkpoint))(leaf_input(x)))
+        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return to_host_array(model(leaf_input(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model, x = self.mlp(params, checkpoint=checkpoint_on(checkpoint)), leaf_input(x)
-        model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
-        return grads_of(model, x)
+        x = leaf_input(x)
+        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
+            return grads_of(model, x)
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         x = leaf_input(x)
-        model = self.mlp(params, checkpoint=checkpoint_on(checkpoint))
-        return self.stack.record(model, lambda: model(x), x)
+        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return self.stack.record(model, lambda: model(x), x)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         x = leaf_input(x)

@@ -46,6 +46,19 @@ def test_init_is_the_canonical_init_through_the_module():
             np.testing.assert_array_equal(getattr(ours, name), getattr(numpy_init, name))
 
 
+def test_the_model_holds_copies_of_the_callers_arrays():
+    params = canonical_params(3, 5, 4)
+    kept = {name: getattr(params, name).copy() for name in ("w1", "b1", "w2", "b2")}
+    named = dict(MLP(params).named_parameters())
+    with paddle.no_grad():
+        for parameter in named.values():
+            parameter.set_value(parameter + 1.0)
+    for name, value in kept.items():  # the caller's arrays did not follow the model's
+        np.testing.assert_array_equal(getattr(params, name), value)
+    np.testing.assert_array_equal(named["fc1.weight"].numpy(), kept["w1"] + 1.0)
+    assert named["fc1.weight"].dtype == paddle.float32
+
+
 def test_building_the_model_leaves_paddles_random_stream_alone():
     paddle.seed(7)
     expected = paddle.rand([3]).numpy()

@@ -153,3 +153,59 @@ def test_without_npm_and_without_tfjs_hello_says_unavailable(node, tmp_path):
     first = json.loads(result.stdout.splitlines()[0])
     assert first["error"]["type"] == "Unavailable"
     assert "npm is not on PATH" in first["error"]["message"]
+
+
+# mlp.js driven from Node itself: what forward and vjp leave behind in tfjs's engine.
+_MLP_CALLS = """
+const path = require("path");
+const dir = process.argv[1];
+const tf = require(path.join(dir, "load.js")).loadTf();
+(async () => {
+  await tf.setBackend("cpu");
+  const mlp = require(path.join(dir, "mlp.js"))(tf, { customGrad: true });
+  const params = {
+    w1: Float32Array.from([0.5, -1, 2, 0.25, 1, -0.5]), b1: Float32Array.from([0.1, -0.2]),
+    w2: Float32Array.from([1, 2, -3, 0.5]), b2: Float32Array.from([0.3, 0.4]),
+  };
+  const x = Float32Array.from([1, 2, 3]);
+  const dy = Float32Array.from([1, -1]);
+  mlp.forward(params, x, true);  // tfjs's first call keeps tensors of its own
+  const before = tf.memory().numTensors;
+  const first = { on: mlp.vjp(params, x, dy, true), off: mlp.vjp(params, x, dy, false) };
+  const y = mlp.forward(params, x, true);
+  const yOff = mlp.forward(params, x, false);
+  const leaked = tf.memory().numTensors - before;
+  const kinds = [y, yOff, ...Object.values(first.on)].map((a) => a.constructor.name);
+  first.on.w1.fill(7);  // the caller owns what it got: a later call must not see it
+  y.fill(7);
+  const again = mlp.vjp(params, x, dy, true);
+  const list = (a) => Array.from(a);
+  console.log(JSON.stringify({
+    leaked, kinds, y: list(mlp.forward(params, x, true)), yOff: list(yOff),
+    on: Object.fromEntries(Object.entries(again).map(([k, v]) => [k, list(v)])),
+    off: Object.fromEntries(Object.entries(first.off).map(([k, v]) => [k, list(v)])),
+  }));
+})();
+"""
+
+
+def test_forward_and_vjp_leave_no_tensor_behind_and_return_owned_copies(node):
+    done = subprocess.run(
+        [node, "-e", _MLP_CALLS, str(TFJS)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["leaked"] == 0
+    assert set(got["kinds"]) == {"Float32Array"}
+    # Written out by hand: h = x @ W1 + b1 = (7.6, -2.2), a = (7.6, 0), y = a @ W2 + b2.
+    np.testing.assert_allclose(got["y"], [7.9, 15.6], rtol=1e-6)
+    assert got["yOff"] == got["y"]
+    # dy = (1, -1): da = dy @ W2.T = (-1, -3.5), dh = (-1, 0); dW1 = outer(x, dh), dW2 =
+    # outer(a, dy), dx = dh @ W1.T. The caller's fill(7) of an earlier answer is not seen.
+    expected = {
+        "w1": [-1, 0, -2, 0, -3, 0], "b1": [-1, 0], "w2": [7.6, -7.6, 0, 0], "b2": [1, -1],
+        "x": [-0.5, -2, -1],
+    }  # fmt: skip
+    for name, values in expected.items():
+        np.testing.assert_allclose(got["on"][name], values, rtol=1e-6, err_msg=name)
+    assert got["on"] == got["off"]

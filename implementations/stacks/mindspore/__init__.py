@@ -1,7 +1,7 @@
 """The MindSpore stack (PyNative mode): what a MindSpore port needs. Imports mindspore (and
 numpy); never JAX or torch.
 
-- The model: `MLP` (`Cell.recompute()`), `Affine`, `parameters`,
+- The model: `MLP` (`Cell.recompute()`), `Affine`, `CellPool`, `parameters`,
   `state_to_params`, `exercise_model` (`mlp`).
 - Tensors in and out: `as_input`, `to_host_array`, `from_host_array`,
   `pin_matmul_precision`, `matmul_precision` (`arrays`).
@@ -38,7 +38,7 @@ from .arrays import (
     to_host_array,
 )
 from .evidence import CellCalls, SavedTensors, classify, record, run_first_call
-from .mlp import MLP, STATE_NAMES, Affine, exercise_model, parameters, state_to_params
+from .mlp import MLP, STATE_NAMES, Affine, CellPool, exercise_model, parameters, state_to_params
 from .stack import FIRST_CALL, STACK
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "STATE_NAMES",
     "Affine",
     "CellCalls",
+    "CellPool",
     "SavedTensors",
     "as_input",
     "classify",

@@ -10,14 +10,21 @@ import numpy as np
 
 from ...contract import check_x, check_x_spec, check_x_values
 
+#: MindSpore's dtypes that numpy has, as numpy's (`mindspore.dtype_to_nptype` is deprecated
+#: since MindSpore 2.7 and logs a warning on every call).
+_NUMPY_DTYPES = {
+    getattr(ms, name): np.dtype(name)
+    for name in (
+        "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64", "complex64", "complex128",
+    )
+}  # fmt: skip
+
 
 def numpy_dtype(dtype: Any) -> np.dtype:
     """A MindSpore dtype as numpy's (MindSpore spells them `Float32`); `object` when numpy
     has none (bfloat16 maps to float32's size class through the contract's names)."""
-    try:
-        return np.dtype(ms.dtype_to_nptype(dtype))
-    except (TypeError, KeyError, ValueError):
-        return np.dtype(object)
+    return _NUMPY_DTYPES.get(dtype, np.dtype(object))
 
 
 def to_host_array(tensor: ms.Tensor) -> np.ndarray:

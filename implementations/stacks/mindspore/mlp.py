@@ -16,6 +16,7 @@ from mindspore import nn, ops
 
 from ...contract import Params, check_features, check_seed, check_sizes
 from ..numpy import canonical_params
+from ..pool import ModelPool
 from .arrays import as_input, to_host_array
 
 # The MLP's parameter names (`parameters_and_names()`), in the canonical order w1, b1, w2, b2.
@@ -56,6 +57,21 @@ class MLP(nn.Cell):
 
     def construct(self, x):  # (D,) -> (F,)
         return self.fc2(self.relu(self.fc1(x)))
+
+
+class CellPool(ModelPool):
+    """MLP cells lent to the port's own calls (`lend(mlp, params, checkpoint=...)`): building
+    one (three cells, four parameters, `recompute()`) costs ~2.5 ms of CPU, more than its VJP.
+    A pooled cell gets the call's parameters by `set_data` (copies); MindSpore's functional
+    `vjp` keeps no gradient on the cell. `nn_checkpoint_forward` builds its own cell."""
+
+    def assign(self, model: MLP, params: Params) -> None:
+        for parameter, value in zip(parameters(model), _canonical_order(params), strict=True):
+            parameter.set_data(_tensor(value))
+
+
+def _canonical_order(params: Params) -> tuple[np.ndarray, ...]:
+    return params.w1, params.b1, params.w2, params.b2
 
 
 def parameters(model: MLP) -> list[ms.Parameter]:

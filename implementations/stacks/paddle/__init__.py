@@ -1,7 +1,7 @@
 """The Paddle stack: what a Paddle port needs. Imports paddle (and numpy); never JAX or torch.
 
 - The model: `MLP` (its forward under `paddle.distributed.fleet.utils.recompute`),
-  `state_to_params`, `grads_of`, `exercise_model` (`mlp`).
+  `LayerPool`, `state_to_params`, `grads_of`, `exercise_model` (`mlp`).
 - Tensors in and out: `as_input`, `leaf_input`, `to_host_array`,
   `from_host_array`, `pin_matmul_precision`, `matmul_precision` (`arrays`).
 - The instrument: `STACK.record(model, run_forward, x)`: saved-tensor hooks and
@@ -39,7 +39,7 @@ from .arrays import (
     to_host_array,
 )
 from .evidence import LayerCalls, SavedTensors, classify, record
-from .mlp import MLP, STATE_NAMES, exercise_model, grads_of, state_to_params
+from .mlp import MLP, STATE_NAMES, LayerPool, exercise_model, grads_of, state_to_params
 from .stack import STACK
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "STACK",
     "STATE_NAMES",
     "LayerCalls",
+    "LayerPool",
     "SavedTensors",
     "as_input",
     "classify",
