@@ -14,6 +14,8 @@ Each block runs under the policy, spelled as the ports spell it:
   port's), full, save_dots, save_named (the `tag` operator on h), and no
   checkpoint with `activation_memory_budget` = 0, 0.25, 0.5, 0.75 and 1.
 - **mlx**, **tensorflow**: none and full (they have no policy API).
+- **paddle**, **mindspore** (PyNative), **deepspeed**: none and full (`recompute`,
+  `Cell.recompute` and `deepspeed.checkpointing.checkpoint` take no policy).
 
 Saved bytes come from each framework's instrument, as in the depth bench;
 for a selective-checkpoint policy in eager torch, from the policy's cache
@@ -54,6 +56,9 @@ POLICIES: dict[str, tuple[str, ...]] = {
     ),
     "mlx": ("none", "full"),
     "tensorflow": ("none", "full"),
+    "paddle": ("none", "full"),
+    "mindspore": ("none", "full"),
+    "deepspeed": ("none", "full"),
 }
 #: Policies a framework cannot express, with the port's reason, shown under the table.
 NOT_RUN: dict[str, dict[str, str]] = {
@@ -66,6 +71,18 @@ NOT_RUN: dict[str, dict[str, str]] = {
     "jax": {"budget": "JAX has no memory-budget policy"},
     "mlx": {name: "mx.checkpoint has no policy" for name in ("save_dots", "save_named")},
     "tensorflow": {name: "tf.recompute_grad has no policy" for name in ("save_dots", "save_named")},
+    "paddle": dict.fromkeys(
+        ("save_dots", "save_named", "offload_dots"), "recompute takes no policy"
+    ),
+    "mindspore": dict.fromkeys(
+        ("save_dots", "save_named", "offload_dots"), "Cell.recompute takes no policy"
+    ),
+    "deepspeed": {
+        "save_dots": "deepspeed.checkpointing.checkpoint takes no policy",
+        "save_named": "deepspeed.checkpointing.checkpoint takes no policy",
+        "offload_dots": "checkpoint_in_cpu offloads the inputs, not the dots, and fails upstream "
+        "on the CPU (implementations/deepspeed.py, DeepSpeed.options)",
+    },
 }
 #: The depth the policy bench runs at unless `--depths` says otherwise.
 DEPTHS = (8,)
@@ -247,7 +264,7 @@ def _torch_compile_case(policy: str, data: Data):
 
 
 def _plain_case(module: ModuleType) -> Callable[[str, Data], Any]:
-    # MLX and TensorFlow: their depth-bench cases for none and full, first variant.
+    # MLX, TensorFlow and the engines: their depth-bench cases for none and full, first variant.
     def build(policy: str, data: Data):
         variant = module.configurations()[0][0]
         return module.build(variant, policy, data)
@@ -261,6 +278,9 @@ BUILDERS: dict[str, Callable[[ModuleType], Callable[[str, Data], Any]]] = {
     "torch_compile": lambda module: _torch_compile_case,
     "mlx": _plain_case,
     "tensorflow": _plain_case,
+    "paddle": _plain_case,
+    "mindspore": _plain_case,
+    "deepspeed": _plain_case,
 }
 
 
