@@ -48,6 +48,8 @@ FRAMEWORKS = {
 }
 # Run only when named (`--framework tfjs`): tfjs's pure-JS CPU backend takes seconds per step
 # at the default sizes, hours for the default sweep (tfjs_stack's docstring).
+# Paddle, MindSpore and DeepSpeed run by default where installed: a step of theirs at the
+# default sizes costs about torch's CPU time (measured: their modules' docstrings).
 OPT_IN = frozenset({"tfjs"})
 # Imported before the others, in this order, whatever order they are named in: MindSpore
 # cannot load after Paddle (both ship oneDNN), and Paddle segfaults after TensorFlow

@@ -20,6 +20,11 @@ grad) as the only input, block 0's parameters would get no gradient.
 - *matmuls*: aten mm/addmm calls during one step (a `TorchDispatchMode`), the rerun included.
 - *peak*: torch's profiler, as for the torch stack (DeepSpeed allocates through torch).
 - *step*: `y.backward(c)`: a reentrant checkpoint refuses `torch.autograd.grad`.
+
+**In the default sweep** (not opt-in as tfjs): at the default B = 1024, F = 256, one step of
+L = 8 blocks takes 0.96 s of CPU without a checkpoint and 0.77 s with one, against torch's 0.72
+and 0.81 s on the same machine (the CPU time of 5 steps, `time.process_time`; its `none` is
+torch's own blocks): the sweep's cost is about torch's.
 """
 
 from __future__ import annotations

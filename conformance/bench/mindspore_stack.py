@@ -18,6 +18,12 @@ There is no `save-mm`: `Cell.recompute` takes no policy. A block is the MindSpor
 - *matmuls*: not measured (None). PyNative hooks cells, not the backward kernels.
 - *step*: `ops.GradOperation(get_by_list=True, sens_param=True)`: the parameters' gradient,
   pulled back from the cotangent c, and nothing for x (which is data).
+
+**In the default sweep** (not opt-in as tfjs): at the default B = 1024, F = 256, one step of
+L = 8 blocks takes 0.61 s of CPU without a checkpoint and 0.86 s with one, against torch's 0.72
+and 0.81 s on the same machine (the CPU time of 5 steps, `time.process_time`): the sweep's
+cost is about torch's. PyNative's per-op overhead is large (at B = 64, F = 32, L = 4 a step
+takes 0.17 s of CPU), so at small sizes its times are dispatch, not arithmetic.
 """
 
 from __future__ import annotations

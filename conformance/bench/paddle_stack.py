@@ -22,6 +22,11 @@ Kernels are `(in, out)`, Paddle's `linear` layout and the canonical one.
   kernels, and one `matmul_grad` kernel computes one or two products as its inputs need.
 - *step*: `y.backward(c)` and the parameters' `.grad` (a reentrant recompute does not work
   with `paddle.grad` for the parameters), freed before the next step.
+
+**In the default sweep** (not opt-in as tfjs): at the default B = 1024, F = 256, one step of
+L = 8 blocks takes 0.28 s of CPU without a checkpoint and 0.46 s with one, against torch's 0.72
+and 0.81 s on the same machine (the CPU time of 5 steps, `time.process_time`): the sweep's
+cost is about torch's, minutes, not tfjs's hours.
 """
 
 from __future__ import annotations
