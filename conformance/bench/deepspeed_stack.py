@@ -25,6 +25,8 @@ grad) as the only input, block 0's parameters would get no gradient.
 L = 8 blocks takes 0.96 s of CPU without a checkpoint and 0.77 s with one, against torch's 0.72
 and 0.81 s on the same machine (the CPU time of 5 steps, `time.process_time`; its `none` is
 torch's own blocks): the sweep's cost is about torch's.
+The whole default sweep of this stack alone took 736 s of CPU on that machine
+(loaded: every line ran to max_repeats); docs/BENCHMARKS.md has the rest.
 """
 
 from __future__ import annotations

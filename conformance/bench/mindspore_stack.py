@@ -24,6 +24,8 @@ L = 8 blocks takes 0.61 s of CPU without a checkpoint and 0.86 s with one, again
 and 0.81 s on the same machine (the CPU time of 5 steps, `time.process_time`): the sweep's
 cost is about torch's. PyNative's per-op overhead is large (at B = 64, F = 32, L = 4 a step
 takes 0.17 s of CPU), so at small sizes its times are dispatch, not arithmetic.
+The whole default sweep of this stack alone took 702 s of CPU on that machine
+(loaded: every line ran to max_repeats); docs/BENCHMARKS.md has the rest.
 """
 
 from __future__ import annotations

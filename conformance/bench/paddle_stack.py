@@ -27,6 +27,8 @@ Kernels are `(in, out)`, Paddle's `linear` layout and the canonical one.
 L = 8 blocks takes 0.28 s of CPU without a checkpoint and 0.46 s with one, against torch's 0.72
 and 0.81 s on the same machine (the CPU time of 5 steps, `time.process_time`): the sweep's
 cost is about torch's, minutes, not tfjs's hours.
+The whole default sweep of this stack alone took 438 s of CPU on that machine
+(loaded: every line ran to max_repeats); docs/BENCHMARKS.md has the rest.
 """
 
 from __future__ import annotations
