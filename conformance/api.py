@@ -173,8 +173,8 @@ def bench(
     **Arguments:**
 
     - `frameworks`: bench names (`conformance.bench.FRAMEWORKS`: jax, torch,
-      mlx, torch_compile, tensorflow, tfjs; default: all installed but tfjs,
-      which runs only when named).
+      mlx, torch_compile, tensorflow, tfjs, paddle, mindspore, deepspeed;
+      default: all installed but tfjs, which runs only when named).
     - `depths`, `batch`, `features`, `repeats`, `max_repeats`, `seed`: as the
       flags of the same names (defaults: `conformance.bench.DEFAULTS`).
 

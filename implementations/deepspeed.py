@@ -65,6 +65,25 @@ class DeepSpeed(TorchPort):
         "and fails on 2-D inputs (deepspeed 0.19.8)",
     }
 
+    #: DeepSpeed's offload and sharding options (`deepspeed.checkpointing.configure(None,
+    #: option=True)`, which needs a process group: `deepspeed.init_distributed("gloo")`, one
+    #: rank), and what each does to this port's checkpoint here (deepspeed 0.19.8, torch 2.13,
+    #: CPU). Neither is a policy; the port runs the defaults. Pinned in tests/deepspeed: a test
+    #: fails the day DeepSpeed changes what is said here.
+    options: ClassVar[dict[str, str]] = {
+        "partition_activations": "works on a 1-D x (the output and every gradient are bitwise "
+        "the default checkpoint's); fails on a 2-D x in backward (RuntimeError: The size of "
+        "tensor a (B*D) must match the size of tensor b (D) at non-singleton dimension 1; for "
+        "B = 1: output with shape [D] doesn't match the broadcast shape [1, D]): it keeps x "
+        "flattened to (B*D,), puts that back as x's data, and x's gradient no longer fits",
+        "checkpoint_in_cpu": "fails on every x in backward (RuntimeError: both arguments to "
+        "linear need to be at least 1D, but they are 0D and 2D): on the CPU its copy of x to "
+        "the CPU is x itself, whose data it empties before keeping it, so the rerun gets a 0-D x",
+    }
+    #: What both options do to the caller's x meanwhile: between the forward and the backward
+    #: pass, x's data is a 0-D placeholder (x.shape == ()), its data kept aside.
+    option_side_effect = "the caller's x is a 0-D placeholder between the forward and backward"
+
     def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
         if not (model.checkpoint and model._needs_grad(x)):
             return model.block(x)

@@ -32,8 +32,11 @@ _ENGINE_FOLDERS = (_HERE / "mindspore", _HERE / "paddle")
 def _collects_engines(args: list[str]) -> bool:
     roots = [Path(arg.split("::")[0]).resolve() for arg in args if not arg.startswith("-")]
     roots = roots or [Path.cwd()]
+    # A root that is the folder, holds it, or lies in it (a test file named on its own).
     return any(
-        root == folder or root in folder.parents for root in roots for folder in _ENGINE_FOLDERS
+        root == folder or root in folder.parents or folder in root.parents
+        for root in roots
+        for folder in _ENGINE_FOLDERS
     )
 
 

@@ -1,8 +1,9 @@
 """`python -m conformance bench`: memory and time of an L-block stack against L, per framework.
 
 Each framework has one module here (`jax_stack`, `torch_stack`,
-`torch_compile_stack`, `mlx_stack`, `tensorflow_stack`, `tfjs_stack`), imported only when
-the bench runs; a framework that is not installed is skipped with
+`torch_compile_stack`, `mlx_stack`, `tensorflow_stack`, `tfjs_stack`, `paddle_stack`,
+`mindspore_stack`, `deepspeed_stack`), imported only when the bench runs, in an order that
+lets them share the process (`LOAD_FIRST`); a framework that is not installed is skipped with
 the reason. Every module offers the same three things:
 
 - `FRAMEWORK`, its name, and `versions()`;
@@ -16,14 +17,18 @@ the JSON, the Markdown table and the plot. Called, `conformance.bench(...)` is
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
 import platform
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+from implementations.contract import StackUnavailable
 
 from ..reporting.jsonable import to_data
 from ..running import timing
@@ -37,11 +42,20 @@ FRAMEWORKS = {
     "torch_compile": "conformance.bench.torch_compile_stack",
     "tensorflow": "conformance.bench.tensorflow_stack",
     "tfjs": "conformance.bench.tfjs_stack",
+    "paddle": "conformance.bench.paddle_stack",
+    "mindspore": "conformance.bench.mindspore_stack",
+    "deepspeed": "conformance.bench.deepspeed_stack",
     "mindspore_graph": "conformance.bench.mindspore_graph_stack",  # graph mode, in a child
 }
 # Run only when named (`--framework tfjs`): tfjs's pure-JS CPU backend takes seconds per step
 # at the default sizes, hours for the default sweep (tfjs_stack's docstring).
+# Paddle, MindSpore and DeepSpeed run by default where installed: a step of theirs at the
+# default sizes costs about torch's CPU time (measured: their modules' docstrings).
 OPT_IN = frozenset({"tfjs"})
+# Imported before the others, in this order, whatever order they are named in: MindSpore
+# cannot load after Paddle (both ship oneDNN), and Paddle segfaults after TensorFlow
+# (MindSpore 2.10.0, Paddle 3.3.1, TensorFlow 2.21). Every other pair loads either way.
+LOAD_FIRST = ("mindspore", "paddle")
 DEFAULT_FRAMEWORKS = tuple(name for name in FRAMEWORKS if name not in OPT_IN)
 DEFAULTS = Settings()
 
@@ -102,17 +116,28 @@ def from_json(data: dict[str, Any]) -> BenchReport:
 
 
 def load_frameworks(names: Iterable[str]) -> tuple[dict[str, ModuleType], dict[str, str]]:
-    """Import each named framework's module. **Returns:** `(loaded, skipped: name -> reason)`."""
-    loaded, skipped = {}, {}
-    for name in names:
+    """Import each named framework's module, those of `LOAD_FIRST` first.
+
+    **Returns:** `(loaded, skipped: name -> reason)`, `loaded` in the order named.
+    """
+    names = list(dict.fromkeys(names))
+    order = [n for n in LOAD_FIRST if n in names] + [n for n in names if n not in LOAD_FIRST]
+    found, skipped = {}, {}
+    for name in order:
         if name not in FRAMEWORKS:
             skipped[name] = f"no bench for {name!r}; known: {', '.join(FRAMEWORKS)}"
             continue
         try:
-            loaded[name] = importlib.import_module(FRAMEWORKS[name])
+            # What a framework prints as it loads goes to stderr (DeepSpeed logs to stdout):
+            # stdout is the report's (`bench --json`).
+            with contextlib.redirect_stdout(sys.stderr):
+                found[name] = importlib.import_module(FRAMEWORKS[name])
+        except StackUnavailable as error:  # installed, but not loadable in this process
+            skipped[name] = f"cannot load in this process ({error})"
         except ImportError as error:  # ModuleNotFoundError, or a module set to None
             skipped[name] = f"not installed ({error})"
-    return loaded, skipped
+    loaded = {name: found[name] for name in names if name in found}
+    return loaded, {name: skipped[name] for name in names if name in skipped}
 
 
 def total_steps(settings: Settings, frameworks: dict[str, ModuleType]) -> int:

@@ -29,7 +29,8 @@ MODE_TITLES = {
     "(jax: dots_saveable; torch: selective checkpointing, MUST_SAVE for mm/addmm; "
     "MLX has no policy and skips it; tensorflow, which has no policies: the first matmul "
     "outside tf.recompute_grad; tfjs likewise, outside a tf.customGrad region; "
-    "mindspore_graph: Primitive.recompute() on each block's adds and relu, not its matmuls)",
+    "mindspore_graph: Primitive.recompute() on each block's adds and relu, not its matmuls; "
+    "Paddle, MindSpore (PyNative) and DeepSpeed have no policy and skip it)",
 }
 FLOAT32_BYTES = 4
 # A timed sample runs the step this long at least, so that a 1 ms step is not
@@ -44,8 +45,11 @@ DEFINITIONS = {
     "that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot; "
     "TensorFlow: the forward tensors that the backward ops of the traced step graph read, one "
     "figure for eager, tf.function and XLA; tfjs: the tensors the nodes of its tape hold at the "
-    "end of the forward pass, one per tensor datum; mindspore_graph: the forward values that "
-    "backward nodes read in the graph-mode IR after MindSpore's add_recomputation pass). "
+    "end of the forward pass, one per tensor datum; Paddle and MindSpore (PyNative): their own "
+    "saved_tensors_hooks around the forward pass, one per storage; DeepSpeed: torch's outer "
+    "saved_tensors_hooks plus the inputs each checkpoint node keeps in "
+    "ctx.deepspeed_saved_tensors, where no hook sees them; mindspore_graph: the forward values "
+    "that backward nodes read in the graph-mode IR after MindSpore's add_recomputation pass). "
     "Parameters, and values computed from parameters "
     "alone, are left out: they live whether or not anything is saved; so are constants (JAX "
     "keeps a zeros buffer for the relu's select, which depends on no data). The stack's input "
@@ -55,8 +59,8 @@ DEFINITIONS = {
     "temp_bytes": "XLA's compiled temporary buffers for one forward+backward step "
     "(jit(step).lower().compile().memory_analysis().temp_size_in_bytes); arguments and the "
     "returned gradients are not in it. None where there is no XLA program (torch, eager or "
-    "compiled: inductor reports no such figure; MLX uncompiled), and for TensorFlow, whose XLA "
-    "path does not expose its buffer assignment.",
+    "compiled: inductor reports no such figure; MLX uncompiled; Paddle, MindSpore and DeepSpeed, "
+    "eager), and for TensorFlow, whose XLA path does not expose its buffer assignment.",
     "peak_bytes": "torch: the highest net CPU allocation during one step above what was live "
     "before it, from torch.profiler(profile_memory=True); it includes the parameter gradients "
     "the step returns (compiled torch too: inductor allocates through the same allocator). "
@@ -64,8 +68,12 @@ DEFINITIONS = {
     "mx.get_active_memory() before it (gradients included). None for JAX, whose CPU runtime "
     "has no allocation profiler, and for TensorFlow, whose CPU allocator reports no peak "
     "(get_memory_info gives zeros). tfjs: tf.profile's peakBytes during one step above "
-    "tf.memory().numBytes before it (gradients included). None for mindspore_graph: on the "
-    "CPU, mindspore.runtime.max_memory_allocated() and memory_stats() read 0 in graph mode.",
+    "tf.memory().numBytes before it (gradients included). DeepSpeed: as torch. Paddle: its host "
+    "allocator's statistic, core.host_memory_stat_peak_value('Allocated', 0) during one step "
+    "(reset first) above the current value before it (gradients included; "
+    "paddle.device.max_memory_allocated refuses CPU builds). None for MindSpore, PyNative and "
+    "graph mode, whose memory statistics cover device pools only "
+    "(mindspore.runtime.max_memory_allocated() and memory_stats() read 0 on the CPU).",
     "matmuls": "matrix products executed per step: JAX counts dot ops in the optimized HLO "
     "(a loop body times its known trip count); torch counts aten mm/addmm calls in the step "
     "with a TorchDispatchMode; compiled torch counts the aten mm/addmm nodes of the forward and "
@@ -73,8 +81,10 @@ DEFINITIONS = {
     "AddMM/Matmul primitives in the step's lazy graph that its evaluation runs; TensorFlow "
     "counts MatMul ops executed (eager, an op callback), MatMul ops in the traced step graph "
     "(tf.function), or dot ops in the optimized HLO (XLA); tfjs counts the BatchMatMul kernels "
-    "tf.profile sees in one step; mindspore_graph counts the MatMul nodes, forward and "
-    "backward, of the graph-mode IR after the add_recomputation pass.",
+    "tf.profile sees in one step; DeepSpeed counts aten mm/addmm calls as torch does; "
+    "mindspore_graph counts the MatMul nodes, forward and backward, of the graph-mode IR after "
+    "the add_recomputation pass. None for Paddle and MindSpore (PyNative), which offer hooks on "
+    "layers and cells but none over the backward kernels.",
     "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
     "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
     "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "

@@ -45,7 +45,7 @@ METRICS: tuple[Metric, ...] = (
         True,
     ),
     (
-        "allocation peak (MiB): torch profiler, MLX allocator, tfjs tf.profile",
+        "allocation peak (MiB): torch profiler,\nMLX and Paddle allocators, tfjs tf.profile",
         lambda r: None if r.peak_bytes is None else r.peak_bytes / MIB,
         lambda r: None,
         True,

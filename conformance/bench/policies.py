@@ -16,6 +16,8 @@ Each block runs under the policy, spelled as the ports spell it:
 - **mlx**, **tensorflow**: none and full (they have no policy API).
 - **mindspore_graph** (graph mode, in a child process): none, full, and save_dots
   (`Primitive.recompute()` on each block's adds and relu, not its matmuls).
+- **paddle**, **mindspore** (PyNative), **deepspeed**: none and full (`recompute`,
+  `Cell.recompute` and `deepspeed.checkpointing.checkpoint` take no policy).
 
 Saved bytes come from each framework's instrument, as in the depth bench;
 for a selective-checkpoint policy in eager torch, from the policy's cache
@@ -57,6 +59,9 @@ POLICIES: dict[str, tuple[str, ...]] = {
     "mlx": ("none", "full"),
     "tensorflow": ("none", "full"),
     "mindspore_graph": ("none", "full", "save_dots"),  # save_dots: the stack's save-mm
+    "paddle": ("none", "full"),
+    "mindspore": ("none", "full"),
+    "deepspeed": ("none", "full"),
 }
 #: Policies a framework cannot express, with the port's reason, shown under the table.
 NOT_RUN: dict[str, dict[str, str]] = {
@@ -69,12 +74,28 @@ NOT_RUN: dict[str, dict[str, str]] = {
     "jax": {"budget": "JAX has no memory-budget policy"},
     "mlx": {name: "mx.checkpoint has no policy" for name in ("save_dots", "save_named")},
     "tensorflow": {name: "tf.recompute_grad has no policy" for name in ("save_dots", "save_named")},
+    "paddle": dict.fromkeys(
+        ("save_dots", "save_named", "offload_dots"), "recompute takes no policy"
+    ),
+    "mindspore": dict.fromkeys(
+        ("save_dots", "save_named", "offload_dots"), "Cell.recompute takes no policy"
+    ),
+    "deepspeed": {
+        "save_dots": "deepspeed.checkpointing.checkpoint takes no policy",
+        "save_named": "deepspeed.checkpointing.checkpoint takes no policy",
+        "offload_dots": "checkpoint_in_cpu offloads the inputs, not the dots, and fails upstream "
+        "on the CPU (implementations/deepspeed.py, DeepSpeed.options)",
+    },
     "mindspore_graph": {
         "save_named": "no names: Primitive.recompute marks ops, not tensors",
         "offload_dots": "graph-mode recompute has no offload option",
         "budget": "graph-mode recompute has no memory budget",
     },
 }
+NO_CASE = (
+    "the policy bench has no case for it: its port speaks the process protocol, which carries "
+    "the checkpoint on or off, not a policy (docs/PROTOCOL.md)"
+)
 #: The depth the policy bench runs at unless `--depths` says otherwise.
 DEPTHS = (8,)
 
@@ -255,7 +276,7 @@ def _torch_compile_case(policy: str, data: Data):
 
 
 def _plain_case(module: ModuleType) -> Callable[[str, Data], Any]:
-    # MLX and TensorFlow: their depth-bench cases for none and full, first variant.
+    # MLX, TensorFlow and the engines: their depth-bench cases for none and full, first variant.
     def build(policy: str, data: Data):
         variant = module.configurations()[0][0]
         return module.build(variant, policy, data)
@@ -278,6 +299,9 @@ BUILDERS: dict[str, Callable[[ModuleType], Callable[[str, Data], Any]]] = {
     "mlx": _plain_case,
     "tensorflow": _plain_case,
     "mindspore_graph": _mindspore_graph_case,
+    "paddle": _plain_case,
+    "mindspore": _plain_case,
+    "deepspeed": _plain_case,
 }
 
 
@@ -456,7 +480,12 @@ def command(args: Any, settings: Settings) -> int:
     console = Console(stderr=True)
     if not args.depths:  # one depth unless asked: the policies, not the depths, vary here
         settings = Settings(**{**to_data(settings), "depths": DEPTHS})
-    frameworks, skipped = load_frameworks(args.framework or list(DEFAULT_FRAMEWORKS))
+    named = args.framework or list(DEFAULT_FRAMEWORKS)
+    # A framework without a policy case (tfjs: its protocol carries on/off only) is skipped
+    # with the reason, before anything is loaded.
+    skipped_first = {name: NO_CASE for name in named if name not in POLICIES}
+    frameworks, skipped = load_frameworks([name for name in named if name in POLICIES])
+    skipped = {**skipped_first, **skipped}
     interrupts.check()
     for name, reason in skipped.items():
         console.print(f"[yellow]skip[/] {name}: {reason}")

@@ -96,3 +96,12 @@ def test_the_plot_is_drawn_per_framework(tmp_path):
     assert plot(results, tmp_path / "p.png") is None
     assert (tmp_path / "p.png").stat().st_size > 0
     assert plot([], tmp_path / "q.png") == "no policy was measured"
+
+
+def test_a_framework_without_a_policy_case_is_skipped_with_the_reason(tmp_path):
+    from tests.helpers import run_cli
+
+    done = run_cli("bench", "--policies", "--framework", "tfjs", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "skip tfjs: the policy bench has no case for it" in " ".join(done.stderr.split())
+    assert "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ from tests.helpers import ROOT, without_frameworks
 
 STACK_FOLDERS = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow", "mlx": "mlx"}
 STACK_FOLDERS |= {"paddle": "paddle", "mindspore": "mindspore"}
+STACK_FOLDERS |= {"deepspeed": "deepspeed"}
 
 
 def test_every_stack_folder_has_a_skipping_conftest():
@@ -19,7 +20,7 @@ def test_every_stack_folder_has_a_skipping_conftest():
     assert folders == {*STACK_FOLDERS, "keras", "process"}
 
 
-@pytest.mark.parametrize("folder", ["torch", "mlx", "paddle", "mindspore"])
+@pytest.mark.parametrize("folder", ["torch", "mlx", "paddle", "mindspore", "deepspeed"])
 def test_a_missing_stack_skips_its_folder_with_the_reason(tmp_path, folder):
     # The folder named on the command line: its conftest loads before collection.
     env = without_frameworks(tmp_path, [STACK_FOLDERS[folder]])

@@ -1,0 +1,85 @@
+"""The Paddle bench stack (`conformance.bench.paddle_stack`) at small sizes: residuals against
+hand-derived counts, Paddle's allocator peak, gradients against numpy.
+
+A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.bench import measure, paddle_stack, policies
+from conformance.bench.measure import Settings
+from tests.bench_reference import assert_grads_match
+
+B, F = 4, 8  # B != F: a shape tells an activation (B, F) from a weight (F, F)
+UNIT = B * F * 4
+# Per block with no checkpoint: linear 1's gradient reads x_l (dW1), relu_grad reads its
+# output a_l, which linear 2 reads too (one storage): 2 units. A reentrant recompute keeps
+# its arguments (save_for_backward): x_l and the parameters: 1 unit.
+UNITS = {"none": lambda L: 2 * L, "full": lambda L: L}
+
+
+def _data(depth: int) -> measure.Data:
+    return measure.make_data(Settings(depths=(depth,), batch=B, features=F), depth)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("mode", ["none", "full"])
+def test_residuals_match_hand_derived_counts(mode, depth):
+    saved = paddle_stack.build("", mode, _data(depth)).residuals()
+    kept = [t for t in saved if t.origin in ("input", "activation")]
+    units = UNITS[mode](depth)
+    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
+    assert all(t.shape == (B, F) for t in kept)
+    assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
+
+
+def test_measure_reads_paddles_allocator_and_counts_no_matmuls():
+    depth = 2
+    for mode in UNITS:
+        static = paddle_stack.build("", mode, _data(depth)).measure()
+        assert static.temp_bytes is None
+        assert static.matmuls is None  # not measured: no hook over the backward kernels
+        # At least the gradients the step returns: 2 weights and 2 biases per block.
+        assert static.peak_bytes >= depth * (2 * F * F + 2 * F) * 4
+
+
+def test_the_allocator_peak_falls_with_the_recompute():
+    # At B = 256, F = 32 the activations dominate. With no checkpoint the forward pass keeps
+    # 2 units a block (2L) alive into the backward pass; a recompute keeps 1 (L) and reruns
+    # one block at a time, whose h, a and y make at most 3 more: L - 3 units less at least.
+    depth, settings = 8, Settings(depths=(8,), batch=256, features=32)
+    data, unit = measure.make_data(settings, depth), 256 * 32 * 4
+    peaks = {m: paddle_stack.build("", m, data).peak_bytes() for m in UNITS}
+    assert peaks["none"] - peaks["full"] >= (depth - 3) * unit, peaks
+
+
+@pytest.mark.parametrize("mode", ["none", "full"])
+def test_gradients_match_numpy(mode):
+    data = _data(3)
+    case = paddle_stack.build("", mode, data)
+    assert_grads_match([g.numpy() for g in case._grads()], data)
+    case.peak_bytes()  # another step: it frees the last one's gradients first
+    assert_grads_match([g.numpy() for g in case._grads()], data)  # not accumulated
+
+
+def test_a_recomputed_step_equals_the_plain_one_bit_for_bit():
+    data = _data(2)
+    plain, recomputed = (paddle_stack.build("", mode, data)._grads() for mode in UNITS)
+    for a, b in zip(plain, recomputed, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_no_save_mm_and_the_policy_bench_runs_none_and_full():
+    assert paddle_stack.configurations() == [("", "none"), ("", "full")]
+    with pytest.raises(ValueError, match="save-mm"):
+        paddle_stack.stack_fn("save-mm")
+    assert policies.POLICIES["paddle"] == ("none", "full")
+    results, failed = policies.run(
+        Settings(depths=(2,), batch=B, features=F, repeats=1, max_repeats=1),
+        {"paddle": paddle_stack},
+    )
+    assert failed == {}
+    assert [(r.policy, r.saved_bytes) for r in results] == [("none", 4 * UNIT), ("full", 2 * UNIT)]
