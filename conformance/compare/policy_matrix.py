@@ -123,7 +123,7 @@ def _run(cell, port, references, policy, params, x, cotangent) -> None:
     cell.backward_matmuls = record.backward_matmuls
     cell.memory = {t.role: t.memory_space for t in record.kept if t.role and t.memory_space}
     try:
-        check_policy_record(port, policy, record)
+        check_policy_record(port, policy, record, params.dim, params.features)
     except ConformanceError as error:
         cell.expected = str(error).split(": ", 1)[-1]
 
