@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -74,7 +75,7 @@ class Lane:
         self.failure = ""  # how the process ended early, with its last lines
         self.child: isolation.Child | None = None
         self._scratch = ""
-        self._cpu = 0.0
+        self._timing_cpu = 0.0
 
     def start(self) -> None:
         self._scratch = tempfile.mkdtemp(prefix="remat-compare-")
@@ -114,13 +115,10 @@ class Lane:
         )
         self.measured = True
 
-    def cpu_seconds(self) -> float:
-        """CPU seconds its process (and what it started) has used so far; the last reading
-        once it has ended."""
-        work = self.child.work() if self.child is not None else None
-        if work is not None:
-            self._cpu = work[0]
-        return self._cpu
+    @property
+    def timing_cpu_seconds(self) -> float:
+        """CPU seconds its process spent timing, as it reported them (0 until it has)."""
+        return self._timing_cpu
 
     def time(self) -> dict[str, tuple[Any, Any]]:
         """Ask the process to time its ports and wait for the timings (by port name)."""
@@ -135,7 +133,10 @@ class Lane:
             death = self.child.death()
             self.failure = f"the process of lane {self.key!r} died while timing ({death})"
             return {}
-        return value if status == "returned" else {}
+        if status != "returned":
+            return {}
+        self._timing_cpu = value["cpu_seconds"]
+        return value["timings"]
 
     def end(self) -> None:
         if self.child is not None:
@@ -202,6 +203,29 @@ def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
             ports.append(port)
     to_parent.send(("measured",))
     if to_parent.recv() != "time" or not ports:
-        return {}
-    timings = measure.warm_timings(ports, params, x, cotangent, seed, repeats)
-    return {port.name: timing for port, timing in zip(ports, timings, strict=True)}
+        return timed({})
+    with cpu_used() as used:
+        timings = measure.warm_timings(ports, params, x, cotangent, seed, repeats)
+    return timed({port.name: t for port, t in zip(ports, timings, strict=True)}, used())
+
+
+def timed(timings: dict[str, tuple[Any, Any]], cpu_seconds: float = 0.0) -> dict[str, Any]:
+    """A lane's answer: its timings by port name, and the CPU seconds that timing took (so that
+    the comparison can tell its own work from other processes', `load`)."""
+    return {"timings": timings, "cpu_seconds": cpu_seconds}
+
+
+@contextlib.contextmanager
+def cpu_used():
+    """`with cpu_used() as used:` ... `used()`: this process's CPU seconds (its threads and the
+    children it waited for) in the block."""
+
+    def now() -> float:
+        own, children = (
+            resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    start, end = now(), [None]
+    yield lambda: (end[0] if end[0] is not None else now()) - start
+    end[0] = now()

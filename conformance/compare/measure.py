@@ -477,7 +477,7 @@ def run(
     try:
         lanes.run_lanes(away, concurrency or lanes.default_concurrency(), measure_here)
         notify("timing warm calls, one process at a time")
-        others = OthersWhileTiming(lambda: [lane.cpu_seconds() for lane in away])
+        others = OthersWhileTiming(lambda: [lane.timing_cpu_seconds for lane in away])
         others.start()
         for port, timing in zip(
             loaded, warm_timings(loaded, params, x, cotangent, seed, repeats), strict=True

@@ -43,7 +43,7 @@ from ..checking import precision
 from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from ..running import environment, isolation
 from ..running.timing import time_interleaved
-from . import measure
+from . import lanes, measure
 from .measure import Expected, PortComparison, Timing
 
 NAME = "mindspore_graph"
@@ -157,9 +157,10 @@ def serve_lane(names, params, x, cotangent, seed, repeats, exact, expected):
     to_parent.send(("row", row))
     to_parent.send(("measured",))
     if to_parent.recv() != "time" or calls is None:
-        return {}
-    forward, vjp = (Timing.of(samples) for samples in time_interleaved(list(calls), repeats))
-    return {NAME: (forward, vjp)}
+        return lanes.timed({})
+    with lanes.cpu_used() as used:
+        samples = time_interleaved(list(calls), repeats)
+    return lanes.timed({NAME: tuple(Timing.of(s) for s in samples)}, used())
 
 
 def _time(row: PortComparison, calls, repeats: int) -> None:

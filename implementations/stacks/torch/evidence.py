@@ -94,7 +94,10 @@ class Roles(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         self.tagged = self.tagged or func is TAG
         if not func.is_view and isinstance(out, torch.Tensor):
-            self.by_storage.setdefault(out.untyped_storage().data_ptr(), self._role(func, out))
+            # The latest tensor made at an address names it: the caching allocator hands a
+            # freed intermediate's memory (d1, once the bias is added) to a later one (a), and
+            # a saved tensor's memory is never handed on while it is saved.
+            self.by_storage[out.untyped_storage().data_ptr()] = self._role(func, out)
         return out
 
     def _role(self, func: Any, out: torch.Tensor) -> str:
