@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from multiprocessing import connection as connections
 from pathlib import Path
@@ -32,6 +32,8 @@ from implementations import found
 
 from ..running import environment, isolation
 
+#: Seconds the lanes get to exit by themselves once the comparison is done with them.
+EXIT_GRACE = 0.5
 # The modules whose presence names a framework but not the engine a lane is for.
 _FRONT_ENDS = frozenset({"flax", "equinox", "haiku", "deepspeed"})
 
@@ -62,8 +64,8 @@ class Lane:
 
     The process sends one message per port as it measures (its row, or "held"
     for a port that cannot load beside the others), then ("measured",), and
-    waits; sent "time", it times its working ports interleaved and returns
-    their timings.
+    waits; sent "time", it times its working ports interleaved, sends
+    ("timed", timings) and waits, idle, until `end()` closes the connection.
     """
 
     def __init__(self, key: str, names: list[str], args: tuple, target: str = ""):
@@ -75,7 +77,7 @@ class Lane:
         self.failure = ""  # how the process ended early, with its last lines
         self.child: isolation.Child | None = None
         self._scratch = ""
-        self._timing_cpu = 0.0
+        self._cpu = 0.0
 
     def start(self) -> None:
         self._scratch = tempfile.mkdtemp(prefix="remat-compare-")
@@ -115,34 +117,54 @@ class Lane:
         )
         self.measured = True
 
-    @property
-    def timing_cpu_seconds(self) -> float:
-        """CPU seconds its process spent timing, as it reported them (0 until it has)."""
-        return self._timing_cpu
+    def cpu_seconds(self) -> float:
+        """CPU seconds its process (and what it started) has used so far: it stays alive,
+        idle, from its timings until `end()`, so that this can be read after them."""
+        work = self.child.work() if self.child is not None else None
+        if work is not None:
+            self._cpu = work[0]
+        return self._cpu
 
     def time(self) -> dict[str, tuple[Any, Any]]:
         """Ask the process to time its ports and wait for the timings (by port name)."""
         if self.failure:
             return {}
         self.child.send("time")
-        if not connections.wait([self.child.connection], timeout=None):
-            return {}
         try:
-            status, value = self.child.connection.recv()
+            while True:
+                kind, value = self.child.connection.recv()
+                if kind == "timed":
+                    return value
+                if kind == "raised":
+                    self.failure = f"the process of lane {self.key!r} raised {value}"
+                    return {}
         except (EOFError, OSError):
             death = self.child.death()
             self.failure = f"the process of lane {self.key!r} died while timing ({death})"
             return {}
-        if status != "returned":
-            return {}
-        self._timing_cpu = value["cpu_seconds"]
-        return value["timings"]
 
-    def end(self) -> None:
+    def let_go(self) -> None:
+        """Close its connection: a lane waiting after its timings (`serve`) then exits."""
         if self.child is not None:
-            self.child.end(grace=10)
+            self.child.connection.close()
+
+    def end(self, grace: float = 10.0) -> None:
+        if self.child is not None:
+            self.let_go()
+            self.child.end(grace=grace)
         if self._scratch:
             shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def end_all(lanes: list[Lane]) -> None:
+    """End every lane: all are let go first and get a moment to exit together; what is left is
+    stopped. Their work is done and reported, and shutting a framework's interpreter down
+    cleanly took up to 4 s here, which no result needs."""
+    for lane in lanes:
+        lane.let_go()
+    deadline = time.monotonic() + EXIT_GRACE
+    for lane in lanes:
+        lane.end(grace=max(0.0, deadline - time.monotonic()))
 
 
 def run_lanes(lanes: list[Lane], concurrency: int, measure_here: Callable[[], None]) -> None:
@@ -202,30 +224,16 @@ def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
         if port is not None and not row.error:
             ports.append(port)
     to_parent.send(("measured",))
-    if to_parent.recv() != "time" or not ports:
-        return timed({})
-    with cpu_used() as used:
-        timings = measure.warm_timings(ports, params, x, cotangent, seed, repeats)
-    return timed({port.name: t for port, t in zip(ports, timings, strict=True)}, used())
+    timings = {}
+    if to_parent.recv() == "time" and ports:
+        found = measure.warm_timings(ports, params, x, cotangent, seed, repeats)
+        timings = {port.name: timing for port, timing in zip(ports, found, strict=True)}
+    finish(to_parent, timings)
 
 
-def timed(timings: dict[str, tuple[Any, Any]], cpu_seconds: float = 0.0) -> dict[str, Any]:
-    """A lane's answer: its timings by port name, and the CPU seconds that timing took (so that
-    the comparison can tell its own work from other processes', `load`)."""
-    return {"timings": timings, "cpu_seconds": cpu_seconds}
-
-
-@contextlib.contextmanager
-def cpu_used():
-    """`with cpu_used() as used:` ... `used()`: this process's CPU seconds (its threads and the
-    children it waited for) in the block."""
-
-    def now() -> float:
-        own, children = (
-            resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-        )
-        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-    start, end = now(), [None]
-    yield lambda: (end[0] if end[0] is not None else now()) - start
-    end[0] = now()
+def finish(to_parent, timings: dict[str, tuple[Any, Any]]) -> None:
+    """Send a lane's timings, then wait, idle, until the comparison closes the connection: it
+    reads the lane's CPU time (`Lane.cpu_seconds`) after every lane has timed."""
+    to_parent.send(("timed", timings))
+    with contextlib.suppress(EOFError, OSError):
+        to_parent.recv()

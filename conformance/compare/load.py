@@ -5,8 +5,8 @@ its lanes measure side by side (`lanes`), so on an idle 2-core machine it
 ends near 2, which says nothing about other work. What matters for the
 times is what else ran while they were taken. On Linux that is measured:
 the CPU time the whole machine used during the timing phase (`/proc/stat`)
-minus this comparison's own (this process, and what each lane reports
-it spent timing), over the wall time, in cores. Elsewhere only the load
+minus this comparison's own (this process and its lanes, idle ones
+included), over the wall time, in cores. Elsewhere only the load
 averages are known.
 """
 
@@ -51,9 +51,8 @@ def _own_seconds() -> float:
 class OthersWhileTiming:
     """Measures the cores other processes kept busy between `start()` and `stop()`.
 
-    `own_children()` gives the CPU seconds the comparison's other processes (its lanes) have
-    spent timing so far, as they report them (a lane has ended by the time it is read); this
-    process's own time is read here.
+    `own_children()` gives the CPU seconds the comparison's other processes (its lanes, alive
+    until both readings are taken) have used so far; this process's own time is read here.
     """
 
     def __init__(self, own_children: Callable[[], Iterable[float]]):

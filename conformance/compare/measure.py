@@ -477,13 +477,14 @@ def run(
     try:
         lanes.run_lanes(away, concurrency or lanes.default_concurrency(), measure_here)
         notify("timing warm calls, one process at a time")
-        others = OthersWhileTiming(lambda: [lane.timing_cpu_seconds for lane in away])
+        others = OthersWhileTiming(lambda: [lane.cpu_seconds() for lane in away])
         others.start()
         for port, timing in zip(
             loaded, warm_timings(loaded, params, x, cotangent, seed, repeats), strict=True
         ):
             set_warm(rows[port.name], *timing, lane=here_key)
         for lane in away:
+            notify(f"timing {lane.key}")
             timings = lane.time()
             for name in lane.names:
                 row = lane.rows.get(name)
@@ -494,9 +495,9 @@ def run(
                 rows[name] = row
                 set_warm(row, *timings.get(name, (None, None)), lane=lane.key)
         busy_elsewhere = others.stop()
+        notify("ending the processes")
     finally:
-        for lane in away:
-            lane.end()
+        lanes.end_all(away)
 
     if first_calls:
         with tempfile.TemporaryDirectory() as scratch:

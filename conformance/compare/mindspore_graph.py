@@ -156,11 +156,11 @@ def serve_lane(names, params, x, cotangent, seed, repeats, exact, expected):
     row, calls = _measure(params, x, cotangent, seed, exact, expected, first_calls=False)
     to_parent.send(("row", row))
     to_parent.send(("measured",))
-    if to_parent.recv() != "time" or calls is None:
-        return lanes.timed({})
-    with lanes.cpu_used() as used:
+    timings = {}
+    if to_parent.recv() == "time" and calls is not None:
         samples = time_interleaved(list(calls), repeats)
-    return lanes.timed({NAME: tuple(Timing.of(s) for s in samples)}, used())
+        timings = {NAME: tuple(Timing.of(s) for s in samples)}
+    lanes.finish(to_parent, timings)
 
 
 def _time(row: PortComparison, calls, repeats: int) -> None:
