@@ -162,14 +162,13 @@ class Comparison:
 
     @property
     def loaded(self) -> bool:
-        """Whether other work shared the machine, so that the times are noisy: the load average
-        exceeded the cores before the run, or other processes kept `load.BUSY_CORES` busy
-        while timing (where that is not measured: the load average after the run)."""
-        if self.load.get("before", 0.0) > self.cores:
-            return True
+        """Whether other work shared the machine, so that the times are noisy: other processes
+        kept `load.BUSY_CORES` busy while the ports were timed; where that is not measured,
+        the load average exceeded the cores before or after the run (a 1-minute average lags:
+        it still counts work that ended before the timings began)."""
         if "others_while_timing" in self.load:
             return self.load["others_while_timing"] >= BUSY_CORES
-        return self.load.get("after", 0.0) > self.cores
+        return any(self.load.get(when, 0.0) > self.cores for when in ("before", "after"))
 
     def to_json(self) -> dict[str, Any]:
         return {**to_data(self), "notes": NOTES}
