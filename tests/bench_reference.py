@@ -32,3 +32,25 @@ def assert_grads_match(found, data: measure.Data) -> None:
     assert len(found) == len(expected)
     for i, (a, b) in enumerate(zip(found, expected, strict=True)):
         np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-5, err_msg=f"grad {i}")
+
+
+# The engines' bench tests run the same small stack: B != F, so that a shape tells an
+# activation (B, F) from a weight (F, F); a "unit" is one (B, F) float32 array, and the
+# analytic minimum is L units (the block inputs).
+B, F = 4, 8
+UNIT = B * F * 4
+
+
+def small_data(depth: int) -> measure.Data:
+    """The engines' bench tests' data at `depth` blocks."""
+    return measure.make_data(measure.Settings(depths=(depth,), batch=B, features=F), depth)
+
+
+def kept_activations(case, units: int) -> list:
+    """The inputs and activations a bench case keeps, checked: `units` (B, F) arrays, block 0's
+    input among them once."""
+    kept = [t for t in case.residuals() if t.origin in ("input", "activation")]
+    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
+    assert all(t.shape == (B, F) for t in kept)
+    assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
+    return kept

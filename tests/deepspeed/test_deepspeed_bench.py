@@ -13,41 +13,31 @@ import sys
 import pytest
 import torch
 
-from conformance.bench import deepspeed_stack, measure, policies
+from conformance.bench import deepspeed_stack, policies
 from conformance.bench.measure import Settings
-from tests.bench_reference import assert_grads_match
+from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 from tests.helpers import ROOT
 
-B, F = 4, 8  # B != F: a shape tells an activation (B, F) from a weight (F, F)
-UNIT = B * F * 4
 # Per block with no checkpoint, as torch: addmm 1 keeps x_l (dW1), relu keeps its output a_l,
 # which addmm 2 keeps too (one storage): 2 units. DeepSpeed's checkpoint keeps its inputs on
 # its node (x_l and the parameters, passed as arguments), nothing through autograd: 1 unit.
 UNITS = {"none": lambda L: 2 * L, "full": lambda L: L}
 
 
-def _data(depth: int) -> measure.Data:
-    return measure.make_data(Settings(depths=(depth,), batch=B, features=F), depth)
-
-
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("mode", ["none", "full"])
 def test_residuals_match_hand_derived_counts(mode, depth):
-    saved = deepspeed_stack.build("", mode, _data(depth)).residuals()
-    kept = [t for t in saved if t.origin in ("input", "activation")]
-    units = UNITS[mode](depth)
-    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
-    assert all(t.shape == (B, F) for t in kept)
-    assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
+    case = deepspeed_stack.build("", mode, small_data(depth))
+    kept = kept_activations(case, UNITS[mode](depth))
     if mode == "full":  # all of it read off the checkpoint nodes, where no hook sees it
         assert all("deepspeed_saved_tensors" in t.note for t in kept)
-        params = [t for t in saved if t.origin == "parameter"]
+        params = [t for t in case.residuals() if t.origin == "parameter"]
         assert len(params) == 4 * depth  # every block's parameters, its arguments
 
 
 def test_measure_counts_matmuls_and_peak():
     depth = 2
-    found = {mode: deepspeed_stack.build("", mode, _data(depth)).measure() for mode in UNITS}
+    found = {mode: deepspeed_stack.build("", mode, small_data(depth)).measure() for mode in UNITS}
     # No checkpoint: as torch, 6 per block less block 0's dx. DeepSpeed's reentrant
     # checkpoint reruns the whole block, both addmms (torch's non-reentrant one stops after
     # the first): 8 per block less block 0's dx.
@@ -61,7 +51,7 @@ def test_measure_counts_matmuls_and_peak():
 
 @pytest.mark.parametrize("mode", ["none", "full"])
 def test_gradients_match_numpy(mode):
-    data = _data(3)
+    data = small_data(3)
     case = deepspeed_stack.build("", mode, data)
     grads = case._grads(case.stack)
     # torch's weights are (out, in): their gradients, transposed, are the canonical kernels'.
@@ -70,7 +60,7 @@ def test_gradients_match_numpy(mode):
 
 
 def test_a_checkpointed_step_equals_the_plain_one_bit_for_bit():
-    data = _data(2)
+    data = small_data(2)
     grads = {}
     for mode in ("none", "full"):
         case = deepspeed_stack.build("", mode, data)
@@ -84,7 +74,7 @@ def test_no_save_mm_and_the_policy_bench_runs_none_and_full():
     with pytest.raises(ValueError, match="save-mm"):
         deepspeed_stack.stack_fn("save-mm")
     with pytest.raises(ValueError, match="unknown variant"):
-        deepspeed_stack.build("compiled", "full", _data(1))
+        deepspeed_stack.build("compiled", "full", small_data(1))
     assert policies.POLICIES["deepspeed"] == ("none", "full")
     results, failed = policies.run(
         Settings(depths=(2,), batch=B, features=F, repeats=1, max_repeats=1),

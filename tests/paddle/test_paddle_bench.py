@@ -11,35 +11,24 @@ import pytest
 
 from conformance.bench import measure, paddle_stack, policies
 from conformance.bench.measure import Settings
-from tests.bench_reference import assert_grads_match
+from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 
-B, F = 4, 8  # B != F: a shape tells an activation (B, F) from a weight (F, F)
-UNIT = B * F * 4
 # Per block with no checkpoint: linear 1's gradient reads x_l (dW1), relu_grad reads its
 # output a_l, which linear 2 reads too (one storage): 2 units. A reentrant recompute keeps
 # its arguments (save_for_backward): x_l and the parameters: 1 unit.
 UNITS = {"none": lambda L: 2 * L, "full": lambda L: L}
 
 
-def _data(depth: int) -> measure.Data:
-    return measure.make_data(Settings(depths=(depth,), batch=B, features=F), depth)
-
-
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("mode", ["none", "full"])
 def test_residuals_match_hand_derived_counts(mode, depth):
-    saved = paddle_stack.build("", mode, _data(depth)).residuals()
-    kept = [t for t in saved if t.origin in ("input", "activation")]
-    units = UNITS[mode](depth)
-    assert (len(kept), sum(t.nbytes for t in kept)) == (units, units * UNIT), kept
-    assert all(t.shape == (B, F) for t in kept)
-    assert [t.origin for t in kept].count("input") == 1  # x: block 0's input
+    kept_activations(paddle_stack.build("", mode, small_data(depth)), UNITS[mode](depth))
 
 
 def test_measure_reads_paddles_allocator_and_counts_no_matmuls():
     depth = 2
     for mode in UNITS:
-        static = paddle_stack.build("", mode, _data(depth)).measure()
+        static = paddle_stack.build("", mode, small_data(depth)).measure()
         assert static.temp_bytes is None
         assert static.matmuls is None  # not measured: no hook over the backward kernels
         # At least the gradients the step returns: 2 weights and 2 biases per block.
@@ -58,7 +47,7 @@ def test_the_allocator_peak_falls_with_the_recompute():
 
 @pytest.mark.parametrize("mode", ["none", "full"])
 def test_gradients_match_numpy(mode):
-    data = _data(3)
+    data = small_data(3)
     case = paddle_stack.build("", mode, data)
     assert_grads_match([g.numpy() for g in case._grads()], data)
     case.peak_bytes()  # another step: it frees the last one's gradients first
@@ -66,7 +55,7 @@ def test_gradients_match_numpy(mode):
 
 
 def test_a_recomputed_step_equals_the_plain_one_bit_for_bit():
-    data = _data(2)
+    data = small_data(2)
     plain, recomputed = (paddle_stack.build("", mode, data)._grads() for mode in UNITS)
     for a, b in zip(plain, recomputed, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
