@@ -224,7 +224,9 @@ def test_api_compare_returns_the_comparison_the_json_holds():
     row = data["ports"][1]
     assert row["warm_samples"] == 1
     assert set(row["warm_spread"]) == {"forward", "vjp"}
-    assert set(data["load"]) == {"before", "after"}
+    # Other work while timing is measured where /proc/stat can be read (Linux).
+    measured = {"others_while_timing"} if sys.platform.startswith("linux") else set()
+    assert set(data["load"]) == {"before", "after"} | measured
     assert data["first_calls"] is False
 
 
