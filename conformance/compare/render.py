@@ -227,8 +227,13 @@ def summary_table(comparison: Comparison):
         versions = "\n".join(f"[dim]{escape(k)} {escape(v)}[/]" for k, v in row.versions.items())
         label = f"[bold]{row.name}[/]" + (f"\n{versions}" if versions else "")
         if not _usable(row):
-            why = escape(row.error) if row.error else f"{state_markup(row.state)}: {row.reason}"
-            table.add_row(label, why, end_section=True)
+            # The reason goes under the name, in the one column that wraps: in the verdict
+            # column, which does not, a long one squeezed every other column of the table.
+            if row.error:
+                mark, why = f"[bold red]{FAIL}error[/]", escape(row.error)
+            else:
+                mark, why = state_markup(row.state), escape(row.reason)
+            table.add_row(f"{label}\n[dim]{why}[/]", mark, end_section=True)
             continue
         diffs = _diffs(row)
         if row.reference:

@@ -176,6 +176,24 @@ def test_compare_keeps_every_port_and_figure_at_80_columns():
     assert "warning" in text
 
 
+def test_compare_keeps_the_figures_beside_ports_that_are_unavailable_or_broken():
+    # The quick start's install has no engines: their rows give a long reason, which must
+    # wrap rather than squeeze every other column (and cut their numbers) at 80 columns.
+    comparison = _comparison()
+    reason = "needs 'mindspore', not installed (pip install 'remat-conformance[mindspore]')"
+    comparison.ports.append(measure.PortComparison("mindspore", "unavailable", reason=reason))
+    broken = measure.PortComparison("paddle", "available")
+    broken.error = "in a process of its own: killed by SIGSEGV; its last lines: " + "x " * 40
+    comparison.ports.append(broken)
+    text = rendered(render.print_summary, comparison)
+    flat = " ".join(text.split())
+    assert reason in flat.replace("' remat", "'remat")  # whole, wrapped between words
+    assert "killed by SIGSEGV" in flat
+    for i, name in enumerate(COMPARED):
+        assert name in text
+        assert f"{(0.0123 + i / 1000) * 1e3:.3g} ± 1.1" in text, name
+
+
 def test_compare_title_says_the_command_as_run():
     comparison = _comparison()
     comparison.command = "compare --dim 32 --features 16"
