@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+import implementations
 from implementations.contract import Params
 
 from ..checking import precision
@@ -49,7 +50,8 @@ from .measure import Expected, PortComparison, Timing
 NAME = "mindspore_graph"
 FRAMEWORK = "mindspore"
 TIMEOUT_SECONDS = 600.0
-UNINSTALLED = "mindspore is not installed (pip install 'remat-conformance[mindspore]')"
+# The port's install hint, where the registry keeps it.
+UNINSTALLED = "mindspore is not installed" + implementations.install_hint(FRAMEWORK)
 
 
 def wanted(names) -> bool:
