@@ -450,7 +450,8 @@ def _half_table(bound: float) -> np.ndarray:
     Building it takes one to two seconds, in every process that inits; with
     `$REMAT_INIT_TABLES` naming a directory (the suite sets it to its cache),
     the table is kept there, under a name that changes with this module's
-    source, and mapped from the file by later processes.
+    source, with the SHA-256 of its contents, which later processes check
+    when they read it (about 20 ms).
     """
     path = _table_file(bound)
     table = _read_table(path, bound) if path is not None else None
@@ -473,30 +474,41 @@ def _table_file(bound: float) -> Path | None:
 
 
 def _read_table(path: Path, bound: float) -> np.ndarray | None:
-    """The kept table, or None if it is missing, unreadable or fails a spot check."""
+    """The kept table, or None if it is missing, unreadable, or not what was written: a damaged
+    cache must cost time, never become a wrong init (a single flipped bit would)."""
     try:
-        table = np.load(path, mmap_mode="r")
+        table = np.load(path)
+        written = _digest_file(path).read_text().strip()
     except (OSError, ValueError):
         return None
-    if table.shape != (_MIDDLE + 1,) or table.dtype != F32:
+    if table.shape != (_MIDDLE + 1,) or table.dtype != F32 or _digest(table) != written:
         return None
-    # A damaged file must not become a wrong init: recompute a spread of entries.
-    probe = np.linspace(0, _MIDDLE - 1, 997).astype(np.intp)
-    fresh = _truncated_normal_of_mantissa(probe + _MIDDLE, -bound, bound)
-    if not np.array_equal(np.asarray(table[probe]), fresh, equal_nan=True):
-        return None
+    table.flags.writeable = False
     return table
 
 
 def _write_table(path: Path, table: np.ndarray) -> None:
-    # Written whole under a temporary name, then renamed: a reader sees all of it or nothing.
+    # Each file written whole under a temporary name, then renamed, the digest first: a
+    # reader sees all of the table or none, and checks it against the digest.
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as file:
-            np.save(file, table)
-        os.replace(file.name, path)
+        for target, write in (
+            (_digest_file(path), lambda file: file.write(_digest(table).encode())),
+            (path, lambda file: np.save(file, table)),
+        ):
+            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
+                write(file)
+            os.replace(file.name, target)
     except OSError:
         pass  # an unwritable cache costs time, never a result
+
+
+def _digest_file(path: Path) -> Path:
+    return path.with_suffix(".sha256")
+
+
+def _digest(table: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(table).tobytes()).hexdigest()
 
 
 def _build_half_table(bound: float) -> np.ndarray:
