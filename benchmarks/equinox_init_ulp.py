@@ -23,10 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from implementations.equinox_jax import EquinoxJax
-from implementations.equinox_jax import nn_checkpoint_forward as eqx_forward
-from implementations.flax_linen import FlaxLinen
-from implementations.flax_linen import nn_checkpoint_forward as flax_forward
+from implementations.stacks.jax.equinox_jax import EquinoxJax
+from implementations.stacks.jax.equinox_jax import nn_checkpoint_forward as eqx_forward
+from implementations.stacks.jax.flax_linen import FlaxLinen
+from implementations.stacks.jax.flax_linen import nn_checkpoint_forward as flax_forward
 
 SHAPES = [
     (1, 1), (1, 7), (2, 3), (3, 4), (5, 1), (7, 33), (16, 16), (17, 5),

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from conformance.checking.tolerance import ulp_distance
-from implementations.flax_linen import FlaxLinen
+from implementations.stacks.jax.flax_linen import FlaxLinen
 from implementations.stacks.numpy import init as ci
 
 SHAPES = [

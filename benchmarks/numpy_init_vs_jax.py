@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from implementations import flax_linen, pytorch
+from implementations.stacks.jax import flax_linen, pytorch
 from implementations.stacks.numpy import canonical_params
 
 SHAPES = [(16, 16), (256, 256)]
@@ -98,12 +98,12 @@ FIRST_CALL = textwrap.dedent(
         call = lambda: canonical_params(1, dim, features)
     elif kind == "torch":
         import torch
-        from implementations.pytorch import nn_checkpoint_forward
+        from implementations.stacks.torch.pytorch import nn_checkpoint_forward
         xt = torch.from_numpy(x)
         call = lambda: nn_checkpoint_forward(1, xt, features)
     else:
         import jax, jax.numpy as jnp
-        from implementations.flax_linen import nn_checkpoint_forward
+        from implementations.stacks.jax.flax_linen import nn_checkpoint_forward
         xj = jnp.asarray(x)
         call = lambda: jax.block_until_ready(nn_checkpoint_forward(1, xj, features))
     start = time.perf_counter()

@@ -1,6 +1,8 @@
 """The registry of ports. Importing this package imports no ML framework.
 
-Built-in ports are registered below as lazy `"module:attr"` strings. Ports
+Built-in ports are declared by the stacks' manifests
+(`implementations/stacks/<framework>/manifest.py`, read by `manifests`) as
+lazy `"module:attr"` strings. Ports
 from other packages register through the entry-point group
 `remat_conformance.implementations`, with a value of the same form, or
 `"exec:<command line>"` for a port in any language (a program speaking
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, requires
 
-from . import _moved
+from . import _moved, manifests
 from .contract import Implementation, StackUnavailable, installed_versions
 
 __all__ = [
@@ -46,54 +48,18 @@ ENTRY_POINT_GROUP = "remat_conformance.implementations"
 #: An entry point value `exec:<command line>` registers a process port (docs/PROTOCOL.md).
 EXEC_PREFIX = "exec:"
 
-BUILTIN: dict[str, str] = {
-    "flax_linen": "implementations.flax_linen:FlaxLinen",
-    "equinox_jax": "implementations.equinox_jax:EquinoxJax",
-    "pytorch": "implementations.pytorch:PyTorch",
-    "flax_nnx": "implementations.flax_nnx:FlaxNnx",
-    "jax_checkpoint": "implementations.jax_checkpoint:JaxCheckpoint",
-    "haiku": "implementations.haiku:Haiku",
-    "mlx": "implementations.mlx:Mlx",
-    "torch_compile": "implementations.torch_compile:TorchCompile",
-    "tensorflow": "implementations.tensorflow:TensorFlow",
-    "keras_jax": "implementations.keras_jax:KerasJax",
-    "keras_torch": "implementations.keras_torch:KerasTorch",
-    "keras_tensorflow": "implementations.keras_tensorflow:KerasTensorFlow",
-    # A process port (docs/PROTOCOL.md): a program, started by the command after "exec:".
-    "tfjs": "exec:node {implementations}/process/tfjs/port.js",
-    "jax_spmd": "implementations.jax_spmd:JaxSpmd",
-    "torch_fsdp": "implementations.torch_fsdp:TorchFsdp",
-    "paddle": "implementations.paddle:Paddle",
-    "mindspore": "implementations.mindspore:MindSpore",
-    "deepspeed": "implementations.deepspeed:DeepSpeed",
-}
+def _builtin() -> dict[str, str]:
+    """The built-in ports, name -> target, from the stacks' manifests."""
+    return {name: entry.target for name, (_, entry) in manifests.ports().items()}
+
+
+BUILTIN: dict[str, str] = _builtin()
 
 #: Ports that start processes or devices of their own (ranks): checked by the `scale` profile,
 #: or when named, never by default (see conformance.running.profiles).
-SHARDED = frozenset({"jax_spmd", "torch_fsdp"})
-
-# The extra that installs each built-in port's framework, for error messages.
-_EXTRAS = {
-    "flax_linen": "flax",
-    "equinox_jax": "equinox",
-    "pytorch": "torch",
-    "flax_nnx": "nnx",
-    "jax_checkpoint": "jax",
-    "haiku": "haiku",
-    "mlx": "mlx",
-    "torch_compile": "torch",
-    "tensorflow": "tensorflow",
-    # Keras and its backend: `pip install 'remat-conformance[keras,jax]'`.
-    "keras_jax": "keras,jax",
-    "keras_torch": "keras,torch",
-    "keras_tensorflow": "keras,tensorflow",
-    "tfjs": "tfjs",  # an empty extra: Node.js and npm come from the system
-    "jax_spmd": "jax",
-    "torch_fsdp": "torch",
-    "paddle": "paddle",
-    "mindspore": "mindspore",
-    "deepspeed": "deepspeed",
-}
+SHARDED = frozenset(
+    name for name, (_, entry) in manifests.ports().items() if entry.profile == manifests.SCALE
+)
 
 
 class PortUnavailable(RuntimeError):
@@ -186,7 +152,8 @@ def load(name: str) -> Implementation:
 
 def install_hint(name: str) -> str:
     """What installs a built-in port's framework, as a parenthesis (empty if unknown)."""
-    extra = _EXTRAS.get(name)
+    entry = manifests.port(name)
+    extra = None if entry is None else entry[1].extra
     return f" (pip install 'remat-conformance[{extra}]')" if extra else ""
 
 
@@ -206,9 +173,10 @@ def _load_process_port(name: str, command: str) -> Implementation:
 def stack_versions(name: str) -> dict[str, str] | None:
     """The installed versions of what a built-in port's pip extra installs, read without
     importing the port (None for a port whose extra this package does not know)."""
-    extras = _EXTRAS.get(name)
-    if extras is None:
+    entry = manifests.port(name)
+    if entry is None:
         return None
+    extras = entry[1].extra
     try:
         requirements = requires("remat-conformance") or []
     except PackageNotFoundError:  # run from a source tree that was never installed

@@ -17,8 +17,8 @@
 **A port on a stack that has a port base is shorter.** On JAX, subclass
 `implementations.stacks.jax.JaxPort` and define three methods, `to_native`,
 `to_canonical` and `apply`; the base builds every contract method from them
-(`implementations/jax_checkpoint.py` is the whole of one). On torch,
-subclass `implementations.stacks.torch.TorchPort` (`implementations/pytorch.py`
+(`implementations/stacks/jax/jax_checkpoint.py` is the whole of one). On torch,
+subclass `implementations.stacks.torch.TorchPort` (`implementations/stacks/torch/pytorch.py`
 is the whole of one). This template is for every other stack: a `Port` on a
 `Stack` of its own.
 

@@ -20,32 +20,24 @@ import shutil
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-#: The top-level modules each built-in port imports (its framework), and the
-#: distribution whose version stands for each module.
-MODULES: dict[str, tuple[str, ...]] = {
-    "flax_linen": ("jax", "flax"),
-    "equinox_jax": ("jax", "equinox"),
-    "pytorch": ("torch",),
-    "flax_nnx": ("jax", "flax"),
-    "jax_checkpoint": ("jax",),
-    "haiku": ("jax", "haiku"),
-    "mlx": ("mlx",),
-    "torch_compile": ("torch",),
-    "tensorflow": ("tensorflow",),
-    "keras_jax": ("keras", "jax"),
-    "keras_torch": ("keras", "torch"),
-    "keras_tensorflow": ("keras", "tensorflow"),
-    "jax_spmd": ("jax",),
-    "torch_fsdp": ("torch",),
-    "paddle": ("paddle",),
-    "mindspore": ("mindspore",),
-    "deepspeed": ("torch", "deepspeed"),
-}
-DISTRIBUTIONS = {
-    "haiku": ("dm-haiku",),
-    "tensorflow": ("tensorflow", "tensorflow-cpu"),
-    "paddle": ("paddlepaddle",),
-}
+from . import manifests
+
+
+def modules(name: str) -> tuple[str, ...] | None:
+    """The top-level modules a built-in port imports (its framework), from its manifest entry;
+    None for a port from elsewhere or a process port."""
+    entry = manifests.port(name)
+    if entry is None or not entry[1].modules:
+        return None
+    return entry[1].modules
+
+
+def distributions(module: str) -> tuple[str, ...]:
+    """The distributions whose installed version stands for a top-level module."""
+    for manifest in manifests.manifests():
+        if module in manifest.distributions:
+            return tuple(manifest.distributions[module])
+    return (module,)
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,7 @@ def _installed(module: str) -> bool:
 
 
 def _version(module: str) -> str:
-    for distribution in DISTRIBUTIONS.get(module, (module,)):
+    for distribution in distributions(module):
         try:
             return version(distribution)
         except PackageNotFoundError:
@@ -95,13 +87,13 @@ def find(name: str, target: str) -> Found:
         if not program or shutil.which(program) is None:
             return Found(name, "unavailable", f"needs {program!r}, not found on PATH")
         return Found(name, "found", versions={program: "version known once it starts"})
-    modules = MODULES.get(name)
-    if modules is None or not target.startswith("implementations."):
+    needed = modules(name)
+    if needed is None or not target.startswith("implementations."):
         top = target.partition(":")[0].split(".")[0]
         if not _installed(top):
             return Found(name, "unavailable", f"needs {top!r}, not installed")
         return Found(name, "unknown", "its framework is known once its module is imported")
-    missing = [m for m in modules if not _installed(m)]
+    missing = [m for m in needed if not _installed(m)]
     if missing:
         return Found(name, "unavailable", f"needs {missing[0]!r}, not installed")
-    return Found(name, "found", versions={m: _version(m) for m in modules})
+    return Found(name, "found", versions={m: _version(m) for m in needed})

@@ -69,6 +69,6 @@ def canonical():
 @pytest.fixture(scope="session")
 def linen_forward(canonical):
     """Flax linen's own `nn_checkpoint_forward`: the expected values, or a skip."""
-    from implementations.flax_linen import nn_checkpoint_forward
+    from implementations.stacks.jax.flax_linen import nn_checkpoint_forward
 
     return nn_checkpoint_forward

@@ -42,7 +42,7 @@ def main() -> None:
         import numpy as np
         import torch
 
-        from implementations.deepspeed import DeepSpeed
+        from implementations.stacks.deepspeed.deepspeed import DeepSpeed
         from implementations.stacks.numpy import canonical_params
         from implementations.stacks.torch import build_mlp
 

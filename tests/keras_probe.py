@@ -161,7 +161,7 @@ def _torch(port, keras, model, counted, calls) -> dict[str, Any]:
 def _tensorflow(port, keras, model, counted, calls) -> dict[str, Any]:
     import tensorflow as tf
 
-    from implementations import keras_tensorflow
+    from implementations.stacks.keras import keras_tensorflow
 
     seen: dict[str, Any] = {"calls": {}}
     for mode in ("full", None):

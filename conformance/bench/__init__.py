@@ -1,14 +1,9 @@
 """`python -m conformance bench`: memory and time of an L-block stack against L, per framework.
 
-Each framework has one module here (`jax_stack`, `torch_stack`,
-`torch_compile_stack`, `mlx_stack`, `tensorflow_stack`, `tfjs_stack`, `paddle_stack`,
-`mindspore_stack`, `deepspeed_stack`), imported only when the bench runs, in an order that
-lets them share the process (`LOAD_FIRST`); a framework that is not installed is skipped with
-the reason. Every module offers the same three things:
-
-- `FRAMEWORK`, its name, and `versions()`;
-- `configurations()`: the `(variant, mode)` pairs it runs;
-- `build(variant, mode, data)`: a `measure.Case` on the given `measure.Data`.
+Each stack declares its bench modules in its manifest (`implementations.manifests.BenchEntry`);
+they are imported only when the bench runs, in an order that lets them share the process
+(the manifests' `load_first`); a framework that is not installed is skipped with the reason.
+What every module offers is `implementations.bench_case`'s docstring.
 
 `measure` sweeps the depths and times the cases interleaved; `render` writes
 the JSON, the Markdown table and the plot. Called, `conformance.bench(...)` is
@@ -28,34 +23,23 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from implementations import manifests
 from implementations.contract import StackUnavailable
 
 from ..reporting.jsonable import to_data
 from ..running import timing
 from . import measure
+from .isolated import IsolatedStack
 from .measure import Result, Settings
 
-FRAMEWORKS = {
-    "jax": "conformance.bench.jax_stack",
-    "torch": "conformance.bench.torch_stack",
-    "mlx": "conformance.bench.mlx_stack",
-    "torch_compile": "conformance.bench.torch_compile_stack",
-    "tensorflow": "conformance.bench.tensorflow_stack",
-    "tfjs": "conformance.bench.tfjs_stack",
-    "paddle": "conformance.bench.paddle_stack",
-    "mindspore": "conformance.bench.mindspore_stack",
-    "deepspeed": "conformance.bench.deepspeed_stack",
-    "mindspore_graph": "conformance.bench.mindspore_graph_stack",  # graph mode, in a child
-}
-# Run only when named (`--framework tfjs`): tfjs's pure-JS CPU backend takes seconds per step
-# at the default sizes, hours for the default sweep (tfjs_stack's docstring).
-# Paddle, MindSpore and DeepSpeed run by default where installed: a step of theirs at the
-# default sizes costs about torch's CPU time (measured: their modules' docstrings).
-OPT_IN = frozenset({"tfjs"})
-# Imported before the others, in this order, whatever order they are named in: MindSpore
-# cannot load after Paddle (both ship oneDNN), and Paddle segfaults after TensorFlow
-# (MindSpore 2.10.0, Paddle 3.3.1, TensorFlow 2.21). Every other pair loads either way.
-LOAD_FIRST = ("mindspore", "paddle")
+#: Every bench stack (its manifest's entry): name -> its module.
+FRAMEWORKS = {e.name: e.module for m in manifests.manifests() for e in m.bench}
+#: Run only when named (`--framework NAME`): each entry says why.
+OPT_IN = {e.name: e.why for m in manifests.manifests() for e in m.bench if e.opt_in}
+#: The stack (manifest) of each bench stack, for the order they load in.
+_STACK_OF = {e.name: m for m in manifests.manifests() for e in m.bench}
+#: Bench stacks that hold process-wide state: each runs in a process of its own.
+ISOLATED = frozenset(e.name for m in manifests.manifests() for e in m.bench if e.isolated)
 DEFAULT_FRAMEWORKS = tuple(name for name in FRAMEWORKS if name not in OPT_IN)
 DEFAULTS = Settings()
 
@@ -75,8 +59,8 @@ class BenchReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "settings": to_data(self.settings),
-            "definitions": measure.DEFINITIONS,
-            "modes": measure.MODE_TITLES,
+            "definitions": measure.definitions(),
+            "modes": measure.mode_titles(),
             "machine": {
                 "cpus": os.cpu_count(),
                 "platform": platform.platform(),
@@ -116,12 +100,13 @@ def from_json(data: dict[str, Any]) -> BenchReport:
 
 
 def load_frameworks(names: Iterable[str]) -> tuple[dict[str, ModuleType], dict[str, str]]:
-    """Import each named framework's module, those of `LOAD_FIRST` first.
+    """Import each named framework's module, those whose stack must load first first (the
+    manifests' `load_first`: some frameworks cannot load after others in one process).
 
     **Returns:** `(loaded, skipped: name -> reason)`, `loaded` in the order named.
     """
     names = list(dict.fromkeys(names))
-    order = [n for n in LOAD_FIRST if n in names] + [n for n in names if n not in LOAD_FIRST]
+    order = manifests.load_order(names, _STACK_OF.get)
     found, skipped = {}, {}
     for name in order:
         if name not in FRAMEWORKS:
@@ -131,7 +116,10 @@ def load_frameworks(names: Iterable[str]) -> tuple[dict[str, ModuleType], dict[s
             # What a framework prints as it loads goes to stderr (DeepSpeed logs to stdout):
             # stdout is the report's (`bench --json`).
             with contextlib.redirect_stdout(sys.stderr):
-                found[name] = importlib.import_module(FRAMEWORKS[name])
+                if name in ISOLATED:
+                    found[name] = IsolatedStack(FRAMEWORKS[name])
+                else:
+                    found[name] = importlib.import_module(FRAMEWORKS[name])
         except StackUnavailable as error:  # installed, but not loadable in this process
             skipped[name] = f"cannot load in this process ({error})"
         except ImportError as error:  # ModuleNotFoundError, or a module set to None

@@ -13,78 +13,62 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from implementations import manifests
+from implementations.bench_case import Case, Data, Static
 from implementations.contract import SavedTensor
 
 from ..reporting.jsonable import to_data
 
-MODES = ("none", "full", "save-mm")
-MODE_TITLES = {
-    "none": "no checkpoint",
-    "full": "a checkpoint around every block; the backward pass recomputes what it needs",
-    "save-mm": "a checkpoint around every block whose policy saves matmul outputs "
-    "(jax: dots_saveable; torch: selective checkpointing, MUST_SAVE for mm/addmm; "
-    "MLX has no policy and skips it; tensorflow, which has no policies: the first matmul "
-    "outside tf.recompute_grad; tfjs likewise, outside a tf.customGrad region; "
-    "mindspore_graph: Primitive.recompute() on each block's adds and relu, not its matmuls; "
-    "Paddle, MindSpore (PyNative) and DeepSpeed have no policy and skip it)",
-}
 FLOAT32_BYTES = 4
-# A timed sample runs the step this long at least, so that a 1 ms step is not
-# measured against the timer's and the dispatcher's jitter.
 
-DEFINITIONS = {
-    "saved_bytes": "bytes of the tensors the forward pass keeps for the backward pass, read off "
-    "the framework's own instrument (JAX: the residual leaves of jax.vjp, one per jaxpr "
-    "variable; torch: an outer saved_tensors_hooks plus the outputs a selective-checkpoint "
-    "policy caches, one per storage; compiled torch: what AOTAutograd's partitioned forward "
-    "graph returns for the backward graph, as inductor compiled it; MLX: the forward arrays "
-    "that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot; "
-    "TensorFlow: the forward tensors that the backward ops of the traced step graph read, one "
-    "figure for eager, tf.function and XLA; tfjs: the tensors the nodes of its tape hold at the "
-    "end of the forward pass, one per tensor datum; Paddle and MindSpore (PyNative): their own "
-    "saved_tensors_hooks around the forward pass, one per storage; DeepSpeed: torch's outer "
-    "saved_tensors_hooks plus the inputs each checkpoint node keeps in "
-    "ctx.deepspeed_saved_tensors, where no hook sees them; mindspore_graph: the forward values "
-    "that backward nodes read in the graph-mode IR after MindSpore's add_recomputation pass). "
-    "Parameters, and values computed from parameters "
-    "alone, are left out: they live whether or not anything is saved; so are constants (JAX "
-    "keeps a zeros buffer for the relu's select, which depends on no data). The stack's input "
-    "x counts: it is block 0's input.",
-    "analytic_minimum": "L*B*F*4 bytes: the block inputs only, the least a checkpoint per block "
-    "can keep.",
-    "temp_bytes": "XLA's compiled temporary buffers for one forward+backward step "
-    "(jit(step).lower().compile().memory_analysis().temp_size_in_bytes); arguments and the "
-    "returned gradients are not in it. None where there is no XLA program (torch, eager or "
-    "compiled: inductor reports no such figure; MLX uncompiled; Paddle, MindSpore and DeepSpeed, "
-    "eager), and for TensorFlow, whose XLA path does not expose its buffer assignment.",
-    "peak_bytes": "torch: the highest net CPU allocation during one step above what was live "
-    "before it, from torch.profiler(profile_memory=True); it includes the parameter gradients "
-    "the step returns (compiled torch too: inductor allocates through the same allocator). "
-    "MLX: its allocator's counter, mx.get_peak_memory() during one step above "
-    "mx.get_active_memory() before it (gradients included). None for JAX, whose CPU runtime "
-    "has no allocation profiler, and for TensorFlow, whose CPU allocator reports no peak "
-    "(get_memory_info gives zeros). tfjs: tf.profile's peakBytes during one step above "
-    "tf.memory().numBytes before it (gradients included). DeepSpeed: as torch. Paddle: its host "
-    "allocator's statistic, core.host_memory_stat_peak_value('Allocated', 0) during one step "
-    "(reset first) above the current value before it (gradients included; "
-    "paddle.device.max_memory_allocated refuses CPU builds). None for MindSpore, PyNative and "
-    "graph mode, whose memory statistics cover device pools only "
-    "(mindspore.runtime.max_memory_allocated() and memory_stats() read 0 on the CPU).",
-    "matmuls": "matrix products executed per step: JAX counts dot ops in the optimized HLO "
-    "(a loop body times its known trip count); torch counts aten mm/addmm calls in the step "
-    "with a TorchDispatchMode; compiled torch counts the aten mm/addmm nodes of the forward and "
-    "backward graphs inductor compiled (one external kernel call each); MLX counts the "
-    "AddMM/Matmul primitives in the step's lazy graph that its evaluation runs; TensorFlow "
-    "counts MatMul ops executed (eager, an op callback), MatMul ops in the traced step graph "
-    "(tf.function), or dot ops in the optimized HLO (XLA); tfjs counts the BatchMatMul kernels "
-    "tf.profile sees in one step; DeepSpeed counts aten mm/addmm calls as torch does; "
-    "mindspore_graph counts the MatMul nodes, forward and backward, of the graph-mode IR after "
-    "the add_recomputation pass. None for Paddle and MindSpore (PyNative), which offer hooks on "
-    "layers and cells but none over the backward kernels.",
+
+def _per_stack(key: str) -> str:
+    """Every bench stack's clause for `key` (its manifest entry's notes), as `name: clause`."""
+    clauses = [
+        f"{entry.name}: {entry.notes[key]}"
+        for manifest in manifests.manifests()
+        for entry in manifest.bench
+        if key in entry.notes
+    ]
+    return "; ".join(clauses)
+
+
+def mode_titles() -> dict[str, str]:
+    """What each mode runs, each stack's way of `save-mm` named (from the manifests)."""
+    return {
+        "none": "no checkpoint",
+        "full": "a checkpoint around every block; the backward pass recomputes what it needs",
+        "save-mm": "a checkpoint around every block whose policy saves matmul outputs "
+        f"({_per_stack('save-mm')})",
+    }
+
+
+def definitions() -> dict[str, str]:
+    """What each figure of a result means, each stack's instrument named (from the manifests)."""
+    return {
+        "saved_bytes": "bytes of the tensors the forward pass keeps for the backward pass, read "
+        f"off the framework's own instrument ({_per_stack('saved_bytes')}). Parameters, and "
+        "values computed from parameters alone, are left out: they live whether or not "
+        "anything is saved; so are constants (JAX keeps a zeros buffer for the relu's select, "
+        "which depends on no data). The stack's input x counts: it is block 0's input.",
+        "analytic_minimum": "L*B*F*4 bytes: the block inputs only, the least a checkpoint per "
+        "block can keep.",
+        "temp_bytes": "the compiled program's temporary buffers for one forward+backward step, "
+        "where the stack's compiler reports them; arguments and the returned gradients are not "
+        f"in it ({_per_stack('temp_bytes')}). None where a stack says none.",
+        "peak_bytes": "the highest allocation during one step above what was live before it, "
+        f"from the stack's allocator ({_per_stack('peak_bytes')}). None where a stack says none.",
+        "matmuls": "matrix products executed per step, recomputed ones included "
+        f"({_per_stack('matmuls')}). None where a stack says none.",
+        **TIMING_DEFINITIONS,
+    }
+
+
+TIMING_DEFINITIONS = {
     "step_seconds": "one forward+backward: the gradient, with respect to every parameter, of "
     "the scalar loss sum(y * c) for a fixed random cotangent c of y's shape, computed as the "
     "VJP of the stack with c (so the loss keeps no residual of its own, and no constant "
@@ -126,34 +110,8 @@ class Settings:
             raise ValueError(f"max_repeats must be at least repeats: {self}")
 
 
-@dataclass(frozen=True)
-class Static:
-    """What one configuration measures once, before timing.
-
-    **Arguments:**
-
-    - `saved`: the residuals, as the framework's instrument lists them.
-    - `temp_bytes`, `peak_bytes`, `matmuls`: see `DEFINITIONS`; None where
-      the framework cannot measure it.
-    """
-
-    saved: tuple[SavedTensor, ...]
-    temp_bytes: int | None = None
-    peak_bytes: int | None = None
-    matmuls: int | None = None
 
 
-class Case(Protocol):
-    """One configuration, built by a framework module for one depth."""
-
-    framework: str
-    variant: str  # "unrolled", "scan", or "" where the framework has one way only
-    mode: str
-
-    def measure(self) -> Static: ...
-
-    def step(self) -> None:
-        """One forward+backward, finished (synchronised) when it returns."""
 
 
 @dataclass
@@ -242,20 +200,6 @@ def analytic_minimum(depth: int, batch: int, features: int) -> int:
     return depth * batch * features * FLOAT32_BYTES
 
 
-@dataclass(frozen=True)
-class Data:
-    """One depth's data, float32 numpy, canonical layout.
-
-    **Arguments:**
-
-    - `blocks`: per block `(w1 (F, F), b1 (F,), w2 (F, F), b2 (F,))`, kernels `(in, out)`.
-    - `x`: the `(B, F)` input.
-    - `cotangent`: the `(B, F)` cotangent pulled back from the stack's output.
-    """
-
-    blocks: list[tuple[np.ndarray, ...]]
-    x: np.ndarray
-    cotangent: np.ndarray
 
 
 def make_data(settings: Settings, depth: int) -> Data:

@@ -15,7 +15,9 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .measure import MODES, Result
+from implementations.bench_case import MODES
+
+from .measure import Result
 
 if TYPE_CHECKING:
     from . import BenchReport

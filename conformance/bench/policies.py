@@ -1,30 +1,19 @@
 """`python -m conformance bench --policies`: every expressible remat policy on the batched
 stacks, at one depth or a few: time over no remat, and saved bytes over the analytic minimum.
 
-The stacks are the depth bench's (`jax_stack`, `torch_stack`,
-`torch_compile_stack`, `mlx_stack`, `tensorflow_stack`): L blocks
-`Linear -> relu -> Linear`, batch B, width F, the step the VJP of the stack.
-Each block runs under the policy, spelled as the ports spell it:
+The stacks are the depth bench's (each stack's bench module, named by its
+manifest): L blocks `Linear -> relu -> Linear`, batch B, width F, the step the
+VJP of the stack. Each bench module declares the policies it runs
+(`POLICIES`, spelled as its ports spell them), those it cannot express with
+the reason (`NOT_EXPRESSIBLE`), and builds a case per policy
+(`policy_case`; without one, its depth case for `none` and `full`).
 
-- **jax** (under `lax.scan`, where XLA:CPU keeps the remat): `jax.checkpoint(block,
-  policy=...)` with the JAX stack's policy functions (`implementations.stacks.jax.policies`),
-  h tagged by `checkpoint_name`: none, full, save_dots, save_named, offload_dots.
-- **torch** (eager): none, full, and save_dots through selective checkpointing.
-- **torch compiled**: none (a partitioner that recomputes nothing, as the
-  port's), full, save_dots, save_named (the `tag` operator on h), and no
-  checkpoint with `activation_memory_budget` = 0, 0.25, 0.5, 0.75 and 1.
-- **mlx**, **tensorflow**: none and full (they have no policy API).
-- **mindspore_graph** (graph mode, in a child process): none, full, and save_dots
-  (`Primitive.recompute()` on each block's adds and relu, not its matmuls).
-- **paddle**, **mindspore** (PyNative), **deepspeed**: none and full (`recompute`,
-  `Cell.recompute` and `deepspeed.checkpointing.checkpoint` take no policy).
-
-Saved bytes come from each framework's instrument, as in the depth bench;
-for a selective-checkpoint policy in eager torch, from the policy's cache
-(`implementations.stacks.torch.policies.SelectiveCache`), which no hook
-sees. They are exact: one measurement, no spread. Time is the median of
+Saved bytes come from each framework's instrument, as in the depth bench.
+They are exact: one measurement, no spread. Time is the median of
 per-repeat ratios to the same framework's `none`, all cases of a depth
-timed interleaved, with n and the interquartile range.
+timed interleaved, with n and the interquartile range. Where a stack runs
+`activation_memory_budget`-style budgets (`budget(b)`), the table says
+whether saved bytes never rise as the budget falls.
 """
 
 from __future__ import annotations
@@ -36,66 +25,15 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from implementations import manifests
+from implementations.bench_case import Data, Static
 from implementations.contract import SavedTensor
 
 from ..reporting.jsonable import to_data
 from ..running import timing
 from . import measure
-from .measure import Data, Settings
+from .measure import Settings
 
-#: The budgets torch.compile's `activation_memory_budget` is measured at.
-BUDGETS = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: The policies each framework's bench runs (labels as `Policy.parse` reads them).
-POLICIES: dict[str, tuple[str, ...]] = {
-    "jax": ("none", "full", "save_dots", "save_named", "offload_dots"),
-    "torch": ("none", "full", "save_dots"),
-    "torch_compile": (
-        "none",
-        "full",
-        "save_dots",
-        "save_named",
-        *(f"budget({b:g})" for b in BUDGETS),
-    ),
-    "mlx": ("none", "full"),
-    "tensorflow": ("none", "full"),
-    "mindspore_graph": ("none", "full", "save_dots"),  # save_dots: the stack's save-mm
-    "paddle": ("none", "full"),
-    "mindspore": ("none", "full"),
-    "deepspeed": ("none", "full"),
-}
-#: Policies a framework cannot express, with the port's reason, shown under the table.
-NOT_RUN: dict[str, dict[str, str]] = {
-    "torch": {
-        "save_named": "no tensor names; a cached tag still reruns its addmm eagerly",
-        "offload_dots": "eager MUST_CPU_OFFLOAD is recompute (torch 2.13)",
-        "budget": "a torch.compile option",
-    },
-    "torch_compile": {"offload_dots": "CPU_OFFLOAD is a plain save under compile (torch 2.13)"},
-    "jax": {"budget": "JAX has no memory-budget policy"},
-    "mlx": {name: "mx.checkpoint has no policy" for name in ("save_dots", "save_named")},
-    "tensorflow": {name: "tf.recompute_grad has no policy" for name in ("save_dots", "save_named")},
-    "paddle": dict.fromkeys(
-        ("save_dots", "save_named", "offload_dots"), "recompute takes no policy"
-    ),
-    "mindspore": dict.fromkeys(
-        ("save_dots", "save_named", "offload_dots"), "Cell.recompute takes no policy"
-    ),
-    "deepspeed": {
-        "save_dots": "deepspeed.checkpointing.checkpoint takes no policy",
-        "save_named": "deepspeed.checkpointing.checkpoint takes no policy",
-        "offload_dots": "checkpoint_in_cpu offloads the inputs, not the dots, and fails upstream "
-        "on the CPU (implementations/deepspeed.py, DeepSpeed.options)",
-    },
-    "mindspore_graph": {
-        "save_named": "no names: Primitive.recompute marks ops, not tensors",
-        "offload_dots": "graph-mode recompute has no offload option",
-        "budget": "graph-mode recompute has no memory budget",
-    },
-}
-NO_CASE = (
-    "the policy bench has no case for it: its port speaks the process protocol, which carries "
-    "the checkpoint on or off, not a policy (docs/PROTOCOL.md)"
-)
 #: The depth the policy bench runs at unless `--depths` says otherwise.
 DEPTHS = (8,)
 
@@ -151,132 +89,13 @@ class PolicyResult:
         return data
 
 
-# ---------------------------------------------------------------------------
-# Cases: each framework's stack under a policy
-# ---------------------------------------------------------------------------
+def builder(module: Any) -> Callable[[str, Data], Any]:
+    """How a bench module builds a case per policy: its `policy_case`, else its first
+    variant's depth case (for none and full)."""
+    own = getattr(module, "policy_case", None)
+    if own is not None:
+        return own
 
-
-def _jax_case(policy: str, data: Data):
-    import jax
-
-    from implementations.policies import Policy
-    from implementations.stacks.jax import policies as jax_policies
-
-    from . import jax_stack
-
-    def block(params, x):  # (B, F) -> (B, F), h tagged for save_named
-        w1, b1, w2, b2 = params
-        h = jax_policies.tag(x @ w1 + b1[None, :])
-        return jax.nn.relu(h) @ w2 + b2[None, :]
-
-    parsed = Policy.parse(policy)
-    run = block
-    if parsed.name != "none":
-        run = jax.checkpoint(block, policy=jax_policies.policy_function(parsed))
-
-    def stack(params, x):  # (w1 (L, F, F), ...), (B, F) -> (B, F)
-        y, _ = jax.lax.scan(lambda h, p: (run(p, h), None), x, params)
-        return y
-
-    case = jax_stack.JaxCase("scan", "none", data)
-    case.stack, case.mode = stack, policy
-    return case
-
-
-def _torch_block(tag_h: bool) -> Callable:
-    from torch.nn import functional
-
-    from implementations.stacks.torch.policies import tag
-
-    from . import torch_stack
-
-    if not tag_h:
-        return torch_stack.block
-
-    def block(x, w1, b1, w2, b2):  # (B, F) -> (B, F), h through the tag operator
-        return functional.linear(functional.relu(tag(functional.linear(x, w1, b1))), w2, b2)
-
-    return block
-
-
-def torch_stack_fn(policy: str, context_fn: Callable | None = None) -> Callable:
-    """`stack(params, x)`: the torch blocks under `policy` (a budget runs them plain: it is the
-    compiler's). `context_fn` replaces the policy's own (an instrument's)."""
-    from torch.utils.checkpoint import checkpoint
-
-    from implementations.policies import Policy
-    from implementations.stacks.torch import policies as torch_policies
-
-    name = Policy.parse(policy).name
-    function = torch_policies.POLICY_FUNCTIONS.get(name)
-    if context_fn is None and function is not None:
-        context_fn = torch_policies.context_fn(function)
-    extra = {} if context_fn is None else {"context_fn": context_fn}
-    block = _torch_block(name == "save_named")
-
-    def stack(params: Sequence[tuple[Any, ...]], x):
-        for p in params:
-            if name in ("none", "budget"):
-                x = block(x, *p)
-            else:
-                x = checkpoint(block, x, *p, use_reentrant=False, **extra)
-        return x
-
-    return stack
-
-
-def _torch_case(policy: str, data: Data):
-    import torch
-
-    from implementations.policies import Policy
-    from implementations.stacks.torch import SavedTensors, classify
-    from implementations.stacks.torch import policies as torch_policies
-
-    from . import torch_stack
-
-    class Case(torch_stack.TorchCase):
-        def residuals(self) -> tuple[SavedTensor, ...]:
-            # The hooks see what autograd keeps; a selective policy's cache, the rest.
-            function = torch_policies.POLICY_FUNCTIONS.get(Policy.parse(policy).name)
-            cache = None if function is None else torch_policies.SelectiveCache(function)
-            stack = torch_stack_fn(policy, cache and cache.context_fn)
-            hooked = SavedTensors()
-            with torch.autograd.graph.saved_tensors_hooks(hooked.pack, hooked.unpack):
-                y = stack(self.params, self.x)
-            cached = {} if cache is None else cache.cached()
-            saved = classify({**cached, **hooked.by_storage}, self.x, self.flat)
-            torch.autograd.grad(y, self.flat, self.cotangent)
-            return saved
-
-    case = Case("", "none", data)
-    case.stack, case.mode = torch_stack_fn(policy), policy
-    return case
-
-
-def _torch_compile_case(policy: str, data: Data):
-    from implementations.policies import Policy
-    from implementations.stacks.torch.compiled import CompiledModule, NoRemat
-
-    from . import torch_compile_stack
-
-    parsed = Policy.parse(policy)
-    case = torch_compile_stack.CompiledCase("compiled", "none", data)
-    if parsed.name == "none":  # as the port: a partitioner that recomputes nothing
-        compiled = CompiledModule(dynamic=False, inductor={"custom_partitioner_fn": NoRemat()})
-    elif parsed.name == "budget":
-        compiled = CompiledModule(
-            dynamic=False, functorch={"activation_memory_budget": parsed.budget}
-        )
-    else:
-        compiled = CompiledModule(dynamic=False)
-    case.compiled, case.mode = compiled, policy
-    case.module = torch_compile_stack._Stack(torch_stack_fn(policy), case.params)
-    case.stack = lambda params, x: case.compiled(case.module, x)
-    return case
-
-
-def _plain_case(module: ModuleType) -> Callable[[str, Data], Any]:
-    # MLX, TensorFlow and the engines: their depth-bench cases for none and full, first variant.
     def build(policy: str, data: Data):
         variant = module.configurations()[0][0]
         return module.build(variant, policy, data)
@@ -284,25 +103,9 @@ def _plain_case(module: ModuleType) -> Callable[[str, Data], Any]:
     return build
 
 
-def _mindspore_graph_case(module: ModuleType) -> Callable[[str, Data], Any]:
-    # save_dots is the stack's save-mm: Primitive.recompute() on the adds and relu only.
-    def build(policy: str, data: Data):
-        return module.build("", "save-mm" if policy == "save_dots" else policy, data)
-
-    return build
-
-
-BUILDERS: dict[str, Callable[[ModuleType], Callable[[str, Data], Any]]] = {
-    "jax": lambda module: _jax_case,
-    "torch": lambda module: _torch_case,
-    "torch_compile": lambda module: _torch_compile_case,
-    "mlx": _plain_case,
-    "tensorflow": _plain_case,
-    "mindspore_graph": _mindspore_graph_case,
-    "paddle": _plain_case,
-    "mindspore": _plain_case,
-    "deepspeed": _plain_case,
-}
+def policies_of(module: Any) -> tuple[str, ...]:
+    """The policies a bench module runs (none where it declares none)."""
+    return tuple(getattr(module, "POLICIES", ()))
 
 
 # ---------------------------------------------------------------------------
@@ -311,7 +114,7 @@ BUILDERS: dict[str, Callable[[ModuleType], Callable[[str, Data], Any]]] = {
 
 
 def total_steps(settings: Settings, frameworks: dict[str, ModuleType]) -> int:
-    cases = sum(len(POLICIES[name]) for name in frameworks)
+    cases = sum(len(policies_of(module)) for module in frameworks.values())
     return len(settings.depths) * cases * (1 + settings.repeats)
 
 
@@ -333,8 +136,8 @@ def run(
         data = measure.make_data(settings, depth)
         cases, depth_results = [], []
         for name, module in frameworks.items():
-            build = BUILDERS[name](module)
-            for policy in POLICIES[name]:
+            build = builder(module)
+            for policy in policies_of(module):
                 label = f"L={depth} {name} · {policy}"
                 notify(label, 0)
                 try:
@@ -361,7 +164,7 @@ def run(
 
 
 def _result(
-    name: str, case: Any, policy: str, static: measure.Static, depth: int, settings: Settings
+    name: str, case: Any, policy: str, static: Static, depth: int, settings: Settings
 ) -> PolicyResult:
     kept = [t for t in static.saved if t.origin in SavedTensor.KEPT]
     return PolicyResult(
@@ -389,21 +192,23 @@ def attach_timings(results: Sequence[PolicyResult], samples: Sequence[list[float
     )
 
 
-def budget_monotone(results: Sequence[PolicyResult]) -> dict[int, bool | None]:
-    """Per depth: do torch.compile's saved bytes never rise as the budget falls? (None: fewer
-    than two budgets measured.)"""
-    verdicts: dict[int, bool | None] = {}
-    for depth in sorted({r.depth for r in results}):
-        budgets = sorted(
-            (float(r.policy[len("budget(") : -1]), r.saved_bytes)
-            for r in results
-            if r.framework == "torch_compile" and r.depth == depth and r.policy.startswith("budget")
-        )
-        if len(budgets) < 2:
-            verdicts[depth] = None
-            continue
-        saved = [b for _, b in budgets]
-        verdicts[depth] = all(low <= high for low, high in itertools.pairwise(saved))
+def budget_monotone(results: Sequence[PolicyResult]) -> dict[tuple[str, int], bool | None]:
+    """Per framework with budgets and depth: do saved bytes never rise as the budget falls?
+    (None: fewer than two budgets measured.)"""
+    verdicts: dict[tuple[str, int], bool | None] = {}
+    budgeted = sorted({r.framework for r in results if r.policy.startswith("budget(")})
+    for framework in budgeted:
+        for depth in sorted({r.depth for r in results}):
+            budgets = sorted(
+                (float(r.policy[len("budget(") : -1]), r.saved_bytes)
+                for r in results
+                if r.framework == framework and r.depth == depth and r.policy.startswith("budget(")
+            )
+            if len(budgets) < 2:
+                verdicts[framework, depth] = None
+                continue
+            saved = [b for _, b in budgets]
+            verdicts[framework, depth] = all(low <= high for low, high in itertools.pairwise(saved))
     return verdicts
 
 
@@ -445,17 +250,18 @@ def markdown(
             f"{r.saved_bytes / 2**20:.2f} | {r.saved_ratio:.2f} | {matmuls} |"
         )
     lines.append("")
-    for name in frameworks:
-        for policy, reason in NOT_RUN.get(name, {}).items():
+    for name, module in frameworks.items():
+        for policy, reason in getattr(module, "NOT_EXPRESSIBLE", {}).items():
             lines.append(f"- {name} · {policy}: not expressible ({reason}).")
     for label, error in failed.items():
         lines.append(f"- **{label} failed**: {error}")
-    for depth, verdict in budget_monotone(results).items():
+    for (framework, depth), verdict in budget_monotone(results).items():
         if verdict is not None:
             said = "never rise" if verdict else "**rise somewhere**"
+            budgets = [p for p in policies_of(frameworks[framework]) if p.startswith("budget(")]
             lines.append(
-                f"- torch.compile, L={depth}: saved bytes {said} as the budget falls "
-                f"({', '.join(f'{b:g}' for b in reversed(BUDGETS))})."
+                f"- {framework}, L={depth}: saved bytes {said} as the budget falls "
+                f"({', '.join(reversed(budgets))})."
             )
     return "\n".join(lines) + "\n"
 
@@ -481,10 +287,16 @@ def command(args: Any, settings: Settings) -> int:
     if not args.depths:  # one depth unless asked: the policies, not the depths, vary here
         settings = Settings(**{**to_data(settings), "depths": DEPTHS})
     named = args.framework or list(DEFAULT_FRAMEWORKS)
-    # A framework without a policy case (tfjs: its protocol carries on/off only) is skipped
-    # with the reason, before anything is loaded.
-    skipped_first = {name: NO_CASE for name in named if name not in POLICIES}
-    frameworks, skipped = load_frameworks([name for name in named if name in POLICIES])
+    # A framework whose manifest says it has no policy case is skipped with its reason,
+    # before anything is loaded.
+    without = {
+        e.name: f"the policy bench has no case for it: {e.no_policies}"
+        for m in manifests.manifests()
+        for e in m.bench
+        if e.no_policies
+    }
+    skipped_first = {name: without[name] for name in named if name in without}
+    frameworks, skipped = load_frameworks([name for name in named if name not in without])
     skipped = {**skipped_first, **skipped}
     interrupts.check()
     for name, reason in skipped.items():
@@ -514,13 +326,17 @@ def command(args: Any, settings: Settings) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     data = {
         "settings": to_data(settings),
-        "budgets": BUDGETS,
-        "policies": POLICIES,
-        "not_run": {name: NOT_RUN.get(name, {}) for name in frameworks},
+        "policies": {name: policies_of(module) for name, module in frameworks.items()},
+        "not_run": {
+            name: dict(getattr(module, "NOT_EXPRESSIBLE", {})) for name, module in frameworks.items()
+        },
         "failed": failed,
         "skipped": skipped,
         "versions": {name: module.versions() for name, module in frameworks.items()},
-        "budget_saved_bytes_never_rise_as_budget_falls": budget_monotone(results),
+        "budget_saved_bytes_never_rise_as_budget_falls": {
+            f"{framework} L={depth}": verdict
+            for (framework, depth), verdict in budget_monotone(results).items()
+        },
         "load_average_1min": load,
         "wall_seconds": seconds,
         "results": [r.to_json() for r in results],

@@ -6,7 +6,9 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .measure import MODE_TITLES, MODES, Result, verdict
+from implementations.bench_case import MODES
+
+from .measure import Result, mode_titles, verdict
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -159,7 +161,7 @@ def targets(results: Sequence[Result], target_spread: float = 0.05) -> list[dict
 
 def markdown(report: BenchReport) -> str:
     """The whole report as Markdown: settings, the table, the targets, the definitions."""
-    from .measure import DEFINITIONS
+    from .measure import definitions
 
     s = report.settings
     versions = "; ".join(
@@ -187,7 +189,7 @@ def markdown(report: BenchReport) -> str:
         lines.append(f"Skipped {name}: {reason}.")
     if report.skipped:
         lines.append("")
-    lines.append("Modes: " + "; ".join(f"`{m}`: {t}" for m, t in MODE_TITLES.items()) + ".")
+    lines.append("Modes: " + "; ".join(f"`{m}`: {t}" for m, t in mode_titles().items()) + ".")
     lines.append("")
     lines += _markdown_table([c[0] for c in COLUMNS], rows(report.results))
     lines += ["", "## Targets (checkpoint per block)", ""]
@@ -210,7 +212,7 @@ def markdown(report: BenchReport) -> str:
     ]
     lines += _markdown_table(header, target_rows)
     lines += ["", "## Definitions", ""]
-    lines += [f"- **{key}**: {text}" for key, text in DEFINITIONS.items()]
+    lines += [f"- **{key}**: {text}" for key, text in definitions().items()]
     return "\n".join(lines) + "\n"
 
 

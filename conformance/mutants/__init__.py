@@ -3,7 +3,8 @@
 Each mutant is a port with one realistic bug. A mutant that passes every
 property means the suite has a blind spot. Mutants load lazily, like ports,
 so that a missing framework skips its mutants rather than breaking the run.
-Each names its `family`: the port whose framework it needs. The run hunts
+The suite's own mutants break the canonical port; each stack declares its
+own in its manifest. Each names its `family`: the port whose framework it needs. The run hunts
 it in that port's worker process (Keras, for one, allows a single backend
 per process).
 """
@@ -13,32 +14,28 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from implementations import manifests
 from implementations.contract import Implementation, StackUnavailable
+from implementations.manifests import MutantEntry
 from implementations.process import ProcessPortUnavailable
 
+#: A registered mutant: `name`, `target` ("module:Class"), `bug`, `family` (the port whose
+#: worker hunts it) and `first` (property ids tried before the usual order: the precision
+#: tier's mutants break the rigorous bounds on the small shapes the hunt draws, and pass the
+#: forward ones, (b) and (f), at D = F = 256 and 1024 (tests/core/test_precision.py), where
+#: (i) sees them). The stacks declare theirs in their manifests.
+MutantSpec = MutantEntry
 
-@dataclass(frozen=True)
-class MutantSpec:
-    """A registered mutant: `target` is `"module:Class"` inside this package.
 
-    `first`: property ids the mutation run tries before its usual order, for a
-    mutant made to show what one property sees that the others cannot. The
-    precision tier's mutants break the rigorous bounds on the small shapes
-    the hunt draws, and pass the forward ones, (b) and (f), at D = F = 256
-    and 1024 (tests/core/test_precision.py), where (i) sees them.
-    """
-
-    name: str
-    target: str
-    bug: str
-    family: str = "flax_linen"
-    first: tuple[str, ...] = ()
+def _canonical(name: str, target: str, bug: str, first: tuple[str, ...] = ()) -> MutantSpec:
+    """One of the suite's own mutants: the canonical port with one bug."""
+    return MutantSpec(name, f"{__name__}.{target}", bug, manifests.CANONICAL_PORT, first)
 
 
 def _flax(name: str, cls: str, bug: str, first: tuple[str, ...] = ()) -> MutantSpec:
-    return MutantSpec(name, f"flax_mutants:{cls}", bug, first=first)
+    return _canonical(name, f"flax_mutants:{cls}", bug, first)
 
-
+#: The suite's own mutants (on the canonical port), then every stack's, by name.
 MUTANTS: dict[str, MutantSpec] = {
     spec.name: spec
     for spec in (
@@ -81,91 +78,14 @@ MUTANTS: dict[str, MutantSpec] = {
         _flax(
             "bias_off_by_1e-4", "BiasOffByATenThousandth", "biases scaled by 1 + 1e-4", first=("i",)
         ),
-        MutantSpec("drops_policy", "policy_mutants:DropsPolicy", "runs full for every policy"),
-        MutantSpec(
+        _canonical("drops_policy", "policy_mutants:DropsPolicy", "runs full for every policy"),
+        _canonical(
             "none_for_save_dots", "policy_mutants:NoneForSaveDots", "runs none for save_dots"
         ),
-        MutantSpec(
+        _canonical(
             "saves_y_for_named", "policy_mutants:SavesYForNamed", "save_named saves y, not h"
         ),
-        MutantSpec(
-            "haiku_no_remat", "haiku_mutants:HaikuNoRemat", "Haiku MLP without hk.remat", "haiku"
-        ),
-        MutantSpec(
-            "mlx_no_checkpoint",
-            "mlx_mutants:MlxNoCheckpoint",
-            "MLX MLP without nn.utils.checkpoint",
-            "mlx",
-        ),
-        MutantSpec(
-            "tf_no_recompute_grad",
-            "tensorflow_mutants:NoRecomputeGrad",
-            "TensorFlow MLP without tf.recompute_grad",
-            "tensorflow",
-        ),
-        *(
-            MutantSpec(
-                f"{port}_remat_none",
-                f"{port}_mutants:RematScopeNone",
-                f"{port} with RematScope(mode=None)",
-                port,
-            )
-            for port in ("keras_jax", "keras_torch", "keras_tensorflow")
-        ),
-        MutantSpec(
-            "tfjs_no_custom_grad",
-            "tfjs_mutants:TfjsNoCustomGrad",
-            "TensorFlow.js MLP without tf.customGrad (a process port)",
-            "tfjs",
-        ),
-        MutantSpec(
-            "compiled_without_checkpoint",
-            "torch_mutants:CompiledWithoutCheckpoint",
-            "torch.compile of the MLP module with no checkpoint in its forward",
-            "torch_compile",
-        ),
-        MutantSpec(
-            "spmd_no_checkpoint",
-            "jax_spmd_mutants:SpmdNoCheckpoint",
-            "JAX SPMD (NamedSharding) MLP with jax.checkpoint removed",
-            "jax_spmd",
-        ),
-        MutantSpec(
-            "fsdp_no_checkpoint",
-            "torch_fsdp_mutants:FsdpNoCheckpoint",
-            "FSDP2 MLP over gloo ranks without torch.utils.checkpoint",
-            "torch_fsdp",
-        ),
-        MutantSpec(
-            "budget_ignored",
-            "torch_mutants:BudgetIgnored",
-            "torch.compile's budget(b) compiled as none, b ignored",
-            "torch_compile",
-        ),
-        MutantSpec(
-            "stateful_policy_under_compile",
-            "torch_mutants:StatefulPolicyUnderCompile",
-            "save_dots as a stateful torch policy ('save the first matmul'), under torch.compile",
-            "torch_compile",
-        ),
-        MutantSpec(
-            "paddle_no_recompute",
-            "paddle_mutants:PaddleNoRecompute",
-            "Paddle MLP without fleet.utils.recompute",
-            "paddle",
-        ),
-        MutantSpec(
-            "mindspore_no_recompute",
-            "mindspore_mutants:MindSporeNoRecompute",
-            "MindSpore MLP cell without Cell.recompute()",
-            "mindspore",
-        ),
-        MutantSpec(
-            "deepspeed_no_checkpoint",
-            "deepspeed_mutants:DeepSpeedNoCheckpoint",
-            "torch MLP without deepspeed.checkpointing.checkpoint",
-            "deepspeed",
-        ),
+        *(spec for manifest in manifests.manifests() for spec in manifest.mutants),
     )
 }
 
@@ -187,7 +107,7 @@ def load(name: str) -> Mutant:
     spec = MUTANTS[name]
     module_name, _, attr = spec.target.partition(":")
     try:
-        module = importlib.import_module(f"{__name__}.{module_name}")
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         return Mutant(name, spec.bug, None, f"needs {error.name!r}, not installed", spec.first)
     except StackUnavailable as error:  # e.g. Keras, already on another backend here
@@ -196,5 +116,9 @@ def load(name: str) -> Mutant:
         port = getattr(module, attr)()
     except ProcessPortUnavailable as error:  # a process port whose program cannot run here
         return Mutant(name, spec.bug, None, str(error), spec.first)
+    if not getattr(port, "instrument_family", ""):  # renamed, it keeps its port's family
+        entry = manifests.port(spec.family)
+        if entry is not None:
+            port.instrument_family = entry[0].family_of(entry[1])
     port.name = name  # reports and messages name the mutant
     return Mutant(name, spec.bug, port, first=spec.first)

@@ -16,7 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from implementations import flax_linen
 from implementations.contract import (
     SEED_MAX,
     SizeLimitError,
@@ -25,8 +24,8 @@ from implementations.contract import (
     check_seed,
     check_sizes,
 )
-from implementations.flax_linen import MLP, FlaxLinen, init_and_apply
-from implementations.stacks.jax import checked_x
+from implementations.stacks.jax import checked_x, flax_linen
+from implementations.stacks.jax.flax_linen import MLP, FlaxLinen, init_and_apply
 
 
 class NoCheckpoint(FlaxLinen):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 
-from implementations.flax_linen import FlaxLinen
 from implementations.policies import FULL, NONE, Policy, as_policy
+from implementations.stacks.jax.flax_linen import FlaxLinen
 from implementations.stacks.jax.policies import tag
 
 

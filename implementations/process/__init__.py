@@ -28,6 +28,3 @@ __all__ = [
     "ProtocolViolation",
     "expand_command",
 ]
-
-#: The built-in tfjs port's command (an `exec:` target, as an entry point would give it).
-TFJS_COMMAND = "node {implementations}/process/tfjs/port.js"

@@ -400,7 +400,7 @@ FLAX_SHAPES = [(1, 1), (7, 33), (256, 256), (513, 257)]
 @pytest.fixture(scope="module")
 def flax_port():
     pytest.importorskip("flax")
-    from implementations.flax_linen import FlaxLinen
+    from implementations.stacks.jax.flax_linen import FlaxLinen
 
     return FlaxLinen()
 

@@ -26,8 +26,8 @@ import os
 import re
 import time
 
-from implementations.flax_linen import FlaxLinen
-from implementations.jax_checkpoint import JaxCheckpoint
+from implementations.stacks.jax.flax_linen import FlaxLinen
+from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint
 
 
 class SegfaultPort(JaxCheckpoint):

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from implementations.jax_checkpoint import JaxCheckpoint
+from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint
 
 
 class MarkedHangPort(JaxCheckpoint):

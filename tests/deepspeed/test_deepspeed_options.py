@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from implementations.deepspeed import DeepSpeed
+from implementations.stacks.deepspeed.deepspeed import DeepSpeed
 from tests.deepspeed_options_probe import SHAPES, D
 from tests.helpers import ROOT
 

@@ -8,7 +8,7 @@ import pytest
 
 eqx = pytest.importorskip("equinox")
 jax = pytest.importorskip("jax")
-ej = pytest.importorskip("implementations.equinox_jax")
+ej = pytest.importorskip("implementations.stacks.jax.equinox_jax")
 
 from tests.helpers import same_bits  # noqa: E402
 

@@ -13,7 +13,7 @@ pytest.importorskip("flax")
 import jax.numpy as jnp  # noqa: E402
 
 from conformance.checking.tolerance import analyse_forward  # noqa: E402
-from implementations import flax_linen  # noqa: E402
+from implementations.stacks.jax import flax_linen  # noqa: E402
 from tests import reference  # noqa: E402
 
 PORT = flax_linen.FlaxLinen()

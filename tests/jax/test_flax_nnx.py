@@ -14,7 +14,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 nnx = pytest.importorskip("flax.nnx")
-fn = pytest.importorskip("implementations.flax_nnx")
+fn = pytest.importorskip("implementations.stacks.jax.flax_nnx")
 
 import jax.numpy as jnp  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 
 hk = pytest.importorskip("haiku")
 jax = pytest.importorskip("jax")
-port_module = pytest.importorskip("implementations.haiku")
+port_module = pytest.importorskip("implementations.stacks.jax.haiku")
 
 import jax.numpy as jnp  # noqa: E402
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("jax")
-jc = pytest.importorskip("implementations.jax_checkpoint")
+jc = pytest.importorskip("implementations.stacks.jax.jax_checkpoint")
 
 
 def test_the_block_is_wrapped_by_jax_checkpoint():

@@ -116,7 +116,7 @@ def test_a_policy_that_names_nothing_is_flagged():
     # The block tags nothing: save_only_these_names("h") then runs full remat, silently.
     import jax
 
-    from implementations.jax_checkpoint import JaxCheckpoint
+    from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint
 
     def untagged(params, x):
         a = jax.nn.relu(x @ params["w1"] + params["b1"])

@@ -8,7 +8,7 @@ import pytest
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from implementations import flax_linen  # noqa: E402
+from implementations.stacks.jax import flax_linen  # noqa: E402
 from implementations.contract import SEED_MAX  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from conformance.checking.tolerance import vjp_bounds
 from conformance.mutants.mindspore_mutants import MindSporeNoRecompute
-from implementations import mindspore as port_module
+from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.mindspore import MLP, ms, parameters
 from implementations.stacks.numpy import canonical_params
 from tests import reference

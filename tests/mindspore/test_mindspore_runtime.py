@@ -77,7 +77,7 @@ def test_the_port_no_longer_calls_the_deprecated_dtype_interface(monkeypatch):
         raise AssertionError("mindspore.dtype_to_nptype called")
 
     monkeypatch.setattr(ms, "dtype_to_nptype", deprecated)
-    from implementations import mindspore as port_module
+    from implementations.stacks.mindspore import mindspore as port_module
 
     x = ms.Tensor(np.array([1.0, 2.0], np.float64))
     assert port_module.MindSpore().nn_checkpoint_forward(1, x, 3).shape == (3,)

@@ -23,7 +23,7 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
-from implementations import mlx as port_module  # noqa: E402
+from implementations.stacks.mlx import mlx as port_module  # noqa: E402
 from implementations.contract import Params  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from tests import reference  # noqa: E402

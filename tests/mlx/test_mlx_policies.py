@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("mlx")
 
-from implementations import mlx as port_module
+from implementations.stacks.mlx import mlx as port_module
 from implementations.policies import FULL, NONE, Policy
 from tests import reference
 

@@ -8,7 +8,7 @@ import numpy as np
 import paddle
 
 from conformance.mutants.paddle_mutants import PaddleNoRecompute
-from implementations import paddle as port_module
+from implementations.stacks.paddle import paddle as port_module
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.paddle import MLP, STATE_NAMES, grads_of, leaf_input
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from implementations import paddle as port_module
+from implementations.stacks.paddle import paddle as port_module
 from implementations.policies import POLICY_NAMES, Policy
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.paddle import classify, leaf_input

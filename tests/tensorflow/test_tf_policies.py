@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from conformance.checking import policy_expectations
-from implementations import tensorflow as port_module
+from implementations.stacks.tensorflow import tensorflow as port_module
 from implementations.policies import FULL, NONE, Policy
 from tests import reference
 

@@ -13,8 +13,8 @@ import pytest
 deepspeed = pytest.importorskip("deepspeed")
 torch = pytest.importorskip("torch")
 
-from implementations import deepspeed as port_module  # noqa: E402
-from implementations import pytorch  # noqa: E402
+from implementations.stacks.deepspeed import deepspeed as port_module  # noqa: E402
+from implementations.stacks.torch import pytorch  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import build_mlp, leaf_input  # noqa: E402
 

@@ -24,7 +24,7 @@ from conformance.mutants.torch_mutants import (  # noqa: E402
     BudgetIgnored,
     StatefulPolicyUnderCompile,
 )
-from implementations import torch_compile  # noqa: E402
+from implementations.stacks.torch import torch_compile  # noqa: E402
 from implementations.policies import Policy  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import leaf_input  # noqa: E402

@@ -63,7 +63,7 @@ def test_rank_zero_names_the_roles_it_keeps_per_policy():
 
 def test_the_port_declares_none_and_full_and_refuses_the_rest():
     from implementations.policies import POLICY_NAMES, Policy
-    from implementations.torch_fsdp import TorchFsdp
+    from implementations.stacks.torch.torch_fsdp import TorchFsdp
 
     assert set(TorchFsdp.policies) == {"none", "full"}
     assert set(TorchFsdp.inexpressible) == set(POLICY_NAMES) - {"none", "full"}

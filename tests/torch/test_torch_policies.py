@@ -22,7 +22,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from implementations import pytorch  # noqa: E402
+from implementations.stacks.torch import pytorch  # noqa: E402
 from implementations.policies import FULL, NONE, Policy  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import evidence, leaf_input  # noqa: E402

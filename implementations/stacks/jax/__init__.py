@@ -14,19 +14,24 @@
 - `STACK`: the JAX `Stack` (arrays, the precision pin, the init, `record`).
 """
 
-from .evidence import backward_record, saved_tensors
-from .flax_init import (
-    CompiledExercise,
-    flax_init,
-    init_arrays,
-    init_params,
-    jitted_init,
-    lecun_normal,
-    seed_array,
-)
-from .inputs import checked_x
-from .port import Compiled, JaxPort
-from .stack import STACK
+from ..lazy import lazy_exports
+
+_EXPORTS = {
+    "backward_record": ".evidence",
+    "saved_tensors": ".evidence",
+    "CompiledExercise": ".flax_init",
+    "flax_init": ".flax_init",
+    "init_arrays": ".flax_init",
+    "init_params": ".flax_init",
+    "jitted_init": ".flax_init",
+    "lecun_normal": ".flax_init",
+    "seed_array": ".flax_init",
+    "checked_x": ".inputs",
+    "Compiled": ".port",
+    "JaxPort": ".port",
+    "STACK": ".stack",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "STACK",

@@ -2,7 +2,7 @@
 
 Imports jax only. The devices are XLA:CPU host devices, made by
 `XLA_FLAGS=--xla_force_host_platform_device_count=N` before jax is first
-imported (`implementations.jax_spmd` does that); on a GPU or TPU host they are
+imported (`implementations.stacks.jax.jax_spmd` does that); on a GPU or TPU host they are
 the accelerators.
 
 **Layouts** (`implementations.sharding.LAYOUTS`), over a 1-D mesh with axis `"ranks"`:

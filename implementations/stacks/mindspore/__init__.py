@@ -11,35 +11,37 @@ numpy); never JAX or torch.
 
 MindSpore cannot load after Paddle in one process (MindSpore 2.10.0, Paddle
 3.3.1: "undefined symbol: dnnl_threadpool_interop_stream_create", both ship
-oneDNN). Where Paddle is loaded already, this package raises
+oneDNN). Where Paddle is loaded already, importing it (`loaded`) raises
 `StackUnavailable` instead: the registry reports the port as loading in a
 process of its own. MindSpore first, then Paddle, works.
 """
 
-import sys
+from ..lazy import lazy_exports
 
-from ...contract import StackUnavailable
-
-if sys.modules.get("paddle") is not None and "mindspore" not in sys.modules:
-    raise StackUnavailable(
-        "MindSpore cannot be imported after Paddle in one process (both ship oneDNN: "
-        "undefined symbol dnnl_threadpool_interop_stream_create; MindSpore 2.10.0, "
-        "Paddle 3.3.1); it loads in a process of its own"
-    )
-
-import mindspore as ms  # after the guard above
-
-from .arrays import (
-    as_input,
-    from_host_array,
-    matmul_precision,
-    numpy_dtype,
-    pin_matmul_precision,
-    to_host_array,
-)
-from .evidence import CellCalls, SavedTensors, classify, record, run_first_call
-from .mlp import MLP, STATE_NAMES, Affine, CellPool, exercise_model, parameters, state_to_params
-from .stack import FIRST_CALL, STACK
+_EXPORTS = {
+    "ms": ".loaded",
+    "as_input": ".arrays",
+    "from_host_array": ".arrays",
+    "matmul_precision": ".arrays",
+    "numpy_dtype": ".arrays",
+    "pin_matmul_precision": ".arrays",
+    "to_host_array": ".arrays",
+    "CellCalls": ".evidence",
+    "SavedTensors": ".evidence",
+    "classify": ".evidence",
+    "record": ".evidence",
+    "run_first_call": ".evidence",
+    "MLP": ".mlp",
+    "STATE_NAMES": ".mlp",
+    "Affine": ".mlp",
+    "CellPool": ".mlp",
+    "exercise_model": ".mlp",
+    "parameters": ".mlp",
+    "state_to_params": ".mlp",
+    "FIRST_CALL": ".stack",
+    "STACK": ".stack",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "FIRST_CALL",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import mindspore as ms
 import numpy as np
 
 from ...contract import check_x, check_x_spec, check_x_values
+from .loaded import ms
 
 #: MindSpore's dtypes that numpy has, as numpy's (`mindspore.dtype_to_nptype` is deprecated
 #: since MindSpore 2.7 and logs a warning on every call).

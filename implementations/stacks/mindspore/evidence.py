@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
-import mindspore as ms
-
 from ...contract import BackwardRecord, SavedTensor
+from .loaded import ms
 
 INSTRUMENT = (
     "mindspore.saved_tensors_hooks around the forward of mindspore.vjp (storages, "

@@ -32,13 +32,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
 from ...contract import Params, check_x
 from ..numpy import canonical_params
 from .graph_ir import GraphEvidence, IRMissing, parse_ir
+from .loaded import ms
 from .mlp import MLP, parameters
 
 __all__ = [

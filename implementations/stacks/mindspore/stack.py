@@ -11,11 +11,10 @@ That expected failure prints a long numpy traceback on stderr: it is kept in
 
 from __future__ import annotations
 
-import mindspore as ms
-
 from ..base import Stack
 from ..numpy import canonical_params
 from . import arrays, evidence
+from .loaded import ms
 from .quiet import captured_stderr
 
 ms.set_context(mode=ms.PYNATIVE_MODE)

@@ -13,15 +13,21 @@
 - `STACK`: the MLX `Stack`.
 """
 
-from .arrays import (
-    as_input,
-    from_host_array,
-    matmul_precision,
-    pin_matmul_precision,
-    to_host_array,
-)
-from .evidence import Graph, Tap, backward_record, no_tap
-from .stack import STACK
+from ..lazy import lazy_exports
+
+_EXPORTS = {
+    "as_input": ".arrays",
+    "from_host_array": ".arrays",
+    "matmul_precision": ".arrays",
+    "pin_matmul_precision": ".arrays",
+    "to_host_array": ".arrays",
+    "Graph": ".evidence",
+    "Tap": ".evidence",
+    "backward_record": ".evidence",
+    "no_tap": ".evidence",
+    "STACK": ".stack",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "STACK",

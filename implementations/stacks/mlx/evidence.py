@@ -195,7 +195,7 @@ class Graph:
         return key
 
 
-#: The roles of the arrays a port's tap names (`implementations.mlx`): AddMM fuses the
+#: The roles of the arrays a port's tap names (`implementations.stacks.mlx.mlx`): AddMM fuses the
 #: first layer's matmul and bias, so its output is h (there is no d1 to save).
 _ROLES_BY_NAME = {"fc1": "h", "relu": "a", "fc2": "y", "output": "y"}
 

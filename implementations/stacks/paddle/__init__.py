@@ -8,39 +8,35 @@
   sublayer hooks (`evidence`).
 
 Importing Paddle after TensorFlow in one process segfaults (Paddle 3.3.1,
-TensorFlow 2.21). So where TensorFlow is loaded already, this package raises
+TensorFlow 2.21). So where TensorFlow is loaded already, importing it (`loaded`) raises
 `StackUnavailable` instead of importing Paddle: the registry then reports
 the port as loading in a process of its own (the suite runs every port in a
 worker of its own anyway), and `python -m conformance list` survives.
 """
 
-import sys
-import warnings
+from ..lazy import lazy_exports
 
-from ...contract import StackUnavailable
-
-if sys.modules.get("tensorflow") is not None and "paddle" not in sys.modules:
-    raise StackUnavailable(
-        "Paddle cannot be imported after TensorFlow in one process (it segfaults: "
-        "Paddle 3.3.1, TensorFlow 2.21); it loads in a process of its own"
-    )
-
-with warnings.catch_warnings():
-    # Paddle warns at import that no ccache is installed (for its C++ extension builder).
-    warnings.filterwarnings("ignore", "No ccache found", UserWarning)
-    import paddle  # noqa: F401
-
-from .arrays import (
-    as_input,
-    from_host_array,
-    leaf_input,
-    matmul_precision,
-    pin_matmul_precision,
-    to_host_array,
-)
-from .evidence import LayerCalls, SavedTensors, classify, record
-from .mlp import MLP, STATE_NAMES, LayerPool, exercise_model, grads_of, state_to_params
-from .stack import STACK
+_EXPORTS = {
+    "paddle": ".loaded",
+    "as_input": ".arrays",
+    "from_host_array": ".arrays",
+    "leaf_input": ".arrays",
+    "matmul_precision": ".arrays",
+    "pin_matmul_precision": ".arrays",
+    "to_host_array": ".arrays",
+    "LayerCalls": ".evidence",
+    "SavedTensors": ".evidence",
+    "classify": ".evidence",
+    "record": ".evidence",
+    "MLP": ".mlp",
+    "STATE_NAMES": ".mlp",
+    "LayerPool": ".mlp",
+    "exercise_model": ".mlp",
+    "grads_of": ".mlp",
+    "state_to_params": ".mlp",
+    "STACK": ".stack",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "MLP",

@@ -33,9 +33,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
-import paddle
-
 from ...contract import BackwardRecord, SavedTensor
+from .loaded import paddle
 
 INSTRUMENT = (
     "paddle.autograd.saved_tensors_hooks around the forward pass (storages, deduplicated); "

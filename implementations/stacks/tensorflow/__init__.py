@@ -14,13 +14,23 @@ Import TensorFlow from here or `runtime` (`from implementations.stacks.tensorflo
 tf`), so that the first import is the quiet one.
 """
 
-# First, before any submodule: TensorFlow's first import is the quiet one.
-from . import runtime  # noqa: I001
-from .runtime import installed, tf
-from . import evidence, flax_init
-from .arrays import as_input, float32_tensor, from_host_array, integer_argument, to_host_array
-from .evidence import backward_record
-from .stack import STACK
+from ..lazy import lazy_exports
+
+_EXPORTS = {
+    "runtime": ".runtime",
+    "installed": ".runtime",
+    "tf": ".runtime",
+    "evidence": ".evidence",
+    "flax_init": ".flax_init",
+    "as_input": ".arrays",
+    "float32_tensor": ".arrays",
+    "from_host_array": ".arrays",
+    "integer_argument": ".arrays",
+    "to_host_array": ".arrays",
+    "backward_record": ".evidence",
+    "STACK": ".stack",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "STACK",

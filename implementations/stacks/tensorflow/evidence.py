@@ -41,11 +41,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from tensorflow.python.eager import record as tape_record
-from tensorflow.python.framework import op_callbacks
+from tensorflow.python.eager import record as tape_record  # noqa: E402, I001
+from tensorflow.python.framework import op_callbacks  # noqa: E402
 
 from ...contract import BackwardRecord, SavedTensor
-from .runtime import tf
+from .runtime import tf  # first: TensorFlow's first import is the quiet one
 
 INSTRUMENT = (
     "tf.function graph of forward + GradientTape.gradient: forward tensors the backward ops "

@@ -19,18 +19,28 @@
   path's instrument, AOTAutograd's partitioned graphs (`CompiledModule`).
 """
 
-from .arrays import (
-    as_input,
-    from_host_array,
-    leaf_input,
-    matmul_precision,
-    pin_matmul_precision,
-    to_host_array,
-)
-from .evidence import GradModeOps, RegionCounter, SavedTensors, classify, record
-from .mlp import MLP, build_mlp, params_to_state, state_to_params
-from .port import TorchPort
-from .stack import STACK
+from ..lazy import lazy_exports
+
+_EXPORTS = {
+    "as_input": ".arrays",
+    "from_host_array": ".arrays",
+    "leaf_input": ".arrays",
+    "matmul_precision": ".arrays",
+    "pin_matmul_precision": ".arrays",
+    "to_host_array": ".arrays",
+    "GradModeOps": ".evidence",
+    "RegionCounter": ".evidence",
+    "SavedTensors": ".evidence",
+    "classify": ".evidence",
+    "record": ".evidence",
+    "MLP": ".mlp",
+    "build_mlp": ".mlp",
+    "params_to_state": ".mlp",
+    "state_to_params": ".mlp",
+    "TorchPort": ".port",
+    "STACK": ".stack",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "MLP",

@@ -1,0 +1,273 @@
+"""Stack manifests: what the project knows about each framework, declared in its folder.
+
+Each folder under `implementations/stacks/` that holds a framework has a
+`manifest.py` defining `MANIFEST`, a `Manifest`. It imports no framework
+(only this module), so reading every manifest is cheap: `list` reads them
+and imports nothing else. Every table the suite keeps about frameworks (the
+registry, extras, profiles, load order, compare's lanes, bench stacks,
+mutants, policy expectations, device probes, compilation caches, the CI
+matrix) is derived from the manifests here; adding a framework means adding
+a folder.
+
+A manifest names code by `"module:attribute"` strings, imported only when
+that code is needed (`resolve`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The package whose subpackages are the stacks.
+STACKS = "implementations.stacks"
+#: The profile that runs only ports declared in it (the sharded ones); every other profile
+#: runs the ports that declare no profile.
+SCALE = "scale"
+
+
+@dataclass(frozen=True)
+class PortEntry:
+    """One port of a stack.
+
+    **Arguments:**
+
+    - `name`: its registry name.
+    - `target`: `"module:Class"`, or `"exec:<command line>"` for a process port
+      (docs/PROTOCOL.md; `{stack}` in the command is the stack's folder).
+    - `extra`: the pip extra(s) that install its framework (`"keras,torch"` for two).
+    - `modules`: the top-level modules it imports, found without importing them (`list`).
+      A process port names none: its program is looked up on PATH.
+    - `engine`: the array library it computes with (default: the stack's).
+    - `lane`: compare's process for it (default: its engine); a port that
+      holds process-wide state another port cannot share (Keras: one backend
+      per process) names a lane of its own.
+    - `profile`: `""` for every profile but `scale`; `"scale"` for a port that
+      starts processes or devices of its own (ranks), run by that profile or when named.
+    - `family`: whose policy expectations its instrument is held to
+      (default: the stack's).
+    """
+
+    name: str
+    target: str
+    extra: str
+    modules: tuple[str, ...] = ()
+    engine: str = ""
+    lane: str = ""
+    profile: str = ""
+    family: str = ""
+
+
+@dataclass(frozen=True)
+class MutantEntry:
+    """A deliberately broken port the suite must reject (`conformance.mutants`).
+
+    - `target`: `"module:Class"`; `family`: the port whose worker hunts it
+      (whose framework it needs); `first`: property ids tried before the usual order.
+    """
+
+    name: str
+    target: str
+    bug: str
+    family: str
+    first: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BenchEntry:
+    """A bench stack: L blocks on this framework (`conformance.bench`).
+
+    - `module`: its module (see `implementations.bench_case` for what it offers).
+    - `opt_in`: run only when named (`why`: the reason, for `bench --help`).
+    - `isolated`: the module holds process-wide state (MindSpore's graph mode): the bench
+      imports it in a process of its own and speaks to its cases there.
+    - `no_policies`: why `bench --policies` has no case for it (`""`: it has).
+    - `notes`: what its instruments measure, by the bench's definition (`saved_bytes`,
+      `temp_bytes`, `peak_bytes`, `matmuls`) and how it runs the mode `save-mm`: one clause
+      each, which the bench's definitions gather (a stack without a figure says why not).
+    """
+
+    name: str
+    module: str
+    opt_in: bool = False
+    why: str = ""
+    isolated: bool = False
+    no_policies: str = ""
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A compilation cache the framework keeps on disk, moved into the suite's cache folder.
+
+    - `name`: as reports say it ("inductor"); `folder`: its folder in the suite's cache.
+    - `setting`: the user's variable: a path, or `off`.
+    - `directory_variable`: the framework's own variable for the directory.
+    - `when_on`, `when_off`: variables set (unless already set) with the cache on or off.
+    - `default_directory`: `"module:function"` giving the framework's directory where
+      `directory_variable` is unset, imported without the framework (`""`: none).
+    - `turn_off`: `"module:function"` that stops this process from reading it again.
+    - `follows`: another cache's name whose `off` turns this one off too, unless `setting`
+      is set (`""`: none).
+    """
+
+    name: str
+    folder: str
+    setting: str
+    directory_variable: str
+    turn_off: str
+    when_on: Mapping[str, str] = field(default_factory=dict)
+    when_off: Mapping[str, str] = field(default_factory=dict)
+    default_directory: str = ""
+    follows: str = ""
+
+
+@dataclass(frozen=True)
+class RowEntry:
+    """An extra row of `compare` and `bench` for this stack that is not a suite port (a
+    mode of the framework that is process-wide: MindSpore's graph mode).
+
+    - `target`: `"module:Class"`, a port-like class measured in a process of its own.
+    - `wanted_by`: port or stack names whose comparison includes it.
+    """
+
+    name: str
+    target: str
+    wanted_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CiJob:
+    """The hosted job of docs/ci/conformance-matrix.yml that runs this stack's ports (stacks
+    naming one job share it); `pip_args`: what its install adds (an index of CPU wheels)."""
+
+    name: str
+    runner: str
+    pip_args: str = ""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything the core knows of one framework, with no framework imported.
+
+    **Arguments:**
+
+    - `stack`: the folder's name.
+    - `engine`: the array library its ports compute with (pictures group by it).
+    - `ports`: its `PortEntry`s, in the order reports list them.
+    - `distributions`: top-level module -> the distributions whose version stands for it,
+      where they differ from the module's name (`{"paddle": ("paddlepaddle",)}`).
+    - `load_first`: a rank for stacks that must be imported before every other in one
+      process, lowest first (`None`: any order); `load_first_why` says why.
+    - `environment`: variables set, unless set already, before any framework is imported
+      (a matmul precision pin that the framework reads once).
+    - `reads`: other variables that change what it computes, shown in reports.
+    - `bench`, `mutants`, `rows`: its bench stacks, mutants and extra compare rows.
+    - `expectations`: `"module:NAME"`, its instrument families' expected records per policy
+      and its documented degradations (`implementations.expectations`), framework-free.
+    - `devices`: `"module:function"`, its device probe, called only where `device_module`
+      is imported already (`conformance.running.devices`).
+    - `built_on`: frameworks (as ports name theirs) that compute with this engine.
+    - `caches`: its compilation caches.
+    - `ci`: its CI job; `tests`: its test folder under `tests/`.
+    """
+
+    stack: str
+    engine: str
+    ports: tuple[PortEntry, ...] = ()
+    distributions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    load_first: int | None = None
+    load_first_why: str = ""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+    bench: tuple[BenchEntry, ...] = ()
+    mutants: tuple[MutantEntry, ...] = ()
+    rows: tuple[RowEntry, ...] = ()
+    expectations: str = ""
+    devices: str = ""
+    device_module: str = ""
+    built_on: tuple[str, ...] = ()
+    caches: tuple[CacheEntry, ...] = ()
+    ci: CiJob | None = None
+    tests: str = ""
+
+    def engine_of(self, port: PortEntry) -> str:
+        return port.engine or self.engine
+
+    def lane_of(self, port: PortEntry) -> str:
+        return port.lane or self.engine_of(port)
+
+    def family_of(self, port: PortEntry) -> str:
+        return port.family or self.stack
+
+
+@functools.cache
+def manifests() -> tuple[Manifest, ...]:
+    """Every stack's manifest, in folder order (the canonical port's stack first)."""
+    package = importlib.import_module(STACKS)
+    found = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        try:
+            module = importlib.import_module(f"{STACKS}.{info.name}.manifest")
+        except ModuleNotFoundError as error:
+            if error.name == f"{STACKS}.{info.name}.manifest":
+                continue  # a folder of shared code, with no ports of its own
+            raise
+        manifest = module.MANIFEST
+        if manifest.stack != info.name:
+            raise ValueError(f"{module.__name__}: MANIFEST.stack is {manifest.stack!r}")
+        found.append(manifest)
+    found.sort(key=lambda m: not any(p.name == CANONICAL_PORT for p in m.ports))
+    return tuple(found)
+
+
+#: The canonical port's registry name (its stack is JAX's).
+CANONICAL_PORT = "flax_linen"
+
+
+@functools.cache
+def ports() -> dict[str, tuple[Manifest, PortEntry]]:
+    """Every built-in port by name, with its stack's manifest, in registration order."""
+    found: dict[str, tuple[Manifest, PortEntry]] = {}
+    for manifest in manifests():
+        for port in manifest.ports:
+            if port.name in found:
+                raise ValueError(f"port {port.name!r} is declared by two stacks")
+            found[port.name] = (manifest, port)
+    return found
+
+
+def port(name: str) -> tuple[Manifest, PortEntry] | None:
+    """A built-in port's manifest and entry (None for a port from elsewhere)."""
+    return ports().get(name)
+
+
+def stack(name: str) -> Manifest | None:
+    """The manifest of the stack (folder) `name`."""
+    return next((m for m in manifests() if m.stack == name), None)
+
+
+def load_order(names: list[str], stack_of: Any) -> list[str]:
+    """`names` with those whose stack (`stack_of(name)`, a Manifest or None) must load first
+    moved ahead, by rank; the rest keep their order."""
+
+    def rank(name: str) -> int | None:
+        manifest = stack_of(name)
+        return None if manifest is None else manifest.load_first
+
+    first = sorted((n for n in names if rank(n) is not None), key=rank)
+    return first + [n for n in names if rank(n) is None]
+
+
+def resolve(target: str) -> Any:
+    """The object a `"module:attribute"` string names, imported now."""
+    module, _, attribute = target.partition(":")
+    found = importlib.import_module(module)
+    for part in attribute.split(".") if attribute else ():
+        found = getattr(found, part)
+    return found

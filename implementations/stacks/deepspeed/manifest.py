@@ -1,0 +1,39 @@
+"""The DeepSpeed stack's manifest: `deepspeed.checkpointing.checkpoint` on torch."""
+
+from implementations.manifests import BenchEntry, CiJob, Manifest, MutantEntry, PortEntry
+from implementations.stacks.torch.manifest import CPU_WHEELS
+
+_HERE = "implementations.stacks.deepspeed"
+
+MANIFEST = Manifest(
+    stack="deepspeed",
+    engine="torch",
+    ports=(
+        PortEntry("deepspeed", f"{_HERE}.deepspeed:DeepSpeed", "deepspeed", ("torch", "deepspeed")),
+    ),
+    bench=(
+        BenchEntry(
+            "deepspeed",
+            f"{_HERE}.bench",
+            notes={
+                "saved_bytes": "torch's outer saved_tensors_hooks plus the inputs each checkpoint node keeps in ctx.deepspeed_saved_tensors, where no hook sees them",
+                "temp_bytes": "none: eager",
+                "peak_bytes": "as torch",
+                "matmuls": "aten mm/addmm calls, as torch",
+                "save-mm": "not run: deepspeed.checkpointing.checkpoint takes no policy",
+            },
+        ),
+    ),
+    mutants=(
+        MutantEntry(
+            "deepspeed_no_checkpoint",
+            f"{_HERE}.deepspeed_mutants:DeepSpeedNoCheckpoint",
+            "torch MLP without deepspeed.checkpointing.checkpoint",
+            "deepspeed",
+        ),
+    ),
+    expectations=f"{_HERE}.expectations:EXPECTATIONS",
+    built_on=("deepspeed",),
+    ci=CiJob("linux-cpu-engines", "ubuntu-24.04", CPU_WHEELS),
+    tests="deepspeed",
+)

@@ -1,0 +1,17 @@
+"""Keras's ports are held to their backend's instrument (their manifest entries name it); what
+Keras itself adds is a documented degradation."""
+
+from implementations.expectations import Degradation, Expectations
+
+EXPECTATIONS = Expectations(
+    degradations=(
+        Degradation(
+            "keras",
+            "save_named",
+            'RematScope(mode="activations") saves more than no remat at all: it cannot stand '
+            "for save_named",
+            "keras 3.15.1",
+            'mode="activations" saves more than none',
+        ),
+    ),
+)

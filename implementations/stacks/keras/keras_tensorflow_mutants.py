@@ -1,0 +1,13 @@
+"""Mutants of the Keras port on the tensorflow backend. Loading them loads Keras on tensorflow, so
+in a process where Keras runs on another backend they are unavailable
+(`contract.StackUnavailable`) and run in a process of their own."""
+
+from __future__ import annotations
+
+from implementations.stacks.keras import keras_tensorflow as port
+
+
+class RematScopeNone(port.KerasTensorFlow):
+    """The model made under `keras.RematScope(mode=None)`: Keras's way to turn remat off."""
+
+    mode = None

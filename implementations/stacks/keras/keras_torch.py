@@ -1,0 +1,124 @@
+"""The Keras 3 port on the torch backend: the MLP made inside `keras.RematScope(mode="full")`.
+
+On torch, Keras's remat is `torch.utils.checkpoint.checkpoint(call, *args,
+use_reentrant=False, **kwargs)` around the MLP's `call`. The model
+(`implementations.stacks.keras.model`, shared by the three Keras ports) holds its weights as
+torch parameters, kernels `(in, out)` as the canonical layout. It runs
+stateful: a `stateless_call` would be wrong here, because torch reruns the
+region during the backward pass, after Keras has left the stateless scope,
+so the rerun reads the model's own weights, not the ones passed in
+(tests/keras/test_keras.py shows the wrong gradients).
+
+Evidence comes from torch's own instrument (the torch stack's `record`:
+saved-tensor hooks, a dispatch mode). Keras hands `call`'s keyword
+arguments to `torch.utils.checkpoint`, which keeps `context_fn` for itself:
+that is how the `RegionCounter` reaches Keras's checkpoint.
+
+Loading it imports Keras on the torch backend, or raises
+`contract.StackUnavailable` if Keras runs on another backend in this process.
+Imports torch, keras, numpy and the project's numpy-only modules.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import torch
+
+from implementations.contract import BackwardRecord, Params, check_features, check_seed, check_sizes
+from implementations.stacks import keras as keras_stack
+from implementations.stacks.numpy import canonical_params
+from implementations.stacks.torch import as_input, from_host_array, leaf_input
+
+STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
+
+from implementations.stacks.keras import model  # noqa: E402 - imports keras, now on torch
+from implementations.stacks.keras.port import StatefulKerasPort  # noqa: E402
+
+
+class MLP(model.MLP):
+    """The shared MLP, its `call` taking a `context_fn` for torch's checkpoint.
+
+    Inside a region Keras passes `context_fn=...` on to
+    `torch.utils.checkpoint.checkpoint`, which takes it as its own argument
+    (and never hands it to `call`); without a region `call` gets it and
+    ignores it.
+    """
+
+    def call(self, x: Any, context_fn: Any = None) -> Any:  # (D,) -> (F,)
+        return super().call(x)
+
+
+@functools.lru_cache(maxsize=16)
+def _exercise_model(seed: int, dim: int, features: int, mode: str | None = model.FULL) -> MLP:
+    # One model per (seed, D, F), never changed, so an output's graph (whose
+    # checkpoint reruns the block from the model's weights) stays right
+    # however many calls come in between. Frozen: as in Flax's exercise,
+    # only x can be differentiated, and nothing accumulates a .grad here.
+    mlp = model.build(canonical_params(seed, dim, features), mode=mode, cls=MLP)
+    for variable in mlp.trainable_variables:
+        variable.value.requires_grad_(False)
+    return mlp
+
+
+def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) -> Any:
+    """`nn_checkpoint_forward` with the model made under `RematScope(mode=mode)`."""
+    if model.is_symbolic(x):
+        return model.symbolic_exercise(seed, x, features, canonical_params)
+    seed, features = check_seed(seed), check_features(features)
+    x = as_input(model.unwrap(x))
+    check_sizes(x.shape[0], features)
+    return _exercise_model(seed, x.shape[0], features, mode)(x)
+
+
+class KerasTorch(StatefulKerasPort):
+    """Keras 3 on torch: `keras.RematScope(mode="full")`, that is non-reentrant
+    `torch.utils.checkpoint`."""
+
+    name = "keras_torch"
+    stack = STACK
+    extra = "keras,torch"
+
+    def model_input(self, x: np.ndarray) -> torch.Tensor:
+        return as_input(x)  # grad stays on: the checkpoint runs
+
+    def gradients(self, mlp: model.MLP, x: np.ndarray, weights: list, cotangent: np.ndarray):
+        x = leaf_input(x)
+        dx, *grads = torch.autograd.grad(mlp(x), [x, *weights], from_host_array(cotangent))
+        return dx, grads
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        return _record(self.reused(params, checkpoint, cls=MLP), x)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        seed, features = check_seed(seed), check_features(features)
+        return _record(_exercise_model(seed, np.shape(x)[0], features, self.mode), x)
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on torch, checkpointed.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d
+          array or tensor).
+        - `x`: a finite real vector of shape `(D,)`: a torch tensor (gradients
+          flow back to it when it requires grad), a `keras.Variable`, numpy or a
+          list; or a symbolic `keras.KerasTensor` of shape `(D,)`, which gives
+          the symbolic `(F,)` output. x is never modified.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 tensor, on Keras's device.
+        """
+        return exercise(seed, x, features, self.mode)
+
+
+def _record(mlp: MLP, x: np.ndarray) -> BackwardRecord:
+    # torch's instrument: Keras hands `context_fn` on to torch's checkpoint.
+    return STACK.record(lambda x, context_fn: (mlp(x, context_fn=context_fn), mlp), x)
+
+
+nn_checkpoint_forward = KerasTorch.exported()

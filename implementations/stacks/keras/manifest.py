@@ -1,0 +1,58 @@
+"""The Keras stack's manifest: `keras.RematScope` on each of three backends."""
+
+from implementations.manifests import CiJob, Manifest, MutantEntry, PortEntry
+from implementations.stacks.torch.manifest import CPU_WHEELS
+
+_HERE = "implementations.stacks.keras"
+_BACKENDS = ("jax", "torch", "tensorflow")
+
+MANIFEST = Manifest(
+    stack="keras",
+    engine="keras",
+    # Keras picks one backend per process (read once, from KERAS_BACKEND): each port is
+    # measured in a process of its own, computes with its backend, and is held to its
+    # backend's instrument.
+    ports=(
+        PortEntry(
+            "keras_jax",
+            f"{_HERE}.keras_jax:KerasJax",
+            "keras,jax",
+            ("keras", "jax"),
+            engine="jax",
+            lane="keras_jax",
+            family="jax",
+        ),
+        PortEntry(
+            "keras_torch",
+            f"{_HERE}.keras_torch:KerasTorch",
+            "keras,torch",
+            ("keras", "torch"),
+            engine="torch",
+            lane="keras_torch",
+            family="torch",
+        ),
+        PortEntry(
+            "keras_tensorflow",
+            f"{_HERE}.keras_tensorflow:KerasTensorFlow",
+            "keras,tensorflow",
+            ("keras", "tensorflow"),
+            engine="tensorflow",
+            lane="keras_tensorflow",
+            family="tensorflow",
+        ),
+    ),
+    reads=("KERAS_BACKEND",),
+    mutants=tuple(
+        MutantEntry(
+            f"keras_{backend}_remat_none",
+            f"{_HERE}.keras_{backend}_mutants:RematScopeNone",
+            f"keras_{backend} with RematScope(mode=None)",
+            f"keras_{backend}",
+        )
+        for backend in _BACKENDS
+    ),
+    expectations=f"{_HERE}.expectations:EXPECTATIONS",
+    built_on=("keras",),
+    ci=CiJob("linux-cpu-tensorflow-keras", "ubuntu-24.04", CPU_WHEELS),
+    tests="keras",
+)

@@ -1,0 +1,37 @@
+"""`lazy_exports`: a stack package's names, imported on first use. Imports nothing.
+
+A stack's package (`implementations.stacks.torch`) offers its framework's
+pieces by name (`from implementations.stacks.torch import TorchPort`), but
+importing the package must not import the framework: the core reads each
+stack's `manifest` (a submodule) without loading any framework. So the
+package's `__init__` lists where each name lives, and a module-level
+`__getattr__` (PEP 562) imports it the first time it is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_exports(
+    package: str, names: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """`(__getattr__, __dir__)` for `package`: each name of `names` (name -> its submodule,
+    relative: `".port"`) is imported from its submodule when first asked for, then kept."""
+
+    def __getattr__(name: str) -> Any:
+        where = names.get(name)
+        if where is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module = importlib.import_module(where, package)
+        value = module if where.rsplit(".", 1)[-1] == name else getattr(module, name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *names})
+
+    return __getattr__, __dir__

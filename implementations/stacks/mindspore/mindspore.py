@@ -1,0 +1,101 @@
+"""The MindSpore port: `Cell.recompute()` on a two-layer MLP cell, PyNative mode, CPU.
+
+The model is the MindSpore stack's `MLP`: `Affine(D, F)` -> `ReLU` ->
+`Affine(F, F)`, with `recompute()` called on it. Its parameters are Flax's
+canonical ones, computed without JAX by the numpy init, in the canonical
+`(in, out)` layout. Gradients come from `mindspore.vjp(model, x,
+weights=params)`. Imports mindspore, numpy and the project's numpy-only
+modules, never jax.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from implementations.contract import BackwardRecord, Grads, Params
+from implementations.stacks import Port
+from implementations.stacks.mindspore import (
+    MLP,
+    STACK,
+    CellPool,
+    as_input,
+    exercise_model,
+    from_host_array,
+    ms,  # mindspore, imported by the stack after its load-order guard
+    parameters,
+    state_to_params,
+    to_host_array,
+)
+from implementations.stacks.switch import checkpoint_on
+
+
+class MindSpore(Port):
+    """The MindSpore port: `Cell.recompute()` on the MLP, PyNative, CPU."""
+
+    name = "mindspore"
+    framework = "mindspore"
+    stack = STACK
+    extra = "mindspore"
+    checkpoint_api = "mindspore.nn.Cell.recompute()"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain cell",
+        "full": "Cell.recompute() on the MLP cell",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "Cell.recompute takes no policy: the whole cell is recomputed",
+        "save_named": "no names: Cell.recompute only chooses which cells are recomputed",
+        "offload_dots": "Cell.recompute has no offload option",
+        "budget": "Cell.recompute has no memory budget",
+    }
+    #: The model class the port builds (mutants swap it).
+    mlp: type[MLP] = MLP
+    #: Cells lent to the contract's calls (keyed by class too, so a mutant gets its own).
+    cells: ClassVar[CellPool] = CellPool()
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, loaded into the cell and exported again.
+        return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return to_host_array(model(as_input(x)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
+            (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
+            return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return self.stack.record(model, as_input(x), parameters(model))
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        x, model = exercise_model(seed, x, features, mlp=self.mlp)
+        return self.stack.record(model, x, [])
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> ms.Tensor:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a
+        recomputed cell.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+        - `x`: a finite real vector of shape `(D,)`: a `mindspore.Tensor`, a numpy
+          array or a list. It is never modified; `mindspore.grad` and
+          `mindspore.vjp` differentiate through it.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 output, a `mindspore.Tensor`.
+        """
+        x, model = exercise_model(seed, x, features, mlp=self.mlp)
+        return model(x)  # (D,) -> (F,)
+
+
+nn_checkpoint_forward = MindSpore.exported()

@@ -1,0 +1,40 @@
+"""The PaddlePaddle stack's manifest: `fleet.utils.recompute`, dygraph."""
+
+from implementations.manifests import BenchEntry, CiJob, Manifest, MutantEntry, PortEntry
+from implementations.stacks.torch.manifest import CPU_WHEELS
+
+_HERE = "implementations.stacks.paddle"
+
+MANIFEST = Manifest(
+    stack="paddle",
+    engine="paddle",
+    ports=(PortEntry("paddle", f"{_HERE}.paddle:Paddle", "paddle", ("paddle",)),),
+    distributions={"paddle": ("paddlepaddle",)},
+    load_first=1,
+    load_first_why="Paddle segfaults when imported after TensorFlow (Paddle 3.3.1, TF 2.21)",
+    bench=(
+        BenchEntry(
+            "paddle",
+            f"{_HERE}.bench",
+            notes={
+                "saved_bytes": "its own saved_tensors_hooks around the forward pass, one per storage",
+                "temp_bytes": "none: eager",
+                "peak_bytes": "its host allocator's statistic, core.host_memory_stat_peak_value('Allocated', 0) during one step (reset first) above the current value before it (gradients included; paddle.device.max_memory_allocated refuses CPU builds)",
+                "matmuls": "none: Paddle offers hooks on layers, none over the backward kernels",
+                "save-mm": "not run: recompute takes no policy",
+            },
+        ),
+    ),
+    mutants=(
+        MutantEntry(
+            "paddle_no_recompute",
+            f"{_HERE}.paddle_mutants:PaddleNoRecompute",
+            "Paddle MLP without fleet.utils.recompute",
+            "paddle",
+        ),
+    ),
+    expectations=f"{_HERE}.expectations:EXPECTATIONS",
+    built_on=("paddlepaddle",),
+    ci=CiJob("linux-cpu-engines", "ubuntu-24.04", CPU_WHEELS),
+    tests="paddle",
+)

@@ -1,0 +1,109 @@
+"""The PaddlePaddle port: `paddle.distributed.fleet.utils.recompute` around a two-layer MLP.
+
+Dygraph (eager) mode on the CPU. The model is the Paddle stack's `MLP`:
+`Linear(D, F)` -> `ReLU` -> `Linear(F, F)`, its forward pass under
+`recompute(block, x)` (reentrant, Paddle's default). Its parameters are
+Flax's canonical ones, computed without JAX by the numpy init; Paddle's
+`Linear.weight` is `(in, out)`, the canonical layout. A reentrant recompute
+is a `PyLayer` whose backward reruns the block: gradients come from
+`.backward()` and `.grad` (as with any Paddle training loop). Imports
+paddle, numpy and the project's numpy-only modules, never jax.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from implementations.contract import BackwardRecord, Grads, Params
+from implementations.stacks import Port
+from implementations.stacks.paddle import (
+    MLP,
+    STACK,
+    LayerPool,
+    exercise_model,
+    from_host_array,
+    grads_of,
+    leaf_input,
+    state_to_params,
+    to_host_array,
+)
+from implementations.stacks.switch import checkpoint_on
+
+if TYPE_CHECKING:  # imported by the stack, under its warning filter
+    import paddle
+
+
+class Paddle(Port):
+    """The PaddlePaddle port: `recompute(block, x)` around an MLP, dygraph, CPU."""
+
+    name = "paddle"
+    framework = "paddlepaddle"
+    stack = STACK
+    extra = "paddle"
+    checkpoint_api = "paddle.distributed.fleet.utils.recompute"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain layer",
+        "full": "paddle.distributed.fleet.utils.recompute(block, x)",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "recompute takes no policy: it keeps the block's inputs only",
+        "save_named": "no names: recompute takes no policy, only the block's placement",
+        "offload_dots": "recompute takes no policy; its offload option is for inputs, not dots",
+        "budget": "recompute has no memory budget",
+    }
+    #: The module class the port builds (mutants swap it).
+    mlp: type[MLP] = MLP
+    #: Layers lent to the contract's calls (keyed by class too, so a mutant gets its own).
+    layers: ClassVar[LayerPool] = LayerPool()
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, loaded into the Paddle module and exported
+        # again, so that the conversions are part of what is checked.
+        return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        # x requires grad, as in `vjp`: the recompute runs.
+        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return to_host_array(model(leaf_input(x)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Grads:
+        x = leaf_input(x)
+        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
+            return grads_of(model, x)
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        x = leaf_input(x)
+        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            return self.stack.record(model, lambda: model(x), x)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        x = leaf_input(x)
+        x_checked, model = exercise_model(seed, x, features, mlp=self.mlp)
+        return self.stack.record(model, lambda: model(x_checked), x)
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> paddle.Tensor:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through
+        `recompute`.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+        - `x`: a finite real vector of shape `(D,)`: a `paddle.Tensor`, a numpy
+          array or a list. It is never modified, and gradients flow back to it
+          when it requires grad (`stop_gradient=False`).
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 output, a `paddle.Tensor`.
+        """
+        x, model = exercise_model(seed, x, features, mlp=self.mlp)
+        return model(x)  # (D,) -> (F,)
+
+
+nn_checkpoint_forward = Paddle.exported()

@@ -1,0 +1,43 @@
+"""The TensorFlow stack's manifest: `tf.recompute_grad`."""
+
+from implementations.manifests import BenchEntry, CiJob, Manifest, MutantEntry, PortEntry
+from implementations.stacks.torch.manifest import CPU_WHEELS
+
+_HERE = "implementations.stacks.tensorflow"
+
+MANIFEST = Manifest(
+    stack="tensorflow",
+    engine="tensorflow",
+    ports=(
+        PortEntry("tensorflow", f"{_HERE}.tensorflow:TensorFlow", "tensorflow", ("tensorflow",)),
+    ),
+    distributions={"tensorflow": ("tensorflow", "tensorflow-cpu")},
+    bench=(
+        BenchEntry(
+            "tensorflow",
+            f"{_HERE}.bench",
+            notes={
+                "saved_bytes": "the forward tensors that the backward ops of the traced step graph read, one figure for eager, tf.function and XLA",
+                "temp_bytes": "none: its XLA path does not expose its buffer assignment",
+                "peak_bytes": "none: its CPU allocator reports no peak (get_memory_info gives zeros)",
+                "matmuls": "MatMul ops executed (eager, an op callback), MatMul ops in the traced step graph (tf.function), or dot ops in the optimized HLO (XLA)",
+                "save-mm": "no policies: the first matmul outside tf.recompute_grad",
+            },
+        ),
+    ),
+    mutants=(
+        MutantEntry(
+            "tf_no_recompute_grad",
+            f"{_HERE}.tensorflow_mutants:NoRecomputeGrad",
+            "TensorFlow MLP without tf.recompute_grad",
+            "tensorflow",
+        ),
+    ),
+    expectations=f"{_HERE}.expectations:EXPECTATIONS",
+    devices=f"{_HERE}.devices:probe",
+    device_module="tensorflow",
+    built_on=("tensorflow-cpu",),
+    # The Keras job runs it too (the Keras ports need each backend installed anyway).
+    ci=CiJob("linux-cpu-tensorflow-keras", "ubuntu-24.04", CPU_WHEELS),
+    tests="tensorflow",
+)

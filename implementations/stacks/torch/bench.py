@@ -1,0 +1,281 @@
+"""The PyTorch stack: L blocks `Linear -> relu -> Linear`, eager, CPU. Imports torch and numpy.
+
+- `none`: the blocks as they are;
+- `full`: `torch.utils.checkpoint.checkpoint(block, ..., use_reentrant=False)`;
+- `save-mm`: the same checkpoint with selective checkpointing,
+  `create_selective_checkpoint_contexts` and a policy that saves the outputs
+  of `aten.mm`/`aten.addmm` (`MUST_SAVE`) and recomputes everything else.
+
+**Instruments.** An outer `saved_tensors_hooks` sees what autograd keeps
+outside the checkpoints (a non-reentrant checkpoint keeps its inputs that
+way and hides what is inside). Selective checkpointing caches the outputs it
+must save in its own storage, where no hook sees them, so the policy notes
+each one (`ctx.op_output`). Both lists are deduplicated by storage, since a
+block's output is both cached and the next checkpoint's input. Parameters
+are left out by storage too (a `Linear` saves its weight as a transposed view).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+import torch
+from torch.nn import functional
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import (
+    CheckpointPolicy,
+    checkpoint,
+    create_selective_checkpoint_contexts,
+)
+
+from implementations.bench_case import MODES, Data, Static
+from implementations.contract import SavedTensor
+from implementations.stacks.torch import SavedTensors, classify
+
+FRAMEWORK = "torch"
+VARIANTS = ("",)  # eager: one way to run the stack
+MATMULS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default)
+
+
+def versions() -> dict[str, str]:
+    """The installed torch version, and its intra-op threads."""
+    try:
+        found = {"torch": version("torch")}
+    except PackageNotFoundError:
+        found = {"torch": torch.__version__}
+    found["threads"] = str(torch.get_num_threads())
+    return found
+
+
+def configurations() -> list[tuple[str, str]]:
+    """Every `(variant, mode)` this framework runs."""
+    return [(variant, mode) for variant in VARIANTS for mode in MODES]
+
+
+def block(x: torch.Tensor, w1, b1, w2, b2) -> torch.Tensor:  # (B, F) -> (B, F)
+    # Weights are torch's (out, in); on a 2-D x, linear with a bias is one aten.addmm.
+    return functional.linear(torch.relu(functional.linear(x, w1, b1)), w2, b2)
+
+
+class _SavePolicy:
+    """The selective-checkpoint policy: save matmul outputs, recompute the rest.
+
+    With `notes` set, every output it saves is noted there by storage, so the
+    residual instrument can count what the cache holds.
+    """
+
+    def __init__(self, notes: dict[int, torch.Tensor] | None = None):
+        self.notes = notes
+
+    def __call__(self, ctx, func, *args, **kwargs) -> CheckpointPolicy:
+        if func in MATMULS:
+            output = getattr(ctx, "op_output", None)  # given since torch 2.10
+            if self.notes is not None and output is not None:
+                self.notes.setdefault(output.untyped_storage().data_ptr(), output)
+            return CheckpointPolicy.MUST_SAVE
+        return CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def stack_fn(mode: str, policy: _SavePolicy | None = None) -> Callable:
+    """`stack(params, x)`: the L blocks as the mode runs them."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+    context_fn = functools.partial(create_selective_checkpoint_contexts, policy or _SavePolicy())
+
+    def stack(params: Sequence[tuple[torch.Tensor, ...]], x: torch.Tensor) -> torch.Tensor:
+        for p in params:
+            if mode == "none":
+                x = block(x, *p)
+            elif mode == "full":
+                x = checkpoint(block, x, *p, use_reentrant=False)
+            else:
+                x = checkpoint(block, x, *p, use_reentrant=False, context_fn=context_fn)
+        return x
+
+    return stack
+
+
+class _MatmulCounter(TorchDispatchMode):
+    """Counts the aten mm/addmm calls that run under it, forward, recompute and backward."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += func in MATMULS
+        return func(*args, **(kwargs or {}))
+
+
+class TorchCase:
+    """One torch configuration at one depth, on the given data.
+
+    **Arguments:**
+
+    - `variant`: `""` (eager is the only way).
+    - `mode`: see the module docstring.
+    - `data`: the depth's `measure.Data`. x needs no grad, as a batch of data would not.
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(self, variant: str, mode: str, data: Data):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; torch runs eager only")
+        self.variant, self.mode = variant, mode
+        self.params = [
+            (
+                _parameter(w1.T),  # (in, out) -> torch's (out, in)
+                _parameter(b1),
+                _parameter(w2.T),
+                _parameter(b2),
+            )
+            for w1, b1, w2, b2 in data.blocks
+        ]
+        self.flat = [p for ps in self.params for p in ps]
+        self.x = torch.from_numpy(np.array(data.x, np.float32))
+        self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
+        self.stack = stack_fn(mode)
+
+    def _grads(self, stack: Callable) -> tuple[torch.Tensor, ...]:
+        # The parameters' gradient of sum(y * c), as the VJP of the stack with c.
+        return torch.autograd.grad(stack(self.params, self.x), self.flat, self.cotangent)
+
+    def residuals(self) -> tuple[SavedTensor, ...]:
+        """What one forward pass keeps for the backward pass, parameters marked as such."""
+        hooked = SavedTensors()
+        cached: dict[int, torch.Tensor] = {}
+        with torch.autograd.graph.saved_tensors_hooks(hooked.pack, hooked.unpack):
+            y = stack_fn(self.mode, _SavePolicy(cached))(self.params, self.x)
+
+        def where(ptr: int) -> str:
+            # A selective-checkpoint policy keeps its outputs where no hook sees them.
+            places = ["kept by a hook"] if ptr in hooked.by_storage else []
+            places += ["cached by the checkpoint policy"] if ptr in cached else []
+            return " and ".join(places)
+
+        saved = classify({**cached, **hooked.by_storage}, self.x, self.flat, where)
+        torch.autograd.grad(y, self.flat, self.cotangent)  # run the backward: frees what it kept
+        return saved
+
+    def matmuls(self) -> int:
+        with _MatmulCounter() as counter:
+            self._grads(self.stack)
+        return counter.count
+
+    def peak_bytes(self) -> int | None:
+        """The highest net allocation during one step, or None if the profiler cannot tell."""
+        from torch.profiler import ProfilerActivity, profile
+
+        # Kineto logs every trace start and stop to stderr (its level 5), which
+        # scrambles the progress bar; level 6 keeps it quiet. The user's setting wins.
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            grads = self._grads(self.stack)
+            del grads
+        try:
+            events = prof.profiler.kineto_results.events()
+        except AttributeError:  # the profiler's internals moved
+            return None
+        allocations = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
+        live = peak = 0
+        for _, nbytes in allocations:
+            live += nbytes
+            peak = max(peak, live)
+        return peak if allocations else None
+
+    def measure(self) -> Static:
+        return Static(self.residuals(), peak_bytes=self.peak_bytes(), matmuls=self.matmuls())
+
+    def step(self) -> None:
+        self._grads(self.stack)  # eager on the CPU: done when it returns
+
+
+def _parameter(array: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.array(array, np.float32, order="C")).requires_grad_()
+
+
+def build(variant: str, mode: str, data: Data) -> TorchCase:
+    """The case for one configuration."""
+    return TorchCase(variant, mode, data)
+
+
+# ---------------------------------------------------------------------------
+# bench --policies
+# ---------------------------------------------------------------------------
+
+#: The policies `bench --policies` runs here, and those eager torch cannot express.
+POLICIES = ("none", "full", "save_dots")
+NOT_EXPRESSIBLE = {
+    "save_named": "no tensor names; a cached tag still reruns its addmm eagerly",
+    "offload_dots": "eager MUST_CPU_OFFLOAD is recompute (torch 2.13)",
+    "budget": "a torch.compile option",
+}
+
+
+def _policy_block(tag_h: bool) -> Callable:
+    from implementations.stacks.torch.policies import tag
+
+    if not tag_h:
+        return block
+
+    def tagged_block(x, w1, b1, w2, b2):  # (B, F) -> (B, F), h through the tag operator
+        return functional.linear(functional.relu(tag(functional.linear(x, w1, b1))), w2, b2)
+
+    return tagged_block
+
+
+def policy_stack_fn(policy: str, context_fn: Callable | None = None) -> Callable:
+    """`stack(params, x)`: the torch blocks under `policy` (a budget runs them plain: it is the
+    compiler's). `context_fn` replaces the policy's own (an instrument's)."""
+    from implementations.policies import Policy
+    from implementations.stacks.torch import policies as torch_policies
+
+    name = Policy.parse(policy).name
+    function = torch_policies.POLICY_FUNCTIONS.get(name)
+    if context_fn is None and function is not None:
+        context_fn = torch_policies.context_fn(function)
+    extra = {} if context_fn is None else {"context_fn": context_fn}
+    run = _policy_block(name == "save_named")
+
+    def stack(params: Sequence[tuple[torch.Tensor, ...]], x: torch.Tensor) -> torch.Tensor:
+        for p in params:
+            if name in ("none", "budget"):
+                x = run(x, *p)
+            else:
+                x = checkpoint(run, x, *p, use_reentrant=False, **extra)
+        return x
+
+    return stack
+
+
+class PolicyCase(TorchCase):
+    """The eager stack under one policy: the hooks see what autograd keeps, a selective
+    policy's cache (`implementations.stacks.torch.policies.SelectiveCache`) the rest."""
+
+    def __init__(self, policy: str, data: Data):
+        super().__init__("", "none", data)
+        self.stack, self.mode = policy_stack_fn(policy), policy
+
+    def residuals(self) -> tuple[SavedTensor, ...]:
+        from implementations.policies import Policy
+        from implementations.stacks.torch import policies as torch_policies
+
+        function = torch_policies.POLICY_FUNCTIONS.get(Policy.parse(self.mode).name)
+        cache = None if function is None else torch_policies.SelectiveCache(function)
+        stack = policy_stack_fn(self.mode, cache and cache.context_fn)
+        hooked = SavedTensors()
+        with torch.autograd.graph.saved_tensors_hooks(hooked.pack, hooked.unpack):
+            y = stack(self.params, self.x)
+        cached = {} if cache is None else cache.cached()
+        saved = classify({**cached, **hooked.by_storage}, self.x, self.flat)
+        torch.autograd.grad(y, self.flat, self.cotangent)
+        return saved
+
+
+def policy_case(policy: str, data: Data) -> PolicyCase:
+    return PolicyCase(policy, data)

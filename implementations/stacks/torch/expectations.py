@@ -1,0 +1,76 @@
+"""What torch's instruments show under each remat policy: eager (saved-tensor hooks and the
+selective-checkpoint cache), inductor (AOTAutograd's partitioned graphs) and FSDP2's ranks.
+
+torch's Linear is one addmm with the bias fused in: a policy can save h, never d1.
+"""
+
+from implementations.expectations import Degradation, Expectations, expect
+
+EXPECTATIONS = Expectations(
+    families={
+        "torch": {
+            "none": expect("x a", 4, why="eager relu's backward reads its output a"),
+            "full": expect("x", 5, why="torch.utils.checkpoint keeps x, reruns addmm and relu"),
+            "save_dots": expect(
+                "x h y",
+                4,
+                why="addmm fuses the bias (h, not d1); eager selective checkpointing caches "
+                "every addmm output, y too, which nothing reads",
+            ),
+        },
+        "torch_compile": {
+            "none": expect(
+                "x a",
+                4,
+                wide="mask",
+                why="inductor rebuilds relu's mask from a, and keeps it too when F > 16",
+            ),
+            "full": expect("x", 5, why="the partitioner recomputes the region's first layer"),
+            "save_dots": expect("x h", 4, why="addmm fuses the bias (h); the partitioner drops y"),
+            "save_named": expect("x h", 4, why="the tag op's output h, MUST_SAVE"),
+            "budget(0)": expect("x", 5, why="activation_memory_budget 0: recompute all it can"),
+            # A budget in (0, 1] is min-cut's own choice at batch 1, and it hangs on the sizes
+            # (measured: (3, 4) keeps x; (8, 8) x, a; (33, 7) x, h; (32, 32) x, a, mask): (j)
+            # holds budget(0) exactly, and `bench --policies` measures the rest.
+        },
+        # Rank 0's saved_tensors_hooks under FSDP2 (gathered weights are parameters, not kept).
+        "torch_fsdp": {
+            "none": expect(
+                "x a", 4, why="as eager torch on each rank: relu's backward reads its output a"
+            ),
+            "full": expect(
+                "x", 5, why="torch.utils.checkpoint keeps x's rows, reruns addmm and relu"
+            ),
+        },
+    },
+    # Pinned by tests/torch/test_torch_policies.py and tests/torch/test_torch_compile_policies.py.
+    degradations=(
+        Degradation(
+            "torch",
+            "offload_dots",
+            "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute: nothing is "
+            "offloaded, the addmm reruns",
+            "torch 2.13.0",
+        ),
+        Degradation(
+            "torch",
+            "save_named",
+            "a custom tag op on h can be cached (MUST_SAVE), but the eager recompute still "
+            "reruns the addmm that makes h (5 backward matmuls)",
+            "torch 2.13.0",
+        ),
+        Degradation(
+            "torch_compile",
+            "offload_dots",
+            "CPU_OFFLOAD under torch.compile becomes a plain save: h kept, nothing moved",
+            "torch 2.13.0",
+        ),
+        Degradation(
+            "torch_compile",
+            "save_dots",
+            "a stateful policy function (save the first addmm) is silently ignored under "
+            "torch.compile, which calls it twice per op: full remat instead",
+            "torch 2.13.0",
+        ),
+    ),
+)

@@ -1,0 +1,105 @@
+"""The torch stack's manifest: eager torch, inductor (`torch.compile`) and FSDP2."""
+
+from implementations.manifests import (
+    BenchEntry,
+    CacheEntry,
+    CiJob,
+    Manifest,
+    MutantEntry,
+    PortEntry,
+)
+
+_HERE = "implementations.stacks.torch"
+#: torch's CPU wheel, not PyPI's multi-GB CUDA build (CI jobs that install torch).
+CPU_WHEELS = "--extra-index-url https://download.pytorch.org/whl/cpu"
+
+MANIFEST = Manifest(
+    stack="torch",
+    engine="torch",
+    ports=(
+        PortEntry("pytorch", f"{_HERE}.pytorch:PyTorch", "torch", ("torch",)),
+        PortEntry(
+            "torch_compile",
+            f"{_HERE}.torch_compile:TorchCompile",
+            "torch",
+            ("torch",),
+            family="torch_compile",
+        ),
+        # Its gloo ranks are processes of their own: run by the scale profile.
+        PortEntry(
+            "torch_fsdp",
+            f"{_HERE}.torch_fsdp:TorchFsdp",
+            "torch",
+            ("torch",),
+            profile="scale",
+            family="torch_fsdp",
+        ),
+    ),
+    bench=(
+        BenchEntry(
+            "torch",
+            f"{_HERE}.bench",
+            notes={
+                "saved_bytes": "an outer saved_tensors_hooks plus the outputs a selective-checkpoint policy caches, one per storage",
+                "temp_bytes": "none: eager, no compiled program",
+                "peak_bytes": "the highest net CPU allocation during one step above what was live before it, from torch.profiler(profile_memory=True); it includes the parameter gradients the step returns",
+                "matmuls": "aten mm/addmm calls in the step, counted by a TorchDispatchMode",
+                "save-mm": "selective checkpointing, MUST_SAVE for mm/addmm",
+            },
+        ),
+        BenchEntry(
+            "torch_compile",
+            f"{_HERE}.compiled_bench",
+            notes={
+                "saved_bytes": "what AOTAutograd's partitioned forward graph returns for the backward graph, as inductor compiled it",
+                "temp_bytes": "none: inductor reports no such figure",
+                "peak_bytes": "as eager torch: inductor allocates through the same allocator",
+                "matmuls": "the aten mm/addmm nodes of the forward and backward graphs inductor compiled (one external kernel call each)",
+                "save-mm": "selective checkpointing, MUST_SAVE for mm/addmm, compiled",
+            },
+        ),
+    ),
+    mutants=(
+        MutantEntry(
+            "compiled_without_checkpoint",
+            f"{_HERE}.torch_compile_mutants:CompiledWithoutCheckpoint",
+            "torch.compile of the MLP module with no checkpoint in its forward",
+            "torch_compile",
+        ),
+        MutantEntry(
+            "fsdp_no_checkpoint",
+            f"{_HERE}.torch_fsdp_mutants:FsdpNoCheckpoint",
+            "FSDP2 MLP over gloo ranks without torch.utils.checkpoint",
+            "torch_fsdp",
+        ),
+        MutantEntry(
+            "budget_ignored",
+            f"{_HERE}.torch_compile_mutants:BudgetIgnored",
+            "torch.compile's budget(b) compiled as none, b ignored",
+            "torch_compile",
+        ),
+        MutantEntry(
+            "stateful_policy_under_compile",
+            f"{_HERE}.torch_compile_mutants:StatefulPolicyUnderCompile",
+            "save_dots as a stateful torch policy ('save the first matmul'), under torch.compile",
+            "torch_compile",
+        ),
+    ),
+    expectations=f"{_HERE}.expectations:EXPECTATIONS",
+    devices=f"{_HERE}.devices:probe",
+    device_module="torch",
+    caches=(
+        CacheEntry(
+            "inductor",
+            folder="torchinductor",
+            setting="REMAT_TORCH_CACHE",
+            directory_variable="TORCHINDUCTOR_CACHE_DIR",
+            turn_off=f"{_HERE}.caches:turn_off",
+            when_off={"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"},
+            default_directory=f"{_HERE}.caches:default_directory",
+            follows="JAX",
+        ),
+    ),
+    ci=CiJob("linux-cpu-torch", "ubuntu-24.04", CPU_WHEELS),
+    tests="torch",
+)

@@ -1,0 +1,49 @@
+"""The PyTorch port: `torch.utils.checkpoint` (non-reentrant) around a two-layer MLP, eager.
+
+The model is the torch stack's `MLP`: `Linear(D, F)` -> relu -> `Linear(F, F)`,
+its forward pass under `checkpoint(block, x, use_reentrant=False)`. Its
+parameters are Flax's canonical ones, computed without JAX by the numpy
+init. torch's `Linear.weight` is `(out, in)`, the canonical kernel
+transposed; `params_to_state` and `state_to_params` convert, with shape
+checks. `TorchPort` builds the contract on that model, and its evidence
+from torch's own instruments (saved-tensor hooks, a dispatch mode,
+`context_fn`); this port runs the module eagerly. Imports torch, numpy and
+the project's numpy-only modules, never jax.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from implementations.stacks.torch import TorchPort
+from implementations.stacks.torch.mlp import (  # noqa: F401 - the model and its converters, as this port's names
+    MLP,
+    STATE_NAMES,
+    CanonicalLinear,
+    build_mlp,
+    params_to_state,
+    state_to_params,
+)
+
+
+class PyTorch(TorchPort):
+    """The PyTorch port: `torch.utils.checkpoint(..., use_reentrant=False)` around an MLP."""
+
+    name = "pytorch"
+    checkpoint_api = "torch.utils.checkpoint"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "no checkpoint",
+        "full": "torch.utils.checkpoint(use_reentrant=False)",
+        "save_dots": "context_fn=functools.partial(create_selective_checkpoint_contexts, "
+        "policy_fn): aten.addmm/mm -> CheckpointPolicy.MUST_SAVE, the rest PREFER_RECOMPUTE",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_named": "torch has no tensor names; a custom tag op can be cached, but the eager "
+        "recompute still reruns the addmm that makes h",
+        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
+        "(torch 2.13): nothing is offloaded",
+        "budget": "activation_memory_budget is a torch.compile option; eager torch has none",
+    }
+
+
+nn_checkpoint_forward = PyTorch.exported()

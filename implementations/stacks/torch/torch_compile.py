@@ -1,0 +1,146 @@
+"""The compiled PyTorch port: `torch.compile` (inductor) of the checkpointed MLP module.
+
+The model is the eager port's (the torch stack's `MLP`), whose forward pass is
+`torch.utils.checkpoint(block, x, use_reentrant=False)`; this port calls it
+through `torch.compile` with inductor, the default backend, on the CPU
+(inductor writes C++ and compiles it with the system's compiler).
+`TorchPort` builds the contract on that call, so the converters, the
+canonical init and the input checks are the eager port's; the checks run
+in plain Python before any compiled code.
+
+**Evidence** comes from the compiled path's own instrument: AOTAutograd's
+partitioned forward and backward graphs, as inductor received them
+(`implementations.stacks.torch.compiled`). With the checkpoint on, the forward graph keeps x (and
+the parameters) and the backward graph recomputes the first layer; with it
+off, the forward graph keeps relu's output.
+
+**Policies.** `none`: no checkpoint, under a partitioner that recomputes
+nothing. `full`: the checkpoint. `save_dots`, `save_named`: selective
+checkpointing, spelled as dynamo accepts it
+(`functools.partial(create_selective_checkpoint_contexts, policy_fn)`; a
+callable object makes dynamo raise); `save_named` saves the output of the
+`remat_conformance::tag` operator on h. `budget(b)`: no checkpoint, and
+inductor's partitioner given `torch._functorch.config.activation_memory_budget
+= b` (0: recompute all it can; 1: its default). Each policy compiles through
+a `CompiledModule` of its own, so no graph compiled for one is ever reused
+for another.
+
+**Compiling.** One compiled function serves every call: dynamo caches a
+graph per set of guards (grad mode, which inputs require grad, the
+checkpoint flag, and, with dynamic shapes, ranges of D and F), so a new
+seed never compiles again, and a new shape only when it falls in a new
+range. The first call in a process costs seconds (inductor's own start-up
+and a C++ compile); inductor's on-disk cache makes the next process faster.
+Imports torch, numpy and the project's numpy-only modules, never jax.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from implementations.contract import BackwardRecord, Params
+from implementations.policies import FULL, NONE, Policy
+from implementations.stacks.torch import MLP, TorchPort, leaf_input
+from implementations.stacks.torch.compiled import CompiledModule, NoRemat
+
+# The port's compiled calls, each with the recorder of every graph it compiles:
+# inductor as it comes (the exercise, and every call with the checkpoint on),
+# and, for the checkpoint off, inductor with a partitioner that recomputes
+# nothing (see `TorchCompile.run`).
+COMPILED = CompiledModule()
+PLAIN = CompiledModule(inductor={"custom_partitioner_fn": NoRemat()})
+#: Selective checkpointing, one compiled call per policy.
+SELECTIVE = {name: CompiledModule() for name in ("save_dots", "save_named")}
+#: `budget(b)`: one compiled call per budget, made at its first use.
+BUDGETS: dict[float, CompiledModule] = {}
+
+
+def budget_module(budget: float) -> CompiledModule:
+    """The compiled call whose partitioner runs under `activation_memory_budget = budget`."""
+    if budget not in BUDGETS:
+        BUDGETS[budget] = CompiledModule(functorch={"activation_memory_budget": budget})
+    return BUDGETS[budget]
+
+
+class TorchCompile(TorchPort):
+    """`torch.compile` (inductor) of the module whose forward is `torch.utils.checkpoint`."""
+
+    name = "torch_compile"
+    checkpoint_api = "torch.compile"
+    #: Whose policy expectations hold (conformance's `policy_expectations`): the partitioned
+    #: graphs', not eager torch's; a mutant of this port keeps it under its own name.
+    instrument_family = "torch_compile"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "no checkpoint (inductor's min-cut partitioner told to recompute nothing)",
+        "full": "torch.utils.checkpoint(use_reentrant=False) under torch.compile",
+        "save_dots": "context_fn=functools.partial(create_selective_checkpoint_contexts, "
+        "policy_fn): aten.addmm/mm -> CheckpointPolicy.MUST_SAVE, under torch.compile",
+        "save_named": "custom op remat_conformance::tag on h, its output MUST_SAVE through "
+        "functools.partial(create_selective_checkpoint_contexts, policy_fn)",
+        "budget": "no checkpoint; torch._functorch.config.activation_memory_budget = b "
+        "while inductor compiles",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "offload_dots": "AOTAutograd's partitioner treats CPU_OFFLOAD as a plain save "
+        "(torch 2.13): nothing is offloaded",
+    }
+
+    def __init__(
+        self,
+        compiled: CompiledModule = COMPILED,
+        plain: CompiledModule = PLAIN,
+        selective: dict[str, CompiledModule] | None = None,
+    ):
+        self.compiled, self.plain = compiled, plain
+        self.selective = SELECTIVE if selective is None else selective
+
+    def checkpoints(self, policy: Policy) -> bool:
+        return policy.name not in ("none", "budget")  # a budget is the partitioner's alone
+
+    def model(self, params: Params, checkpoint: Any, context_fn=None) -> MLP:
+        model = super().model(params, checkpoint, context_fn)
+        model.remat_policy = self.policy(checkpoint)  # which compiled call runs it (`run`)
+        return model
+
+    def compiled_for(self, policy: Policy) -> CompiledModule:
+        """The compiled call that runs `policy`."""
+        if policy.name == "none":
+            # With the checkpoint off, inductor's min-cut partitioner would still
+            # recompute whatever it judges free (here the first layer, when D < F
+            # <= 16), and "off" would not be the control that (e) needs: off runs
+            # under a partitioner that recomputes nothing, so what the forward
+            # keeps is what eager autograd keeps.
+            return self.plain
+        if policy.name == "budget":
+            return budget_module(policy.budget)
+        return self.selective.get(policy.name, self.compiled)
+
+    def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
+        # The exercise's model carries no policy: it is the checkpointed one.
+        default = FULL if model.checkpoint else NONE
+        return self.compiled_for(getattr(model, "remat_policy", default))(model, x)
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
+    ) -> BackwardRecord:
+        policy = self.policy(checkpoint)
+        model = self.model(params, policy)
+        x = leaf_input(x)
+        with self.compiled_for(policy).recorder.capture() as seen:
+            out = self.run(model, x)
+        # The backward graph may be compiled at the first backward pass: run one.
+        torch.autograd.grad(out, [x, *model.parameters()], torch.ones_like(out))
+        return seen.record()
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        x = leaf_input(x)
+        with self.compiled.recorder.capture() as seen:
+            out, _ = self.exercise(seed, x, features)
+        torch.autograd.grad(out, x, torch.ones_like(out))
+        return seen.record()
+
+
+nn_checkpoint_forward = TorchCompile.exported()
