@@ -48,6 +48,7 @@ ENTRY_POINT_GROUP = "remat_conformance.implementations"
 #: An entry point value `exec:<command line>` registers a process port (docs/PROTOCOL.md).
 EXEC_PREFIX = "exec:"
 
+
 def _builtin() -> dict[str, str]:
     """The built-in ports, name -> target, from the stacks' manifests."""
     return {name: entry.target for name, (_, entry) in manifests.ports().items()}

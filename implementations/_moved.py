@@ -1,13 +1,13 @@
-"""Old module names, kept importable with a `DeprecationWarning` naming the new ones.
+"""Old module names, kept importable for one release with a `DeprecationWarning` naming the new
+one and the release that removes the old.
 
-Three generations of names: the flat modules at the top of `implementations/`
-(`jax_port`, `canonical_init`, ...), then the private rooms (`_jax/`,
-`_torch/`, `_tensorflow/`, `_mlx/`, `_keras/`, `_canonical_init/`,
-`_out_in`) with their stable surface `implementations.porting.*`; now one
-package per framework, `implementations.stacks.<framework>`. Ports written
-against an old name keep working: `import implementations.jax_port` gives a
-module holding everything the new one holds, and warns once with the name
-to use instead.
+Version 0.2.0 moved every port into its framework's folder
+(`implementations.pytorch` is now `implementations.stacks.torch.pytorch`).
+A port or script written against an old name keeps working until 0.3.0:
+`import implementations.pytorch` gives a module holding everything the new
+one holds, and warns once with the name to use instead. (The names of 0.1's
+earlier layouts, `implementations.porting.*` and the private `_jax`-style
+rooms, were removed in 0.2.0.)
 """
 
 from __future__ import annotations
@@ -18,51 +18,35 @@ import importlib.util
 import sys
 import warnings
 
-_STACKS = "implementations.stacks"
+#: The release that removes the old names.
+REMOVED_IN = "0.3.0"
 
-
-def _room(old: str, new: str, submodules: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """A private room and its modules: each now `new.<module>`, its stable name `new`."""
-    moved = {f"implementations.{old}": (f"{_STACKS}.{new}", f"{_STACKS}.{new}")}
-    for was, now in submodules.items():
-        # `torch.compiled` imports inductor, so the package does not re-export it.
-        stable = f"{_STACKS}.{new}.{now}" if now == "compiled" else f"{_STACKS}.{new}"
-        moved[f"implementations.{old}.{was}"] = (f"{_STACKS}.{new}.{now}", stable)
-    return moved
-
-
-# old name -> (the module holding it now, the name porters should import)
-MOVED = {
-    # The flat names came before `porting`: their warning names both, as it always named
-    # `porting` (external ports and their tests match it).
-    "implementations.jax_port": (f"{_STACKS}.jax.port", "implementations.porting.jax"),
-    "implementations.jax_flax_init": (f"{_STACKS}.jax.flax_init", "implementations.porting.jax"),
-    "implementations.jax_inputs": (f"{_STACKS}.jax.inputs", "implementations.porting.jax"),
-    "implementations.jax_evidence": (f"{_STACKS}.jax.evidence", "implementations.porting.jax"),
-    "implementations.canonical_init": (f"{_STACKS}.numpy.init", "implementations.porting.numpy"),
-    "implementations.flax_rng": (f"{_STACKS}.numpy.keys", "implementations.porting.numpy"),
-    # The stable surface before the stacks.
-    "implementations.porting": (_STACKS, _STACKS),
-    **{
-        f"implementations.porting.{name}": (f"{_STACKS}.{name}", f"{_STACKS}.{name}")
-        for name in ("jax", "numpy", "torch", "mlx")
-    },
-    # The private rooms.
-    **_room("_jax", "jax", {m: m for m in ("port", "evidence", "flax_init", "inputs")}),
-    **_room("_torch", "torch", {m: m for m in ("arrays", "compiled", "evidence", "mlp", "port")}),
-    **_room(
-        "_tensorflow",
-        "tensorflow",
-        {"stack": "runtime", "arrays": "arrays", "evidence": "evidence", "flax_init": "flax_init"},
-    ),
-    **_room("_mlx", "mlx", {"arrays": "arrays", "evidence": "evidence"}),
-    **_room("_keras", "keras", {"backend": "backend", "model": "model"}),
-    **_room("_canonical_init", "numpy", {"numpy_init": "init", "keys": "keys"}),
-    "implementations._out_in": (f"{_STACKS}.numpy.out_in", f"{_STACKS}.numpy"),
+#: The stack folder of each port that moved in 0.2.0.
+_PORTS = {
+    "flax_linen": "jax",
+    "equinox_jax": "jax",
+    "flax_nnx": "jax",
+    "jax_checkpoint": "jax",
+    "haiku": "jax",
+    "jax_spmd": "jax",
+    "pytorch": "torch",
+    "torch_compile": "torch",
+    "torch_fsdp": "torch",
+    "tensorflow": "tensorflow",
+    "keras_jax": "keras",
+    "keras_torch": "keras",
+    "keras_tensorflow": "keras",
+    "mlx": "mlx",
+    "paddle": "paddle",
+    "mindspore": "mindspore",
+    "deepspeed": "deepspeed",
 }
 
-# Where the `porting` names live now, for the flat names' warning.
-_NOW = {f"implementations.porting.{name}": f"{_STACKS}.{name}" for name in ("jax", "numpy")}
+#: old name -> the module holding it now
+MOVED = {
+    f"implementations.{port}": f"implementations.stacks.{stack}.{port}"
+    for port, stack in _PORTS.items()
+}
 
 
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -70,26 +54,24 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in MOVED:
-            # A package spec (`__path__` empty): `implementations.porting.jax` is found
-            # under `implementations.porting`, itself a moved module.
-            return importlib.util.spec_from_loader(fullname, self, is_package=True)
+            return importlib.util.spec_from_loader(fullname, self)
         return None
 
     def create_module(self, spec):
         return None  # a plain new module, filled in by exec_module
 
     def exec_module(self, module) -> None:
-        current, stable = MOVED[module.__name__]
+        current = MOVED[module.__name__]
         # stacklevel 2 skips importlib's own frames: the warning names the importer.
-        now = f" (now {_NOW[stable]})" if stable in _NOW else ""
         warnings.warn(
-            f"{module.__name__} has moved: import from {stable}{now} instead",
+            f"{module.__name__} has moved: import from {current} instead "
+            f"(the old name goes in {REMOVED_IN})",
             DeprecationWarning,
             stacklevel=2,
         )
         new = importlib.import_module(current)
         module.__dict__.update({k: v for k, v in vars(new).items() if not k.startswith("__")})
-        module.__doc__ = f"Moved to {current}; import from {stable}.\n\n{new.__doc__}"
+        module.__doc__ = f"Moved to {current} (the old name goes in {REMOVED_IN}).\n\n{new.__doc__}"
 
 
 def install() -> None:

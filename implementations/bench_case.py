@@ -6,6 +6,8 @@ A stack's bench module (named by its manifest's `BenchEntry`) runs L blocks
 - `FRAMEWORK` (its name in tables) and `versions()`;
 - `configurations()`: the `(variant, mode)` pairs it runs (`MODES`);
 - `build(variant, mode, data)`: a `Case` on the given `Data`;
+- optionally `TIME_TARGET_EVERY_DEPTH`: a time ratio over its own `none` it is
+  held to at every depth (the bench's usual target holds at the deepest only);
 - for `bench --policies`: `POLICIES`, the policy labels it runs
   (`implementations.policies`), `NOT_EXPRESSIBLE`, policy -> the reason it
   cannot, and optionally `policy_case(policy, data)` (default: its depth

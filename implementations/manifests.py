@@ -49,6 +49,8 @@ class PortEntry:
       starts processes or devices of its own (ranks), run by that profile or when named.
     - `family`: whose policy expectations its instrument is held to
       (default: the stack's).
+    - `ranks_variable`: for a sharded port, the variable that sets how many ranks or
+      devices it runs on (`bench --scale` sweeps it).
     """
 
     name: str
@@ -59,6 +61,7 @@ class PortEntry:
     lane: str = ""
     profile: str = ""
     family: str = ""
+    ranks_variable: str = ""
 
 
 @dataclass(frozen=True)
@@ -250,6 +253,70 @@ def port(name: str) -> tuple[Manifest, PortEntry] | None:
 def stack(name: str) -> Manifest | None:
     """The manifest of the stack (folder) `name`."""
     return next((m for m in manifests() if m.stack == name), None)
+
+
+def engine_of(name: str, framework: str = "") -> str:
+    """The engine a port computes with: its manifest's, else the engine its `framework` is
+    built on (a port from elsewhere), else the framework itself ("other" when unknown)."""
+    entry = port(name)
+    if entry is not None:
+        return entry[0].engine_of(entry[1])
+    for manifest in manifests():
+        if framework == manifest.engine or framework in manifest.built_on:
+            return manifest.engine
+    return framework or "other"
+
+
+def lane_of(name: str) -> str:
+    """The process `compare` measures a port in: its manifest's lane (its engine, unless it
+    holds process-wide state of its own), else its own name (a port from elsewhere)."""
+    entry = port(name)
+    return name if entry is None else entry[0].lane_of(entry[1])
+
+
+def sharded() -> dict[str, str]:
+    """The sharded ports (profile `scale`): name -> the variable setting their rank count."""
+    return {
+        name: entry.ranks_variable for name, (_, entry) in ports().items() if entry.profile == SCALE
+    }
+
+
+#: The hosted CI job of the sharded ports (profile `scale`): their start-ups are the profile's.
+SCALE_JOB = CiJob("linux-cpu-sharded", "ubuntu-24.04")
+
+
+def ci_jobs() -> list[dict[str, str]]:
+    """The hosted jobs of docs/ci/conformance-matrix.yml, derived from the manifests: each
+    port in its stack's job (the sharded ones in `SCALE_JOB`, under `--profile scale`), each
+    job installing the canonical port's extra and its ports' (`name`, `runner`, `install`,
+    `ports`, `flags`)."""
+    jobs: dict[str, dict] = {}
+    for manifest, entry in ports().values():
+        if manifest.ci is None:
+            continue
+        job = SCALE_JOB if entry.profile == SCALE else manifest.ci
+        found = jobs.setdefault(
+            job.name,
+            {"job": job, "extras": [ports()[CANONICAL_PORT][1].extra], "args": [], "ports": []},
+        )
+        found["extras"] += entry.extra.split(",")
+        found["args"] += [manifest.ci.pip_args] if manifest.ci.pip_args else []
+        found["ports"].append(entry.name)
+    return [
+        {
+            "name": name,
+            "runner": found["job"].runner,
+            "install": " ".join(
+                [
+                    f'-e ".[{",".join(dict.fromkeys(found["extras"]))}]"',
+                    *dict.fromkeys(found["args"]),
+                ]
+            ),
+            "ports": " ".join(found["ports"]),
+            "flags": "--profile scale" if found["job"] is SCALE_JOB else "",
+        }
+        for name, found in jobs.items()
+    ]
 
 
 def load_order(names: list[str], stack_of: Any) -> list[str]:

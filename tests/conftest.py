@@ -11,42 +11,52 @@ from pathlib import Path
 import pytest
 
 from conformance.running import profiles
+from implementations import manifests
 from tests.helpers import port_or_skip
 
 pytest_plugins = ["conformance.pytest_plugin"]
 
 profiles.load()
 
-# MindSpore, then Paddle, before anything imports TensorFlow: in one process
-# Paddle segfaults after TensorFlow, and MindSpore fails after Paddle (both ship
-# oneDNN), while this order loads all of them (Paddle 3.3.1, MindSpore 2.10.0,
-# TensorFlow 2.21). A test session collects every folder in one process; the
-# suite's ports each run in a worker of their own and need none of this.
-# Only a session that collects the engines' folders imports them: with MindSpore
-# imported, a pytest process stopped by Ctrl-C ends killed by SIGTERM (-15), not
-# with pytest's exit code 2 (tests/core/test_interrupts.py runs such a session).
+# The stacks whose manifest says they must load first (MindSpore, then Paddle, before anything
+# imports TensorFlow: in one process Paddle segfaults after TensorFlow, and MindSpore fails after
+# Paddle), in their order, before anything else. A test session collects every folder in one
+# process; the suite's ports each run in a worker of their own and need none of this.
+# Only a session that collects those stacks' folders imports them: with MindSpore imported, a
+# pytest process stopped by Ctrl-C ends killed by SIGTERM (-15), not with pytest's exit code 2
+# (tests/core/test_interrupts.py runs such a session).
 _HERE = Path(__file__).resolve().parent
-_ENGINE_FOLDERS = (_HERE / "mindspore", _HERE / "paddle")
+_FIRST = sorted(
+    (m for m in manifests.manifests() if m.load_first is not None), key=lambda m: m.load_first
+)
+_FIRST_FOLDERS = tuple(_HERE / m.tests for m in _FIRST if m.tests)
 
 
-def _collects_engines(args: list[str]) -> bool:
+def _collects_first_stacks(args: list[str]) -> bool:
     roots = [Path(arg.split("::")[0]).resolve() for arg in args if not arg.startswith("-")]
     roots = roots or [Path.cwd()]
     # A root that is the folder, holds it, or lies in it (a test file named on its own).
     return any(
         root == folder or root in folder.parents or folder in root.parents
         for root in roots
-        for folder in _ENGINE_FOLDERS
+        for folder in _FIRST_FOLDERS
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not _collects_engines(list(config.args)):
+    if not _collects_first_stacks(list(config.args)):
         return
-    for engine in ("implementations.stacks.mindspore", "implementations.stacks.paddle"):
-        # Not installed (or blocked for a test): ImportError, and its folder skips.
+    for manifest in _FIRST:
+        # Through the stack's own loader where it has one (it refuses a bad order), else the
+        # framework itself. Not installed (or blocked for a test): ImportError, and its folder
+        # skips.
         with contextlib.suppress(ImportError):
-            importlib.import_module(engine)
+            try:
+                importlib.import_module(f"implementations.stacks.{manifest.stack}.loaded")
+            except ModuleNotFoundError as error:
+                if error.name != f"implementations.stacks.{manifest.stack}.loaded":
+                    raise
+                importlib.import_module(manifest.engine)
 
 
 try:

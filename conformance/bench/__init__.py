@@ -154,7 +154,9 @@ def run(
             for variant, mode in module.configurations():
                 case = module.build(variant, mode, data)
                 notify(f"L={depth} {measure.label(case.framework, variant, mode)}", 0)
-                depth_results.append(measure.result_of(case, case.measure(), depth, settings))
+                result = measure.result_of(case, case.measure(), depth, settings)
+                result.time_target_every_depth = getattr(module, "TIME_TARGET_EVERY_DEPTH", None)
+                depth_results.append(result)
                 cases.append(case)
                 notify("", 1)
         notify(f"L={depth} timing, interleaved", 0)

@@ -14,6 +14,7 @@ the bench skips it as it skips a framework that is not installed.
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import importlib
 import os
@@ -68,7 +69,12 @@ class IsolatedStack:
         self.child.send((op, arguments))
         kind, value = self._receive(op)
         if kind == "error":
-            raise RuntimeError(f"{self.module}: {op!r} failed in its process: {value}")
+            # A built-in error keeps its type (a bad mode is a ValueError here as in-process).
+            name, message = value
+            error = getattr(builtins, name, None)
+            if not (isinstance(error, type) and issubclass(error, Exception)):
+                error, message = RuntimeError, f"{name}: {message}"
+            raise error(f"{self.module}: {op!r} failed in its process: {message}")
         return value
 
     def _receive(self, what: str) -> tuple[str, Any]:
@@ -148,7 +154,7 @@ def serve(module_name: str) -> None:
         try:
             to_parent.send(("ok", _handle(module, op, arguments, cases)))
         except Exception as error:  # the parent raises it, naming the request
-            to_parent.send(("error", f"{type(error).__name__}: {error}"))
+            to_parent.send(("error", (type(error).__name__, str(error))))
 
 
 def _handle(module: Any, op: str, arguments: tuple, cases: dict[int, Any]) -> Any:

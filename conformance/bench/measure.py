@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from implementations import manifests
-from implementations.bench_case import Case, Data, Static
+
+# The stacks' side of the bench (`implementations.bench_case`), under the bench's names too.
+from implementations.bench_case import MODES, Case, Data, Static  # noqa: F401
 from implementations.contract import SavedTensor
 
 from ..reporting.jsonable import to_data
@@ -110,10 +112,6 @@ class Settings:
             raise ValueError(f"max_repeats must be at least repeats: {self}")
 
 
-
-
-
-
 @dataclass
 class Result:
     """One configuration at one depth: everything the tables and the plot show."""
@@ -133,6 +131,8 @@ class Result:
     residuals: list[dict[str, Any]]
     step_seconds: list[float] = field(default_factory=list)
     time_ratios: list[float] = field(default_factory=list)
+    # A time target its stack holds it to at every depth (None: the usual, at the deepest).
+    time_target_every_depth: float | None = None
 
     @property
     def label(self) -> str:
@@ -198,8 +198,6 @@ def label(framework: str, variant: str, mode: str) -> str:
 def analytic_minimum(depth: int, batch: int, features: int) -> int:
     """`L*B*F*4`: the bytes of the L block inputs, float32 `(B, F)` each."""
     return depth * batch * features * FLOAT32_BYTES
-
-
 
 
 def make_data(settings: Settings, depth: int) -> Data:

@@ -47,7 +47,7 @@ METRICS: tuple[Metric, ...] = (
         True,
     ),
     (
-        "allocation peak (MiB): torch profiler,\nMLX and Paddle allocators, tfjs tf.profile",
+        "allocation peak (MiB):\nthe stack's allocator (definitions)",
         lambda r: None if r.peak_bytes is None else r.peak_bytes / MIB,
         lambda r: None,
         True,
@@ -90,9 +90,15 @@ def figure(report: BenchReport):
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    from .render import TIME_TARGET, TIME_TARGETS_EVERY_L
+    from .render import TIME_TARGET
 
     results = report.results
+    # Lines a stack holds to a time target at every depth (`Result.time_target_every_depth`).
+    every_depth = {
+        (r.framework, r.variant): r.time_target_every_depth
+        for r in results
+        if r.time_target_every_depth is not None
+    }
     s = report.settings
     frameworks = list(dict.fromkeys(r.framework for r in results))
     # Only the metrics some result has: an empty column says nothing.
@@ -163,7 +169,7 @@ def figure(report: BenchReport):
                     )
                 if title.startswith("time /"):
                     axis.axhline(TIME_TARGET, color="black", linestyle="--", linewidth=1)
-                    for (owner, variant), target in TIME_TARGETS_EVERY_L.items():
+                    for (owner, variant), target in every_depth.items():
                         if owner == framework and variant in variants:
                             axis.axhline(target, color="black", linestyle=":", linewidth=1)
                     axis.axhline(1.0, color="grey", linewidth=0.5)
@@ -182,9 +188,7 @@ def figure(report: BenchReport):
         Line2D([], [], color="grey", alpha=0.5, linewidth=4, label="analytic minimum L·B·F·4"),
         Line2D([], [], color="black", linestyle="--", label=f"time target {TIME_TARGET}"),
     ]
-    for (fw, variant), target in TIME_TARGETS_EVERY_L.items():
-        if (fw, variant) not in variant_styles:  # no such line in this sweep
-            continue
+    for (fw, variant), target in every_depth.items():
         handles.append(
             Line2D([], [], color="black", linestyle=":", label=f"{fw} {variant}: {target} every L")
         )

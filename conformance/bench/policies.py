@@ -328,7 +328,8 @@ def command(args: Any, settings: Settings) -> int:
         "settings": to_data(settings),
         "policies": {name: policies_of(module) for name, module in frameworks.items()},
         "not_run": {
-            name: dict(getattr(module, "NOT_EXPRESSIBLE", {})) for name, module in frameworks.items()
+            name: dict(getattr(module, "NOT_EXPRESSIBLE", {}))
+            for name, module in frameworks.items()
         },
         "failed": failed,
         "skipped": skipped,

@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 MIB = 2**20
 SAVED_TARGET = 1.1  # saved bytes with a checkpoint per block, over the analytic minimum
 TIME_TARGET = 1.4  # step time with a checkpoint per block, over no checkpoint, at the deepest L
-# Lines held to their own time target at every L (issue 13: compiled torch, <= 1.2).
-TIME_TARGETS_EVERY_L = {("torch", "compiled"): 1.2}
 
 # (Markdown header, terminal header): the terminal's are short to fit 80 columns.
 COLUMNS = (
@@ -104,11 +102,11 @@ def targets(results: Sequence[Result], target_spread: float = 0.05) -> list[dict
     **Returns:** per line: the worst saved/min ratio over all depths, the
     time ratio at the deepest L (where compute, not dispatch, dominates) and
     the worst over all depths, each with its spread and n, the time target
-    and where it applies (the deepest L, or every L for the lines in
-    `TIME_TARGETS_EVERY_L`), and the verdicts: saved bytes are exact, so
-    met or not; a time ratio is `measure.verdict`ed against its spread
-    (`time_verdict`: met, missed or inconclusive; `time_target_met` is
-    True, False, or None when inconclusive).
+    and where it applies (the deepest L, or every L for a line its stack
+    holds to a target at every L: `Result.time_target_every_depth`), and
+    the verdicts: saved bytes are exact, so met or not; a time ratio is
+    `measure.verdict`ed against its spread (`time_verdict`: met, missed or
+    inconclusive; `time_target_met` is True, False, or None when inconclusive).
     """
     found = []
     lines = sorted({(r.framework, r.variant) for r in results if r.mode == "full"})
@@ -125,8 +123,9 @@ def targets(results: Sequence[Result], target_spread: float = 0.05) -> list[dict
         timed = [r for r in mine if r.time_ratio is not None]
         deepest = mine[-1]
         worst = max(timed, key=lambda r: r.time_ratio) if timed else None
-        every_l = (framework, variant) in TIME_TARGETS_EVERY_L
-        target = TIME_TARGETS_EVERY_L.get((framework, variant), TIME_TARGET)
+        own = mine[-1].time_target_every_depth
+        every_l = own is not None
+        target = TIME_TARGET if own is None else own
         judged = timed if every_l else [deepest]
         verdicts = [
             verdict(r.time_ratio, r.time_ratio_spread, target, target_spread) for r in judged
@@ -261,7 +260,7 @@ def print_report(report: BenchReport, console: Console) -> None:
         title=f"bench · Dense({s.features})→relu→Dense({s.features}) x L · batch {s.batch}",
         caption="saved: residual MiB, parameters left out · xmin: over L·B·F·4 (block inputs) · "
         "temp: XLA compiled temp MiB · "
-        "peak: torch profiler / MLX allocator / tfjs tf.profile MiB · "
+        "peak: the stack's allocator's peak MiB (definitions) · "
         "mm: matmuls per step · "
         "n: timed repeats · ms: median step ± half its interquartile range, relative · "
         "xnone: median per-repeat time ratio ± half its interquartile range "

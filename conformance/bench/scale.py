@@ -1,11 +1,11 @@
 """The scaling bench: per-rank saved bytes and step time of the sharded ports against N.
 
-For each engine (`fsdp`: the `torch_fsdp` port, N gloo ranks; `spmd`: the
-`jax_spmd` port, N host devices) and each N, a fresh isolated process
-(`conformance.running.isolation`: the JAX devices exist only where the port
-imports jax first, and the FSDP ranks stop with it) loads the port with N
-set, and measures on one batch `(B, D)` split by rows (the batch layout),
-with and without the checkpoint:
+For each sharded port (its manifest entry names the variable that sets its
+rank count) and each N, a fresh isolated process (`conformance.running.isolation`:
+a port's devices may exist only where it imports its framework first, and
+its ranks stop with the process) loads the port with N set, and measures
+on one batch `(B, D)` split by rows (the batch layout), with and without
+the checkpoint:
 
 - each rank's bytes kept for backward from x (`rank_records`: the ranks' own
   instruments), against the analytic per-rank minimum: x's rows,
@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-ENGINES = {"fsdp": ("torch_fsdp", "REMAT_FSDP_RANKS"), "spmd": ("jax_spmd", "REMAT_SPMD_DEVICES")}
+from implementations import manifests
+
 FLOAT32 = 4
 
 
@@ -77,7 +78,7 @@ def minimum_bytes(settings: ScaleSettings, ranks: int, checkpoint: bool) -> int:
 
 def measure_here(engine: str, ranks: int, settings: dict) -> list[dict]:
     """In an isolated process with N set: one row per checkpoint setting, as dicts."""
-    name, _ = ENGINES[engine]
+    name = engine
     import implementations
     from implementations.stacks.numpy import canonical_params
 
@@ -117,7 +118,7 @@ def run(
 
     rows, failed = [], {}
     for engine in engines:
-        _, variable = ENGINES[engine]
+        variable = manifests.sharded()[engine]
         for ranks in settings.ranks:
             progress(f"{engine} on {ranks} rank(s)")
             env = {**os.environ, variable: str(ranks)}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..bench import DEFAULT_FRAMEWORKS, DEFAULTS, FRAMEWORKS
+from implementations import manifests
+
+from ..bench import DEFAULT_FRAMEWORKS, DEFAULTS, FRAMEWORKS, OPT_IN
 from ..bench.measure import Settings
 from ..reporting.jsonable import dumps
 from ..running import interrupts
@@ -63,8 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--framework",
         action="append",
         choices=tuple(FRAMEWORKS),
-        help="bench only this framework (repeatable; default: all installed but tfjs, "
-        "which runs only when named: seconds per step in plain JavaScript)",
+        help="bench only this framework (repeatable; default: all installed but "
+        + "; ".join(f"{name}, which runs only when named: {why}" for name, why in OPT_IN.items()),
     )
     parser.add_argument(
         "--csv",
@@ -78,8 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scale",
         action="store_true",
-        help="instead: per-rank saved bytes and step time of the sharded ports (FSDP2, JAX "
-        "SPMD) for N = 1, 2, 4, with and without the checkpoint (scale.json, scale.md, "
+        help="instead: per-rank saved bytes and step time of the sharded ports ("
+        + ", ".join(manifests.sharded())
+        + ") for N = 1, 2, 4, with and without the checkpoint (scale.json, scale.md, "
         "scale.png; docs/SCALE.md)",
     )
     parser.add_argument(
@@ -212,7 +215,7 @@ def _run_scale(args: argparse.Namespace) -> int:
     settings = scale.ScaleSettings()
     started = time.perf_counter()
     rows, failed = scale.run(
-        settings, list(scale.ENGINES), lambda text: console.print(f"bench --scale: {text}")
+        settings, list(manifests.sharded()), lambda text: console.print(f"bench --scale: {text}")
     )
     args.out.mkdir(parents=True, exist_ok=True)
     data = {

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..running import environment, isolation
+from . import rows
 
 TIMEOUT_SECONDS = 600.0
 
@@ -53,7 +54,7 @@ def measure(name: str, inputs: str, seed: int) -> dict[str, Any]:
     x, cotangent = data["x"], data["cotangent"]
     try:
         started = time.perf_counter()
-        port = implementations.load(name)
+        port = rows.load(name) if name in rows.declared() else implementations.load(name)
         port.pin_matmul_precision()
         loaded = time.perf_counter()
         port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), params.features))

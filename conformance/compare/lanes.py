@@ -4,8 +4,9 @@ Comparing every port in one process meant importing every framework there,
 one after another (14 s of a 64 s comparison here), and some ports cannot
 share a process anyway (Keras keeps one backend per process; Paddle crashes
 after TensorFlow). So each framework gets a process of its own: the JAX
-ports share one, the torch ports (eager, inductor, DeepSpeed) another, and
-each Keras backend and every other engine has its own. Up to one lane per
+ports share one, the torch ports (eager, inductor, DeepSpeed) another: each
+port's manifest names its lane (its engine, unless it holds process-wide
+state another port cannot share, as a Keras backend). Up to one lane per
 core measures at a time, while this process measures the canonical port's
 lane, whose framework it has loaded already.
 
@@ -28,24 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import implementations
-from implementations import found
+from implementations import manifests
 
 from ..running import environment, isolation
 
 #: Seconds the lanes get to exit by themselves once the comparison is done with them.
 EXIT_GRACE = 0.5
-# The modules whose presence names a framework but not the engine a lane is for.
-_FRONT_ENDS = frozenset({"flax", "equinox", "haiku", "deepspeed"})
-
-
-def lane_of(name: str) -> str:
-    """The lane a port is measured in: its engine's name, or its own name (a Keras port, since
-    Keras picks one backend per process, or a port this package does not know)."""
-    modules = found.MODULES.get(name)
-    if modules is None or "keras" in modules:
-        return name
-    engines = [m for m in modules if m not in _FRONT_ENDS]
-    return engines[0] if engines else name
+lane_of = manifests.lane_of
 
 
 def plan(names: Sequence[str]) -> dict[str, list[str]]:
@@ -228,6 +218,35 @@ def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
     if to_parent.recv() == "time" and ports:
         found = measure.warm_timings(ports, params, x, cotangent, seed, repeats)
         timings = {port.name: timing for port, timing in zip(ports, found, strict=True)}
+    finish(to_parent, timings)
+
+
+def serve_row(names: list[str], *args) -> None:
+    """A lane's process for an extra row (`rows`): made, measured as a port is (no policy
+    cells), reported, then timed when asked."""
+    from . import measure, rows
+
+    environment.prepare()
+    to_parent = isolation.connection()
+    params, x, cotangent, seed, repeats, exact, expected = args
+    (name,) = names
+    try:
+        row_port = rows.load(name)
+        row_port.pin_matmul_precision()
+    except Exception as error:  # its framework does not load: the row says why
+        to_parent.send(("row", measure.PortComparison(name, "unavailable", reason=str(error))))
+        row_port = None
+    else:
+        row = measure.compare_port(row_port, expected, params, x, cotangent, seed, exact)
+        row.framework = row_port.framework
+        to_parent.send(("row", row))
+        if row.error:
+            row_port = None
+    to_parent.send(("measured",))
+    timings = {}
+    if to_parent.recv() == "time" and row_port is not None:
+        (found,) = measure.warm_timings([row_port], params, x, cotangent, seed, repeats)
+        timings = {name: found}
     finish(to_parent, timings)
 
 

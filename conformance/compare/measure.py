@@ -26,7 +26,6 @@ For each available port, against the canonical one on shared parameters:
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import statistics
@@ -49,6 +48,7 @@ from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from ..reporting.jsonable import to_data
 from ..running.timing import time_interleaved
 from . import lanes, policy_matrix
+from . import rows as extra_rows
 from .first_call import first_call
 from .load import BUSY_CORES, OthersWhileTiming, load_average
 
@@ -322,7 +322,8 @@ def compare_port(
         row.precision = precision_bits(exact, params, x, cotangent, out, exercise, grads)
         for label, on in (("off", False), ("on", True)):
             row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
-        row.policies = policy_matrix.measure(port, canonical.policies, params, x, cotangent)
+        if getattr(port, "policy_cells", True):  # an extra row (`rows`) has none
+            row.policies = policy_matrix.measure(port, canonical.policies, params, x, cotangent)
     except Exception as error:  # a broken port gets a row that says so, not a crash
         row.error = f"{type(error).__name__}: {error}"
     return row
@@ -453,12 +454,13 @@ def run(
         else:
             away.append(lanes.Lane(key, lane_names, args))
     loaded: list[Implementation] = []
-    graph_mode = _graph_mode_lane(names, args)  # MindSpore's graph mode: a second mindspore row
-    if isinstance(graph_mode, PortComparison):
-        rows[graph_mode.name] = graph_mode
-    elif graph_mode is not None:
-        away.append(graph_mode)
-    order = [*wanted, *([] if graph_mode is None else [graph_mode_name()])]
+    extra = row_lanes(names, args)  # a framework's process-wide mode: a row and lane of its own
+    for lane_or_row in extra:
+        if isinstance(lane_or_row, PortComparison):
+            rows[lane_or_row.name] = lane_or_row
+        else:
+            away.append(lane_or_row)
+    order = [*wanted, *(row.name for row in extra_rows.wanted(names))]
 
     def measure_here() -> None:
         for status in implementations.status(here):
@@ -509,10 +511,7 @@ def run(
                 if row.state != "available" or row.error:
                     continue
                 notify(f"first call of {row.name}, fresh process")
-                if row.name == graph_mode_name():
-                    row.first_call = _graph_mode_first_call(args)
-                else:
-                    row.first_call = first_call(row.name, inputs, seed)
+                row.first_call = first_call(row.name, inputs, seed)
     return Comparison(
         seed,
         dim,
@@ -530,32 +529,51 @@ def run(
     )
 
 
-def graph_mode_name() -> str:
-    from . import mindspore_graph  # here: it imports this module
-
-    return mindspore_graph.NAME
-
-
-def _graph_mode_lane(names, args) -> lanes.Lane | PortComparison | None:
-    """The lane of MindSpore's graph-mode row (process-global, so a process of its own), its
-    row at once where mindspore is not installed, or None when the comparison leaves it out."""
-    from . import mindspore_graph
-
-    if not mindspore_graph.wanted(names):
-        return None
-    if importlib.util.find_spec(mindspore_graph.FRAMEWORK) is None:
-        return mindspore_graph.unavailable(mindspore_graph.UNINSTALLED)
-    target = f"{mindspore_graph.__name__}:serve_lane"
-    return lanes.Lane(mindspore_graph.NAME, [mindspore_graph.NAME], args, target=target)
+def row_lanes(names: Sequence[str] | None, args: tuple) -> list[lanes.Lane | PortComparison]:
+    """A lane for each extra row the comparison includes (`rows`), or its row at once where
+    its framework is not installed."""
+    found: list[lanes.Lane | PortComparison] = []
+    for row in extra_rows.wanted(names):
+        why = extra_rows.missing(row.name)
+        if why:
+            found.append(PortComparison(row.name, "unavailable", reason=why))
+        else:
+            found.append(
+                lanes.Lane(row.name, [row.name], args, target=f"{lanes.__name__}:serve_row")
+            )
+    return found
 
 
-def _graph_mode_first_call(args) -> dict[str, Any]:
-    """The graph-mode row's first call: import, first forward, first VJP, in a fresh process."""
-    from . import mindspore_graph
-
-    params, x, cotangent, seed, _, exact, expected = args
-    row = mindspore_graph.compare(params, x, cotangent, seed, 1, exact, expected, True)
-    return row.first_call or {"error": row.error or "not measured"}
+def compare_row(
+    name: str,
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    seed: int,
+    repeats: int,
+    exact: precision.Reference,
+    expected: Expected,
+    first_calls: bool = False,
+) -> PortComparison:
+    """One extra row (`rows`) measured alone: its lane (a process of its own), its warm times,
+    and with `first_calls` its first call in a fresh process."""
+    args = (params, x, cotangent, seed, repeats, exact, expected)
+    (lane,) = row_lanes([name], args)
+    if isinstance(lane, PortComparison):
+        return lane
+    try:
+        lanes.run_lanes([lane], 1, lambda: None)
+        timings = lane.time()
+    finally:
+        lanes.end_all([lane])
+    row = lane.rows.get(name) or PortComparison(name, "available", error=lane.failure)
+    set_warm(row, *timings.get(name, (None, None)), lane=lane.key)
+    if first_calls and row.state == "available" and not row.error:
+        with tempfile.TemporaryDirectory() as scratch:
+            inputs = Path(scratch) / "inputs.npz"
+            np.savez(inputs, **params.as_dict(), x=x, cotangent=cotangent)
+            row.first_call = first_call(name, inputs, seed)
+    return row
 
 
 def not_installed(names: Sequence[str]) -> dict[str, PortComparison]:

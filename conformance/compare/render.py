@@ -84,7 +84,7 @@ def _ratio(value: float) -> str:
 
 
 def _dtype(name: str) -> str:
-    name = name.removeprefix("torch.")
+    name = name.rpartition(".")[2]  # a framework's own spelling, "<module>.float32"
     return {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
         name, name
     )
@@ -360,7 +360,8 @@ LEGEND = (
     "under 'recomputed ops'). warm ms: milliseconds per call of the forward, then of the "
     "VJP, median ± half the interquartile range of n samples, a new seed each call, "
     "interleaved with the other ports of the same framework's process; one process is "
-    "timed at a time (MindSpore's graph mode, mindspore_graph, has a process of its own). "
+    "timed at a time (a row for a framework's process-wide mode, such as a graph mode, has a "
+    "process of its own). "
     "first call (--first-call): a fresh process, no compilation cache: import, first "
     "forward, first VJP.",
 )

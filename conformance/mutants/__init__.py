@@ -35,6 +35,7 @@ def _canonical(name: str, target: str, bug: str, first: tuple[str, ...] = ()) ->
 def _flax(name: str, cls: str, bug: str, first: tuple[str, ...] = ()) -> MutantSpec:
     return _canonical(name, f"flax_mutants:{cls}", bug, first)
 
+
 #: The suite's own mutants (on the canonical port), then every stack's, by name.
 MUTANTS: dict[str, MutantSpec] = {
     spec.name: spec
@@ -46,7 +47,11 @@ MUTANTS: dict[str, MutantSpec] = {
             "inits the checkpointed MLP, applies the plain one",
         ),
         _flax("saves_everything", "SavesEverything", "a checkpoint policy that saves everything"),
-        _flax("default_init", "TorchStyleInit", "torch-style uniform init, non-zero biases"),
+        _flax(
+            "default_init",
+            "UniformInit",
+            "a uniform init with non-zero biases (Linear's elsewhere)",
+        ),
         _flax("dropped_bias", "DroppedBias", "the second layer ignores its bias"),
         _flax("bias_off_by_1e-3", "BiasOffByAThousandth", "biases scaled by 1 + 1e-3"),
         _flax("relu_after_last_layer", "ReluAfterLastLayer", "a relu after Dense_1"),

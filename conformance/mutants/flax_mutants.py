@@ -72,7 +72,7 @@ class _TorchStyleMLP(nn.Module):
         )(x)
 
 
-class TorchStyleInit(FlaxLinen):
+class UniformInit(FlaxLinen):
     """Another framework's default init: uniform kernels and non-zero uniform biases."""
 
     checkpointed = initializer = nn.checkpoint(_TorchStyleMLP)

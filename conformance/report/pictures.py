@@ -20,20 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from implementations import manifests
+
 from .tables import is_matmul, number
 
-# Engines: the array library a port computes with. Keras ports name theirs.
-ENGINES = {
-    "flax": "jax",
-    "equinox": "jax",
-    "dm-haiku": "jax",
-    "haiku": "jax",
-    "jax": "jax",
-    "torch": "torch",
-    "tensorflow": "tensorflow",
-    "tensorflow-cpu": "tensorflow",
-    "mlx": "mlx",
-}
 SAVED_KINDS = ("input x", "activations", "bool masks", "constants")
 OP_KINDS = ("matmul", "add / bias", "relu", "other")
 # Effective bits measured for each reduced precision (docs/PRECISION.md).
@@ -47,11 +37,8 @@ RESULT_MARKERS = {"output": "o", "exercise": "s", "w1": "^", "b1": "v", "w2": "<
 
 
 def engine(row: dict[str, Any]) -> str:
-    """The engine a port computes with: jax, torch, tensorflow, mlx (Keras: its backend)."""
-    name, framework = row.get("name", ""), row.get("framework", "")
-    if framework == "keras" or name.startswith("keras_"):
-        return name.removeprefix("keras_") or "keras"
-    return ENGINES.get(framework, framework or "other")
+    """The engine a port computes with (its stack's manifest): pictures group by it."""
+    return manifests.engine_of(row.get("name", ""), row.get("framework", ""))
 
 
 def _saved_kind(tensor: dict[str, Any]) -> str | None:

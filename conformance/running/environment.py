@@ -1,10 +1,11 @@
 """Process settings for a suite run, applied before any framework is imported.
 
-- **Matmul precision:** on a GPU, JAX may compute float32 matmuls with bf16
-  passes, torch with TF32 and MLX with TF32, which break the float32 error
-  bounds. The environment pins JAX, NVIDIA's libraries and MLX (which reads
-  its switch once); each port also pins its own framework when it loads
-  (`Implementation.pin_matmul_precision`). On the CPU nothing changes.
+- **Matmul precision:** on a GPU, frameworks may compute float32 matmuls with
+  bf16 passes or TF32, which break the float32 error bounds. The environment
+  pins NVIDIA's libraries, and each stack's manifest names the variables its
+  framework reads once at import (`environment`); each port also pins its own
+  framework when it loads (`Implementation.pin_matmul_precision`). On the CPU
+  nothing changes.
 - **One cache directory** for everything the suite keeps between runs:
   `$REMAT_CACHE`, else `$XDG_CACHE_HOME/remat-conformance` (when absolute:
   the XDG spec says to ignore a relative one), else `~/.cache/remat-conformance`.
@@ -16,12 +17,12 @@
     JAX port about a second of XLA compiling; the cache keeps compiled code,
     so a second run, and every worker process of a run, reuses it.
     `REMAT_JAX_CACHE=off` turns off this part alone, or names another place.
-  - `torchinductor/`: inductor's caches (`torch.compile`: generated C++,
-    compiled, about a second a graph), rather than inductor's default,
-    `/tmp/torchinductor_<user>`, which other torch programs share and a
-    reboot may empty. `REMAT_TORCH_CACHE` moves them or (`off`) turns them
-    off; left unset, `REMAT_JAX_CACHE=off` turns them off too, so "no
-    compilation cache" means none for every framework.
+  - every other framework's compilation cache its manifest declares
+    (`CacheEntry`), in a folder of its own, rather than the framework's
+    default, which other programs share and a reboot may empty: each has a
+    variable that moves it or (`off`) turns it off; left unset, it follows
+    `REMAT_JAX_CACHE=off`, so "no compilation cache" means none for every
+    framework.
   - `hypothesis/`: Hypothesis's storage (its example database, which replays
     a failing example first on the next run, and its other files), so that
     nothing is written into the directory the suite is run from.
@@ -41,9 +42,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from implementations import manifests
+from implementations.manifests import CacheEntry
+
+from . import framework_caches
+
 CACHE_ENV = "REMAT_JAX_CACHE"
 ROOT_ENV = "REMAT_CACHE"
-TORCH_CACHE_ENV = "REMAT_TORCH_CACHE"
 _OFF = ("off", "0", "no", "false")
 # The run's temporary cache when REMAT_CACHE=off, handed from the parent to its workers.
 SCRATCH_ENV = "REMAT_SCRATCH_CACHE"
@@ -156,11 +161,13 @@ def jax_cache_dir() -> Path | None:
     return _cache_dir(CACHE_ENV, "jax")
 
 
-def torch_cache_dir() -> Path | None:
-    """Where inductor's caches live, or None when they are turned off."""
-    if TORCH_CACHE_ENV not in os.environ and jax_cache_dir() is None:
+def cache_dir(cache: CacheEntry) -> Path | None:
+    """Where a framework's compilation cache (its manifest's `CacheEntry`) lives, or None when
+    it is turned off: by its own setting, or, left unset, with the cache it follows."""
+    followed = framework_caches.declared().get(cache.follows)
+    if followed is not None and cache.setting not in os.environ and cache_dir(followed) is None:
         return None
-    return _cache_dir(TORCH_CACHE_ENV, "torchinductor")
+    return _cache_dir(cache.setting, cache.folder)
 
 
 def init_tables_dir() -> Path | None:
@@ -204,23 +211,21 @@ def limit_threads(threads: int) -> None:
 
 def prepare() -> None:
     """Set the environment before any framework is imported (variables the user set win)."""
-    os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
+    # NVIDIA's libraries (cuBLAS, cuDNN) under every framework: no TF32 for float32.
     os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
-    os.environ.setdefault("MLX_ENABLE_TF32", "0")  # read once, at MLX's first matmul
-    cache = _usable_or_warn(jax_cache_dir(), "JAX's compilation")
-    if cache is not None:
-        os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache))
-        # Cache every compile: the suite's are many and each is short.
-        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    for manifest in manifests.manifests():  # the stacks' own pins, read once at import
+        for variable, value in manifest.environment.items():
+            os.environ.setdefault(variable, value)
+    for cache in framework_caches.declared().values():
+        directory = _usable_or_warn(cache_dir(cache), f"{cache.name}'s compilation")
+        settings = cache.when_off if directory is None else cache.when_on
+        if directory is not None:
+            os.environ.setdefault(cache.directory_variable, str(directory))
+        for variable, value in settings.items():
+            os.environ.setdefault(variable, value)
     tables = _usable_or_warn(init_tables_dir(), "the numpy init's tables")
     if tables is not None:
         os.environ.setdefault(INIT_TABLES_ENV, str(tables))
-    torch_cache = _usable_or_warn(torch_cache_dir(), "inductor's")
-    if torch_cache is None:
-        os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
-    else:
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(torch_cache))
     # Worker processes inherit the variable, so they all use the same storage.
     if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
         storage = _usable_or_warn(hypothesis_dir(), "Hypothesis's")

@@ -20,18 +20,27 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-#: Variables that change how frameworks compute float32 matmuls or pick devices.
+from implementations import manifests
+
+#: Variables that change how frameworks compute float32 matmuls or pick devices; each stack's
+#: manifest adds the ones its framework reads (its `environment` and `reads`).
 PRECISION_VARIABLES = (
     "JAX_PLATFORMS",
     "JAX_DEFAULT_MATMUL_PRECISION",
     "JAX_ENABLE_X64",
     "NVIDIA_TF32_OVERRIDE",
-    "MLX_ENABLE_TF32",
     "TF_ENABLE_ONEDNN_OPTS",
     "XLA_FLAGS",
-    "KERAS_BACKEND",
     "CUDA_VISIBLE_DEVICES",
 )
+
+
+def precision_variables() -> tuple[str, ...]:
+    """`PRECISION_VARIABLES` and every stack's own (its manifest's `environment` and `reads`)."""
+    own = [v for m in manifests.manifests() for v in (*m.environment, *m.reads)]
+    return tuple(dict.fromkeys((*PRECISION_VARIABLES, *own)))
+
+
 #: The suite's own packages, whose versions the parent records.
 PACKAGES = ("remat-conformance", "numpy", "hypothesis")
 UNKNOWN = "unknown"
@@ -58,7 +67,9 @@ def describe() -> dict[str, Any]:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "packages": {name: _version(name) for name in PACKAGES},
-        "variables": {name: os.environ[name] for name in PRECISION_VARIABLES if name in os.environ},
+        "variables": {
+            name: os.environ[name] for name in precision_variables() if name in os.environ
+        },
     }
 
 

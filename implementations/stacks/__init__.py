@@ -1,30 +1,33 @@
-"""The stacks: one package per framework, each holding what every port on it shares.
+"""The stacks: one folder per framework, holding everything the project knows about it.
 
-- `numpy`: Flax linen's init in numpy (for stacks without JAX), the `(out, in)`
-  layout torch and MLX share.
-- `jax`: `JaxPort`, Flax's init in `jax.random`, JAX's instrument (jaxpr residuals).
-- `torch`: `TorchPort`, the torch MLP and its converters, torch's instrument
-  (saved-tensor hooks and a dispatch mode); `torch.compiled`, the compiled path's.
-- `tensorflow`: TensorFlow imported quietly, Flax's init by XLA, TensorFlow's
-  graph instrument.
-- `mlx`: MLX's arrays and its instrument (the lazy graph of `mx.vjp`).
-- `keras`: Keras on one backend per process, its MLP; a Keras port's stack
-  composes Keras with its backend's stack (`keras.on("torch")`).
-- `paddle`: Paddle's tensors, its MLP under `recompute`, its instrument
-  (saved-tensor hooks, sublayer hooks in backward).
-- `mindspore`: MindSpore's tensors (PyNative), its MLP cell under
-  `Cell.recompute()`, its instrument (saved-tensor hooks, cell hooks in
-  backward), warmed once for its first-call glitch.
+Each folder `implementations/stacks/<framework>/` holds:
 
-Each package defines one `STACK` (a `Stack`: arrays, precision, canonical
-init, `record(...)`); `base` defines `Stack` and `Port`, the base of every
-port. Importing this package, or `base`, imports no ML framework; importing
-`implementations.stacks.<framework>` imports that framework.
+- `manifest.py`: what the core needs to know without importing the framework
+  (`implementations.manifests`): its ports, extras, engine, load order,
+  profiles, compare's lanes, bench stacks, mutants, policy expectations,
+  device probe, compilation caches and CI job;
+- its ports (one module each, named for the port) and what they share: the
+  `Stack` (arrays to and from numpy, the precision pin and its report,
+  Flax's init in that framework, the evidence instrument behind one
+  `record(...)`) and a port base (`implementations.stacks.jax.JaxPort`);
+- its bench stack(s), mutants (`<port>_mutants.py`), `expectations.py`
+  (`implementations.expectations`) and, where it reads devices or keeps a
+  compilation cache, `devices.py` and `caches.py`.
+
+`numpy` holds Flax linen's init in numpy, which every stack without JAX
+uses. `base` defines `Stack` and `Port`, the base of every port; `lazy`,
+`pool`, `switch` and `hlo` are pieces several stacks share.
+
+Importing this package, a stack's package or its `manifest` imports no ML
+framework: a stack's package names its pieces and imports each on first use
+(`lazy`); importing one of its modules imports the framework.
 """
+
+import pkgutil
 
 from .base import Port, Stack
 
-NAMES = ("numpy", "jax", "torch", "tensorflow", "mlx", "keras")
-NAMES += ("paddle", "mindspore")
+#: The stack folders.
+NAMES = tuple(info.name for info in pkgutil.iter_modules(__path__) if info.ispkg)
 
 __all__ = ["NAMES", "Port", "Stack"]

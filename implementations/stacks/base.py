@@ -6,9 +6,9 @@ Flax's canonical init in that framework, and the evidence instrument (one
 `record(...)` entry point). Each framework's package under
 `implementations.stacks` defines one `STACK`.
 
-A **port** declares its `name`, `framework`, `stack`, `extra` (the pip
-extra that installs it) and `checkpoint_api` (the checkpoint it runs, as a
-short string for tables), and writes the model. A stack's port base (for
+A **port** declares its `name`, `framework`, `stack` and `checkpoint_api`
+(the checkpoint it runs, as a short string for tables), and writes the
+model; a built-in port's pip extra is its stack's manifest's. A stack's port base (for
 example `implementations.stacks.jax.JaxPort`) derives the contract from
 the port's `to_native`, `to_canonical` and `apply`. The declarations are
 checked when the class is created, so a port that forgets one fails at
@@ -32,7 +32,7 @@ import numpy as np
 from ..contract import NOT_REPORTED, BackwardRecord, Implementation, Params, check_features
 from ..policies import POLICY_NAMES, Policy, as_policy, check_declaration
 
-#: What every concrete port class declares (`extra` and `checkpoint_api` have defaults).
+#: What every concrete port class declares (`checkpoint_api` has a default).
 DECLARED = ("name", "framework", "stack")
 
 
@@ -120,8 +120,6 @@ class Port(Implementation):
     raises `TypeError`.
     """
 
-    #: The pip extra that installs this port's framework (`"keras,torch"` for two).
-    extra: str = ""
     #: The checkpoint the port runs, as its tables show it (`"jax.checkpoint"`).
     checkpoint_api: str = ""
     #: Remat policies it expresses: name -> native spelling (`implementations.policies`).

@@ -1,20 +1,18 @@
-"""`bench --policies`: saved bytes per policy against hand-derived counts, the ratios, the budget
-verdict, the table and the plot. No timed assertions: the samples here are made up or unread.
+"""`bench --policies`: the ratios, the budget verdict, the table and the plot. No timed
+assertions: the samples here are made up or unread.
 
-Per block of the torch stack (B x F float32 each): `none` keeps x and a
-(relu's output); `full` keeps x; eager `save_dots` keeps x and the cached
-outputs of both addmms, h and y, where a block's y is the next block's x
-(one storage). Over L blocks, in units of the analytic minimum L*B*F*4:
-none 2, full 1, save_dots 3L storages less the L - 1 that a block's y shares
-with the next block's x: (3L - (L - 1)) / L.
+The stacks' own cases are tested in their folders (tests/torch/test_torch_bench_policies.py);
+here the policy bench's core, on made-up results and stand-in bench modules.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from conformance.bench import policies
-from conformance.bench.measure import Settings, make_data
+from conformance.bench.measure import Settings
 
 SMALL = Settings(depths=(2,), batch=8, features=4, repeats=1, max_repeats=1)
 
@@ -36,23 +34,24 @@ def _result(framework: str, policy: str, saved: int, seconds=(), depth: int = 2)
     )
 
 
-@pytest.mark.parametrize(
-    ("policy", "ratio"), [("none", 2.0), ("full", 1.0), ("save_dots", (3 * 2 - 1) / 2)]
-)
-def test_torch_policy_saved_bytes_match_hand_derived_counts(policy, ratio):
-    pytest.importorskip("torch")
-    case = policies._torch_case(policy, make_data(SMALL, 2))
-    static = case.measure()
-    result = policies._result("torch", case, policy, static, 2, SMALL)
-    assert result.saved_ratio == ratio, static.saved
+class _Stack:
+    """A bench module as the policy bench sees it: its policies and what it cannot express."""
+
+    POLICIES = ("none", "full", "budget(0)", "budget(1)")
+    NOT_EXPRESSIBLE: ClassVar[dict[str, str]] = {"offload_dots": "no host memory here"}
 
 
-def test_every_framework_runs_none_and_full_first_and_torch_compile_every_budget():
-    for name, names in policies.POLICIES.items():
-        assert names[:2] == ("none", "full"), name
-        assert not set(names) & set(policies.NOT_RUN.get(name, {})), name
-    budgets = [p for p in policies.POLICIES["torch_compile"] if p.startswith("budget")]
-    assert budgets == ["budget(0)", "budget(0.25)", "budget(0.5)", "budget(0.75)", "budget(1)"]
+def test_a_bench_module_s_own_policy_case_is_used_else_its_depth_case():
+    made = []
+    module = type("M", (), {"configurations": staticmethod(lambda: [("v", "none")])})
+    module.build = staticmethod(lambda variant, mode, data: made.append((variant, mode)))
+    policies.builder(module)("full", None)
+    assert made == [("v", "full")]
+    module.policy_case = staticmethod(lambda policy, data: made.append(("own", policy)))
+    policies.builder(module)("save_dots", None)
+    assert made[-1] == ("own", "save_dots")
+    assert policies.policies_of(_Stack) == _Stack.POLICIES
+    assert policies.policies_of(object()) == ()
 
 
 def test_time_ratios_are_per_repeat_against_the_same_framework_s_none():
@@ -72,18 +71,20 @@ def test_the_budget_verdict_reads_saved_bytes_in_budget_order():
     falling = [
         _result("torch_compile", f"budget({b:g})", s) for b, s in ((1, 30), (0.5, 20), (0, 10))
     ]
-    assert policies.budget_monotone(falling) == {2: True}
+    assert policies.budget_monotone(falling) == {("torch_compile", 2): True}
     rising = [_result("torch_compile", f"budget({b:g})", s) for b, s in ((1, 10), (0, 20))]
-    assert policies.budget_monotone(rising) == {2: False}
-    assert policies.budget_monotone([_result("torch", "none", 1)]) == {2: None}
+    assert policies.budget_monotone(rising) == {("torch_compile", 2): False}
+    one = [_result("torch_compile", "budget(0)", 1)]
+    assert policies.budget_monotone(one) == {("torch_compile", 2): None}
+    assert policies.budget_monotone([_result("torch", "none", 1)]) == {}
 
 
 def test_the_table_says_what_did_not_run_and_what_failed():
     results = [_result("torch", "none", 256, (1.0,) * 4), _result("torch", "full", 128, (1.2,) * 4)]
     policies.attach_timings(results, [r.step_seconds for r in results])
-    table = policies.markdown(SMALL, results, {"L=2 torch · x": "Boom: no"}, ["torch"])
+    table = policies.markdown(SMALL, results, {"L=2 torch · x": "Boom: no"}, {"torch": _Stack})
     assert "| torch | full | 2 | 1.20 (IQR 1.20 to 1.20) | 4 |" in table
-    assert "torch · offload_dots: not expressible" in table
+    assert "torch · offload_dots: not expressible (no host memory here)" in table
     assert "**L=2 torch · x failed**: Boom: no" in table
 
 

@@ -16,6 +16,7 @@ import sys
 import pytest
 
 import implementations
+from implementations import manifests
 from tests.helpers import ROOT
 
 WORKFLOW = ROOT / "docs" / "ci" / "conformance-matrix.yml"
@@ -93,6 +94,13 @@ def test_every_report_reaches_the_merge(workflow):
             assert file == f"report-{name}.json"
             assert fnmatch.fnmatch(artifact, download["pattern"])
             assert fnmatch.fnmatch(f"{download['path']}/{file}", glob)
+
+
+def test_the_hosted_jobs_are_the_ones_the_manifests_declare(workflow):
+    stacks = workflow["jobs"]["stacks"]["strategy"]["matrix"]["include"]
+    keys = ("name", "runner", "install", "ports", "flags")
+    found = [{key: " ".join(str(entry[key]).split()) for key in keys} for entry in stacks]
+    assert found == manifests.ci_jobs()
 
 
 def test_every_port_has_a_job_and_every_name_is_real(workflow):

@@ -11,7 +11,8 @@ import pytest
 
 import implementations
 from conformance import cli, compare
-from conformance.compare import measure, mindspore_graph, policy_matrix, render
+from conformance.compare import measure, policy_matrix, render
+from conformance.compare import rows as rows_module
 from implementations.contract import BackwardRecord, SavedTensor
 from implementations.policies import POLICY_NAMES
 
@@ -71,8 +72,8 @@ def test_compare_json_has_a_row_per_port(capsys):
     rows = {row["name"]: row for row in data["ports"]}
     # The sharded ports are compared when named, never by default (their ranks cost start-ups).
     expected = [s.name for s in implementations.status() if s.name not in implementations.SHARDED]
-    # Then MindSpore in graph mode: a row of its own, "unavailable" without mindspore.
-    assert list(rows) == [*expected, mindspore_graph.NAME]
+    # Then the extra rows (a framework's graph mode), "unavailable" where it is not installed.
+    assert list(rows) == [*expected, *rows_module.declared()]
     assert rows[implementations.CANONICAL]["reference"]
     for name, row in rows.items():
         if row["state"] != "available":
@@ -97,8 +98,8 @@ def test_compare_json_has_a_row_per_port(capsys):
         assert all(b["ratio"] <= 1.0 for b in row["precision"].values()), name
         assert {"default", "pinned"} <= set(row["matmul_precision"]), name
         # Every policy the port expresses ran, agrees with the canonical under it, and saves
-        # what its instrument family is expected to (the graph-mode row is no port: none).
-        policies = [] if name == mindspore_graph.NAME else list(POLICY_NAMES)
+        # what its instrument family is expected to (an extra row is no port: none).
+        policies = [] if name in rows_module.declared() else list(POLICY_NAMES)
         assert [c["policy"] for c in row["policies"]] == policies, name
         for cell in row["policies"]:
             if cell["expressible"]:

@@ -1,4 +1,5 @@
-"""Where the compilation caches live: JAX's and inductor's, and the switches that turn them off."""
+"""Where the compilation caches live (JAX's and every cache a stack's manifest declares), and
+the switches that turn them off."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from conformance.running import environment
+from conformance.running import environment, framework_caches
 
+CACHES = framework_caches.declared()
+#: The caches other than JAX's, each with its own switch (inductor's, for one).
+OTHERS = sorted(name for name in CACHES if name != "JAX")
 # Every variable that moves a cache: a user's own setting must not decide a test.
 VARIABLES = (
     environment.ROOT_ENV,
     environment.CACHE_ENV,
-    environment.TORCH_CACHE_ENV,
+    *(cache.setting for cache in CACHES.values()),
     "XDG_CACHE_HOME",
 )
 
@@ -28,43 +32,50 @@ def env(monkeypatch, tmp_path):
     return monkeypatch, tmp_path
 
 
-def test_both_caches_live_side_by_side_by_default(env):
+def test_every_cache_lives_in_a_folder_of_its_own_by_default(env):
     _, home = env
     assert environment.jax_cache_dir() == home / "remat-conformance" / "jax"
-    assert environment.torch_cache_dir() == home / "remat-conformance" / "torchinductor"
+    assert len({cache.folder for cache in CACHES.values()}) == len(CACHES)
+    for cache in CACHES.values():
+        assert environment.cache_dir(cache) == home / "remat-conformance" / cache.folder
 
 
-def test_a_directory_moves_a_cache_and_off_turns_it_off(env):
+@pytest.mark.parametrize("name", OTHERS)
+def test_a_directory_moves_a_cache_and_off_turns_it_off(env, name):
     monkeypatch, _ = env
-    monkeypatch.setenv(environment.TORCH_CACHE_ENV, "/somewhere/else")
-    assert environment.torch_cache_dir() == Path("/somewhere/else")
-    monkeypatch.setenv(environment.TORCH_CACHE_ENV, "off")
-    assert environment.torch_cache_dir() is None
+    cache = CACHES[name]
+    monkeypatch.setenv(cache.setting, "/somewhere/else")
+    assert environment.cache_dir(cache) == Path("/somewhere/else")
+    monkeypatch.setenv(cache.setting, "off")
+    assert environment.cache_dir(cache) is None
     assert environment.jax_cache_dir() is not None  # each switch is its own
 
 
-def test_no_jax_cache_means_no_inductor_cache_unless_said_otherwise(env):
+@pytest.mark.parametrize("name", [n for n in OTHERS if CACHES[n].follows])
+def test_a_following_cache_is_off_with_the_one_it_follows_unless_said_otherwise(env, name):
     # compare's first-call child turns the JAX cache off and expects no cache at all.
     monkeypatch, home = env
-    monkeypatch.setenv(environment.CACHE_ENV, "off")
-    assert environment.torch_cache_dir() is None
-    monkeypatch.setenv(environment.TORCH_CACHE_ENV, str(home / "mine"))
-    assert environment.torch_cache_dir() == home / "mine"
+    cache = CACHES[name]
+    monkeypatch.setenv(CACHES[cache.follows].setting, "off")
+    assert environment.cache_dir(cache) is None
+    monkeypatch.setenv(cache.setting, str(home / "mine"))
+    assert environment.cache_dir(cache) == home / "mine"
 
 
-@pytest.mark.parametrize(
-    ("setting", "expected"),
-    [("", "TORCHINDUCTOR_CACHE_DIR"), ("off", "TORCHINDUCTOR_FORCE_DISABLE_CACHES")],
-)
-def test_prepare_tells_inductor_before_torch_is_imported(env, setting, expected):
+@pytest.mark.parametrize("name", OTHERS)
+@pytest.mark.parametrize("setting", ["", "off"])
+def test_prepare_tells_the_framework_before_it_is_imported(env, name, setting):
     monkeypatch, home = env
-    for name in ("TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FORCE_DISABLE_CACHES"):
-        monkeypatch.delenv(name, raising=False)
+    cache = CACHES[name]
+    variables = {cache.directory_variable, *cache.when_on, *cache.when_off}
+    for variable in variables:
+        monkeypatch.delenv(variable, raising=False)
     if setting:
-        monkeypatch.setenv(environment.TORCH_CACHE_ENV, setting)
+        monkeypatch.setenv(cache.setting, setting)
     environment.prepare()
-    assert expected in os.environ
-    other = {"TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FORCE_DISABLE_CACHES"} - {expected}
-    assert not other & set(os.environ)
+    expected = set(cache.when_off) if setting else {cache.directory_variable, *cache.when_on}
+    assert expected <= set(os.environ)
+    assert not (variables - expected) & set(os.environ)
     if not setting:
-        assert os.environ[expected] == str(home / "remat-conformance" / "torchinductor")
+        folder = home / "remat-conformance" / cache.folder
+        assert os.environ[cache.directory_variable] == str(folder)

@@ -7,8 +7,8 @@ declares the entry points, a package with the port modules, and the
 finds the entry points as if the package were installed, without a build.
 
 The ports: one written against the documented stable API
-(`implementations.porting.jax`), one written against the old flat module
-names (which must keep working, with a DeprecationWarning), the worked
+(`implementations.stacks.jax`), one written against 0.1's module names
+(which keep working until 0.3.0, with a DeprecationWarning), the worked
 example of docs/PORTING.md (a real library class, `eqx.nn.MLP`, read out of
 the guide itself so that the guide cannot drift), and a wrong one.
 """
@@ -30,7 +30,7 @@ PORT_MODULE = '''
 
 import jax
 
-from implementations.porting.jax import JaxPort
+from implementations.stacks.jax import JaxPort
 
 
 def block(params, x):  # (D,) -> (F,)
@@ -65,60 +65,15 @@ class WrongPort(MyPort):
 '''
 
 
-# Written before the shared JAX pieces moved into private rooms: the old flat
-# names, and the old JaxPort contract (forward, vjp, differentiable of its own).
+# Written against 0.1's module names, when the ports sat at the top of `implementations`.
 LEGACY_MODULE = '''
-"""A port written against the old module names."""
+"""A port written against the old module names: a variant of a built-in port."""
 
-import functools
-
-import jax
-import numpy as np
-
-from implementations import jax_flax_init
-from implementations.contract import PARAM_NAMES, Grads, Params
-from implementations.jax_flax_init import CompiledExercise
-from implementations.jax_port import JaxPort
+from implementations.jax_checkpoint import JaxCheckpoint
 
 
-def mlp(params, x, *, checkpoint=True):
-    def block(params, x):
-        return jax.nn.relu(x @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
-
-    return (jax.checkpoint(block) if checkpoint else block)(params, x)
-
-
-_exercise = CompiledExercise(lambda arrays, x: mlp(dict(zip(PARAM_NAMES, arrays)), x))
-_apply = jax.jit(mlp, static_argnames="checkpoint")
-
-
-@functools.partial(jax.jit, static_argnames="checkpoint")
-def _vjp(params, x, cotangent, *, checkpoint):
-    _, pull_back = jax.vjp(functools.partial(mlp, checkpoint=checkpoint), params, x)
-    return pull_back(cotangent)
-
-
-class LegacyPort(JaxPort):
+class LegacyPort(JaxCheckpoint):
     name = "legacy_port"
-    framework = "jax"
-    distributions = ("jax", "jaxlib")
-    init_params = staticmethod(jax_flax_init.init_params)
-
-    def forward(self, params, x, *, checkpoint=True):
-        x = np.asarray(x, np.float32)
-        return np.asarray(_apply(params.as_dict(), x, checkpoint=checkpoint))
-
-    def vjp(self, params, x, cotangent, *, checkpoint=True):
-        grads, dx = _vjp(params.as_dict(), np.asarray(x, np.float32),
-                         np.asarray(cotangent, np.float32), checkpoint=checkpoint)
-        return Grads.of(Params(**{n: np.asarray(grads[n]) for n in PARAM_NAMES}), np.asarray(dx))
-
-    def differentiable(self, params, x, checkpoint):
-        tree = jax.tree.map(jax.numpy.asarray, params.as_dict())
-        return functools.partial(mlp, checkpoint=checkpoint), (tree, jax.numpy.asarray(x))
-
-    def nn_checkpoint_forward(self, seed, x, features):
-        return _exercise(seed, x, features)
 '''
 
 GUIDE = ROOT / "docs" / "PORTING.md"
@@ -209,10 +164,10 @@ def test_the_old_names_warn_and_name_the_new_ones(plugin):
     code = "import warnings; warnings.simplefilter('always')\nimport my_port_pkg.legacy\n"
     done = run_python(["-c", code], plugin)
     assert done.returncode == 0, done.stderr[-3000:]
-    for old in ("jax_flax_init", "jax_port"):
-        assert f"implementations.{old} has moved: import from implementations.porting.jax" in (
-            done.stderr
-        )
+    assert (
+        "implementations.jax_checkpoint has moved: import from "
+        "implementations.stacks.jax.jax_checkpoint instead (the old name goes in 0.3.0)"
+    ) in " ".join(done.stderr.split())
     assert "legacy.py" in done.stderr  # the warning points at the importer
 
 

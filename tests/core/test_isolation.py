@@ -19,36 +19,23 @@ import numpy as np
 import pytest
 
 from conformance.checking.tolerance import analyse_forward
+from implementations import manifests
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 from tests.helpers import ROOT
 
-FRAMEWORKS = ("jax", "jaxlib", "flax", "equinox", "torch", "tensorflow", "keras", "haiku", "mlx")
-FRAMEWORKS += ("paddle", "mindspore", "deepspeed")
 
-# Each port's own stack: everything else in FRAMEWORKS is made unimportable.
-OWN_STACK = {
-    "flax_linen": ("jax", "jaxlib", "flax"),
-    "equinox_jax": ("jax", "jaxlib", "equinox"),
-    "flax_nnx": ("jax", "jaxlib", "flax"),
-    "jax_checkpoint": ("jax", "jaxlib"),
-    "pytorch": ("torch",),
-    "haiku": ("jax", "jaxlib", "haiku"),
-    "mlx": ("mlx",),
-    "torch_compile": ("torch",),
-    "tensorflow": ("tensorflow",),
-    # Keras imports jax, torch or tensorflow when it finds them (e.g. jax for its
-    # Orbax callback), and tolerates each being unimportable.
-    "keras_jax": ("keras", "jax", "jaxlib"),
-    "keras_torch": ("keras", "torch"),
-    "keras_tensorflow": ("keras", "tensorflow"),
-    "paddle": ("paddle",),
-    "mindspore": ("mindspore",),
-    "deepspeed": ("torch", "deepspeed"),
-    "jax_spmd": ("jax", "jaxlib"),
-    "torch_fsdp": ("torch",),
-    "tfjs": (),  # a Node program: every Python framework is blocked
-}
+def _own_stack(modules: tuple[str, ...]) -> tuple[str, ...]:
+    # jaxlib comes with jax: blocking it would block jax.
+    return (*modules, "jaxlib") if "jax" in modules else modules
+
+
+# Each port's own stack (its manifest entry's modules): everything else in FRAMEWORKS is made
+# unimportable. Keras imports jax, torch or tensorflow when it finds them (e.g. jax for its
+# Orbax callback), and tolerates each being unimportable. A process port (tfjs) is a program
+# of its own: every Python framework is blocked.
+OWN_STACK = {name: _own_stack(entry.modules) for name, (_, entry) in manifests.ports().items()}
+FRAMEWORKS = tuple(dict.fromkeys(m for modules in OWN_STACK.values() for m in modules))
 
 SEED, FEATURES = 2**40 + 5, 4
 X = [0.5, -1.25, 2.0, 0.0, 3.0, -0.5]
@@ -124,17 +111,15 @@ def test_a_port_runs_with_every_other_framework_unimportable(name):
     assert np.all(error <= analyse_forward(params, x, param_ulps=2).e2)
 
 
-def test_every_builtin_port_has_an_isolation_row():
-    import implementations
-
-    assert set(OWN_STACK) == set(implementations.BUILTIN)
-
-
 def test_importing_the_packages_imports_no_framework():
     code = f"""
         import sys
         import implementations, conformance, conformance.checking.tolerance, conformance.cli
-        import implementations.porting, implementations.stacks, implementations.stacks.base
+        import implementations.stacks, implementations.stacks.base
+        from implementations import manifests
+        for name in implementations.stacks.NAMES:  # each stack's package and manifest
+            __import__(f"implementations.stacks.{{name}}")
+        manifests.manifests()
         from conformance.running import devices, machine
         implementations.registered()
         machine.describe()  # the parent's side of the machine fields

@@ -12,6 +12,7 @@ import pytest
 from conformance.reporting.report import to_json
 from conformance.running import devices, machine
 from conformance.running.suite import SuiteReport
+from implementations import device_report
 
 FRAMEWORKS = ("jax", "torch", "tensorflow", "mlx", "keras", "flax", "equinox")
 
@@ -98,16 +99,18 @@ def test_a_cpuinfo_without_a_name_still_gives_a_name():
     assert model != "0"
 
 
+def broken_probe():
+    raise RuntimeError("no device today")
+
+
 def test_a_failing_probe_is_reported_not_raised(monkeypatch):
-    monkeypatch.setitem(sys.modules, "mlx.core", object())  # "imported", and useless
-
-    def broken():
-        raise RuntimeError("no device today")
-
-    monkeypatch.setitem(devices._PROBES, "mlx", broken)
-    found = devices.port_environment(type("P", (), {"framework": "mlx"})())
-    assert "no device today" in found["frameworks"]["mlx"]["error"]
-    assert found["device"]["framework"] == "mlx"
+    engine, (module, _) = next(iter(devices.probes().items()))
+    monkeypatch.setitem(sys.modules, module, object())  # "imported", and useless
+    probes = {engine: (module, f"{__name__}:broken_probe")}
+    monkeypatch.setattr(devices, "probes", lambda: probes)
+    found = devices.port_environment(type("P", (), {"framework": engine})())
+    assert "no device today" in found["frameworks"][engine]["error"]
+    assert found["device"]["framework"] == engine
 
 
 class _Port:
@@ -137,7 +140,7 @@ def test_the_port_precision_is_read_defensively():
 
 
 def test_a_port_without_a_framework_computes_on_the_cpu(monkeypatch):
-    for module in devices.FRAMEWORK_MODULES.values():
+    for module, _ in devices.probes().values():
         monkeypatch.delitem(sys.modules, module, raising=False)
     found = devices.port_environment(_Port({"default": "a", "pinned": "b"}))
     assert found == {
@@ -161,11 +164,10 @@ def test_the_primary_framework(framework, imported, expected):
     assert devices.primary_framework(framework, imported) == expected
 
 
-def test_keras_computes_with_its_backend(monkeypatch):
-    keras = type(sys)("keras")
-    keras.backend = type("B", (), {"backend": staticmethod(lambda: "torch")})
-    monkeypatch.setitem(sys.modules, "keras", keras)
-    assert devices.primary_framework("keras", ["jax", "torch"]) == "torch"
+def test_a_port_computes_with_its_manifests_engine():
+    # A Keras port's engine is its backend (its manifest entry says which).
+    assert devices.primary_framework("keras", ["jax", "torch"], "torch") == "torch"
+    assert devices.primary_framework("keras", ["jax", "torch"], "tensorflow") == "jax"
 
 
 @pytest.mark.parametrize(
@@ -179,13 +181,14 @@ def test_keras_computes_with_its_backend(monkeypatch):
     ],
 )
 def test_device_kinds_are_normalised(kind, name, expected):
-    assert devices._device(kind, name) == expected
+    assert device_report.device(kind, name) == expected
 
 
 def test_identical_devices_are_counted_once():
     gpu = {"kind": "gpu", "name": "NVIDIA H100"}
-    counted = devices._counted([dict(devices.CPU), dict(gpu), dict(gpu)])
-    assert counted == [{**devices.CPU, "count": 1}, {**gpu, "count": 2}]
+    cpu = device_report.CPU
+    counted = device_report.counted([dict(cpu), dict(gpu), dict(gpu)])
+    assert counted == [{**cpu, "count": 1}, {**gpu, "count": 2}]
 
 
 def _pinned_environment(framework: str, port_name: str) -> dict:

@@ -25,7 +25,7 @@ from conformance.bench import render as bench_render
 from conformance.checking.mutation import MutantResult
 from conformance.checking.properties import PROPERTIES
 from conformance.compare import failed as compare_failed
-from conformance.compare import measure, mindspore_graph, render
+from conformance.compare import measure, render, rows
 from conformance.reporting import report as run_report
 from conformance.reporting import terminal_style
 from conformance.running.runner import Outcome
@@ -34,7 +34,7 @@ from implementations.contract import SavedTensor
 
 PORTS = list(implementations.BUILTIN)
 # compare's rows: the ports, and MindSpore in graph mode (a row, not a port).
-COMPARED = [*PORTS, mindspore_graph.NAME]
+COMPARED = [*PORTS, *rows.declared()]
 ESCAPE = "\x1b"
 # What torch reports as its matmul setting: the one that squeezed the other columns out.
 TORCH_SETTING = "float32_matmul_precision=highest, cuda.matmul.allow_tf32=False (TF32 off)"
@@ -66,11 +66,15 @@ def rendered(print_report, data) -> str:
     return text
 
 
+def _starts(text: str, name: str) -> list[int]:
+    """Where a row starting with `name` (a whole word, first on its line) begins."""
+    return [m.start(1) for m in re.finditer(rf"^\s*({re.escape(name)})(?![\w])", text, re.M)]
+
+
 def _port_lines(text: str, name: str) -> str:
     """The text from the port's name to the next port's name (its rows)."""
-    start = text.index(name)
-    ends = [text.find(other, start + len(name)) for other in PORTS if other != name]
-    ends = [e for e in ends if e > start]
+    start = _starts(text, name)[0]
+    ends = [e for other in PORTS if other != name for e in _starts(text, other) if e > start]
     return text[start : min(ends) if ends else len(text)]
 
 

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import implementations
-from implementations import _EXTRAS, PortUnavailable
+from implementations import PortUnavailable, manifests
 from tests.helpers import ROOT
 
 
@@ -58,13 +58,14 @@ def test_every_builtin_port_names_an_extra_that_pyproject_has():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     pyproject = ROOT / "pyproject.toml"
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
-    assert set(_EXTRAS) == set(implementations.BUILTIN)
+    declared = {name: entry.extra for name, (_, entry) in manifests.ports().items()}
+    assert set(declared) == set(implementations.BUILTIN)
     (everything,) = extras["all"]
     in_all = everything.split("[")[1].rstrip("]").split(",")
     # The engines are left out of [all] (README, "The engines"): they are in [engines].
     (engines,) = extras["engines"]
     in_engines = engines.split("[")[1].rstrip("]").split(",")
-    for port, needed in _EXTRAS.items():
+    for port, needed in declared.items():
         for extra in needed.split(","):  # keras ports name keras and their backend
             assert extra in extras, port
             assert extra in in_all or extra in in_engines, port

@@ -1,5 +1,6 @@
-"""The DeepSpeed bench stack (`conformance.bench.deepspeed_stack`) at small sizes: residuals and
-matmuls against hand-derived counts, gradients against numpy, and `bench --json` kept clean.
+"""The DeepSpeed bench stack (`implementations.stacks.deepspeed.bench`) at small sizes:
+residuals and matmuls against hand-derived counts, gradients against numpy, and `bench --json`
+kept clean.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
 """
@@ -13,8 +14,9 @@ import sys
 import pytest
 import torch
 
-from conformance.bench import deepspeed_stack, policies
+from conformance.bench import policies
 from conformance.bench.measure import Settings
+from implementations.stacks.deepspeed import bench as deepspeed_stack
 from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 from tests.helpers import ROOT
 
@@ -75,7 +77,7 @@ def test_no_save_mm_and_the_policy_bench_runs_none_and_full():
         deepspeed_stack.stack_fn("save-mm")
     with pytest.raises(ValueError, match="unknown variant"):
         deepspeed_stack.build("compiled", "full", small_data(1))
-    assert policies.POLICIES["deepspeed"] == ("none", "full")
+    assert deepspeed_stack.POLICIES == ("none", "full")
     results, failed = policies.run(
         Settings(depths=(2,), batch=B, features=F, repeats=1, max_repeats=1),
         {"deepspeed": deepspeed_stack},

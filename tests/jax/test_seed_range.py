@@ -8,8 +8,8 @@ import pytest
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from implementations.stacks.jax import flax_linen  # noqa: E402
 from implementations.contract import SEED_MAX  # noqa: E402
+from implementations.stacks.jax import flax_linen  # noqa: E402
 
 
 def _key_data(seed: int) -> np.ndarray:

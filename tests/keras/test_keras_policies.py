@@ -62,7 +62,7 @@ def _probe() -> dict:
 
 def test_remat_scope_activations_saves_more_than_no_remat_a_documented_degradation():
     seen = _probe()
-    (documented,) = [d for d in policy_expectations.DEGRADATIONS if d.family == "keras"]
+    (documented,) = [d for d in policy_expectations.all_degradations() if d.family == "keras"]
     assert documented.measured == f"keras {seen['keras']}"
     # No remat keeps x, a and relu's mask; "activations" keeps x, h (the remat'd relu's
     # input) and a: a float vector where a boolean mask was. Fails the day Keras changes.

@@ -51,19 +51,20 @@ def missing_ir() -> str:
 
 def remat_verdicts() -> dict:
     """The compare row's remat verdict from the IR, for the MLP and for the mutant whose
-    `Cell.recompute()` does nothing (conformance.mutants.mindspore_mutants)."""
-    from conformance.compare import measure, mindspore_graph, render
-    from conformance.mutants.mindspore_mutants import MindSporeNoRecompute
-    from implementations.stacks.mindspore import MLP, graph
+    `Cell.recompute()` does nothing (implementations.stacks.mindspore.mindspore_mutants)."""
+    from conformance.compare import measure, render
+    from implementations.stacks.mindspore import MLP
+    from implementations.stacks.mindspore.graph_row import GraphRow
+    from implementations.stacks.mindspore.mindspore_mutants import MindSporeNoRecompute
 
-    graph.enter()
-    params, x, cotangent = _inputs(4, 3)
+    params, x, _ = _inputs(4, 3)
     verdicts = {}
     for label, mlp in (("mlp", MLP), ("mutant", MindSporeNoRecompute.mlp)):
+        instrument = type("Row", (GraphRow,), {"mlp": mlp})()
         row = measure.PortComparison(label, "available")
         for key, on in (("off", False), ("on", True)):
-            evidence = graph.ir_evidence(params, x, cotangent, checkpoint=on, mlp=mlp)
-            row.residuals[key] = mindspore_graph._residuals(evidence)
+            record = instrument.backward_record(params, x, checkpoint=on)
+            row.residuals[key] = measure.residuals(record)
         verdicts[label] = (render.verdict(row)["remat"], row.residuals["on"].recomputed)
     return verdicts
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
-from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.mindspore import FIRST_CALL, MLP, STATE_NAMES, as_input, parameters
+from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 from tests.helpers import ROOT

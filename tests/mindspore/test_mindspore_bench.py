@@ -1,4 +1,4 @@
-"""The MindSpore bench stack (`conformance.bench.mindspore_stack`, PyNative) at small sizes:
+"""The MindSpore bench stack (`implementations.stacks.mindspore.bench`, PyNative) at small sizes:
 residuals against hand-derived counts, gradients against numpy, no memory figure claimed.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.bench import mindspore_stack, policies
+from conformance.bench import policies
 from conformance.bench.measure import Settings
+from implementations.stacks.mindspore import bench as mindspore_stack
 from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 
 # Per block with no checkpoint: MatMul 1's gradient reads x_l (dW1), ReluGrad reads relu's
@@ -58,7 +59,7 @@ def test_pynative_and_no_save_mm_and_the_policy_bench_runs_none_and_full():
     assert mindspore_stack.configurations() == [("", "none"), ("", "full")]
     with pytest.raises(ValueError, match="save-mm"):
         mindspore_stack.Stack(small_data(1).blocks, "save-mm")
-    assert policies.POLICIES["mindspore"] == ("none", "full")
+    assert mindspore_stack.POLICIES == ("none", "full")
     results, failed = policies.run(
         Settings(depths=(2,), batch=B, features=F, repeats=1, max_repeats=1),
         {"mindspore": mindspore_stack},

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.checking.tolerance import vjp_bounds
-from conformance.mutants.mindspore_mutants import MindSporeNoRecompute
-from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.mindspore import MLP, ms, parameters
+from implementations.stacks.mindspore import mindspore as port_module
+from implementations.stacks.mindspore.mindspore_mutants import MindSporeNoRecompute
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 

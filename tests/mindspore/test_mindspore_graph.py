@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conformance import compare
-from conformance.compare import measure, mindspore_graph
+from conformance.compare import measure
 from conformance.running import isolation
 from implementations.stacks.mindspore import graph
 
@@ -159,7 +159,9 @@ def test_compare_row_in_graph_mode_agrees_and_shows_its_evidence():
     x, cotangent = measure.make_inputs(0, 4, 3)
     exact = measure.exact_results(params, x, cotangent)
     expected = measure.expected_results(canonical, params, x, cotangent, 0)
-    row = mindspore_graph.compare(params, x, cotangent, 0, 2, exact, expected, first_calls=True)
+    row = measure.compare_row(
+        "mindspore_graph", params, x, cotangent, 0, 2, exact, expected, first_calls=True
+    )
     assert (row.name, row.state, row.error) == ("mindspore_graph", "available", "")
     assert row.lane == "mindspore_graph"
     assert row.versions["mindspore"].startswith("2.")
@@ -205,9 +207,14 @@ BENCH = {
 
 @pytest.fixture(scope="module")
 def stack():
-    from conformance.bench import mindspore_graph_stack
+    # Graph mode is process-wide: the stack runs in a process of its own, as the bench runs it.
+    from conformance.bench import FRAMEWORKS, ISOLATED
+    from conformance.bench.isolated import IsolatedStack
 
-    return mindspore_graph_stack
+    assert "mindspore_graph" in ISOLATED
+    isolated = IsolatedStack(FRAMEWORKS["mindspore_graph"])
+    yield isolated
+    isolated.close()
 
 
 @pytest.mark.parametrize("depth", [1, 2])
@@ -266,7 +273,7 @@ def test_bench_stack_checkpointed_gradients_equal_plain_ones(stack):
 ALONE = """
 import json
 import numpy as np
-from conformance.compare import measure, mindspore_graph
+from conformance.compare import measure
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 
@@ -277,7 +284,7 @@ grads = {k: f32(v) for k, v in reference.vjp(params, x, cotangent).items()}
 out = f32(reference.forward(params, x))
 expected = measure.Expected(out, out, grads)
 exact = measure.exact_results(params, x, cotangent)
-row = mindspore_graph.compare(params, x, cotangent, 0, 1, exact, expected)
+row = measure.compare_row("mindspore_graph", params, x, cotangent, 0, 1, exact, expected)
 print(json.dumps([row.state, row.error, row.residuals["on"].recomputed]))
 """
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from implementations.stacks.mindspore import mindspore as port_module
 from implementations.policies import POLICY_NAMES, Policy
 from implementations.stacks.mindspore import as_input, classify
+from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.numpy import canonical_params
 
 PORT = port_module.MindSpore()

@@ -23,8 +23,8 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
-from implementations.stacks.mlx import mlx as port_module  # noqa: E402
 from implementations.contract import Params  # noqa: E402
+from implementations.stacks.mlx import mlx as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from tests import reference  # noqa: E402
 from tests.helpers import same_bits  # noqa: E402

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("mlx")
 
-from implementations.stacks.mlx import mlx as port_module
 from implementations.policies import FULL, NONE, Policy
+from implementations.stacks.mlx import mlx as port_module
 from tests import reference
 
 PORT = port_module.Mlx()

@@ -17,9 +17,9 @@ import paddle
 import pytest
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
-from implementations.stacks.paddle import paddle as port_module
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.paddle import MLP, STATE_NAMES, leaf_input
+from implementations.stacks.paddle import paddle as port_module
 from tests import reference
 from tests.helpers import ROOT
 

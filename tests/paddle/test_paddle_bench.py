@@ -1,4 +1,4 @@
-"""The Paddle bench stack (`conformance.bench.paddle_stack`) at small sizes: residuals against
+"""The Paddle bench stack (`implementations.stacks.paddle.bench`) at small sizes: residuals against
 hand-derived counts, Paddle's allocator peak, gradients against numpy.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.bench import measure, paddle_stack, policies
+from conformance.bench import measure, policies
 from conformance.bench.measure import Settings
+from implementations.stacks.paddle import bench as paddle_stack
 from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 
 # Per block with no checkpoint: linear 1's gradient reads x_l (dW1), relu_grad reads its
@@ -65,7 +66,7 @@ def test_no_save_mm_and_the_policy_bench_runs_none_and_full():
     assert paddle_stack.configurations() == [("", "none"), ("", "full")]
     with pytest.raises(ValueError, match="save-mm"):
         paddle_stack.stack_fn("save-mm")
-    assert policies.POLICIES["paddle"] == ("none", "full")
+    assert paddle_stack.POLICIES == ("none", "full")
     results, failed = policies.run(
         Settings(depths=(2,), batch=B, features=F, repeats=1, max_repeats=1),
         {"paddle": paddle_stack},

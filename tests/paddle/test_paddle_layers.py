@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import paddle
 
-from conformance.mutants.paddle_mutants import PaddleNoRecompute
-from implementations.stacks.paddle import paddle as port_module
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.paddle import MLP, STATE_NAMES, grads_of, leaf_input
+from implementations.stacks.paddle import paddle as port_module
+from implementations.stacks.paddle.paddle_mutants import PaddleNoRecompute
 
 PORT = port_module.Paddle()
 

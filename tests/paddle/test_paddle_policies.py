@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from implementations.stacks.paddle import paddle as port_module
 from implementations.policies import POLICY_NAMES, Policy
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.paddle import classify, leaf_input
+from implementations.stacks.paddle import paddle as port_module
 
 PORT = port_module.Paddle()
 

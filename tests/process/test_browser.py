@@ -21,7 +21,7 @@ import pytest
 from conformance.checking.vectors import committed_manifest
 from tests.helpers import ROOT
 
-TFJS = ROOT / "implementations" / "process" / "tfjs"
+TFJS = ROOT / "implementations" / "stacks" / "tfjs"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
 

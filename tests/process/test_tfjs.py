@@ -21,7 +21,7 @@ from conformance.mutants import load as load_mutant
 from implementations.stacks.numpy import canonical_params
 from tests.helpers import ROOT
 
-TFJS = ROOT / "implementations" / "process" / "tfjs"
+TFJS = ROOT / "implementations" / "stacks" / "tfjs"
 
 
 @pytest.fixture(scope="module")

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
-from implementations.stacks.tensorflow import tensorflow as port_module
 from implementations.contract import Params, param_shapes
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.numpy import init as numpy_init
 from implementations.stacks.tensorflow import evidence, flax_init, tf
 from implementations.stacks.tensorflow import runtime as stack
+from implementations.stacks.tensorflow import tensorflow as port_module
 from tests import reference
 from tests.helpers import same_bits
 

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from conformance.checking import policy_expectations
-from implementations.stacks.tensorflow import tensorflow as port_module
 from implementations.policies import FULL, NONE, Policy
+from implementations.stacks.tensorflow import tensorflow as port_module
 from tests import reference
 
 PORT = port_module.TensorFlow()

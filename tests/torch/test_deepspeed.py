@@ -14,9 +14,12 @@ deepspeed = pytest.importorskip("deepspeed")
 torch = pytest.importorskip("torch")
 
 from implementations.stacks.deepspeed import deepspeed as port_module  # noqa: E402
-from implementations.stacks.torch import pytorch  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from implementations.stacks.torch import build_mlp, leaf_input  # noqa: E402
+from implementations.stacks.torch import (  # noqa: E402
+    build_mlp,
+    leaf_input,
+    pytorch,
+)
 
 PORT, EAGER = port_module.DeepSpeed(), pytorch.PyTorch()
 

@@ -19,9 +19,9 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
-from implementations.stacks.torch import pytorch  # noqa: E402
 from implementations.contract import Params  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
+from implementations.stacks.torch import pytorch  # noqa: E402
 from tests import reference  # noqa: E402
 
 PORT = pytorch.PyTorch()

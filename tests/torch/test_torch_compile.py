@@ -22,9 +22,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conformance.checking.tolerance import vjp_bounds  # noqa: E402
-from implementations.stacks.torch import torch_compile  # noqa: E402
 from implementations.contract import BAD_INPUTS, BackwardRecord  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
+from implementations.stacks.torch import torch_compile  # noqa: E402
 from implementations.stacks.torch.arrays import leaf_input  # noqa: E402
 from implementations.stacks.torch.compiled import CompiledModule, NoRemat  # noqa: E402
 from implementations.stacks.torch.mlp import build_mlp  # noqa: E402

@@ -20,17 +20,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conformance.mutants.torch_mutants import (  # noqa: E402
-    BudgetIgnored,
-    StatefulPolicyUnderCompile,
-)
-from implementations.stacks.torch import torch_compile  # noqa: E402
 from implementations.policies import Policy  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from implementations.stacks.torch import leaf_input  # noqa: E402
+from implementations.stacks.torch import leaf_input, torch_compile  # noqa: E402
 from implementations.stacks.torch import policies as torch_policies  # noqa: E402
 from implementations.stacks.torch.compiled import CompiledModule  # noqa: E402
 from implementations.stacks.torch.mlp import build_mlp  # noqa: E402
+from implementations.stacks.torch.torch_compile_mutants import (  # noqa: E402
+    BudgetIgnored,
+    StatefulPolicyUnderCompile,
+)
 
 PORT = torch_compile.TorchCompile()
 SMALL, LARGE = (8, 8), (32, 32)

@@ -22,10 +22,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from implementations.stacks.torch import pytorch  # noqa: E402
 from implementations.policies import FULL, NONE, Policy  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from implementations.stacks.torch import evidence, leaf_input  # noqa: E402
+from implementations.stacks.torch import (  # noqa: E402
+    evidence,
+    leaf_input,
+    pytorch,
+)
 from implementations.stacks.torch import policies as torch_policies  # noqa: E402
 from implementations.stacks.torch.mlp import build_mlp  # noqa: E402
 

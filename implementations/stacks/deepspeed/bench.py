@@ -5,7 +5,7 @@ under `deepspeed.checkpointing.checkpoint`. Imports torch, deepspeed and numpy.
   DeepSpeed's ratios are to a baseline of the same sweep);
 - `full`: `deepspeed.checkpointing.checkpoint(block, x, w1, b1, w2, b2)` per block, with the
   module's defaults (no `configure()`, so no process group: `partition_activations` and
-  `checkpoint_in_cpu` fail upstream on this CPU, see `implementations/stacks/deepspeed/deepspeed.py`).
+  `checkpoint_in_cpu` fail upstream on this CPU, see the port, `deepspeed.py`).
 
 There is no `save-mm`: DeepSpeed's checkpoint takes no policy. The parameters are passed to
 the checkpoint as arguments, as the torch stack passes them: DeepSpeed's checkpoint is

@@ -54,7 +54,6 @@ class DeepSpeed(TorchPort):
 
     name = "deepspeed"
     framework = "deepspeed"
-    extra = "deepspeed"
     checkpoint_api = "deepspeed.checkpointing.checkpoint"
     distributions = ("torch", "deepspeed")
     #: A reentrant checkpoint reruns the whole block: its own expectations, not eager torch's.

@@ -16,7 +16,9 @@ MANIFEST = Manifest(
             "deepspeed",
             f"{_HERE}.bench",
             notes={
-                "saved_bytes": "torch's outer saved_tensors_hooks plus the inputs each checkpoint node keeps in ctx.deepspeed_saved_tensors, where no hook sees them",
+                "saved_bytes": "torch's outer saved_tensors_hooks plus the inputs each "
+                "checkpoint node keeps"
+                " in ctx.deepspeed_saved_tensors, where no hook sees them",
                 "temp_bytes": "none: eager",
                 "peak_bytes": "as torch",
                 "matmuls": "aten mm/addmm calls, as torch",

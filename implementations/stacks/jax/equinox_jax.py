@@ -59,7 +59,6 @@ class EquinoxJax(JaxPort):
     """The Equinox port: `eqx.filter_checkpoint`, Flax's init in pure JAX."""
 
     name = "equinox_jax"
-    extra = "equinox"
     checkpoint_api = "eqx.filter_checkpoint"
     framework = "equinox"
     policies, inexpressible = declaration(

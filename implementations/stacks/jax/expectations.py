@@ -14,9 +14,7 @@ EXPECTATIONS = Expectations(
             "none": expect("x a mask", 4, why="relu's VJP keeps its boolean mask next to a"),
             "full": expect("x", 5, why="recomputes dot, add, max: one matmul more"),
             "save_dots": expect("x d1", 4, why="dots_saveable keeps d1 = x @ W1, before the bias"),
-            "save_named": expect(
-                "x h", 4, why='checkpoint_name(h, "h") + save_only_these_names'
-            ),
+            "save_named": expect("x h", 4, why='checkpoint_name(h, "h") + save_only_these_names'),
             "offload_dots": expect("x d1", 4, host="d1", why="as save_dots, d1 in f32<host>"),
         },
     },

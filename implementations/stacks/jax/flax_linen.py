@@ -78,7 +78,6 @@ class FlaxLinen(JaxPort):
     """The canonical port: Flax linen `nn.checkpoint`."""
 
     name = "flax_linen"
-    extra = "flax"
     checkpoint_api = "nn.checkpoint"
     framework = "flax"
     policies, inexpressible = declaration(

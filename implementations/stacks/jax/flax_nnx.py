@@ -64,7 +64,6 @@ class FlaxNnx(JaxPort):
     """The Flax NNX port: `nnx.remat`, linen's init in pure JAX."""
 
     name = "flax_nnx"
-    extra = "nnx"
     checkpoint_api = "nnx.remat"
     framework = "flax"
     policies, inexpressible = declaration(

@@ -68,7 +68,6 @@ class Haiku(JaxPort):
     """The Haiku port: `hk.remat` inside `hk.transform`, Flax's init in pure JAX."""
 
     name = "haiku"
-    extra = "haiku"
     checkpoint_api = "hk.remat"
     framework = "dm-haiku"
     policies, inexpressible = declaration(

@@ -53,7 +53,6 @@ class JaxCheckpoint(JaxPort):
     """The plain JAX port: pure functions and `jax.checkpoint`, Flax's init in pure JAX."""
 
     name = "jax_checkpoint"
-    extra = "jax"
     checkpoint_api = "jax.checkpoint"
     framework = "jax"
     policies, inexpressible = declaration(

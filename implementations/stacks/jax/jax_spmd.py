@@ -80,7 +80,6 @@ class JaxSpmd(JaxPort):
     """JAX under `NamedSharding` over `DEVICES` devices, `jax.checkpoint` around the MLP."""
 
     name = "jax_spmd"
-    extra = "jax"
     framework = "jax"
     checkpoint_api = "jax.checkpoint under NamedSharding"
     # The JAX fronts' policies: `jax.checkpoint`'s `policy=` is the same under sharding.

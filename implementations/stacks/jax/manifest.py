@@ -21,7 +21,14 @@ MANIFEST = Manifest(
         PortEntry("jax_checkpoint", f"{_HERE}.jax_checkpoint:JaxCheckpoint", "jax", ("jax",)),
         PortEntry("haiku", f"{_HERE}.haiku:Haiku", "haiku", ("jax", "haiku")),
         # Host devices are forced before jax is imported: a process of its own, by profile.
-        PortEntry("jax_spmd", f"{_HERE}.jax_spmd:JaxSpmd", "jax", ("jax",), profile="scale"),
+        PortEntry(
+            "jax_spmd",
+            f"{_HERE}.jax_spmd:JaxSpmd",
+            "jax",
+            ("jax",),
+            profile="scale",
+            ranks_variable="REMAT_SPMD_DEVICES",
+        ),
     ),
     distributions={"haiku": ("dm-haiku",)},
     # On a GPU, JAX's default float32 matmul takes bfloat16 passes: pinned before import.
@@ -32,7 +39,8 @@ MANIFEST = Manifest(
             f"{_HERE}.bench",
             notes={
                 "saved_bytes": "the residual leaves of jax.vjp, one per jaxpr variable",
-                "temp_bytes": "XLA's compiled temporary buffers, jit(step).lower().compile().memory_analysis().temp_size_in_bytes",
+                "temp_bytes": "XLA's compiled temporary buffers, "
+                "jit(step).lower().compile().memory_analysis().temp_size_in_bytes",
                 "peak_bytes": "none: JAX's CPU runtime has no allocation profiler",
                 "matmuls": "dot ops in the optimized HLO (a loop body times its known trip count)",
                 "save-mm": "jax.checkpoint_policies.dots_saveable",

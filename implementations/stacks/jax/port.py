@@ -50,7 +50,6 @@ class JaxPort(Port, abstract=True):
     """A `Port` on the JAX stack: subclasses define `to_native`, `to_canonical` and `apply`."""
 
     stack = STACK
-    extra = "jax"
 
     # "out_in" for a port whose weights are the kernels transposed: its
     # exercise then draws them in that layout, and `to_native`'s transpose is

@@ -48,7 +48,6 @@ class KerasJax(KerasPort, JaxPort):
 
     name = "keras_jax"
     stack = STACK
-    extra = "keras,jax"
 
     def to_native(self, w1, b1, w2, b2) -> Weights:
         features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical

@@ -75,7 +75,6 @@ class KerasTensorFlow(StatefulKerasPort):
 
     name = "keras_tensorflow"
     stack = STACK
-    extra = "keras,tensorflow"
 
     def model_input(self, x: np.ndarray) -> Any:
         return float32_tensor(x)

@@ -79,7 +79,6 @@ class KerasTorch(StatefulKerasPort):
 
     name = "keras_torch"
     stack = STACK
-    extra = "keras,torch"
 
     def model_input(self, x: np.ndarray) -> torch.Tensor:
         return as_input(x)  # grad stays on: the checkpoint runs

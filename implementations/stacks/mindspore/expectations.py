@@ -8,7 +8,9 @@ EXPECTATIONS = Expectations(
             "none": expect(
                 "x a", None, why=f"MindSpore's ReluGrad reads its output a; {NOT_COUNTED}"
             ),
-            "full": expect("x", None, why=f"Cell.recompute keeps the cell's input x; {NOT_COUNTED}"),
+            "full": expect(
+                "x", None, why=f"Cell.recompute keeps the cell's input x; {NOT_COUNTED}"
+            ),
         },
     },
 )

@@ -33,13 +33,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from mindspore import nn, ops
 
 from ...contract import Params, check_x
 from ..numpy import canonical_params
 from .graph_ir import GraphEvidence, IRMissing, parse_ir
 from .loaded import ms
 from .mlp import MLP, parameters
+
+# Through `loaded`: MindSpore is imported only where it can load (never after Paddle).
+nn, ops = ms.nn, ms.ops
+
 
 __all__ = [
     "GraphEvidence",

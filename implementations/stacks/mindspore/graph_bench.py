@@ -29,12 +29,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from mindspore import nn, ops
-
 from implementations.bench_case import MODES, Data, Static
 
 from . import graph
 from .loaded import ms
+
+# Through `loaded`: MindSpore is imported only where it can load (never after Paddle).
+nn, ops = ms.nn, ms.ops
 
 graph.enter()
 
@@ -120,6 +121,7 @@ def policy_case(policy: str, data: Data) -> GraphCase:
 
 def _step_cell(mode: str, blocks):
     """`(x, c) -> (y, grads)` for the blocks, as the mode runs them (built on first use)."""
+
     class Block(nn.Cell):
         def __init__(self, arrays):
             super().__init__()

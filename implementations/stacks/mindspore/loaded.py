@@ -18,6 +18,6 @@ if sys.modules.get("paddle") is not None and "mindspore" not in sys.modules:
         "Paddle 3.3.1); it loads in a process of its own"
     )
 
-import mindspore as ms  # noqa: E402 - after the guard above
+import mindspore as ms
 
 __all__ = ["ms"]

@@ -24,9 +24,13 @@ MANIFEST = Manifest(
             "mindspore",
             f"{_HERE}.bench",
             notes={
-                "saved_bytes": "its own saved_tensors_hooks around the forward pass (PyNative), one per storage",
+                "saved_bytes": "its own saved_tensors_hooks around the forward pass (PyNative), "
+                "one per "
+                "storage",
                 "temp_bytes": "none: eager",
-                "peak_bytes": "none: its memory statistics cover device pools only (mindspore.runtime.max_memory_allocated() and memory_stats() read 0 on the CPU)",
+                "peak_bytes": "none: its memory statistics cover device pools only "
+                "(mindspore.runtime.max_memory_allocated() and memory_stats() read 0 on the "
+                "CPU)",
                 "matmuls": "none: MindSpore offers hooks on cells, none over the backward kernels",
                 "save-mm": "not run: Cell.recompute takes no policy",
             },
@@ -37,10 +41,13 @@ MANIFEST = Manifest(
             f"{_HERE}.graph_bench",
             isolated=True,
             notes={
-                "saved_bytes": "the forward values that backward nodes read in the graph-mode IR after MindSpore's add_recomputation pass",
+                "saved_bytes": "the forward values that backward nodes read in the graph-mode "
+                "IR after "
+                "MindSpore's add_recomputation pass",
                 "temp_bytes": "none: graph mode reports no buffer assignment",
                 "peak_bytes": "none, as for PyNative: the CPU's memory statistics read 0",
-                "matmuls": "the MatMul nodes, forward and backward, of the graph-mode IR after the add_recomputation pass",
+                "matmuls": "the MatMul nodes, forward and backward, of the graph-mode IR after the "
+                "add_recomputation pass",
                 "save-mm": "Primitive.recompute() on each block's adds and relu, not its matmuls",
             },
         ),

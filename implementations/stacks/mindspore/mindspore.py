@@ -37,7 +37,6 @@ class MindSpore(Port):
     name = "mindspore"
     framework = "mindspore"
     stack = STACK
-    extra = "mindspore"
     checkpoint_api = "mindspore.nn.Cell.recompute()"
     policies: ClassVar[dict[str, str]] = {
         "none": "the plain cell",

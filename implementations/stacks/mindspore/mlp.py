@@ -11,13 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from mindspore import nn, ops
 
 from ...contract import Params, check_features, check_seed, check_sizes
 from ..numpy import canonical_params
 from ..pool import ModelPool
 from .arrays import as_input, to_host_array
 from .loaded import ms
+
+# Through `loaded`: MindSpore is imported only where it can load (never after Paddle).
+nn, ops = ms.nn, ms.ops
 
 # The MLP's parameter names (`parameters_and_names()`), in the canonical order w1, b1, w2, b2.
 STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")

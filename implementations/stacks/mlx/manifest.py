@@ -15,10 +15,15 @@ MANIFEST = Manifest(
             "mlx",
             f"{_HERE}.bench",
             notes={
-                "saved_bytes": "the forward arrays that backward primitives read in the lazy graph of mx.vjp, from mx.export_to_dot",
+                "saved_bytes": "the forward arrays that backward primitives read in the lazy "
+                "graph of "
+                "mx.vjp, from mx.export_to_dot",
                 "temp_bytes": "none: uncompiled",
-                "peak_bytes": "its allocator's counter, mx.get_peak_memory() during one step above mx.get_active_memory() before it (gradients included)",
-                "matmuls": "the AddMM/Matmul primitives in the step's lazy graph that its evaluation runs",
+                "peak_bytes": "its allocator's counter, mx.get_peak_memory() during one step above "
+                "mx.get_active_memory() before it (gradients included)",
+                "matmuls": "the AddMM/Matmul primitives in the step's lazy graph that its "
+                "evaluation "
+                "runs",
                 "save-mm": "not run: mx.checkpoint has no policy",
             },
         ),

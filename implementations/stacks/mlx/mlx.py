@@ -150,7 +150,6 @@ class Mlx(Port):
     name = "mlx"
     framework = "mlx"
     stack = STACK
-    extra = "mlx"
     checkpoint_api = "mlx.nn.utils.checkpoint"
     policies: ClassVar[dict[str, str]] = {
         "none": "the plain module",

@@ -17,7 +17,6 @@ worker of its own anyway), and `python -m conformance list` survives.
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "paddle": ".loaded",
     "as_input": ".arrays",
     "from_host_array": ".arrays",
     "leaf_input": ".arrays",

@@ -42,7 +42,8 @@ from implementations.contract import SavedTensor, installed_versions
 
 # paddle from the stack, never imported here first: the stack refuses to load it after
 # TensorFlow (a segfault) and silences its import warning.
-from implementations.stacks.paddle import SavedTensors, classify, paddle
+from implementations.stacks.paddle import SavedTensors, classify
+from implementations.stacks.paddle.loaded import paddle
 from implementations.stacks.paddle.mlp import recompute
 
 core = paddle.base.core  # the host allocator's statistics
@@ -161,4 +162,6 @@ def build(variant: str, mode: str, data: Data) -> PaddleCase:
 
 #: `bench --policies`: none and full (its depth cases); the rest it cannot express.
 POLICIES = ("none", "full")
-NOT_EXPRESSIBLE = dict.fromkeys(("save_dots", "save_named", "offload_dots"), "recompute takes no policy")
+NOT_EXPRESSIBLE = dict.fromkeys(
+    ("save_dots", "save_named", "offload_dots"), "recompute takes no policy"
+)

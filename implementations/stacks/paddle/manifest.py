@@ -17,9 +17,13 @@ MANIFEST = Manifest(
             "paddle",
             f"{_HERE}.bench",
             notes={
-                "saved_bytes": "its own saved_tensors_hooks around the forward pass, one per storage",
+                "saved_bytes": "its own saved_tensors_hooks around the forward pass, one per "
+                "storage",
                 "temp_bytes": "none: eager",
-                "peak_bytes": "its host allocator's statistic, core.host_memory_stat_peak_value('Allocated', 0) during one step (reset first) above the current value before it (gradients included; paddle.device.max_memory_allocated refuses CPU builds)",
+                "peak_bytes": "its host allocator's statistic, "
+                "core.host_memory_stat_peak_value('Allocated', 0) during one step (reset "
+                "first) above the current value before it (gradients included; "
+                "paddle.device.max_memory_allocated refuses CPU builds)",
                 "matmuls": "none: Paddle offers hooks on layers, none over the backward kernels",
                 "save-mm": "not run: recompute takes no policy",
             },

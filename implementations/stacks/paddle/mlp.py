@@ -9,13 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from paddle.distributed.fleet.utils import recompute
 
 from ...contract import Grads, Params, check_features, check_seed, check_sizes
 from ..numpy import canonical_params
 from ..pool import ModelPool
 from .arrays import as_input, to_host_array
 from .loaded import paddle
+
+# Through `loaded`: Paddle is imported only where it can load (never after TensorFlow).
+recompute = paddle.distributed.fleet.utils.recompute
 
 # The MLP's parameter names (`named_parameters()`), in the canonical order w1, b1, w2, b2.
 STATE_NAMES = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")

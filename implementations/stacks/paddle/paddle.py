@@ -41,7 +41,6 @@ class Paddle(Port):
     name = "paddle"
     framework = "paddlepaddle"
     stack = STACK
-    extra = "paddle"
     checkpoint_api = "paddle.distributed.fleet.utils.recompute"
     policies: ClassVar[dict[str, str]] = {
         "none": "the plain layer",

@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from tensorflow.python.eager import record as tape_record  # noqa: E402, I001
-from tensorflow.python.framework import op_callbacks  # noqa: E402
+from tensorflow.python.eager import record as tape_record
+from tensorflow.python.framework import op_callbacks
 
 from ...contract import BackwardRecord, SavedTensor
 from .runtime import tf  # first: TensorFlow's first import is the quiet one

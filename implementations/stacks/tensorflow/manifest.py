@@ -17,10 +17,15 @@ MANIFEST = Manifest(
             "tensorflow",
             f"{_HERE}.bench",
             notes={
-                "saved_bytes": "the forward tensors that the backward ops of the traced step graph read, one figure for eager, tf.function and XLA",
+                "saved_bytes": "the forward tensors that the backward ops of the traced step "
+                "graph read, one"
+                " figure for eager, tf.function and XLA",
                 "temp_bytes": "none: its XLA path does not expose its buffer assignment",
-                "peak_bytes": "none: its CPU allocator reports no peak (get_memory_info gives zeros)",
-                "matmuls": "MatMul ops executed (eager, an op callback), MatMul ops in the traced step graph (tf.function), or dot ops in the optimized HLO (XLA)",
+                "peak_bytes": "none: its CPU allocator reports no peak (get_memory_info gives "
+                "zeros)",
+                "matmuls": "MatMul ops executed (eager, an op callback), MatMul ops in the "
+                "traced step "
+                "graph (tf.function), or dot ops in the optimized HLO (XLA)",
                 "save-mm": "no policies: the first matmul outside tf.recompute_grad",
             },
         ),

@@ -150,7 +150,6 @@ class TensorFlow(Port):
     name = "tensorflow"
     framework = "tensorflow"
     stack = STACK
-    extra = "tensorflow"
     checkpoint_api = "tf.recompute_grad"
     policies: ClassVar[dict[str, str]] = {
         "none": "the plain block",

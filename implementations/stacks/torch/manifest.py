@@ -33,6 +33,7 @@ MANIFEST = Manifest(
             ("torch",),
             profile="scale",
             family="torch_fsdp",
+            ranks_variable="REMAT_FSDP_RANKS",
         ),
     ),
     bench=(
@@ -40,9 +41,14 @@ MANIFEST = Manifest(
             "torch",
             f"{_HERE}.bench",
             notes={
-                "saved_bytes": "an outer saved_tensors_hooks plus the outputs a selective-checkpoint policy caches, one per storage",
+                "saved_bytes": "an outer saved_tensors_hooks plus the outputs a "
+                "selective-checkpoint policy "
+                "caches, one per storage",
                 "temp_bytes": "none: eager, no compiled program",
-                "peak_bytes": "the highest net CPU allocation during one step above what was live before it, from torch.profiler(profile_memory=True); it includes the parameter gradients the step returns",
+                "peak_bytes": "the highest net CPU allocation during one step above what was "
+                "live before "
+                "it, from torch.profiler(profile_memory=True); it includes the parameter "
+                "gradients the step returns",
                 "matmuls": "aten mm/addmm calls in the step, counted by a TorchDispatchMode",
                 "save-mm": "selective checkpointing, MUST_SAVE for mm/addmm",
             },
@@ -51,10 +57,14 @@ MANIFEST = Manifest(
             "torch_compile",
             f"{_HERE}.compiled_bench",
             notes={
-                "saved_bytes": "what AOTAutograd's partitioned forward graph returns for the backward graph, as inductor compiled it",
+                "saved_bytes": "what AOTAutograd's partitioned forward graph returns for the "
+                "backward graph,"
+                " as inductor compiled it",
                 "temp_bytes": "none: inductor reports no such figure",
                 "peak_bytes": "as eager torch: inductor allocates through the same allocator",
-                "matmuls": "the aten mm/addmm nodes of the forward and backward graphs inductor compiled (one external kernel call each)",
+                "matmuls": "the aten mm/addmm nodes of the forward and backward graphs inductor "
+                "compiled"
+                " (one external kernel call each)",
                 "save-mm": "selective checkpointing, MUST_SAVE for mm/addmm, compiled",
             },
         ),

@@ -38,7 +38,6 @@ class TorchPort(Port, abstract=True):
 
     stack = STACK
     framework = "torch"
-    extra = "torch"
 
     def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
         """The model on x, as this port runs it: here, the module's own call."""
