@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .policies import ROLES, Policy
+from ..policies import ROLES, Policy
 
 PARAM_NAMES = ("w1", "b1", "w2", "b2")
 #: What `Implementation.matmul_precision` says of a setting it cannot read.
