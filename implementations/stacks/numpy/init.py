@@ -48,8 +48,10 @@ import numpy as np
 from ...contract import Params, check_dim, check_features, check_seed, check_sizes, param_shapes
 from .keys import dense_kernel_fold_value
 
-# The steps, and the names that other code (the tensorflow stack, tests, benchmarks) reads
-# from this module, where they were before the split.
+# The steps (`__all__`), the constants this module had (F32, MASK32, TABLES_ENV), and what
+# the tensorflow stack, the tests and the benchmarks read from it, private names included:
+# all where they were before the split (and so in `implementations.canonical_init`, the
+# old name, which copies this module's namespace).
 from .sampling import (
     _half_table,
     _truncated_normal_of_bits,
