@@ -28,6 +28,7 @@ import numpy as np
 from conformance.checking.tolerance import ulp_distance
 from implementations.stacks.jax.flax_linen import FlaxLinen
 from implementations.stacks.numpy import init as ci
+from implementations.stacks.numpy import sampling, xla_math
 
 SHAPES = [
     (1, 1), (1, 7), (2, 3), (3, 1), (4, 4), (5, 16), (7, 33), (8, 8), (12, 100), (16, 16),
@@ -95,22 +96,25 @@ def every_mantissa() -> None:
 
 def which_step_matters(truth: np.ndarray) -> None:
     print("2. the same sweep without fused multiply-adds")
-    fused, fused_scale = ci._fma, ci._scale_unit
+    # Replaced where they are looked up: `_fma` in the float32 maths and in the sampling
+    # (`_scale_unit`, uniform's multiply-add, calls it there), `_scale_unit` in the sampling.
+    fused, fused_scale = xla_math._fma, sampling._scale_unit
 
     def unfused(a, b, c):
         return (a * np.float32(b) + np.float32(c)).astype(np.float32)
 
     try:
-        ci._fma = unfused
+        xla_math._fma = sampling._fma = unfused
         everywhere = numpy_truncated_normal_by_mantissa()
 
         def scale_fused(unit, minval, maxval):
             return np.maximum(minval, fused(unit, maxval - minval, minval))
 
-        ci._scale_unit = scale_fused
+        sampling._scale_unit = scale_fused
         except_uniform = numpy_truncated_normal_by_mantissa()
     finally:
-        ci._fma, ci._scale_unit = fused, fused_scale
+        xla_math._fma = sampling._fma = fused
+        sampling._scale_unit = fused_scale
     for label, values in [("no FMA anywhere", everywhere), ("FMA in uniform only", except_uniform)]:
         distance = ulp_distance(values, truth)
         share = np.mean(distance > 0)

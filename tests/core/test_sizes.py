@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 import implementations
-from implementations import contract
 from implementations.contract import (
     MAX_ELEMENTS,
     MAX_FEATURES,
@@ -31,6 +30,7 @@ from implementations.contract import (
     check_x,
     check_x_spec,
     max_bytes,
+    sizes,
 )
 from tests.helpers import ROOT
 
@@ -111,11 +111,11 @@ def test_a_bad_remat_max_bytes_is_named(monkeypatch, setting):
 
 def test_the_default_budget_is_a_quarter_of_memory_with_a_floor(monkeypatch):
     monkeypatch.delenv("REMAT_MAX_BYTES", raising=False)
-    monkeypatch.setattr(contract, "physical_memory", lambda: 64 * GiB)
+    monkeypatch.setattr(sizes, "physical_memory", lambda: 64 * GiB)
     assert max_bytes() == 16 * GiB
-    monkeypatch.setattr(contract, "physical_memory", lambda: 4 * GiB)
+    monkeypatch.setattr(sizes, "physical_memory", lambda: 4 * GiB)
     assert max_bytes() == MIN_MAX_BYTES == 2 * GiB
-    monkeypatch.setattr(contract, "physical_memory", lambda: None)  # the OS does not say
+    monkeypatch.setattr(sizes, "physical_memory", lambda: None)  # the OS does not say
     assert max_bytes() == MIN_MAX_BYTES
 
 
@@ -123,7 +123,7 @@ def test_physical_memory_is_read_from_sysconf():
     if not hasattr(os, "sysconf"):
         pytest.skip("no os.sysconf here")
     expected = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    assert contract.physical_memory() == expected > 0
+    assert sizes.physical_memory() == expected > 0
 
 
 # ---------------------------------------------------------------------------
