@@ -1,0 +1,164 @@
+"""The HIPS autograd port: the MLP as autograd primitives on numpy, under a deferred checkpoint.
+
+Its parameters are Flax's canonical ones, computed by the numpy init
+(`implementations.stacks.numpy`); autograd's arrays are numpy arrays in the
+canonical layout (kernels `(in, out)`), so the converters only copy and check
+shapes. The checkpoint is `remat.checkpoint`: `autograd.checkpoint`'s recipe
+(a primitive whose VJP differentiates the block again) with that trace made by
+the backward pass, where `autograd.checkpoint` makes it in the forward pass and
+so keeps every activation (see `remat`). Gradients are `make_vjp`'s; relu is a
+primitive whose gradient at 0 is Flax's 0 (`mlp`). Imports autograd, numpy and
+the project's numpy-only modules, never jax or torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from autograd import make_vjp
+
+from implementations.contract import (
+    BackwardRecord,
+    Grads,
+    Params,
+    check_features,
+    check_seed,
+    check_sizes,
+    param_shapes,
+)
+from implementations.stacks import Port
+from implementations.stacks.autograd import (
+    STACK,
+    Tap,
+    as_input,
+    block,
+    checkpointed_block,
+    no_tap,
+    to_host_array,
+)
+from implementations.stacks.numpy import canonical_params
+
+#: The block's parameters, in the order the block takes them (canonical names and layout).
+NAMES = ("w1", "b1", "w2", "b2")
+
+
+# ---------------------------------------------------------------------------
+# Layout converters: autograd's arrays are the canonical ones (numpy, kernel (in, out))
+# ---------------------------------------------------------------------------
+
+
+def params_to_arrays(params: Params) -> tuple[np.ndarray, ...]:
+    """Canonical params as the block's arrays `(w1, b1, w2, b2)`: writable float32 copies."""
+    arrays = tuple(np.array(getattr(params, name), np.float32, copy=True) for name in NAMES)
+    expected = param_shapes(params.dim, params.features)
+    for name, array in zip(NAMES, arrays, strict=True):
+        assert array.shape == expected[name], (name, array.shape)
+    return arrays
+
+
+def arrays_to_params(arrays: tuple[Any, ...]) -> Params:
+    """The block's arrays `(w1, b1, w2, b2)` (or their gradients) as canonical params;
+    `Params` checks every shape against w1's."""
+    return Params(**{name: to_host_array(a) for name, a in zip(NAMES, arrays, strict=True)})
+
+
+# ---------------------------------------------------------------------------
+# The exercise
+# ---------------------------------------------------------------------------
+
+
+def _exercise(seed: Any, x: Any, features: Any, run: Callable, tap: Callable = no_tap) -> Any:
+    seed, features = check_seed(seed), check_features(features)
+    x = as_input(x)
+    dim = int(np.shape(x)[0])
+    check_sizes(dim, features)
+    params = canonical_params(seed, dim, features)
+    arrays = tuple(tap(name, getattr(params, name)) for name in NAMES)  # read-only: never written
+    return run(*arrays, x, tap=tap)  # (D,) -> (F,)
+
+
+# ---------------------------------------------------------------------------
+# The port
+# ---------------------------------------------------------------------------
+
+
+class HipsAutograd(Port):
+    """The HIPS autograd port: the MLP as autograd primitives, the checkpoint deferred."""
+
+    name = "hips_autograd"
+    framework = "autograd"
+    stack = STACK
+    extra = "autograd"
+    checkpoint_api = "autograd.checkpoint, its VJP traced in backward"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the plain block",
+        "full": "remat.checkpoint(block): autograd.checkpoint's recipe, VJP traced in backward",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_dots": "autograd.checkpoint takes no policy: it keeps the block's inputs only",
+        "save_named": "autograd has no names for values: only the checkpoint's placement",
+        "offload_dots": "autograd runs on numpy in host memory: there is nowhere to offload",
+        "budget": "autograd.checkpoint has no memory budget",
+    }
+    #: The block the full policy runs (mutants swap it).
+    checkpointed: ClassVar[Callable] = staticmethod(checkpointed_block)
+
+    def _block(self, checkpoint: Any) -> Callable:
+        return self.checkpointed if self.policy(checkpoint) else block
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # The numpy canonical init, through the port's arrays and back, so that the
+        # converters are part of what is checked.
+        return arrays_to_params(params_to_arrays(canonical_params(seed, dim, features)))
+
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: Any = True) -> np.ndarray:
+        run = self._block(checkpoint)
+        return to_host_array(run(*params_to_arrays(params), as_input(x)))
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
+    ) -> Grads:
+        run = self._block(checkpoint)
+        pullback, _ = make_vjp(run, (0, 1, 2, 3, 4))(*params_to_arrays(params), as_input(x))
+        *grads, dx = pullback(np.asarray(cotangent, np.float32))  # x is the last argument
+        return Grads(**arrays_to_params(tuple(grads)).as_dict(), x=to_host_array(dx))
+
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: Any = True
+    ) -> BackwardRecord:
+        run, tap = self._block(checkpoint), Tap()
+        args = dict(zip(NAMES, params_to_arrays(params), strict=True)) | {"x": as_input(x)}
+        origins = dict.fromkeys(NAMES, "parameter") | {"x": "input"}
+        ones = np.ones(params.features, np.float32)
+        return self.stack.record(lambda *a: run(*a, tap=tap), args, origins, ones, tap)
+
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        tap, features = Tap(), check_features(features)
+        return self.stack.record(
+            lambda x: _exercise(seed, x, features, self.checkpointed, tap),
+            {"x": as_input(x)},
+            {"x": "input"},
+            np.ones(features, np.float32),
+            tap,
+        )
+
+    def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
+        """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a
+        checkpoint.
+
+        **Arguments:**
+
+        - `seed`: a non-negative integer-valued scalar (int, integral float, 0-d array).
+        - `x`: a finite real vector of shape `(D,)`: a numpy array, a list, or a value
+          traced by autograd (`grad`, `make_vjp`), to which gradients then flow back.
+          It is never modified.
+        - `features`: the width F, a positive integer-valued scalar.
+
+        **Returns:** the `(F,)` float32 output, a numpy array (a box when x is traced).
+        """
+        return _exercise(seed, x, features, self.checkpointed)
+
+
+nn_checkpoint_forward = HipsAutograd.exported()

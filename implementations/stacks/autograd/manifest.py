@@ -1,0 +1,49 @@
+"""The HIPS autograd stack's manifest: `autograd.checkpoint`'s recipe, its VJP traced in
+backward, on numpy."""
+
+from implementations.manifests import BenchEntry, CiJob, Manifest, MutantEntry, PortEntry
+
+_HERE = "implementations.stacks.autograd"
+
+MANIFEST = Manifest(
+    stack="autograd",
+    engine="autograd",
+    ports=(
+        PortEntry(
+            "hips_autograd", f"{_HERE}.hips_autograd:HipsAutograd", "autograd", ("autograd",)
+        ),
+    ),
+    bench=(
+        BenchEntry(
+            "autograd",
+            f"{_HERE}.bench",
+            notes={
+                "saved_bytes": "the arrays reachable from make_vjp's backward graph (its nodes' "
+                "VJP closures) once the forward pass has run",
+                "temp_bytes": "none: eager numpy",
+                "peak_bytes": "tracemalloc's peak during one step above its count before it "
+                "(numpy reports its array allocations to tracemalloc; gradients included)",
+                "matmuls": "calls of autograd's matmul primitives and adjoints on plain arrays "
+                "during one step, seen by sys.setprofile",
+                "save-mm": "not run: autograd.checkpoint has no policy",
+            },
+        ),
+    ),
+    mutants=(
+        MutantEntry(
+            "autograd_no_checkpoint",
+            f"{_HERE}.hips_autograd_mutants:AutogradNoCheckpoint",
+            "autograd MLP without the checkpoint",
+            "hips_autograd",
+        ),
+        MutantEntry(
+            "autograd_upstream_checkpoint",
+            f"{_HERE}.hips_autograd_mutants:AutogradUpstreamCheckpoint",
+            "autograd.checkpoint as shipped: traced in the forward pass, activations kept",
+            "hips_autograd",
+        ),
+    ),
+    expectations=f"{_HERE}.expectations:EXPECTATIONS",
+    ci=CiJob("linux-cpu-autograd", "ubuntu-24.04"),
+    tests="autograd",
+)
