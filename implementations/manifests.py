@@ -69,13 +69,16 @@ class MutantEntry:
     """A deliberately broken port the suite must reject (`conformance.mutants`).
 
     - `target`: `"module:Class"`; `family`: the port whose worker hunts it
-      (whose framework it needs); `first`: property ids tried before the usual order.
+      (whose framework it needs); `killed_by`: the property that must reject it, the
+      one that looks at its bug (a kill by another property, or by a crash, would be a
+      weaker proof); `first`: property ids tried before the usual order.
     """
 
     name: str
     target: str
     bug: str
     family: str
+    killed_by: str
     first: tuple[str, ...] = ()
 
 

@@ -28,12 +28,47 @@ MutantSpec = MutantEntry
 
 
 def _canonical(name: str, target: str, bug: str, first: tuple[str, ...] = ()) -> MutantSpec:
-    """One of the suite's own mutants: the canonical port with one bug."""
-    return MutantSpec(name, f"{__name__}.{target}", bug, manifests.CANONICAL_PORT, first)
+    """One of the suite's own mutants: the canonical port with one bug (`KILLED_BY` says
+    which property must reject it)."""
+    family = manifests.CANONICAL_PORT
+    return MutantSpec(name, f"{__name__}.{target}", bug, family, KILLED_BY[name], first)
 
 
 def _flax(name: str, cls: str, bug: str, first: tuple[str, ...] = ()) -> MutantSpec:
     return _canonical(name, f"flax_mutants:{cls}", bug, first)
+
+
+#: The property that must reject each of the suite's own mutants: the one that looks at its
+#: bug. The precision tier's are hunted by it first (their `first`): it must kill them at
+#: D = F = 256 or 1024 (tests/core/test_precision.py proves both sizes). The policy ones are
+#: exact under checkpoint=True/False and wrong under a policy.
+KILLED_BY = {
+    "no_checkpoint": "e_evidence",
+    "checkpoint_off_grad_path": "e_evidence",
+    "saves_everything": "e_evidence",
+    "default_init": "f_end_to_end",
+    "dropped_bias": "b_forward",
+    "bias_off_by_1e-3": "b_forward",
+    "relu_after_last_layer": "f_end_to_end",
+    "bf16_compute": "f_end_to_end",
+    "f16_compute": "f_end_to_end",
+    "seed_plus_one": "f_end_to_end",
+    "transposed_kernel": "f_end_to_end",
+    "mutates_x": "h_hygiene",
+    "not_flattened": "h_hygiene",
+    "truncates_seed": "g_bad_inputs",
+    "wrong_error_type": "g_bad_inputs",
+    "vague_errors": "g_bad_inputs",
+    "not_repeatable": "h_hygiene",
+    "unchecked_sizes": "g_bad_inputs",
+    "tf32_matmul": "i_precision",
+    "f16_inputs": "i_precision",
+    "bf16_weights_only": "i_precision",
+    "bias_off_by_1e-4": "i_precision",
+    "drops_policy": "j_policies",
+    "none_for_save_dots": "j_policies",
+    "saves_y_for_named": "j_policies",
+}
 
 
 #: The suite's own mutants (on the canonical port), then every stack's, by name.

@@ -7,20 +7,30 @@ import sys
 
 import pytest
 
+from implementations import manifests
 from tests.helpers import ROOT, without_frameworks
 
-STACK_FOLDERS = {"jax": "jax", "torch": "torch", "tensorflow": "tensorflow", "mlx": "mlx"}
-STACK_FOLDERS |= {"paddle": "paddle", "mindspore": "mindspore"}
-STACK_FOLDERS |= {"deepspeed": "deepspeed"}
+
+
+def _needed(manifest: manifests.Manifest) -> str:
+    """The module every port of the stack needs (the stack's own where it is one of them)."""
+    common = set.intersection(*(set(p.modules) for p in manifest.ports))
+    return manifest.stack if manifest.stack in common else sorted(common)[0]
+
+
+#: Each stack's test folder (its manifest's `tests`) and the module whose absence skips it (a
+#: process port's folder skips by fixture instead: its program, not a module).
+STACK_FOLDERS = {m.tests: _needed(m) for m in manifests.manifests() if m.ports[0].modules}
 
 
 def test_every_stack_folder_has_a_skipping_conftest():
     folders = {p.parent.name for p in (ROOT / "tests").glob("*/conftest.py")}
     # process/: its fixtures skip, with the reason, without g++, Node or Chromium.
-    assert folders == {*STACK_FOLDERS, "keras", "process"}
+    assert folders == {*STACK_FOLDERS, "process"}
 
 
-@pytest.mark.parametrize("folder", ["torch", "mlx", "paddle", "mindspore", "deepspeed"])
+# Not jax (the canonical port's), keras (it needs a backend) or tensorflow (slow to block).
+@pytest.mark.parametrize("folder", sorted(set(STACK_FOLDERS) - {"jax", "keras", "tensorflow"}))
 def test_a_missing_stack_skips_its_folder_with_the_reason(tmp_path, folder):
     # The folder named on the command line: its conftest loads before collection.
     env = without_frameworks(tmp_path, [STACK_FOLDERS[folder]])

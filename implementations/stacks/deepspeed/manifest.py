@@ -32,6 +32,7 @@ MANIFEST = Manifest(
             f"{_HERE}.deepspeed_mutants:DeepSpeedNoCheckpoint",
             "torch MLP without deepspeed.checkpointing.checkpoint",
             "deepspeed",
+            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

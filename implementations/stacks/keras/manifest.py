@@ -48,6 +48,7 @@ MANIFEST = Manifest(
             f"{_HERE}.keras_{backend}_mutants:RematScopeNone",
             f"keras_{backend} with RematScope(mode=None)",
             f"keras_{backend}",
+            "e_evidence",
         )
         for backend in _BACKENDS
     ),

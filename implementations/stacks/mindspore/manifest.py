@@ -58,6 +58,7 @@ MANIFEST = Manifest(
             f"{_HERE}.mindspore_mutants:MindSporeNoRecompute",
             "MindSpore MLP cell without Cell.recompute()",
             "mindspore",
+            "e_evidence",
         ),
     ),
     rows=(RowEntry("mindspore_graph", f"{_HERE}.graph_row:GraphRow", ("mindspore",)),),

@@ -34,6 +34,7 @@ MANIFEST = Manifest(
             f"{_HERE}.mlx_mutants:MlxNoCheckpoint",
             "MLX MLP without nn.utils.checkpoint",
             "mlx",
+            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -35,6 +35,7 @@ MANIFEST = Manifest(
             f"{_HERE}.paddle_mutants:PaddleNoRecompute",
             "Paddle MLP without fleet.utils.recompute",
             "paddle",
+            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -36,6 +36,7 @@ MANIFEST = Manifest(
             f"{_HERE}.tensorflow_mutants:NoRecomputeGrad",
             "TensorFlow MLP without tf.recompute_grad",
             "tensorflow",
+            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
