@@ -9,16 +9,16 @@ the data of the command's `--json`; see the README's "Python API"):
 
 - `conformance.run(ports=None, *, properties=None, profile=None, examples=None,
   mutants=False, ...)` -> `SuiteReport`: the suite, as `python -m conformance run`;
-- `conformance.compare(ports=None, *, seed=0, dim=256, features=256, repeats=9,
+- `conformance.comparison(ports=None, *, seed=0, dim=256, features=256, repeats=9,
   first_calls=False)` -> `Comparison`, as `python -m conformance compare`;
-- `conformance.bench(frameworks=None, *, depths=None, batch=None, ...)` ->
+- `conformance.benchmark(frameworks=None, *, depths=None, batch=None, ...)` ->
   `BenchReport`, as `python -m conformance bench`;
-- `conformance.report(reports, *, html_path=None, markdown_path=None, pictures=True)`
+- `conformance.page(reports, *, html_path=None, markdown_path=None, pictures=True)`
   -> `Report` (`.html`, `.markdown`): one self-contained page from run, compare
   and bench reports (paths, parsed JSON, or the objects above), as
   `python -m conformance report`.
 
-`conformance.compare`, `conformance.bench` and `conformance.report` are also the packages that
+`conformance.comparison`, `conformance.benchmark` and `conformance.page` are also the packages that
 implement those commands; calling them calls the functions of `conformance.api`.
 """
 
@@ -27,14 +27,10 @@ __all__ = ["bench", "compare", "report", "run"]
 
 def __getattr__(name):
     # Lazy: `import conformance` stays cheap; the first use imports the implementation.
-    if name == "run":
-        from .api import run
+    if name in __all__:
+        from . import api
 
-        return run
-    if name in ("compare", "bench", "report"):
-        from importlib import import_module
-
-        return import_module(f"{__name__}.{name}")  # a callable package
+        return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

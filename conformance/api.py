@@ -1,9 +1,8 @@
 """The Python API: the commands as functions that return report objects.
 
-`conformance.run`, `conformance.compare` and `conformance.bench` are these
-functions (`conformance/__init__.py` exports them lazily; `conformance.compare`
-and `conformance.bench` are also the packages that implement them, made
-callable). Each returns the report the command prints, with `.to_json()`
+`conformance.run`, `conformance.compare`, `conformance.bench` and
+`conformance.report` are these functions (`conformance/__init__.py` exports
+them lazily). Each returns the report the command prints, with `.to_json()`
 giving exactly the data of the command's `--json`. Nothing is printed.
 
 Bad arguments raise `ValueError` (or `TypeError`) naming the argument, before
@@ -20,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from .commands import arguments
 
 if TYPE_CHECKING:
-    from .bench import BenchReport
-    from .compare.measure import Comparison
+    from .benchmark import BenchReport
+    from .comparison.measure import Comparison
+    from .page import Report
     from .running.suite import SuiteReport
 
 
@@ -141,11 +141,11 @@ def compare(
 
     **Returns:** a `Comparison`: `.ports` (a `PortComparison` each: the
     differences, bits, residuals and times), `.load`, and `.to_json()`,
-    the data of `compare --json`. `conformance.compare.failed(c)` says
-    whether a port fails; `conformance.compare.print_comparison(c, console)`
+    the data of `compare --json`. `conformance.comparison.failed(c)` says
+    whether a port fails; `conformance.comparison.print_comparison(c, console)`
     prints the report.
     """
-    from .compare import measure
+    from .comparison import measure
 
     names = _names(ports, arguments.port_name, "ports")
     return measure.run(
@@ -172,20 +172,20 @@ def bench(
 
     **Arguments:**
 
-    - `frameworks`: bench names (`conformance.bench.FRAMEWORKS`: jax, torch,
-      mlx, torch_compile, tensorflow, tfjs, paddle, mindspore, deepspeed;
-      default: all installed but tfjs, which runs only when named).
+    - `frameworks`: bench names (`conformance.benchmark.FRAMEWORKS`, one or more per
+      stack, as the stacks' manifests declare them; default: all installed but the
+      opt-in ones, `conformance.benchmark.OPT_IN`, which run only when named).
     - `depths`, `batch`, `features`, `repeats`, `max_repeats`, `seed`: as the
-      flags of the same names (defaults: `conformance.bench.DEFAULTS`).
+      flags of the same names (defaults: `conformance.benchmark.DEFAULTS`).
 
     **Returns:** a `BenchReport`: `.results`, `.skipped`, `.load`, and
     `.to_json()`, the data of `bench --json`. Writes no files:
-    `conformance.bench.render` has the Markdown and the plot.
+    `conformance.benchmark.render` has the Markdown and the plot.
     """
     import time
 
-    from . import bench as sweep
-    from .bench import (
+    from . import benchmark as sweep
+    from .benchmark import (
         DEFAULT_FRAMEWORKS,
         DEFAULTS,
         FRAMEWORKS,
@@ -193,7 +193,7 @@ def bench(
         load_average,
         load_frameworks,
     )
-    from .bench.measure import Settings
+    from .benchmark.measure import Settings
 
     if isinstance(frameworks, str):
         frameworks = [frameworks]
@@ -222,3 +222,23 @@ def bench(
     report.seconds = time.perf_counter() - started
     report.load["after"] = load_average()
     return report
+
+
+def report(
+    reports: Iterable[Any] = (),
+    *,
+    html_path: str | Path | None = None,
+    markdown_path: str | Path | None = None,
+    pictures: bool = True,
+) -> Report:
+    """One self-contained page from run, compare and bench reports, as
+    `python -m conformance report` does.
+
+    **Arguments:** `reports`: paths, parsed JSON, or the objects the functions above
+    return; `html_path`, `markdown_path`, `pictures`: as `conformance.page.build`'s.
+
+    **Returns:** a `Report` (`.html`, `.markdown`), written only where the paths say.
+    """
+    from .page import build
+
+    return build(list(reports), html_path=html_path, markdown_path=markdown_path, pictures=pictures)

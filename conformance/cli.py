@@ -15,7 +15,7 @@ Commands (each in `conformance.commands`, which owns its flags):
 
 Every command but `vectors` (whose `export` and `check` take them) has the
 output flags `--width N`, `--plain` and `--no-color`
-(`conformance.reporting.terminal_style`); `--version` prints the version.
+(`conformance.terminal.style`); `--version` prints the version.
 A word that is not a command is refused with the closest command named.
 
 Exit codes: 0 success, 1 a check failed, 2 a usage error (one line naming
@@ -37,8 +37,8 @@ import sys
 from collections.abc import Iterator
 
 from .commands import arguments, bench, compare, list_ports, merge, report, run, vectors
-from .reporting import terminal_style
 from .running import environment, interrupts, isolation
+from .terminal import style as terminal_style
 
 COMMANDS = {
     "run": run,

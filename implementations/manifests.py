@@ -84,7 +84,7 @@ class MutantEntry:
 
 @dataclass(frozen=True)
 class BenchEntry:
-    """A bench stack: L blocks on this framework (`conformance.bench`).
+    """A bench stack: L blocks on this framework (`conformance.benchmark`).
 
     - `module`: its module (see `implementations.bench_case` for what it offers).
     - `opt_in`: run only when named (`why`: the reason, for `bench --help`).

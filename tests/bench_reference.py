@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.bench import measure
+from conformance.benchmark import measure
 
 
 def stack_grads(data: measure.Data) -> list[np.ndarray]:

@@ -7,9 +7,9 @@ import time
 
 from implementations import manifests
 
-from ..bench import DEFAULT_FRAMEWORKS, DEFAULTS, FRAMEWORKS, OPT_IN
-from ..bench.measure import Settings
-from ..reporting.jsonable import dumps
+from ..benchmark import DEFAULT_FRAMEWORKS, DEFAULTS, FRAMEWORKS, OPT_IN
+from ..benchmark.measure import Settings
+from ..jsonable import dumps
 from ..running import interrupts
 from . import arguments
 
@@ -131,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
-    from ..bench import BenchReport, load_average, load_frameworks, render, total_steps
-    from ..bench import run as sweep
-    from ..reporting import terminal_style
+    from ..benchmark import BenchReport, load_average, load_frameworks, render, total_steps
+    from ..benchmark import run as sweep
+    from ..terminal import style as terminal_style
 
     if getattr(args, "scale", False):
         return _run_scale(args)
@@ -141,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
     console = terminal_style.console(stderr=True)
     settings = settings_from(args)
     if args.policies:
-        from ..bench import policies
+        from . import bench_policies
 
-        return policies.command(args, settings)
+        return bench_policies.command(args, settings)
     frameworks, skipped = load_frameworks(args.framework or list(DEFAULT_FRAMEWORKS))
     interrupts.check()  # a signal during an import may have been taken for a missing framework
     for name, reason in skipped.items():
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     (args.out / "bench.md").write_text(render.markdown(report))
     written = [args.out / "bench.json", args.out / "bench.md"]
     if args.csv is not None:
-        from ..report import csv_files
+        from ..page import csv_files
 
         written.append(csv_files.write_bench(args.csv, data))
     plotted = render.plot(report, args.out / "bench.png")
@@ -204,12 +204,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_scale(args: argparse.Namespace) -> int:
-    """The scaling bench (`conformance.bench.scale`), written into `args.out`."""
+    """The scaling bench (`conformance.benchmark.scale`), written into `args.out`."""
     import json
 
     from rich.console import Console
 
-    from ..bench import scale
+    from ..benchmark import scale
 
     console = Console(stderr=True)
     settings = scale.ScaleSettings()

@@ -67,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
     import implementations
 
-    from .. import compare
-    from ..reporting import terminal_style
-    from ..reporting.jsonable import dumps
+    from .. import comparison as compare
+    from ..jsonable import dumps
+    from ..terminal import style as terminal_style
 
     console = terminal_style.console(stderr=True)
     live = terminal_style.live(console)
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_files(data: dict, args: argparse.Namespace, console) -> None:
     """`--csv` and `--plot`: the table as CSV, the pictures as PNG files."""
-    from ..report import csv_files
+    from ..page import csv_files
 
     if args.csv is not None:
         csv_files.write_compare(args.csv, data)
@@ -122,7 +122,7 @@ def _write_files(data: dict, args: argparse.Namespace, console) -> None:
                 "(pip install 'remat-conformance[bench]')"
             )
             return
-        from ..report import pictures
+        from ..page import pictures
 
         written = pictures.write_compare_pictures(data, args.plot)
         console.print("compare: wrote " + ", ".join(str(p) for p in written))

@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
     import implementations
     from implementations.found import find
 
-    from ..reporting import terminal_style
-    from ..reporting.terminal_style import print_legend, state_markup
+    from ..terminal import style as terminal_style
+    from ..terminal.style import print_legend, state_markup
 
     console = terminal_style.console()
     if args.load:

@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import merge
-    from ..reporting import terminal_style
-    from ..reporting.jsonable import dumps
+    from ..jsonable import dumps
+    from ..terminal import style as terminal_style
 
     try:
         merged = merge.combine(merge.read_all(args.reports))

@@ -97,8 +97,8 @@ def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[li
 def make(kind: str, args: argparse.Namespace, scratch: Path):
     """Run one command in a child process; its report, named by the command that made it.
     Exit 1 (a failed check) still made a report; any other failure raises RuntimeError.
-    **Returns:** a `conformance.report.Document`."""
-    from ..report.documents import Document, read
+    **Returns:** a `conformance.page.Document`."""
+    from ..page.documents import Document, read
 
     command, path = make_command(kind, args, scratch)
     print(f"report: running {' '.join(command[2:])}", file=sys.stderr)
@@ -117,7 +117,7 @@ def make(kind: str, args: argparse.Namespace, scratch: Path):
 
 def run(args: argparse.Namespace) -> int:
     """Write the page (and the Markdown); exit 2 when a report cannot be read or made."""
-    from ..report import DocumentError, build
+    from ..page import DocumentError, build
 
     with tempfile.TemporaryDirectory(prefix="conformance-report-") as scratch:
         reports = list(args.reports)

@@ -120,11 +120,12 @@ def run(args: argparse.Namespace) -> int:
 
     import implementations
 
+    from ..jsonable import dumps
     from ..mutants import MUTANTS
-    from ..reporting import terminal_style
-    from ..reporting.jsonable import dumps
-    from ..reporting.report import print_report, to_json
+    from ..running.results import to_json
     from ..running.suite import RunConfig, examples_per_property, run_suite
+    from ..terminal import style as terminal_style
+    from ..terminal.suite import print_report
 
     profile = profiles.load(args.profile)
     names = list(
@@ -218,8 +219,8 @@ def _write_markdown(data: dict, path: Path) -> bool:
 
 
 def _write_csv(data: dict, path: Path) -> bool:
-    """Write the matrix as CSV (`conformance.report.csv_files`); False if it cannot."""
-    from ..report import csv_files
+    """Write the matrix as CSV (`conformance.page.csv_files`); False if it cannot."""
+    from ..page import csv_files
 
     try:
         csv_files.write_run(path, data)

@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
     import implementations
 
     from ..checking import vectors
-    from ..reporting import terminal_style
-    from ..reporting.jsonable import dumps
+    from ..jsonable import dumps
+    from ..terminal import style as terminal_style
 
     console = terminal_style.console()
     if args.vectors_command == "export":

@@ -15,10 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..reporting import terminal_style
-from ..reporting.report import CELLS, cell
-from ..reporting.terminal_style import state_markup
 from ..running.runner import Outcome
+from ..terminal import style as terminal_style
+from ..terminal.style import state_markup
+from ..terminal.suite import CELLS, cell
 from .combine import Merged, Row
 
 CAPTION = (

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("autograd")
 
-from conformance.bench import measure, policies
-from conformance.bench.measure import Settings
+from conformance.benchmark import measure, policies
+from conformance.benchmark.measure import Settings
 from implementations.stacks.autograd import bench
 from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 

@@ -93,7 +93,9 @@ if HAS_PROC:
 def no_work(monkeypatch):
     """Every way into real work, made to fail the test if a command reaches it."""
     import implementations
-    from conformance import bench, compare, merge
+    from conformance import benchmark as bench
+    from conformance import comparison as compare
+    from conformance import merge
     from conformance.checking import vectors
     from conformance.running import environment, suite
 

@@ -15,9 +15,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from conformance import bench, cli
-from conformance.bench import measure, render
-from conformance.bench.measure import Result, Settings, Static
+from conformance import benchmark as bench
+from conformance import cli
+from conformance.benchmark import measure, render
+from conformance.benchmark.measure import Result, Settings, Static
 from conformance.running import timing
 from tests.helpers import ROOT
 
@@ -534,8 +535,8 @@ def test_importing_the_bench_imports_no_framework():
     result = _run(
         """
         import sys
-        import conformance.bench, conformance.bench.measure, conformance.bench.render
-        import conformance.compare
+        import conformance.benchmark, conformance.benchmark.measure, conformance.benchmark.render
+        import conformance.comparison
         frameworks = ("jax", "torch", "flax", "equinox", "mlx", "matplotlib")
         loaded = [m for m in frameworks if m in sys.modules]
         assert not loaded, loaded
@@ -551,7 +552,7 @@ def test_a_missing_framework_is_skipped_with_a_reason():
         """
         import sys
         sys.modules["torch"] = None  # as if torch were not installed
-        from conformance import bench, cli
+        from conformance import benchmark as bench, cli
         loaded, skipped = bench.load_frameworks(["torch", "nonsense"])
         print(sorted(loaded), "|", skipped["torch"], "|", skipped["nonsense"])
         """
@@ -676,7 +677,7 @@ def test_a_bench_report_reads_back_from_its_json():
 def test_the_plot_has_a_row_per_framework_and_one_metric_per_memory_axis():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
-    from conformance.bench import plot
+    from conformance.benchmark import plot
 
     data = json.loads((ROOT / "docs" / "bench.json").read_text())
     report = bench.from_json(data)

@@ -11,8 +11,8 @@ from typing import ClassVar
 
 import pytest
 
-from conformance.bench import policies
-from conformance.bench.measure import Settings
+from conformance.benchmark import policies
+from conformance.benchmark.measure import Settings
 
 SMALL = Settings(depths=(2,), batch=8, features=4, repeats=1, max_repeats=1)
 
@@ -92,7 +92,7 @@ def test_the_plot_is_drawn_per_framework(tmp_path):
     pytest.importorskip("matplotlib")
     results = [_result("torch", "none", 256, (1.0,) * 4), _result("jax", "full", 128, (1.0,) * 4)]
     policies.attach_timings(results, [r.step_seconds for r in results])
-    from conformance.bench.policy_plot import plot
+    from conformance.benchmark.policy_plot import plot
 
     assert plot(results, tmp_path / "p.png") is None
     assert (tmp_path / "p.png").stat().st_size > 0

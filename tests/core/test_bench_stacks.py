@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from conformance import bench
-from conformance.bench.measure import Result, Settings
+from conformance import benchmark as bench
+from conformance.benchmark.measure import Result, Settings
 from implementations import manifests
 from tests.helpers import ROOT
 
@@ -48,8 +48,8 @@ def test_every_installed_bench_stack_loads_in_order_and_declares_its_policies():
     result = _run(
         f"""
         import json, sys
-        from conformance import bench
-        from conformance.bench import policies
+        from conformance import benchmark as bench
+        from conformance.benchmark import policies
         from implementations import manifests
         loaded, skipped = bench.load_frameworks({names!r})
         first = [m.engine for m in sorted(
@@ -84,7 +84,7 @@ def test_a_missing_framework_s_bench_stack_is_skipped_with_the_reason():
         import json, sys
         for name in {blocked!r}:
             sys.modules[name] = None  # as if it were not installed
-        from conformance import bench
+        from conformance import benchmark as bench
         loaded, skipped = bench.load_frameworks({names!r})
         print(json.dumps([list(loaded), skipped]))
         """
@@ -119,8 +119,8 @@ def _result(framework: str, mode: str, depth: int, peak: int | None, matmuls: in
 def test_the_plot_and_the_report_have_a_row_per_engine():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
-    from conformance.bench import plot
-    from conformance.report import tables
+    from conformance.benchmark import plot
+    from conformance.page import tables
 
     peaks = {"paddle": 4096, "mindspore": None, "deepspeed": 8192}
     results = [

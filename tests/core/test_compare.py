@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import implementations
-from conformance import cli, compare
-from conformance.compare import measure, policy_matrix, render
-from conformance.compare import rows as rows_module
+from conformance import cli
+from conformance import comparison as compare
+from conformance.comparison import measure, policy_matrix, render
+from conformance.comparison import rows as rows_module
 from implementations.contract import BackwardRecord, SavedTensor
 from implementations.policies import POLICY_NAMES
 

@@ -7,7 +7,7 @@ import signal
 import tempfile
 from pathlib import Path
 
-from conformance.compare import lanes
+from conformance.comparison import lanes
 from conformance.running import isolation
 
 

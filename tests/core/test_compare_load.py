@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from conformance.compare import load
-from conformance.compare.measure import Comparison
+from conformance.comparison import load
+from conformance.comparison.measure import Comparison
 
 
 def test_others_are_the_machines_cpu_time_minus_the_comparisons_own(monkeypatch):

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from conformance.compare import rows
+from conformance.comparison import rows
 from implementations import manifests
 from tests.helpers import ROOT, without_frameworks
 
@@ -27,7 +27,7 @@ BLOCKABLE = {name: manifest.ports[0].modules[0] for name, (manifest, _) in ROWS.
 COMPARE = textwrap.dedent(
     """
     import json, sys
-    from conformance.compare import lanes, measure
+    from conformance.comparison import lanes, measure
     from implementations.stacks.numpy import canonical_params
     import numpy as np
 
@@ -46,7 +46,7 @@ COMPARE = textwrap.dedent(
 BENCH = textwrap.dedent(
     """
     import json, sys
-    from conformance.bench import ISOLATED, load_frameworks
+    from conformance.benchmark import ISOLATED, load_frameworks
 
     loaded, skipped = load_frameworks(sorted(ISOLATED))
     print(json.dumps([sorted(loaded), skipped]))
@@ -85,7 +85,7 @@ def test_a_row_whose_framework_fails_to_load_reads_unavailable_with_the_reason(t
 
 
 def test_an_isolated_bench_stack_is_skipped_with_the_reason(tmp_path):
-    from conformance.bench import ISOLATED
+    from conformance.benchmark import ISOLATED
 
     assert ISOLATED, "no isolated bench stack to test"
     modules = {m.ports[0].modules[0] for m in manifests.manifests() for e in m.bench if e.isolated}

@@ -189,7 +189,7 @@ def test_sigterm_stops_compare_and_its_fresh_process(tmp_path):
 
     def first_call_running() -> bool:
         commands = [" ".join(_cmdline(child)) for child in _tree(process)]
-        return any("conformance.compare.first_call" in command for command in commands)
+        return any("conformance.comparison.first_call" in command for command in commands)
 
     _wait_until(first_call_running, process, "its first-call process started")
     tree = _tree(process)

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from conformance.reporting.report import to_json
 from conformance.running import devices, machine
+from conformance.running.results import to_json
 from conformance.running.suite import SuiteReport
 from implementations import device_report
 

@@ -19,17 +19,17 @@ import sys
 import pytest
 
 import implementations
-from conformance.bench import BenchReport
-from conformance.bench import measure as bench_measure
-from conformance.bench import render as bench_render
+from conformance.benchmark import BenchReport
+from conformance.benchmark import measure as bench_measure
+from conformance.benchmark import render as bench_render
 from conformance.checking.mutation import MutantResult
 from conformance.checking.properties import PROPERTIES
-from conformance.compare import failed as compare_failed
-from conformance.compare import measure, render, rows
-from conformance.reporting import report as run_report
-from conformance.reporting import terminal_style
+from conformance.comparison import failed as compare_failed
+from conformance.comparison import measure, render, rows
 from conformance.running.runner import Outcome
 from conformance.running.suite import PortReport, SuiteReport
+from conformance.terminal import suite as run_report
+from conformance.terminal import terminal_style
 from implementations.contract import SavedTensor
 
 PORTS = list(implementations.BUILTIN)
@@ -283,7 +283,7 @@ def test_bench_table_keeps_every_column_at_80_columns():
 
 def test_merge_command_keeps_every_port_at_80_columns_through_a_pipe(tmp_path):
     path = tmp_path / "run.json"
-    path.write_text(json.dumps(run_report.to_json(_suite_report()), default=str))
+    path.write_text(json.dumps(_suite_report().to_json(), default=str))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
     result = subprocess.run(
         [sys.executable, "-m", "conformance", "merge", str(path)],
@@ -325,7 +325,7 @@ def _forced_terminal(*argv: str, no_color: bool) -> str:
 
 def test_no_color_and_plain_remove_every_escape_code(tmp_path):
     path = tmp_path / "run.json"
-    path.write_text(json.dumps(run_report.to_json(_suite_report()), default=str))
+    path.write_text(json.dumps(_suite_report().to_json(), default=str))
     coloured = _forced_terminal("merge", str(path), no_color=False)
     assert ESCAPE in coloured  # the test can fail: a terminal gets colour and bold
     assert re.search(r"\x1b\[1m", coloured)  # bold, which NO_COLOR alone left in

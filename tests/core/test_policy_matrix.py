@@ -11,8 +11,8 @@ from rich.console import Console
 
 import implementations
 from conformance import mutants
-from conformance.compare import policy_matrix
-from conformance.compare.measure import PortComparison
+from conformance.comparison import policy_matrix
+from conformance.comparison.measure import PortComparison
 from tests import reference
 
 

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from conformance import cli
-from conformance.report import DocumentError, build, csv_files, documents, pictures, tables
+from conformance.page import DocumentError, build, csv_files, documents, pictures, tables
 from tests import browser
 from tests.helpers import ROOT
 

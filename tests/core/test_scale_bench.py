@@ -1,10 +1,10 @@
-"""The scaling bench (`conformance.bench.scale`): bytes per rank fall with N, as analysed."""
+"""The scaling bench (`conformance.benchmark.scale`): bytes per rank fall with N, as analysed."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.bench import scale
+from conformance.benchmark import scale
 
 pytest.importorskip("jax")
 

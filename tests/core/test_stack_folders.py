@@ -11,7 +11,6 @@ from implementations import manifests
 from tests.helpers import ROOT, without_frameworks
 
 
-
 def _needed(manifest: manifests.Manifest) -> str:
     """The module every port of the stack needs (the stack's own where it is one of them)."""
     common = set.intersection(*(set(p.modules) for p in manifest.ports))

@@ -14,8 +14,8 @@ import sys
 import pytest
 import torch
 
-from conformance.bench import policies
-from conformance.bench.measure import Settings
+from conformance.benchmark import policies
+from conformance.benchmark.measure import Settings
 from implementations.stacks.deepspeed import bench as deepspeed_stack
 from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 from tests.helpers import ROOT

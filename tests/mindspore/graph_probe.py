@@ -52,7 +52,7 @@ def missing_ir() -> str:
 def remat_verdicts() -> dict:
     """The compare row's remat verdict from the IR, for the MLP and for the mutant whose
     `Cell.recompute()` does nothing (implementations.stacks.mindspore.mindspore_mutants)."""
-    from conformance.compare import measure, render
+    from conformance.comparison import measure, render
     from implementations.stacks.mindspore import MLP
     from implementations.stacks.mindspore.graph_row import GraphRow
     from implementations.stacks.mindspore.mindspore_mutants import MindSporeNoRecompute

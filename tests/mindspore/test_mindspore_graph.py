@@ -15,8 +15,8 @@ import re
 import numpy as np
 import pytest
 
-from conformance import compare
-from conformance.compare import measure
+from conformance import comparison as compare
+from conformance.comparison import measure
 from conformance.running import isolation
 from implementations.stacks.mindspore import graph
 
@@ -208,8 +208,8 @@ BENCH = {
 @pytest.fixture(scope="module")
 def stack():
     # Graph mode is process-wide: the stack runs in a process of its own, as the bench runs it.
-    from conformance.bench import FRAMEWORKS, ISOLATED
-    from conformance.bench.isolated import IsolatedStack
+    from conformance.benchmark import FRAMEWORKS, ISOLATED
+    from conformance.benchmark.isolated import IsolatedStack
 
     assert "mindspore_graph" in ISOLATED
     isolated = IsolatedStack(FRAMEWORKS["mindspore_graph"])
@@ -220,7 +220,7 @@ def stack():
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("mode", ["none", "full", "save-mm"])
 def test_bench_stack_saves_and_multiplies_as_derived_by_hand(stack, mode, depth):
-    from conformance.bench import measure as bench_measure
+    from conformance.benchmark import measure as bench_measure
 
     settings = bench_measure.Settings(depths=(depth,), batch=B, features=BF)
     case = stack.build("", mode, bench_measure.make_data(settings, depth))
@@ -236,7 +236,7 @@ def test_bench_stack_saves_and_multiplies_as_derived_by_hand(stack, mode, depth)
 
 
 def test_bench_stack_reports_versions_and_refuses_unknown_modes(stack):
-    from conformance.bench import measure as bench_measure
+    from conformance.benchmark import measure as bench_measure
 
     assert stack.versions()["mode"] == "GRAPH_MODE"
     assert stack.configurations() == [("", mode) for mode in bench_measure.MODES]
@@ -260,7 +260,7 @@ def test_bad_inputs_get_errors_naming_the_argument():
 
 
 def test_bench_stack_checkpointed_gradients_equal_plain_ones(stack):
-    from conformance.bench import measure as bench_measure
+    from conformance.benchmark import measure as bench_measure
 
     data = bench_measure.make_data(bench_measure.Settings(depths=(2,), batch=B, features=BF), 2)
     plain = stack.build("", "none", data).gradients()
@@ -273,7 +273,7 @@ def test_bench_stack_checkpointed_gradients_equal_plain_ones(stack):
 ALONE = """
 import json
 import numpy as np
-from conformance.compare import measure
+from conformance.comparison import measure
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.bench import measure, policies
-from conformance.bench.measure import Settings
+from conformance.benchmark import measure, policies
+from conformance.benchmark.measure import Settings
 from implementations.stacks.paddle import bench as paddle_stack
 from tests.bench_reference import UNIT, B, F, assert_grads_match, kept_activations, small_data
 

@@ -21,7 +21,7 @@ def test_paddle_after_tensorflow_is_skipped_with_the_reason_never_a_segfault():
             textwrap.dedent(
                 """
                 import tensorflow
-                from conformance import bench
+                from conformance import benchmark as bench
                 loaded, skipped = bench.load_frameworks(["paddle"])
                 print(list(loaded), "|", skipped["paddle"])
                 """

@@ -15,7 +15,8 @@ import textwrap
 
 import pytest
 
-from conformance import bench, cli
+from conformance import benchmark as bench
+from conformance import cli
 from tests.helpers import ROOT
 
 B, F = 8, 4
@@ -100,7 +101,7 @@ def test_without_node_tfjs_is_skipped_with_the_reason(tmp_path):
         """
         import os
         os.environ["PATH"] = os.environ["EMPTY_PATH"]
-        from conformance import bench
+        from conformance import benchmark as bench
         loaded, skipped = bench.load_frameworks(["tfjs"])
         print(sorted(loaded), "|", skipped["tfjs"])
         """
@@ -127,7 +128,7 @@ def test_without_npm_and_no_install_tfjs_is_skipped_with_the_reason(node, tmp_pa
     (bin_dir / "node").symlink_to(node)
     code = textwrap.dedent(
         """
-        from conformance import bench
+        from conformance import benchmark as bench
         loaded, skipped = bench.load_frameworks(["tfjs"])
         print(sorted(loaded), "|", skipped["tfjs"])
         """

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.bench import policies
-from conformance.bench.measure import Settings, make_data
+from conformance.benchmark import policies
+from conformance.benchmark.measure import Settings, make_data
 from implementations.stacks.torch import bench, compiled_bench
 
 SMALL = Settings(depths=(2,), batch=8, features=4, repeats=1, max_repeats=1)

@@ -1,6 +1,6 @@
 """`python -m conformance report`: one self-contained HTML page (and Markdown) from JSON reports.
 
-`build(...)` is the entry point, for the CLI and for `conformance.report`:
+`build(...)` is the entry point, for the CLI and for `conformance.page`:
 it reads `run --json`, `compare --json` and `bench.json` reports (or runs a
 compare and a bench itself), and returns a `Report` holding the HTML and
 the Markdown, written to files when asked.
@@ -118,13 +118,3 @@ def _document(report: Any, number: int) -> Document:
         f"reports[{number - 1}]: expected a path or a parsed JSON report, "
         f"got {type(report).__name__}"
     )
-
-
-def _make_callable() -> None:
-    # `conformance.report(...)` is `build(...)`: the package is also the API function.
-    from ..callable_package import make_callable
-
-    make_callable(__name__, build)
-
-
-_make_callable()

@@ -90,7 +90,7 @@ def figure(report: BenchReport):
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    from .render import TIME_TARGET
+    from .measure import TIME_TARGET
 
     results = report.results
     # Lines a stack holds to a time target at every depth (`Result.time_target_every_depth`).

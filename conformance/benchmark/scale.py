@@ -123,7 +123,7 @@ def run(
             progress(f"{engine} on {ranks} rank(s)")
             env = {**os.environ, variable: str(ranks)}
             result = isolation.run(
-                "conformance.bench.scale:measure_here",
+                "conformance.benchmark.scale:measure_here",
                 (engine, ranks, asdict(settings)),
                 env=env,
                 timeout=timeout,

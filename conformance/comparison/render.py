@@ -27,8 +27,8 @@ from rich.markup import escape
 
 from implementations.contract import SavedTensor
 
-from ..reporting.terminal_style import narrow_table, print_legend, print_table, state_markup
-from .measure import Bits, Comparison, Diff, PortComparison
+from ..terminal.style import narrow_table, print_legend, print_table, state_markup
+from .model import Bits, Comparison, Diff, PortComparison
 from .policy_matrix import policy_table
 
 PASS, FAIL = "✓", "✗"

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import shlex
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ..checking.mutation import MUTANT_EXAMPLES_NOTE, score
 from ..checking.properties import PROPERTIES
-from ..running import machine
-from ..running.suite import SCHEMA, PortReport, SuiteReport
-from .jsonable import to_data
-from .terminal_style import narrow_table, print_legend, print_table, state_markup
+from ..running.results import PortReport, SuiteReport, replay_command
+from .style import narrow_table, print_legend, print_table, state_markup
 
 CELLS = {
     # Narrow cells: nine properties, a port name and the time fit 80 columns.
@@ -82,17 +77,6 @@ def matrix(report: SuiteReport) -> Table:
         cells = [cell(by_key[p.key]) if p.key in by_key else "" for p in PROPERTIES]
         table.add_row(f"{port.name}\n[dim]{port.framework}[/]", *cells, f"{port.seconds:.0f}s")
     return table
-
-
-def replay_command(report: SuiteReport, port: str, prop: str, blob: str = "") -> str:
-    """The command that runs one property of one port again (the failing example first)."""
-    words = ["python", "-m", "conformance", "run", "--implementation", port]
-    words += ["--property", prop, "--profile", report.profile, "--no-mutants"]
-    if report.max_examples is not None:
-        words += ["--examples", str(report.max_examples)]
-    if blob:
-        words += ["--reproduce", blob]
-    return shlex.join(words)
 
 
 def print_report(report: SuiteReport, console: Console) -> None:
@@ -173,23 +157,3 @@ def print_timing(report: SuiteReport, console: Console) -> None:
     if parts:
         line += " · checking (properties only, no loading): " + " · ".join(parts)
     console.print(line, highlight=False)
-
-
-def to_json(report: SuiteReport) -> dict[str, Any]:
-    """The report as plain data (its fields: docs/REPORT.md).
-
-    `machine` is read here, in the parent process, which imports no framework;
-    each port's device comes from its own worker (`devices.port_environment`).
-    """
-    data = {"schema": SCHEMA, "machine": machine.describe(), **to_data(report)}
-    data["failed"] = report.failed
-    if report.mutants is not None:
-        killed, total = score(report.mutants)
-        data["mutation_score"] = {"killed": killed, "total": total}
-    data["properties"] = {p.key: p.title for p in PROPERTIES}
-    for port in data["ports"]:
-        for outcome in port["outcomes"]:
-            if outcome["status"] in ("fail", "crashed", "timeout"):
-                blob = outcome["reproduce"]
-                outcome["replay"] = replay_command(report, port["name"], outcome["property"], blob)
-    return data

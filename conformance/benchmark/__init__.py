@@ -6,7 +6,7 @@ they are imported only when the bench runs, in an order that lets them share the
 What every module offers is `implementations.bench_case`'s docstring.
 
 `measure` sweeps the depths and times the cases interleaved; `render` writes
-the JSON, the Markdown table and the plot. Called, `conformance.bench(...)` is
+the JSON, the Markdown table and the plot. Called, `conformance.benchmark(...)` is
 `conformance.api.bench` (the Python API).
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 from implementations import manifests
 from implementations.contract import StackUnavailable
 
-from ..reporting.jsonable import to_data
+from ..jsonable import to_data
 from ..running import timing
 from . import measure
 from .isolated import IsolatedStack
@@ -191,14 +191,3 @@ def load_average() -> float:
         return os.getloadavg()[0]
     except OSError:  # not on every platform
         return float("nan")
-
-
-def _make_callable() -> None:
-    # Last, once `run` and the rest exist: `conformance.api.bench` uses them.
-    from ..api import bench
-    from ..callable_package import make_callable
-
-    make_callable(__name__, bench)
-
-
-_make_callable()

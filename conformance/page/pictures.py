@@ -320,13 +320,13 @@ def write_compare_pictures(compare: dict[str, Any], directory: str | Path) -> li
 
 
 def bench_picture(bench: dict[str, Any]) -> bytes:
-    """The bench plot (`conformance.bench.plot`) of a `bench.json`, as PNG bytes."""
+    """The bench plot (`conformance.benchmark.plot`) of a `bench.json`, as PNG bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..bench import from_json, plot
+    from ..benchmark import from_json, plot
 
     figure = plot.figure(from_json(bench))
     try:

@@ -199,7 +199,7 @@ def default_concurrency() -> int:
 
 def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
     """A lane's process: measure its ports, report each row, then time them when asked."""
-    from . import measure
+    from . import port_row as measure
 
     environment.prepare()
     to_parent = isolation.connection()
@@ -224,7 +224,7 @@ def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
 def serve_row(names: list[str], *args) -> None:
     """A lane's process for an extra row (`rows`): made, measured as a port is (no policy
     cells), reported, then timed when asked."""
-    from . import measure, rows
+    from . import model, port_row, rows
 
     environment.prepare()
     to_parent = isolation.connection()
@@ -234,10 +234,10 @@ def serve_row(names: list[str], *args) -> None:
         row_port = rows.load(name)
         row_port.pin_matmul_precision()
     except Exception as error:  # its framework does not load: the row says why
-        to_parent.send(("row", measure.PortComparison(name, "unavailable", reason=str(error))))
+        to_parent.send(("row", model.PortComparison(name, "unavailable", reason=str(error))))
         row_port = None
     else:
-        row = measure.compare_port(row_port, expected, params, x, cotangent, seed, exact)
+        row = port_row.compare_port(row_port, expected, params, x, cotangent, seed, exact)
         row.framework = row_port.framework
         to_parent.send(("row", row))
         if row.error:
@@ -245,7 +245,7 @@ def serve_row(names: list[str], *args) -> None:
     to_parent.send(("measured",))
     timings = {}
     if to_parent.recv() == "time" and row_port is not None:
-        (found,) = measure.warm_timings([row_port], params, x, cotangent, seed, repeats)
+        (found,) = port_row.warm_timings([row_port], params, x, cotangent, seed, repeats)
         timings = {name: found}
     finish(to_parent, timings)
 

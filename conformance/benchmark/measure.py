@@ -23,9 +23,11 @@ from implementations import manifests
 from implementations.bench_case import MODES, Case, Data, Static  # noqa: F401
 from implementations.contract import SavedTensor
 
-from ..reporting.jsonable import to_data
+from ..jsonable import to_data
 
 FLOAT32_BYTES = 4
+SAVED_TARGET = 1.1  # saved bytes with a checkpoint per block, over the analytic minimum
+TIME_TARGET = 1.4  # step time with a checkpoint per block, over no checkpoint, at the deepest L
 
 
 def _per_stack(key: str) -> str:

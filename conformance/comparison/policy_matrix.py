@@ -23,7 +23,7 @@ from ..checking import policy_expectations
 from ..checking.checks import ConformanceError
 from ..checking.properties import BUDGET_CHECKED, check_policy_record, checkpoint_argument
 from ..checking.tolerance import forward_bound, vjp_comparison
-from ..reporting.terminal_style import narrow_table
+from ..terminal.style import narrow_table
 
 
 @dataclass
@@ -104,7 +104,7 @@ def _policy(name: str):
 
 
 def _run(cell, port, references, policy, params, x, cotangent) -> None:
-    from .measure import diff
+    from .model import diff
 
     argument = checkpoint_argument(port, policy)
     # The canonical cannot express budget: every applied policy gives no remat's results.

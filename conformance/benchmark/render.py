@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from implementations.bench_case import MODES
 
-from .measure import Result, mode_titles, verdict
+from .measure import SAVED_TARGET, TIME_TARGET, Result, mode_titles, verdict
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from . import BenchReport
 
 MIB = 2**20
-SAVED_TARGET = 1.1  # saved bytes with a checkpoint per block, over the analytic minimum
-TIME_TARGET = 1.4  # step time with a checkpoint per block, over no checkpoint, at the deepest L
 
 # (Markdown header, terminal header): the terminal's are short to fit 80 columns.
 COLUMNS = (
@@ -253,7 +251,7 @@ def print_report(report: BenchReport, console: Console) -> None:
     """The table and the targets, for a terminal."""
     from rich.table import Table
 
-    from ..reporting.terminal_style import print_table
+    from ..terminal.style import print_table
 
     s = report.settings
     table = Table(
@@ -298,7 +296,7 @@ def print_report(report: BenchReport, console: Console) -> None:
 
 
 def plot(report: BenchReport, path) -> str | None:
-    """Draw the bench into `path` (PNG): `conformance.bench.plot`. **Returns:** None or why not."""
+    """Draw the bench into `path` (PNG, `plot`). **Returns:** None or why not."""
     from .plot import plot as draw
 
     return draw(report, path)

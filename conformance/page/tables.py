@@ -364,7 +364,7 @@ def machine(documents: Sequence[Any]) -> Table:
 
 def bench_table(data: dict[str, Any]) -> Table:
     """The bench's rows as `bench.md` has them: every figure with n and its spread."""
-    from ..bench import from_json, render
+    from ..benchmark import from_json, render
 
     report = from_json(data)
     s = report.settings
@@ -384,7 +384,7 @@ def bench_table(data: dict[str, Any]) -> Table:
 
 def bench_targets(data: dict[str, Any]) -> Table:
     """The targets with a checkpoint per block: ✓, ✗ or inconclusive."""
-    from ..bench import from_json, render
+    from ..benchmark import from_json, render
 
     report = from_json(data)
     table = Table(

@@ -1,0 +1,101 @@
+"""`python -m conformance bench --policies`: every expressible remat policy per framework,
+its table, JSON and time-memory plot (`conformance.benchmark.policies`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from implementations import manifests
+
+from ..benchmark.measure import Settings
+from ..benchmark.policies import (
+    DEPTHS,
+    budget_monotone,
+    markdown,
+    policies_of,
+    run,
+    total_steps,
+)
+from ..jsonable import to_data
+
+
+def command(args: Any, settings: Settings) -> int:
+    """Run the policy bench and write `bench-policies.json`, `.md` and `.png` into `args.out`."""
+    import time
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
+    from ..benchmark.policy_plot import plot
+    from ..jsonable import dumps
+    from ..running import interrupts
+
+    console = Console(stderr=True)
+    if not args.depths:  # one depth unless asked: the policies, not the depths, vary here
+        settings = Settings(**{**to_data(settings), "depths": DEPTHS})
+    named = args.framework or list(DEFAULT_FRAMEWORKS)
+    # A framework whose manifest says it has no policy case is skipped with its reason,
+    # before anything is loaded.
+    without = {
+        e.name: f"the policy bench has no case for it: {e.no_policies}"
+        for m in manifests.manifests()
+        for e in m.bench
+        if e.no_policies
+    }
+    skipped_first = {name: without[name] for name in named if name in without}
+    frameworks, skipped = load_frameworks([name for name in named if name not in without])
+    skipped = {**skipped_first, **skipped}
+    interrupts.check()
+    for name, reason in skipped.items():
+        console.print(f"[yellow]skip[/] {name}: {reason}")
+    load = {"before": load_average()}
+    started = time.perf_counter()
+    with Progress(
+        TextColumn("{task.description:<40}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("bench --policies", total=total_steps(settings, frameworks))
+        results, failed = run(
+            settings,
+            frameworks,
+            progress=lambda description, advance: (
+                interrupts.check(),
+                bar.update(
+                    task, advance=advance, **({"description": description} if description else {})
+                ),
+            ),
+        )
+    seconds = time.perf_counter() - started
+    load["after"] = load_average()
+    args.out.mkdir(parents=True, exist_ok=True)
+    data = {
+        "settings": to_data(settings),
+        "policies": {name: policies_of(module) for name, module in frameworks.items()},
+        "not_run": {
+            name: dict(getattr(module, "NOT_EXPRESSIBLE", {}))
+            for name, module in frameworks.items()
+        },
+        "failed": failed,
+        "skipped": skipped,
+        "versions": {name: module.versions() for name, module in frameworks.items()},
+        "budget_saved_bytes_never_rise_as_budget_falls": {
+            f"{framework} L={depth}": verdict
+            for (framework, depth), verdict in budget_monotone(results).items()
+        },
+        "load_average_1min": load,
+        "wall_seconds": seconds,
+        "results": [r.to_json() for r in results],
+    }
+    table = markdown(settings, results, failed, frameworks)
+    (args.out / "bench-policies.json").write_text(dumps(data) + "\n")
+    (args.out / "bench-policies.md").write_text(table)
+    why = plot(results, args.out / "bench-policies.png", "remat policies: time against memory")
+    if why is not None:
+        console.print(f"[yellow]no plot[/]: {why}")
+    print(dumps(data) if args.json else table)
+    console.print(f"bench --policies: {seconds:.0f}s wall, load {load} · wrote {args.out}")
+    return 1 if failed else 0

@@ -1,0 +1,168 @@
+"""One port's row, measured in the process that holds the port: accuracy against the
+canonical's results, precision bits against the exact ones, residuals from its instrument, its
+policy cells, and its warm times (interleaved with the other ports of its process)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+import implementations
+from implementations.contract import Implementation, Params
+
+from ..checking import precision
+from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
+from ..running.timing import time_interleaved
+from . import policy_matrix
+from .model import Bits, Expected, PortComparison, Timing, diff, residuals
+
+
+def make_inputs(seed: int, dim: int, features: int) -> tuple[np.ndarray, np.ndarray]:
+    """x `(D,)` and a cotangent `(F,)`, standard normal float32, from `seed`."""
+    rng = np.random.default_rng(seed)
+    return (
+        rng.standard_normal(dim).astype(np.float32),
+        rng.standard_normal(features).astype(np.float32),
+    )
+
+
+def expected_results(
+    canonical: Implementation, params: Params, x: np.ndarray, cotangent: np.ndarray, seed: int
+) -> Expected:
+    """The canonical port's forward, exercise and VJP (`params`: its init for `seed`)."""
+    exercise = canonical.nn_checkpoint_forward(seed, canonical.from_numpy(x), params.features)
+    return Expected(
+        forward=canonical.forward(params, x, checkpoint=True),
+        exercise=canonical.to_numpy(exercise),
+        grads=canonical.vjp(params, x, cotangent, checkpoint=True).as_dict(),
+        policies=policy_matrix.references(canonical, params, x, cotangent),
+    )
+
+
+def compare_port(
+    port: Implementation,
+    canonical: Implementation | Expected,
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    seed: int,
+    exact: precision.Reference | None = None,
+) -> PortComparison:
+    """Accuracy and residuals of one port (timings are added by the caller).
+
+    `canonical`: the canonical port, or its results (`expected_results`).
+    `exact`: `exact_results(params, x, cotangent)`, made once for every port
+    (about 0.1 s at D = F = 1024); made here if not given.
+    """
+    row = PortComparison(port.name, "available", framework=port.framework, versions=port.versions())
+    try:
+        if not isinstance(canonical, Expected):
+            canonical = expected_results(canonical, params, x, cotangent, seed)
+        row.matmul_precision = dict(port.matmul_precision())
+        out = port.forward(params, x, checkpoint=True)
+        row.output = diff(out, canonical.forward, forward_bound(params, x))
+        # `params` is the canonical init for this seed: the exercise's own parameters.
+        features = params.features
+        exercise = port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features))
+        row.exercise = diff(
+            exercise, canonical.exercise, forward_bound(params, x, param_ulps=INIT_ULPS)
+        )
+        grads = port.vjp(params, x, cotangent, checkpoint=True).as_dict()
+        reference = canonical.grads
+        for name, (shift, bound) in vjp_comparison(params, x, cotangent, grads, reference).items():
+            row.gradients[name] = diff(grads[name], reference[name], bound, shift)
+        if exact is None:
+            exact = exact_results(params, x, cotangent)
+        row.precision = precision_bits(exact, params, x, cotangent, out, exercise, grads)
+        for label, on in (("off", False), ("on", True)):
+            row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
+        if getattr(port, "policy_cells", True):  # an extra row (`rows`) has none
+            row.policies = policy_matrix.measure(port, canonical.policies, params, x, cotangent)
+    except Exception as error:  # a broken port gets a row that says so, not a crash
+        row.error = f"{type(error).__name__}: {error}"
+    return row
+
+
+def exact_results(params: Params, x: np.ndarray, cotangent: np.ndarray) -> precision.Reference:
+    """The exact results every port's bits are read against; `params` are the exercise's too
+    (the canonical init for the seed)."""
+    return precision.reference(params, x, cotangent, exercise_params=params)
+
+
+def precision_bits(
+    exact: precision.Reference,
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    output: np.ndarray,
+    exercise: np.ndarray,
+    grads: dict[str, np.ndarray],
+) -> dict[str, Bits]:
+    """Each result's effective bits against the exact one (`exact_results`)."""
+    results = {
+        "output": precision.judge_output("output", output, exact.forward),
+        "exercise": precision.judge_output("end_to_end", exercise, exact.end_to_end),
+    }
+    for result in precision.judge_grads(grads, exact, params, x, cotangent):
+        results[result.name.removeprefix("d/d")] = result
+    return {name: Bits(r.bits, r.ratio) for name, r in results.items()}
+
+
+def warm_timings(
+    ports: Sequence[Implementation],
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    seed: int,
+    repeats: int,
+) -> list[tuple[Timing | None, Timing | None]]:
+    """Warm seconds per call of each port's forward and VJP, all interleaved."""
+    calls = []
+    for port in ports:
+        native = port.from_numpy(x)
+        # A new seed on every call: a port must not get faster by caching one init.
+        seeds = itertools.count(seed)
+        calls.append(
+            lambda port=port, native=native, seeds=seeds: port.to_numpy(
+                port.nn_checkpoint_forward(next(seeds), native, params.features)
+            )
+        )
+        calls.append(lambda port=port: port.vjp(params, x, cotangent, checkpoint=True))
+    try:
+        timings = [Timing.of(s) for s in time_interleaved(calls, repeats)]
+    except Exception:
+        return [(None, None)] * len(ports)
+    return [(timings[2 * i], timings[2 * i + 1]) for i in range(len(ports))]
+
+
+def set_warm(
+    row: PortComparison, forward: Timing | None, vjp: Timing | None, *, lane: str = ""
+) -> None:
+    """Write a port's warm timings into its row, and the lane (process) that measured it."""
+    row.lane = lane
+    if forward is None or vjp is None:
+        return
+    row.warm_forward_seconds, row.warm_vjp_seconds = forward.median, vjp.median
+    row.warm_spread = {"forward": forward.half_iqr, "vjp": vjp.half_iqr}
+    row.warm_samples = min(forward.n, vjp.n)
+
+
+def measure_status(
+    status: implementations.PortStatus,
+    expected: Expected,
+    params: Params,
+    x: np.ndarray,
+    cotangent: np.ndarray,
+    seed: int,
+    exact: precision.Reference,
+) -> tuple[PortComparison, Implementation | None]:
+    """The row of a port as `implementations.status` found it, and the port if it loaded."""
+    if status.state != "available":
+        return PortComparison(status.name, status.state, reason=status.reason), None
+    port = implementations.load(status.name)
+    port.pin_matmul_precision()
+    row = compare_port(port, expected, params, x, cotangent, seed, exact)
+    row.reference = port.name == implementations.CANONICAL
+    return row, port

@@ -1,0 +1,87 @@
+"""What a suite run is asked to do: `RunConfig`, built by the CLI, the API and the pytest plugin."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import implementations
+
+from ..checking.properties import PROPERTIES, Property
+from . import environment, profiles
+from .worker import Settings
+
+Progress = Callable[[str, str, Any], None]  # (task, kind, value)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a suite run needs; the CLI and the pytest plugin build one.
+
+    **Arguments:**
+
+    - `ports`: the ports to check, by registered name.
+    - `profile`: the Hypothesis profile (`profiles.PROFILES`).
+    - `max_examples`: examples per property (None: the profile's).
+    - `properties`: the property keys to run (empty: all of them).
+    - `mutants`: whether to hunt the mutants too.
+    - `jobs`: worker processes at a time.
+    - `timeout`: seconds one example may take (None: the profile's).
+    - `in_process`: run here, without workers (for debugging).
+    - `expectations_dir`: read expected failures from `<dir>/<port>.txt`.
+    - `canonical`: the reference port.
+    - `reproduce`: a Hypothesis blob that replays one failing example.
+    """
+
+    ports: tuple[str, ...]
+    profile: str = profiles.DEFAULT
+    max_examples: int | None = None
+    properties: tuple[str, ...] = ()
+    mutants: bool = True
+    jobs: int = 2
+    timeout: float | None = None
+    in_process: bool = False
+    expectations_dir: Path | None = None
+    canonical: str = implementations.CANONICAL
+    reproduce: str = ""
+
+    @property
+    def scope(self) -> str:
+        return "wide" if self.profile == "thorough" else "menu"
+
+    @property
+    def example_timeout(self) -> float:
+        return self.timeout if self.timeout is not None else profiles.TIMEOUTS[self.profile]
+
+    @property
+    def selected(self) -> tuple[Property, ...]:
+        keys = set(self.properties)
+        return tuple(p for p in PROPERTIES if not keys or p.key in keys)
+
+    def settings(self) -> Settings:
+        """What the workers need to know."""
+        keeps = self.profile in profiles.KEEPS_EXAMPLES
+        return Settings(
+            canonical=self.canonical,
+            profile=self.profile,
+            max_examples=self.max_examples,
+            scope=self.scope,
+            database=environment.hypothesis_dir() / "examples" if keeps else None,
+            reproduce=self.reproduce,
+            # The cores shared out among the workers that run at once.
+            threads=None if self.in_process else max(1, (os.cpu_count() or 1) // self.jobs),
+        )
+
+
+def examples_per_property(prop: Property, max_examples: int | None) -> int:
+    """How many examples a property will run (for progress totals)."""
+    if prop.cases is not None:
+        return len(prop.cases())
+    if max_examples is not None or prop.examples is not None:
+        return prop.capped(max_examples)
+    from hypothesis import settings
+
+    return settings().max_examples
