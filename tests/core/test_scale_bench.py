@@ -23,7 +23,7 @@ def test_a_batch_that_does_not_divide_by_a_rank_count_is_refused():
 
 @pytest.fixture(scope="module")
 def spmd_rows():
-    rows, failed = scale.run(SMALL, ["spmd"])
+    rows, failed = scale.run(SMALL, ["jax_spmd"])
     assert failed == {}
     return rows
 
@@ -42,4 +42,4 @@ def test_spmd_bytes_per_rank_fall_with_n_and_meet_the_minimum_with_the_checkpoin
         assert median > 0
         assert iqr >= 0
     table = scale.markdown(spmd_rows, SMALL, {})
-    assert table.count("| spmd |") == 6
+    assert table.count("| jax_spmd |") == 6
