@@ -28,8 +28,8 @@ from conformance.comparison import failed as compare_failed
 from conformance.comparison import measure, render, rows
 from conformance.running.runner import Outcome
 from conformance.running.suite import PortReport, SuiteReport
-from conformance.terminal import suite as run_report
 from conformance.terminal import style as terminal_style
+from conformance.terminal import suite as run_report
 from implementations.contract import SavedTensor
 
 PORTS = list(implementations.BUILTIN)
