@@ -43,7 +43,7 @@ class Property:
 
     **Arguments:**
 
-    - `id`: the letter, "a" to "h".
+    - `id`: the letter, "a" to "j".
     - `name`: a short name for reports and test ids.
     - `title`: one line for people.
     - `check`: `(port, reference, case) -> worst ratio or None`: the port's

@@ -12,7 +12,7 @@ from ..running.results import PortReport, SuiteReport, replay_command
 from .style import narrow_table, print_legend, print_table, state_markup
 
 CELLS = {
-    # Narrow cells: nine properties, a port name and the time fit 80 columns.
+    # Narrow cells: ten properties, a port name and the time fit 80 columns.
     "pass": "[green]✓{examples}[/]\n[dim]{ratio}[/]",
     "fail": "[bold red]✗fail[/]\n[dim]@{examples}[/]",
     "crashed": "[bold red]✗crash[/]\n[dim]@{examples}[/]",

@@ -2,9 +2,10 @@
 express only the policies `none` and `full`. Imports nothing.
 
 The contract's keyword takes `True`, `False`, or (issue 21) a remat `Policy`
-whose `name` is `"none"` or `"full"`. A Policy object is always truthy, so a
-port that tested `if checkpoint:` would run `none` as full remat: the silent
-failure property (j) exists to catch.
+whose `name` is `"none"` or `"full"`. A Policy is truthy unless it is `none`
+(`Policy.__bool__`), so a port that tested `if checkpoint:` would run every
+other policy, `save_dots` say, as full remat: the silent failure property (j)
+exists to catch. `checkpoint_on` refuses those instead.
 """
 
 from __future__ import annotations
