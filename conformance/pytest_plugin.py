@@ -37,8 +37,8 @@ import implementations
 from .checking.properties import PROPERTIES
 from .commands import arguments
 from .running import environment, expectations, profiles
-from .running.suite import PortReport, PortRun, RunConfig, Supervisor, _captured
-from .running.worker import Session, Worker
+from .running.suite import PortReport, PortRun, RunConfig, Supervisor, WorkerRun, worker_group
+from .running.worker import Session, printing_to
 
 
 class StaleExpectationWarning(UserWarning):
@@ -141,31 +141,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 class ConformanceSession:
-    """The ports' worker processes for a test session, and what they found so far."""
+    """The ports' worker processes for a test session (one per framework, as a run has), and
+    what they found so far."""
 
     def __init__(self, config: RunConfig):
         self.config = config
         self.supervisor = Supervisor(config, [], lambda task, kind, value: None)
         self.supervisor.keep_workers = True
         self._scratch = tempfile.TemporaryDirectory(prefix="remat-conformance-pytest-")
-        self.workers: dict[str, Worker] = {}
+        self.jobs: dict[str, WorkerRun] = {}  # by worker group, their workers kept
         self.reports: dict[str, PortReport] = {}
         self.sessions: dict[str, Session] = {}  # in-process only
+        self.shared: dict = {}  # in-process only: what the sessions share
 
     def check(self, name: str, key: str) -> tuple[PortReport, PortRun]:
         """Run one property on one port; the port's report (load state) and the run."""
         report = self.reports.get(name) or PortReport(name)
         output = Path(self._scratch.name) / f"{name}.out"
-        run = PortRun(name, name, [key], [], output, report, worker=self.workers.get(name))
+        run = PortRun(name, name, [key], [], output, report)
         if self.config.in_process:
             self._in_process(run)
         else:
-            self.supervisor.runs = [run]
+            group = worker_group(name)
+            job = self.jobs.get(group) or WorkerRun(group, [])
+            job.items = [run]
+            self.supervisor.runs = [job]
             self.supervisor.run()
-            if run.worker is not None and run.worker.alive:
-                self.workers[name] = run.worker
-            else:
-                self.workers.pop(name, None)
+            self.jobs[group] = job
         self.reports[name] = report
         return report, run
 
@@ -173,18 +175,21 @@ class ConformanceSession:
         def emit(message) -> None:
             self.supervisor.handle(run, message)
 
-        with _captured(run.output):
+        with printing_to(run.output):
             session = self.sessions.get(run.port)
             if session is None:
-                session = self.sessions[run.port] = Session(run.port, self.config.settings(), emit)
+                session = Session(run.port, self.config.settings(), emit, self.shared)
+                self.sessions[run.port] = session
             else:
                 session.emit, run.loaded = emit, True
             if session.port is not None:
                 session.run(run.properties, [], self.supervisor.canonical_failure)
+            emit(("idle",))
 
     def close(self) -> None:
-        for worker in self.workers.values():
-            worker.stop()
+        for job in self.jobs.values():
+            if job.worker is not None:
+                job.worker.stop()
         self._scratch.cleanup()
 
 

@@ -176,6 +176,10 @@ class Manifest:
       and its documented degradations (`implementations.expectations`), framework-free.
     - `devices`: `"module:function"`, its device probe, called only where `device_module`
       is imported already (`conformance.running.devices`).
+    - `state`: `"module:function"`, its framework's process-wide settings as a dict of
+      plain values (x64, the default matmul precision, the default dtype, ...), read where
+      `device_module` (else `engine`) is imported already: a port that changes them is
+      reported and the next port gets a fresh worker (`conformance.running.process_state`).
     - `built_on`: frameworks (as ports name theirs) that compute with this engine.
     - `caches`: its compilation caches.
     - `ci`: its CI job; `tests`: its test folder under `tests/`.
@@ -195,6 +199,7 @@ class Manifest:
     expectations: str = ""
     devices: str = ""
     device_module: str = ""
+    state: str = ""
     built_on: tuple[str, ...] = ()
     caches: tuple[CacheEntry, ...] = ()
     ci: CiJob | None = None

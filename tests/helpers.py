@@ -75,7 +75,11 @@ def without_frameworks(directory, names) -> dict[str, str]:
 
 
 def make_distribution(
-    root: Path, name: str, entry_points: dict[str, str], modules: dict[str, str]
+    root: Path,
+    name: str,
+    entry_points: dict[str, str],
+    modules: dict[str, str],
+    groups: dict[str, dict[str, str]] | None = None,
 ) -> Path:
     """Write a source tree and its dist-info into `root`; return `root` for `PYTHONPATH`.
 
@@ -84,6 +88,7 @@ def make_distribution(
     - `name`: the distribution's name, e.g. `"my-port-pkg"`.
     - `entry_points`: port name -> `"module:Class"`, in the suite's group.
     - `modules`: relative path -> source, e.g. `{"my_port_pkg/port.py": ...}`.
+    - `groups`: more entry-point groups, group -> name -> value.
     """
     points = "\n".join(f'{port} = "{target}"' for port, target in entry_points.items())
     (root / "pyproject.toml").write_text(
@@ -113,6 +118,8 @@ def make_distribution(
     dist_info.mkdir()
     (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
     lines = [f"[{ENTRY_POINT_GROUP}]"] + [f"{p} = {t}" for p, t in entry_points.items()]
+    for group, points in (groups or {}).items():
+        lines += ["", f"[{group}]"] + [f"{p} = {t}" for p, t in points.items()]
     (dist_info / "entry_points.txt").write_text("\n".join(lines) + "\n")
     return root
 

@@ -33,22 +33,22 @@ from here), `results` (what it found, and its JSON); this module plans and runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-import os
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import implementations
+from implementations import manifests
 
 from ..mutants import MUTANTS
 from . import environment, expectations, interrupts, profiles
 from .config import Progress, RunConfig, examples_per_property
 from .results import OUTPUT_LIMIT, SCHEMA, PortReport, SuiteReport
-from .supervisor import BUSY_LIMIT, BUSY_SHARE, PortRun, Supervisor
-from .worker import Session, tail
+from .supervisor import BUSY_LIMIT, BUSY_SHARE, PortRun, Supervisor, WorkerRun
+from .worker import Session, printing_to, tail
 
 __all__ = [
     "BUSY_LIMIT",
@@ -59,16 +59,40 @@ __all__ = [
     "RunConfig",
     "SuiteReport",
     "Supervisor",
+    "WorkerRun",
     "examples_per_property",
     "plan",
     "run_suite",
 ]
 
 
-def plan(config: RunConfig, scratch: Path) -> list[PortRun]:
-    """One job per port; each mutant joins the job of its family's port (or one of its own)."""
+#: The entry-point group in which a port from another package opts in to share its framework's
+#: worker: `my_port = "jax"` (its name = the engine whose worker it joins).
+SHARED_WORKERS = "remat_conformance.workers"
+
+
+def worker_group(name: str) -> str:
+    """The worker a port runs in: its framework's (its manifest's engine: the ports of one
+    framework share a worker, and a Keras port its backend's), or one of its own for a
+    sharded port (its ranks and devices are its own) and for a port from another package,
+    unless it opts in (`SHARED_WORKERS`)."""
+    entry = manifests.port(name)
+    if entry is None:
+        return _opted_in().get(name, name)
+    manifest, port = entry
+    return name if port.profile == manifests.SCALE else manifest.engine_of(port)
+
+
+@functools.cache
+def _opted_in() -> dict[str, str]:
+    return {point.name: point.value for point in entry_points(group=SHARED_WORKERS)}
+
+
+def plan(config: RunConfig, scratch: Path) -> list[WorkerRun]:
+    """One worker job per framework: each port's work an item of its framework's job, each
+    mutant with its family's port (or in an item of its own in that framework's job)."""
     keys = [p.key for p in config.selected]
-    runs = {
+    ports = {
         name: PortRun(name, name, list(keys), [], scratch / f"{name}.out", PortReport(name))
         for name in config.ports
     }
@@ -76,14 +100,19 @@ def plan(config: RunConfig, scratch: Path) -> list[PortRun]:
         for spec in MUTANTS.values():
             if _mutant_left_out(spec.family, config):
                 continue
-            if spec.family not in runs:
+            if spec.family not in ports:
                 output = scratch / f"mutants-{spec.family}.out"
-                runs[spec.family] = PortRun(None, spec.family, [], [], output)
-            runs[spec.family].mutants.append(spec.name)
+                ports[spec.family] = PortRun(None, spec.family, [], [], output)
+            ports[spec.family].mutants.append(spec.name)
+    jobs: dict[str, WorkerRun] = {}
+    for run in ports.values():
+        group = worker_group(run.family)
+        jobs.setdefault(group, WorkerRun(group, [])).items.append(run)
     # Longest first, so that no long job starts last: as long as the last run
     # took, or, for a job never timed, by its number of mutants.
     took = _durations()
-    return sorted(runs.values(), key=lambda run: (-took.get(run.family, 0.0), -len(run.mutants)))
+    mutants = {group: sum(len(r.mutants) for r in job.items) for group, job in jobs.items()}
+    return sorted(jobs.values(), key=lambda job: (-took.get(job.group, 0.0), -mutants[job.group]))
 
 
 def _mutant_left_out(family: str, config: RunConfig) -> bool:
@@ -102,8 +131,8 @@ def _durations() -> dict[str, float]:
         return {}
 
 
-def _keep_durations(runs: list[PortRun]) -> None:
-    took = _durations() | {run.family: run.seconds for run in runs if run.seconds}
+def _keep_durations(jobs: list[WorkerRun]) -> None:
+    took = _durations() | {job.group: job.seconds for job in jobs if job.seconds}
     path = environment.cache_root() / "durations.json"
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,19 +152,20 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
             supervisor.run()
         # From here on a signal is only noted: the report is made and written whole.
         interrupts.stop_raising()
-        for run in runs:
+        items = [run for job in runs for run in job.items]
+        for run in items:
             if run.report is not None:
                 run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
         if supervisor.interrupted is None:  # an interrupted run's times say nothing
             _keep_durations(runs)
-    reports = [run.report for run in runs if run.report is not None]
+    reports = [run.report for run in items if run.report is not None]
     order = {name: i for i, name in enumerate(config.ports)}
     reports.sort(key=lambda report: order[report.name])
     for report in reports:
         _apply_expectations(report, config.expectations_dir)
     mutant_results = None
     if config.mutants:
-        by_name = {r.name: r for run in runs for r in run.mutant_results}
+        by_name = {r.name: r for run in items for r in run.mutant_results}
         mutant_results = [by_name[name] for name in MUTANTS if name in by_name]
     return SuiteReport(
         profile=config.profile,
@@ -154,40 +184,20 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
 def _apply_expectations(report: PortReport, directory: Path | None) -> None:
     expected = expectations.load(report.name, directory)
     report.outcomes = [expected.apply(outcome) for outcome in report.outcomes]
-    report.warnings = expected.warnings
+    report.warnings = [*report.warnings, *expected.warnings]
 
 
 def _run_in_process(supervisor: Supervisor) -> None:
     """Every job here, one after another (a crash ends the run; output still captured)."""
-    for run in supervisor.runs:
-        run.started = time.monotonic()
-        with _captured(run.output):
-            emit = lambda message, run=run: supervisor.handle(run, message)  # noqa: E731
-            session = Session(run.port, supervisor.settings, emit)
-            if session.port is not None or run.port is None:
-                session.run(list(run.properties), list(run.mutants), supervisor.canonical_failure)
-        supervisor._finish(run)
-
-
-@contextlib.contextmanager
-def _captured(path: Path) -> Iterator[None]:
-    """Send this process's stdout and stderr to `path` for a while (fd level: native prints too)."""
-    saved = [os.dup(1), os.dup(2)]
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        _flush()
-        for stream in (1, 2):
-            os.dup2(descriptor, stream)
-        yield
-    finally:
-        _flush()
-        for stream, copy in zip((1, 2), saved, strict=True):
-            os.dup2(copy, stream)
-            os.close(copy)
-        os.close(descriptor)
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
+    shared: dict = {}
+    for job in supervisor.runs:
+        for run in job.items:
+            run.started = time.monotonic()
+            with printing_to(run.output):
+                emit = lambda message, run=run: supervisor.handle(run, message)  # noqa: E731
+                session = Session(run.port, supervisor.settings, emit, shared)
+                if session.port is not None or run.port is None:
+                    canonical_failure = supervisor.canonical_failure
+                    session.run(list(run.properties), list(run.mutants), canonical_failure)
+                emit(("idle",))
+            supervisor._finish(run)

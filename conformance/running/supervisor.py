@@ -1,8 +1,12 @@
-"""The parent's side of a run: each `PortRun` in a worker process, followed message by message.
+"""The parent's side of a run: each `WorkerRun` in a worker process, followed message by message.
 
+A `WorkerRun` is one worker's job: the `PortRun`s of one framework (its
+ports, then the mutants it hunts), sent to the worker one request at a time.
 `Supervisor` starts up to `jobs` workers at a time, turns their messages into
 outcomes, and tells a death or a hang from a slow compile (see `suite`'s
-docstring for what a run reports in each case, and `Supervisor.hung`).
+docstring for what a run reports in each case, and `Supervisor.hung`). A
+worker that dies, hangs, or reports that a port changed process-wide state
+(`process_state`) is replaced by a fresh one for the rest of its job.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ BUSY_SHARE = 0.02
 
 @dataclass
 class PortRun:
-    """One worker's job as the parent follows it: what is left, what came back."""
+    """One port's work (or one family's mutants) in a worker, as the parent follows it: what
+    is left, what came back. `output`: the file its prints go to."""
 
     port: str | None  # None: mutants only (their family's port is not being checked)
     family: str  # the port whose framework the job loads
@@ -38,7 +43,7 @@ class PortRun:
     output: Path
     report: PortReport | None = None
     mutant_results: list[MutantResult] = field(default_factory=list)
-    worker: Worker | None = None
+    worker: Worker | None = None  # the worker it runs in (its `WorkerRun`'s)
     loaded: bool = False
     finished: bool = False
     current: tuple[str, str] | None = None  # (kind, key)
@@ -50,6 +55,7 @@ class PortRun:
     started: float = 0.0
     seconds: float = 0.0  # wall time, start to finish (restarts included)
     restarts_without_progress: int = 0
+    state_changed: str = ""  # what it changed of the worker's process-wide state, if anything
 
     @property
     def task(self) -> str:
@@ -60,10 +66,35 @@ class PortRun:
         return bool(self.properties or self.mutants)
 
 
-class Supervisor:
-    """Runs `PortRun`s in workers, `jobs` at a time, and turns what happens into reports."""
+@dataclass
+class WorkerRun:
+    """One worker's job: its `items` (`PortRun`s) in order, one request at a time.
 
-    def __init__(self, config: RunConfig, runs: list[PortRun], notify: Progress):
+    `group` names the job (its framework, `suite.worker_group`); `fresh` is set when the
+    worker must be replaced before the next request (a port changed process-wide state).
+    """
+
+    group: str
+    items: list[PortRun]
+    worker: Worker | None = None
+    fresh: bool = False
+    started: float = 0.0
+    seconds: float = 0.0  # wall time, start to finish (restarts included)
+
+    @property
+    def active(self) -> PortRun | None:
+        """The item the worker is on (or gets next); None when every item is done."""
+        return next((item for item in self.items if not item.finished), None)
+
+    @property
+    def finished(self) -> bool:
+        return self.active is None
+
+
+class Supervisor:
+    """Runs `WorkerRun`s in workers, `jobs` at a time, and turns what happens into reports."""
+
+    def __init__(self, config: RunConfig, runs: list[WorkerRun], notify: Progress):
         self.config, self.runs, self.notify = config, runs, notify
         self.settings = config.settings()
         self.canonical_failure = ""
@@ -94,6 +125,10 @@ class Supervisor:
             self._record_mutant(run, message[1])
         elif kind == "warning":  # every worker meets the same cache: said once
             environment.warn(message[1], once=message[2])
+        elif kind == "state":  # it changed process-wide state: the next request gets a fresh worker
+            run.state_changed = message[1]
+            if run.report is not None:
+                run.report.warnings.append(message[1])
         elif kind == "idle":
             run.current = None
             if not run.remaining:
@@ -191,55 +226,73 @@ class Supervisor:
 
     # -- scheduling ----------------------------------------------------------------------
 
-    def start(self, run: PortRun) -> None:
-        """Send the run's work to its worker: the one it holds if alive (loaded), else a new one."""
-        reused = run.worker is not None and run.worker.alive
-        if not reused:
-            run.worker = Worker(run.port, self.settings, run.output)
-        run.worker.send(("run", tuple(run.properties), tuple(run.mutants), self.canonical_failure))
-        run.loaded, run.current, run.call, run.example = reused, None, None, ""
+    def start(self, job: WorkerRun) -> None:
+        """Send the job's next item to its worker: the one it holds while alive and clean, else
+        a new one."""
+        run = job.active
+        if job.worker is not None and job.fresh:
+            job.worker.stop()  # a port changed process-wide state: no other port meets it
+        if job.worker is None or job.fresh or not job.worker.alive:
+            job.worker, job.fresh = Worker(self.settings, run.output), False
+        run.worker = job.worker
+        request = (run.port, tuple(run.properties), tuple(run.mutants), self.canonical_failure)
+        job.worker.send(("run", *request, str(run.output)))
+        run.loaded, run.current, run.call, run.example = False, None, None, ""
         run.last_activity, run.work_probe, run.busy = time.monotonic(), None, False
         run.started = run.started or time.monotonic()
+        job.started = job.started or time.monotonic()
 
     def run(self) -> None:
         """Every job to the end, `jobs` workers at a time."""
-        waiting = list(self.runs)
-        running: list[PortRun] = []
+        waiting = [job for job in self.runs if not job.finished]
+        running: list[WorkerRun] = []
         timeout = self.config.example_timeout
         try:
             while waiting or running:
                 while waiting and len(running) < max(1, self.config.jobs):
-                    run = waiting.pop(0)
-                    self.start(run)
-                    running.append(run)
-                handles = [h for run in running for h in run.worker.handles]
+                    job = waiting.pop(0)
+                    self.start(job)
+                    running.append(job)
+                handles = [h for job in running for h in job.worker.handles]
                 connection.wait(handles, timeout=0.25)
-                for run in list(running):
-                    for message in run.worker.receive():
-                        self.handle(run, message)
-                    if not run.finished and not run.worker.alive:
-                        for message in run.worker.receive():  # what it said last
-                            self.handle(run, message)
-                        if not run.finished:
-                            self.lost(run, "crashed", run.worker.death())
-                    elif not run.finished and (why := self.hung(run, timeout)):
-                        run.worker.kill()
-                        self.lost(run, "timeout", why)
-                    if run.finished or not run.worker.alive:
-                        if not (run.finished and self.keep_workers):
-                            run.worker.stop()
-                        running.remove(run)
-                        self._finish(run) if run.finished else waiting.insert(0, run)
+                for job in list(running):
+                    self._follow(job, timeout)
+                    if job.finished:
+                        if not self.keep_workers or job.fresh:
+                            job.worker.stop()
+                        job.seconds = time.monotonic() - job.started
+                        running.remove(job)
         except interrupts.Interrupted as stop:  # what finished is kept; the rest stops now
             self.interrupted = stop.signum
-            for run in running:  # what a worker said before the signal came still counts
-                for message in run.worker.receive():
-                    self.handle(run, message)
+            for job in running:  # what a worker said before the signal came still counts
+                for message in job.worker.receive():
+                    self.handle(job.active, message)
         finally:  # only if something above raised: leave no worker behind
-            for run in running:
-                run.worker.kill()
+            for job in running:
+                if job.worker is not None:
+                    job.worker.kill()
             if self.interrupted is not None:  # one being started when the signal came
                 isolation.kill_all()
+
+    def _follow(self, job: WorkerRun, timeout: float) -> None:
+        """Read what the job's worker said; on a finished item, a death or a hang, go on with
+        the rest of the job (in a fresh worker where it died, hung or was left unclean)."""
+        run = job.active
+        for message in job.worker.receive():
+            self.handle(run, message)
+        if not run.finished and not job.worker.alive:
+            for message in job.worker.receive():  # what it said last
+                self.handle(run, message)
+            if not run.finished:
+                self.lost(run, "crashed", job.worker.death())
+        elif not run.finished and (why := self.hung(run, timeout)):
+            job.worker.kill()
+            self.lost(run, "timeout", why)
+        if run.finished:
+            self._finish(run)
+            job.fresh = job.fresh or bool(run.state_changed)
+        if not job.finished and (run.finished or not job.worker.alive):
+            self.start(job)  # the next item, or the rest of this one
 
     def hung(self, run: PortRun, timeout: float) -> str:
         """Why the run's worker counts as hung ("" while it is not).
@@ -286,6 +339,7 @@ class Supervisor:
         return ""
 
     def _finish(self, run: PortRun) -> None:
+        """An item is done: its wall time and what it printed go into its report."""
         run.seconds = time.monotonic() - run.started
         if run.report is not None:
             run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)

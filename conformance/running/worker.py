@@ -1,29 +1,37 @@
-"""A port's checks in a process the run can lose.
+"""Ports' checks in a process the run can lose.
 
 A suite is run on ports nobody trusts yet: one may segfault, hang, or print.
-So each port is loaded in a worker process of its own (`isolation.Child`: a
-fresh interpreter, so each port imports only its framework, and a Keras
-backend never meets another). The worker's stdout and stderr go to a file,
-never to the report's stream. It tells the parent what it is doing, message by
-message, so that when it dies the parent can say which property, which
-example and which call it died in.
+So ports are loaded in a worker process (`isolation.Child`: a fresh
+interpreter), one per framework: the ports of one framework share it, each
+loaded once, so the framework is imported once (`suite.worker_group`; a
+Keras port joins its backend's, which is the only backend its process then
+has). Before and after each port's work the worker reads the process-wide
+state a port could change (`process_state`: the environment, the
+frameworks' settings, their modules' functions); a port that changed it is
+reported, and the parent gives the next port a fresh worker. The worker's
+stdout and stderr go to the file of the port it is running, never to the
+report's stream. It tells the parent what it is doing, message by message,
+so that when it dies the parent can say which port, property, example and
+call it died in.
 
-The child side is `Session` (it loads the port and runs requests) and
-`serve` (the worker's main loop). The parent side is `Worker`. Messages,
-child to parent:
+The child side is `Session` (one loaded port and the requests run on it)
+and `serve` (the worker's main loop, holding a session per port). The
+parent side is `Worker`. Messages, child to parent:
 
-- `("loaded", PortInfo)`: the port loaded (or why not);
+- `("loaded", PortInfo)`: the port of the request loaded (or why not);
 - `("begin", kind, key)`: a property or a mutant starts;
 - `("example", text)`: an example starts (a short description);
 - `("preparing", text)`: the canonical side of an example is being made;
 - `("call", side, method)`: a contract method of the port or the canonical
   port is about to run;
 - `("outcome", Outcome)`, `("mutant", MutantResult)`: one finished;
+- `("state", text)`: the request's port changed process-wide state (what);
 - `("idle",)`: the request is done;
 - `("warning", text, key)`: a line about the cache (the parent says it, once per key).
 
-Requests, parent to child: `("run", properties, mutants, canonical_failure)`
-and `("stop",)`.
+Requests, parent to child: `("run", port, properties, mutants,
+canonical_failure, output)` (`port` None: mutants only; `output`: the file
+its prints go to) and `("stop",)`.
 
 **Hangs, and slow compiles.** The parent stops a worker that makes no
 progress for the timeout. The messages above are progress, but a first
@@ -43,7 +51,10 @@ stopped with it (`Worker.kill`), or when the parent dies
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +64,7 @@ from implementations import Implementation, PortUnavailable
 
 from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
-from . import devices, environment, example_bank, isolation, profiles
+from . import devices, environment, example_bank, isolation, process_state, profiles
 from .runner import Outcome, run_property
 
 Emit = Callable[[tuple], None]
@@ -116,39 +127,44 @@ class Announced:
 
 
 class Session:
-    """The child side: one loaded port, and the requests run on it."""
+    """The child side: one loaded port, and the requests run on it. `info` says how it
+    loaded; `shared` holds what the sessions of one worker share (the canonical port)."""
 
-    def __init__(self, port_name: str | None, settings: Settings, emit: Emit):
+    def __init__(
+        self, port_name: str | None, settings: Settings, emit: Emit, shared: dict | None = None
+    ):
         self.settings, self.emit = settings, emit
+        self.shared = {} if shared is None else shared
         self.port: Implementation | None = None
-        self._canonical: Implementation | str | None = "not loaded"
-        if port_name is None:  # a job of mutants only
-            emit(("loaded", PortInfo("available")))
-            return
+        self.info = PortInfo("available")
+        if port_name is not None:  # None: a job of mutants only
+            self.info = self._load(port_name)
+        emit(("loaded", self.info))
+
+    def _load(self, port_name: str) -> PortInfo:
         try:
             port = implementations.load(port_name)
         except PortUnavailable as error:
-            state = "unavailable" if error.missing else "broken"
-            emit(("loaded", PortInfo(state, error.reason)))
-            return
+            return PortInfo("unavailable" if error.missing else "broken", error.reason)
         port.pin_matmul_precision()
         self.port = port
         # Read before the canonical port loads here: it would import JAX too.
         environment = devices.port_environment(port)
-        emit(("loaded", PortInfo("available", "", port.framework, port.versions(), environment)))
+        return PortInfo("available", "", port.framework, port.versions(), environment)
 
     def canonical(self) -> Implementation | None:
-        """The canonical port, loaded on first use (None when it cannot load)."""
-        if self._canonical == "not loaded":
+        """The canonical port, loaded on first use (None when it cannot load); one per worker."""
+        if "canonical" not in self.shared:
             if self.port is not None and self.port.name == self.settings.canonical:
-                self._canonical = self.port
+                self.shared["canonical"] = self.port
             else:
                 try:
-                    self._canonical = implementations.load(self.settings.canonical)
-                    self._canonical.pin_matmul_precision()
+                    canonical = implementations.load(self.settings.canonical)
+                    canonical.pin_matmul_precision()
                 except PortUnavailable:
-                    self._canonical = None
-        return self._canonical
+                    canonical = None
+                self.shared["canonical"] = canonical
+        return self.shared["canonical"]
 
     def _announced_canonical(self) -> Announced | None:
         return _announced(self.canonical(), "canonical", self.emit)
@@ -179,7 +195,6 @@ class Session:
                 canonical_identity=self.canonical_identity,
             )
             self.emit(("mutant", result))
-        self.emit(("idle",))
 
     def check(self, key: str, canonical_failure: str) -> Outcome:
         """One property on the port, against the canonical port."""
@@ -207,16 +222,17 @@ def _announced(implementation: Implementation | None, side: str, emit: Emit):
     return None if implementation is None else Announced(implementation, side, emit)
 
 
-def serve(port_name: str | None, settings: Settings) -> None:
-    """A worker's main loop, in an isolated process (`isolation.Child`): load the port, then
-    run requests until told to stop."""
+def serve(settings: Settings) -> None:
+    """A worker's main loop, in an isolated process (`isolation.Child`): run requests, each on
+    its port (loaded on its first request, then kept), until told to stop."""
     connection = isolation.connection()
     environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
     if settings.threads is not None:
         environment.limit_threads(settings.threads)
     environment.prepare()
     profiles.load(settings.profile)
-    session = Session(port_name, settings, connection.send)
+    sessions: dict[str | None, Session] = {}
+    shared: dict = {}  # the canonical port, loaded once for every session here
     while True:
         try:
             request = connection.recv()
@@ -224,19 +240,66 @@ def serve(port_name: str | None, settings: Settings) -> None:
             return
         if request[0] == "stop":
             return
-        _, properties, mutants, canonical_failure = request
-        if session.port is None and port_name is not None:
-            connection.send(("idle",))  # the port did not load: nothing to run
-            continue
-        session.run(properties, mutants, canonical_failure)
+        _, port_name, properties, mutants, canonical_failure, output = request
+        with printing_to(Path(output)):
+            # Read before the port loads, once it has (what its import changed of what was
+            # there), and after its work (what it changed since).
+            before = process_state.capture()
+            session = sessions.get(port_name)
+            if session is None:
+                session = Session(port_name, settings, connection.send, shared)
+                sessions[port_name] = session
+            else:
+                connection.send(("loaded", session.info))
+            loaded = process_state.capture()
+            if session.port is not None or port_name is None:
+                session.run(properties, mutants, canonical_failure)
+            after = process_state.capture()
+            changed = "; ".join(
+                found
+                for found in (
+                    process_state.changes(before, loaded),
+                    process_state.changes(loaded, after),
+                )
+                if found
+            )
+        if changed and port_name is not None:
+            connection.send(("state", f"{port_name} changed process-wide state: {changed}"))
+        connection.send(("idle",))
+
+
+@contextlib.contextmanager
+def printing_to(path: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr to `path` for a while, at the file-descriptor
+    level: native prints and a fatal signal's stack (faulthandler writes to fd 2) go there too."""
+    saved = [os.dup(1), os.dup(2)]
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        _flush()
+        for stream in (1, 2):
+            os.dup2(descriptor, stream)
+        yield
+    finally:
+        _flush()
+        for stream, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, stream)
+            os.close(copy)
+        os.close(descriptor)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 class Worker(isolation.Child):
     """The parent's handle on one worker process: an isolated `serve` (its own process
-    group, its output in a file), and the message protocol above on its connection."""
+    group, its output in a file until its first request names one), and the message protocol
+    above on its connection."""
 
-    def __init__(self, port_name: str | None, settings: Settings, output: Path):
-        super().__init__(f"{__name__}:serve", (port_name, settings), output=output)
+    def __init__(self, settings: Settings, output: Path):
+        super().__init__(f"{__name__}:serve", (settings,), output=output)
 
     @property
     def handles(self) -> tuple:

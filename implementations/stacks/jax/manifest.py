@@ -65,6 +65,7 @@ MANIFEST = Manifest(
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
+    state=f"{_HERE}.state:settings",
     device_module="jax",
     built_on=("flax", "equinox", "dm-haiku", "haiku"),
     caches=(

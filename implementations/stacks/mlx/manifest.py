@@ -39,6 +39,7 @@ MANIFEST = Manifest(
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
+    state=f"{_HERE}.state:settings",
     device_module="mlx.core",
     # Apple silicon, but a virtual machine: Metal is paravirtual there (and MPS absent), so
     # the report's device says what MLX ran on.

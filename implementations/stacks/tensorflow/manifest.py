@@ -41,6 +41,7 @@ MANIFEST = Manifest(
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
+    state=f"{_HERE}.state:settings",
     device_module="tensorflow",
     built_on=("tensorflow-cpu",),
     # The Keras job runs it too (the Keras ports need each backend installed anyway).

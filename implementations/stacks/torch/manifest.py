@@ -101,6 +101,7 @@ MANIFEST = Manifest(
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
+    state=f"{_HERE}.state:settings",
     device_module="torch",
     caches=(
         CacheEntry(

@@ -1,0 +1,101 @@
+"""The process-wide state a port could change for the ports after it in the same worker.
+
+Ports of one framework share a worker process (`worker`). A port that flips
+a framework setting (JAX's x64, the default matmul precision, torch's default
+dtype), sets an environment variable, or swaps a function of a framework's
+module (a monkeypatch) would change the verdict of the ports that run after
+it. So the worker reads this state before and after each port's work
+(`capture`), and `changes` says what differs: the worker reports it, and the
+parent runs the next port in a fresh worker. What a port's first import adds
+(new modules, new variables, new settings) is not a change: only what was
+there before and is different after.
+
+What is read: the environment; numpy's floating-point error handling; each
+stack's framework settings (its manifest's `state`, read only where the
+framework is imported already); and the identity of every public attribute of
+the frameworks' modules (the top-level modules of every manifest's ports, and
+their submodules two levels down).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from implementations import manifests
+
+#: How deep below a framework's top-level module its modules are read (`torch.nn.functional`).
+DEPTH = 2
+
+
+def _framework_tops() -> frozenset[str]:
+    tops = {module for _, entry in manifests.ports().values() for module in entry.modules}
+    return frozenset({"numpy", *tops})
+
+
+def capture() -> dict[str, Any]:
+    """The state as it is now: plain data, cheap to compare (a few milliseconds)."""
+    settings = {}
+    for manifest in manifests.manifests():
+        if manifest.state and sys.modules.get(manifest.device_module or manifest.engine):
+            try:
+                settings[manifest.stack] = manifests.resolve(manifest.state)()
+            except Exception as error:  # a probe that fails is a fact, never a crash
+                settings[manifest.stack] = {"error": f"{type(error).__name__}: {error}"}
+    return {
+        "environment": dict(os.environ),
+        "numpy errors": np.geterr(),
+        "settings": settings,
+        "functions": _functions(),
+    }
+
+
+def _functions() -> dict[str, tuple[int, str]]:
+    """Each public callable of the frameworks' loaded modules, by dotted name: its `id()` and
+    the top-level package that defines it."""
+    tops = _framework_tops()
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".", 1)[0] not in tops or name.count(".") > DEPTH:
+            continue
+        try:
+            attributes = list(vars(module).items())
+        except TypeError:  # a module-like object without a __dict__
+            continue
+        for attribute, value in attributes:
+            if not attribute.startswith("_") and callable(value):
+                owner = str(getattr(value, "__module__", None) or "").split(".", 1)[0]
+                found[f"{name}.{attribute}"] = (id(value), owner)
+    return found
+
+
+def changes(before: dict[str, Any], after: dict[str, Any], limit: int = 5) -> str:
+    """What differs between two captures, for what both hold ("" when nothing does)."""
+    found = []
+    for part in ("environment", "numpy errors"):
+        found += _differences(part, before[part], after[part])
+    for stack, settings in before["settings"].items():
+        found += _differences(f"{stack} settings", settings, after["settings"].get(stack, {}))
+    # A framework that swaps one of its own functions on first use (dynamo wraps torch.jit.trace)
+    # is the framework's business; a replacement defined elsewhere is a monkeypatch.
+    swapped = [
+        name
+        for name, (identity, _) in before["functions"].items()
+        if (now := after["functions"].get(name)) is not None
+        and now[0] != identity
+        and now[1] != name.split(".", 1)[0]
+    ]
+    found += [f"{name} was replaced" for name in sorted(swapped)]
+    more = f" (and {len(found) - limit} more)" if len(found) > limit else ""
+    return "; ".join(found[:limit]) + more
+
+
+def _differences(part: str, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    return [
+        f"{part}: {key} {before[key]!r} -> {after[key]!r}"
+        for key in sorted(before.keys() & after.keys())
+        if before[key] != after[key]
+    ]

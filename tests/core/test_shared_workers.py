@@ -1,0 +1,92 @@
+"""One worker per framework: the ports of one framework share a worker, and a port that changes
+process-wide state there cannot change another port's verdict.
+
+A port from another package opts in to its framework's worker (the entry-point group
+`remat_conformance.workers`). Here one does, and changes what a JAX port depends on once its
+forward pass has run: x64 on, and `jax.nn.relu` swapped for a leaky one of its own. The
+built-in `jax_checkpoint` runs after it in the same worker: the worker reports the change and
+the parent gives `jax_checkpoint` a fresh worker, so its verdict is its own. The control runs
+the same two ports in one process (`--in-process`, which has no isolation): there the flip
+reaches `jax_checkpoint`, which fails, so the flip is real and the guard is what stops it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.running.suite import SHARED_WORKERS, worker_group
+from tests.helpers import make_distribution, run_python
+
+FLIPPER = '''
+"""A JAX port that changes process-wide state after its first forward pass."""
+
+import jax
+
+from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint
+
+
+def leaky_relu(x):  # a monkeypatch this port wanted for itself
+    return jax.numpy.where(x > 0, x, 0.01 * x)
+
+
+class StateFlipper(JaxCheckpoint):
+    name = "state_flipper"
+
+    def forward(self, params, x, *, checkpoint=True):
+        out = super().forward(params, x, checkpoint=checkpoint)
+        jax.config.update("jax_enable_x64", True)
+        jax.nn.relu = leaky_relu
+        return out
+'''
+
+
+@pytest.fixture(scope="module")
+def flipper(tmp_path_factory):
+    pytest.importorskip("flax")  # the canonical port
+    return make_distribution(
+        tmp_path_factory.mktemp("flipper"),
+        "state-flipper",
+        {"state_flipper": "state_flipper:StateFlipper"},
+        {"state_flipper.py": FLIPPER},
+        groups={SHARED_WORKERS: {"state_flipper": "jax"}},
+    )
+
+
+def _run(flipper, *flags: str) -> dict:
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+    args += ["--examples", "3", "--implementation", "state_flipper"]
+    args += ["--implementation", "jax_checkpoint", *flags]
+    done = run_python(args, flipper)
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"no JSON report (exit {done.returncode}):\n{done.stderr[-3000:]}")
+
+
+def _failed(report: dict, name: str) -> set[str]:
+    (port,) = [p for p in report["ports"] if p["name"] == name]
+    return {o["property"] for o in port["outcomes"] if o["status"] != "pass"}
+
+
+def test_the_ports_of_one_framework_share_a_worker_and_others_opt_in():
+    assert worker_group("jax_checkpoint") == worker_group("flax_linen") == "jax"
+    assert worker_group("keras_torch") == worker_group("pytorch")  # a backend's worker
+    assert worker_group("torch_fsdp") == "torch_fsdp"  # its ranks are its own
+    assert worker_group("some_outside_port") == "some_outside_port"  # unless it opts in
+
+
+def test_a_port_that_flips_state_leaves_the_next_port_s_verdict_its_own(flipper):
+    report = _run(flipper)
+    assert _failed(report, "jax_checkpoint") == set()
+    (flipped,) = [p for p in report["ports"] if p["name"] == "state_flipper"]
+    said = " ".join(flipped["warnings"])
+    assert "state_flipper changed process-wide state" in said
+    assert "jax_enable_x64 'False' -> 'True'" in said
+    assert "jax.nn.relu was replaced" in said
+
+
+def test_without_the_guard_the_flip_reaches_the_next_port(flipper):
+    report = _run(flipper, "--in-process")  # one process, no isolation: the control
+    assert _failed(report, "jax_checkpoint"), "the flip never reached jax_checkpoint"
