@@ -265,8 +265,9 @@ class Supervisor:
         except interrupts.Interrupted as stop:  # what finished is kept; the rest stops now
             self.interrupted = stop.signum
             for job in running:  # what a worker said before the signal came still counts
-                for message in job.worker.receive():
-                    self.handle(job.active, message)
+                if job.active is not None:
+                    for message in job.worker.receive():
+                        self.handle(job.active, message)
         finally:  # only if something above raised: leave no worker behind
             for job in running:
                 if job.worker is not None:

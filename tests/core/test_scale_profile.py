@@ -23,11 +23,11 @@ def test_the_default_run_leaves_the_sharded_ports_and_their_mutants_out(tmp_path
     assert not set(default) & implementations.SHARDED
     assert set(profiles.default_ports(profiles.SCALE, registered)) == implementations.SHARDED
     jobs = plan(RunConfig(ports=tuple(default), mutants=True), tmp_path)
-    hunted = {name for job in jobs for name in job.mutants}
+    hunted = {name for job in jobs for run in job.items for name in run.mutants}
     assert "fsdp_no_checkpoint" not in hunted
     assert "spmd_no_checkpoint" not in hunted
     scale = plan(RunConfig(ports=(), profile=profiles.SCALE, mutants=True), tmp_path)
-    assert {name for job in scale for name in job.mutants} == {
+    assert {name for job in scale for run in job.items for name in run.mutants} == {
         name for name, spec in MUTANTS.items() if spec.family in implementations.SHARDED
     }
 
