@@ -382,6 +382,40 @@ def any_params(draw, max_side: int = 5) -> Params:
     )
 
 
+#: Arrays `from_numpy` must keep as they are: bool, complex, a small integer, and float64
+#: beyond float32's range (an array made float32 would hold inf).
+ODD_ARRAYS = (
+    np.array([True, False]),
+    np.array([1 + 2j], np.complex64),
+    np.arange(3, dtype=np.int16),
+    np.array([1e39, 0.0]),
+)
+
+
+def records_on_and_off(port: Any) -> tuple[Any, Any]:
+    """`port`'s backward records at X of parameters drawn from seed 9: with the checkpoint,
+    then without."""
+    params = random_params(9)
+    on = port.backward_record(params, X, checkpoint=True)
+    return on, port.backward_record(params, X, checkpoint=False)
+
+
+def assert_exercise_output(out: Any) -> None:
+    """`nn_checkpoint_forward(4, X, FEATURES)`'s output, as the framework gave it, within the
+    float64 reference's bound."""
+    params = canonical_params(4, DIM, FEATURES)
+    error = np.abs(np.array(out, np.float64) - reference.forward(params, X))
+    assert np.all(error <= analyse_forward(params, X).e2)
+
+
+def assert_x_gradient(dx: Any) -> None:
+    """`dx`, the gradient at X of `sum(nn_checkpoint_forward(7, x, FEATURES) * G)` as the
+    framework gave it, within half the reference's bound."""
+    params = canonical_params(7, DIM, FEATURES)
+    exact = reference.vjp(params, X, G)["x"]
+    assert np.all(np.abs(np.array(dx) - exact) <= vjp_bounds(params, X, G)["x"] / 2 + 1e-7)
+
+
 class ArrayPortKit:
     """A port whose exercise takes and returns the framework's arrays.
 
@@ -412,6 +446,10 @@ class ArrayPortKit:
         for name, got in grads.items():
             assert got.dtype == np.float32, name  # the VJPs keep float32
             assert np.all(np.abs(got - exact[name]) <= bounds[name] / 2), name
+
+    def test_the_checkpoint_keeps_its_inputs_x_and_the_parameters(self):
+        on, _ = records_on_and_off(self.PORT)
+        assert sorted(t.origin for t in on.saved) == ["input"] + ["parameter"] * 4
 
     def test_seed_and_features_may_be_floats_numpy_or_0d_arrays(self):
         def run(seed, x, features) -> np.ndarray:

@@ -20,13 +20,23 @@ nn = pytest.importorskip("mlx.nn")
 
 from hypothesis import given, settings  # noqa: E402
 
-from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
 from implementations.stacks.mlx import mlx as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from tests import reference  # noqa: E402
 from tests.helpers import same_bits  # noqa: E402
-from tests.stack_kit import DIM, FEATURES, ArrayPortKit, X, any_params, random_params  # noqa: E402
+from tests.stack_kit import (  # noqa: E402
+    DIM,
+    FEATURES,
+    ODD_ARRAYS,
+    ArrayPortKit,
+    G,
+    X,
+    any_params,
+    assert_exercise_output,
+    assert_x_gradient,
+    random_params,
+    records_on_and_off,
+)
 
 PORT = port_module.Mlx()
 
@@ -113,11 +123,8 @@ def test_the_graph_instrument_reads_what_mlx_keeps_and_reruns():
     # relu's output (dW2). With it, the region's inputs; its backward reruns
     # AddMM and Maximum for the parameter gradients, and only AddMM (relu's
     # mask) for x's gradient alone: the rest of the rerun is never needed.
-    params = random_params(9)
-    on = PORT.backward_record(params, X, checkpoint=True)
-    off = PORT.backward_record(params, X, checkpoint=False)
+    on, off = records_on_and_off(PORT)  # on keeps x and the parameters (the kit's test)
     exercise = PORT.exercise_record(3, X, FEATURES)
-    assert sorted(t.origin for t in on.saved) == ["input"] + ["parameter"] * 4
     assert (on.recomputed, on.checkpoint_regions) == ({"AddMM": 1, "Maximum": 1}, 1)
     activations = off.saved_by_origin("activation")
     assert sorted(t.note.rsplit("named ", 1)[-1] for t in activations) == ["'fc1'", "'relu'"]
@@ -228,8 +235,7 @@ def test_lists_numpy_and_mlx_arrays_give_the_same_output():
         assert same_bits(
             np.array(port_module.nn_checkpoint_forward(4, form, FEATURES)), np.array(expected)
         )
-    error = np.abs(np.array(expected, np.float64) - reference.forward(canonical_params(4, 3, 4), X))
-    assert np.all(error <= analyse_forward(canonical_params(4, 3, 4), X).e2)
+    assert_exercise_output(expected)
 
 
 def test_low_precision_and_integer_mlx_x_are_converted():
@@ -252,13 +258,10 @@ def test_mlx_x_is_never_modified():
 
 
 def test_gradients_flow_to_x_under_mx_grad():
-    g = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
-    dx = mx.grad(lambda v: mx.sum(port_module.nn_checkpoint_forward(7, v, FEATURES) * mx.array(g)))(
+    dx = mx.grad(lambda v: mx.sum(port_module.nn_checkpoint_forward(7, v, FEATURES) * mx.array(G)))(
         mx.array(X)
     )
-    params = canonical_params(7, DIM, FEATURES)
-    exact = reference.vjp(params, X, g)["x"]
-    assert np.all(np.abs(np.array(dx) - exact) <= vjp_bounds(params, X, g)["x"] / 2 + 1e-7)
+    assert_x_gradient(dx)
 
 
 def test_vmap_over_x_checks_shape_and_dtype_only():
@@ -289,12 +292,7 @@ def test_nothing_is_compiled(monkeypatch):
 
 
 def test_from_numpy_keeps_the_dtype_and_to_numpy_copies():
-    for array in [
-        np.array([True, False]),
-        np.array([1 + 2j], np.complex64),
-        np.arange(3, dtype=np.int16),
-        np.array([1e39, 0.0]),  # float64: mx.array alone would make it float32 inf
-    ]:
+    for array in ODD_ARRAYS:  # float64 among them: mx.array alone would make it float32 inf
         native = PORT.from_numpy(array)
         assert str(native.dtype).rsplit(".", 1)[-1].rstrip("_") == array.dtype.name
         assert same_bits(PORT.to_numpy(native), array)
