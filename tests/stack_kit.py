@@ -10,8 +10,8 @@ from the subclass (functions as `staticmethod`s).
 - `ReferencePortKit`: a port's forward and VJP against the float64 reference, its init, its
   x converted, and its instrument against an independent count of the block's runs
   (MindSpore, Paddle).
-- `NoneAndFullKit`: a port that declares the policies none and full only, and refuses the
-  rest with the reason it declares (MindSpore, Paddle, autograd, MLX);
+- `NoneAndFullKit`: a port that declares the policies none and full only, says why not each
+  of the rest, and refuses them by name (MindSpore, Paddle, autograd, MLX);
   `HookPolicyKit` adds the roles that a hook instrument names (MindSpore, Paddle).
 - `PoolKit`: a port whose models are lent from a pool, never carrying anything from one call
   to the next (MindSpore, Paddle).
@@ -146,8 +146,8 @@ def record_under(port: Any, policy: Policy):
 
 
 class NoneAndFullKit:
-    """A port (`PORT`) whose checkpoint takes no policy: it declares none and full, and says
-    why not each of the rest."""
+    """A port (`PORT`) whose checkpoint takes no policy: it declares none and full, says why
+    not each of the rest, and refuses each of them, naming it (`REFUSAL`: its words after)."""
 
     PORT: Any
     #: What the port's refusal says after the policy's name.
