@@ -29,25 +29,14 @@ from implementations.stacks.autograd import Probe, mlp  # noqa: E402
 from implementations.stacks.autograd import hips_autograd as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from tests import reference  # noqa: E402
+from tests import stack_kit as kit  # noqa: E402
 from tests.helpers import run_python, same_bits, without_frameworks  # noqa: E402
-from tests.stack_kit import (  # noqa: E402
-    DIM,
-    FEATURES,
-    ODD_ARRAYS,
-    ArrayPortKit,
-    G,
-    X,
-    any_params,
-    assert_exercise_output,
-    assert_x_gradient,
-    random_params,
-    records_on_and_off,
-)
 
+DIM, FEATURES, X, G = kit.DIM, kit.FEATURES, kit.X, kit.G  # the shared case
 PORT = port_module.HipsAutograd()
 
 
-class TestAutogradPort(ArrayPortKit):
+class TestAutogradPort(kit.ArrayPortKit):
     PORT = PORT
     port_module = port_module
     SCALARS = (np.array(3), np.array(2))  # 0-d numpy arrays
@@ -59,7 +48,7 @@ class TestAutogradPort(ArrayPortKit):
 
 
 @settings(max_examples=30)
-@given(params=any_params())
+@given(params=kit.any_params())
 def test_converters_round_trip_any_bits_in_the_canonical_layout(params):
     arrays = port_module.params_to_arrays(params)
     assert [a.shape for a in arrays] == [getattr(params, n).shape for n in port_module.NAMES]
@@ -70,7 +59,7 @@ def test_converters_round_trip_any_bits_in_the_canonical_layout(params):
 
 
 def test_the_block_computes_in_the_canonical_layout():
-    params = random_params(0)
+    params = kit.random_params(0)
     w1, b1, w2, b2 = port_module.params_to_arrays(params)
     assert w1.shape == (DIM, FEATURES)  # (in, out): x @ w1, no transpose
     out = mlp.block(w1, b1, w2, b2, X)
@@ -80,7 +69,7 @@ def test_the_block_computes_in_the_canonical_layout():
 
 
 def test_wrong_shapes_are_refused():
-    w1, b1, w2, b2 = port_module.params_to_arrays(random_params(1))
+    w1, b1, w2, b2 = port_module.params_to_arrays(kit.random_params(1))
     with pytest.raises(ValueError, match="b1"):
         port_module.arrays_to_params((w1, np.zeros(3, np.float32), w2, b2))
     with pytest.raises(ValueError, match="w2"):
@@ -89,7 +78,7 @@ def test_wrong_shapes_are_refused():
 
 def test_checkpoint_on_and_off_give_the_same_bits():
     # The recomputation runs the same numpy calls on the same arrays.
-    params = random_params(4)
+    params = kit.random_params(4)
     on, off = (PORT.vjp(params, X, G, checkpoint=c).as_dict() for c in (True, False))
     for name in on:
         assert same_bits(on[name], off[name]), name
@@ -152,7 +141,7 @@ def test_the_instrument_reads_what_autograd_keeps_and_reruns():
     # pass runs dW1, dx, dW2, da: 4 matmuls, and traces nothing. With it the node keeps
     # the block's five inputs; its VJP traces the block again (dot, add, relu, dot, add)
     # and then runs the same 4 adjoints: 6 matmuls, one trace.
-    on, off = records_on_and_off(PORT)  # on keeps x and the parameters (the kit's test)
+    on, off = kit.records_on_and_off(PORT)  # on keeps x and the parameters (the kit's test)
     assert (on.recomputed, on.checkpoint_regions, on.backward_matmuls) == (
         {"dot": 2, "add": 2, "relu": 1},
         1,
@@ -215,7 +204,7 @@ def test_the_checkpoint_reruns_the_block_in_the_backward_pass_only():
     # Probe counts matmul primitives run on plain arrays: the forward pass runs the block
     # once either way, in make_vjp's one trace; the backward pass reruns its 2 dots, in a
     # trace of its own, when checkpointed.
-    params = port_module.params_to_arrays(random_params(2))
+    params = port_module.params_to_arrays(kit.random_params(2))
     for checkpoint, backward in ((True, 6), (False, 4)):
         with Probe() as forward:
             pullback, _ = autograd.make_vjp(PORT._block(checkpoint), (0, 1, 2, 3, 4))(*params, X)
@@ -249,7 +238,7 @@ def test_lists_numpy_and_float64_give_the_same_output():
     assert (expected.dtype, expected.shape) == (np.float32, (FEATURES,))
     for form in (X.tolist(), X.astype(np.float64), tuple(X.tolist()), X.astype(np.float16)):
         assert same_bits(port_module.nn_checkpoint_forward(4, form, FEATURES), expected)
-    assert_exercise_output(expected)
+    kit.assert_exercise_output(expected)
 
 
 def test_integer_x_is_converted_and_a_float64_overflow_refused():
@@ -268,8 +257,8 @@ def test_the_callers_x_is_never_modified():
         )
         assert same_bits(np.asarray(x), before)
     x = X.copy()
-    PORT.vjp(random_params(6), x, G)
-    PORT.backward_record(random_params(6), x)
+    PORT.vjp(kit.random_params(6), x, G)
+    PORT.backward_record(kit.random_params(6), x)
     PORT.exercise_record(0, x, FEATURES)
     assert same_bits(x, X)
 
@@ -279,7 +268,7 @@ def test_gradients_flow_to_x_under_autograd_grad():
         X.copy()
     )
     assert dx.dtype == np.float32
-    assert_x_gradient(dx)
+    kit.assert_x_gradient(dx)
 
 
 def test_a_traced_x_is_checked_on_its_value():
@@ -289,7 +278,7 @@ def test_a_traced_x_is_checked_on_its_value():
 
 
 def test_from_numpy_keeps_the_dtype_and_to_numpy_copies_and_unboxes():
-    for array in ODD_ARRAYS:
+    for array in kit.ODD_ARRAYS:
         native = PORT.from_numpy(array)
         assert native is not array
         assert same_bits(native, array)

@@ -23,25 +23,14 @@ from hypothesis import given, settings  # noqa: E402
 from implementations import contract  # noqa: E402
 from implementations.stacks.mlx import mlx as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
+from tests import stack_kit as kit  # noqa: E402
 from tests.helpers import same_bits  # noqa: E402
-from tests.stack_kit import (  # noqa: E402
-    DIM,
-    FEATURES,
-    ODD_ARRAYS,
-    ArrayPortKit,
-    G,
-    X,
-    any_params,
-    assert_exercise_output,
-    assert_x_gradient,
-    random_params,
-    records_on_and_off,
-)
 
+DIM, FEATURES, X, G = kit.DIM, kit.FEATURES, kit.X, kit.G  # the shared case
 PORT = port_module.Mlx()
 
 
-class TestMlxPort(ArrayPortKit):
+class TestMlxPort(kit.ArrayPortKit):
     PORT = PORT
     port_module = port_module
     SCALARS = (mx.array(3), mx.array(2.0))  # 0-d MLX arrays
@@ -59,7 +48,7 @@ def _dot(*outputs) -> str:
 
 
 @settings(max_examples=30)
-@given(params=any_params())
+@given(params=kit.any_params())
 def test_converters_round_trip_any_bits_through_mlx_arrays(params):
     state = port_module.params_to_arrays(params)
     assert all(isinstance(a, mx.array) for a in state.values())
@@ -71,7 +60,7 @@ def test_converters_round_trip_any_bits_through_mlx_arrays(params):
 
 
 def test_the_layout_is_mlxs_own():
-    params = random_params(0)
+    params = kit.random_params(0)
     model = port_module.build_mlp(port_module.params_to_arrays(params))
     assert all(isinstance(layer, nn.Linear) for layer in (model.fc1, model.fc2))
     flat = dict(nn.utils.tree_flatten(model.parameters()))
@@ -83,7 +72,7 @@ def test_the_layout_is_mlxs_own():
 
 
 def test_wrong_shapes_are_refused():
-    state = port_module.params_to_arrays(random_params(1))
+    state = port_module.params_to_arrays(kit.random_params(1))
     for name, bad in [("fc1.bias", mx.zeros((3,))), ("fc2.weight", mx.zeros((4, 3)))]:
         with pytest.raises(ValueError, match=name.replace(".", r"\.")):
             port_module.arrays_to_params({**state, name: bad})
@@ -92,7 +81,7 @@ def test_wrong_shapes_are_refused():
 def test_building_a_layer_leaves_mlxs_random_stream_alone():
     # nn.Linear.__init__ draws from MLX's global key; the port's layers do not.
     before = np.array(mx.random.state[0])
-    port_module.build_mlp(port_module.params_to_arrays(random_params(2)))
+    port_module.build_mlp(port_module.params_to_arrays(kit.random_params(2)))
     assert np.array_equal(np.array(mx.random.state[0]), before)
     nn.Linear(2, 2)
     assert not np.array_equal(np.array(mx.random.state[0]), before)
@@ -106,7 +95,7 @@ def test_building_a_layer_leaves_mlxs_random_stream_alone():
 def test_the_gradient_graph_holds_the_checkpoint_only_when_on():
     # Read straight off the DOT text (not through the port's instrument): a
     # checkpoint is a CustomTransforms primitive, and its backward a Depends.
-    state = port_module.params_to_arrays(random_params(4))
+    state = port_module.params_to_arrays(kit.random_params(4))
     for checkpoint in (True, False):
         model = port_module.build_mlp(state, checkpoint=checkpoint)
         grad = mx.grad(lambda x, model=model: mx.sum(model(x)))(mx.array(X))
@@ -123,7 +112,7 @@ def test_the_graph_instrument_reads_what_mlx_keeps_and_reruns():
     # relu's output (dW2). With it, the region's inputs; its backward reruns
     # AddMM and Maximum for the parameter gradients, and only AddMM (relu's
     # mask) for x's gradient alone: the rest of the rerun is never needed.
-    on, off = records_on_and_off(PORT)  # on keeps x and the parameters (the kit's test)
+    on, off = kit.records_on_and_off(PORT)  # on keeps x and the parameters (the kit's test)
     exercise = PORT.exercise_record(3, X, FEATURES)
     assert (on.recomputed, on.checkpoint_regions) == ({"AddMM": 1, "Maximum": 1}, 1)
     activations = off.saved_by_origin("activation")
@@ -183,7 +172,7 @@ def test_export_function_cannot_serialise_a_checkpoint(tmp_path):
     # Why the instrument reads the DOT export: mx.export_function, which keeps
     # shapes, refuses the checkpoint's primitive (it holds C++ callbacks).
     run = port_module._call(True)
-    primals = [*port_module.params_to_arrays(random_params(6)).values(), mx.array(X)]
+    primals = [*port_module.params_to_arrays(kit.random_params(6)).values(), mx.array(X)]
 
     def backward(*primals):
         return mx.vjp(lambda *a: [run(*a)], list(primals), [mx.ones((FEATURES,))])[1]
@@ -196,7 +185,7 @@ def test_mx_checkpoint_closing_over_the_parameters_loses_their_gradients():
     # The pitfall nn.utils.checkpoint exists for: mx.checkpoint differentiates
     # with respect to its arguments only, so parameters it closes over get a
     # zero gradient, silently. The port checkpoints the module's parameters too.
-    model = port_module.build_mlp(port_module.params_to_arrays(random_params(7)))
+    model = port_module.build_mlp(port_module.params_to_arrays(kit.random_params(7)))
 
     def loss(params, wrap):
         model.update(params)
@@ -235,7 +224,7 @@ def test_lists_numpy_and_mlx_arrays_give_the_same_output():
         assert same_bits(
             np.array(port_module.nn_checkpoint_forward(4, form, FEATURES)), np.array(expected)
         )
-    assert_exercise_output(expected)
+    kit.assert_exercise_output(expected)
 
 
 def test_low_precision_and_integer_mlx_x_are_converted():
@@ -261,7 +250,7 @@ def test_gradients_flow_to_x_under_mx_grad():
     dx = mx.grad(lambda v: mx.sum(port_module.nn_checkpoint_forward(7, v, FEATURES) * mx.array(G)))(
         mx.array(X)
     )
-    assert_x_gradient(dx)
+    kit.assert_x_gradient(dx)
 
 
 def test_vmap_over_x_checks_shape_and_dtype_only():
@@ -287,12 +276,12 @@ def test_nothing_is_compiled(monkeypatch):
     monkeypatch.setattr(mx, "compile", refuse)
     for seed in (0, 1, 2**40):
         np.array(port_module.nn_checkpoint_forward(seed, X, FEATURES))
-    PORT.vjp(random_params(8), X, np.ones(FEATURES, np.float32))
-    PORT.backward_record(random_params(8), X)
+    PORT.vjp(kit.random_params(8), X, np.ones(FEATURES, np.float32))
+    PORT.backward_record(kit.random_params(8), X)
 
 
 def test_from_numpy_keeps_the_dtype_and_to_numpy_copies():
-    for array in ODD_ARRAYS:  # float64 among them: mx.array alone would make it float32 inf
+    for array in kit.ODD_ARRAYS:  # float64 among them: mx.array alone would make it float32 inf
         native = PORT.from_numpy(array)
         assert str(native.dtype).rsplit(".", 1)[-1].rstrip("_") == array.dtype.name
         assert same_bits(PORT.to_numpy(native), array)
