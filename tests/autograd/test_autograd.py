@@ -1,4 +1,5 @@
-"""The HIPS autograd port: its layout, relu at 0, its backward graph, its arrays in and out.
+"""The HIPS autograd port: its layout, relu at 0, its backward graph, its arrays in and out
+(the tests of `tests.stack_kit.ArrayPortKit` and autograd's own).
 
 Expected values come from a float64 numpy MLP (`tests.reference`) under the
 project's error bounds, from the numpy canonical init, from counts derived by
@@ -21,26 +22,24 @@ autograd = pytest.importorskip("autograd")
 
 import autograd.numpy as anp  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.extra import numpy as hnp  # noqa: E402
 
-from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
 from implementations.contract import Params  # noqa: E402
 from implementations.stacks.autograd import Probe, mlp  # noqa: E402
 from implementations.stacks.autograd import hips_autograd as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from tests import reference  # noqa: E402
+from tests import stack_kit as kit  # noqa: E402
 from tests.helpers import run_python, same_bits, without_frameworks  # noqa: E402
 
+DIM, FEATURES, X, G = kit.DIM, kit.FEATURES, kit.X, kit.G  # the shared case
 PORT = port_module.HipsAutograd()
-DIM, FEATURES = 3, 4  # D != F: a shape tells the layers apart
-X = np.array([0.5, -1.25, 2.0], np.float32)
-G = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
 
 
-def _random_params(seed: int, dim: int = DIM, features: int = FEATURES) -> Params:
-    return reference.random_params(np.random.default_rng(seed), dim, features)
+class TestAutogradPort(kit.ArrayPortKit):
+    PORT = PORT
+    port_module = port_module
+    SCALARS = (np.array(3), np.array(2))  # 0-d numpy arrays
 
 
 # ---------------------------------------------------------------------------
@@ -48,18 +47,8 @@ def _random_params(seed: int, dim: int = DIM, features: int = FEATURES) -> Param
 # ---------------------------------------------------------------------------
 
 
-@st.composite
-def any_params(draw, max_side: int = 5) -> Params:
-    dim, features = draw(st.integers(1, max_side)), draw(st.integers(1, max_side))
-    floats = hnp.from_dtype(np.dtype(np.float32))  # NaN, inf, -0 and subnormals too
-    shapes = contract.param_shapes(dim, features)
-    return Params(
-        **{n: draw(hnp.arrays(np.float32, s, elements=floats)) for n, s in shapes.items()}
-    )
-
-
 @settings(max_examples=30)
-@given(params=any_params())
+@given(params=kit.any_params())
 def test_converters_round_trip_any_bits_in_the_canonical_layout(params):
     arrays = port_module.params_to_arrays(params)
     assert [a.shape for a in arrays] == [getattr(params, n).shape for n in port_module.NAMES]
@@ -70,7 +59,7 @@ def test_converters_round_trip_any_bits_in_the_canonical_layout(params):
 
 
 def test_the_block_computes_in_the_canonical_layout():
-    params = _random_params(0)
+    params = kit.random_params(0)
     w1, b1, w2, b2 = port_module.params_to_arrays(params)
     assert w1.shape == (DIM, FEATURES)  # (in, out): x @ w1, no transpose
     out = mlp.block(w1, b1, w2, b2, X)
@@ -80,38 +69,16 @@ def test_the_block_computes_in_the_canonical_layout():
 
 
 def test_wrong_shapes_are_refused():
-    w1, b1, w2, b2 = port_module.params_to_arrays(_random_params(1))
+    w1, b1, w2, b2 = port_module.params_to_arrays(kit.random_params(1))
     with pytest.raises(ValueError, match="b1"):
         port_module.arrays_to_params((w1, np.zeros(3, np.float32), w2, b2))
     with pytest.raises(ValueError, match="w2"):
         port_module.arrays_to_params((w1, b1, np.zeros((4, 3), np.float32), b2))
 
 
-def test_init_is_the_canonical_init_through_the_arrays():
-    for seed, dim, features in [(2**32 + 9, 3, 4), (0, 16, 16), (7, 1, 1)]:
-        ours = PORT.init_params(seed, dim, features)
-        expected = canonical_params(seed, dim, features)
-        for name in contract.PARAM_NAMES:
-            assert same_bits(getattr(ours, name), getattr(expected, name))
-
-
-@pytest.mark.parametrize("checkpoint", [True, False])
-def test_forward_and_vjp_match_the_float64_reference(checkpoint):
-    params = _random_params(3)
-    out = PORT.forward(params, X, checkpoint=checkpoint)
-    assert (out.shape, out.dtype) == ((FEATURES,), np.float32)
-    error = np.abs(out.astype(np.float64) - reference.forward(params, X))
-    assert np.all(error <= analyse_forward(params, X).e2)
-    grads = PORT.vjp(params, X, G, checkpoint=checkpoint).as_dict()
-    exact, bounds = reference.vjp(params, X, G), vjp_bounds(params, X, G)
-    for name, got in grads.items():
-        assert got.dtype == np.float32, name  # autograd's VJPs keep float32
-        assert np.all(np.abs(got - exact[name]) <= bounds[name] / 2), name
-
-
 def test_checkpoint_on_and_off_give_the_same_bits():
     # The recomputation runs the same numpy calls on the same arrays.
-    params = _random_params(4)
+    params = kit.random_params(4)
     on, off = (PORT.vjp(params, X, G, checkpoint=c).as_dict() for c in (True, False))
     for name in on:
         assert same_bits(on[name], off[name]), name
@@ -174,10 +141,7 @@ def test_the_instrument_reads_what_autograd_keeps_and_reruns():
     # pass runs dW1, dx, dW2, da: 4 matmuls, and traces nothing. With it the node keeps
     # the block's five inputs; its VJP traces the block again (dot, add, relu, dot, add)
     # and then runs the same 4 adjoints: 6 matmuls, one trace.
-    params = _random_params(9)
-    on = PORT.backward_record(params, X, checkpoint=True)
-    off = PORT.backward_record(params, X, checkpoint=False)
-    assert sorted(t.origin for t in on.saved) == ["input"] + ["parameter"] * 4
+    on, off = kit.records_on_and_off(PORT)  # on keeps x and the parameters (the kit's test)
     assert (on.recomputed, on.checkpoint_regions, on.backward_matmuls) == (
         {"dot": 2, "add": 2, "relu": 1},
         1,
@@ -240,7 +204,7 @@ def test_the_checkpoint_reruns_the_block_in_the_backward_pass_only():
     # Probe counts matmul primitives run on plain arrays: the forward pass runs the block
     # once either way, in make_vjp's one trace; the backward pass reruns its 2 dots, in a
     # trace of its own, when checkpointed.
-    params = port_module.params_to_arrays(_random_params(2))
+    params = port_module.params_to_arrays(kit.random_params(2))
     for checkpoint, backward in ((True, 6), (False, 4)):
         with Probe() as forward:
             pullback, _ = autograd.make_vjp(PORT._block(checkpoint), (0, 1, 2, 3, 4))(*params, X)
@@ -274,9 +238,7 @@ def test_lists_numpy_and_float64_give_the_same_output():
     assert (expected.dtype, expected.shape) == (np.float32, (FEATURES,))
     for form in (X.tolist(), X.astype(np.float64), tuple(X.tolist()), X.astype(np.float16)):
         assert same_bits(port_module.nn_checkpoint_forward(4, form, FEATURES), expected)
-    params = canonical_params(4, DIM, FEATURES)
-    error = np.abs(expected.astype(np.float64) - reference.forward(params, X))
-    assert np.all(error <= analyse_forward(params, X).e2)
+    kit.assert_exercise_output(expected)
 
 
 def test_integer_x_is_converted_and_a_float64_overflow_refused():
@@ -295,8 +257,8 @@ def test_the_callers_x_is_never_modified():
         )
         assert same_bits(np.asarray(x), before)
     x = X.copy()
-    PORT.vjp(_random_params(6), x, G)
-    PORT.backward_record(_random_params(6), x)
+    PORT.vjp(kit.random_params(6), x, G)
+    PORT.backward_record(kit.random_params(6), x)
     PORT.exercise_record(0, x, FEATURES)
     assert same_bits(x, X)
 
@@ -305,10 +267,8 @@ def test_gradients_flow_to_x_under_autograd_grad():
     dx = autograd.grad(lambda v: anp.sum(port_module.nn_checkpoint_forward(7, v, FEATURES) * G))(
         X.copy()
     )
-    params = canonical_params(7, DIM, FEATURES)
-    exact = reference.vjp(params, X, G)["x"]
     assert dx.dtype == np.float32
-    assert np.all(np.abs(dx - exact) <= vjp_bounds(params, X, G)["x"] / 2 + 1e-7)
+    kit.assert_x_gradient(dx)
 
 
 def test_a_traced_x_is_checked_on_its_value():
@@ -317,20 +277,8 @@ def test_a_traced_x_is_checked_on_its_value():
             autograd.grad(lambda v: anp.sum(port_module.nn_checkpoint_forward(0, v, 2)))(bad)
 
 
-def test_seed_and_features_may_be_floats_or_numpy_scalars():
-    expected = port_module.nn_checkpoint_forward(3, X, 2)
-    for seed, features in [(3.0, 2.0), (np.int64(3), np.float32(2)), (np.array(3), np.array(2))]:
-        assert same_bits(port_module.nn_checkpoint_forward(seed, X, features), expected)
-    assert same_bits(port_module.nn_checkpoint_forward(2**32 + 3, X, 2), expected)
-
-
 def test_from_numpy_keeps_the_dtype_and_to_numpy_copies_and_unboxes():
-    for array in [
-        np.array([True, False]),
-        np.array([1 + 2j], np.complex64),
-        np.arange(3, dtype=np.int16),
-        np.array([1e39, 0.0]),
-    ]:
+    for array in kit.ODD_ARRAYS:
         native = PORT.from_numpy(array)
         assert native is not array
         assert same_bits(native, array)

@@ -1,5 +1,6 @@
-"""The MindSpore port (PyNative): its layout, `Cell.recompute()` behaviour, evidence, inputs,
-and MindSpore's first-call glitch, pinned.
+"""The MindSpore port (PyNative): its layout, `Cell.recompute()` behaviour, evidence, inputs
+(the tests of `tests.stack_kit.ReferencePortKit` and MindSpore's own), and MindSpore's
+first-call glitch, pinned.
 
 Expected values come from a float64 numpy MLP (`tests.reference`) under the
 project's error bounds, or from the cell without `recompute()`.
@@ -11,52 +12,21 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
+from typing import ClassVar
 
 import mindspore as ms
 import numpy as np
 import pytest
 
-from conformance.checking.tolerance import analyse_forward, vjp_bounds
+from conformance.checking.tolerance import vjp_bounds
 from implementations.stacks.mindspore import FIRST_CALL, MLP, STATE_NAMES, as_input, parameters
 from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 from tests.helpers import ROOT
+from tests.stack_kit import ReferencePortKit, normal_x
 
 PORT = port_module.MindSpore()
-SHAPES = [(1, 1), (3, 4), (16, 16), (7, 33)]
-
-
-def _x(seed: int, dim: int) -> np.ndarray:
-    return np.random.default_rng(seed).normal(size=dim).astype(np.float32)
-
-
-def test_the_layout_is_the_canonical_one():
-    params = canonical_params(3, 5, 4)
-    model = MLP(params)
-    assert [name for name, _ in model.parameters_and_names()] == list(STATE_NAMES)
-    np.testing.assert_array_equal(parameters(model)[0].asnumpy(), params.w1)  # (in, out)
-    np.testing.assert_array_equal(parameters(model)[2].asnumpy(), params.w2)
-
-
-def test_init_is_the_canonical_init_through_the_cell():
-    for dim, features in SHAPES:
-        ours, numpy_init = PORT.init_params(9, dim, features), canonical_params(9, dim, features)
-        for name in ("w1", "b1", "w2", "b2"):
-            np.testing.assert_array_equal(getattr(ours, name), getattr(numpy_init, name))
-
-
-@pytest.mark.parametrize("checkpoint", [True, False])
-@pytest.mark.parametrize(("dim", "features"), SHAPES)
-def test_forward_and_vjp_match_the_float64_reference(checkpoint, dim, features):
-    params, x = canonical_params(dim, dim, features), _x(dim, dim)
-    cotangent = _x(features + 100, features)
-    out = PORT.forward(params, x, checkpoint=checkpoint)
-    assert np.all(np.abs(out - reference.forward(params, x)) <= analyse_forward(params, x).e2)
-    grads = PORT.vjp(params, x, cotangent, checkpoint=checkpoint).as_dict()
-    expected, bounds = reference.vjp(params, x, cotangent), vjp_bounds(params, x, cotangent)
-    for name, value in grads.items():
-        assert np.all(np.abs(value - expected[name]) <= bounds[name]), name
 
 
 class _CountingMLP(MLP):
@@ -69,51 +39,40 @@ class _CountingMLP(MLP):
         return super().construct(x)
 
 
-@pytest.mark.parametrize("checkpoint", [True, False])
-def test_the_instrument_reads_what_recompute_keeps_and_reruns(checkpoint):
-    params, x = canonical_params(5, 6, 5), _x(3, 6)
-    record = PORT.backward_record(params, x, checkpoint=checkpoint)
-    _CountingMLP.runs = 0
-    model = _CountingMLP(params, checkpoint=checkpoint)
-    _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
-    vjp_fn(ms.ops.ones((5,), ms.float32))
-    if checkpoint:
-        # The forward keeps x alone; the backward reruns the whole cell.
-        assert [(t.origin, t.shape) for t in record.saved] == [("input", (6,))]
-        assert record.recomputed == {"Affine": 2, "ReLU": 1}
-        assert _CountingMLP.runs == 2
-    else:
-        origins = sorted(t.origin for t in record.saved)
-        assert "activation" in origins, record.saved
-        assert "input" in origins, record.saved
-        assert origins.count("parameter") == 2, record.saved
-        assert record.recomputed == {}
-        assert _CountingMLP.runs == 1
+class TestMindSporePort(ReferencePortKit):
+    PORT = PORT
+    RECOMPUTED: ClassVar[dict] = {
+        "Affine": 2,
+        "ReLU": 1,
+    }  # the whole cell again: both Affines and the ReLU
+
+    def block_runs(self, params, x, checkpoint):
+        _CountingMLP.runs = 0
+        model = _CountingMLP(params, checkpoint=checkpoint)
+        _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
+        vjp_fn(ms.ops.ones((5,), ms.float32))
+        return _CountingMLP.runs
+
+    def float64_and_integer_x(self, x):
+        return ms.Tensor(x), ms.Tensor(x.astype(np.int32))
 
 
-def test_the_exercise_record_shows_the_recompute():
-    record = PORT.exercise_record(2, _x(4, 5), 3)
-    assert not record.saved_by_origin("activation")
-    assert record.recomputed == {"Affine": 2, "ReLU": 1}
+def test_the_layout_is_the_canonical_one():
+    params = canonical_params(3, 5, 4)
+    model = MLP(params)
+    assert [name for name, _ in model.parameters_and_names()] == list(STATE_NAMES)
+    np.testing.assert_array_equal(parameters(model)[0].asnumpy(), params.w1)  # (in, out)
+    np.testing.assert_array_equal(parameters(model)[2].asnumpy(), params.w2)
 
 
 def test_gradients_flow_to_a_mindspore_x_which_is_never_modified():
-    x = ms.Tensor(_x(5, 4))
+    x = ms.Tensor(normal_x(5, 4))
     before = x.asnumpy().copy()
     dx = ms.grad(lambda x: PORT.nn_checkpoint_forward(3, x, 5).sum())(x)
     np.testing.assert_array_equal(x.asnumpy(), before)
     params, ones = canonical_params(3, 4, 5), np.ones(5, np.float32)
     expected, bound = reference.vjp(params, before, ones)["x"], vjp_bounds(params, before, ones)
     assert np.all(np.abs(dx.asnumpy() - expected) <= bound["x"])
-
-
-def test_float64_and_integer_mindspore_x_are_converted():
-    x = np.array([1.0, -2.0, 3.0])
-    expected = PORT.to_numpy(PORT.nn_checkpoint_forward(1, x.astype(np.float32), 2))
-    for tensor in (ms.Tensor(x), ms.Tensor(x.astype(np.int32))):
-        out = PORT.to_numpy(PORT.nn_checkpoint_forward(1, tensor, 2))
-        assert out.dtype == np.float32
-        np.testing.assert_allclose(out, expected, rtol=0, atol=0)
 
 
 def test_the_stack_met_the_first_call_glitch_when_it_warmed_up():

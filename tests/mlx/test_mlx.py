@@ -1,4 +1,5 @@
-"""The MLX port: its layout, its graph, MLX's allocator, its arrays in and out, its pitfalls.
+"""The MLX port: its layout, its graph, MLX's allocator, its arrays in and out, its pitfalls
+(the tests of `tests.stack_kit.ArrayPortKit` and MLX's own).
 
 Expected values come from a float64 numpy MLP (`tests.reference`) under the
 project's error bounds, from the numpy canonical init, or from MLX itself
@@ -18,24 +19,21 @@ mx = pytest.importorskip("mlx.core")
 nn = pytest.importorskip("mlx.nn")
 
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.extra import numpy as hnp  # noqa: E402
 
-from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: E402
 from implementations import contract  # noqa: E402
-from implementations.contract import Params  # noqa: E402
 from implementations.stacks.mlx import mlx as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from tests import reference  # noqa: E402
+from tests import stack_kit as kit  # noqa: E402
 from tests.helpers import same_bits  # noqa: E402
 
+DIM, FEATURES, X, G = kit.DIM, kit.FEATURES, kit.X, kit.G  # the shared case
 PORT = port_module.Mlx()
-DIM, FEATURES = 3, 4  # D != F: a shape tells the layers apart
-X = np.array([0.5, -1.25, 2.0], np.float32)
 
 
-def _random_params(seed: int, dim: int = DIM, features: int = FEATURES) -> Params:
-    return reference.random_params(np.random.default_rng(seed), dim, features)
+class TestMlxPort(kit.ArrayPortKit):
+    PORT = PORT
+    port_module = port_module
+    SCALARS = (mx.array(3), mx.array(2.0))  # 0-d MLX arrays
 
 
 def _dot(*outputs) -> str:
@@ -49,18 +47,8 @@ def _dot(*outputs) -> str:
 # ---------------------------------------------------------------------------
 
 
-@st.composite
-def any_params(draw, max_side: int = 5) -> Params:
-    dim, features = draw(st.integers(1, max_side)), draw(st.integers(1, max_side))
-    floats = hnp.from_dtype(np.dtype(np.float32))  # NaN, inf, -0 and subnormals too
-    shapes = contract.param_shapes(dim, features)
-    return Params(
-        **{n: draw(hnp.arrays(np.float32, s, elements=floats)) for n, s in shapes.items()}
-    )
-
-
 @settings(max_examples=30)
-@given(params=any_params())
+@given(params=kit.any_params())
 def test_converters_round_trip_any_bits_through_mlx_arrays(params):
     state = port_module.params_to_arrays(params)
     assert all(isinstance(a, mx.array) for a in state.values())
@@ -72,7 +60,7 @@ def test_converters_round_trip_any_bits_through_mlx_arrays(params):
 
 
 def test_the_layout_is_mlxs_own():
-    params = _random_params(0)
+    params = kit.random_params(0)
     model = port_module.build_mlp(port_module.params_to_arrays(params))
     assert all(isinstance(layer, nn.Linear) for layer in (model.fc1, model.fc2))
     flat = dict(nn.utils.tree_flatten(model.parameters()))
@@ -84,7 +72,7 @@ def test_the_layout_is_mlxs_own():
 
 
 def test_wrong_shapes_are_refused():
-    state = port_module.params_to_arrays(_random_params(1))
+    state = port_module.params_to_arrays(kit.random_params(1))
     for name, bad in [("fc1.bias", mx.zeros((3,))), ("fc2.weight", mx.zeros((4, 3)))]:
         with pytest.raises(ValueError, match=name.replace(".", r"\.")):
             port_module.arrays_to_params({**state, name: bad})
@@ -93,32 +81,10 @@ def test_wrong_shapes_are_refused():
 def test_building_a_layer_leaves_mlxs_random_stream_alone():
     # nn.Linear.__init__ draws from MLX's global key; the port's layers do not.
     before = np.array(mx.random.state[0])
-    port_module.build_mlp(port_module.params_to_arrays(_random_params(2)))
+    port_module.build_mlp(port_module.params_to_arrays(kit.random_params(2)))
     assert np.array_equal(np.array(mx.random.state[0]), before)
     nn.Linear(2, 2)
     assert not np.array_equal(np.array(mx.random.state[0]), before)
-
-
-def test_init_is_the_canonical_init_through_the_module():
-    for seed, dim, features in [(2**32 + 9, 3, 4), (0, 16, 16), (7, 1, 1)]:
-        ours = PORT.init_params(seed, dim, features)
-        expected = canonical_params(seed, dim, features)
-        for name in contract.PARAM_NAMES:
-            assert same_bits(getattr(ours, name), getattr(expected, name))
-
-
-@pytest.mark.parametrize("checkpoint", [True, False])
-def test_forward_and_vjp_match_the_float64_reference(checkpoint):
-    params, x = _random_params(3), X
-    g = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
-    out = PORT.forward(params, x, checkpoint=checkpoint)
-    assert (out.shape, out.dtype) == ((FEATURES,), np.float32)
-    error = np.abs(out.astype(np.float64) - reference.forward(params, x))
-    assert np.all(error <= analyse_forward(params, x).e2)
-    grads = PORT.vjp(params, x, g, checkpoint=checkpoint).as_dict()
-    exact, bounds = reference.vjp(params, x, g), vjp_bounds(params, x, g)
-    for name, got in grads.items():
-        assert np.all(np.abs(got - exact[name]) <= bounds[name] / 2), name
 
 
 # ---------------------------------------------------------------------------
@@ -129,7 +95,7 @@ def test_forward_and_vjp_match_the_float64_reference(checkpoint):
 def test_the_gradient_graph_holds_the_checkpoint_only_when_on():
     # Read straight off the DOT text (not through the port's instrument): a
     # checkpoint is a CustomTransforms primitive, and its backward a Depends.
-    state = port_module.params_to_arrays(_random_params(4))
+    state = port_module.params_to_arrays(kit.random_params(4))
     for checkpoint in (True, False):
         model = port_module.build_mlp(state, checkpoint=checkpoint)
         grad = mx.grad(lambda x, model=model: mx.sum(model(x)))(mx.array(X))
@@ -146,11 +112,8 @@ def test_the_graph_instrument_reads_what_mlx_keeps_and_reruns():
     # relu's output (dW2). With it, the region's inputs; its backward reruns
     # AddMM and Maximum for the parameter gradients, and only AddMM (relu's
     # mask) for x's gradient alone: the rest of the rerun is never needed.
-    params = _random_params(9)
-    on = PORT.backward_record(params, X, checkpoint=True)
-    off = PORT.backward_record(params, X, checkpoint=False)
+    on, off = kit.records_on_and_off(PORT)  # on keeps x and the parameters (the kit's test)
     exercise = PORT.exercise_record(3, X, FEATURES)
-    assert sorted(t.origin for t in on.saved) == ["input"] + ["parameter"] * 4
     assert (on.recomputed, on.checkpoint_regions) == ({"AddMM": 1, "Maximum": 1}, 1)
     activations = off.saved_by_origin("activation")
     assert sorted(t.note.rsplit("named ", 1)[-1] for t in activations) == ["'fc1'", "'relu'"]
@@ -209,7 +172,7 @@ def test_export_function_cannot_serialise_a_checkpoint(tmp_path):
     # Why the instrument reads the DOT export: mx.export_function, which keeps
     # shapes, refuses the checkpoint's primitive (it holds C++ callbacks).
     run = port_module._call(True)
-    primals = [*port_module.params_to_arrays(_random_params(6)).values(), mx.array(X)]
+    primals = [*port_module.params_to_arrays(kit.random_params(6)).values(), mx.array(X)]
 
     def backward(*primals):
         return mx.vjp(lambda *a: [run(*a)], list(primals), [mx.ones((FEATURES,))])[1]
@@ -222,7 +185,7 @@ def test_mx_checkpoint_closing_over_the_parameters_loses_their_gradients():
     # The pitfall nn.utils.checkpoint exists for: mx.checkpoint differentiates
     # with respect to its arguments only, so parameters it closes over get a
     # zero gradient, silently. The port checkpoints the module's parameters too.
-    model = port_module.build_mlp(port_module.params_to_arrays(_random_params(7)))
+    model = port_module.build_mlp(port_module.params_to_arrays(kit.random_params(7)))
 
     def loss(params, wrap):
         model.update(params)
@@ -261,8 +224,7 @@ def test_lists_numpy_and_mlx_arrays_give_the_same_output():
         assert same_bits(
             np.array(port_module.nn_checkpoint_forward(4, form, FEATURES)), np.array(expected)
         )
-    error = np.abs(np.array(expected, np.float64) - reference.forward(canonical_params(4, 3, 4), X))
-    assert np.all(error <= analyse_forward(canonical_params(4, 3, 4), X).e2)
+    kit.assert_exercise_output(expected)
 
 
 def test_low_precision_and_integer_mlx_x_are_converted():
@@ -285,13 +247,10 @@ def test_mlx_x_is_never_modified():
 
 
 def test_gradients_flow_to_x_under_mx_grad():
-    g = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
-    dx = mx.grad(lambda v: mx.sum(port_module.nn_checkpoint_forward(7, v, FEATURES) * mx.array(g)))(
+    dx = mx.grad(lambda v: mx.sum(port_module.nn_checkpoint_forward(7, v, FEATURES) * mx.array(G)))(
         mx.array(X)
     )
-    params = canonical_params(7, DIM, FEATURES)
-    exact = reference.vjp(params, X, g)["x"]
-    assert np.all(np.abs(np.array(dx) - exact) <= vjp_bounds(params, X, g)["x"] / 2 + 1e-7)
+    kit.assert_x_gradient(dx)
 
 
 def test_vmap_over_x_checks_shape_and_dtype_only():
@@ -308,13 +267,6 @@ def test_vmap_over_x_checks_shape_and_dtype_only():
         )
 
 
-def test_seed_and_features_may_be_floats_numpy_or_0d_mlx_arrays():
-    expected = np.array(port_module.nn_checkpoint_forward(3, X, 2))
-    for seed, features in [(3.0, 2.0), (np.int64(3), np.float32(2)), (mx.array(3), mx.array(2.0))]:
-        assert same_bits(np.array(port_module.nn_checkpoint_forward(seed, X, features)), expected)
-    assert same_bits(np.array(port_module.nn_checkpoint_forward(2**32 + 3, X, 2)), expected)
-
-
 def test_nothing_is_compiled(monkeypatch):
     # A warm call with a new seed has nothing to recompile: the port never
     # calls mx.compile (MLX runs the small graph as it is).
@@ -324,17 +276,12 @@ def test_nothing_is_compiled(monkeypatch):
     monkeypatch.setattr(mx, "compile", refuse)
     for seed in (0, 1, 2**40):
         np.array(port_module.nn_checkpoint_forward(seed, X, FEATURES))
-    PORT.vjp(_random_params(8), X, np.ones(FEATURES, np.float32))
-    PORT.backward_record(_random_params(8), X)
+    PORT.vjp(kit.random_params(8), X, np.ones(FEATURES, np.float32))
+    PORT.backward_record(kit.random_params(8), X)
 
 
 def test_from_numpy_keeps_the_dtype_and_to_numpy_copies():
-    for array in [
-        np.array([True, False]),
-        np.array([1 + 2j], np.complex64),
-        np.arange(3, dtype=np.int16),
-        np.array([1e39, 0.0]),  # float64: mx.array alone would make it float32 inf
-    ]:
+    for array in kit.ODD_ARRAYS:  # float64 among them: mx.array alone would make it float32 inf
         native = PORT.from_numpy(array)
         assert str(native.dtype).rsplit(".", 1)[-1].rstrip("_") == array.dtype.name
         assert same_bits(PORT.to_numpy(native), array)

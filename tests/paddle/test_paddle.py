@@ -1,5 +1,6 @@
-"""The PaddlePaddle port: its layout, `recompute` behaviour, evidence, inputs, and Paddle's
-pitfalls pinned (the TensorFlow-first segfault, the non-reentrant recompute's hooks).
+"""The PaddlePaddle port: its layout, `recompute` behaviour, evidence, inputs (the tests of
+`tests.stack_kit.ReferencePortKit` and Paddle's own), and Paddle's pitfalls pinned (the
+TensorFlow-first segfault, the non-reentrant recompute's hooks).
 
 Expected values come from a float64 numpy MLP (`tests.reference`) under the
 project's error bounds, or from the checkpoint-free Paddle module.
@@ -11,24 +12,48 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
+from typing import ClassVar
 
 import numpy as np
 import paddle
 import pytest
 
-from conformance.checking.tolerance import analyse_forward, vjp_bounds
+from conformance.checking.tolerance import vjp_bounds
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.paddle import MLP, STATE_NAMES, leaf_input
 from implementations.stacks.paddle import paddle as port_module
 from tests import reference
 from tests.helpers import ROOT
+from tests.stack_kit import ReferencePortKit, normal_x
 
 PORT = port_module.Paddle()
-SHAPES = [(1, 1), (3, 4), (16, 16), (7, 33)]
 
 
-def _x(seed: int, dim: int) -> np.ndarray:
-    return np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+class _CountingMLP(MLP):
+    """Counts the block's runs: an instrument independent of the stack's hooks."""
+
+    runs = 0
+
+    def block(self, x):
+        type(self).runs += 1
+        return super().block(x)
+
+
+class TestPaddlePort(ReferencePortKit):
+    PORT = PORT
+    RECOMPUTED: ClassVar[dict] = {
+        "Linear": 2,
+        "ReLU": 1,
+    }  # the whole block again: both Linears and the ReLU
+
+    def block_runs(self, params, x, checkpoint):
+        _CountingMLP.runs = 0
+        model, leaf = _CountingMLP(params, checkpoint=checkpoint), leaf_input(x)
+        model(leaf).backward(paddle.ones([5]))
+        return _CountingMLP.runs
+
+    def float64_and_integer_x(self, x):
+        return paddle.to_tensor(x), paddle.to_tensor(x.astype(np.int64))
 
 
 def test_the_layout_is_the_canonical_one():
@@ -37,13 +62,6 @@ def test_the_layout_is_the_canonical_one():
     assert list(named) == list(STATE_NAMES)
     np.testing.assert_array_equal(named["fc1.weight"].numpy(), params.w1)  # (in, out)
     np.testing.assert_array_equal(named["fc2.weight"].numpy(), params.w2)
-
-
-def test_init_is_the_canonical_init_through_the_module():
-    for dim, features in SHAPES:
-        ours, numpy_init = PORT.init_params(9, dim, features), canonical_params(9, dim, features)
-        for name in ("w1", "b1", "w2", "b2"):
-            np.testing.assert_array_equal(getattr(ours, name), getattr(numpy_init, name))
 
 
 def test_the_model_holds_copies_of_the_callers_arrays():
@@ -67,65 +85,8 @@ def test_building_the_model_leaves_paddles_random_stream_alone():
     np.testing.assert_array_equal(paddle.rand([3]).numpy(), expected)
 
 
-@pytest.mark.parametrize("checkpoint", [True, False])
-@pytest.mark.parametrize(("dim", "features"), SHAPES)
-def test_forward_and_vjp_match_the_float64_reference(checkpoint, dim, features):
-    params, x = canonical_params(dim, dim, features), _x(dim, dim)
-    cotangent = _x(features + 100, features)
-    out = PORT.forward(params, x, checkpoint=checkpoint)
-    bound = analyse_forward(params, x).e2
-    assert np.all(np.abs(out - reference.forward(params, x)) <= bound)
-    grads = PORT.vjp(params, x, cotangent, checkpoint=checkpoint).as_dict()
-    expected = reference.vjp(params, x, cotangent)
-    bounds = vjp_bounds(params, x, cotangent)
-    for name, value in grads.items():
-        assert np.all(np.abs(value - expected[name]) <= bounds[name]), name
-
-
-def test_recompute_gives_the_same_bits_as_plain_autograd():
-    params, x, cotangent = canonical_params(4, 7, 6), _x(1, 7), _x(2, 6)
-    on, off = PORT.vjp(params, x, cotangent), PORT.vjp(params, x, cotangent, checkpoint=False)
-    for name, value in on.as_dict().items():
-        np.testing.assert_array_equal(value, off.as_dict()[name])
-
-
-class _CountingMLP(MLP):
-    """Counts the block's runs: an instrument independent of the stack's hooks."""
-
-    runs = 0
-
-    def block(self, x):
-        type(self).runs += 1
-        return super().block(x)
-
-
-@pytest.mark.parametrize("checkpoint", [True, False])
-def test_the_instrument_reads_what_recompute_keeps_and_reruns(checkpoint):
-    params, x = canonical_params(5, 6, 5), _x(3, 6)
-    record = PORT.backward_record(params, x, checkpoint=checkpoint)
-    _CountingMLP.runs = 0
-    model, leaf = _CountingMLP(params, checkpoint=checkpoint), leaf_input(x)
-    model(leaf).backward(paddle.ones([5]))
-    if checkpoint:
-        # The forward keeps x alone; backward reruns the whole block (both Linears).
-        assert [(t.origin, t.shape) for t in record.saved] == [("input", (6,))]
-        assert record.recomputed == {"Linear": 2, "ReLU": 1}
-        assert _CountingMLP.runs == 2
-    else:
-        origins = sorted(t.origin for t in record.saved)
-        assert origins == ["activation", "input", "parameter", "parameter"], record.saved
-        assert record.recomputed == {}
-        assert _CountingMLP.runs == 1
-
-
-def test_the_exercise_record_shows_the_recompute():
-    record = PORT.exercise_record(2, _x(4, 5), 3)
-    assert not record.saved_by_origin("activation")
-    assert record.recomputed == {"Linear": 2, "ReLU": 1}
-
-
 def test_gradients_flow_to_a_paddle_x_which_is_never_modified():
-    x = paddle.to_tensor(_x(5, 4), stop_gradient=False)
+    x = paddle.to_tensor(normal_x(5, 4), stop_gradient=False)
     before = x.numpy().copy()
     out = PORT.nn_checkpoint_forward(3, x, 5)
     out.backward(paddle.ones([5]))
@@ -136,21 +97,12 @@ def test_gradients_flow_to_a_paddle_x_which_is_never_modified():
     assert np.all(np.abs(x.grad.numpy() - expected) <= bound)
 
 
-def test_float64_and_integer_paddle_x_are_converted():
-    x = np.array([1.0, -2.0, 3.0])
-    expected = PORT.to_numpy(PORT.nn_checkpoint_forward(1, x.astype(np.float32), 2))
-    for tensor in (paddle.to_tensor(x), paddle.to_tensor(x.astype(np.int64))):
-        out = PORT.to_numpy(PORT.nn_checkpoint_forward(1, tensor, 2))
-        assert out.dtype == np.float32
-        np.testing.assert_array_equal(out, expected)
-
-
 def test_non_reentrant_recompute_takes_the_one_pair_of_hooks_paddle_allows():
     # Why the port uses the reentrant default: with use_reentrant=False the
     # evidence's saved-tensor hooks cannot be installed (Paddle 3.3.1).
     from paddle.distributed.fleet.utils import recompute
 
-    model, x = MLP(canonical_params(1, 3, 2)), leaf_input(_x(1, 3))
+    model, x = MLP(canonical_params(1, 3, 2)), leaf_input(normal_x(1, 3))
     with (
         pytest.raises(Exception, match="only one pair of hooks"),
         paddle.autograd.saved_tensors_hooks(lambda t: t, lambda t: t),

@@ -1,4 +1,5 @@
-"""MindSpore's instrument (PyNative mode) for what a backward pass saves and recomputes.
+"""MindSpore's instrument (PyNative mode) for what a backward pass saves and recomputes: the
+shared hook instrument (`implementations.stacks.hooks_evidence`) with MindSpore's pieces.
 
 Imports mindspore only.
 
@@ -23,10 +24,12 @@ Imports mindspore only.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+import functools
+from collections.abc import Callable
 
-from ...contract import BackwardRecord, SavedTensor
+from ...contract import BackwardRecord
+from .. import hooks_evidence
+from ..hooks_evidence import SavedTensors
 from .loaded import ms
 
 INSTRUMENT = (
@@ -34,56 +37,33 @@ INSTRUMENT = (
     "deduplicated); roles by leaf-cell forward hooks during that forward; leaf-cell forward "
     "hooks during vjp_fn"
 )
-#: The role of each leaf cell's output, by the cell's place in the MLP's chain.
-_ROLE_BY_PLACE = {0: "h", 1: "a", 2: "y"}
 
 
-class SavedTensors:
-    """Pack hook: notes every saved tensor, once per storage (`data_ptr`)."""
-
-    def __init__(self):
-        self.by_storage: dict[int, ms.Tensor] = {}
-
-    def pack(self, tensor: ms.Tensor) -> ms.Tensor:
-        self.by_storage.setdefault(tensor.data_ptr(), tensor)
-        return tensor
-
-    @staticmethod
-    def unpack(tensor: ms.Tensor) -> ms.Tensor:
-        return tensor
+def describe(tensor: ms.Tensor) -> tuple[str, str, str]:
+    """Its dtype in lower case (`float32`); x is x, an activation computed from x."""
+    return str(tensor.dtype).lower(), "x", "computed from x"
 
 
-class CellCalls:
-    """Forward hooks on a model's leaf cells that count their calls by class while `counting`,
-    and otherwise name their outputs by role (`role`)."""
+#: `classify(by_storage, x, parameters, role)`: the saved tensors as records, in MindSpore's words.
+classify = functools.partial(hooks_evidence.classify, describe=describe)
+
+
+class CellCalls(hooks_evidence.LeafCalls):
+    """`LeafCalls` on a model's leaf cells: forward hooks that count their calls by class
+    while `counting`, and otherwise name their outputs by role (`role`)."""
 
     def __init__(self, model: ms.nn.Cell):
-        self.counts: Counter = Counter()
-        self.counting = False
         # Leaf cells of the model itself; MindSpore's own wrappers (`_WrapCell`) left out.
         leaves = [
             cell
             for _, cell in model.cells_and_names()
             if not list(cell.cells()) and not type(cell).__name__.startswith("_")
         ]
-        self.places = {id(cell): place for place, cell in enumerate(leaves)}
-        # The outputs themselves, held so that no storage is freed and reused meanwhile.
-        self.outputs: list[tuple[ms.Tensor, str]] = []
-        self.handles = [cell.register_forward_hook(self._hook) for cell in leaves]
+        super().__init__(leaves, _forward_hook, ms.Tensor)
 
-    def _hook(self, cell: ms.nn.Cell, inputs, output) -> None:
-        if self.counting:
-            self.counts[type(cell).__name__] += 1
-        elif isinstance(output, ms.Tensor):
-            self.outputs.append((output, _ROLE_BY_PLACE.get(self.places[id(cell)], "")))
 
-    def role(self, ptr: int) -> str:
-        """The role of the forward output whose storage is `ptr` ("" if no cell made it)."""
-        return next((role for out, role in self.outputs if out.data_ptr() == ptr), "")
-
-    def remove(self) -> None:
-        for handle in self.handles:
-            handle.remove()
+def _forward_hook(cell: ms.nn.Cell, hook: Callable):
+    return cell.register_forward_hook(hook)
 
 
 def record(model: ms.nn.Cell, x: ms.Tensor, weights: list) -> BackwardRecord:
@@ -91,44 +71,20 @@ def record(model: ms.nn.Cell, x: ms.Tensor, weights: list) -> BackwardRecord:
 
     `weights`: the parameters to differentiate (none for a frozen model).
     """
-    saved, calls = SavedTensors(), CellCalls(model)
-    try:
-        with ms.saved_tensors_hooks(saved.pack, saved.unpack):
-            out, vjp_fn = ms.vjp(model, x, weights=weights or None)
-        calls.counting = True
-        vjp_fn(ms.ops.ones_like(out))
-    finally:
-        calls.remove()
-    return BackwardRecord(
+
+    def forward() -> Callable[[], object]:
+        out, vjp_fn = ms.vjp(model, x, weights=weights or None)
+        return lambda: vjp_fn(ms.ops.ones_like(out))
+
+    return hooks_evidence.record(
+        CellCalls(model),
+        ms.saved_tensors_hooks,
+        forward,
+        x=x,
+        parameters=model.get_parameters,
+        describe=describe,
         instrument=INSTRUMENT,
-        saved=classify(saved.by_storage, x, model.get_parameters(), calls.role),
-        recomputed=dict(calls.counts),
-        backward_matmuls=None,  # no hook over MindSpore's backward kernels in PyNative
     )
-
-
-def classify(
-    by_storage: Mapping[int, ms.Tensor],
-    x: ms.Tensor,
-    parameters: Iterable[ms.Parameter],
-    role: Callable[[int], str] = lambda ptr: "",
-) -> tuple[SavedTensor, ...]:
-    """Saved tensors, one per storage: x's is the input (role x), a parameter's a parameter,
-    anything else an activation, whose role is `role(ptr)` ("" where no cell made it)."""
-    input_ptr = x.data_ptr()
-    names = {p.data_ptr(): p.name for p in parameters}
-    saved = []
-    for ptr, tensor in by_storage.items():
-        shape, dtype = tuple(tensor.shape), str(tensor.dtype).lower()
-        if ptr == input_ptr:
-            saved.append(SavedTensor(shape, dtype, "input", "x", "x"))
-        elif ptr in names:
-            saved.append(SavedTensor(shape, dtype, "parameter", f"parameter {names[ptr]}"))
-        else:
-            named = role(ptr)
-            note = f"{named + ': ' if named else ''}computed from x"
-            saved.append(SavedTensor(shape, dtype, "activation", note, named))
-    return tuple(saved)
 
 
 def run_first_call() -> str | None:
@@ -144,3 +100,14 @@ def run_first_call() -> str | None:
     except SystemError as error:
         return f"{type(error).__name__}: {error}"
     return None
+
+
+__all__ = [
+    "INSTRUMENT",
+    "CellCalls",
+    "SavedTensors",
+    "classify",
+    "describe",
+    "record",
+    "run_first_call",
+]

@@ -1,7 +1,8 @@
-"""Paddle's instrument for what a backward pass saves and recomputes. Imports paddle only.
+"""Paddle's instrument for what a backward pass saves and recomputes: the shared hook
+instrument (`implementations.stacks.hooks_evidence`) with Paddle's pieces. Imports paddle only.
 
 - **Saved:** `paddle.autograd.saved_tensors_hooks(pack, unpack)` around the
-  forward pass: every tensor autograd keeps for backward, deduplicated by
+  forward pass: every tensor autograd keeps, deduplicated by
   `data_ptr()`. x's storage is the input, a parameter's a parameter,
   anything else an activation (a copy of x that shares no storage with it is
   one too: the instrument cannot tell it from one computed from x, so the
@@ -30,10 +31,12 @@ a time"): this instrument needs the reentrant default.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+import functools
+from collections.abc import Callable
 
-from ...contract import BackwardRecord, SavedTensor
+from ...contract import BackwardRecord
+from .. import hooks_evidence
+from ..hooks_evidence import SavedTensors
 from .loaded import paddle
 
 INSTRUMENT = (
@@ -41,51 +44,29 @@ INSTRUMENT = (
     "roles by sublayer forward post-hooks during the forward pass; sublayer forward "
     "post-hooks during the backward pass"
 )
-#: The role of each sublayer's output, by the sublayer's place in the MLP's chain.
-_ROLE_BY_PLACE = {0: "h", 1: "a", 2: "y"}
 
 
-class SavedTensors:
-    """Pack hook: notes every saved tensor, once per storage (`data_ptr`)."""
-
-    def __init__(self):
-        self.by_storage: dict[int, paddle.Tensor] = {}
-
-    def pack(self, tensor: paddle.Tensor) -> paddle.Tensor:
-        self.by_storage.setdefault(tensor.data_ptr(), tensor)
-        return tensor
-
-    @staticmethod
-    def unpack(tensor: paddle.Tensor) -> paddle.Tensor:
-        return tensor
+def describe(tensor: paddle.Tensor) -> tuple[str, str, str]:
+    """Its dtype without the `paddle.` prefix; x and an activation noted by the tensor's name."""
+    return str(tensor.dtype).removeprefix("paddle."), f"x ({tensor.name})", f"tensor {tensor.name}"
 
 
-class LayerCalls:
-    """Forward post-hooks on a model's sublayers that count their calls by layer class,
-    while `counting` is on, and otherwise name their outputs by role (`role`)."""
+#: `classify(by_storage, x, parameters, role)`: the saved tensors as records, in Paddle's words.
+classify = functools.partial(hooks_evidence.classify, describe=describe)
+
+
+class LayerCalls(hooks_evidence.LeafCalls):
+    """`LeafCalls` on a model's sublayers that hold none (`Linear`, `ReLU`): forward
+    post-hooks that count their calls by layer class while `counting`, and otherwise name
+    their outputs by role (`role`)."""
 
     def __init__(self, model: paddle.nn.Layer):
-        self.counts: Counter = Counter()
-        self.counting = False
-        leaves = [layer for layer in model.sublayers() if not layer.sublayers()]  # Linear, ReLU
-        self.places = {id(layer): place for place, layer in enumerate(leaves)}
-        # The outputs themselves, held so that no storage is freed and reused meanwhile.
-        self.outputs: list[tuple[paddle.Tensor, str]] = []
-        self.handles = [layer.register_forward_post_hook(self._hook) for layer in leaves]
+        leaves = [layer for layer in model.sublayers() if not layer.sublayers()]
+        super().__init__(leaves, _post_hook, paddle.Tensor)
 
-    def _hook(self, layer: paddle.nn.Layer, inputs, output) -> None:
-        if self.counting:
-            self.counts[type(layer).__name__] += 1
-        elif isinstance(output, paddle.Tensor):
-            self.outputs.append((output, _ROLE_BY_PLACE.get(self.places[id(layer)], "")))
 
-    def role(self, ptr: int) -> str:
-        """The role of the forward output whose storage is `ptr` ("" if no layer made it)."""
-        return next((role for out, role in self.outputs if out.data_ptr() == ptr), "")
-
-    def remove(self) -> None:
-        for handle in self.handles:
-            handle.remove()
+def _post_hook(layer: paddle.nn.Layer, hook: Callable):
+    return layer.register_forward_post_hook(hook)
 
 
 def record(
@@ -100,43 +81,21 @@ def record(
     `x` is the leaf input (`stop_gradient=False`); `regions()`, called after
     the forward pass, counts the checkpoint regions it entered (None: not counted).
     """
-    saved, calls = SavedTensors(), LayerCalls(model)
-    try:
-        with paddle.autograd.saved_tensors_hooks(saved.pack, saved.unpack):
-            out = run_forward()
-        entered = regions()
-        calls.counting = True
-        out.backward(paddle.ones_like(out))
-    finally:
-        calls.remove()
-    return BackwardRecord(
+
+    def forward() -> Callable[[], None]:
+        out = run_forward()
+        return lambda: out.backward(paddle.ones_like(out))
+
+    return hooks_evidence.record(
+        LayerCalls(model),
+        paddle.autograd.saved_tensors_hooks,
+        forward,
+        x=x,
+        parameters=model.parameters,
+        describe=describe,
         instrument=INSTRUMENT,
-        saved=classify(saved.by_storage, x, model.parameters(), calls.role),
-        recomputed=dict(calls.counts),
-        checkpoint_regions=entered,
-        backward_matmuls=None,  # no dispatch hook over Paddle's backward kernels
+        regions=regions,
     )
 
 
-def classify(
-    by_storage: Mapping[int, paddle.Tensor],
-    x: paddle.Tensor,
-    parameters: Iterable[paddle.Tensor],
-    role: Callable[[int], str] = lambda ptr: "",
-) -> tuple[SavedTensor, ...]:
-    """Saved tensors, one per storage: x's is the input (role x), a parameter's a parameter,
-    anything else an activation, whose role is `role(ptr)` ("" where no layer made it)."""
-    input_ptr = x.data_ptr()
-    names = {p.data_ptr(): p.name for p in parameters}
-    saved = []
-    for ptr, tensor in by_storage.items():
-        shape, dtype = tuple(tensor.shape), str(tensor.dtype).removeprefix("paddle.")
-        if ptr == input_ptr:
-            saved.append(SavedTensor(shape, dtype, "input", f"x ({tensor.name})", "x"))
-        elif ptr in names:
-            saved.append(SavedTensor(shape, dtype, "parameter", f"parameter {names[ptr]}"))
-        else:
-            named = role(ptr)
-            note = f"{named + ': ' if named else ''}tensor {tensor.name}"
-            saved.append(SavedTensor(shape, dtype, "activation", note, named))
-    return tuple(saved)
+__all__ = ["INSTRUMENT", "LayerCalls", "SavedTensors", "classify", "describe", "record"]
