@@ -43,6 +43,7 @@ stopped with it (`Worker.kill`), or when the parent dies
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ from typing import Any
 import implementations
 from implementations import Implementation, PortUnavailable
 
+from ..checking import provenance
 from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
 from . import devices, environment, example_bank, isolation, profiles
@@ -84,6 +86,7 @@ class Settings:
     database: Path | None = None  # Hypothesis's example database
     reproduce: str = ""  # a Hypothesis blob: replay one example
     threads: int | None = None  # each worker's thread pools (None: the frameworks' own choice)
+    timeout: float | None = None  # the run's --timeout: process ports wait no longer per answer
 
 
 @dataclass
@@ -135,6 +138,7 @@ class Session:
         self.port = port
         # Read before the canonical port loads here: it would import JAX too.
         environment = devices.port_environment(port)
+        environment["evidence"] = provenance.describe(port)  # who measures, whose expectations
         emit(("loaded", PortInfo("available", "", port.framework, port.versions(), environment)))
 
     def canonical(self) -> Implementation | None:
@@ -214,6 +218,8 @@ def serve(port_name: str | None, settings: Settings) -> None:
     environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
     if settings.threads is not None:
         environment.limit_threads(settings.threads)
+    if settings.timeout is not None:  # implementations.process: no answer waited for longer
+        os.environ["REMAT_SUITE_TIMEOUT"] = f"{settings.timeout:g}"
     environment.prepare()
     profiles.load(settings.profile)
     session = Session(port_name, settings, connection.send)

@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..contract import BackwardRecord, SavedTensor
+from ..contract import MEASURED_BY_PORT, BackwardRecord, SavedTensor
 
-PROTOCOL_VERSION = 1
+#: The newest protocol the adapter speaks, and every one it speaks (hello negotiates).
+PROTOCOL_VERSION = 2
+PROTOCOL_VERSIONS = (1, 2)
 _LITTLE_F32 = np.dtype("<f4")
 
 
@@ -22,7 +24,8 @@ class ProtocolViolation(RuntimeError):
 
 def encode_array(array: np.ndarray) -> dict[str, Any]:
     """A float32 array as `{"dtype", "shape", "data"}` (row-major, little-endian, base64)."""
-    data = np.ascontiguousarray(array, dtype=_LITTLE_F32)
+    # np.require keeps a 0-d array 0-d (np.ascontiguousarray makes it (1,)).
+    data = np.require(np.asarray(array, dtype=_LITTLE_F32), requirements="C")
     return {
         "dtype": "float32",
         "shape": list(data.shape),
@@ -76,7 +79,8 @@ def decode_saved(items: Any) -> tuple[SavedTensor, ...]:
 
 
 def decode_record(result: Any, what: str) -> BackwardRecord:
-    """An evidence record as a `contract.BackwardRecord`."""
+    """An evidence record as a `contract.BackwardRecord`, measured by the port itself (whatever
+    the record says: the suite cannot see inside the port's process)."""
     if not isinstance(result, dict):
         raise ProtocolViolation(f"{what}: the record must be an object")
     try:
@@ -92,6 +96,7 @@ def decode_record(result: Any, what: str) -> BackwardRecord:
             recomputed=recomputed,
             checkpoint_regions=None if regions is None else int(regions),
             backward_matmuls=None if matmuls is None else int(matmuls),
+            measured_by=MEASURED_BY_PORT,
         )
     except ProtocolViolation:
         raise
