@@ -597,6 +597,7 @@ class ProcessPort(Implementation):
             seed=self._integer(seed, "seed"),
             x=self._x(x),
             features=self._integer(features, "features"),
+            max_bytes=str(max_bytes()),
         )
         return decode_record(result, f"{self.name}: the answer to 'evidence' of 'exercise'")
 
