@@ -11,7 +11,9 @@ const path = require("path");
 const os = require("os");
 const readline = require("readline");
 
-const PROTOCOL = 1;
+// docs/PROTOCOL.md: version 2 carries the policy's name; the adapter offers every version it
+// speaks, and this port answers the newest it shares.
+const PROTOCOLS = [2, 1];
 const NAME = "tfjs";
 const MUTANT = (process.argv.find((a) => a.startsWith("--mutant=")) || "").slice(9);
 
@@ -154,6 +156,18 @@ let tf = null;
 let mlp = null;
 let init = null;
 let loadError = null;
+let speaks = 1;
+
+// The request's checkpoint: on or off (protocol 1), or its policy, which must be one declared.
+function checkpointOf(request) {
+  if (speaks >= 2 && request.policy !== undefined) {
+    if (request.policy !== "none" && request.policy !== "full") {
+      throw new PortError("ValueError", `checkpoint: policy ${request.policy} is not one tfjs declares`);
+    }
+    return request.policy === "full";
+  }
+  return Boolean(request.checkpoint);
+}
 
 async function start() {
   try {
@@ -175,24 +189,28 @@ function seededParams(request, dimName, dim) {
 const handlers = {
   hello(request) {
     if (loadError) throw loadError;
-    if (request.protocol !== PROTOCOL) {
-      throw new PortError("ProtocolError", `speaks protocol ${PROTOCOL}, asked ${request.protocol}`);
+    const offered = Array.isArray(request.protocols) ? request.protocols : [request.protocol];
+    const protocol = PROTOCOLS.find((v) => offered.includes(v));
+    if (protocol === undefined) {
+      throw new PortError("ProtocolError", `speaks protocols ${PROTOCOLS}, offered ${offered}`);
     }
+    speaks = protocol;
     return {
       name: NAME,
       framework: "@tensorflow/tfjs",
       versions: { "@tensorflow/tfjs": tf.version.tfjs, node: process.versions.node },
-      protocol: PROTOCOL,
+      protocol,
       checkpoint_api: "tf.customGrad",
-      // Remat policies (docs/PROTOCOL.md, hello): tfjs has no policy API; a tf.customGrad
-      // keeps what its function passes to save(), and the wire says on/off only.
+      // Remat policies (docs/PROTOCOL.md, Remat policies): tfjs has none; what it can express
+      // is a tf.customGrad that keeps its inputs (full) or none at all.
       policies: { none: "plain tf ops (no tf.customGrad)", full: "tf.customGrad, save([x, params])" },
-      inexpressible: Object.fromEntries(
-        ["save_dots", "save_named", "offload_dots", "budget"].map((name) => [
-          name,
-          "tfjs has no remat policy API (tf.customGrad saves what it is told), and protocol 1 carries on/off only",
-        ]),
-      ),
+      inexpressible: {
+        save_dots:
+          "tfjs has no remat policy API: tf.customGrad keeps what its function passes to save(), and a hand-picked residual would be this port's remat, not tfjs's",
+        save_named: "tfjs cannot name a tensor for a policy: it has no policy API",
+        offload_dots: "tfjs has no host offload of saved tensors (its cpu backend keeps everything in one memory)",
+        budget: "tfjs has no memory-budgeted remat",
+      },
       matmul_precision: {
         default: "float32 (the cpu backend computes in Float32Array)",
         pinned: "float32 (the cpu backend computes in Float32Array)",
@@ -217,13 +235,13 @@ const handlers = {
   },
   forward(request) {
     const params = decodeParams(request.params);
-    const y = mlp.forward(params, decodeArray(request.x, "x"), Boolean(request.checkpoint));
+    const y = mlp.forward(params, decodeArray(request.x, "x"), checkpointOf(request));
     return { y: encodeArray(y, [y.length]) };
   },
   vjp(request) {
     const params = decodeParams(request.params);
     const x = decodeArray(request.x, "x");
-    const grads = mlp.vjp(params, x, decodeArray(request.cotangent, "cotangent"), Boolean(request.checkpoint));
+    const grads = mlp.vjp(params, x, decodeArray(request.cotangent, "cotangent"), checkpointOf(request));
     const D = x.length;
     const F = params.b1.length;
     return {
@@ -245,7 +263,7 @@ const handlers = {
   },
   async evidence(request) {
     if (request.of === "vjp") {
-      return mlp.vjpRecord(decodeParams(request.params), decodeArray(request.x, "x"), Boolean(request.checkpoint));
+      return mlp.vjpRecord(decodeParams(request.params), decodeArray(request.x, "x"), checkpointOf(request));
     }
     if (request.of === "exercise") {
       const seed = checkSeed(request.seed);
