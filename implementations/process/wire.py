@@ -73,6 +73,7 @@ def decode_saved(items: Any) -> tuple[SavedTensor, ...]:
             origin=str(item["origin"]),
             note=str(item.get("note", "")),
             role=str(item.get("role", "")),  # optional: "" where the port cannot tell
+            memory_space=str(item.get("memory_space") or ""),  # optional: "device" or "host"
         )
         for item in items
     )
