@@ -115,3 +115,35 @@ def test_the_plain_node_port_passes_vectors_check(js_distribution):
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.timeout(600)
+def test_compares_policy_matrix_runs_every_policy_the_process_port_declares(node):
+    """compare's policy matrix takes a protocol-2 port as it takes a Python one: each declared
+    policy measured against the canonical port under the same policy, as expected."""
+    pytest.importorskip("flax")
+    import numpy as np
+
+    import implementations
+    from conformance.comparison import policy_matrix
+    from implementations.process import ProcessPort
+    from implementations.stacks.numpy import canonical_params
+
+    port = ProcessPort("js_plain", [node, str(PORT)])
+    canonical = implementations.load("flax_linen")
+    params = canonical_params(0, 5, 6)
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    cotangent = np.ones(6, np.float32)
+    try:
+        cells = {c.policy: c for c in policy_matrix.measure(port, canonical, params, x, cotangent)}
+    finally:
+        port.close()
+    assert {p for p, c in cells.items() if c.expressible} == {
+        "none", "full", "save_dots", "save_named",
+    }  # fmt: skip
+    for name in ("none", "full", "save_dots", "save_named"):
+        assert not policy_matrix.failed(cells[name]), (name, cells[name])
+    assert cells["save_dots"].roles == ["d1", "x"]
+    assert (
+        cells["offload_dots"].spelling == "one process, one memory: there is no host to offload to"
+    )
