@@ -75,11 +75,24 @@ function encodeArray(array, shape) {
   return { dtype: "float32", shape, data: bytes.toString("base64") };
 }
 
+// docs/PROTOCOL.md, Values: a decimal string is an integer; a boolean or any other string (the
+// caller's 1.5, NaN) is a ValueError, null, a list or an object a TypeError.
 function integer(text, name) {
-  if (typeof text !== "string" || !/^-?[0-9]+$/.test(text)) {
-    throw new PortError("ProtocolError", `${name} must be a decimal string, got ${JSON.stringify(text)}`);
+  if (typeof text === "boolean") throw new PortError("ValueError", `${name} must be an integer, not a boolean`);
+  if (typeof text !== "string") {
+    throw new PortError("TypeError", `${name} must be an integer (a decimal string), got ${JSON.stringify(text)}`);
   }
+  if (!/^-?[0-9]+$/.test(text)) throw new PortError("ValueError", `${name} must be an integer, got ${text}`);
   return BigInt(text);
+}
+
+// x's dtype and shape, before its size is checked (PROTOCOL.md, Errors): D.
+function checkXShape(value) {
+  if (!value || typeof value !== "object" || !Array.isArray(value.shape)) throw new PortError("TypeError", "x must be an array object");
+  if (value.dtype !== "float32") throw new PortError("TypeError", `x must be real (float32), got dtype ${value.dtype}`);
+  if (value.shape.length !== 1) throw new PortError("ValueError", `x must be a vector (D,), got shape [${value.shape}]`);
+  if (value.shape[0] < 1) throw new PortError("ValueError", "x must not be empty (D >= 1)");
+  return value.shape[0];
 }
 
 // -- the contract's checks (docs/PROTOCOL.md, "What the adapter checks and what the port checks")
@@ -255,8 +268,7 @@ const handlers = {
   nn_checkpoint_forward(request) {
     const seed = checkSeed(request.seed);
     const features = checkFeatures(request.features);
-    if (!request.x || !Array.isArray(request.x.shape)) throw new PortError("ProtocolError", "x is missing");
-    checkSizes(request.x.shape[0], features, request.max_bytes, "x");
+    checkSizes(checkXShape(request.x), features, request.max_bytes, "x");
     const x = checkX(request.x);
     const y = mlp.forward(init.canonicalParams(seed, x.length, features), x, true);
     return { y: encodeArray(y, [features]) };
@@ -268,6 +280,8 @@ const handlers = {
     if (request.of === "exercise") {
       const seed = checkSeed(request.seed);
       const features = checkFeatures(request.features);
+      const D = checkXShape(request.x);
+      if (request.max_bytes !== undefined) checkSizes(D, features, request.max_bytes, "x");
       const x = checkX(request.x);
       return mlp.exerciseRecord(init.canonicalParams(seed, x.length, features), x);
     }
