@@ -2,17 +2,29 @@
 
 **How to use it** (the full guide is `docs/PORTING.md`):
 
-1. Copy it to `implementations/<port>.py` (a built-in port) or into your own
-   package (an external port, registered through the entry-point group
-   `remat_conformance.implementations`).
+1. A framework the suite has: copy this file into its folder,
+   `implementations/stacks/<framework>/<port>.py`, and add a `PortEntry` to the
+   folder's `manifest.py`. A framework it has not: **add a folder**,
+   `implementations/stacks/<framework>/`, holding
+   - `manifest.py`: `MANIFEST = Manifest(stack="<framework>", engine=...,
+     ports=(PortEntry("<port>", "implementations.stacks.<framework>.<port>:<Class>",
+     "<extra>"),), expectations=..., mutants=(...), bench=(...), tests="<framework>")`
+     (`implementations.manifests`; it imports no framework);
+   - `<port>.py`: this file, finished;
+   - `expectations.py`: what its instrument shows under each policy it declares
+     (`implementations.expectations.expect`, one reason each);
+   - `<port>_mutants.py`: a mutant per bug the suite must catch, each `MutantEntry`
+     naming the property that kills it (`killed_by`);
+   - `bench.py`: its bench stack (`implementations.bench_case`);
+   and its tests in `tests/<framework>/`. An external port (your own package,
+   the entry-point group `remat_conformance.implementations`) needs no folder:
+   it declares its own `instrument_family` and `expectations` on the class.
 2. Work through every `TODO(port)` below, top to bottom. Search for the
    string: none may be left.
-3. Register the class: one line in `implementations.BUILTIN` (and `_EXTRAS`),
-   or one entry point, `<port> = "<module>:<Class>"`; the class's own
-   declarations (`name`, `framework`, `stack`, `extra`, `checkpoint_api`)
-   are checked when it is created.
+3. The class's own declarations (`name`, `framework`, `stack`, `extra`,
+   `checkpoint_api`, `policies`) are checked when it is created.
 4. Run `python -m conformance --implementation <port> --no-mutants` until
-   every property, (a) to (h), is green.
+   every property, (a) to (j), is green.
 
 **A port on a stack that has a port base is shorter.** On JAX, subclass
 `implementations.stacks.jax.JaxPort` and define three methods, `to_native`,
@@ -162,6 +174,13 @@ class TemplatePort(Port):
         name: "TODO(port): why your checkpoint cannot express it"
         for name in ("save_dots", "save_named", "offload_dots", "budget")
     }
+    # TODO(port): what your instrument shows under each policy: in the folder's
+    # expectations.py (a built-in stack), or here (an external port on a framework the
+    # suite does not know): instrument_family = "<name>" and
+    # expectations = {"none": expect("x a", 4, why="..."), "full": expect("x", 5, why=...)}
+    # (implementations.expectations; property (j) holds them to the policy vocabulary).
+    instrument_family: ClassVar[str] = ""
+    expectations: ClassVar[dict[str, Any]] = {}
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # TODO(port): the checks (canonical_params makes them), then the canonical init (see

@@ -1,4 +1,4 @@
-"""What a stack's evidence instrument must show under each remat policy. Imports nothing.
+"""What an evidence instrument must show under each remat policy. Imports nothing.
 
 Each stack declares its expectations in its folder (`expectations.py`, named
 by its manifest): per **instrument family** (a stack's name, or the name a
@@ -7,6 +7,16 @@ port's manifest entry gives, such as `torch_compile`), per policy, an
 tables and the frameworks' documented behaviour, never computed by the code
 under test. Where frameworks legitimately differ, the difference is written
 there once, with its reason; it is never a looser check.
+
+**A port may declare its own** (an outside framework the suite knows nothing
+of): a Python port class sets `instrument_family` and `expectations` (policy
+label -> `Expected`, made with `expect`), a process port sends the same in
+its `hello` (docs/PROTOCOL.md, *Expectations*; `from_wire` reads them).
+Whoever declares a table, `contradictions` holds it to the policy vocabulary
+(`implementations.policies`): full keeps the block's inputs only, none keeps
+more than full, save_named keeps the named tensor, offload_dots keeps
+something on the host, and so on. A declaration that contradicts it fails
+property (j) for a port, and the suite's own tables are tested the same way.
 
 **Documented degradations** are upstream behaviours that users walk into,
 pinned with the upstream version they were measured on. Each has a test
@@ -18,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 #: The largest weight dimension inductor still decomposes (`torch._inductor.decomposition.addmm`).
 WIDE = 16
@@ -89,3 +100,147 @@ class Expectations:
 
     families: Mapping[str, Mapping[str, Entry]] = field(default_factory=dict)
     degradations: tuple[Degradation, ...] = ()
+
+
+#: The MLP's tensors by role (as `implementations.policies.ROLES`; this module imports nothing).
+_ROLES = ("x", "d1", "h", "a", "mask", "y")
+_POLICIES = ("none", "full", "save_dots", "save_named", "offload_dots")
+#: The roles a matmul writes: d1 = x @ W1, or h where the bias is fused into it (addmm).
+_DOTS = frozenset({"d1", "h"})
+
+
+def _is_label(label: str) -> bool:
+    if label in _POLICIES:
+        return True
+    if not (label.startswith("budget(") and label.endswith(")")):
+        return False
+    try:
+        fraction = float(label[len("budget(") : -1])
+    except ValueError:
+        return False
+    return 0.0 <= fraction <= 1.0
+
+
+def _listed(roles: frozenset[str]) -> str:
+    return "{" + ", ".join(sorted(roles)) + "}"
+
+
+def contradictions(
+    table: Mapping[str, Any], features: tuple[int | None, ...] = (None,)
+) -> list[str]:
+    """What in `table` (policy label -> `Expected`, or a function of (dim, features) giving
+    one) contradicts the policy vocabulary, one line each; `[]` when nothing does.
+
+    A function is called at each `(dim, features)` of `features` (the sizes (j) draws); a
+    static entry is read at those widths too (`Expected.wide`)."""
+    problems: list[str] = []
+    sizes = [size if isinstance(size, tuple) else (None, size) for size in features]
+    for label, entry in table.items():
+        if not isinstance(label, str) or not _is_label(label):
+            problems.append(f"{label!r} is not a policy (none, full, save_dots, save_named, "
+                            "offload_dots, budget(<b>))")  # fmt: skip
+            continue
+        for dim, width in sizes:
+            found = entry(dim, width) if callable(entry) else entry
+            if not isinstance(found, Expected):
+                problems.append(f"{label}: not an Expected record ({type(found).__name__})")
+                break
+            problems += [f"{label}: {p}" for p in _entry_problems(label, found, width)]
+    for dim, width in sizes:
+        problems += _pair_problems(table, dim, width)
+    return list(dict.fromkeys(problems))
+
+
+def _entry_problems(label: str, found: Expected, features: int | None) -> list[str]:
+    roles, host = found.roles_at(features), found.host
+    problems = []
+    unknown = sorted((roles | host) - set(_ROLES))
+    if unknown:
+        problems.append(f"names {', '.join(unknown)}, not a role ({', '.join(_ROLES)})")
+    if not isinstance(found.why, str) or not found.why.strip() or "\n" in found.why.strip():
+        problems.append("needs its reason, one line (why)")
+    matmuls = found.backward_matmuls
+    if matmuls is not None and (isinstance(matmuls, bool) or not isinstance(matmuls, int)
+                                or matmuls < 0):  # fmt: skip
+        problems.append(f"backward_matmuls must be a count or null, got {matmuls!r}")
+    if host - roles:
+        problems.append(f"keeps {_listed(host - roles)} on the host without keeping it")
+    name = label.split("(")[0]
+    if label in ("full", "budget(0)") and roles - {"x"}:
+        problems.append(
+            f"keeps {_listed(roles)}: more than the block's inputs {{x}} (full remat keeps x "
+            "and recomputes the rest)"
+        )
+    if label in ("none", "full", "save_dots", "save_named", "budget(0)") and host:
+        problems.append(f"keeps {_listed(host)} on the host: only offload_dots moves to the host")
+    if name == "none" and not roles - {"x"}:
+        problems.append(
+            f"keeps {_listed(roles)}: no activation, as little as full remat (without remat "
+            "the backward pass reads what the forward pass computed)"
+        )
+    if name in ("save_dots", "offload_dots") and not roles & _DOTS:
+        problems.append(f"keeps {_listed(roles)}: no matmul output (d1, or h where the bias "
+                        "is fused)")  # fmt: skip
+    if name == "save_named" and "h" not in roles:
+        problems.append(f"keeps {_listed(roles)}: not the named tensor h")
+    if name == "offload_dots" and not host:
+        problems.append("keeps nothing on the host (host is empty)")
+    return problems
+
+
+def _pair_problems(table: Mapping[str, Any], dim: int | None, features: int | None) -> list[str]:
+    def at(label: str) -> Expected | None:
+        entry = table.get(label)
+        found = entry(dim, features) if callable(entry) else entry
+        return found if isinstance(found, Expected) else None
+
+    none, full = at("none"), at("full")
+    if none is None or full is None:
+        return []
+    problems = []
+    if not full.roles_at(features) <= none.roles_at(features):
+        problems.append(
+            f"none keeps {_listed(none.roles_at(features))}, less than full's "
+            f"{_listed(full.roles_at(features))} (no remat keeps every input full remat keeps)"
+        )
+    if (
+        isinstance(none.backward_matmuls, int)
+        and isinstance(full.backward_matmuls, int)
+        and full.backward_matmuls <= none.backward_matmuls
+    ):
+        problems.append(
+            f"full runs {full.backward_matmuls} backward matmuls, none "
+            f"{none.backward_matmuls}: full remat reruns at least the first layer's matmul"
+        )
+    return problems
+
+
+def from_wire(data: Any) -> dict[str, Expected]:
+    """A process port's `expectations` from its `hello` (docs/PROTOCOL.md): policy label ->
+    `{"roles": [...], "backward_matmuls": n or null, "host": [...], "why": "..."}`.
+    Raises `ValueError` naming what is malformed (its meaning is `contradictions`' to judge)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"'expectations' must be an object, got {type(data).__name__}")
+    table = {}
+    for label, item in data.items():
+        if not isinstance(item, Mapping):
+            raise ValueError(f"expectations[{label!r}] must be an object")
+        unknown = sorted(set(item) - {"roles", "backward_matmuls", "host", "why"})
+        if unknown:
+            raise ValueError(f"expectations[{label!r}] has unknown keys {unknown}")
+        lists = {}
+        for key in ("roles", "host"):
+            value = item.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"expectations[{label!r}].{key} must be a list of role names")
+            lists[key] = frozenset(value)
+        if "roles" not in item:
+            raise ValueError(f"expectations[{label!r}] has no 'roles'")
+        matmuls = item.get("backward_matmuls")
+        if matmuls is not None and (isinstance(matmuls, bool) or not isinstance(matmuls, int)):
+            raise ValueError(f"expectations[{label!r}].backward_matmuls must be an integer or null")
+        why = item.get("why", "")
+        if not isinstance(why, str):
+            raise ValueError(f"expectations[{label!r}].why must be a string")
+        table[str(label)] = Expected(lists["roles"], matmuls, lists["host"], why)
+    return table

@@ -90,7 +90,6 @@ class BenchEntry:
     - `opt_in`: run only when named (`why`: the reason, for `bench --help`).
     - `isolated`: the module holds process-wide state (MindSpore's graph mode): the bench
       imports it in a process of its own and speaks to its cases there.
-    - `no_policies`: why `bench --policies` has no case for it (`""`: it has).
     - `notes`: what its instruments measure, by the bench's definition (`saved_bytes`,
       `temp_bytes`, `peak_bytes`, `matmuls`) and how it runs the mode `save-mm`: one clause
       each, which the bench's definitions gather (a stack without a figure says why not).
@@ -101,7 +100,6 @@ class BenchEntry:
     opt_in: bool = False
     why: str = ""
     isolated: bool = False
-    no_policies: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
 
 

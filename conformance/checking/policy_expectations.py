@@ -1,45 +1,73 @@
-"""What each port's instrument must show under each remat policy: the stacks' declarations.
+"""What each port's instrument must show under each remat policy, and who said so.
 
-Every stack declares its instrument families' expected records and its
-documented degradations in its folder (`implementations.expectations`;
-the manifest names the module). This module gathers them, and finds the
-family a port is held to. See `implementations.expectations` for what an
-`Expected` record says and how a degradation is pinned.
+Two sources, one form (`implementations.expectations`):
+
+- **the port's own declaration**: a port class's `expectations` (policy label
+  -> `Expected`), or a process port's `hello` (docs/PROTOCOL.md,
+  *Expectations*), for its `instrument_family`. An outside framework brings
+  its own, with a reason per policy; the suite holds it to the policy
+  vocabulary (`implementations.expectations.contradictions`) and then to
+  what the port's records show.
+- **the suite's**: every stack declares its instrument families' expected
+  records and its documented degradations in its folder (the manifest names
+  the module). This module gathers them.
+
+A port's own declaration comes first; otherwise its family's table in the
+suite. `source(port)` says whose expectation a port is held to, for reports.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from implementations import manifests
-from implementations.expectations import Degradation, Expectations, Expected, expect
+from implementations.expectations import (
+    Degradation,
+    Expectations,
+    Expected,
+    contradictions,
+    expect,
+)
 from implementations.policies import Policy
 
-__all__ = ["Degradation", "Expected", "degradations", "expected", "family", "tables"]
+__all__ = [
+    "Contradiction",
+    "Degradation",
+    "Expected",
+    "degradations",
+    "expect",
+    "expected",
+    "family",
+    "own",
+    "source",
+    "tables",
+]
 
-#: The protocol's test port (tests/process/cpp_port): its own bookkeeping.
-_TEST_PORTS = Expectations(
-    families={
-        "cpp_port": {
-            "none": expect("x h a", 4, why="its backward reads h (for relu's mask) and a"),
-            "full": expect("x", 5, why="its backward reruns the hidden layer's matvec"),
-        },
-    },
-)
+
+class Contradiction(ValueError):
+    """A port's own expectations contradict the policy vocabulary."""
 
 
 @functools.cache
-def _declared() -> tuple[Expectations, ...]:
-    found = [manifests.resolve(m.expectations) for m in manifests.manifests() if m.expectations]
-    return (*found, _TEST_PORTS)
+def _declared() -> tuple[tuple[str, Expectations], ...]:
+    """Each stack's declaration, with the file that holds it."""
+    found = []
+    for manifest in manifests.manifests():
+        if manifest.expectations:
+            module = manifest.expectations.split(":", 1)[0]
+            found.append(
+                (module.replace(".", "/") + ".py", manifests.resolve(manifest.expectations))
+            )
+    return tuple(found)
 
 
 def tables() -> dict[str, dict[str, Any]]:
-    """Every declared family's table: family -> policy label or name -> `Expected` (or a
-    function of the sizes giving one)."""
+    """Every family the suite's stacks declare: family -> policy label or name -> `Expected`
+    (or a function of the sizes giving one)."""
     merged: dict[str, dict[str, Any]] = {}
-    for declaration in _declared():
+    for _, declaration in _declared():
         for name, table in declaration.families.items():
             if name in merged:
                 raise ValueError(f"instrument family {name!r} is declared twice")
@@ -47,9 +75,13 @@ def tables() -> dict[str, dict[str, Any]]:
     return merged
 
 
+def _files() -> dict[str, str]:
+    return {name: path for path, d in _declared() for name in d.families}
+
+
 def all_degradations() -> tuple[Degradation, ...]:
     """Every documented degradation, from every stack."""
-    return tuple(d for declaration in _declared() for d in declaration.degradations)
+    return tuple(d for _, declaration in _declared() for d in declaration.degradations)
 
 
 def family(port: Any) -> str:
@@ -67,13 +99,49 @@ def family(port: Any) -> str:
     return getattr(stack, "name", "") or ""
 
 
+def own(port: Any) -> Mapping[str, Any] | None:
+    """The expectations `port` declares itself (policy label -> `Expected`), or None."""
+    table = getattr(port, "expectations", None)
+    return table if isinstance(table, Mapping) and table else None
+
+
+def source(port: Any) -> str:
+    """Whose expectation `port` is held to, in words for reports ("" where none is written)."""
+    name = family(port) or "unknown"
+    if own(port) is not None:
+        where = "its hello" if getattr(port, "hello", None) is not None else "its class"
+        return f"the {name} instrument's, declared by the port itself ({where})"
+    path = _files().get(name)
+    if path is None:
+        return ""
+    return f"the {name} instrument's, declared by the suite ({path})"
+
+
+def check_own(port: Any) -> None:
+    """Raise `Contradiction` where the port's own expectations contradict the vocabulary."""
+    table = own(port)
+    if table is None:
+        return
+    problems = contradictions(table, (4, 7))
+    if problems:
+        raise Contradiction(
+            f"the expectations it declares for the {family(port) or 'unknown'} instrument "
+            f"contradict the policy vocabulary: {'; '.join(problems)}"
+        )
+
+
 def expected(
     port: Any, policy: Policy, dim: int | None = None, features: int | None = None
 ) -> Expected | None:
     """What `port`'s instrument must show under `policy` (its label, e.g. `budget(0)`, first,
-    then its name) at sizes `dim`, `features`; None where nothing is written down. An entry
-    may be a function of the sizes, where the framework's choice depends on them."""
-    table = tables().get(family(port), {})
+    then its name) at sizes `dim`, `features`; None where nothing is written down. The port's
+    own declaration first (`Contradiction` where it contradicts the vocabulary), then its
+    family's table. An entry may be a function of the sizes."""
+    table = own(port)
+    if table is not None:
+        check_own(port)
+    else:
+        table = tables().get(family(port), {})
     entry = table.get(policy.label) or table.get(policy.name)
     return entry(dim, features) if callable(entry) else entry
 

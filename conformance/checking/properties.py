@@ -19,6 +19,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from implementations.contract import (
+    BAD_INIT_INPUTS,
     BAD_INPUTS,
     PARAM_NAMES,
     BackwardRecord,
@@ -32,7 +33,7 @@ from implementations.contract import (
 from implementations.policies import SAVED_NAME, Policy, declared
 from implementations.stacks.numpy import canonical_params
 
-from . import policy_expectations, precision, strategies
+from . import policy_expectations, precision, provenance, strategies
 from .checks import bitwise_equal, check_shape, fail, within, within_ulps
 from .tolerance import INIT_ULPS, analyse_vjp, forward_bound, vjp_comparison
 
@@ -171,9 +172,10 @@ def check_checkpoint_is_transparent(port: Implementation, reference: dict, case)
 
 
 def _record(port: Implementation, what: str, value: Any) -> BackwardRecord:
+    """`value`, checked to be a record and stamped with who measured it (`provenance`)."""
     if not isinstance(value, BackwardRecord):
         fail(port.name, what, f"returned a {type(value).__name__}, not contract.BackwardRecord")
-    return value
+    return provenance.stamped(port, value)
 
 
 def _expect_checkpointed(port: str, what: str, record: BackwardRecord) -> None:
@@ -210,10 +212,8 @@ def check_evidence(port: Implementation, reference: None, case) -> None:
             f"has {off.checkpoint_regions} checkpoint region(s)",
         )
 
-    exercise = port.exercise_record(seed, x, params.features)
-    _expect_checkpointed(
-        port.name, "grad of nn_checkpoint_forward", _record(port, "exercise_record", exercise)
-    )
+    exercise = _record(port, "exercise_record", port.exercise_record(seed, x, params.features))
+    _expect_checkpointed(port.name, "grad of nn_checkpoint_forward", exercise)
     if hasattr(port, "rank_records"):  # a sharded port: each rank's own evidence too
         _check_ranks(port, params, x)
 
@@ -298,14 +298,23 @@ def check_end_to_end(port: Implementation, reference: dict, case) -> float:
 
 
 def check_bad_input(port: Implementation, reference: None, case) -> None:
-    """(g) A bad input raises the contract's exception type, naming the argument."""
+    """(g) A bad input raises the contract's exception type, naming the argument. A bad
+    `init_params` call goes to ports that check its inputs (`checks_init_inputs`: process
+    ports, whose protocol requires it); for the others it is not a case."""
     bad, form = case
     bad: BadInput
-    x = bad.x(port.from_numpy if form == "native" else np.asarray)
-    quantity = f"bad input '{bad.label}' ({form} x)"
+    if bad.call == "init_params":
+        if not getattr(port, "checks_init_inputs", False):
+            return None
+        quantity = f"bad input '{bad.label}'"
+        call = lambda: port.init_params(bad.seed, bad.dim, bad.features)  # noqa: E731
+    else:
+        x = bad.x(port.from_numpy if form == "native" else np.asarray)
+        quantity = f"bad input '{bad.label}' ({form} x)"
+        call = lambda: port.nn_checkpoint_forward(bad.seed, x, bad.features)  # noqa: E731
     try:
         with byte_budget(bad.max_bytes):
-            port.nn_checkpoint_forward(bad.seed, x, bad.features)
+            call()
     except Exception as error:
         if not isinstance(error, bad.error):
             fail(
@@ -491,15 +500,29 @@ def check_policy_record(
             f"WARNING: the policy names {SAVED_NAME!r}, which tags nothing in the block "
             f"(tags: {list(record.tags) or 'none'}): upstream then runs full remat silently",
         )
-    expected = policy_expectations.expected(port, policy, dim, features)
+    try:
+        expected = policy_expectations.expected(port, policy, dim, features)
+    except policy_expectations.Contradiction as error:
+        fail(port.name, what, str(error))
+    whose = policy_expectations.source(port)
     if expected is None:
+        name = policy_expectations.family(port) or "unknown"
+        if policy_expectations.own(port) is not None:
+            fail(
+                port.name,
+                what,
+                f"the port declares expectations for its {name} instrument, but none under "
+                f"{policy.label} (declare one per policy it expresses: docs/PROTOCOL.md, "
+                "Expectations; docs/PORTING.md, Remat policies)",
+            )
         fail(
             port.name,
             what,
-            f"no expected saved set is written down for the "
-            f"{policy_expectations.family(port) or 'unknown'} instrument under {policy.label} "
-            "(conformance/checking/policy_expectations.py)",
+            f"no expected saved set is written down for the {name} instrument under "
+            f"{policy.label}: a port declares its own (instrument_family and expectations: "
+            "docs/PROTOCOL.md, Expectations; docs/PORTING.md, Remat policies)",
         )
+    held = f"; held to {whose}" if whose else ""
     unnamed = [t for t in record.kept if not t.role]
     if unnamed:
         listed = ", ".join(f"{t.shape} {t.dtype} ({t.note})" for t in unnamed)
@@ -510,7 +533,7 @@ def check_policy_record(
             port.name,
             what,
             f"saves {{{', '.join(sorted(roles))}}}, expected "
-            f"{{{', '.join(sorted(wanted))}}} ({expected.why})",
+            f"{{{', '.join(sorted(wanted))}}} ({expected.why}{held})",
         )
     if (
         expected.backward_matmuls is not None
@@ -520,7 +543,7 @@ def check_policy_record(
             port.name,
             what,
             f"runs {record.backward_matmuls} matmuls in backward, expected "
-            f"{expected.backward_matmuls} ({expected.why})",
+            f"{expected.backward_matmuls} ({expected.why}{held})",
         )
     for tensor in record.kept:
         place = "host" if tensor.role in expected.host else "device"
@@ -528,12 +551,12 @@ def check_policy_record(
             fail(
                 port.name,
                 what,
-                f"keeps {tensor.role} in {tensor.memory_space} memory, expected {place}",
+                f"keeps {tensor.role} in {tensor.memory_space} memory, expected {place}{held}",
             )
     for role in expected.host:
         spaces = {t.memory_space for t in record.kept if t.role == role}
         if spaces != {"host"}:
-            fail(port.name, what, f"keeps {role} in {spaces or 'no'} memory, expected host")
+            fail(port.name, what, f"keeps {role} in {spaces or 'no'} memory, expected host{held}")
 
 
 def _evidence_cases(scope: str) -> st.SearchStrategy:
@@ -541,7 +564,8 @@ def _evidence_cases(scope: str) -> st.SearchStrategy:
 
 
 def _bad_input_cases() -> list[tuple[BadInput, str]]:
-    return [(bad, form) for bad in BAD_INPUTS for form in ("numpy", "native")]
+    calls = [(bad, form) for bad in BAD_INPUTS for form in ("numpy", "native")]
+    return calls + [(bad, "init") for bad in BAD_INIT_INPUTS]
 
 
 PROPERTIES: tuple[Property, ...] = (

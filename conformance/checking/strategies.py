@@ -380,5 +380,7 @@ def describe(case: Any) -> str:
         params = case[0].params
         return f"records: params D={params.dim} F={params.features}, seed={case[1]!r}"
     if isinstance(case, tuple) and len(case) == 2 and hasattr(case[0], "label"):
+        if case[1] == "init":
+            return f"bad input '{case[0].label}'"
         return f"bad input '{case[0].label}' ({case[1]} x)"
     return repr(case)[:120]

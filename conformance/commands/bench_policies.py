@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from implementations import manifests
-
 from ..benchmark.measure import Settings
 from ..benchmark.policies import (
     DEPTHS,
@@ -35,17 +33,7 @@ def command(args: Any, settings: Settings) -> int:
     if not args.depths:  # one depth unless asked: the policies, not the depths, vary here
         settings = Settings(**{**to_data(settings), "depths": DEPTHS})
     named = args.framework or list(DEFAULT_FRAMEWORKS)
-    # A framework whose manifest says it has no policy case is skipped with its reason,
-    # before anything is loaded.
-    without = {
-        e.name: f"the policy bench has no case for it: {e.no_policies}"
-        for m in manifests.manifests()
-        for e in m.bench
-        if e.no_policies
-    }
-    skipped_first = {name: without[name] for name in named if name in without}
-    frameworks, skipped = load_frameworks([name for name in named if name not in without])
-    skipped = {**skipped_first, **skipped}
+    frameworks, skipped = load_frameworks(named)
     interrupts.check()
     for name, reason in skipped.items():
         console.print(f"[yellow]skip[/] {name}: {reason}")

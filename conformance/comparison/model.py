@@ -64,6 +64,7 @@ class Residuals:
     recomputed: dict[str, int]
     checkpoint_regions: int | None
     instrument: str
+    measured_by: str = ""  # "suite" or "port" (`checking.provenance`)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class PortComparison:
     reason: str = ""
     framework: str = ""
     reference: bool = False  # the canonical port, compared with itself
+    measured_by: str = ""  # who measured its evidence: "suite" or "port" (`checking.provenance`)
     versions: dict[str, str] = field(default_factory=dict)
     output: Diff | None = None  # forward with shared parameters
     exercise: Diff | None = None  # nn_checkpoint_forward, the port's own init
@@ -209,6 +211,7 @@ def residuals(record: BackwardRecord) -> Residuals:
         recomputed=dict(record.recomputed),
         checkpoint_regions=record.checkpoint_regions,
         instrument=record.instrument,
+        measured_by=record.measured_by,
     )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import implementations
 from implementations.contract import Implementation, Params
 
-from ..checking import precision
+from ..checking import precision, provenance
 from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from ..running.timing import time_interleaved
 from . import policy_matrix
@@ -57,6 +57,7 @@ def compare_port(
     (about 0.1 s at D = F = 1024); made here if not given.
     """
     row = PortComparison(port.name, "available", framework=port.framework, versions=port.versions())
+    row.measured_by = provenance.measured_by(port)
     try:
         if not isinstance(canonical, Expected):
             canonical = expected_results(canonical, params, x, cotangent, seed)
@@ -77,7 +78,8 @@ def compare_port(
             exact = exact_results(params, x, cotangent)
         row.precision = precision_bits(exact, params, x, cotangent, out, exercise, grads)
         for label, on in (("off", False), ("on", True)):
-            row.residuals[label] = residuals(port.backward_record(params, x, checkpoint=on))
+            record = port.backward_record(params, x, checkpoint=on)
+            row.residuals[label] = residuals(provenance.stamped(port, record))
         if getattr(port, "policy_cells", True):  # an extra row (`rows`) has none
             row.policies = policy_matrix.measure(port, canonical.policies, params, x, cotangent)
     except Exception as error:  # a broken port gets a row that says so, not a crash

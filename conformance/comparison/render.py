@@ -226,6 +226,8 @@ def summary_table(comparison: Comparison):
     for row in comparison.ports:
         versions = "\n".join(f"[dim]{escape(k)} {escape(v)}[/]" for k, v in row.versions.items())
         label = f"[bold]{row.name}[/]" + (f"\n{versions}" if versions else "")
+        if getattr(row, "measured_by", "") == "port":
+            label += "\n[yellow]evidence self-reported[/]"
         if not _usable(row):
             # The reason goes under the name, in the one column that wraps: in the verdict
             # column, which does not, a long one squeezed every other column of the table.

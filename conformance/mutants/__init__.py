@@ -68,6 +68,8 @@ KILLED_BY = {
     "drops_policy": "j_policies",
     "none_for_save_dots": "j_policies",
     "saves_y_for_named": "j_policies",
+    "contradictory_expectations": "j_policies",
+    "wire_ignores_policy": "j_policies",
 }
 
 
@@ -124,6 +126,16 @@ MUTANTS: dict[str, MutantSpec] = {
         ),
         _canonical(
             "saves_y_for_named", "policy_mutants:SavesYForNamed", "save_named saves y, not h"
+        ),
+        _canonical(
+            "contradictory_expectations",
+            "policy_mutants:ContradictoryExpectations",
+            "declares its own expectations, full remat keeping d1 (against the vocabulary)",
+        ),
+        _canonical(
+            "wire_ignores_policy",
+            "wire_port:WireIgnoresPolicy",
+            "the canonical port as a process port that reads checkpoint, never the policy name",
         ),
         *(spec for manifest in manifests.manifests() for spec in manifest.mutants),
     )

@@ -6,9 +6,12 @@ and breaks only what property (j) looks at: the policy it is given.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import flax.linen as nn
 import jax
 
+from implementations.expectations import expect
 from implementations.policies import FULL, NONE, Policy, as_policy
 from implementations.stacks.jax.flax_linen import FlaxLinen
 from implementations.stacks.jax.policies import tag
@@ -45,3 +48,18 @@ class SavesYForNamed(FlaxLinen):
     """Under save_named saves y (the tag sits on the block's output), not h."""
 
     plain = _TagsY
+
+
+class ContradictoryExpectations(FlaxLinen):
+    """Declares its own expectations (as an outside port may), and full remat's keeps d1 as
+    well as x: a declaration against the policy vocabulary, which (j) must reject before it
+    compares any record with it. Everything it computes is the canonical port's."""
+
+    instrument_family = "jax"
+    expectations: ClassVar[dict] = {
+        "none": expect("x a mask", 4, why="relu's gradient reads its mask, dW2 reads a"),
+        "full": expect("x d1", 5, why="(wrong on purpose) full remat keeping d1"),
+        "save_dots": expect("x d1", 4, why="dot_general's output saved"),
+        "save_named": expect("x h", 4, why="h tagged and saved"),
+        "offload_dots": expect("x d1", 4, host="d1", why="d1 moved to the host"),
+    }

@@ -83,7 +83,8 @@ def matrix(run: dict[str, Any]) -> Table:
         ],
         caption="✓ pass · N ex: all N examples passed; worst: the largest error/bound over them "
         "(1 would fail) · ✗ fail/crash/hang at example N: the property failed there · ref: the "
-        "canonical port is the reference · skip: could not run",
+        "canonical port is the reference · skip: could not run · evidence self-reported: the "
+        "port's own word, not the suite's instrument (docs/PROTOCOL.md, the trust boundary)",
         kind="matrix",
     )
     for port in run["ports"]:
@@ -95,7 +96,11 @@ def matrix(run: dict[str, Any]) -> Table:
         cells = [outcome_cell(by_key[k]) if k in by_key else "" for k in properties]
         seconds = number(port.get("seconds"))
         time = "" if seconds is None else f"{seconds:.0f}"
-        table.add(port["name"], [port["name"], port.get("framework", ""), *cells, time])
+        framework = port.get("framework", "")
+        evidence = (port.get("environment") or {}).get("evidence") or {}
+        if evidence.get("measured_by") == "port":
+            framework += " · evidence self-reported"
+        table.add(port["name"], [port["name"], framework, *cells, time])
     return table
 
 
@@ -260,10 +265,11 @@ def compare_table(compare: dict[str, Any]) -> Table:
         matmuls = backward_matmuls(row)
         spread, n = row.get("warm_spread") or {}, row.get("warm_samples")
         versions = ", ".join(f"{k} {v}" for k, v in (row.get("versions") or {}).items())
+        self_reported = row.get("measured_by") == "port"
         table.add(
             row["name"],
             [
-                row["name"],
+                row["name"] + (" (evidence self-reported)" if self_reported else ""),
                 compare_verdict(row),
                 "reference" if row.get("reference") else _diff(row.get("output")),
                 "reference"

@@ -73,6 +73,7 @@ class RunConfig:
             reproduce=self.reproduce,
             # The cores shared out among the workers that run at once.
             threads=None if self.in_process else max(1, (os.cpu_count() or 1) // self.jobs),
+            timeout=None if self.in_process else self.example_timeout,
         )
 
 

@@ -179,6 +179,11 @@ def _run_property(
         return run.finish("pass", None, message), None
     except _NoCanonical:
         return run.finish("skip", None, "the canonical port is not available"), None
+    except _ProcessLost as lost:  # the port's own process crashed or hung: said as such
+        error = lost.error
+        status = error.suite_status
+        message = f"[{port.name}] {status}: {type(error).__name__}: {error}"
+        return run.finish(status, error, message), error
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared
         return run.finish("fail", error.__cause__, str(error)), error
     except Exception as error:  # a ConformanceError, or the port raised: a failure
@@ -213,6 +218,16 @@ class _NoCanonical(Exception):
     """The property needs the canonical port, and it cannot load."""
 
 
+class _ProcessLost(BaseException):
+    """A port's own process crashed or hung (an error with `suite_status`, "crashed" or
+    "timeout": `implementations.process`). A BaseException, so that Hypothesis does not
+    shrink it: each try would start the process again, or wait out the timeout again."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
 class CanonicalFailed(Exception):
     """Making the canonical side of an example raised: the reference, not the port, failed."""
 
@@ -243,7 +258,12 @@ class _Run:
         if self.on_example is not None:
             self.on_example(describe(case))
         start = time.perf_counter()
-        ratio = self.prop.check(self.port, reference, case)
+        try:
+            ratio = self.prop.check(self.port, reference, case)
+        except Exception as error:
+            if getattr(error, "suite_status", None) in ("crashed", "timeout"):
+                raise _ProcessLost(error) from error
+            raise
         self.tally.add(case, ratio, time.perf_counter() - start)
 
     def from_bank(self, scope: str, max_examples: int | None) -> None:

@@ -62,6 +62,7 @@ from typing import Any
 import implementations
 from implementations import Implementation, PortUnavailable
 
+from ..checking import provenance
 from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
 from . import devices, environment, example_bank, isolation, process_state, profiles
@@ -95,6 +96,7 @@ class Settings:
     database: Path | None = None  # Hypothesis's example database
     reproduce: str = ""  # a Hypothesis blob: replay one example
     threads: int | None = None  # each worker's thread pools (None: the frameworks' own choice)
+    timeout: float | None = None  # the run's --timeout: process ports wait no longer per answer
 
 
 @dataclass
@@ -150,6 +152,7 @@ class Session:
         self.port = port
         # Read before the canonical port loads here: it would import JAX too.
         environment = devices.port_environment(port)
+        environment["evidence"] = provenance.describe(port)  # who measures, whose expectations
         return PortInfo("available", "", port.framework, port.versions(), environment)
 
     def canonical(self) -> Implementation | None:
@@ -229,6 +232,8 @@ def serve(settings: Settings) -> None:
     environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
     if settings.threads is not None:
         environment.limit_threads(settings.threads)
+    if settings.timeout is not None:  # implementations.process: no answer waited for longer
+        os.environ["REMAT_SUITE_TIMEOUT"] = f"{settings.timeout:g}"
     environment.prepare()
     profiles.load(settings.profile)
     sessions: dict[str | None, Session] = {}

@@ -38,6 +38,12 @@ def cell(outcome) -> str:
     )
 
 
+def self_reported(port) -> bool:
+    """Whether a port's evidence is its own word (`checking.provenance`), from its report."""
+    evidence = (getattr(port, "environment", None) or {}).get("evidence") or {}
+    return evidence.get("measured_by") == "port"
+
+
 def legend() -> list[str]:
     """What every symbol of the matrix means (also under `merge`'s matrix)."""
     names = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
@@ -52,7 +58,10 @@ def legend() -> list[str]:
         "example (crash: its worker died; hang: it was stopped after the timeout). ref: the "
         "canonical port, the reference. skip: not run here. xfail, xpass: failed, passed "
         "where an expectations file expects a failure. ·: the port did not load.",
-        "Under each port: its framework (the stack it runs on). wall: the port's worker, "
+        "Under each port: its framework (the stack it runs on); self-reported: its evidence "
+        "is the port's own word (a process port, or a Python port that overrides its "
+        "records), not the suite's instrument (docs/PROTOCOL.md, the trust boundary). "
+        "wall: the port's worker, "
         "start to finish (loading the framework and restarts included); the time line "
         "splits out the checking itself.",
     ]
@@ -75,7 +84,10 @@ def matrix(report: SuiteReport) -> Table:
             continue
         by_key = {o.property: o for o in port.outcomes}
         cells = [cell(by_key[p.key]) if p.key in by_key else "" for p in PROPERTIES]
-        table.add_row(f"{port.name}\n[dim]{port.framework}[/]", *cells, f"{port.seconds:.0f}s")
+        label = f"{port.name}\n[dim]{port.framework}[/]"
+        if self_reported(port):
+            label += "\n[yellow]self-reported[/]"
+        table.add_row(label, *cells, f"{port.seconds:.0f}s")
     return table
 
 

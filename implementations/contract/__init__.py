@@ -44,7 +44,7 @@ big to run:
 
 from __future__ import annotations
 
-from .bad_inputs import BAD_INPUTS, BadInput
+from .bad_inputs import BAD_INIT_INPUTS, BAD_INPUTS, BadInput
 from .implementation import NOT_REPORTED, Implementation, StackUnavailable, installed_versions
 from .inputs import (
     SEED_MAX,
@@ -57,7 +57,16 @@ from .inputs import (
     dtype_category,
 )
 from .inputs import _integer_scalar as _integer_scalar  # for implementations.process.adapter
-from .records import PARAM_NAMES, BackwardRecord, Grads, Params, SavedTensor, param_shapes
+from .records import (
+    MEASURED_BY_PORT,
+    MEASURED_BY_SUITE,
+    PARAM_NAMES,
+    BackwardRecord,
+    Grads,
+    Params,
+    SavedTensor,
+    param_shapes,
+)
 from .sizes import (
     MAX_ELEMENTS,
     MAX_FEATURES,
@@ -88,9 +97,12 @@ for _class in (
 del _class
 
 __all__ = [
+    "BAD_INIT_INPUTS",
     "BAD_INPUTS",
     "MAX_ELEMENTS",
     "MAX_FEATURES",
+    "MEASURED_BY_PORT",
+    "MEASURED_BY_SUITE",
     "MIN_MAX_BYTES",
     "NOT_REPORTED",
     "PARAM_NAMES",

@@ -11,12 +11,16 @@ import numpy as np
 
 @dataclass(frozen=True)
 class BadInput:
-    """One bad call of `nn_checkpoint_forward`, and the error every port must raise.
+    """One bad call of `nn_checkpoint_forward` (or of `init_params`), and the error every port
+    must raise.
 
     `x` is a factory taking the port's `from_numpy`, so that the bad x
     can arrive both as numpy and as the framework's own array. `max_bytes`,
     where set, is the byte budget (`REMAT_MAX_BYTES`) for the call, so that
-    an overrun is an overrun on every machine.
+    an overrun is an overrun on every machine. `call` is `"init_params"` for
+    a bad `init_params(seed, dim, features)`: the process protocol requires
+    its checks, so (g) sends these to ports that say they check
+    (`checks_init_inputs`: every process port).
     """
 
     label: str
@@ -28,6 +32,8 @@ class BadInput:
         np.array([1.0, -2.0], np.float32)
     )
     max_bytes: int | None = None
+    call: str = "nn_checkpoint_forward"
+    dim: Any = 2
 
 
 def _raw(value: Any) -> Callable[[Callable[[np.ndarray], Any]], Any]:
@@ -104,4 +110,38 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("x holds -inf", "x", ValueError, x=_raw([1.0, float("-inf")])),
     BadInput("x overflows float32", "x", ValueError, x=_raw(np.array([1e39, 0.0]))),
     BadInput("x is ragged", "x", TypeError, x=_raw([[1.0], [1.0, 2.0]])),
+)
+
+
+def _init(label: str, argument: str, error: type[Exception], **arguments: Any) -> BadInput:
+    return BadInput(f"init_params: {label}", argument, error, call="init_params", **arguments)
+
+
+#: Bad calls of `init_params`, for ports that check its inputs (process ports: the protocol
+#: requires it). On the wire a non-decimal integer is a ValueError, null a TypeError.
+BAD_INIT_INPUTS: tuple[BadInput, ...] = (
+    _init("seed is -1", "seed", ValueError, seed=-1),
+    _init("seed is 2**63", "seed", ValueError, seed=2**63),
+    _init("seed is True", "seed", ValueError, seed=True),
+    _init("seed is 1.5", "seed", ValueError, seed=1.5),
+    _init("seed is None", "seed", TypeError, seed=None),
+    _init("features is 0", "features", ValueError, features=0),
+    _init("features is 46341", "features", ValueError, features=46341),
+    _init("features is NaN", "features", ValueError, features=float("nan")),
+    _init("dim is 0", "dim", ValueError, dim=0),
+    _init("dim is -1", "dim", ValueError, dim=-1),
+    _init("dim is True", "dim", ValueError, dim=True),
+    _init("dim is 2.5", "dim", ValueError, dim=2.5),
+    _init("dim is None", "dim", TypeError, dim=None),
+    _init("dim is a (1,) array", "dim", TypeError, dim=np.array([3])),
+    _init("dim is 2**31", "dim", ValueError, dim=2**31),
+    _init("D * F past 2**31", "dim", ValueError, dim=46342, features=46340),
+    _init(
+        "parameters past the byte budget",
+        "features",
+        ValueError,
+        dim=256,
+        features=256,
+        max_bytes=2**16,
+    ),
 )

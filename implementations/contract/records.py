@@ -137,6 +137,13 @@ class SavedTensor:
         return math.prod(self.shape) * np.dtype(_numpy_dtype_name(self.dtype)).itemsize
 
 
+#: Who measured an evidence record: the suite's own instrument, attached to the framework...
+MEASURED_BY_SUITE = "suite"
+#: ...or the port itself (a process port's answer, or a Python port that overrides its records):
+#: self-reported, which the suite cannot check from outside (docs/PROTOCOL.md, trust boundary).
+MEASURED_BY_PORT = "port"
+
+
 @dataclass(frozen=True)
 class BackwardRecord:
     """What one backward pass saved and recomputed, read off the framework's own instrument.
@@ -154,6 +161,8 @@ class BackwardRecord:
     - `tags`: the names the block tags tensors with (JAX's `checkpoint_name`),
       or None where the framework has no names; a policy that saves a name
       not among them saves nothing.
+    - `measured_by`: `MEASURED_BY_SUITE` or `MEASURED_BY_PORT`, stamped by the suite
+      (`conformance.checking.provenance`), never taken from the port's word; "" unstamped.
     """
 
     instrument: str
@@ -162,6 +171,7 @@ class BackwardRecord:
     checkpoint_regions: int | None = None
     backward_matmuls: int | None = None
     tags: tuple[str, ...] | None = None
+    measured_by: str = ""
 
     @property
     def saved_roles(self) -> frozenset[str]:

@@ -5,9 +5,23 @@ stdout. This adapter starts it, converts the contract's numpy values to the
 wire and back, and contains what a foreign program can do wrong: a crash
 (its process ends before it answers), a hang (no answer in time), noise on
 stdout (copied to stderr), and a protocol violation (an answer that breaks
-the protocol). Each is an exception that names the request; the next call
-starts a fresh process. The child stays in this process's group, so a suite
-worker that is stopped takes it along. Imports numpy and the standard library.
+the protocol). Each is an exception that names the request and carries the
+port's last stderr lines; the next call starts a fresh process. The child
+stays in this process's group, so a suite worker that is stopped takes it
+along. Under the suite, no request waits longer than the suite's `--timeout`
+(`REMAT_SUITE_TIMEOUT`, set by its worker): a port that loops for ever is
+stopped here, where the worker's own watch would take a computing process
+for a compile.
+
+Versions are negotiated in `hello`: the adapter offers every version it
+speaks (`PROTOCOL_VERSIONS`) and the port answers the one it speaks; a
+port written for protocol 1 that refuses version 2 is asked again in 1.
+Protocol 2 carries a remat policy by name (`policy`) beside `checkpoint`.
+
+What crosses the wire is the port's word: evidence records are stamped
+measured by the port (`contract.MEASURED_BY_PORT`), and the expectations a
+`hello` declares are the port's own (`instrument_family`, `expectations`).
+Imports numpy and the standard library.
 """
 
 from __future__ import annotations
@@ -15,7 +29,10 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import functools
 import json
+import math
+import numbers
 import os
 import queue
 import shlex
@@ -30,19 +47,21 @@ from typing import Any
 import numpy as np
 
 from ..contract import (
+    MAX_ELEMENTS,
     NOT_REPORTED,
     BackwardRecord,
     Grads,
     Implementation,
     Params,
     SizeLimitError,
-    _integer_scalar,
-    check_x_spec,
+    dtype_category,
     max_bytes,
 )
-from ..policies import POLICY_NAMES, check_declaration
+from ..expectations import from_wire
+from ..policies import POLICY_NAMES, Policy, as_policy, check_declaration
 from .wire import (
     PROTOCOL_VERSION,
+    PROTOCOL_VERSIONS,
     ProtocolViolation,
     decode_array,
     decode_record,
@@ -52,10 +71,10 @@ from .wire import (
 
 #: What a process port expresses when its `hello` declares no policies: the wire's boolean.
 WIRE_POLICIES = {"none": "checkpoint: false", "full": "checkpoint: true"}
-_WIRE_CANNOT = {
-    name: f"protocol {PROTOCOL_VERSION} carries checkpoint on/off only"
-    for name in POLICY_NAMES
-    if name not in WIRE_POLICIES
+#: Why a policy other than none and full is out of reach, by protocol version.
+_CANNOT = {
+    1: "protocol 1 carries checkpoint on/off only",
+    2: "not declared in the port's hello",
 }
 
 #: Seconds to wait for one answer, unless `REMAT_PROCESS_TIMEOUT` says otherwise.
@@ -75,11 +94,15 @@ class ProcessPortError(RuntimeError):
 
 
 class ProcessPortCrashed(ProcessPortError):
-    """The port's process ended before it answered."""
+    """The port's process ended before it answered: the suite reports it as crashed."""
+
+    suite_status = "crashed"
 
 
 class ProcessPortTimeout(ProcessPortError):
-    """The port's process did not answer in time; it was killed."""
+    """The port's process did not answer in time; it was killed: the suite reports a timeout."""
+
+    suite_status = "timeout"
 
 
 class ProcessPortUnavailable(ProcessPortError):
@@ -95,17 +118,30 @@ def expand_command(command: str) -> list[str]:
     return argv
 
 
-def _timeout() -> float:
-    setting = os.environ.get("REMAT_PROCESS_TIMEOUT", "").strip()
+def _seconds(variable: str) -> float | None:
+    setting = os.environ.get(variable, "").strip()
     if not setting:
-        return DEFAULT_TIMEOUT
+        return None
     try:
         value = float(setting)
     except ValueError:
         value = 0.0
     if not value > 0:
-        raise ValueError(f"REMAT_PROCESS_TIMEOUT must be a positive number of seconds: {setting!r}")
+        raise ValueError(f"{variable} must be a positive number of seconds: {setting!r}")
     return value
+
+
+def _timeout() -> float:
+    """Seconds to wait for `hello`: `REMAT_PROCESS_TIMEOUT`, else 120 (a first start may
+    install the port's runtime)."""
+    return _seconds("REMAT_PROCESS_TIMEOUT") or DEFAULT_TIMEOUT
+
+
+def _request_timeout(timeout: float) -> float:
+    """Seconds to wait for any other answer: `timeout`, at most the suite's `--timeout`
+    (`REMAT_SUITE_TIMEOUT`, which the suite's worker sets)."""
+    suite = _seconds("REMAT_SUITE_TIMEOUT")
+    return timeout if suite is None else min(timeout, suite)
 
 
 _running: weakref.WeakSet[_Child] = weakref.WeakSet()
@@ -134,7 +170,8 @@ class _Child:
         )
         _running.add(self)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     def _read_stdout(self) -> None:
         for raw in self.process.stdout:
@@ -170,9 +207,15 @@ class _Child:
             return f"killed by signal {-code}"
         return f"exit code {code}"
 
-    def stderr_text(self) -> str:
+    def stderr_text(self, wait: float = 0.0) -> str:
+        """The port's last stderr lines, for a fault's message (waiting up to `wait` seconds
+        for a process that has ended to have them all read)."""
+        if wait:
+            self._stderr_reader.join(timeout=wait)
         lines = list(self.stderr_tail)
-        return ("; its last stderr lines:\n" + "\n".join(lines)) if lines else "; no stderr"
+        if not lines:
+            return "\nits stderr: (nothing)"
+        return "\nits last stderr lines:\n" + "\n".join(f"  | {line}" for line in lines)
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -184,6 +227,24 @@ class _Child:
             self.process.stdin.close()
 
 
+def _answers(method):
+    """A contract method whose answer, if it breaks the protocol, restarts the process and
+    carries the port's last stderr lines (as a violation `_call` finds does)."""
+
+    @functools.wraps(method)
+    def decoded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except ProtocolViolation as error:
+            child, self._child = self._child, None
+            if child is None:  # `_call` has already said it all
+                raise
+            child.kill()
+            raise ProtocolViolation(f"{error}{child.stderr_text(wait=1.0)}") from None
+
+    return decoded
+
+
 class ProcessPort(Implementation):
     """A port that is a program speaking docs/PROTOCOL.md.
 
@@ -191,13 +252,18 @@ class ProcessPort(Implementation):
 
     - `name`: the registry name; the program's `hello` must give the same.
     - `argv`: the command that starts the program.
-    - `timeout`: seconds to wait for one answer (default: `REMAT_PROCESS_TIMEOUT`, else 120).
+    - `timeout`: seconds to wait for one answer (default: `REMAT_PROCESS_TIMEOUT`, else 120;
+      under the suite, at most its `--timeout`).
 
-    The program is started here and asked `hello` (its framework and
-    versions); raises `ProcessPortUnavailable` if it cannot run.
+    The program is started here and asked `hello` (its framework, versions, policies and
+    expectations); raises `ProcessPortUnavailable` if it cannot run.
     """
 
     checkpoint_api: str = ""
+    #: Its evidence is the port's own word (`contract.MEASURED_BY_PORT`).
+    self_reported = True
+    #: (g) sends it `init_params` with bad arguments too: the protocol requires the checks.
+    checks_init_inputs = True
 
     def __init__(self, name: str, argv: list[str], *, timeout: float | None = None):
         self.name, self.argv = name, list(argv)
@@ -206,11 +272,14 @@ class ProcessPort(Implementation):
             raise ProcessPortUnavailable(f"needs {self.argv[0]!r}, not found on PATH")
         self._child: _Child | None = None
         self._next_id = 0
+        self.protocol = PROTOCOL_VERSION
         self.hello = self._start()
+        self.protocol = int(self.hello["protocol"])
         self.framework = str(self.hello.get("framework", ""))
         self.checkpoint_api = str(self.hello.get("checkpoint_api", ""))
         try:
             self.policies, self.inexpressible = self._declared_policies()
+            self.expectations = self._declared_expectations()
         except ProtocolViolation:
             self.close()
             raise
@@ -218,24 +287,39 @@ class ProcessPort(Implementation):
         self.instrument_family = str(self.hello.get("instrument_family") or self.framework)
 
     def _declared_policies(self) -> tuple[dict[str, str], dict[str, str]]:
-        """The remat policies from `hello` (optional `policies`, `inexpressible`): protocol 1
-        carries `checkpoint` as a boolean, so a port can express none and full only."""
+        """The remat policies from `hello` (optional `policies`, `inexpressible`). Protocol 1
+        carries `checkpoint` as a boolean, so a port speaking it expresses none and full
+        only; protocol 2 carries the policy's name, and a port may declare any."""
         what = f"{self.name}: the answer to 'hello'"
         policies = self.hello.get("policies", dict(WIRE_POLICIES))
         inexpressible = self.hello.get("inexpressible", {})
-        beyond = sorted(set(policies) - set(WIRE_POLICIES)) if isinstance(policies, dict) else []
-        if beyond:
+        if not isinstance(policies, dict):
+            raise ProtocolViolation(f"{what}: 'policies' must be an object")
+        beyond = sorted(set(policies) - set(WIRE_POLICIES))
+        if beyond and self.protocol < 2:
             raise ProtocolViolation(
-                f"{what} declares {', '.join(beyond)}: protocol {PROTOCOL_VERSION} carries "
-                "checkpoint on/off only (none and full)"
+                f"{what} declares {', '.join(beyond)}: protocol 1 carries checkpoint on/off "
+                "only (none and full); protocol 2 carries a policy by name"
             )
         if not isinstance(inexpressible, dict):
             raise ProtocolViolation(f"{what}: 'inexpressible' must be an object")
+        cannot = _CANNOT[min(self.protocol, 2)]
+        defaults = {n: cannot for n in POLICY_NAMES if n not in policies and n not in inexpressible}
         try:
-            check_declaration(what, policies, {**_WIRE_CANNOT, **inexpressible})
+            check_declaration(what, policies, {**defaults, **inexpressible})
         except TypeError as error:
             raise ProtocolViolation(str(error)) from None
-        return dict(policies), {**_WIRE_CANNOT, **inexpressible}
+        return dict(policies), {**defaults, **inexpressible}
+
+    def _declared_expectations(self) -> dict[str, Any]:
+        """The expectations `hello` declares for the port's instrument (optional; property
+        (j) holds them to the policy vocabulary, then the records to them)."""
+        if "expectations" not in self.hello:
+            return {}
+        try:
+            return from_wire(self.hello["expectations"])
+        except ValueError as error:
+            raise ProtocolViolation(f"{self.name}: the answer to 'hello': {error}") from None
 
     @classmethod
     def from_command(cls, name: str, command: str) -> ProcessPort:
@@ -245,26 +329,44 @@ class ProcessPort(Implementation):
     # -- the process ----------------------------------------------------------------------
 
     def _start(self) -> dict[str, Any]:
+        """Start the program and negotiate the version: every version the adapter speaks is
+        offered; a port that refuses the newest (protocol 1's ProtocolError) is asked again in
+        the one before."""
         self._child = _Child(self.argv, self.name)
+        offered = [v for v in PROTOCOL_VERSIONS if v <= self.protocol]
+        what = f"{self.name}: the answer to 'hello'"
+        while True:
+            try:
+                hello = self._call(
+                    "hello", timeout=self.timeout, protocol=offered[-1], protocols=offered
+                )
+                break
+            except ProcessPortUnavailable:
+                self.close()
+                raise
+            except ProtocolViolation as error:
+                refused = "type 'ProtocolError'" in str(error) and len(offered) > 1
+                if not refused or self._child is None:
+                    self.close()
+                    raise
+                offered.pop()
         try:
-            hello = self._call("hello", protocol=PROTOCOL_VERSION)
-        except ProcessPortUnavailable:
+            for key in ("name", "framework", "versions", "protocol"):
+                field(hello, key, what)
+            if hello["name"] != self.name:
+                raise ProtocolViolation(
+                    f"{self.name}: 'hello' says the port is {hello['name']!r}, "
+                    f"registered as {self.name!r}"
+                )
+            if hello["protocol"] not in offered or isinstance(hello["protocol"], bool):
+                raise ProtocolViolation(
+                    f"{self.name}: 'hello' speaks protocol {hello['protocol']!r}, "
+                    f"the adapter {', '.join(map(str, offered))}"
+                )
+        except ProtocolViolation:
             self.close()
             raise
-        for key in ("name", "framework", "versions", "protocol"):
-            field(hello, key, f"{self.name}: the answer to 'hello'")
-        if hello["name"] != self.name:
-            self.close()
-            raise ProtocolViolation(
-                f"{self.name}: 'hello' says the port is {hello['name']!r}, "
-                f"registered as {self.name!r}"
-            )
-        if hello["protocol"] != PROTOCOL_VERSION:
-            self.close()
-            raise ProtocolViolation(
-                f"{self.name}: 'hello' speaks protocol {hello['protocol']!r}, "
-                f"the adapter {PROTOCOL_VERSION}"
-            )
+        self.protocol = int(hello["protocol"])
         return hello
 
     def close(self) -> None:
@@ -294,21 +396,22 @@ class ProcessPort(Implementation):
             self._start()
         return self._call(op, **arguments)
 
-    def _call(self, op: str, **arguments: Any) -> dict[str, Any]:
+    def _call(self, op: str, *, timeout: float | None = None, **arguments: Any) -> dict[str, Any]:
         child = self._child
         self._next_id += 1
         ident = self._next_id
         what = f"{self.name}: the answer to {op!r} (request {ident})"
+        wait = _request_timeout(self.timeout) if timeout is None else timeout
         with contextlib.suppress(OSError, ValueError):  # it died; reading says how
             child.send({"id": ident, "op": op, **arguments})
         try:
-            line = child.answers.get(timeout=self.timeout)
+            line = child.answers.get(timeout=wait)
         except queue.Empty:
             child.kill()
             self._child = None
             raise ProcessPortTimeout(
-                f"{self.name}: no answer to {op!r} within {self.timeout:g} s; killed"
-                f"{child.stderr_text()}"
+                f"{self.name}: no answer to {op!r} within {wait:g} s; killed"
+                f"{child.stderr_text(wait=1.0)}"
             ) from None
         if line is None:
             how = child.exit_description()
@@ -316,14 +419,16 @@ class ProcessPort(Implementation):
             self._child = None
             raise ProcessPortCrashed(
                 f"{self.name}: the process ended ({how}) before answering {op!r}"
-                f"{child.stderr_text()}"
+                f"{child.stderr_text(wait=1.0)}"
             )
         try:
             return self._parse(line, ident, op, what)
-        except ProtocolViolation:
+        except ProtocolViolation as error:
+            if op == "hello" and "type 'ProtocolError'" in str(error):
+                raise  # the version negotiation reads it; the process stays
             child.kill()
             self._child = None
-            raise
+            raise ProtocolViolation(f"{error}{child.stderr_text(wait=1.0)}") from None
 
     def _parse(self, line: str, ident: int, op: str, what: str) -> dict[str, Any]:
         try:
@@ -353,20 +458,75 @@ class ProcessPort(Implementation):
     # -- arguments ------------------------------------------------------------------------
 
     @staticmethod
-    def _integer(value: Any, name: str) -> str:
-        # Type and integrality here (JSON cannot carry a Python bool or NaN as they are);
-        # the range is the port's to check.
-        return str(_integer_scalar(value, name))
+    def _integer(value: Any, name: str) -> Any:
+        """An integer argument on the wire (docs/PROTOCOL.md, *Values*): a decimal string for
+        an integer value; for anything else, what JSON can say of it, for the port to reject
+        (property (g) on the wire): a bool as a JSON boolean, a non-integral or non-finite
+        number as its decimal string (`"1.5"`, `"nan"`, `"inf"`), None as null, an array as
+        a JSON list. What JSON cannot carry apart from an integer (a Python string) is
+        refused here, with the contract's TypeError."""
+        if getattr(value, "shape", None) == ():
+            value = value.item()  # a 0-d array: its scalar
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if value is None:
+            return None
+        if isinstance(value, numbers.Integral):
+            return str(int(value))
+        if isinstance(value, numbers.Real):
+            number = float(value)
+            if math.isnan(number):
+                return "nan"
+            if math.isinf(number):
+                return "inf" if number > 0 else "-inf"
+            return str(int(number)) if number.is_integer() else repr(number)
+        if hasattr(value, "shape"):
+            array = np.asarray(value)
+            if array.dtype.kind in "biuf":
+                return array.tolist()
+        raise TypeError(f"{name} must be an integer scalar, got {type(value).__name__}: {value!r}")
 
     @staticmethod
     def _x(x: Any) -> dict[str, Any]:
+        """x as an array object. A real array is sent as float32 (a value past float32's range
+        becomes an infinity); a bool or complex one with its own dtype, and any shape, for
+        the port to reject (property (g) on the wire). What no array object can carry (an
+        object or ragged array, strings, more than 2**31 - 1 elements) is refused here."""
         try:
             array = np.asarray(x)
         except (ValueError, TypeError) as error:
             raise TypeError(f"x must be a real array-like of shape (D,): {error}") from None
-        check_x_spec(array.shape, array.dtype)
+        category = dtype_category(array.dtype)
+        if category not in ("float", "int", "bool", "complex"):
+            raise TypeError(f"x must have a real floating or integer dtype, got {array.dtype}")
+        if array.size > MAX_ELEMENTS:
+            raise SizeLimitError(f"x is too large: {array.size} elements, past 2**31 - 1 per array")
+        if category == "bool":
+            data = np.ascontiguousarray(array, dtype=np.bool_).tobytes()
+            return {"dtype": "bool", "shape": list(array.shape), "data": _b64(data)}
+        if category == "complex":
+            data = np.ascontiguousarray(array, dtype="<c8").tobytes()
+            return {"dtype": "complex64", "shape": list(array.shape), "data": _b64(data)}
         with np.errstate(over="ignore"):  # past float32's range: inf, which the port rejects
             return encode_array(np.array(array, dtype=np.float32))
+
+    def _policy(self, checkpoint: Any) -> Policy:
+        """The contract's `checkpoint=` as a policy the port declares; `ValueError` naming
+        `checkpoint` for one it cannot express (with the declared reason)."""
+        policy = as_policy(checkpoint)
+        if policy.name not in self.policies:
+            reason = self.inexpressible.get(policy.name, "not declared")
+            raise ValueError(
+                f"checkpoint={policy.label}: port {self.name} cannot express it ({reason})"
+            )
+        return policy
+
+    def _checkpoint(self, checkpoint: Any) -> dict[str, Any]:
+        """`checkpoint` (on or off) and, from protocol 2 on, `policy` (its name)."""
+        policy = self._policy(checkpoint)
+        if self.protocol < 2:
+            return {"checkpoint": bool(policy)}
+        return {"checkpoint": bool(policy), "policy": policy.label}
 
     @staticmethod
     def _params(params: Params) -> dict[str, Any]:
@@ -381,55 +541,55 @@ class ProcessPort(Implementation):
 
     # -- the contract ---------------------------------------------------------------------
 
+    @_answers
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        seed_text = self._integer(seed, "seed")
-        features_text = self._integer(features, "features")
-        dim_text = self._integer(dim, "dim")
         result = self._request(
             "init_params",
-            seed=seed_text,
-            dim=dim_text,
-            features=features_text,
+            seed=self._integer(seed, "seed"),
+            dim=self._integer(dim, "dim"),
+            features=self._integer(features, "features"),
             max_bytes=str(max_bytes()),
         )
-        d, f = int(dim_text), int(features_text)
+        d, f = _accepted(dim, "dim", self.name), _accepted(features, "features", self.name)
         shapes = {"w1": (d, f), "b1": (f,), "w2": (f, f), "b2": (f,)}
         params = field(result, "params", f"{self.name}: the answer to 'init_params'")
         if not isinstance(params, dict):
             raise ProtocolViolation(f"{self.name}: 'params' in 'init_params' must be an object")
         return Params(**{k: self._array(params, k, "init_params", s) for k, s in shapes.items()})
 
-    def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+    @_answers
+    def forward(self, params: Params, x: np.ndarray, *, checkpoint: Any = True) -> np.ndarray:
         result = self._request(
-            "forward", params=self._params(params), x=self._x(x), checkpoint=bool(checkpoint)
+            "forward", params=self._params(params), x=self._x(x), **self._checkpoint(checkpoint)
         )
         return self._array(result, "y", "forward", (params.features,))
 
     def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
     ) -> Grads:
         result = self._request(
             "vjp",
             params=self._params(params),
             x=self._x(x),
             cotangent=encode_array(np.asarray(cotangent, np.float32)),
-            checkpoint=bool(checkpoint),
+            **self._checkpoint(checkpoint),
         )
         shapes = {**{k: v.shape for k, v in params.as_dict().items()}, "x": (params.dim,)}
         return Grads(**{k: self._array(result, k, "vjp", s) for k, s in shapes.items()})
 
     def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+        self, params: Params, x: np.ndarray, *, checkpoint: Any = True
     ) -> BackwardRecord:
         result = self._request(
             "evidence",
             of="vjp",
             params=self._params(params),
             x=self._x(x),
-            checkpoint=bool(checkpoint),
+            **self._checkpoint(checkpoint),
         )
         return decode_record(result, f"{self.name}: the answer to 'evidence' of 'vjp'")
 
+    @_answers
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         result = self._request(
             "evidence",
@@ -437,21 +597,21 @@ class ProcessPort(Implementation):
             seed=self._integer(seed, "seed"),
             x=self._x(x),
             features=self._integer(features, "features"),
+            max_bytes=str(max_bytes()),
         )
         return decode_record(result, f"{self.name}: the answer to 'evidence' of 'exercise'")
 
+    @_answers
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> np.ndarray:
-        seed_text = self._integer(seed, "seed")
-        features_text = self._integer(features, "features")
-        wire_x = self._x(x)
         result = self._request(
             "nn_checkpoint_forward",
-            seed=seed_text,
-            x=wire_x,
-            features=features_text,
+            seed=self._integer(seed, "seed"),
+            x=self._x(x),
+            features=self._integer(features, "features"),
             max_bytes=str(max_bytes()),
         )
-        return self._array(result, "y", "nn_checkpoint_forward", (int(features_text),))
+        shape = (_accepted(features, "features", self.name),)
+        return self._array(result, "y", "nn_checkpoint_forward", shape)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return np.asarray(array)
@@ -467,3 +627,21 @@ class ProcessPort(Implementation):
 
     def versions(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in dict(self.hello.get("versions", {})).items()}
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode("ascii")
+
+
+def _accepted(value: Any, name: str, port: str) -> int:
+    """An integer argument the port accepted: a port that answers a bad one breaks the
+    protocol (it must have refused it)."""
+    wire = ProcessPort._integer(value, name)
+    if isinstance(wire, str) and wire.lstrip("-").isdigit():
+        return int(wire)
+    raise ProtocolViolation(
+        f"{port}: answered a request whose {name} is {wire!r}, which it must refuse "
+        "(docs/PROTOCOL.md, Values)"
+    )

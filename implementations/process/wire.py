@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..contract import BackwardRecord, SavedTensor
+from ..contract import MEASURED_BY_PORT, BackwardRecord, SavedTensor
 
-PROTOCOL_VERSION = 1
+#: The newest protocol the adapter speaks, and every one it speaks (hello negotiates).
+PROTOCOL_VERSION = 2
+PROTOCOL_VERSIONS = (1, 2)
 _LITTLE_F32 = np.dtype("<f4")
 
 
@@ -22,7 +24,8 @@ class ProtocolViolation(RuntimeError):
 
 def encode_array(array: np.ndarray) -> dict[str, Any]:
     """A float32 array as `{"dtype", "shape", "data"}` (row-major, little-endian, base64)."""
-    data = np.ascontiguousarray(array, dtype=_LITTLE_F32)
+    # np.require keeps a 0-d array 0-d (np.ascontiguousarray makes it (1,)).
+    data = np.require(np.asarray(array, dtype=_LITTLE_F32), requirements="C")
     return {
         "dtype": "float32",
         "shape": list(data.shape),
@@ -70,13 +73,15 @@ def decode_saved(items: Any) -> tuple[SavedTensor, ...]:
             origin=str(item["origin"]),
             note=str(item.get("note", "")),
             role=str(item.get("role", "")),  # optional: "" where the port cannot tell
+            memory_space=str(item.get("memory_space") or ""),  # optional: "device" or "host"
         )
         for item in items
     )
 
 
 def decode_record(result: Any, what: str) -> BackwardRecord:
-    """An evidence record as a `contract.BackwardRecord`."""
+    """An evidence record as a `contract.BackwardRecord`, measured by the port itself (whatever
+    the record says: the suite cannot see inside the port's process)."""
     if not isinstance(result, dict):
         raise ProtocolViolation(f"{what}: the record must be an object")
     try:
@@ -92,6 +97,7 @@ def decode_record(result: Any, what: str) -> BackwardRecord:
             recomputed=recomputed,
             checkpoint_regions=None if regions is None else int(regions),
             backward_matmuls=None if matmuls is None else int(matmuls),
+            measured_by=MEASURED_BY_PORT,
         )
     except ProtocolViolation:
         raise

@@ -19,11 +19,18 @@ A port also declares its remat policies (`implementations.policies`):
 policy name -> a one-line reason, together covering every policy once,
 with `none` and `full` in `policies`. A port that declares neither is taken
 to express none and full only (the rest "not declared").
+
+What its instrument must show under each policy is its stack's declaration
+(the stack folder's `expectations.py`), unless the port declares its own:
+`instrument_family` and `expectations`, policy label -> `Expected` with its
+one-line reason (`implementations.expectations.expect`), as a port on a
+framework the suite does not know must. Property (j) holds a port's own
+declaration to the policy vocabulary first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -126,6 +133,11 @@ class Port(Implementation):
     policies: ClassVar[dict[str, str]] = {}
     #: Remat policies it cannot express: name -> one-line reason.
     inexpressible: ClassVar[dict[str, str]] = {}
+    #: Whose policy expectations its instrument is held to ("": its manifest's, or its stack's).
+    instrument_family: ClassVar[str] = ""
+    #: Its own expectations, policy label -> `implementations.expectations.Expected` ({}: its
+    #: family's, as its stack folder declares them).
+    expectations: ClassVar[Mapping[str, Any]] = {}
     stack: Stack
 
     def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:

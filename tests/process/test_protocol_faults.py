@@ -156,7 +156,7 @@ def test_a_role_outside_the_vocabulary_is_a_violation(tmp_path):
         port.backward_record(PARAMS, X, checkpoint=True)
 
 
-def test_a_hello_declaring_a_policy_the_wire_cannot_carry_is_a_violation(tmp_path):
+def test_a_protocol_1_hello_declaring_a_policy_the_wire_cannot_carry_is_a_violation(tmp_path):
     extra = ',"policies":{"none":"n","full":"f","save_dots":"d"}'
     with pytest.raises(ProtocolViolation, match="declares save_dots: protocol 1 carries"):
         _sh_port(tmp_path, extra)
@@ -187,22 +187,96 @@ def test_a_port_that_calls_itself_otherwise_is_broken(cpp_port_binary, monkeypat
 
 
 @pytest.mark.timeout(600)
-def test_the_suite_reports_a_crash_a_hang_and_a_violation_as_such(cpp_distribution):
-    names = ["cpp_crash", "cpp_hang", "cpp_violation"]
+def test_the_suite_reports_each_fault_as_what_it_is_with_the_ports_stderr(cpp_distribution):
+    """A crash reads crashed, with its signal; a sleeping hang and a busy loop read timeout,
+    the busy loop stopped within 2 x --timeout (the worker's own watch would take a computing
+    process for a compile, up to 10 x); every fault's message carries the port's last
+    stderr line (each faulty port says "about to <fault>" there first)."""
+    names = ["cpp_crash", "cpp_hang", "cpp_spin", "cpp_violation"]
     args = ["-m", "conformance", "run", "--profile", "dev", "--no-mutants", "--json"]
-    args += ["--property", "b", "--timeout", "10"]
+    args += ["--property", "b", "--timeout", "10", "--jobs", "2"]
     for name in names:
         args += ["--implementation", name]
-    # The adapter's own timeout (120 s by default) is longer than the suite's: the worker's
-    # --timeout stops the hang, the port's process with it (it is in the worker's group).
     result = run_python(args, cpp_distribution, timeout=600)
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
-    outcomes = {port["name"]: port["outcomes"][0] for port in report["ports"]}
-    assert outcomes["cpp_crash"]["status"] == "fail"
+    ports = {port["name"]: port for port in report["ports"]}
+    outcomes = {name: port["outcomes"][0] for name, port in ports.items()}
+    assert outcomes["cpp_crash"]["status"] == "crashed"
     assert "ProcessPortCrashed" in outcomes["cpp_crash"]["message"]
     assert "killed by SIGABRT) before answering 'forward'" in outcomes["cpp_crash"]["message"]
-    assert outcomes["cpp_hang"]["status"] == "timeout"
-    assert "in the port's forward" in outcomes["cpp_hang"]["message"]
+    for name in ("cpp_hang", "cpp_spin"):
+        assert outcomes[name]["status"] == "timeout", outcomes[name]
+        assert "'forward'" in outcomes[name]["message"]
     assert outcomes["cpp_violation"]["status"] == "fail"
     assert "ProtocolViolation" in outcomes["cpp_violation"]["message"]
+    for name in names:
+        fault = name.split("_", 1)[1]
+        assert f"cpp port: about to {fault} at forward" in outcomes[name]["message"], name
+    # Loading, the first example's canonical side, then at most 2 x --timeout for the loop.
+    assert outcomes["cpp_spin"]["seconds"] < 20, outcomes["cpp_spin"]
+
+
+def test_a_protocol_1_port_that_refuses_2_is_asked_again_in_1(cpp_port_binary):
+    port = _port(cpp_port_binary)
+    assert port.protocol == 1
+    assert set(port.policies) == {"none", "full"}
+    assert port.inexpressible["save_dots"] == "protocol 1 carries checkpoint on/off only"
+    assert port.expectations["full"].roles == {"x"}  # declared in its hello
+    port.close()
+
+
+def test_protocol_2_carries_the_policy_by_name(tmp_path):
+    script = tmp_path / "port.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "read line\n"
+        'echo \'{"id":1,"result":{"name":"sh_port","framework":"sh","versions":{},'
+        '"protocol":2,"policies":{"none":"n","full":"f","save_named":"h"}}}\'\n'
+        "read line\n"
+        f'echo "$line" > {tmp_path}/request\n'
+        'echo \'{"id":2,"result":{"y":{"dtype":"float32","shape":[2],"data":"AAAAAAAAAAA="}}}\'\n'
+        "read line\n"
+    )
+    script.chmod(0o755)
+    from implementations.policies import Policy
+
+    port = ProcessPort("sh_port", [str(script)], timeout=30)
+    assert port.protocol == 2
+    assert port.inexpressible["save_dots"] == "not declared in the port's hello"
+    port.forward(PARAMS, X, checkpoint=Policy("save_named"))
+    request = json.loads((tmp_path / "request").read_text())
+    assert (request["policy"], request["checkpoint"]) == ("save_named", True)
+    with pytest.raises(ValueError, match=r"checkpoint=save_dots: port sh_port cannot express"):
+        port.forward(PARAMS, X, checkpoint=Policy("save_dots"))
+
+
+@pytest.mark.parametrize(
+    ("value", "wire"),
+    [
+        (3, "3"),
+        (-1.0, "-1"),
+        (2**63, "9223372036854775808"),
+        (True, True),
+        (np.bool_(False), False),
+        (1.5, "1.5"),
+        (float("nan"), "nan"),
+        (float("-inf"), "-inf"),
+        (np.float32(0.5), "0.5"),
+        (None, None),
+        (np.array([3]), [3]),
+        (np.array(4), "4"),
+    ],
+)
+def test_integer_arguments_reach_the_port_as_json_says_them(value, wire):
+    assert ProcessPort._integer(value, "seed") == wire
+
+
+def test_what_json_cannot_carry_is_refused_by_the_adapter():
+    with pytest.raises(TypeError, match="seed must be an integer scalar"):
+        ProcessPort._integer("3", "seed")
+    with pytest.raises(TypeError, match="x must have a real"):
+        ProcessPort._x(np.array([1.0, None], dtype=object))
+    assert ProcessPort._x(np.array([True, False]))["dtype"] == "bool"
+    assert ProcessPort._x(np.ones((2, 3), np.float32))["shape"] == [2, 3]
+    assert ProcessPort._x(np.float32(1.0))["shape"] == []

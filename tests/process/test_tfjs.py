@@ -106,11 +106,23 @@ def test_the_tape_names_the_role_of_each_kept_tensor(tfjs, policy, matmuls):
     assert record.backward_matmuls == matmuls
 
 
-def test_hello_declares_none_and_full_and_why_not_the_rest(tfjs):
+def test_hello_speaks_protocol_2_and_declares_none_and_full_and_why_not_the_rest(tfjs):
+    assert tfjs.protocol == 2
     assert set(tfjs.policies) == {"none", "full"}
     assert set(tfjs.inexpressible) == {"save_dots", "save_named", "offload_dots", "budget"}
-    assert all("tfjs has no remat policy API" in why for why in tfjs.inexpressible.values())
+    assert all("tfjs" in why and "protocol" not in why for why in tfjs.inexpressible.values())
     assert tfjs.instrument_family == "@tensorflow/tfjs"
+
+
+def test_a_policy_name_reaches_the_port_and_one_it_does_not_declare_is_refused(tfjs):
+    from implementations.policies import FULL, Policy
+
+    params, x = _params_and_x()
+    record = tfjs.backward_record(params, x, checkpoint=FULL)
+    assert record.saved_roles == {"x"}
+    assert record.measured_by == "port"
+    with pytest.raises(ValueError, match="cannot express it"):
+        tfjs.forward(params, x, checkpoint=Policy("save_dots"))
 
 
 def test_the_mutant_without_custom_grad_saves_activations(tfjs):

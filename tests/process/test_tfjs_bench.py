@@ -147,3 +147,19 @@ def test_without_npm_and_no_install_tfjs_is_skipped_with_the_reason(node, tmp_pa
     assert loaded == "[]"
     assert "tfjs cannot run" in reason
     assert "npm is not on PATH" in reason
+
+
+def test_bench_policies_runs_the_policies_its_port_expresses(tfjs_stack, tmp_path):
+    """`bench --policies` takes the process port's stack: none and full, and the rest said
+    inexpressible with tfjs's reasons (no manifest field keeps it out any more)."""
+    argv = ["bench", "--policies", "--framework", "tfjs", "--out", str(tmp_path)]
+    argv += ["--batch", str(B), "--features", str(F), "--depths", "1"]
+    argv += ["--repeats", "3", "--max-repeats", "3"]
+    args = cli.parser().parse_args(argv)
+    assert cli.COMMANDS["bench"].run(args) == 0
+    found = list(tmp_path.glob("*.json"))
+    assert found, list(tmp_path.iterdir())
+    data = json.loads(found[0].read_text())
+    text = json.dumps(data)
+    assert "tfjs" in text
+    assert "tfjs has no remat policy API" in text

@@ -145,3 +145,13 @@ class TfjsCase:
 def build(variant: str, mode: str, data: Data) -> TfjsCase:
     """The case for one configuration (its tensors made in the child)."""
     return TfjsCase(variant, mode, data)
+
+
+#: `bench --policies`: what its port expresses (none and full, its depth cases); tfjs has no
+#: remat policy API for the rest (the port's hello says the same, docs/PROTOCOL.md).
+POLICIES = ("none", "full")
+NOT_EXPRESSIBLE = {
+    "save_dots": "tfjs has no remat policy API: tf.customGrad keeps what it is told to save()",
+    "save_named": "tfjs cannot name a tensor for a policy: it has no policy API",
+    "offload_dots": "tfjs has no host offload of saved tensors",
+}

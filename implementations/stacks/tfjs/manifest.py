@@ -18,8 +18,6 @@ MANIFEST = Manifest(
             "tfjs",
             f"{_HERE}.bench",
             opt_in=True,
-            no_policies="its port speaks the process protocol, which carries the checkpoint on "
-            "or off, not a policy (docs/PROTOCOL.md)",
             notes={
                 "saved_bytes": "the tensors the nodes of its tape hold at the end of the "
                 "forward pass, one per tensor datum",
@@ -27,7 +25,7 @@ MANIFEST = Manifest(
                 "peak_bytes": "tf.profile's peakBytes during one step above "
                 "tf.memory().numBytes before it (gradients included)",
                 "matmuls": "the BatchMatMul kernels tf.profile sees in one step",
-                "save-mm": "no policies: the first matmul outside a tf.customGrad region",
+                "save-mm": "no policy API: the first matmul outside a tf.customGrad region",
             },
             why="its pure-JS CPU backend takes seconds per step at the default sizes: hours "
             "for the default sweep",

@@ -11,7 +11,9 @@ const path = require("path");
 const os = require("os");
 const readline = require("readline");
 
-const PROTOCOL = 1;
+// docs/PROTOCOL.md: version 2 carries the policy's name; the adapter offers every version it
+// speaks, and this port answers the newest it shares.
+const PROTOCOLS = [2, 1];
 const NAME = "tfjs";
 const MUTANT = (process.argv.find((a) => a.startsWith("--mutant=")) || "").slice(9);
 
@@ -73,11 +75,24 @@ function encodeArray(array, shape) {
   return { dtype: "float32", shape, data: bytes.toString("base64") };
 }
 
+// docs/PROTOCOL.md, Values: a decimal string is an integer; a boolean or any other string (the
+// caller's 1.5, NaN) is a ValueError, null, a list or an object a TypeError.
 function integer(text, name) {
-  if (typeof text !== "string" || !/^-?[0-9]+$/.test(text)) {
-    throw new PortError("ProtocolError", `${name} must be a decimal string, got ${JSON.stringify(text)}`);
+  if (typeof text === "boolean") throw new PortError("ValueError", `${name} must be an integer, not a boolean`);
+  if (typeof text !== "string") {
+    throw new PortError("TypeError", `${name} must be an integer (a decimal string), got ${JSON.stringify(text)}`);
   }
+  if (!/^-?[0-9]+$/.test(text)) throw new PortError("ValueError", `${name} must be an integer, got ${text}`);
   return BigInt(text);
+}
+
+// x's dtype and shape, before its size is checked (PROTOCOL.md, Errors): D.
+function checkXShape(value) {
+  if (!value || typeof value !== "object" || !Array.isArray(value.shape)) throw new PortError("TypeError", "x must be an array object");
+  if (value.dtype !== "float32") throw new PortError("TypeError", `x must be real (float32), got dtype ${value.dtype}`);
+  if (value.shape.length !== 1) throw new PortError("ValueError", `x must be a vector (D,), got shape [${value.shape}]`);
+  if (value.shape[0] < 1) throw new PortError("ValueError", "x must not be empty (D >= 1)");
+  return value.shape[0];
 }
 
 // -- the contract's checks (docs/PROTOCOL.md, "What the adapter checks and what the port checks")
@@ -154,6 +169,18 @@ let tf = null;
 let mlp = null;
 let init = null;
 let loadError = null;
+let speaks = 1;
+
+// The request's checkpoint: on or off (protocol 1), or its policy, which must be one declared.
+function checkpointOf(request) {
+  if (speaks >= 2 && request.policy !== undefined) {
+    if (request.policy !== "none" && request.policy !== "full") {
+      throw new PortError("ValueError", `checkpoint: policy ${request.policy} is not one tfjs declares`);
+    }
+    return request.policy === "full";
+  }
+  return Boolean(request.checkpoint);
+}
 
 async function start() {
   try {
@@ -175,24 +202,28 @@ function seededParams(request, dimName, dim) {
 const handlers = {
   hello(request) {
     if (loadError) throw loadError;
-    if (request.protocol !== PROTOCOL) {
-      throw new PortError("ProtocolError", `speaks protocol ${PROTOCOL}, asked ${request.protocol}`);
+    const offered = Array.isArray(request.protocols) ? request.protocols : [request.protocol];
+    const protocol = PROTOCOLS.find((v) => offered.includes(v));
+    if (protocol === undefined) {
+      throw new PortError("ProtocolError", `speaks protocols ${PROTOCOLS}, offered ${offered}`);
     }
+    speaks = protocol;
     return {
       name: NAME,
       framework: "@tensorflow/tfjs",
       versions: { "@tensorflow/tfjs": tf.version.tfjs, node: process.versions.node },
-      protocol: PROTOCOL,
+      protocol,
       checkpoint_api: "tf.customGrad",
-      // Remat policies (docs/PROTOCOL.md, hello): tfjs has no policy API; a tf.customGrad
-      // keeps what its function passes to save(), and the wire says on/off only.
+      // Remat policies (docs/PROTOCOL.md, Remat policies): tfjs has none; what it can express
+      // is a tf.customGrad that keeps its inputs (full) or none at all.
       policies: { none: "plain tf ops (no tf.customGrad)", full: "tf.customGrad, save([x, params])" },
-      inexpressible: Object.fromEntries(
-        ["save_dots", "save_named", "offload_dots", "budget"].map((name) => [
-          name,
-          "tfjs has no remat policy API (tf.customGrad saves what it is told), and protocol 1 carries on/off only",
-        ]),
-      ),
+      inexpressible: {
+        save_dots:
+          "tfjs has no remat policy API: tf.customGrad keeps what its function passes to save(), and a hand-picked residual would be this port's remat, not tfjs's",
+        save_named: "tfjs cannot name a tensor for a policy: it has no policy API",
+        offload_dots: "tfjs has no host offload of saved tensors (its cpu backend keeps everything in one memory)",
+        budget: "tfjs has no memory-budgeted remat",
+      },
       matmul_precision: {
         default: "float32 (the cpu backend computes in Float32Array)",
         pinned: "float32 (the cpu backend computes in Float32Array)",
@@ -217,13 +248,13 @@ const handlers = {
   },
   forward(request) {
     const params = decodeParams(request.params);
-    const y = mlp.forward(params, decodeArray(request.x, "x"), Boolean(request.checkpoint));
+    const y = mlp.forward(params, decodeArray(request.x, "x"), checkpointOf(request));
     return { y: encodeArray(y, [y.length]) };
   },
   vjp(request) {
     const params = decodeParams(request.params);
     const x = decodeArray(request.x, "x");
-    const grads = mlp.vjp(params, x, decodeArray(request.cotangent, "cotangent"), Boolean(request.checkpoint));
+    const grads = mlp.vjp(params, x, decodeArray(request.cotangent, "cotangent"), checkpointOf(request));
     const D = x.length;
     const F = params.b1.length;
     return {
@@ -237,19 +268,20 @@ const handlers = {
   nn_checkpoint_forward(request) {
     const seed = checkSeed(request.seed);
     const features = checkFeatures(request.features);
-    if (!request.x || !Array.isArray(request.x.shape)) throw new PortError("ProtocolError", "x is missing");
-    checkSizes(request.x.shape[0], features, request.max_bytes, "x");
+    checkSizes(checkXShape(request.x), features, request.max_bytes, "x");
     const x = checkX(request.x);
     const y = mlp.forward(init.canonicalParams(seed, x.length, features), x, true);
     return { y: encodeArray(y, [features]) };
   },
   async evidence(request) {
     if (request.of === "vjp") {
-      return mlp.vjpRecord(decodeParams(request.params), decodeArray(request.x, "x"), Boolean(request.checkpoint));
+      return mlp.vjpRecord(decodeParams(request.params), decodeArray(request.x, "x"), checkpointOf(request));
     }
     if (request.of === "exercise") {
       const seed = checkSeed(request.seed);
       const features = checkFeatures(request.features);
+      const D = checkXShape(request.x);
+      if (request.max_bytes !== undefined) checkSizes(D, features, request.max_bytes, "x");
       const x = checkX(request.x);
       return mlp.exerciseRecord(init.canonicalParams(seed, x.length, features), x);
     }

@@ -199,14 +199,20 @@ struct Integer {
   uint64_t magnitude = 0;
 };
 
+// docs/PROTOCOL.md, Values: null, a list or an object is a TypeError; a boolean, or a string
+// that is not a decimal integer ("1.5", "nan"), a ValueError; both name the argument.
 Integer integer(const Json& value, const std::string& name) {
-  if (value.kind != Json::String || value.text.empty()) throw PortError("ProtocolError", name + " must be a decimal string");
+  if (value.kind == Json::Bool) throw PortError("ValueError", name + " must be an integer, not a boolean");
+  if (value.kind != Json::String) throw PortError("TypeError", name + " must be an integer (a decimal string)");
+  const std::string& t = value.text;
+  bool decimal = !t.empty() && t != "-";
+  for (size_t k = (t.size() && t[0] == '-') ? 1 : 0; k < t.size(); k++) decimal = decimal && t[k] >= '0' && t[k] <= '9';
+  if (!decimal) throw PortError("ValueError", name + " must be an integer, got " + t);
   Integer out;
   size_t i = 0;
   if (value.text[0] == '-') { out.negative = true; i = 1; }
   for (; i < value.text.size(); i++) {
     char c = value.text[i];
-    if (c < '0' || c > '9') throw PortError("ProtocolError", name + " must be a decimal string");
     unsigned __int128 next = (unsigned __int128)out.magnitude * 10 + (c - '0');
     if (next > UINT64_MAX) out.huge = true; else out.magnitude = uint64_t(next);
   }
@@ -246,7 +252,19 @@ void check_sizes(uint64_t dim, uint64_t features, const Json& max_bytes, const s
   if (!limit.huge && bytes > limit.magnitude) throw PortError("SizeLimitError", what + " needs more bytes than the limit, " + max_bytes.text);
 }
 
+// x's dtype and shape, before its size is checked: a bool or complex x is a TypeError, any
+// shape but (D,) with D >= 1 a ValueError.
+uint64_t check_x_shape(const Json& value) {
+  if (value.kind != Json::Object) throw PortError("TypeError", "x must be an array object");
+  if (value["dtype"].text != "float32") throw PortError("TypeError", "x must be real (float32), got dtype " + value["dtype"].text);
+  const Json& shape = value["shape"];
+  if (shape.items.size() != 1) throw PortError("ValueError", "x must be a vector of shape (D,)");
+  if (shape.items[0].number < 1) throw PortError("ValueError", "x must not be empty (D >= 1)");
+  return uint64_t(shape.items[0].number);
+}
+
 std::vector<float> check_x(const Json& value) {
+  check_x_shape(value);
   Array x = decode(value, "x");
   if (x.shape.size() != 1 || x.data.empty()) throw PortError("ValueError", "x must be a non-empty vector (D,)");
   for (size_t k = 0; k < x.data.size(); k++)
@@ -478,10 +496,16 @@ std::string record(const Tape& tape) {
 std::string handle(const Json& r, const std::string& name) {
   const std::string op = r["op"].text;
   if (op == "hello") {
+    // A protocol-1 port, as written before protocol 2: it refuses any other version (the
+    // adapter then asks again in 1). Its expectations are its own, declared here.
     if (r["protocol"].number != 1) throw PortError("ProtocolError", "this port speaks protocol 1");
     return "{\"name\":" + quote(name) + ",\"framework\":\"c++\",\"versions\":{\"g++\":" + quote(__VERSION__) +
            "},\"protocol\":1,\"checkpoint_api\":\"recompute the hidden layer in backward\","
-           "\"instrument_family\":\"cpp_port\"}";
+           "\"instrument_family\":\"cpp_port\",\"expectations\":{"
+           "\"none\":{\"roles\":[\"x\",\"h\",\"a\"],\"backward_matmuls\":4,"
+           "\"why\":\"its backward reads h (for relu's mask) and a\"},"
+           "\"full\":{\"roles\":[\"x\"],\"backward_matmuls\":5,"
+           "\"why\":\"its backward reruns the hidden layer's matvec\"}}}";
   }
   if (op == "init_params") {
     uint64_t seed = check_seed(r["seed"]);
@@ -512,11 +536,7 @@ std::string handle(const Json& r, const std::string& name) {
   if (op == "nn_checkpoint_forward" || (op == "evidence" && r["of"].text == "exercise")) {
     uint64_t seed = check_seed(r["seed"]);
     size_t F = check_features(r["features"]);
-    if (op == "nn_checkpoint_forward") {
-      const Json& shape = r["x"]["shape"];
-      uint64_t D = shape.items.empty() ? 0 : uint64_t(shape.items[0].number);
-      check_sizes(D, F, r["max_bytes"], "x");
-    }
+    if (op == "nn_checkpoint_forward") check_sizes(check_x_shape(r["x"]), F, r["max_bytes"], "x");
     std::vector<float> x = check_x(r["x"]);
     Params p = canonical_params(seed, x.size(), F);
     Tape tape;
@@ -556,6 +576,7 @@ int main(int argc, char** argv) {
     }
     const std::string op = request["op"].text;
     if (op == fault_op) {
+      std::cerr << "cpp port: about to " << fault_kind << " at " << op << std::endl;
       if (fault_kind == "crash") std::abort();
       if (fault_kind == "hang") for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
       if (fault_kind == "spin") { volatile uint64_t n = 0; for (;;) n = n + 1; }

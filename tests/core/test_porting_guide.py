@@ -1,0 +1,90 @@
+"""docs/PORTING.md's short version, held to the code: the number of properties it promises,
+and the folder it says a framework needs, against `implementations.manifests.Manifest` and
+every stack folder that exists."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from conformance.checking.properties import PROPERTIES
+from implementations import manifests
+from tests.helpers import ROOT
+
+GUIDE = ROOT / "docs" / "PORTING.md"
+NUMBERS = {8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}
+#: Manifest fields a framework may leave at their defaults (the recipe names the others).
+OPTIONAL = {
+    "stack",
+    "engine",
+    "distributions",
+    "load_first",
+    "load_first_why",
+    "environment",
+    "reads",
+    "rows",
+    "devices",
+    "device_module",
+    "built_on",
+    "caches",
+    "ci",
+}
+
+
+def _short_version() -> str:
+    text = GUIDE.read_text()
+    return text[text.index("## The short version") : text.index("## What a port is")]
+
+
+def recipe() -> list[tuple[str, str]]:
+    """The folder recipe's items: (path, the Manifest field it serves, or "MANIFEST")."""
+    found = re.search(
+        r"<!-- folder-recipe -->\n(.*?)<!-- /folder-recipe -->", _short_version(), re.DOTALL
+    )
+    assert found, "PORTING.md's short version has no folder recipe"
+    items = []
+    for line in found.group(1).strip().splitlines():
+        match = re.fullmatch(r"- `([^`]+)`: .*\(`(\w+)`\)|- `([^`]+)`: `(MANIFEST)`.*", line)
+        assert match, f"not a recipe item: {line!r}"
+        path, field = (match.group(1), match.group(2)) if match.group(1) else match.group(3, 4)
+        items.append((path, field))
+    return items
+
+
+def test_the_short_version_promises_as_many_passes_as_there_are_properties():
+    found = re.search(r"<!-- property-count -->(\w+)<!-- /property-count -->", _short_version())
+    assert found, "the short version does not say how many properties pass"
+    assert found.group(1) == NUMBERS[len(PROPERTIES)]
+    assert f"(a) to ({PROPERTIES[-1].id})" in _short_version()
+
+
+def test_the_folder_recipe_names_exactly_what_a_manifest_needs():
+    fields = {f.name for f in dataclasses.fields(manifests.Manifest)}
+    named = {field for _, field in recipe() if field != "MANIFEST"}
+    assert named <= fields, named - fields
+    assert named | OPTIONAL == fields, fields - named - OPTIONAL
+    assert not named & OPTIONAL
+    assert recipe()[0] == ("implementations/stacks/<framework>/manifest.py", "MANIFEST")
+
+
+def test_every_stack_folder_is_laid_out_as_the_recipe_says():
+    paths = dict((field, path) for path, field in recipe())
+    for manifest in manifests.manifests():
+        folder = f"implementations/stacks/{manifest.stack}"
+
+        def module_path(target: str) -> str:
+            return target.split(":", 1)[0].replace(".", "/") + ".py"
+
+        assert (ROOT / paths["MANIFEST"].replace("<framework>", manifest.stack)).is_file()
+        expected = paths["expectations"].replace("<framework>", manifest.stack)
+        assert module_path(manifest.expectations) == expected, manifest.stack
+        for port in manifest.ports:
+            if not port.target.startswith("exec:"):
+                assert module_path(port.target).startswith(folder + "/"), port.name
+        for mutant in manifest.mutants:
+            assert re.fullmatch(rf"{folder}/\w+_mutants\.py", module_path(mutant.target)), mutant
+        if manifest.bench:
+            bench = paths["bench"].replace("<framework>", manifest.stack)
+            assert bench in {module_path(b.module) for b in manifest.bench}, manifest.stack
+        tests = paths["tests"].replace("<framework>", manifest.tests).rstrip("/")
+        assert (ROOT / tests).is_dir(), manifest.stack

@@ -1,0 +1,149 @@
+"""A process port in plain Node.js (`js_port/port.js`, no npm packages), written from
+docs/PROTOCOL.md alone, under its own instrument family (`js_plain`) and the expectations its
+hello declares: it passes all ten properties and `vectors check`, as a user's port would,
+registered through an `exec:` entry point.
+
+Its variants show where the trust boundary lies: one keeps its activations under the
+checkpoint but reports what an honest checkpoint would (it passes: its evidence reads
+self-reported, which is all the suite can say), one keeps them and says so (it fails (e) and
+(j)), one ignores the policy name (it fails (j)), one declares expectations that contradict the
+policy vocabulary (it fails (j), naming the contradiction).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import make_distribution, run_python
+
+PORT = Path(__file__).parent / "js_port" / "port.js"
+VARIANTS = {
+    "js_plain": "",
+    "js_cheat": "cheat",
+    "js_keeper": "keeper",
+    "js_ignore_policy": "ignore_policy",
+    "js_contradicts": "contradicts",
+}
+
+
+@pytest.fixture(scope="module")
+def js_distribution(node, tmp_path_factory) -> Path:
+    points = {}
+    for name, variant in VARIANTS.items():
+        flags = f" --name={name}" + (f" --variant={variant}" if variant else "")
+        points[name] = f"exec:{node} {PORT}{flags}"
+    return make_distribution(tmp_path_factory.mktemp("js_dist"), "js-port", points, {})
+
+
+@pytest.fixture(scope="module")
+def suite_run(js_distribution) -> dict:
+    args = ["-m", "conformance", "run", "--profile", "dev", "--no-mutants", "--json"]
+    args += ["--jobs", "2"]
+    for name in VARIANTS:
+        args += ["--implementation", name]
+    done = run_python(args, js_distribution, timeout=1500)
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"no JSON report (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return {port["name"]: port for port in report["ports"]}
+
+
+def _statuses(port: dict) -> dict[str, str]:
+    assert port["state"] == "available", port["reason"]
+    return {o["property"]: o["status"] for o in port["outcomes"]}
+
+
+@pytest.mark.timeout(1800)
+def test_the_plain_node_port_passes_all_ten_under_its_own_family(suite_run):
+    port = suite_run["js_plain"]
+    statuses = _statuses(port)
+    assert len(statuses) == 10
+    assert set(statuses.values()) == {"pass"}, {
+        o["property"]: o["message"] for o in port["outcomes"] if o["status"] != "pass"
+    }
+    evidence = port["environment"]["evidence"]
+    assert evidence["measured_by"] == "port"
+    assert evidence["family"] == "js_plain"
+    assert evidence["expectations"] == (
+        "the js_plain instrument's, declared by the port itself (its hello)"
+    )
+
+
+@pytest.mark.timeout(1800)
+def test_a_port_that_lies_about_its_evidence_passes_and_reads_self_reported(suite_run):
+    port = suite_run["js_cheat"]
+    assert set(_statuses(port).values()) == {"pass"}
+    assert port["environment"]["evidence"]["measured_by"] == "port"
+
+
+@pytest.mark.timeout(1800)
+def test_a_port_that_keeps_activations_and_says_so_fails_e_and_j(suite_run):
+    port = suite_run["js_keeper"]
+    failed = {k for k, v in _statuses(port).items() if v != "pass"}
+    assert failed == {"e_evidence", "j_policies"}
+    (j,) = [o for o in port["outcomes"] if o["property"] == "j_policies"]
+    assert "held to the js_plain instrument's, declared by the port itself" in j["message"]
+
+
+@pytest.mark.timeout(1800)
+def test_a_port_that_ignores_the_policy_name_fails_j(suite_run):
+    port = suite_run["js_ignore_policy"]
+    failed = {k for k, v in _statuses(port).items() if v != "pass"}
+    assert failed == {"j_policies"}
+    (j,) = [o for o in port["outcomes"] if o["property"] == "j_policies"]
+    assert "policy save_dots: saves {x}, expected {d1, x}" in j["message"]
+
+
+@pytest.mark.timeout(1800)
+def test_a_port_whose_expectations_contradict_the_vocabulary_fails_j(suite_run):
+    port = suite_run["js_contradicts"]
+    failed = {k for k, v in _statuses(port).items() if v != "pass"}
+    assert failed == {"j_policies"}
+    (j,) = [o for o in port["outcomes"] if o["property"] == "j_policies"]
+    assert "contradict the policy vocabulary: full: keeps {a, x}: more than" in j["message"]
+
+
+@pytest.mark.timeout(600)
+def test_the_plain_node_port_passes_vectors_check(js_distribution):
+    done = run_python(
+        ["-m", "conformance", "vectors", "check", "--implementation", "js_plain"],
+        js_distribution,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.timeout(600)
+def test_compares_policy_matrix_runs_every_policy_the_process_port_declares(node):
+    """compare's policy matrix takes a protocol-2 port as it takes a Python one: each declared
+    policy measured against the canonical port under the same policy, as expected."""
+    pytest.importorskip("flax")
+    import numpy as np
+
+    import implementations
+    from conformance.comparison import policy_matrix
+    from implementations.process import ProcessPort
+    from implementations.stacks.numpy import canonical_params
+
+    port = ProcessPort("js_plain", [node, str(PORT)])
+    canonical = implementations.load("flax_linen")
+    params = canonical_params(0, 5, 6)
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    cotangent = np.ones(6, np.float32)
+    try:
+        cells = {c.policy: c for c in policy_matrix.measure(port, canonical, params, x, cotangent)}
+    finally:
+        port.close()
+    assert {p for p, c in cells.items() if c.expressible} == {
+        "none", "full", "save_dots", "save_named",
+    }  # fmt: skip
+    for name in ("none", "full", "save_dots", "save_named"):
+        assert not policy_matrix.failed(cells[name]), (name, cells[name])
+    assert cells["save_dots"].roles == ["d1", "x"]
+    assert (
+        cells["offload_dots"].spelling == "one process, one memory: there is no host to offload to"
+    )
