@@ -52,7 +52,7 @@ def main(mode: str) -> dict:
     x = np.linspace(-1.0, 1.0, B * D, dtype=np.float32).reshape(B, D)
     seen: dict = {"ranks": port.ranks}
     pool = port.pool()
-    seen["pids"] = sorted(pool.pids.values())
+    seen["pids"] = sorted(m.pid for m in pool.members.values())
     if mode == "serve":
         sys.stdout.write(json.dumps(seen) + "\n")
         sys.stdout.flush()
