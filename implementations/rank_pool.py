@@ -159,6 +159,14 @@ class RankController:
                 index, connection, info["pid"], info.get("parent", 0), info.get("host", "?"),
                 info.get("node", ""), info.get("owner") == self.owner,
             )  # fmt: skip
+        # Where every member runs, on the port's stderr (the suite keeps a worker's output).
+        roster = ", ".join(self.name(m) for _, m in sorted(self.members.items()))
+        started = ", ".join(f"{name} (pid {p.pid})" for name, p in self.launchers.items())
+        print(
+            f"{self.what}: {roster}" + (f"; started here: {started}" if started else ""),
+            file=sys.stderr,
+            flush=True,
+        )
 
     # -- asking ---------------------------------------------------------------------------
 
