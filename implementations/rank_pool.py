@@ -172,8 +172,9 @@ class RankController:
 
     def name(self, member: Member) -> str:
         """The member in words: `rank 2 on node 1 (pid 4711 on host)`."""
-        where = f" on {member.node}" if member.node else ""
-        return f"{self.unit} {member.index}{where} (pid {member.pid} on {member.host})"
+        named = f"{self.unit} {member.index}"
+        where = f" on {member.node}" if member.node not in ("", named) else ""
+        return f"{named}{where} (pid {member.pid} on {member.host})"
 
     def ask(self, request: tuple, only: int | None = None) -> list[Any]:
         """Send `request` to every member (or to member `only`); their answers, in member
@@ -200,10 +201,12 @@ class RankController:
                 answers[member.index] = value
             if time.monotonic() > deadline and len(answers) < len(asked):
                 late = [m for m in asked if m.index not in answers]
+                units = self.unit if len(late) == 1 else plural(self.unit)
                 self._fail(
-                    f"{self.unit}(s) {', '.join(str(m.index) for m in late)} did not answer "
+                    f"{units} {', '.join(str(m.index) for m in late)} did not answer "
                     f"within {self.timeout:.0f} s ({TIMEOUT_VARIABLE}): "
-                    + "; ".join(self._late(m) for m in late)
+                    + "; ".join(self._late(m) for m in late),
+                    grace=0.0,  # no answer is coming: no grace
                 )
         return [answers[m.index] for m in asked]
 
@@ -229,16 +232,16 @@ class RankController:
             return f"{self.name(member)}, on another machine"
         return f"{self.name(member)}, {state(member.pid)}"
 
-    def _fail(self, message: str) -> None:
-        self.close(failed=True)
+    def _fail(self, message: str, grace: float = CAUSE_SECONDS) -> None:
+        self.close(failed=True, grace=grace)
         raise RankFailure(f"{self.what}: {message}")
 
     # -- stopping -------------------------------------------------------------------------
 
-    def close(self, failed: bool = False) -> None:
-        """Stop every member: asked; the owned ones still running after a grace (short after
-        a failure: they may be stuck in a collective with a dead peer) killed, with every
-        process the launchers started; the launchers reaped."""
+    def close(self, failed: bool = False, grace: float = CAUSE_SECONDS) -> None:
+        """Stop every member: asked; the owned ones still running after a grace
+        (`STOP_SECONDS`, or `grace` after a failure: they may be stuck in a collective with a
+        dead peer) killed, with every process the launchers started; the launchers reaped."""
         if self.closed:
             return
         self.closed = True
@@ -247,7 +250,7 @@ class RankController:
                 member.connection.send(("stop",))
         launchers = list(self.launchers.values())
         mine = [m.pid for m in self.members.values() if m.owned]
-        deadline = time.monotonic() + (CAUSE_SECONDS if failed else STOP_SECONDS)
+        deadline = time.monotonic() + (grace if failed else STOP_SECONDS)
         while time.monotonic() < deadline and (
             running(mine) or any(p.poll() is None for p in launchers)
         ):
@@ -350,6 +353,11 @@ def how(code: int | None) -> str:
             return f"was killed by {signal.Signals(-code).name}"
         return f"was killed by signal {-code}"
     return f"exited with code {code}"
+
+
+def plural(noun: str) -> str:
+    """The plural of a member's name: `ranks`, `processes`."""
+    return noun + ("es" if noun.endswith("s") else "s")
 
 
 def python() -> str:

@@ -97,6 +97,7 @@ class ProcessPool(RankController):
             held = reserve_port("127.0.0.1")
             coordinator = f"127.0.0.1:{held.getsockname()[1]}"
             address, authkey = ("127.0.0.1", 0), secrets.token_bytes(32)
+        self.coordinator = coordinator  # process 0's coordination service
         what = f"JAX SPMD over {devices} devices in {processes} processes"
         try:
             super().__init__(processes, address, authkey, what, "process")

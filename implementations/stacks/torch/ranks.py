@@ -78,6 +78,7 @@ class RankPool(RankController):
             # agent's c10d backend, in this process, shares it: multi_tenant).
             endpoint, self.store = _rendezvous_store(endpoint)
         address = f"{self.listener.address[0]}:{self.listener.address[1]}"
+        self.endpoint = endpoint  # where the nodes meet (the c10d store)
         announce(address, endpoint, run_id)
         config = LaunchConfig(
             min_nodes=nodes,
