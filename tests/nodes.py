@@ -89,6 +89,29 @@ def fault(module: str, victim: str, sign: signal.Signals, after: float = 3.0, **
         end_tree(process.pid, victims)
 
 
+def kill_controller(module: str) -> tuple[dict, float]:
+    """Start the probe's `serve` mode (the port up, then idle), SIGKILL the probe alone (the
+    port's process: the controller), and wait up to 30 s for every process it started to
+    end by itself. (The roster, the seconds the last one took.)"""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, "serve"], cwd=ROOT, env=environment(),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+    )  # fmt: skip
+    everything: list[int] = []
+    try:
+        seen = json.loads(process.stdout.readline())
+        everything = seen["roster"]["everything"]
+        assert len(alive(everything)) == len(everything)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        killed = time.monotonic()
+        while alive(everything) and time.monotonic() < killed + 30:
+            time.sleep(0.1)
+        return seen, time.monotonic() - killed
+    finally:
+        end_tree(process.pid, everything)
+
+
 def end_tree(pid: int, also=()) -> None:
     """SIGCONT and SIGKILL a process, everything below it and `also` (stopped ones too)."""
     for each in {pid, *descendants(pid), *also}:

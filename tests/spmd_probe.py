@@ -12,6 +12,7 @@ computed here. Modes:
   the contract's results, the per-rank half of (e) on the mutant, who ran where;
 - `fault`: print who runs where, then run a long training-step call, for a test to kill
   or stop a process in the middle of, and print what failed, when;
+- `serve`: print who runs where, then wait to be killed;
 - `values`: the contract's results alone (for comparing one process with two).
 """
 
@@ -137,6 +138,10 @@ def processes(mode: str) -> dict:
     x = np.linspace(-1.0, 1.0, B * D, dtype=np.float32).reshape(B, D)
     pool = port.pool()
     seen: dict = {"ranks": port.ranks, "roster": roster(pool)}
+    if mode == "serve":  # up, then idle until killed
+        sys.stdout.write(json.dumps(seen) + "\n")
+        sys.stdout.flush()
+        time.sleep(600)
     if mode == "fault":
         sys.stdout.write(json.dumps(seen) + "\n")
         sys.stdout.flush()

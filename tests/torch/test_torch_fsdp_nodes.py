@@ -102,6 +102,13 @@ def test_a_hung_node_is_reported_within_the_rank_timeout_and_nothing_is_left():
     assert nodes.alive(seen["roster"]["everything"]) == []
 
 
+def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node():
+    """The port's process dies without a word: every process it started ends by itself
+    (its children watch their parent; node 1's ranks see their connection close)."""
+    seen, seconds = nodes.kill_controller("tests.fsdp_probe")
+    assert nodes.alive(seen["roster"]["everything"]) == [], seconds
+
+
 def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
     """docs/SCALE.md's commands for two hosts, as written, with node0 = 127.0.0.1 and free
     ports for its fixed ones: node 0 runs the suite (3 examples), node 1 a torchrun."""
