@@ -51,6 +51,8 @@ class PortEntry:
       (default: the stack's).
     - `ranks_variable`: for a sharded port, the variable that sets how many ranks or
       devices it runs on (`bench --scale` sweeps it).
+    - `ranks_per_node`: that variable counts one node's ranks (torchrun's
+      `--nproc-per-node`), not every node's together (`REMAT_SCALE_NODES`, docs/SCALE.md).
     """
 
     name: str
@@ -62,6 +64,7 @@ class PortEntry:
     profile: str = ""
     family: str = ""
     ranks_variable: str = ""
+    ranks_per_node: bool = False
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,15 @@ def sharded() -> dict[str, str]:
     return {
         name: entry.ranks_variable for name, (_, entry) in ports().items() if entry.profile == SCALE
     }
+
+
+def rank_setting(name: str, ranks: int, nodes: int = 1) -> dict[str, str]:
+    """The environment that runs the sharded port `name` on `ranks` ranks in all over
+    `nodes` nodes of this machine (its rank variable, per node or in all, and
+    `REMAT_SCALE_NODES`)."""
+    entry = ports()[name][1]
+    count = ranks // nodes if entry.ranks_per_node else ranks
+    return {entry.ranks_variable: str(count), "REMAT_SCALE_NODES": str(nodes)}
 
 
 #: The hosted CI job of the sharded ports (profile `scale`): their start-ups are the profile's.

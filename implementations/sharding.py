@@ -2,6 +2,9 @@
 
 - `rank_count(variable, default)`: the number of ranks (processes or devices)
   a sharded port runs on, read from its environment variable, checked.
+- `scale_nodes()`: the scale profile's multi-process setting, `REMAT_SCALE_NODES`
+  (default 1): with 2, `torch_fsdp` runs on two torchrun nodes and `jax_spmd` on
+  two `jax.distributed` processes, all on this machine (docs/SCALE.md).
 - `RankRecord`: what one rank's backward pass kept and reran, as that rank's
   own instrument reports it (the per-rank evidence that property (e) checks
   on a sharded port, see `conformance.checking.properties`).
@@ -19,6 +22,9 @@ from dataclasses import dataclass
 LAYOUTS = ("batch", "feature")
 #: The most ranks a sharded port starts on one machine (each is a process or a device).
 MAX_RANKS = 64
+#: The scale profile's setting: how many nodes (torch) or processes (JAX) the sharded ports
+#: run on, started on this machine by the port itself (docs/SCALE.md).
+NODES_VARIABLE = "REMAT_SCALE_NODES"
 
 
 def rank_count(variable: str, default: int) -> int:
@@ -34,6 +40,12 @@ def rank_count(variable: str, default: int) -> int:
     if not 1 <= value <= MAX_RANKS:
         raise ValueError(f"{variable} must be an integer from 1 to {MAX_RANKS}, got {setting!r}")
     return value
+
+
+def scale_nodes() -> int:
+    """`REMAT_SCALE_NODES`, checked (default 1): the nodes or processes the sharded ports
+    start on this machine, each a launcher of its own (a `torchrun`, a JAX process)."""
+    return rank_count(NODES_VARIABLE, 1)
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,9 @@ class RankRecord:
       (matmuls and relus, by name); empty without a checkpoint.
     - `backward_matmuls`: the matmuls this rank's backward pass runs.
     - `instrument`: what measured it, in a few words.
+    - `node`: where the rank ran, as its launcher names it: `"node 1"` (torch's node
+      rank, `GROUP_RANK`), `"process 1"` (`jax.process_index()`); `""` if not said.
+    - `host`, `pid`: the machine and the process that measured it.
     """
 
     rank: int
@@ -63,6 +78,9 @@ class RankRecord:
     backward_ops: dict
     backward_matmuls: int
     instrument: str
+    node: str = ""
+    host: str = ""
+    pid: int = 0
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:
@@ -72,3 +90,10 @@ class RankRecord:
     def activation_bytes(self) -> int:
         """Kept bytes computed from x (x's own bytes left out)."""
         return self.kept_bytes - self.input_bytes
+
+    @property
+    def where(self) -> str:
+        """The rank, named with its node and process: "rank 2 on node 1 (pid 4711 on h)"."""
+        if not self.node:
+            return f"rank {self.rank}"
+        return f"rank {self.rank} on {self.node} (pid {self.pid} on {self.host})"

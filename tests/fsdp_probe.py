@@ -9,7 +9,13 @@ controller is the probe's, not pytest's) and judge the JSON it prints. Modes:
   full: the kept tensors' roles and the backward matmuls;
 - `crash`: a rank SIGKILLs itself on the first request (`REMAT_FSDP_CRASH_RANK`);
 - `hang`: every rank sleeps past `REMAT_RANK_TIMEOUT`;
-- `serve`: print the ranks' pids, then wait to be killed.
+- `serve`: print the ranks' pids, then wait to be killed;
+- `fault`: print who runs where (`roster`), then run a long training-step call, for a
+  test to kill or stop a node in the middle of (`REMAT_SCALE_NODES=2`), and print what
+  failed, when.
+
+`evidence` also runs the per-rank half of (e) on the mutant without the checkpoint, and
+every mode's output names the ranks' nodes and processes (`roster`).
 
 No expected value is computed here.
 """
@@ -41,6 +47,29 @@ def alive(pids) -> list[int]:
     return found
 
 
+def roster(pool) -> dict:
+    """Who runs where: every rank (pid, parent, node, whether this process owns it) and the
+    launchers this process started (another node's `torchrun`), with their processes."""
+    from implementations.rank_pool import descendants
+
+    launchers = {name: p.pid for name, p in pool.launchers.items()}
+    trees = {pid: sorted(descendants(pid)) for pid in launchers.values()}
+    return {
+        "members": [
+            {"rank": m.index, "pid": m.pid, "parent": m.parent, "node": m.node,
+             "host": m.host, "owned": m.owned}
+            for _, m in sorted(pool.members.items())
+        ],
+        "launchers": launchers,
+        "trees": trees,
+        "ports": {"controller": list(pool.listener.address), "rendezvous": pool.endpoint},
+        "everything": sorted(
+            {m.pid for m in pool.members.values()} | set(launchers.values())
+            | {pid for tree in trees.values() for pid in tree}
+        ),
+    }  # fmt: skip
+
+
 def main(mode: str) -> dict:
     import implementations
     from implementations.policies import Policy
@@ -52,7 +81,8 @@ def main(mode: str) -> dict:
     x = np.linspace(-1.0, 1.0, B * D, dtype=np.float32).reshape(B, D)
     seen: dict = {"ranks": port.ranks}
     pool = port.pool()
-    seen["pids"] = sorted(pool.pids.values())
+    seen["pids"] = sorted(m.pid for m in pool.members.values())
+    seen["roster"] = roster(pool)
     if mode == "serve":
         sys.stdout.write(json.dumps(seen) + "\n")
         sys.stdout.flush()
@@ -69,6 +99,27 @@ def main(mode: str) -> dict:
         for checkpoint in (True, False):
             records = port.rank_records(params, x, "batch", checkpoint=checkpoint)
             seen[str(checkpoint)] = [asdict(r) for r in records]
+        from conformance.checking.checks import ConformanceError
+        from conformance.checking.properties import _check_ranks
+        from conformance.mutants import load as load_mutant
+
+        try:  # the per-rank half of (e) on the mutant, on the same ranks
+            _check_ranks(load_mutant("fsdp_no_checkpoint").port, params, x[0])
+            seen["mutant_ranks"] = "passed"
+        except ConformanceError as error:
+            seen["mutant_ranks"] = str(error)
+        port.close()
+    elif mode == "fault":
+        sys.stdout.write(json.dumps(seen) + "\n")
+        sys.stdout.flush()
+        started = time.monotonic()
+        try:
+            pool.ask(("step", params, x, "batch", True, 10**6))
+            seen["error"] = ""
+        except RankFailure as error:
+            seen["error"] = str(error)
+        seen["seconds"] = time.monotonic() - started
+        seen["failed_at"] = time.time()
         port.close()
     else:
         request = ("forward", params, x[0], True) if mode == "crash" else ("sleep", 600)
@@ -81,6 +132,7 @@ def main(mode: str) -> dict:
         seen["seconds"] = time.monotonic() - started
     time.sleep(1)
     seen["alive_after"] = alive(seen["pids"])
+    seen["everything_alive_after"] = alive(seen["roster"]["everything"])
     return seen
 
 

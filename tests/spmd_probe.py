@@ -1,10 +1,19 @@
-"""Observe the `jax_spmd` port in a process of its own: `python -m tests.spmd_probe`.
+"""Observe the `jax_spmd` port in a process of its own: `python -m tests.spmd_probe [MODE]`.
 
 The port's devices exist only where it is the first to import jax (XLA
 reads `--xla_force_host_platform_device_count` once), and pytest has
 imported jax already, so `tests/jax/test_jax_spmd.py` runs this and judges
 what it prints: one JSON object of observations. No expected value is
-computed here.
+computed here. Modes:
+
+- none: one process (the port's own devices), as above;
+- `processes` (with `REMAT_SCALE_NODES=2`): the port as the controller of its JAX
+  processes: every device's record in both layouts (each measured by its own process),
+  the contract's results, the per-rank half of (e) on the mutant, who ran where;
+- `fault`: print who runs where, then run a long training-step call, for a test to kill
+  or stop a process in the middle of, and print what failed, when;
+- `serve`: print who runs where, then wait to be killed;
+- `values`: the contract's results alone (for comparing one process with two).
 """
 
 from __future__ import annotations
@@ -75,5 +84,103 @@ def main() -> dict:
     return seen
 
 
+def roster(pool) -> dict:
+    """Who runs where: every JAX process (pid, parent, node, ownership) and the launchers."""
+    from implementations.rank_pool import descendants
+
+    launchers = {name: p.pid for name, p in pool.launchers.items()}
+    trees = {pid: sorted(descendants(pid)) for pid in launchers.values()}
+    return {
+        "members": [
+            {"process": m.index, "pid": m.pid, "parent": m.parent, "node": m.node,
+             "host": m.host, "owned": m.owned}
+            for _, m in sorted(pool.members.items())
+        ],
+        "launchers": launchers,
+        "trees": trees,
+        "ports": {"controller": list(pool.listener.address), "coordinator": pool.coordinator},
+        "everything": sorted(
+            {m.pid for m in pool.members.values()} | set(launchers.values())
+            | {pid for tree in trees.values() for pid in tree}
+        ),
+    }  # fmt: skip
+
+
+def values(port) -> dict:
+    """The contract's results on fixed inputs, as lists (forward, VJP, the exercise)."""
+    from implementations.stacks.numpy import canonical_params
+
+    rng = np.random.default_rng(0)
+    params = canonical_params(1, D, F)
+    x, cotangent = rng.standard_normal(D, np.float32), rng.standard_normal(F, np.float32)
+    grads = port.vjp(params, x, cotangent, checkpoint=True)
+    return {
+        "forward": port.forward(params, x, checkpoint=True).tolist(),
+        **{f"d{k}": np.asarray(v).tolist() for k, v in grads.as_dict().items()},
+        "exercise": np.asarray(port.nn_checkpoint_forward(3, x, F)).tolist(),
+    }
+
+
+def processes(mode: str) -> dict:
+    """The port on several JAX processes (see the module)."""
+    import time
+
+    import implementations
+    from implementations.rank_pool import RankFailure
+    from implementations.stacks.numpy import canonical_params
+
+    port = implementations.load("jax_spmd")
+    if mode == "values":
+        seen = {"values": values(port)}
+        port.close()
+        return seen
+    params = canonical_params(1, D, F)
+    x = np.linspace(-1.0, 1.0, B * D, dtype=np.float32).reshape(B, D)
+    pool = port.pool()
+    seen: dict = {"ranks": port.ranks, "roster": roster(pool)}
+    if mode == "serve":  # up, then idle until killed
+        sys.stdout.write(json.dumps(seen) + "\n")
+        sys.stdout.flush()
+        time.sleep(600)
+    if mode == "fault":
+        sys.stdout.write(json.dumps(seen) + "\n")
+        sys.stdout.flush()
+        started = time.monotonic()
+        try:
+            port.step_times(params, x, "batch", checkpoint=True, repeats=10**6)
+            seen["error"] = ""
+        except RankFailure as error:
+            seen["error"] = str(error)
+        seen["seconds"] = time.monotonic() - started
+        seen["failed_at"] = time.time()
+    else:
+        from conformance.checking.checks import ConformanceError
+        from conformance.checking.properties import _check_ranks
+        from conformance.mutants import load as load_mutant
+
+        for layout in ("batch", "feature"):
+            for checkpoint in (True, False):
+                records = port.rank_records(params, x, layout, checkpoint=checkpoint)
+                seen[f"{layout}_{checkpoint}"] = [asdict(r) for r in records]
+        seen["values"] = values(port)
+        try:  # the per-rank half of (e) on the mutant, on the same processes
+            _check_ranks(load_mutant("spmd_no_checkpoint").port, params, x[0])
+            seen["mutant_ranks"] = "passed"
+        except ConformanceError as error:
+            seen["mutant_ranks"] = str(error)
+    port.close()
+    time.sleep(1)
+    seen["everything_alive_after"] = alive(seen["roster"]["everything"])
+    return seen
+
+
+def alive(pids) -> list[int]:
+    from implementations.rank_pool import running
+
+    return running(pids)
+
+
 if __name__ == "__main__":
-    sys.stdout.write(json.dumps(main()) + "\n")
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    sys.stdout.write(json.dumps(processes(mode) if mode else main()) + "\n")
+    sys.stdout.flush()

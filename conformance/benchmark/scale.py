@@ -1,7 +1,9 @@
 """The scaling bench: per-rank saved bytes and step time of the sharded ports against N.
 
 For each sharded port (its manifest entry names the variable that sets its
-rank count) and each N, a fresh isolated process (`conformance.running.isolation`:
+rank count), each node count (1, and 2: `REMAT_SCALE_NODES`, the ranks
+split over two torchrun nodes or JAX processes of this machine,
+docs/SCALE.md) and each N, a fresh isolated process (`conformance.running.isolation`:
 a port's devices may exist only where it imports its framework first, and
 its ranks stop with the process) loads the port with N set, and measures
 on one batch `(B, D)` split by rows (the batch layout), with and without
@@ -36,6 +38,9 @@ class ScaleSettings:
     """The sweep: rank counts, the batch's shape, the timed steps, the data's seed."""
 
     ranks: tuple[int, ...] = (1, 2, 4)
+    #: Nodes (torchrun nodes, JAX processes) the ranks are split over; N from `ranks` that
+    #: divide by it (at least one rank per node).
+    nodes: tuple[int, ...] = (1, 2)
     batch: int = 256
     dim: int = 256
     features: int = 256
@@ -46,6 +51,10 @@ class ScaleSettings:
         for n in self.ranks:
             if self.batch % n:
                 raise ValueError(f"batch={self.batch} must divide by every rank count, not {n}")
+
+    def runs(self) -> list[tuple[int, int]]:
+        """(nodes, N) for every run: each node count with the N it divides."""
+        return [(k, n) for k in self.nodes for n in self.ranks if n % k == 0]
 
 
 @dataclass
@@ -58,6 +67,7 @@ class ScaleRow:
     kept_bytes: list[int]  # per rank
     minimum_bytes: int  # analytic, per rank
     times: list[float] = field(default_factory=list)  # seconds per step
+    nodes: int = 1  # the torchrun nodes or JAX processes the N ranks are split over
 
     @property
     def worst_kept(self) -> int:
@@ -76,13 +86,16 @@ def minimum_bytes(settings: ScaleSettings, ranks: int, checkpoint: bool) -> int:
     return rows * width * FLOAT32
 
 
-def measure_here(engine: str, ranks: int, settings: dict) -> list[dict]:
-    """In an isolated process with N set: one row per checkpoint setting, as dicts."""
+def measure_here(engine: str, ranks: int, settings: dict, nodes: int = 1) -> list[dict]:
+    """In an isolated process with N (and the nodes) set: one row per checkpoint setting,
+    as dicts."""
     name = engine
     import implementations
     from implementations.stacks.numpy import canonical_params
 
-    chosen = ScaleSettings(**{**settings, "ranks": tuple(settings["ranks"])})
+    chosen = ScaleSettings(
+        **{**settings, "ranks": tuple(settings["ranks"]), "nodes": tuple(settings["nodes"])}
+    )
     port = implementations.load(name)
     if port.ranks != ranks:
         raise RuntimeError(f"{name} runs on {port.ranks} ranks, {ranks} were asked for")
@@ -98,8 +111,10 @@ def measure_here(engine: str, ranks: int, settings: dict) -> list[dict]:
             )
             row = ScaleRow(
                 engine, ranks, checkpoint, [r.kept_bytes for r in records],
-                minimum_bytes(chosen, ranks, checkpoint), times,
+                minimum_bytes(chosen, ranks, checkpoint), times, nodes,
             )  # fmt: skip
+            if nodes > 1 and len({r.node for r in records}) != nodes:
+                raise RuntimeError(f"{name}: ranks on {sorted({r.node for r in records})}")
             rows.append(asdict(row))
     finally:
         if hasattr(port, "close"):
@@ -113,23 +128,25 @@ def run(
     progress: Callable[[str], None] = lambda text: None,
     timeout: float = 1800.0,
 ) -> tuple[list[ScaleRow], dict[str, str]]:
-    """Every engine at every N, each in a fresh process: the rows, and what failed (why)."""
+    """Every engine at every N and node count, each in a fresh process: the rows, and what
+    failed (why)."""
     from ..running import isolation
 
     rows, failed = [], {}
     for engine in engines:
-        variable = manifests.sharded()[engine]
-        for ranks in settings.ranks:
-            progress(f"{engine} on {ranks} rank(s)")
-            env = {**os.environ, variable: str(ranks)}
+        for nodes, ranks in settings.runs():
+            where = f"on {nodes} nodes" if nodes > 1 else ""
+            progress(f"{engine} on {ranks} rank(s) {where}".strip())
+            env = {**os.environ, **manifests.rank_setting(engine, ranks, nodes)}
             result = isolation.run(
                 "conformance.benchmark.scale:measure_here",
-                (engine, ranks, asdict(settings)),
+                (engine, ranks, asdict(settings), nodes),
                 env=env,
                 timeout=timeout,
             )
             if result.status != "returned":
-                failed[f"{engine} N={ranks}"] = f"{result.status}: {result.error}".strip()
+                label = f"{engine} N={ranks}" + (f" nodes={nodes}" if nodes > 1 else "")
+                failed[label] = f"{result.status}: {result.error}".strip()
                 continue
             rows.extend(ScaleRow(**row) for row in result.value)
     return rows, failed
@@ -139,16 +156,17 @@ def markdown(rows: list[ScaleRow], settings: ScaleSettings, failed: dict[str, st
     """The table: per-rank bytes against the analytic minimum, step times with spreads."""
     lines = [
         f"Batch ({settings.batch}, {settings.dim}) split by rows, F = {settings.features}; "
-        f"{settings.repeats} timed steps after one warm-up; bytes: the largest rank's.",
+        f"{settings.repeats} timed steps after one warm-up; bytes: the largest rank's; "
+        "nodes: torchrun nodes (fsdp) or JAX processes (spmd) on this machine.",
         "",
-        "| engine | N | checkpoint | bytes per rank | analytic minimum | ratio "
+        "| engine | nodes | N | checkpoint | bytes per rank | analytic minimum | ratio "
         "| step ms (median) | IQR ms | n |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         median, iqr, n = row.spread()
         lines.append(
-            f"| {row.engine} | {row.ranks} | {'on' if row.checkpoint else 'off'} "
+            f"| {row.engine} | {row.nodes} | {row.ranks} | {'on' if row.checkpoint else 'off'} "
             f"| {row.worst_kept:,} | {row.minimum_bytes:,} "
             f"| {row.worst_kept / row.minimum_bytes:.2f} "
             f"| {median * 1e3:.2f} | {iqr * 1e3:.2f} | {n} |"
@@ -159,8 +177,8 @@ def markdown(rows: list[ScaleRow], settings: ScaleSettings, failed: dict[str, st
 
 
 def plot(rows: list[ScaleRow], path) -> str | None:
-    """Bytes per rank and step time against N, per engine and checkpoint, the analytic
-    minimum dashed; None when written, else why not (no matplotlib)."""
+    """Bytes per rank and step time against N, per engine, node count and checkpoint, the
+    analytic minimum dashed; None when written, else why not (no matplotlib)."""
     try:
         import matplotlib
 
@@ -169,20 +187,22 @@ def plot(rows: list[ScaleRow], path) -> str | None:
     except ImportError as error:
         return f"matplotlib is not installed ({error}); pip install -e '.[bench]'"
     figure, (memory, time) = plt.subplots(1, 2, figsize=(10, 4))
-    for engine in dict.fromkeys(r.engine for r in rows):
-        for checkpoint in (True, False):
-            mine = [r for r in rows if r.engine == engine and r.checkpoint == checkpoint]
-            if not mine:
-                continue
-            n = [r.ranks for r in mine]
-            label = f"{engine}, checkpoint {'on' if checkpoint else 'off'}"
-            line = memory.plot(n, [r.worst_kept for r in mine], marker="o", label=label)[0]
+    for engine, nodes, checkpoint in dict.fromkeys((r.engine, r.nodes, r.checkpoint) for r in rows):
+        mine = [r for r in rows if (r.engine, r.nodes, r.checkpoint) == (engine, nodes, checkpoint)]
+        n = [r.ranks for r in mine]
+        label = f"{engine}, checkpoint {'on' if checkpoint else 'off'}"
+        # The rows on several nodes: open markers, a dotted line, no minimum of their own.
+        style = {"marker": "o", "label": label}
+        if nodes > 1:
+            style.update(label=f"{label}, {nodes} nodes", markerfacecolor="none", linestyle=":")
+        line = memory.plot(n, [r.worst_kept for r in mine], **style)[0]
+        if nodes == 1:
             memory.plot(n, [r.minimum_bytes for r in mine], "--", color=line.get_color())
-            spreads = [r.spread() for r in mine]
-            time.errorbar(
-                n, [s[0] * 1e3 for s in spreads], yerr=[s[1] * 1e3 / 2 for s in spreads],
-                marker="o", capsize=3, label=label, color=line.get_color(),
-            )  # fmt: skip
+        spreads = [r.spread() for r in mine]
+        time.errorbar(
+            n, [s[0] * 1e3 for s in spreads], yerr=[s[1] * 1e3 / 2 for s in spreads],
+            capsize=3, color=line.get_color(), **style,
+        )  # fmt: skip
     for axis, title in ((memory, "bytes kept per rank (dashed: minimum)"), (time, "step ms")):
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")

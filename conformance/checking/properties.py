@@ -244,7 +244,8 @@ def _check_ranks(port: Implementation, params: Params, x: np.ndarray) -> None:
         if len(on) != ranks or len(off) != ranks:
             fail(port.name, what, f"records for {len(on)} and {len(off)} ranks, not {ranks}")
         for with_, without in zip(on, off, strict=True):
-            where = f"{what}, rank {with_.rank}"
+            # The rank, with its node and its process where the record says them.
+            where = f"{what}, {getattr(with_, 'where', f'rank {with_.rank}')}"
             if with_.kept_bytes != with_.x_shard_bytes:
                 fail(
                     port.name, where,

@@ -9,7 +9,9 @@
   ranks, JAX SPMD over forced host devices), which every other profile leaves
   out unless named: 20 examples per property, derandomized, and only their
   own mutants. Their rank processes and devices cost start-ups that the
-  default run's budget has no room for.
+  default run's budget has no room for. `REMAT_SCALE_NODES=2` (read by the
+  ports in their workers) runs them across processes of this machine: two
+  torchrun nodes, two `jax.distributed` processes (docs/SCALE.md).
 
 Each profile also sets the longest one example may take before its worker is
 stopped (`--timeout` overrides it). The first example of a property on a

@@ -8,7 +8,9 @@ from conformance.benchmark import scale
 
 pytest.importorskip("jax")
 
-SMALL = scale.ScaleSettings(ranks=(1, 2, 4), batch=8, dim=16, features=8, repeats=3)
+SMALL = scale.ScaleSettings(ranks=(1, 2, 4), nodes=(1,), batch=8, dim=16, features=8, repeats=3)
+#: The two-node rows: 2 ranks, one per torchrun node or JAX process (`REMAT_SCALE_NODES=2`).
+TWO_NODES = scale.ScaleSettings(ranks=(2,), nodes=(2,), batch=8, dim=16, features=8, repeats=3)
 
 
 def test_the_analytic_minimum_is_x_s_rows_and_without_the_checkpoint_the_relu_output():
@@ -42,4 +44,32 @@ def test_spmd_bytes_per_rank_fall_with_n_and_meet_the_minimum_with_the_checkpoin
         assert median > 0
         assert iqr >= 0
     table = scale.markdown(spmd_rows, SMALL, {})
-    assert table.count("| jax_spmd |") == 6
+    assert table.count("| jax_spmd | 1 |") == 6
+
+
+def test_the_default_sweep_adds_two_node_rows_where_n_divides():
+    assert scale.ScaleSettings().runs() == [(1, 1), (1, 2), (1, 4), (2, 2), (2, 4)]
+
+
+@pytest.fixture(scope="module")
+def two_node_rows():
+    rows, failed = scale.run(TWO_NODES, ["torch_fsdp", "jax_spmd"])
+    assert failed == {}
+    return rows
+
+
+def test_two_node_rows_split_the_batch_over_the_nodes_with_n_and_iqr(two_node_rows):
+    assert {(r.engine, r.nodes, r.ranks, r.checkpoint) for r in two_node_rows} == {
+        (engine, 2, 2, checkpoint)
+        for engine in ("torch_fsdp", "jax_spmd")
+        for checkpoint in (True, False)
+    }
+    for row in two_node_rows:
+        if row.checkpoint:  # x's 4 rows on each rank, nothing else
+            assert row.kept_bytes == [4 * 16 * 4] * 2
+        else:
+            assert min(row.kept_bytes) >= row.minimum_bytes
+        median, iqr, n = row.spread()
+        assert (n, median > 0, iqr >= 0) == (3, True, True)
+    table = scale.markdown(two_node_rows, TWO_NODES, {})
+    assert table.count("| torch_fsdp | 2 | 2 |") == table.count("| jax_spmd | 2 | 2 |") == 2

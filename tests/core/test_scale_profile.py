@@ -3,10 +3,16 @@
 The default run leaves `jax_spmd` and `torch_fsdp` out (their rank processes
 and devices cost start-ups the default budget has no room for); the `scale`
 profile runs them, every property, in worker processes of their own. This
-is the README's test command's check that they pass.
+is the README's test command's check that they pass, on one node and (once,
+`REMAT_SCALE_NODES=2`) on two torchrun nodes and two JAX processes.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -47,3 +53,57 @@ def test_the_sharded_port_passes_every_property(scale_run, name):
     statuses = {o.property: (o.status, o.message) for o in report.outcomes}
     assert set(statuses) == {p.key for p in PROPERTIES}
     assert all(status == "pass" for status, _ in statuses.values()), statuses
+
+
+#: docs/SCALE.md's command for the multi-process setting (3 examples per property here).
+TWO_NODES = "REMAT_SCALE_NODES=2 REMAT_FSDP_RANKS=1 python -m conformance --profile scale"
+
+
+@pytest.fixture(scope="module")
+def two_node_run() -> dict:
+    from tests.helpers import ROOT
+
+    assert TWO_NODES in (ROOT / "docs" / "SCALE.md").read_text()
+    *settings, _, _, _, _, _ = TWO_NODES.split()
+    env = {**os.environ, **dict(s.split("=") for s in settings)}
+    env.pop("XLA_FLAGS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "--profile", "scale", "--examples", "3", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.stdout.strip(), done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(implementations.SHARDED))
+def test_on_two_nodes_the_sharded_port_passes_every_property(two_node_run, name):
+    (report,) = [port for port in two_node_run["ports"] if port["name"] == name]
+    assert report["state"] == "available", report["reason"]
+    statuses = {o["property"]: o["status"] for o in report["outcomes"]}
+    assert statuses == {p.key: "pass" for p in PROPERTIES}
+
+
+def test_on_two_nodes_the_ports_say_where_each_rank_ran(two_node_run):
+    output = {port["name"]: port["output"] for port in two_node_run["ports"]}
+    fsdp = output["torch_fsdp"]
+    assert "FSDP over 2 gloo ranks on 2 nodes: rank 0 on node " in fsdp
+    assert {"rank 0 on node 0", "rank 1 on node 1"} <= set(_named(fsdp, "rank"))
+    assert "started here: torchrun 1 (pid" in fsdp
+    spmd = output["jax_spmd"]
+    assert "JAX SPMD over 4 devices in 2 processes: process 0 (pid" in spmd
+    assert "started here: process 0 (pid" in spmd
+    assert ", process 1 (pid" in spmd
+
+
+def test_on_two_nodes_the_mutants_are_killed_by_the_evidence(two_node_run):
+    assert {(m["name"], m["status"], m["killed_by"]) for m in two_node_run["mutants"]} == {
+        ("fsdp_no_checkpoint", "killed", "e_evidence"),
+        ("spmd_no_checkpoint", "killed", "e_evidence"),
+    }
+
+
+def _named(text: str, unit: str) -> list[str]:
+    """`rank 0 on node 0` and the like, from a roster line."""
+    import re
+
+    return re.findall(rf"{unit} \d+ on node \d+", text)

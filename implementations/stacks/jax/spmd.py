@@ -24,7 +24,9 @@ the recomputation away (`merged_vjp_matmuls`, pinned in the tests).
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -117,6 +119,20 @@ def residual_origins(fn: Callable, params: tuple, x: Any) -> list[str]:
     return origins
 
 
+def host_value(tree: Any) -> Any:
+    """Results as numpy: `np.asarray` where this process holds all of an array, else
+    gathered from every process (`multihost_utils.process_allgather`, a collective: every
+    process must call it, in the same order)."""
+    from jax.experimental import multihost_utils
+
+    def one(array):
+        if isinstance(array, jax.Array) and not array.is_fully_addressable:
+            return np.asarray(multihost_utils.process_allgather(array, tiled=True))
+        return np.asarray(array)
+
+    return jax.tree_util.tree_map(one, tree)
+
+
 def _dots(hlo: str) -> int:
     return len(re.findall(r"\bdot\(", hlo))
 
@@ -124,7 +140,8 @@ def _dots(hlo: str) -> int:
 def rank_records(
     fn: Callable, mesh: Mesh, layout: str, arrays: Sequence[Any], x: Any, cotangent: Any
 ) -> tuple[RankRecord, ...]:
-    """Each device's evidence for `jax.vjp(fn, params, x)` in `layout` (see the module)."""
+    """Each of this process's devices' evidence for `jax.vjp(fn, params, x)` in `layout` (see
+    the module): the shards it holds, the backward program it compiled itself."""
     params, x = placed(mesh, layout, arrays, x)
     origins = residual_origins(fn, params, x)
     _, pullback = jax.jit(lambda p, v: jax.vjp(fn, p, v))(params, x)
@@ -136,8 +153,11 @@ def rank_records(
     backward = jax.jit(lambda pb, c: pb(c)).lower(pullback, ct)
     matmuls = _dots(backward.compile().as_text())
     recomputed = dict(evidence.recomputed_ops(jax.make_jaxpr(lambda c: pullback(c))(ct)))
-    records = []
+    records, here = [], jax.process_index()
+    where = (f"process {here}", socket.gethostname(), os.getpid())
     for rank, device in enumerate(mesh.devices.flat):
+        if device.process_index != here:
+            continue  # another process's: its shards are not addressable here; it measures them
         kept = inputs = 0
         for leaf, origin in zip(leaves, origins, strict=True):
             if origin not in ("input", "activation"):
@@ -147,7 +167,7 @@ def rank_records(
             inputs += size if origin == "input" else 0
         x_shard = sum(s.data.nbytes for s in x.addressable_shards if s.device == device)
         records.append(
-            RankRecord(rank, layout, kept, inputs, x_shard, recomputed, matmuls, INSTRUMENT)
+            RankRecord(rank, layout, kept, inputs, x_shard, recomputed, matmuls, INSTRUMENT, *where)
         )
     return tuple(records)
 

@@ -1,13 +1,15 @@
 """One FSDP2 rank: the MLP under `fully_shard` on a gloo process group. Imports torch and numpy.
 
-`rank_main(address, authkey)` is the entry point torch's launcher runs in
-every rank (`torch.distributed.launcher.api.elastic_launch`, which is what
-`torchrun` runs): it reads `RANK`, `WORLD_SIZE`, `MASTER_ADDR` and
+`rank_main(address, authkey, owner)` is the entry point torch's launcher
+runs in every rank (`torch.distributed.launcher.api.elastic_launch`, which
+is what `torchrun` runs; `main` is another node's `torchrun -m` entry): it
+reads `RANK`, `WORLD_SIZE`, `GROUP_RANK` (its node), `MASTER_ADDR` and
 `MASTER_PORT` from the environment the launcher set, joins the gloo group,
-connects to the controller at `address` (`implementations.stacks.torch.ranks`)
-and serves its requests until told to stop or the controller is gone. A
-rank also ends when its parent (the launcher's agent) is gone, so that a
-killed worker leaves no rank behind.
+connects to the controller at `address` (`implementations.stacks.torch.ranks`,
+`implementations.rank_pool`), says who and where it is, and serves its
+requests until told to stop or the controller is gone. A rank also ends
+when its parent (the launcher's agent) is gone, so that a killed worker
+leaves no rank behind.
 
 **Layouts.** The contract's calls (one x) run with x on every rank and the
 cotangent on rank 0 only (zeros elsewhere), the gradients summed over the
@@ -25,7 +27,9 @@ backward pass runs.
 
 from __future__ import annotations
 
+import atexit
 import os
+import socket
 import sys
 import threading
 import time
@@ -42,6 +46,7 @@ from torch.distributed.fsdp import fully_shard
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...contract import BackwardRecord, Params, SavedTensor
+from ...rank_pool import OWNER_VARIABLE
 from ...sharding import RankRecord
 from .evidence import Roles
 from .mlp import STATE_NAMES, build_mlp
@@ -103,6 +108,9 @@ class Rank:
 
     def __init__(self):
         self.rank, self.world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        # torch's node rank: the rendezvous orders the nodes (by host name, then pid)
+        self.node = f"node {os.environ.get('GROUP_RANK', '0')}"
+        self.host = socket.gethostname()
         self.mesh = init_device_mesh("cpu", (self.world,))
 
     def sharded(self, params: Params, checkpoint: bool):
@@ -165,8 +173,9 @@ class Rank:
         inputs = sum(t.nbytes for t in saved if t.origin == "input")
         rank_layout = layout if layout == "batch" else "feature"
         rank_record = RankRecord(
-            self.rank, rank_layout, kept, inputs, x.nbytes, rerun, matmuls, INSTRUMENT
-        )
+            self.rank, rank_layout, kept, inputs, x.nbytes, rerun, matmuls, INSTRUMENT,
+            self.node, self.host, os.getpid(),
+        )  # fmt: skip
         regions = None  # the dispatch counts show recomputation; regions are not counted here
         return rank_record, BackwardRecord(
             INSTRUMENT, saved, rerun, regions, backward_matmuls=matmuls
@@ -223,8 +232,10 @@ def _storage(tensor: torch.Tensor) -> int:
     return tensor.untyped_storage()._cdata
 
 
-def rank_main(address: tuple[str, int], authkey: bytes) -> None:
-    """A rank's life: join the group, connect to the controller, answer until stopped."""
+def rank_main(address: tuple[str, int], authkey: bytes, owner: str = "") -> None:
+    """A rank's life: join the group, connect to the controller, answer until stopped.
+    `owner` is the token of the controller whose launcher started this rank (a `torchrun`
+    that a controller started passes it in `REMAT_RANK_OWNER`; a user's passes none)."""
     watch_parent()
     # A Linear on a (D,) x returns a view (addmm on x[None], squeezed); FSDP2 warns about
     # in-place ops on it, which the MLP never does.
@@ -236,7 +247,11 @@ def rank_main(address: tuple[str, int], authkey: bytes) -> None:
     dist.init_process_group("gloo")
     rank = Rank()
     connection = Client(tuple(address), authkey=authkey)
-    connection.send(("ready", rank.rank, os.getpid()))
+    info = {
+        "pid": os.getpid(), "parent": os.getppid(), "host": rank.host, "node": rank.node,
+        "owner": owner or os.environ.get(OWNER_VARIABLE, ""),
+    }  # fmt: skip
+    connection.send(("ready", rank.rank, info))
     while True:
         try:
             request = connection.recv()
@@ -250,16 +265,23 @@ def rank_main(address: tuple[str, int], authkey: bytes) -> None:
             answer = ("raised", f"{type(error).__name__}: {error}")
         connection.send(answer)
     # Not `destroy_process_group`: it waits for every rank, and a rank whose peer died
-    # would wait there until gloo's timeout. The launcher reads exit code 0 as done.
+    # would wait there until gloo's timeout. Returning is what tells `elastic_launch`'s
+    # function entrypoint (the controller's node) that this rank is done: its wrapper reads
+    # the return value, and a rank that left by `os._exit` before it would be "running" to
+    # the agent forever (its thread spinning, another node's agent at the exit barrier for
+    # 300 s). `main` (a `torchrun` node, where exit code 0 is done) exits at once.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    # Once the launcher's wrapper has the return value, the interpreter's teardown (a live
+    # gloo group, torch's modules: seconds) is skipped: the first exit handler ends it.
+    atexit.register(os._exit, 0)
 
 
 def main(argv: list[str] | None = None) -> None:
     """`torchrun ... -m implementations.stacks.torch.fsdp_rank --controller HOST:PORT`: the
-    ranks of another node, for a controller that `REMAT_FSDP_NNODES` > 1 made (its key in
-    `REMAT_FSDP_AUTHKEY`, hex). The same `rank_main` the suite's launcher runs."""
+    ranks of another node, for a controller on several nodes (`REMAT_FSDP_NNODES` or
+    `REMAT_SCALE_NODES`; its key in `REMAT_FSDP_AUTHKEY`, hex). The same `rank_main` the
+    controller's own launcher runs."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m implementations.stacks.torch.fsdp_rank")
@@ -274,6 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError:
         parser.error("REMAT_FSDP_AUTHKEY must be the controller's key, in hexadecimal")
     rank_main((host, int(port)), authkey)
+    os._exit(0)
 
 
 if __name__ == "__main__":

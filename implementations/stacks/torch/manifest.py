@@ -34,6 +34,7 @@ MANIFEST = Manifest(
             profile="scale",
             family="torch_fsdp",
             ranks_variable="REMAT_FSDP_RANKS",
+            ranks_per_node=True,  # torchrun's --nproc-per-node
         ),
     ),
     bench=(

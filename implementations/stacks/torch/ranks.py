@@ -1,210 +1,212 @@
 """The controller of N FSDP2 ranks, started by torch's own launcher. Imports torch only.
 
-`RankPool(n)` starts `fsdp_rank.rank_main` in n processes with
-`torch.distributed.launcher.api.elastic_launch` (torchrun's machinery: a
-c10d rendezvous on localhost, `RANK`/`WORLD_SIZE`/`MASTER_*` set per rank,
+`RankPool(ranks_per_node)` starts `fsdp_rank.rank_main` in that many
+processes with `torch.distributed.launcher.api.elastic_launch` (torchrun's
+machinery: a c10d rendezvous, `RANK`/`WORLD_SIZE`/`MASTER_*` set per rank,
 no restarts), in a thread of this process, and listens for the ranks on a
-localhost socket with a random key. `ask(request)` sends one request to
-every rank and waits for all the answers.
+socket with a key (`implementations.rank_pool.RankController`: `ask`,
+`close`, the failures that name a rank, its node and its process).
 
-**Owned processes.** The ranks are children of this process (the launcher's
-agent runs here), in its process group, so a worker stopped with its group
-takes them along; each rank also exits when its parent or its connection
-goes. A rank that dies, raises or does not answer within `REMAT_RANK_TIMEOUT`
-seconds (default 100, under the suite's 120 s `--timeout`) is reported by
-rank number (`RankFailure`), and the pool is ended: every rank killed, the
-launcher's thread joined. The next request starts a fresh pool.
+**Nodes** (`node_count()`, docs/SCALE.md). One by default: the rendezvous
+on a free localhost port, as `torchrun --standalone`. More:
+
+- `REMAT_SCALE_NODES=2` (the scale profile's setting): this process is
+  node 0 and starts the other nodes itself, each a `torchrun` on this
+  machine (`torchrun_command`), with free ports picked here: the
+  controller's listener and the c10d store bind port 0 and the ports are
+  passed on;
+- `REMAT_FSDP_NNODES=2` with `REMAT_FSDP_RDZV_ENDPOINT`,
+  `REMAT_FSDP_CONTROLLER` and `REMAT_FSDP_AUTHKEY`: a cluster, whose other
+  nodes a user starts with that same `torchrun` command. Port 0 in the
+  addresses picks free ports here too, written to the file
+  `REMAT_FSDP_ANNOUNCE` names (`announce`) for a launcher of the other nodes
+  to read.
+
+The world is nodes x ranks per node. The ranks this process's launcher
+starts, and on one machine the other nodes' `torchrun` and their ranks, are
+its own (`implementations.rank_pool`); a remote node's ranks end when their
+connection closes.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
 import secrets
-import signal
 import threading
 import time
 import uuid
-from multiprocessing.connection import Connection, Listener, wait
-from typing import Any
+from datetime import timedelta
 
+from torch.distributed import TCPStore
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+from ...rank_pool import (
+    START_SECONDS,
+    TIMEOUT_VARIABLE,
+    RankController,
+    RankFailure,
+    hex_key,
+    host_port,
+    how,
+    python,
+)
+from ...sharding import scale_nodes
 from .fsdp_rank import rank_main
 
-TIMEOUT_VARIABLE = "REMAT_RANK_TIMEOUT"
-START_SECONDS = 300.0  # imports and the rendezvous, on a loaded machine
+__all__ = ["TIMEOUT_VARIABLE", "RankFailure", "RankPool", "node_count", "torchrun_command"]
+
+NODES_VARIABLE = "REMAT_FSDP_NNODES"
+ANNOUNCE_VARIABLE = "REMAT_FSDP_ANNOUNCE"
+AUTHKEY_VARIABLE = "REMAT_FSDP_AUTHKEY"
 
 
-class RankFailure(RuntimeError):
-    """A rank died, raised or hung; the message names it."""
+class RankPool(RankController):
+    """`ranks_per_node` ranks on every node, started now, answering `ask` until `close`."""
 
-
-class RankPool:
-    """N ranks, started now, answering `ask` until `close`."""
-
-    def __init__(self, ranks: int):
-        self.ranks = ranks
-        self.timeout = _timeout()
-        nodes, host, port, authkey, endpoint = _multi_node()
-        self.ranks = ranks * nodes  # every node starts `ranks` processes
-        self.listener = Listener((host, port), authkey=authkey)
+    def __init__(self, ranks_per_node: int):
+        nodes, controller, authkey, endpoint, starts_nodes = _multi_node()
+        world = ranks_per_node * nodes
+        what = f"FSDP over {world} gloo ranks" + (f" on {nodes} nodes" if nodes > 1 else "")
+        super().__init__(world, controller, authkey, what, "rank")
         self.failure: str | None = None
-        self.connections: dict[int, Connection] = {}
-        self.pids: dict[int, int] = {}
+        run_id = os.environ.get("REMAT_FSDP_RUN_ID") or f"remat-fsdp-{uuid.uuid4().hex[:8]}"
+        self.store = None
+        if nodes > 1:
+            # Port 0 asks for free ports: the rendezvous store is made here first (the
+            # agent's c10d backend, in this process, shares it: multi_tenant).
+            endpoint, self.store = _rendezvous_store(endpoint)
+        address = f"{self.listener.address[0]}:{self.listener.address[1]}"
+        self.endpoint = endpoint  # where the nodes meet (the c10d store)
+        announce(address, endpoint, run_id)
         config = LaunchConfig(
             min_nodes=nodes,
             max_nodes=nodes,
-            nproc_per_node=ranks,
-            run_id=os.environ.get("REMAT_FSDP_RUN_ID") or f"remat-fsdp-{uuid.uuid4().hex[:8]}",
+            nproc_per_node=ranks_per_node,
+            run_id=run_id,
             rdzv_backend="c10d",
             # One node: as `torchrun --standalone`, a free port here. More: the endpoint the
             # other nodes' `torchrun --rdzv-endpoint` names too (docs/SCALE.md).
             rdzv_endpoint=endpoint,
+            # The agent gives up waiting for the other nodes when the controller does (the
+            # default, 600 s, would keep its thread in the rendezvous after a RankFailure).
+            rdzv_configs={"join_timeout": int(START_SECONDS)},
             max_restarts=0,
             monitor_interval=0.1,
             start_method="spawn",
         )
         launch = elastic_launch(config, rank_main)
         self.thread = threading.Thread(
-            target=self._launch, args=(launch, self.listener.address, authkey), daemon=True
+            target=self._launch,
+            args=(launch, self.listener.address, authkey, self.owner),
+            daemon=True,
         )
         self.thread.start()
-        self._accept()
+        for node in range(1, nodes if starts_nodes else 1):
+            command = torchrun_command(nodes, ranks_per_node, endpoint, run_id, address)
+            self.start_process(f"torchrun {node}", command, {AUTHKEY_VARIABLE: authkey.hex()})
+        self.accept()
 
-    def _launch(self, launch, address, authkey) -> None:
+    def _launch(self, launch, address, authkey, owner) -> None:
         try:
-            launch(address, authkey)
+            launch(address, authkey, owner)
         except ChildFailedError as error:
             ranks = sorted(error.failures)
-            self.failure = "; ".join(f"rank {r} {_how(error.failures[r].exitcode)}" for r in ranks)
+            self.failure = "; ".join(f"rank {r} {how(error.failures[r].exitcode)}" for r in ranks)
         except BaseException as error:  # the launcher itself failed
             self.failure = f"the launcher failed: {type(error).__name__}: {error}"
 
-    def _accept(self) -> None:
-        # `Listener.accept` blocks: its socket gets a deadline, checked between ranks.
-        deadline = time.monotonic() + START_SECONDS
-        sock = self.listener._listener._socket  # the only way to time accept
-        while len(self.connections) < self.ranks:
-            sock.settimeout(0.5)
-            try:
-                connection = self.listener.accept()
-            except (TimeoutError, OSError):  # no rank yet: see whether they can still come
-                if self.failure or not self.thread.is_alive():
-                    self.close()
-                    raise RankFailure(
-                        f"the ranks did not start: {self.failure or 'exited'}"
-                    ) from None
-                if time.monotonic() > deadline:
-                    self.close()
-                    raise RankFailure(
-                        f"the ranks did not start within {START_SECONDS:.0f} s"
-                    ) from None
-                continue
-            _, rank, pid = connection.recv()
-            self.connections[rank], self.pids[rank] = connection, pid
+    def launch_failure(self) -> str | None:
+        if self.failure:
+            return f"this node's launcher: {self.failure}"
+        if not self.thread.is_alive() and len(self.members) < self.world:
+            return "this node's launcher ended"
+        return super().launch_failure()
 
-    def ask(self, request: tuple) -> list[Any]:
-        """Send `request` to every rank; their answers, by rank. Raises `RankFailure`."""
-        for rank, connection in self.connections.items():
-            try:
-                connection.send(request)
-            except OSError:
-                self._fail(f"rank {rank} is gone ({self._death(rank)})")
-        answers: dict[int, Any] = {}
-        deadline = time.monotonic() + self.timeout
-        while len(answers) < self.ranks:
-            waiting = {c: r for r, c in self.connections.items() if r not in answers}
-            ready = wait(list(waiting), timeout=min(1.0, max(0.0, deadline - time.monotonic())))
-            for connection in ready:
-                rank = waiting[connection]
-                try:
-                    status, value = connection.recv()
-                except (EOFError, OSError):
-                    self._fail(f"rank {rank} died ({self._death(rank)})")
-                if status == "raised":
-                    self._fail(f"rank {rank} raised {value}")
-                answers[rank] = value
-            if not ready and time.monotonic() > deadline:
-                late = sorted(set(self.connections) - set(answers))
-                self._fail(
-                    f"rank(s) {', '.join(map(str, late))} did not answer within "
-                    f"{self.timeout:.0f} s ({TIMEOUT_VARIABLE})"
-                )
-        return [answers[r] for r in range(self.ranks)]
+    def death(self, member) -> str:
+        if member.owned and member.parent == os.getpid():  # this process's launcher's rank
+            self.thread.join(timeout=5)  # the launcher notices a dead rank within its interval
+            return self.failure or "its connection closed"
+        return super().death(member)
 
-    def _death(self, rank: int) -> str:
-        self.thread.join(timeout=5)  # the launcher notices a dead rank within its interval
-        return self.failure or "its connection closed"
-
-    def _fail(self, message: str) -> None:
-        self.close()
-        raise RankFailure(f"FSDP over {self.ranks} gloo ranks: {message}")
+    def stopped(self) -> None:
+        # The launcher's thread ends once its ranks have. It is not waited for long: after a
+        # node's loss torch's agent waits at its exit barrier for the others (300 s, fixed).
+        self.thread.join(timeout=1)
 
     @property
     def alive(self) -> bool:
-        return self.thread.is_alive() and self.failure is None
-
-    def close(self) -> None:
-        """Stop every rank (asked, then killed), and the launcher's thread with them."""
-        for connection in self.connections.values():
-            with contextlib.suppress(OSError):
-                connection.send(("stop",))
-        self.thread.join(timeout=10)
-        for pid in self.pids.values():  # still there after the grace: killed
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        self.thread.join(timeout=10)
-        for connection in self.connections.values():
-            connection.close()
-        self.listener.close()
+        return super().alive and self.thread.is_alive() and self.failure is None
 
 
-def _multi_node() -> tuple[int, str, int, bytes, str]:
-    """(nodes, controller host, controller port, key, rendezvous endpoint) from the
-    environment: one node on localhost by default; for more, `REMAT_FSDP_NNODES`,
-    `REMAT_FSDP_RDZV_ENDPOINT` (host:port), `REMAT_FSDP_CONTROLLER` (host:port the ranks
-    connect to) and `REMAT_FSDP_AUTHKEY` (hex), as docs/SCALE.md says."""
-    setting = os.environ.get("REMAT_FSDP_NNODES", "").strip() or "1"
+def node_count() -> int:
+    """The nodes that each start `REMAT_FSDP_RANKS` ranks: `REMAT_FSDP_NNODES` (a cluster's),
+    else the scale profile's `REMAT_SCALE_NODES` (nodes on this machine), else 1."""
+    setting = os.environ.get(NODES_VARIABLE, "").strip()
+    if not setting:
+        return scale_nodes()
     if not setting.isdigit() or int(setting) < 1:
-        raise ValueError(f"REMAT_FSDP_NNODES must be a positive integer, got {setting!r}")
-    nodes = int(setting)
+        raise ValueError(f"{NODES_VARIABLE} must be a positive integer, got {setting!r}")
+    return int(setting)
+
+
+def torchrun_command(
+    nodes: int, ranks_per_node: int, endpoint: str, run_id: str, controller: str
+) -> list[str]:
+    """The command that starts another node's ranks: docs/SCALE.md's, as this machine's
+    `REMAT_SCALE_NODES` runs it (`python -m torch.distributed.run` is `torchrun`). It joins
+    the rendezvous as a guest (`is_host=false`: the store is node 0's)."""
+    return [
+        python(), "-m", "torch.distributed.run", "--nnodes", str(nodes),
+        "--nproc-per-node", str(ranks_per_node), "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", endpoint, "--rdzv-id", run_id, "--rdzv-conf", "is_host=false",
+        "-m", "implementations.stacks.torch.fsdp_rank", "--controller", controller,
+    ]  # fmt: skip
+
+
+def _multi_node() -> tuple[int, tuple[str, int], bytes, str, bool]:
+    """(nodes, the controller's address, its key, the rendezvous endpoint, whether this
+    process starts the other nodes) from the environment (see the module)."""
+    nodes = node_count()
     if nodes == 1:
-        return 1, "127.0.0.1", 0, secrets.token_bytes(32), "127.0.0.1:0"
+        return 1, ("127.0.0.1", 0), secrets.token_bytes(32), "127.0.0.1:0", False
+    if not os.environ.get(NODES_VARIABLE, "").strip():  # REMAT_SCALE_NODES: this machine
+        return nodes, ("127.0.0.1", 0), secrets.token_bytes(32), "127.0.0.1:0", True
     named = {}
-    for name in ("REMAT_FSDP_RDZV_ENDPOINT", "REMAT_FSDP_CONTROLLER", "REMAT_FSDP_AUTHKEY"):
+    for name in ("REMAT_FSDP_RDZV_ENDPOINT", "REMAT_FSDP_CONTROLLER"):
         named[name] = os.environ.get(name, "").strip()
         if not named[name]:
-            raise ValueError(f"{name} must be set when REMAT_FSDP_NNODES is {nodes}")
-    host, _, port = named["REMAT_FSDP_CONTROLLER"].rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"REMAT_FSDP_CONTROLLER must be host:port, got {host}:{port}")
-    try:
-        authkey = bytes.fromhex(named["REMAT_FSDP_AUTHKEY"])
-    except ValueError:
-        raise ValueError("REMAT_FSDP_AUTHKEY must be hexadecimal") from None
-    return nodes, host, int(port), authkey, named["REMAT_FSDP_RDZV_ENDPOINT"]
+            raise ValueError(f"{name} must be set when {NODES_VARIABLE} is {nodes}")
+    host_port("REMAT_FSDP_RDZV_ENDPOINT", named["REMAT_FSDP_RDZV_ENDPOINT"])
+    controller = host_port("REMAT_FSDP_CONTROLLER", named["REMAT_FSDP_CONTROLLER"])
+    return nodes, controller, hex_key(AUTHKEY_VARIABLE), named["REMAT_FSDP_RDZV_ENDPOINT"], False
 
 
-def _timeout() -> float:
-    setting = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not setting:
-        return 100.0
-    try:
-        value = float(setting)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise ValueError(
-            f"{TIMEOUT_VARIABLE} must be a positive number of seconds, got {setting!r}"
-        )
-    return value
+def _rendezvous_store(endpoint: str) -> tuple[str, TCPStore | None]:
+    """(endpoint, store): for `host:0`, a c10d store hosted here on a free port (kept alive
+    by the pool; the launcher's agent, in this process, shares it), else none made here."""
+    host, port = host_port("REMAT_FSDP_RDZV_ENDPOINT", endpoint)
+    if port != 0:
+        return endpoint, None
+    store = TCPStore(
+        host, 0, is_master=True, multi_tenant=True, wait_for_workers=False,
+        timeout=timedelta(seconds=60),
+    )  # fmt: skip
+    return f"{host}:{store.port}", store
 
 
-def _how(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(-code).name}"
-        return f"was killed by signal {-code}"
-    return f"exited with code {code}"
+def announce(controller: str, endpoint: str, run_id: str) -> None:
+    """Write where the other nodes must go to the file `REMAT_FSDP_ANNOUNCE` names (if set),
+    atomically: `{"controller", "rdzv_endpoint", "run_id", "pid"}`, what a launcher of the
+    other nodes waits for when the ports were picked here."""
+    path = os.environ.get(ANNOUNCE_VARIABLE, "").strip()
+    if not path:
+        return
+    text = json.dumps(
+        {"controller": controller, "rdzv_endpoint": endpoint, "run_id": run_id,
+         "pid": os.getpid(), "time": time.time()}
+    )  # fmt: skip
+    with open(f"{path}.tmp", "w") as file:
+        file.write(text)
+    os.replace(f"{path}.tmp", path)

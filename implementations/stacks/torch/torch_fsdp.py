@@ -1,12 +1,15 @@
 """The FSDP2 port: the torch MLP under `fully_shard` over N gloo CPU ranks, checkpointed.
 
-N is `REMAT_FSDP_RANKS` (default 2), read when the port is made. The ranks
-are processes started by torch's own launcher
-(`torch.distributed.launcher.api.elastic_launch`, as `torchrun` starts
-them) the first time the port is asked something, and kept for the
-process's life (`implementations.stacks.torch.ranks.RankPool`); each holds
-1/N of every parameter (`fully_shard` on each Linear and on the root) and
-runs the block under `torch.utils.checkpoint(..., use_reentrant=False)`.
+N is `REMAT_FSDP_RANKS` (default 2) on every node, read when the port is
+made; one node unless `REMAT_SCALE_NODES` (nodes on this machine, each a
+`torchrun`) or `REMAT_FSDP_NNODES` (a cluster's) says more, and the world
+is nodes x N (docs/SCALE.md). The ranks are processes started by torch's
+own launcher (`torch.distributed.launcher.api.elastic_launch`, as
+`torchrun` starts them) the first time the port is asked something, and
+kept for the process's life (`implementations.stacks.torch.ranks.RankPool`,
+one per process and world, shared by the port and its mutants); each holds
+1/world of every parameter (`fully_shard` on each Linear and on the root)
+and runs the block under `torch.utils.checkpoint(..., use_reentrant=False)`.
 Results are gathered on rank 0 (`DTensor.full_tensor()`). The rank's side
 is `implementations.stacks.torch.fsdp_rank`.
 
@@ -35,9 +38,15 @@ from implementations.sharding import RankRecord, rank_count
 from implementations.stacks.numpy import canonical_params, out_in
 from implementations.stacks.torch import TorchPort
 from implementations.stacks.torch.arrays import as_input, to_host_array
-from implementations.stacks.torch.ranks import RankPool
+from implementations.stacks.torch.ranks import RankPool, node_count
 
 RANKS_VARIABLE = "REMAT_FSDP_RANKS"
+
+#: The live ranks, one pool per world size in a process, shared by the port and its mutants
+#: (a request says whether to checkpoint; the ranks do not care which port asks): one
+#: start-up per worker, not one per port object, and on several nodes one controller address
+#: and one set of remote ranks, which a second pool could not have.
+_POOLS: dict[int, RankPool] = {}
 
 
 class TorchFsdp(TorchPort):
@@ -63,21 +72,26 @@ class TorchFsdp(TorchPort):
     }
 
     def __init__(self):
-        self.ranks = rank_count(RANKS_VARIABLE, 2)
-        self._pool: RankPool | None = None
+        # The ranks every node starts, and the world: all nodes' (what (e) counts records of).
+        self.ranks_per_node = rank_count(RANKS_VARIABLE, 2)
+        self.nodes = node_count()
+        self.ranks = self.ranks_per_node * self.nodes
 
     def pool(self) -> RankPool:
         """The live ranks, started on first use (and again after a failure)."""
-        if self._pool is None or not self._pool.alive:
-            self._pool = RankPool(self.ranks)
-            atexit.register(self._pool.close)
-        return self._pool
+        pool = _POOLS.get(self.ranks)
+        if pool is None or not pool.alive:
+            if pool is not None:
+                pool.close()
+            pool = _POOLS[self.ranks] = RankPool(self.ranks_per_node)
+            atexit.register(pool.close)
+        return pool
 
     def close(self) -> None:
         """Stop the ranks (they stop with this process anyway)."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        pool = _POOLS.pop(self.ranks, None)
+        if pool is not None:
+            pool.close()
 
     def checkpointed(self, checkpoint: Any) -> bool:
         """Whether the ranks run the block under the checkpoint (a mutant says no): `full`
