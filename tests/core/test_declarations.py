@@ -28,22 +28,26 @@ PORTING = (ROOT / "docs" / "PORTING.md").read_text()
 _DECLARED = """
 import json, sys
 import implementations, implementations.stacks
-port = implementations.load(sys.argv[1])
-print(json.dumps({
-    "class": type(port).__module__ + ":" + type(port).__qualname__,
-    "name": port.name, "framework": port.framework, "extra": getattr(port, "extra", None),
-    "checkpoint_api": port.checkpoint_api,
-    "stack": port.stack.name if hasattr(port, "stack") else None,
-    "is_port": isinstance(port, implementations.stacks.Port),
-}))
+found = {}
+for name in sys.argv[1:]:
+    port = implementations.load(name)
+    found[name] = {
+        "class": type(port).__module__ + ":" + type(port).__qualname__,
+        "name": port.name, "framework": port.framework, "extra": getattr(port, "extra", None),
+        "checkpoint_api": port.checkpoint_api,
+        "stack": port.stack.name if hasattr(port, "stack") else None,
+        "is_port": isinstance(port, implementations.stacks.Port),
+    }
+print(json.dumps(found))
 """
 
 
-def _declarations(name: str) -> dict:
-    """What the registered port `name` declares, read off its loaded class (in a process of
-    its own, so that each Keras port loads on its own backend)."""
+def _declarations(names: list[str]) -> dict[str, dict]:
+    """What the registered ports `names` declare, read off their loaded classes, in a process
+    of their own: the ports of one worker group (one framework, one Keras backend) load
+    together there, as they do in a run's worker."""
     done = subprocess.run(
-        [sys.executable, "-c", _DECLARED, name], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", _DECLARED, *names], capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -51,14 +55,19 @@ def _declarations(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def declared() -> dict[str, dict]:
-    found = {}
+    from conformance.running.suite import worker_group
+
+    groups: dict[str, list[str]] = {}
     for status in implementations.status():
         if status.source != "built-in":
             continue
         if status.state == "unavailable":
             continue  # its framework is not installed here; nothing to read
         assert status.state == "available", (status.name, status.reason)
-        found[status.name] = _declarations(status.name)
+        groups.setdefault(worker_group(status.name), []).append(status.name)
+    found = {}
+    for names in groups.values():
+        found.update(_declarations(names))
     if not found:
         pytest.skip("no built-in port loads here")
     return found
