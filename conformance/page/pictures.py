@@ -426,3 +426,117 @@ def bench_picture(bench: dict[str, Any]) -> bytes:
         return buffer.getvalue()
     finally:
         plt.close(figure)
+
+
+def policy_bench_picture(data: dict[str, Any]) -> bytes:
+    """`bench --policies`: one row per framework and policy (by framework, in its engine's
+    colour and marker): saved over the analytic minimum beside the step time over the same
+    framework's `none`, median with its interquartile whisker, and n and the spread in words
+    (noise over `NOISE` of the median)."""
+    from .tables import relative_spread, spread_words
+
+    results = data.get("results") or []
+    order = list(dict.fromkeys(r["framework"] for r in results))
+    results = sorted(results, key=lambda r: order.index(r["framework"]))
+
+    def draw(figure) -> None:
+        saved, timed = figure.subplots(1, 2, sharey=True, width_ratios=(1, 1.4))
+        for y, r in enumerate(results):
+            name = colours.bench_engine(r["framework"])
+            style = {"color": colours.colour(name), "marker": colours.marker(name)}
+            saved.plot(r["saved_bytes"] / r["analytic_minimum"], y, linestyle="none", **style)
+            ratios = [float(v) for v in r.get("time_ratios") or []]
+            median, relative = relative_spread(ratios)
+            if median is None:
+                timed.text(0.02, y, "not timed", va="center", fontsize=8, color="grey",
+                           transform=timed.get_yaxis_transform())  # fmt: skip
+                continue
+            noise = relative is not None and relative > NOISE
+            if relative is not None:
+                q1, _, q3 = statistics.quantiles(ratios, n=4)
+                timed.plot([q1, q3], [y, y], color=style["color"],
+                           linestyle="--" if noise else "-")  # fmt: skip
+            timed.plot(median, y, linestyle="none", markeredgecolor=style["color"],
+                       markerfacecolor="white" if noise else style["color"], **style)  # fmt: skip
+            timed.text(1.02, y, f"{median:.2f} · {spread_words(relative, len(ratios), NOISE)}",
+                       va="center", fontsize=8, fontweight="bold" if noise else "normal",
+                       transform=timed.get_yaxis_transform())  # fmt: skip
+        labels = [f"{r['framework']} {r.get('variant', '')}".strip() + f" · {r['policy']}"
+                  for r in results]  # fmt: skip
+        saved.set_yticks(range(len(results)), labels, fontsize=8)
+        saved.set_ylim(len(results) - 0.5, -0.5)
+        for y in range(1, len(results)):
+            if results[y]["framework"] != results[y - 1]["framework"]:
+                for axis in (saved, timed):
+                    axis.axhline(y - 0.5, color="black", linewidth=0.6)
+        saved.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+        saved.set_xlabel("saved / analytic minimum L·B·F·4", fontsize=9)
+        saved.grid(alpha=0.3, axis="x")
+        timed.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+        timed.set_xlabel("step time / none (median, IQR whisker; dashed: noise)", fontsize=9)
+        timed.grid(alpha=0.3, axis="x")
+        timed.tick_params(axis="y", length=0)
+        figure.suptitle("remat policies: saved bytes and step time per framework", fontsize=10)
+
+    return _png(draw, (10.5, 0.24 * len(results) + 1.6), layout="constrained")
+
+
+def scale_picture(data: dict[str, Any]) -> bytes:
+    """`bench --scale`: bytes per rank and step time against N, one colour and marker per
+    engine (`colours`), solid with the checkpoint on, dotted off, hollow on several nodes."""
+    from .tables import relative_spread
+
+    rows = data.get("rows") or []
+
+    def draw(figure) -> None:
+        memory, time = figure.subplots(1, 2)
+        groups = dict.fromkeys((r["engine"], r.get("nodes", 1), r["checkpoint"]) for r in rows)
+        for port, nodes, checkpoint in groups:
+            mine = sorted(
+                (r for r in rows if (r["engine"], r.get("nodes", 1), r["checkpoint"])
+                 == (port, nodes, checkpoint)),
+                key=lambda r: r["ranks"],
+            )  # fmt: skip
+            name = manifests.engine_of(port)
+            style = {
+                "color": colours.colour(name),
+                "marker": colours.marker(name),
+                "linestyle": "-" if checkpoint else ":",
+                "markerfacecolor": "white" if nodes > 1 else colours.colour(name),
+                "label": f"{port}, checkpoint {'on' if checkpoint else 'off'}"
+                + (f", {nodes} nodes" if nodes > 1 else ""),
+            }
+            n = [r["ranks"] for r in mine]
+            memory.plot(n, [max(r["kept_bytes"]) / 1024 for r in mine], **style)
+            if nodes == 1:
+                memory.plot(n, [r["minimum_bytes"] / 1024 for r in mine], "--", linewidth=0.8,
+                            color=style["color"], alpha=0.6)  # fmt: skip
+            medians, low, high = [], [], []
+            for r in mine:
+                times = sorted(float(t) * 1e3 for t in r.get("times") or [])
+                median, _ = relative_spread(times)
+                medians.append(median)
+                if len(times) >= 4:
+                    q1, _, q3 = statistics.quantiles(times, n=4)
+                    low.append(median - q1)
+                    high.append(q3 - median)
+                else:
+                    low.append(0.0)
+                    high.append(0.0)
+            time.errorbar(n, medians, yerr=[low, high], capsize=3, **style)
+        for axis, title in (
+            (memory, "KiB kept by the largest rank (thin dashed: analytic minimum)"),
+            (time, "step time, ms (median, IQR whiskers)"),
+        ):
+            axis.set_xscale("log", base=2)
+            axis.set_yscale("log")
+            axis.xaxis.set_major_formatter(_plain())
+            axis.yaxis.set_major_formatter(_plain())
+            axis.set_xlabel("ranks N")
+            axis.set_title(title, fontsize=9)
+            axis.grid(alpha=0.3, which="both")
+        handles, labels = memory.get_legend_handles_labels()
+        figure.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8,
+                      frameon=False)  # fmt: skip
+
+    return _png(draw, (10, 4.6), layout="constrained")
