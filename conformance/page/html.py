@@ -36,7 +36,7 @@ th { background: #f1f1f1; position: sticky; top: 0; }
 td.good { background: #e6f4ea; }
 td.bad { background: #fce8e6; font-weight: 600; }
 td.warn { background: #fef7e0; }
-.scroll { overflow-x: auto; max-width: 100%; }
+.scroll { overflow-x: auto; max-width: 100%; position: relative; }
 figure { margin: 1em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; font-size: 0.9em; }
