@@ -78,6 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "depths to 32, batch 1024: many minutes) instead of the quick sweep",
     )
     parser.add_argument(
+        "--save-reports",
+        type=arguments.writable_directory,
+        default=None,
+        metavar="DIR",
+        help="with --make: keep the JSON reports it made in DIR (run.json, compare.json, "
+        "bench.json, bench-policies.json, scale.json), to build the page again from them",
+    )
+    parser.add_argument(
         "--implementation",
         "--port",
         action="append",
@@ -139,6 +147,10 @@ def make(kind: str, args: argparse.Namespace, scratch: Path):
     if done.returncode not in (0, 1) or not path.exists() or not path.stat().st_size:
         raise RuntimeError(f"{kind} exited {done.returncode} without a report")
     found = read(path)
+    saved = getattr(args, "save_reports", None)
+    if saved is not None:
+        saved.mkdir(parents=True, exist_ok=True)
+        (saved / path.name).write_bytes(path.read_bytes())
     return Document(found.kind, "made now: " + " ".join(command[3:]), found.data)
 
 

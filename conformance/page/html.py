@@ -83,6 +83,10 @@ details.row > summary, details.passing > summary, details.columns > summary {
 details.passing { margin: 0.4em 0; }
 details.passing > summary { font-weight: 600; }
 tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
+@media (min-width: 900px) {
+  nav.toc > ol { columns: 3; column-gap: 2em; }
+  nav.toc > ol > li { break-inside: avoid; }
+}
 @media (max-width: 600px) {
   body { font-size: 14px; padding: 0 0.5em; margin: 0.8em auto; }
   th, td { padding: 2px 4px; }

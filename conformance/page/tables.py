@@ -563,7 +563,8 @@ def versions_table(rows: Sequence[Any]) -> Table:
     """A versions sweep's matrix, from a plain list of rows (dicts: `framework` and
     `version` first, then `port`, `status` or `verdict`, `failed`, `note`, then any other
     key, each a column; a value that is a dict, such as property -> status, is one column
-    per key). A cell reads ✓ or ✗ where the value is a boolean verdict or a status."""
+    per key). A cell reads ✓ or ✗ where the value is a status (`pass`, `fail`...) or a
+    boolean `failed` or `passed`."""
     flat = []
     for row in rows:
         cells: dict[str, Any] = {}
@@ -587,16 +588,20 @@ def versions_table(rows: Sequence[Any]) -> Table:
     for cells in flat:
         table.add(
             " ".join(str(cells.get(k, "")) for k in ("framework", "version", "port")).strip(),
-            [_version_cell(cells.get(k)) for k in header],
+            [_version_cell(k, cells.get(k)) for k in header],
         )
     return table
 
 
-def _version_cell(value: Any) -> str:
+def _version_cell(key: str, value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
-        return "✓ yes" if value else "✗ no"
+        if key in ("failed", "fails"):
+            return "✗ failed" if value else "✓ passed"
+        if key in ("passed", "ok", "conforms"):
+            return "✓ passed" if value else "✗ failed"
+        return "yes" if value else "no"
     text = str(value)
     if text in PASSING and text != "skip":
         return PASSING[text]
