@@ -7,7 +7,7 @@ DIR/bench-policies.json, `bench --scale` DIR/scale.json), or let it make them:
 scale` run those commands now, each in a child process of its own
 (`--implementation` narrows the ports, `--profile` the run), and report on what
 they wrote. `--make bench` and `--make policies` run a quick sweep by default
-(`QUICK_BENCH`: three frameworks, small shapes, five repeats; under a minute on
+(`QUICK_BENCH`: JAX and torch, small shapes, five repeats; under a minute on
 two cores), `--full-bench` the bench's own defaults (minutes); `--make scale`
 is the whole scale bench (a few minutes). The page holds the conformance grid
 and its details, the mutation score, the compare table, the policy matrix, the
@@ -32,7 +32,7 @@ HELP = "one self-contained HTML page (and Markdown) from run, compare and bench 
 MAKEABLE = ("run", "compare", "bench", "policies", "scale")
 #: `--make bench` and `--make policies` unless `--full-bench`: a sweep of under a minute on
 #: two cores (the frameworks that are not installed are skipped, with the reason).
-QUICK_FRAMEWORKS = ("jax", "torch", "tensorflow")
+QUICK_FRAMEWORKS = ("jax", "torch")
 QUICK_BENCH = (
     *(word for name in QUICK_FRAMEWORKS for word in ("--framework", name)),
     *("--batch", "64", "--features", "32", "--repeats", "5", "--max-repeats", "5"),
@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         choices=MAKEABLE,
         help="run this command now and report on it (repeatable): run (the suite), "
-        "compare (without first calls), bench (a quick sweep: jax, torch and tensorflow, "
+        "compare (without first calls), bench (a quick sweep: jax and torch, "
         "depths 1 2 4, batch 64, F 32, 5 repeats; under a minute), policies (bench "
         "--policies, as quick, at L=2), scale (bench --scale: a few minutes)",
     )

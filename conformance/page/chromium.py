@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -99,6 +100,14 @@ class Look:
         return [i["alt"][:60] for i in self.images if not i["complete"] or not i["natural_width"]]
 
 
+def _high(pair: tuple[int, int]) -> tuple[int, int]:
+    """Both descriptors moved to numbers of 10 or more, close-on-exec."""
+    moved = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in pair)
+    for fd in pair:
+        os.close(fd)
+    return moved
+
+
 def find() -> str | None:
     """The Chromium executable (`$CHROMIUM` first), or None."""
     wanted = os.environ.get("CHROMIUM")
@@ -120,14 +129,17 @@ class Browser:
             raise BrowserError("no Chromium found (chromium, chromium-browser, google-chrome)")
         self.timeout = timeout
         self._profile = tempfile.TemporaryDirectory(prefix="report-chromium-")
-        to_browser_read, self._to_browser = os.pipe()
-        self._from_browser, from_browser_write = os.pipe()
+        # The pipes' ends Chromium gets sit above 10 here (so that moving them to 3 and 4 in
+        # the child cannot overwrite one with the other), close on exec, and are moved to 3
+        # and 4 (inheritable) just before Chromium starts.
+        to_browser_read, self._to_browser = _high(os.pipe())
+        self._from_browser, from_browser_write = _high(os.pipe())
         self._process = subprocess.Popen(
             [executable, *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4),
+            close_fds=False,  # else 3 and 4 would be closed after the move; the rest close on exec
             preexec_fn=lambda: (os.dup2(to_browser_read, 3), os.dup2(from_browser_write, 4)),
         )
         os.close(to_browser_read)

@@ -80,7 +80,8 @@ details.row[open] { background: #fcfcfc; }
 details.row.failed > summary { font-weight: 700; color: #8c1d18; }
 details.row > summary, details.passing > summary, details.columns > summary {
   cursor: pointer; }
-details.passing { margin: 0.4em 0; }
+details.passing, details.table { margin: 0.4em 0; }
+details.table > summary { cursor: pointer; }
 details.passing > summary { font-weight: 600; }
 tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
 @media (min-width: 900px) {
@@ -90,6 +91,10 @@ tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
 @media (max-width: 600px) {
   body { font-size: 14px; padding: 0 0.5em; margin: 0.8em auto; }
   th, td { padding: 2px 4px; }
+  table.grid { font-size: 0.76em; }
+  table.grid td.cell { min-width: 1.7em; padding: 1px; }
+  table.grid th.col, table.grid th.port { padding: 2px; }
+  .bar { width: 1.4em; }
   h1 { font-size: 1.35em; }
 }
 """
@@ -121,12 +126,17 @@ def table(found: Table, anchor: str) -> str:
         )
         body.append(f'<tr data-key="{escape(key)}">{cells}</tr>')
     caption = f'<p class="caption">{escape(found.caption)}</p>' if found.caption else ""
-    return (
-        f'<h3 id="{escape(anchor)}">{escape(found.title)}</h3>\n'
+    shown = (
         f'<div class="scroll"><table class="{escape(found.kind)}">'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
         f"\n{caption}"
     )
+    if found.collapsed:  # nothing in it stands out: one click away
+        shown = (
+            f'<details class="table"><summary>Show the {len(found.rows)} rows</summary>'
+            f"{shown}</details>"
+        )
+    return f'<h3 id="{escape(anchor)}">{escape(found.title)}</h3>\n{shown}'
 
 
 def _cell(cell: Cell, show_short: bool) -> str:

@@ -29,6 +29,7 @@ class Table:
     keys: list[str] = field(default_factory=list)
     caption: str = ""
     kind: str = ""  # "matrix", "compare", ...: lets HTML give the rows an id
+    collapsed: bool = False  # HTML shows it on demand (a <details>): nothing in it stands out
 
     def add(self, key: str, cells: Sequence[Any]) -> None:
         self.keys.append(key)
@@ -136,6 +137,7 @@ def mutants(run: dict[str, Any]) -> Table | None:
         header=["mutant", "verdict", "killed by", "bug"],
         caption="A mutant is a deliberately broken port; ✓ killed: a property rejected it",
         kind="mutants",
+        collapsed=all(m["status"] == "killed" for m in found),
     )
     for m in found:
         verdict = "✓ killed" if m["status"] == "killed" else f"✗ {m['status']}"
