@@ -532,6 +532,7 @@ def scale_picture(data: dict[str, Any]) -> bytes:
             axis.set_yscale("log")
             axis.xaxis.set_major_formatter(_plain())
             axis.yaxis.set_major_formatter(_plain())
+            axis.yaxis.set_minor_formatter(_two_five())
             axis.set_xlabel("ranks N")
             axis.set_title(title, fontsize=9)
             axis.grid(alpha=0.3, which="both")
