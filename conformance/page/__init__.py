@@ -1,13 +1,15 @@
 """`python -m conformance report`: one self-contained HTML page (and Markdown) from JSON reports.
 
 `build(...)` is the entry point, for the CLI and for `conformance.page`:
-it reads `run --json`, `compare --json` and `bench.json` reports (or runs a
-compare and a bench itself), and returns a `Report` holding the HTML and
-the Markdown, written to files when asked.
+it reads `run --json`, `compare --json`, `bench.json`, `bench-policies.json`
+and `scale.json` reports (the command can make them first), and returns a
+`Report` holding the HTML and the Markdown, written to files when asked.
 
 - `documents`: read a report and tell its kind;
+- `grids`: the conformance and policy matrices, compact cells with details;
 - `tables`: the tables as plain strings (HTML, Markdown and CSV share them);
-- `pictures`: the compare pictures and the bench plot, PNG bytes;
+- `pictures`: the compare, bench, policy-bench and scale pictures, PNG bytes;
+- `colours`: one colour and marker per engine, for every picture;
 - `sections`: what the report shows, in order;
 - `html`, `markdown`: the two renderings.
 """
@@ -67,6 +69,7 @@ def build(
     markdown_path: str | Path | None = None,
     pictures: bool = True,
     title: str = TITLE,
+    versions: Sequence[dict[str, Any]] | None = None,
 ) -> Report:
     """Build the report from JSON reports: paths, or already parsed documents.
 
@@ -80,14 +83,16 @@ def build(
       (the Markdown's pictures go into `<stem>-pictures/` beside it).
     - `pictures`: draw the pictures (needs matplotlib, the `bench` extra).
     - `title`: the page's heading.
+    - `versions`: the rows of a versions sweep (plain dicts, `framework` and `version`
+      first: `tables.versions_table`), shown in a section of their own.
 
     **Returns:** a `Report`. **Raises:** `DocumentError` naming a report it
     cannot read, `ValueError` when there is none.
     """
     documents = [_document(r, i) for i, r in enumerate(reports, 1)]
-    if not documents:
+    if not documents and versions is None:
         raise ValueError("reports: give at least one run, compare or bench JSON report")
-    found = sections(documents, pictures=pictures)
+    found = sections(documents, pictures=pictures, versions=versions)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     kinds = ", ".join(f"{d.kind} ({Path(d.source).name})" for d in documents)
     meta = f"Made {stamp} from: {kinds}."
