@@ -10,6 +10,7 @@ the worst error/bound ratio it saw (None where there is no bound) and raises
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,8 @@ class Property:
     - `needs_canonical`: False for properties a port can meet on its own.
     - `examples`: at most this many examples per run, whatever the profile
       asks (a property whose example is costly); None: the profile's.
+    - `share`: this share of the examples asked for (at least one), for a property whose
+      verdict turns on the shape, not on the values; None: all of them.
     """
 
     id: str
@@ -71,20 +74,23 @@ class Property:
     cases: Callable[[], Sequence[Any]] | None = None
     needs_canonical: bool = True
     examples: int | None = None
+    share: float | None = None
 
     @property
     def key(self) -> str:
         return f"{self.id}_{self.name}"
 
     def capped(self, max_examples: int | None) -> int | None:
-        """`max_examples` (None: the profile's), at most `examples`."""
-        if self.examples is None:
+        """`max_examples` (None: the profile's), times `share`, at most `examples`."""
+        if self.examples is None and self.share is None:
             return max_examples
         if max_examples is None:
             from hypothesis import settings
 
             max_examples = settings().max_examples
-        return min(max_examples, self.examples)
+        if self.share is not None:
+            max_examples = max(1, math.ceil(max_examples * self.share))
+        return max_examples if self.examples is None else min(max_examples, self.examples)
 
 
 def _params(port: Implementation, value: Any) -> Params:
@@ -396,6 +402,13 @@ def _precision_verdict(port: str, results: list[precision.Result]) -> list[preci
 #: Examples of (j) per run: each runs every declared policy (a compile per policy and
 #: shape on a compiling stack), and what it saves depends on the shape alone.
 POLICY_EXAMPLES = 3
+#: (e) and (h) run a quarter of the examples: what a framework keeps for backward, and whether
+#: a call copies x, flattens and repeats, turn on the shape (the menu has four), not on the
+#: values; every mutant they must kill dies on its first example.
+SHAPE_BOUND_SHARE = 0.25
+#: (d) runs half: on and off differ, where they do, by the arithmetic of a recompute, which
+#: every shape shows; half leaves room for values near a relu's kink.
+ON_OFF_SHARE = 0.5
 #: The shapes (j) draws, D < F and D > F, from the small menu; "wide" draws any.
 POLICY_SHAPES = [(3, 4), (33, 7)]
 
@@ -578,15 +591,16 @@ PROPERTIES: tuple[Property, ...] = (
              prepare_vjp, strategy=strategies.param_cases),
     Property("d", "on_off", "checkpoint on equals off, within the port",
              check_checkpoint_is_transparent, prepare_on_off,
-             strategy=strategies.param_cases, needs_canonical=False),
+             strategy=strategies.param_cases, needs_canonical=False, share=ON_OFF_SHARE),
     Property("e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,
-             strategy=_evidence_cases, needs_canonical=False),
+             strategy=_evidence_cases, needs_canonical=False, share=SHAPE_BOUND_SHARE),
     Property("f", "end_to_end", "nn_checkpoint_forward equals the canonical", check_end_to_end,
              prepare_end_to_end, strategy=strategies.seeded_forward_cases),
     Property("g", "bad_inputs", "bad inputs raise the contract's errors", check_bad_input,
              cases=_bad_input_cases, needs_canonical=False),
     Property("h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,
-             strategy=strategies.seeded_forward_cases, needs_canonical=False),
+             strategy=strategies.seeded_forward_cases, needs_canonical=False,
+             share=SHAPE_BOUND_SHARE),
     Property("i", "precision", "as close to exact as float32 gets (median, large shapes)",
              check_precision, prepare_precision, strategy=strategies.precision_cases,
              needs_canonical=False),

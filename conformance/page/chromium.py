@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -140,6 +141,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             close_fds=False,  # else 3 and 4 would be closed after the move; the rest close on exec
+            start_new_session=True,  # its helpers (zygotes, crashpad) in one group, to stop
             preexec_fn=lambda: (os.dup2(to_browser_read, 3), os.dup2(from_browser_write, 4)),
         )
         os.close(to_browser_read)
@@ -281,11 +283,24 @@ class Browser:
                     os.close(descriptor)
         self._to_browser = self._from_browser = None
         process = getattr(self, "_process", None)
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            _stop_group(process)
         self._profile.cleanup()
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    """Stop Chromium and every helper of its process group, and wait until none is left:
+    a helper still running writes into the profile while it is being removed."""
+    for signal_number in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal_number)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(process.pid, 0)  # anyone of the group still there?
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+    process.wait()

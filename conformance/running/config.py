@@ -81,7 +81,7 @@ def examples_per_property(prop: Property, max_examples: int | None) -> int:
     """How many examples a property will run (for progress totals)."""
     if prop.cases is not None:
         return len(prop.cases())
-    if max_examples is not None or prop.examples is not None:
+    if max_examples is not None or prop.examples is not None or prop.share is not None:
         return prop.capped(max_examples)
     from hypothesis import settings
 

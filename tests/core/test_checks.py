@@ -49,3 +49,14 @@ def test_bitwise_equal_sees_negative_zero_and_dtype_changes():
         bitwise_equal("p", "x", np.array([-0.0], np.float32), np.array([0.0], np.float32))
     with pytest.raises(ConformanceError, match="dtype"):
         bitwise_equal("p", "x", np.array([1.0]), np.array([1.0], np.float32))
+
+
+def test_a_property_with_a_share_runs_that_share_of_the_examples_asked_for():
+    from conformance.checking.properties import BY_KEY
+
+    assert BY_KEY["e_evidence"].capped(100) == 25
+    assert BY_KEY["h_hygiene"].capped(100) == 25
+    assert BY_KEY["d_on_off"].capped(100) == 50
+    assert BY_KEY["e_evidence"].capped(3) == 1  # never none
+    assert BY_KEY["b_forward"].capped(100) == 100
+    assert BY_KEY["j_policies"].capped(100) == BY_KEY["j_policies"].examples
