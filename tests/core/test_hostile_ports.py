@@ -126,8 +126,8 @@ PORTS = {
 }
 TIMEOUT = "8"
 # For the slow compile: a small timeout, and a first forward that computes for over three.
-SHORT_TIMEOUT = "5"
-COMPILE_SECONDS = 16.0
+SHORT_TIMEOUT = "3"
+COMPILE_SECONDS = 10.0
 
 
 @pytest.fixture(scope="module")
