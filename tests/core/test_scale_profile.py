@@ -40,8 +40,23 @@ def test_the_default_run_leaves_the_sharded_ports_and_their_mutants_out(tmp_path
 
 @pytest.fixture(scope="module")
 def scale_run():
+    """The scale profile as a user runs it: the sharded ports and their mutants, hunted in
+    the same workers (tests/core/test_mutants.py leaves the sharded mutants to this run)."""
     ports = tuple(sorted(implementations.SHARDED))
-    return run_suite(RunConfig(ports=ports, profile=profiles.SCALE, mutants=False, jobs=2))
+    return run_suite(RunConfig(ports=ports, profile=profiles.SCALE, mutants=True, jobs=2))
+
+
+SHARDED_MUTANTS = sorted(n for n, s in MUTANTS.items() if s.family in implementations.SHARDED)
+
+
+@pytest.mark.parametrize("name", SHARDED_MUTANTS)
+def test_the_scale_run_rejects_the_sharded_mutant(scale_run, name):
+    (result,) = [m for m in scale_run.mutants if m.name == name]
+    if result.status == "unavailable":
+        pytest.skip(result.message)
+    assert result.status == "killed", f"{name} {result.status}: {result.message}"
+    assert result.killed_by == MUTANTS[name].killed_by, result.message
+    assert not result.message.startswith(f"[{name}] raised"), result.message
 
 
 @pytest.mark.parametrize("name", sorted(implementations.SHARDED))
