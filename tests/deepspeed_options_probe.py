@@ -2,7 +2,8 @@
 own, and print what happened as one JSON document (tests/deepspeed/test_deepspeed_options.py).
 
 A process of its own because `configure()` needs a process group (`deepspeed.init_distributed`,
-one gloo rank) and sets module-wide state; the test sessions keep neither. Each case runs the
+one gloo rank, without DeepSpeed's compiled shared-memory all-reduce) and sets module-wide
+state; the test sessions keep neither. Each case runs the
 port's `run(model, x)` on the canonical MLP, then `backward(ones)`, and compares the output and
 every gradient with the default checkpoint's (no `configure()`), bit for bit.
 """
@@ -10,6 +11,7 @@ every gradient with the default checkpoint's (no `configure()`), bit for bit.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import socket
 import sys
@@ -47,6 +49,11 @@ def main() -> None:
         from implementations.stacks.torch import build_mlp
 
         imported = time.process_time()
+        # Its shared-memory all-reduce op is compiled on a first init (about 100 s, again
+        # in every new venv); one rank never all-reduces, and the options under test do
+        # not touch it, so the probe goes without.
+        # (By its module: the package's attribute `deepspeed.comm.torch` is torch itself.)
+        importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
         deepspeed.init_distributed("gloo")
         initialised = time.process_time()
         port = DeepSpeed()

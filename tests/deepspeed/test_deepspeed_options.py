@@ -2,11 +2,11 @@
 pinned as they behave upstream (deepspeed 0.19.8, torch 2.13, CPU, one gloo rank).
 
 `configure()` needs a process group, so the options run in a process of their own
-(`tests/deepspeed_options_probe.py`, one run for every case: about 5 s of CPU once DeepSpeed's
-shared-memory op is built; its first build, cached in ~/.cache/torch_extensions, takes about
-100 s). Where an option works, its values and gradients are bitwise the default checkpoint's;
-where it fails, the test holds the exact error, so it fails the day DeepSpeed changes it. The
-port's declaration (`DeepSpeed.options`) must say the same.
+(`tests/deepspeed_options_probe.py`, one run for every case: about 5 s of CPU; it does not
+build DeepSpeed's shared-memory all-reduce op, which one rank never uses and whose first
+build in a venv takes about 100 s). Where an option works, its values and gradients are
+bitwise the default checkpoint's; where it fails, the test holds the exact error, so it fails
+the day DeepSpeed changes it. The port's declaration (`DeepSpeed.options`) must say the same.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def probe() -> dict:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,  # a first run builds DeepSpeed's shared-memory op
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout)
