@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from conformance.checking import policy_expectations  # noqa: E402
-from implementations import manifests  # noqa: E402
+from conformance.checking import policy_expectations
+from implementations import manifests
 
 TORCH = [d for d in policy_expectations.all_degradations() if d.family.startswith("torch")]
 
