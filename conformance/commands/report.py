@@ -1,7 +1,9 @@
-"""`python -m conformance report`: one self-contained HTML page from run, compare and bench reports.
+"""`python -m conformance report`: one self-contained HTML page from run, compare, bench and
+version-sweep reports.
 
 Give it the JSON reports (`run --json > run.json`, `compare --json >
-compare.json`, `bench --out DIR` writes DIR/bench.json), or let it make them:
+compare.json`, `bench --out DIR` writes DIR/bench.json, `versions EXTRA --out
+sweep.json` a version sweep), or let it make them:
 `--make run`, `--make compare`, `--make bench` run those commands now, each
 in a child process of its own (`--implementation` narrows the ports, `--profile`
 the run), and report on what they wrote. The page holds the matrix, the
@@ -32,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         type=arguments.existing_file,
         metavar="REPORT.json",
-        help="run --json, compare --json or bench.json reports, shown in this order",
+        help="run --json, compare --json, bench.json or versions --out reports, shown in this "
+        "order",
     )
     parser.add_argument(
         "--out",

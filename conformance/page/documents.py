@@ -2,7 +2,8 @@
 
 - `run --json`: has `schema` and `ports` whose entries have `outcomes`;
 - `compare --json`: has `canonical`, `ports` and `notes`;
-- `bench.json`: has `settings` and `results`.
+- `bench.json`: has `settings` and `results`;
+- `versions --out`: a version sweep, `"kind": "versions"` (`conformance.versions`).
 
 Anything else (a `merge --json` document too: merge its runs' reports first,
 or pass the runs themselves) is refused with the file's name and why.
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KINDS = ("run", "compare", "bench")
+KINDS = ("run", "compare", "bench", "versions")
 
 
 class DocumentError(ValueError):
@@ -35,6 +36,8 @@ def kind_of(data: Any) -> str | None:
     """`"run"`, `"compare"`, `"bench"`, or None when `data` is none of them."""
     if not isinstance(data, dict):
         return None
+    if data.get("kind") == "versions" and isinstance(data.get("rows"), list):
+        return "versions"
     if "settings" in data and "results" in data:
         return "bench"
     ports = data.get("ports")

@@ -3,7 +3,9 @@
 `sections(documents)` reads every run, compare and bench report given and
 returns what HTML and Markdown both show, in this order: the matrix and
 mutation score of each run; each compare's table, precision bits and
-pictures; each bench's table, targets and plot; the machines and versions.
+pictures; each bench's table, targets and plot; each version sweep's matrix
+(`conformance.versions.page`), and the runs' version sets where they differ;
+the machines and versions.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
 
     Pictures need matplotlib; without it, each section says so in a note.
     """
+    from ..versions import page as versions_page
     from . import pictures as drawing
 
     found: list[Section] = []
@@ -74,6 +77,9 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                 ]
             else:
                 section.notes.append(why_not)
+        elif doc.kind == "versions":
+            section = Section(f"Versions{suffix}", f"versions-{i}")
+            section.tables += versions_page.tables(data)
         else:
             section = Section(f"Bench{suffix}", f"bench-{i}")
             section.tables += [tables.bench_table(data), tables.bench_targets(data)]
@@ -83,6 +89,9 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
             else:
                 section.notes.append(why_not)
         found.append(section)
+    run_versions = versions_page.run_versions(documents)
+    if run_versions is not None:
+        found.append(Section("Versions of the runs", "run-versions", tables=[run_versions]))
     found.append(Section("Machine and versions", "machine", tables=[tables.machine(documents)]))
     return found
 
