@@ -166,9 +166,10 @@ def resolve(plan: Plan) -> list[VersionSet]:
     """Each word as pins (asking the index for lowest and newest), in version order, the same
     set given twice once (its labels joined: `pin = newest`). Sets `plan.sets`."""
     resolved = [_keyword(plan, w) if isinstance(w, str) else _named(plan, w) for w in plan.words]
-    for vset in resolved:  # only holding a named-only pin made it another set: not run
+    pinned = {name: _pin(plan, name) for name in plan.distributions}
+    for vset in resolved:  # only holding a named-only pin made it the pin set: not run
         held = vset.wanted != vset.pins and not vset.skip
-        if held and any(o is not vset and o.pins == vset.pins for o in resolved):
+        if held and all(vset.pins.get(name) == pin for name, pin in pinned.items()):
             vset.skip = "not run: " + "; ".join(vset.notes)
     found: list[VersionSet] = []
     for vset in resolved:
