@@ -1,7 +1,9 @@
 """The bench's plot: one row of panels per framework, one column per metric.
 
-A row holds one framework's lines only (its variants, by line style; the
-modes, by colour), so no axis carries more than nine lines. Every memory
+A row holds one framework's lines only, in its engine's colour (the same in
+every picture of the report: `conformance.page.colours`); the modes are told
+apart by marker and line style, the variants by filled or hollow markers, so
+no axis carries more than nine lines and colour is never the only signal. Every memory
 axis shows one metric: XLA's compiled temp and torch's profiler peak are
 different things and never share an axis. Times have error bands (the
 interquartile range of the repeats); ticks read in plain milliseconds. The
@@ -23,9 +25,9 @@ if TYPE_CHECKING:
     from . import BenchReport
 
 MIB = 2**20
-COLOURS = {"none": "tab:red", "full": "tab:blue", "save-mm": "tab:green"}
-STYLES = ("-", "--", ":", "-.")  # variants of one framework, in order
+STYLES = {"none": ":", "full": "-", "save-mm": "--"}  # modes, by line style and marker
 MARKERS = {"none": "o", "full": "s", "save-mm": "^"}
+FILLS = ("full", "none", "left", "bottom")  # variants of one framework, in order
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -109,13 +111,16 @@ def figure(report: BenchReport):
         figsize=(3.6 * len(metrics), 2.9 * len(frameworks) + 1.2),
         squeeze=False,
     )
+    from ..page import colours
+
     plain = FuncFormatter(lambda value, _: f"{value:g}")
     variant_styles: dict[tuple[str, str], str] = {}
     for row, framework in enumerate(frameworks):
+        colour = colours.colour(colours.bench_engine(framework))
         mine = [r for r in results if r.framework == framework]
         variants = list(dict.fromkeys(r.variant for r in mine))
         for i, variant in enumerate(variants):
-            variant_styles[(framework, variant)] = STYLES[i % len(STYLES)]
+            variant_styles[(framework, variant)] = FILLS[i % len(FILLS)]
         for column, (title, value, band, log_y) in enumerate(metrics):
             axis = axes[row, column]
             drawn = False
@@ -132,10 +137,12 @@ def figure(report: BenchReport):
                     axis.plot(
                         depths,
                         [p[1] for p in points],
-                        linestyle=variant_styles[(framework, variant)],
+                        linestyle=STYLES[mode],
                         marker=MARKERS[mode],
-                        markersize=4,
-                        color=COLOURS[mode],
+                        markersize=5,
+                        fillstyle=variant_styles[(framework, variant)],
+                        markerfacecoloralt="white",
+                        color=colour,
                     )
                     bands = [p for p in points if p[2] is not None]
                     if bands:
@@ -143,8 +150,8 @@ def figure(report: BenchReport):
                             [p[0] for p in bands],
                             [p[2][0] for p in bands],
                             [p[2][1] for p in bands],
-                            color=COLOURS[mode],
-                            alpha=0.18,
+                            color=colour,
+                            alpha=0.12,
                             linewidth=0,
                         )
                     drawn = True
@@ -176,13 +183,23 @@ def figure(report: BenchReport):
             if row == 0:
                 axis.set_title(title, fontsize=9)
             if column == 0:
-                axis.set_ylabel(framework, fontsize=11, fontweight="bold")
+                axis.set_ylabel(framework, fontsize=11, fontweight="bold", color=colour)
     handles = [
-        Line2D([], [], color=COLOURS[m], marker=MARKERS[m], label=f"mode {m}") for m in MODES
+        Line2D([], [], color="black", marker=MARKERS[m], linestyle=STYLES[m], label=f"mode {m}")
+        for m in MODES
     ]
     handles += [
-        Line2D([], [], color="black", linestyle=style, label=f"{fw} {variant}".strip())
-        for (fw, variant), style in variant_styles.items()
+        Line2D(
+            [],
+            [],
+            color=colours.colour(colours.bench_engine(fw)),
+            marker="o",
+            fillstyle=fill,
+            markerfacecoloralt="white",
+            linestyle="none",
+            label=f"{fw} {variant}".strip(),
+        )
+        for (fw, variant), fill in variant_styles.items()
     ]
     handles += [
         Line2D([], [], color="grey", alpha=0.5, linewidth=4, label="analytic minimum L·B·F·4"),

@@ -107,6 +107,19 @@ def policies_of(module: Any) -> tuple[str, ...]:
     return tuple(getattr(module, "POLICIES", ()))
 
 
+def with_policies(
+    frameworks: dict[str, ModuleType],
+) -> tuple[dict[str, ModuleType], dict[str, str]]:
+    """Split bench modules into those that declare policies and those skipped, with why."""
+    kept = {name: module for name, module in frameworks.items() if policies_of(module)}
+    skipped = {
+        name: "its bench module declares no POLICIES, so the policy bench has no case for it"
+        for name in frameworks
+        if name not in kept
+    }
+    return kept, skipped
+
+
 # ---------------------------------------------------------------------------
 # The sweep
 # ---------------------------------------------------------------------------

@@ -157,7 +157,8 @@ def markdown(rows: list[ScaleRow], settings: ScaleSettings, failed: dict[str, st
     lines = [
         f"Batch ({settings.batch}, {settings.dim}) split by rows, F = {settings.features}; "
         f"{settings.repeats} timed steps after one warm-up; bytes: the largest rank's; "
-        "nodes: torchrun nodes (fsdp) or JAX processes (spmd) on this machine.",
+        "nodes: the processes (launcher nodes, or a framework's distributed processes) each "
+        "sharded port ran on, on this machine.",
         "",
         "| engine | nodes | N | checkpoint | bytes per rank | analytic minimum | ratio "
         "| step ms (median) | IQR ms | n |",

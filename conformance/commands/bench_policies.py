@@ -13,6 +13,7 @@ from ..benchmark.policies import (
     policies_of,
     run,
     total_steps,
+    with_policies,
 )
 from ..jsonable import to_data
 
@@ -34,6 +35,8 @@ def command(args: Any, settings: Settings) -> int:
         settings = Settings(**{**to_data(settings), "depths": DEPTHS})
     named = args.framework or list(DEFAULT_FRAMEWORKS)
     frameworks, skipped = load_frameworks(named)
+    frameworks, without = with_policies(frameworks)
+    skipped.update(without)
     interrupts.check()
     for name, reason in skipped.items():
         console.print(f"[yellow]skip[/] {name}: {reason}")

@@ -2,13 +2,19 @@
 version-sweep reports.
 
 Give it the JSON reports (`run --json > run.json`, `compare --json >
-compare.json`, `bench --out DIR` writes DIR/bench.json, `versions EXTRA --out
+compare.json`, `bench --out DIR` writes DIR/bench.json, `bench --policies`
+DIR/bench-policies.json, `bench --scale` DIR/scale.json, `versions EXTRA --out
 sweep.json` a version sweep), or let it make them:
-`--make run`, `--make compare`, `--make bench` run those commands now, each
-in a child process of its own (`--implementation` narrows the ports, `--profile`
-the run), and report on what they wrote. The page holds the matrix, the
-mutation score, the compare table and pictures, the precision bits, the bench
-table and plot, and the machine and versions; CSS and images are inline, so it
+`--make run`, `--make compare`, `--make bench`, `--make policies`, `--make
+scale` run those commands now, each in a child process of its own
+(`--implementation` narrows the ports, `--profile` the run), and report on what
+they wrote. `--make bench` and `--make policies` run a quick sweep by default
+(`QUICK_BENCH`: JAX and torch, small shapes, five repeats; under a minute on
+two cores), `--full-bench` the bench's own defaults (minutes); `--make scale`
+is the whole scale bench (a few minutes). The page holds the conformance grid
+and its details, the mutation score, the compare table, the policy matrix, the
+precision bits and pictures, the benches' tables and pictures, a version
+sweep's matrix, and the machine and versions; CSS and images are inline, so it
 opens from `file://` with no network. `--markdown PATH` writes the same
 content as Markdown (for a CI summary), its pictures beside it.
 """
@@ -25,7 +31,15 @@ from ..running import interrupts, profiles
 from . import arguments
 
 HELP = "one self-contained HTML page (and Markdown) from run, compare and bench reports"
-MAKEABLE = ("run", "compare", "bench")
+MAKEABLE = ("run", "compare", "bench", "policies", "scale")
+#: `--make bench` and `--make policies` unless `--full-bench`: a sweep of under a minute on
+#: two cores (the frameworks that are not installed are skipped, with the reason).
+QUICK_FRAMEWORKS = ("jax", "torch")
+QUICK_BENCH = (
+    *(word for name in QUICK_FRAMEWORKS for word in ("--framework", name)),
+    *("--batch", "64", "--features", "32", "--repeats", "5", "--max-repeats", "5"),
+)
+QUICK_DEPTHS = {"bench": ("1", "2", "4"), "policies": ("2",)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +70,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         choices=MAKEABLE,
         help="run this command now and report on it (repeatable): run (the suite), "
-        "compare (without first calls), bench (depths 1 2 4, batch 256)",
+        "compare (without first calls), bench (a quick sweep: jax and torch, "
+        "depths 1 2 4, batch 64, F 32, 5 repeats; under a minute), policies (bench "
+        "--policies, as quick, at L=2), scale (bench --scale: a few minutes)",
+    )
+    parser.add_argument(
+        "--full-bench",
+        action="store_true",
+        help="with --make bench/policies: the bench's own defaults (every framework, "
+        "depths to 32, batch 1024: many minutes) instead of the quick sweep",
+    )
+    parser.add_argument(
+        "--save-reports",
+        type=arguments.writable_directory,
+        default=None,
+        metavar="DIR",
+        help="with --make: keep the JSON reports it made in DIR (run.json, compare.json, "
+        "bench.json, bench-policies.json, scale.json), to build the page again from them",
     )
     parser.add_argument(
         "--implementation",
@@ -92,9 +122,14 @@ def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[li
         return [*command, "--json", *profile, *ports], scratch / "run.json"
     if kind == "compare":
         return [*command, "--json", "--no-first-call", *ports], scratch / "compare.json"
-    out = scratch / "bench"
-    bench = ["--out", str(out), "--depths", "1", "2", "4", "--batch", "256"]
-    return [*command, *bench], out / "bench.json"
+    command[3] = "bench"
+    out = scratch / kind
+    quick = [] if args.full_bench else [*QUICK_BENCH, "--depths", *QUICK_DEPTHS.get(kind, ())]
+    if kind == "scale":
+        return [*command, "--scale", "--out", str(out)], out / "scale.json"
+    if kind == "policies":
+        return [*command, "--policies", "--out", str(out), *quick], out / "bench-policies.json"
+    return [*command, "--out", str(out), *quick], out / "bench.json"
 
 
 def make(kind: str, args: argparse.Namespace, scratch: Path):
@@ -105,7 +140,7 @@ def make(kind: str, args: argparse.Namespace, scratch: Path):
 
     command, path = make_command(kind, args, scratch)
     print(f"report: running {' '.join(command[2:])}", file=sys.stderr)
-    stdout = path.open("w") if kind != "bench" else subprocess.DEVNULL
+    stdout = path.open("w") if kind in ("run", "compare") else subprocess.DEVNULL
     try:
         done = subprocess.run(command, stdout=stdout, check=False)
     finally:
@@ -115,6 +150,10 @@ def make(kind: str, args: argparse.Namespace, scratch: Path):
     if done.returncode not in (0, 1) or not path.exists() or not path.stat().st_size:
         raise RuntimeError(f"{kind} exited {done.returncode} without a report")
     found = read(path)
+    saved = getattr(args, "save_reports", None)
+    if saved is not None:
+        saved.mkdir(parents=True, exist_ok=True)
+        (saved / path.name).write_bytes(path.read_bytes())
     return Document(found.kind, "made now: " + " ".join(command[3:]), found.data)
 
 

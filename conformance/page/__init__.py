@@ -1,13 +1,15 @@
 """`python -m conformance report`: one self-contained HTML page (and Markdown) from JSON reports.
 
 `build(...)` is the entry point, for the CLI and for `conformance.page`:
-it reads `run --json`, `compare --json` and `bench.json` reports (or runs a
-compare and a bench itself), and returns a `Report` holding the HTML and
-the Markdown, written to files when asked.
+it reads `run --json`, `compare --json`, `bench.json`, `bench-policies.json`
+and `scale.json` reports (the command can make them first), and returns a
+`Report` holding the HTML and the Markdown, written to files when asked.
 
 - `documents`: read a report and tell its kind;
+- `grids`: the conformance and policy matrices, compact cells with details;
 - `tables`: the tables as plain strings (HTML, Markdown and CSV share them);
-- `pictures`: the compare pictures and the bench plot, PNG bytes;
+- `pictures`: the compare, bench, policy-bench and scale pictures, PNG bytes;
+- `colours`: one colour and marker per engine, for every picture;
 - `sections`: what the report shows, in order;
 - `html`, `markdown`: the two renderings.
 """
@@ -67,6 +69,7 @@ def build(
     markdown_path: str | Path | None = None,
     pictures: bool = True,
     title: str = TITLE,
+    versions: Sequence[dict[str, Any]] | None = None,
 ) -> Report:
     """Build the report from JSON reports: paths, or already parsed documents.
 
@@ -80,11 +83,18 @@ def build(
       (the Markdown's pictures go into `<stem>-pictures/` beside it).
     - `pictures`: draw the pictures (needs matplotlib, the `bench` extra).
     - `title`: the page's heading.
+    - `versions`: rows of versions (plain dicts, `framework` and `version` first:
+      `tables.versions_table`), shown as a `{"kind": "versions", "rows": versions}`
+      report would be, after the reports; a sweep's own JSON (`versions --out`) goes
+      in `reports`.
 
     **Returns:** a `Report`. **Raises:** `DocumentError` naming a report it
     cannot read, `ValueError` when there is none.
     """
     documents = [_document(r, i) for i, r in enumerate(reports, 1)]
+    if versions is not None:  # the same section a {"kind": "versions"} report makes
+        rows = {"kind": "versions", "rows": [dict(row) for row in versions]}
+        documents.append(Document("versions", "versions rows", rows))
     if not documents:
         raise ValueError("reports: give at least one run, compare or bench JSON report")
     found = sections(documents, pictures=pictures)

@@ -3,7 +3,11 @@
 - `run --json`: has `schema` and `ports` whose entries have `outcomes`;
 - `compare --json`: has `canonical`, `ports` and `notes`;
 - `bench.json`: has `settings` and `results`;
-- `versions --out`: a version sweep, `"kind": "versions"` (`conformance.versions`).
+- `bench --policies`'s `bench-policies.json`: has `settings`, `results` and `policies`;
+- `bench --scale`'s `scale.json`: has `settings` and `rows`;
+- versions: `{"kind": "versions", "rows": [...]}`: a version sweep as `versions --out`
+  writes it (`conformance.versions`: its sets and degradations too), or a plain list of
+  rows, one dict a row.
 
 Anything else (a `merge --json` document too: merge its runs' reports first,
 or pass the runs themselves) is refused with the file's name and why.
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KINDS = ("run", "compare", "bench", "versions")
+KINDS = ("run", "compare", "bench", "bench-policies", "scale", "versions")
 
 
 class DocumentError(ValueError):
@@ -33,13 +37,15 @@ class Document:
 
 
 def kind_of(data: Any) -> str | None:
-    """`"run"`, `"compare"`, `"bench"`, or None when `data` is none of them."""
+    """One of `KINDS`, or None when `data` is none of them."""
     if not isinstance(data, dict):
         return None
     if data.get("kind") == "versions" and isinstance(data.get("rows"), list):
         return "versions"
     if "settings" in data and "results" in data:
-        return "bench"
+        return "bench-policies" if "policies" in data else "bench"
+    if "settings" in data and isinstance(data.get("rows"), list):
+        return "scale"
     ports = data.get("ports")
     if not isinstance(ports, list):
         return None
@@ -74,6 +80,7 @@ def from_data(data: Any, source: str = "<data>") -> Document:
         )
         raise DocumentError(
             f"{source}: not a run, compare or bench JSON report{hint}; "
-            "make one with `run --json`, `compare --json` or `bench --out DIR`"
+            "make one with `run --json`, `compare --json` or `bench --out DIR` "
+            "(`--policies`, `--scale` too)"
         )
     return Document(kind, source, data)

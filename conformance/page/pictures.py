@@ -4,8 +4,11 @@
   (input, activations, masks, constants) and which forward ops it reruns
   (matmuls, adds, relu, other), ports grouped by engine: a port whose
   backward reruns the whole block shows every op column filled.
-- `time_vs_saved`: the warm VJP time against the bytes saved, checkpoint on
-  and off, with interquartile whiskers where the report holds the samples.
+- `time_vs_saved`: per port, the bytes kept with the checkpoint off and on
+  beside the warm VJP time (checkpoint on) with its interquartile whisker, n
+  and the IQR relative to the median; a spread wider than half the median is
+  drawn hollow and dashed and called noise. Labels are the rows' ticks, so
+  none overlap; colours and markers are the engines' (`colours`).
 - `bits`: a dot plot of effective bits per port and result, with the
   bfloat16, TF32, float16 and float32 bands drawn in.
 
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import io
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +26,7 @@ from typing import Any
 
 from implementations import manifests
 
+from . import colours
 from .tables import is_matmul, number
 
 SAVED_KINDS = ("input x", "activations", "bool masks", "constants")
@@ -33,6 +38,8 @@ BANDS = (
     ("float16 x", 11.8, 12.6, "tab:purple"),
     ("float32", 19.0, 24.0, "tab:green"),
 )
+#: A spread this wide (interquartile range over the median) says the median is noise.
+NOISE = 0.5
 RESULT_MARKERS = {"output": "o", "exercise": "s", "w1": "^", "b1": "v", "w2": "<", "x": "D"}
 
 
@@ -109,13 +116,15 @@ def warm_vjp(row: dict[str, Any]) -> tuple[float, float | None, float | None] | 
     return median, median - half, median + half
 
 
-def _png(draw: Callable[[Any], None], size: tuple[float, float]) -> bytes:
+def _png(
+    draw: Callable[[Any], None], size: tuple[float, float], layout: str | None = None
+) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure = plt.figure(figsize=size)
+    figure = plt.figure(figsize=size, layout=layout)
     try:
         draw(figure)
         buffer = io.BytesIO()
@@ -174,77 +183,159 @@ def _cell(x: float, y: float, colour: str):
     return Rectangle((x - 0.45, y - 0.4), 0.9, 0.8, color=colour)
 
 
+def spread(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The warm VJP's spread, said plainly: median and quartiles in ms, the sample count n,
+    the interquartile range relative to the median, and whether that makes it noise.
+
+    Noise: the interquartile range is more than `NOISE` of the median, or its low end
+    would fall to zero or below (median - half the IQR, when only that is known): the
+    median then says little, and the picture draws it hollow with a dashed whisker."""
+    timing = warm_vjp(row)
+    if timing is None:
+        return None
+    median, low, high = timing
+    n = len(row.get("warm_vjp_samples") or ()) or row.get("warm_samples")
+    found: dict[str, Any] = {"median": median * 1e3, "low": None, "high": None, "n": n}
+    if low is None or high is None:
+        found.update(relative=None, noise=False)
+        return found
+    relative = (high - low) / median if median > 0 else math.inf
+    found.update(
+        low=low * 1e3 if low > 0 else None,
+        high=high * 1e3,
+        relative=relative,
+        noise=relative > NOISE or low <= 0,
+    )
+    return found
+
+
+def spread_words(found: dict[str, Any] | None) -> str:
+    """`n=9 · IQR 12% of the median`, `… : noise`, or `median only`."""
+    if found is None:
+        return "not timed"
+    n = f"n={found['n']}" if found.get("n") else "n unknown"
+    if found["relative"] is None:
+        return f"{n} · median only, no spread"
+    words = f"{n} · IQR {found['relative']:.0%} of the median"
+    return words + ": noise" if found["noise"] else words
+
+
 def time_vs_saved(compare: dict[str, Any]) -> bytes:
-    """Warm VJP time against saved bytes, checkpoint on (filled) and off (hollow), IQR whiskers."""
+    """Per port (one row each, by engine): the bytes the backward pass keeps, checkpoint off
+    (hollow) and on (filled), beside the warm VJP time with the checkpoint on, its
+    interquartile whisker, n and the IQR relative to the median; a spread that is noise
+    is drawn hollow and dashed, and says so. Every label is a row's tick: none overlap."""
     rows = measured_rows(compare)
-    engines = list(dict.fromkeys(engine(r) for r in rows))
+    spreads = [spread(r) for r in rows]
 
     def draw(figure) -> None:
-        import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
 
-        axis = figure.add_subplot()
-        colours = plt.get_cmap("tab10")
-        whiskers = False
-        for row in rows:
-            timing = warm_vjp(row)
-            if timing is None:
+        saved, timed = figure.subplots(1, 2, sharey=True, width_ratios=(1, 1.6))
+        for y, (row, found) in enumerate(zip(rows, spreads, strict=True)):
+            name = engine(row)
+            style = {"color": colours.colour(name), "marker": colours.marker(name)}
+            residuals = row.get("residuals") or {}
+            kib = {k: residuals[k]["bytes"] / 1024 for k in ("off", "on") if k in residuals}
+            if len(kib) == 2:
+                saved.plot([kib["off"], kib["on"]], [y, y], color=style["color"], linewidth=1)
+            for setting, kept in kib.items():
+                saved.plot(
+                    kept, y, linestyle="none", markersize=7, markeredgecolor=style["color"],
+                    markerfacecolor=style["color"] if setting == "on" else "white", **style,
+                )  # fmt: skip
+            if found is None:
+                timed.text(0.02, y, "not timed", va="center", fontsize=8, color="grey",
+                           transform=timed.get_yaxis_transform())  # fmt: skip
                 continue
-            median, q1, q3 = (None if v is None else v * 1e3 for v in timing)
-            colour = colours(engines.index(engine(row)) % 10)
-            for setting, face in (("on", colour), ("off", "none")):
-                residual = (row.get("residuals") or {}).get(setting)
-                if not residual:
-                    continue
-                kib = residual["bytes"] / 1024
-                error = None if q1 is None else [[median - q1], [q3 - median]]
-                whiskers |= error is not None
-                axis.errorbar(
-                    kib,
-                    median,
-                    yerr=error,
-                    fmt="o",
-                    markerfacecolor=face,
-                    markeredgecolor=colour,
-                    ecolor=colour,
-                    capsize=3,
-                )
-            on = (row.get("residuals") or {}).get("on")
-            if on:
-                axis.annotate(
-                    row["name"],
-                    (on["bytes"] / 1024, median),
-                    fontsize=8,
-                    xytext=(4, 4),
-                    textcoords="offset points",
-                )
-        for i, name in enumerate(engines):
-            axis.plot([], [], "o", color=colours(i % 10), label=name)
-        axis.plot([], [], "o", color="grey", label="checkpoint on")
-        axis.plot([], [], "o", color="grey", markerfacecolor="none", label="checkpoint off")
-        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        axis.set_xlabel("saved for the backward pass (KiB, parameters left out)")
-        axis.set_ylabel("warm VJP (ms per call, median)")
-        axis.set_yscale("log")
-        axis.yaxis.set_major_formatter(_plain())
-        axis.yaxis.set_minor_formatter(_plain())  # log ticks read 6, not 6x10^0
-        axis.grid(alpha=0.3, which="both")
-        axis.set_title(
-            "time against saved bytes"
-            + (
-                " · whiskers: interquartile range"
-                if whiskers
-                else " · no samples in this report: medians only, no whiskers"
+            median, noise = found["median"], found["noise"]
+            if found["high"] is not None:
+                low = found["low"] if found["low"] is not None else median / 100
+                timed.plot(
+                    [low, found["high"]], [y, y], color=style["color"], linewidth=1.5,
+                    linestyle="--" if noise else "-",
+                )  # fmt: skip
+                for end in (low, found["high"]):
+                    timed.plot(end, y, "|", color=style["color"], markersize=8)
+            timed.plot(
+                median, y, linestyle="none", markersize=7, markeredgecolor=style["color"],
+                markerfacecolor="white" if noise else style["color"], **style,
+            )  # fmt: skip
+            timed.text(
+                1.02, y, f"{median:.3g} ms · {spread_words(found)}", va="center", fontsize=8,
+                fontweight="bold" if noise else "normal", transform=timed.get_yaxis_transform(),
+            )  # fmt: skip
+        labels = [f"{engine(r)} · {r['name']}" for r in rows]
+        saved.set_yticks(range(len(rows)), labels, fontsize=9)
+        saved.set_ylim(len(rows) - 0.5, -0.5)
+        for y in range(1, len(rows)):  # a rule between engines
+            if engine(rows[y]) != engine(rows[y - 1]):
+                for axis in (saved, timed):
+                    axis.axhline(y - 0.5, color="black", linewidth=0.6)
+        saved.set_xlim(left=0)
+        saved.set_xlabel("kept for the backward pass (KiB, parameters left out)", fontsize=9)
+        saved.grid(alpha=0.3, axis="x")
+        timed.set_xscale("log")
+        timed.xaxis.set_major_formatter(_plain())
+        timed.xaxis.set_minor_formatter(_two_five())  # 0.2, 0.5, 2, 5 between the decades
+        timed.set_xlabel("warm VJP with the checkpoint on (ms per call, log)", fontsize=9)
+        timed.grid(alpha=0.3, axis="x", which="both")
+        timed.tick_params(axis="y", length=0)
+        keys = [
+            Line2D([], [], color="black", marker="o", linestyle="none", label="checkpoint on"),
+            Line2D(
+                [],
+                [],
+                color="black",
+                marker="o",
+                markerfacecolor="white",
+                linestyle="none",
+                label="checkpoint off",
             ),
+            Line2D([], [], color="black", marker="|", linestyle="-", label="IQR of the samples"),
+            Line2D(
+                [],
+                [],
+                color="black",
+                marker="o",
+                markerfacecolor="white",
+                linestyle="--",
+                label=f"noise: IQR > {NOISE:.0%} of the median",
+            ),
+        ]
+        figure.legend(
+            handles=keys,
+            fontsize=8,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=4,
+            frameon=False,
+        )
+        figure.suptitle(
+            "time against saved bytes: what each port keeps for the backward pass, and its "
+            "warm VJP (median, interquartile whisker, n)",
             fontsize=10,
         )
 
-    return _png(draw, (8.5, 4.8))
+    return _png(draw, (11.5, 0.3 * len(rows) + 2.2), layout="constrained")
 
 
 def _plain():
     from matplotlib.ticker import FuncFormatter
 
     return FuncFormatter(lambda value, _: f"{value:g}")
+
+
+def _two_five():
+    from matplotlib.ticker import FuncFormatter
+
+    def label(value: float, _) -> str:
+        if value <= 0:
+            return ""
+        mantissa = round(value / 10 ** math.floor(math.log10(value)), 6)
+        return f"{value:g}" if mantissa in (2, 5) else ""
+
+    return FuncFormatter(label)
 
 
 def bits(compare: dict[str, Any]) -> bytes:
@@ -335,3 +426,118 @@ def bench_picture(bench: dict[str, Any]) -> bytes:
         return buffer.getvalue()
     finally:
         plt.close(figure)
+
+
+def policy_bench_picture(data: dict[str, Any]) -> bytes:
+    """`bench --policies`: one row per framework and policy (by framework, in its engine's
+    colour and marker): saved over the analytic minimum beside the step time over the same
+    framework's `none`, median with its interquartile whisker, and n and the spread in words
+    (noise over `NOISE` of the median)."""
+    from .tables import relative_spread, spread_words
+
+    results = data.get("results") or []
+    order = list(dict.fromkeys(r["framework"] for r in results))
+    results = sorted(results, key=lambda r: order.index(r["framework"]))
+
+    def draw(figure) -> None:
+        saved, timed = figure.subplots(1, 2, sharey=True, width_ratios=(1, 1.4))
+        for y, r in enumerate(results):
+            name = colours.bench_engine(r["framework"])
+            style = {"color": colours.colour(name), "marker": colours.marker(name)}
+            saved.plot(r["saved_bytes"] / r["analytic_minimum"], y, linestyle="none", **style)
+            ratios = [float(v) for v in r.get("time_ratios") or []]
+            median, relative = relative_spread(ratios)
+            if median is None:
+                timed.text(0.02, y, "not timed", va="center", fontsize=8, color="grey",
+                           transform=timed.get_yaxis_transform())  # fmt: skip
+                continue
+            noise = relative is not None and relative > NOISE
+            if relative is not None:
+                q1, _, q3 = statistics.quantiles(ratios, n=4)
+                timed.plot([q1, q3], [y, y], color=style["color"],
+                           linestyle="--" if noise else "-")  # fmt: skip
+            timed.plot(median, y, linestyle="none", markeredgecolor=style["color"],
+                       markerfacecolor="white" if noise else style["color"], **style)  # fmt: skip
+            timed.text(1.02, y, f"{median:.2f} · {spread_words(relative, len(ratios), NOISE)}",
+                       va="center", fontsize=8, fontweight="bold" if noise else "normal",
+                       transform=timed.get_yaxis_transform())  # fmt: skip
+        labels = [f"{r['framework']} {r.get('variant', '')}".strip() + f" · {r['policy']}"
+                  for r in results]  # fmt: skip
+        saved.set_yticks(range(len(results)), labels, fontsize=8)
+        saved.set_ylim(len(results) - 0.5, -0.5)
+        for y in range(1, len(results)):
+            if results[y]["framework"] != results[y - 1]["framework"]:
+                for axis in (saved, timed):
+                    axis.axhline(y - 0.5, color="black", linewidth=0.6)
+        saved.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+        saved.set_xlabel("saved / analytic minimum L·B·F·4", fontsize=9)
+        saved.grid(alpha=0.3, axis="x")
+        timed.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+        timed.set_xlabel("step time / none (median, IQR whisker; dashed: noise)", fontsize=9)
+        timed.grid(alpha=0.3, axis="x")
+        timed.tick_params(axis="y", length=0)
+        figure.suptitle("remat policies: saved bytes and step time per framework", fontsize=10)
+
+    return _png(draw, (10.5, 0.24 * len(results) + 1.6), layout="constrained")
+
+
+def scale_picture(data: dict[str, Any]) -> bytes:
+    """`bench --scale`: bytes per rank and step time against N, one colour and marker per
+    engine (`colours`), solid with the checkpoint on, dotted off, hollow on several nodes."""
+    from .tables import relative_spread
+
+    rows = data.get("rows") or []
+
+    def draw(figure) -> None:
+        memory, time = figure.subplots(1, 2)
+        groups = dict.fromkeys((r["engine"], r.get("nodes", 1), r["checkpoint"]) for r in rows)
+        for port, nodes, checkpoint in groups:
+            mine = sorted(
+                (r for r in rows if (r["engine"], r.get("nodes", 1), r["checkpoint"])
+                 == (port, nodes, checkpoint)),
+                key=lambda r: r["ranks"],
+            )  # fmt: skip
+            name = manifests.engine_of(port)
+            style = {
+                "color": colours.colour(name),
+                "marker": colours.marker(name),
+                "linestyle": "-" if checkpoint else ":",
+                "markerfacecolor": "white" if nodes > 1 else colours.colour(name),
+                "label": f"{port}, checkpoint {'on' if checkpoint else 'off'}"
+                + (f", {nodes} nodes" if nodes > 1 else ""),
+            }
+            n = [r["ranks"] for r in mine]
+            memory.plot(n, [max(r["kept_bytes"]) / 1024 for r in mine], **style)
+            if nodes == 1:
+                memory.plot(n, [r["minimum_bytes"] / 1024 for r in mine], "--", linewidth=0.8,
+                            color=style["color"], alpha=0.6)  # fmt: skip
+            medians, low, high = [], [], []
+            for r in mine:
+                times = sorted(float(t) * 1e3 for t in r.get("times") or [])
+                median, _ = relative_spread(times)
+                medians.append(median)
+                if len(times) >= 4:
+                    q1, _, q3 = statistics.quantiles(times, n=4)
+                    low.append(median - q1)
+                    high.append(q3 - median)
+                else:
+                    low.append(0.0)
+                    high.append(0.0)
+            time.errorbar(n, medians, yerr=[low, high], capsize=3, **style)
+        for axis, title in (
+            (memory, "KiB kept by the largest rank (thin dashed: analytic minimum)"),
+            (time, "step time, ms (median, IQR whiskers)"),
+        ):
+            axis.set_xscale("log", base=2)
+            axis.set_yscale("log")
+            axis.xaxis.set_major_formatter(_plain())
+            axis.yaxis.set_major_formatter(_plain())
+            axis.yaxis.set_minor_formatter(_two_five())
+            axis.set_xlabel("ranks N")
+            axis.set_title(title, fontsize=9)
+            axis.grid(alpha=0.3, which="both")
+        handles, labels = memory.get_legend_handles_labels()
+        figure.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8,
+                      frameon=False)  # fmt: skip
+
+    return _png(draw, (10, 4.6), layout="constrained")

@@ -29,6 +29,7 @@ class Table:
     keys: list[str] = field(default_factory=list)
     caption: str = ""
     kind: str = ""  # "matrix", "compare", ...: lets HTML give the rows an id
+    collapsed: bool = False  # HTML shows it on demand (a <details>): nothing in it stands out
 
     def add(self, key: str, cells: Sequence[Any]) -> None:
         self.keys.append(key)
@@ -136,6 +137,7 @@ def mutants(run: dict[str, Any]) -> Table | None:
         header=["mutant", "verdict", "killed by", "bug"],
         caption="A mutant is a deliberately broken port; ✓ killed: a property rejected it",
         kind="mutants",
+        collapsed=all(m["status"] == "killed" for m in found),
     )
     for m in found:
         verdict = "✓ killed" if m["status"] == "killed" else f"✗ {m['status']}"
@@ -420,3 +422,193 @@ def bench_targets(data: dict[str, Any]) -> Table:
             ],
         )
     return table
+
+
+# ---------------------------------------------------------------------------
+# bench --policies, bench --scale
+# ---------------------------------------------------------------------------
+
+
+def relative_spread(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """(median, interquartile range over the median) of `values`; the spread is None under
+    4 values (too few for quartiles)."""
+    import statistics
+
+    found = [v for v in (number(v) for v in values) if v is not None]
+    if not found:
+        return None, None
+    median = statistics.median(found)
+    if len(found) < 4 or median == 0:
+        return median, None
+    q1, _, q3 = statistics.quantiles(found, n=4)
+    return median, (q3 - q1) / median
+
+
+def spread_words(relative: float | None, n: int, noise: float = 0.5) -> str:
+    """`n=11 · IQR 8%`, `n=11 · IQR 70%: noise`, or `n=2 · too few for an IQR`."""
+    if relative is None:
+        return f"n={n} · too few for an IQR" if n < 4 else f"n={n}"
+    words = f"n={n} · IQR {relative:.0%}"
+    return words + ": noise" if relative > noise else words
+
+
+def policy_bench_table(data: dict[str, Any]) -> Table:
+    """`bench --policies`: per framework and policy, time over none and saved over minimum."""
+    s = data.get("settings") or {}
+    table = Table(
+        title=f"Bench · remat policies · L = {', '.join(map(str, s.get('depths', [])))}, "
+        f"B = {s.get('batch', '?')}, F = {s.get('features', '?')}",
+        header=[
+            "framework",
+            "policy",
+            "L",
+            "time / none",
+            "spread",
+            "saved MiB",
+            "saved / min",
+            "matmuls",
+        ],
+        caption="time / none: the median of per-repeat ratios to the same framework's no-remat "
+        "step, with n and the interquartile range over the median (noise: over 50%) · saved / "
+        "min: bytes kept for the backward pass over the analytic minimum L·B·F·4; exact, one "
+        "measurement",
+        kind="bench-policies",
+    )
+    for r in data.get("results") or []:
+        head = f"{r['framework']} {r.get('variant', '')}".strip()
+        ratio, relative = relative_spread(r.get("time_ratios") or [])
+        matmuls = r.get("matmuls")
+        table.add(
+            f"{head} {r['policy']} {r['depth']}",
+            [
+                head,
+                r["policy"],
+                r["depth"],
+                "-" if ratio is None else f"{ratio:.2f}",
+                spread_words(relative, len(r.get("time_ratios") or [])),
+                f"{r['saved_bytes'] / 2**20:.3g}",
+                f"{r['saved_bytes'] / r['analytic_minimum']:.2f}",
+                "-" if matmuls is None else matmuls,
+            ],
+        )
+    return table
+
+
+def policy_bench_notes(data: dict[str, Any]) -> list[str]:
+    """What `bench --policies` could not run, what failed, and the budget verdicts."""
+    notes = [
+        f"{name} · {policy}: not expressible ({reason})"
+        for name, found in (data.get("not_run") or {}).items()
+        for policy, reason in found.items()
+    ]
+    notes += [f"✗ {label} failed: {error}" for label, error in (data.get("failed") or {}).items()]
+    notes += [f"{name} skipped: {why}" for name, why in (data.get("skipped") or {}).items()]
+    for line, verdict in (data.get("budget_saved_bytes_never_rise_as_budget_falls") or {}).items():
+        if verdict is not None:
+            said = "✓ never rise" if verdict else "✗ rise somewhere"
+            notes.append(f"{line}: saved bytes {said} as the budget falls")
+    return notes
+
+
+def scale_table(data: dict[str, Any]) -> Table:
+    """`bench --scale`: per engine, node count, N and checkpoint, bytes per rank and time."""
+    s = data.get("settings") or {}
+    table = Table(
+        title=f"Bench · scale over ranks · batch ({s.get('batch', '?')}, {s.get('dim', '?')}) "
+        f"split by rows, F = {s.get('features', '?')}",
+        header=[
+            "engine",
+            "nodes",
+            "N",
+            "checkpoint",
+            "bytes per rank",
+            "analytic minimum",
+            "ratio",
+            "step ms (median)",
+            "spread",
+        ],
+        caption="bytes per rank: the largest rank's, against the analytic per-rank minimum; "
+        "step ms: the median over the timed steps, with n and the interquartile range over "
+        "the median (noise: over 50%); nodes: torchrun nodes or JAX processes on this machine",
+        kind="scale",
+    )
+    for row in data.get("rows") or []:
+        worst = max(row["kept_bytes"])
+        median, relative = relative_spread(row.get("times") or [])
+        checkpoint = "on" if row["checkpoint"] else "off"
+        table.add(
+            f"{row['engine']} {row.get('nodes', 1)} {row['ranks']} {checkpoint}",
+            [
+                row["engine"],
+                row.get("nodes", 1),
+                row["ranks"],
+                checkpoint,
+                f"{worst:,}",
+                f"{row['minimum_bytes']:,}",
+                f"{worst / row['minimum_bytes']:.2f}",
+                "-" if median is None else f"{median * 1e3:.2f}",
+                spread_words(relative, len(row.get("times") or [])),
+            ],
+        )
+    return table
+
+
+# ---------------------------------------------------------------------------
+# versions
+# ---------------------------------------------------------------------------
+
+#: The columns a versions row is read by first, in this order; any other key follows.
+VERSION_COLUMNS = ("framework", "version", "port", "status", "verdict", "failed", "note")
+
+
+def versions_table(rows: Sequence[Any]) -> Table:
+    """A versions sweep's matrix, from a plain list of rows (dicts: `framework` and
+    `version` first, then `port`, `status` or `verdict`, `failed`, `note`, then any other
+    key, each a column; a value that is a dict, such as property -> status, is one column
+    per key). A cell reads ✓ or ✗ where the value is a status (`pass`, `fail`...) or a
+    boolean `failed` or `passed`."""
+    flat = []
+    for row in rows:
+        cells: dict[str, Any] = {}
+        for key, value in dict(row).items():
+            if isinstance(value, dict):
+                cells.update({f"{key}.{k}": v for k, v in value.items()})
+            else:
+                cells[key] = value
+        flat.append(cells)
+    keys = list(dict.fromkeys(k for cells in flat for k in cells))
+    header = [k for k in VERSION_COLUMNS if k in keys] + [
+        k for k in keys if k not in VERSION_COLUMNS
+    ]
+    table = Table(
+        title="Versions",
+        header=header,
+        caption="One row per framework version the sweep tried: ✓ passed, ✗ failed, with "
+        "what each row reports",
+        kind="versions",
+    )
+    for cells in flat:
+        table.add(
+            " ".join(str(cells.get(k, "")) for k in ("framework", "version", "port")).strip(),
+            [_version_cell(k, cells.get(k)) for k in header],
+        )
+    return table
+
+
+def _version_cell(key: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        if key in ("failed", "fails"):
+            return "✗ failed" if value else "✓ passed"
+        if key in ("passed", "ok", "conforms"):
+            return "✓ passed" if value else "✗ failed"
+        return "yes" if value else "no"
+    text = str(value)
+    if text in PASSING and text != "skip":
+        return PASSING[text]
+    if text in FAILING:
+        return FAILING[text]
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return text

@@ -27,6 +27,7 @@ OPTIONAL = {
     "device_module",
     "built_on",
     "caches",
+    "state",
     "ci",
 }
 

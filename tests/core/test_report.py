@@ -1,10 +1,14 @@
 """`python -m conformance report`, the pictures and the CSV, from recorded JSON reports.
 
-tests/data/report holds one report of each kind, made once on this machine:
-`run --profile dev --json` and `compare --dim 32 --features 16 --no-first-call
---json` on flax_linen, pytorch and tensorflow; `bench --framework jax
---framework torch --depths 1 2 4 --batch 128 --features 32 --repeats 5
---max-repeats 10`. The browser test opens the page in headless Chromium.
+tests/data/report holds reports made once on this machine: `run --profile dev
+--json` and `compare --dim 32 --features 16 --no-first-call --json` on
+flax_linen, pytorch and tensorflow (run.json, compare.json); `bench --framework
+jax --framework torch --depths 1 2 4 --batch 128 --features 32 --repeats 5
+--max-repeats 10` (bench.json); and, over every port, `run --profile dev --json`
+(run-all.json) and `compare --json --no-first-call` with its policy matrix
+(compare-all.json); `bench --policies` on a tiny shape (bench-policies.json)
+and `bench --scale` with its two-node rows (scale.json). The browser tests
+(tests/core/test_report_browser.py) open the page in headless Chromium.
 """
 
 from __future__ import annotations
@@ -17,8 +21,17 @@ import re
 import pytest
 
 from conformance import cli
-from conformance.page import DocumentError, build, csv_files, documents, pictures, tables
-from tests import browser
+from conformance.page import (
+    DocumentError,
+    build,
+    chromium,
+    colours,
+    csv_files,
+    documents,
+    grids,
+    pictures,
+    tables,
+)
 from tests.helpers import ROOT
 
 DATA = ROOT / "tests" / "data" / "report"
@@ -133,6 +146,9 @@ def test_the_page_is_self_contained_and_holds_every_section(tmp_path):
         assert f'id="matrix-{port}"' in page
     for port in _ports(COMPARE):
         assert f'<tr data-key="{port}"' in page
+    tags = re.findall(r"<img [^>]*>", page)  # every picture says what it shows
+    assert tags
+    assert all(re.search(r'alt="[^"]{40,}"', tag) for tag in tags)
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == len(pictures.PICTURES) + 1  # + the bench plot
     assert all(base64.b64decode(image)[:8] == PNG for image in images)
@@ -259,54 +275,6 @@ def test_compare_accepts_csv_and_plot_flags(tmp_path):
     assert args.plot == tmp_path / "plots"
 
 
-# ---------------------------------------------------------------------------
-# A real browser
-# ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = browser.find()
-    if found is None:
-        pytest.skip(
-            "no Chromium found (chromium, chromium-browser, google-chrome or $CHROMIUM): "
-            "apt-get install chromium"
-        )
-    return found
-
-
-def test_the_browser_check_catches_a_broken_image_and_a_console_error(tmp_path, chromium):
-    # The check itself can fail: an image that does not decode, a script error.
-    page = tmp_path / "bad.html"
-    page.write_text(
-        "<!DOCTYPE html><html><head></head><body>"
-        '<table><tr id="matrix-x"><td>x</td></tr></table>'
-        '<img alt="broken" src="data:image/png;base64,AAAA">'
-        "<script>console.error('boom'); undefinedFunction();</script></body></html>"
-    )
-    seen = browser.check(page, tmp_path, chromium)
-    assert seen.matrix_rows == ["matrix-x"]
-    assert seen.images == [{"alt": "broken", "complete": True, "naturalWidth": 0}]
-    assert any("boom" in line for line in seen.console)
-    assert any("undefinedFunction" in error for error in seen.errors)
-
-
-def test_the_report_renders_in_chromium_with_every_row_and_image(tmp_path, chromium):
-    pytest.importorskip("matplotlib")
-    page = tmp_path / "report.html"
-    build([RUN, COMPARE, BENCH], html_path=page)
-    seen = browser.check(page, tmp_path, chromium)
-    assert seen.matrix_rows == [f"matrix-{port}" for port in _ports(RUN)]
-    assert len(seen.images) == len(pictures.PICTURES) + 1
-    for image in seen.images:
-        assert image["naturalWidth"] > 0, image
-    assert seen.errors == []
-    assert seen.console == []
-    shot = tmp_path / "report.png"
-    browser.screenshot(page, shot, tmp_path, chromium)
-    assert shot.read_bytes()[:8] == PNG
-
-
 def test_compare_spreads_become_whiskers_and_table_and_csv_figures(tmp_path):
     # compare's JSON: the median, half the interquartile range, and the sample count.
     data = _load(COMPARE)
@@ -363,7 +331,15 @@ def test_a_failed_outcome_shows_its_message_and_replay_command():
     assert found.rows == [[name, outcome["property"], "✗ fail", "VJP differs at w1", "python -m x"]]
     page = build([data], pictures=False).html
     assert "VJP differs at w1" in page
-    assert '<td class="bad">✗ fail · 3 at example · worst 0.269</td>' in page
+    # It stands out without colour: a ✗ in its cell, the row marked, its details open.
+    row = re.search(rf'<tr id="matrix-{name}"[^>]*>(.*?)</tr>', page).group(1)
+    assert 'class="failed"' in re.search(rf'<tr id="matrix-{name}"[^>]*>', page).group(0)
+    assert '<td class="cell bad" title="FAIL at example 3 · worst error/bound 0.27">' in row
+    assert '<span class="mark" aria-hidden="true">✗</span>' in row
+    details = re.search(rf'<details class="row failed" id="matrix-details-{name}" open>', page)
+    assert details is not None
+    assert "<code>python -m x</code>" in page[details.end() :]
+    assert page.count('class="cell bad"') == 1
 
 
 def test_without_matplotlib_the_page_says_why_its_pictures_are_missing(monkeypatch):
@@ -393,3 +369,281 @@ def test_make_reads_what_the_child_wrote_and_names_the_command(tmp_path, monkeyp
     monkeypatch.setattr(command.subprocess, "run", crashed_child)
     with pytest.raises(RuntimeError, match="compare exited 2 without a report"):
         command.make("compare", args, tmp_path)
+
+
+# ---------------------------------------------------------------------------
+# Every port: the grid, the policy matrix, the benches, versions
+# ---------------------------------------------------------------------------
+
+RUN_ALL, COMPARE_ALL = DATA / "run-all.json", DATA / "compare-all.json"
+POLICY_BENCH, SCALE = DATA / "bench-policies.json", DATA / "scale.json"
+EVERYTHING = (RUN_ALL, COMPARE_ALL, BENCH, POLICY_BENCH, SCALE)
+
+
+def test_the_bench_policies_and_scale_reports_are_told_apart():
+    assert documents.read(POLICY_BENCH).kind == "bench-policies"
+    assert documents.read(SCALE).kind == "scale"
+    found = documents.from_data({"kind": "versions", "rows": []}).kind
+    assert found == "versions"
+
+
+def test_the_grid_has_one_compact_cell_per_port_and_property():
+    data = _load(RUN_ALL)
+    grid = grids.run_grid(data)
+    assert grid.keys == _ports(RUN_ALL)
+    assert all(len(row.cells) == len(data["properties"]) for row in grid.rows)
+    canonical = grid.rows[0]
+    assert [c.mark for c in canonical.cells][:3] == ["ref", "ref", "ref"]
+    cell = grids.outcome("p", {"property": "c_vjp", "status": "pass", "examples": 20,
+                               "worst_ratio": 0.25})  # fmt: skip
+    assert (cell.mark, cell.tone, cell.fill) == ("✓", "good", 0.25)
+    assert cell.words == "pass · 20 examples · worst error/bound 0.25"
+    assert cell.anchor == "case-p-c_vjp"
+    hung = grids.outcome("p", {"property": "c_vjp", "status": "timeout", "examples": 3})
+    assert (hung.mark, hung.tone, hung.fill) == ("✗", "bad", None)
+    assert hung.words == "HANG at example 3"
+
+
+def test_the_page_holds_every_ports_row_in_the_grid_and_the_policy_matrix():
+    page = build(EVERYTHING, pictures=False).html
+    for port in _ports(RUN_ALL):
+        assert f'<tr id="matrix-{port}"' in page
+    for port in _ports(COMPARE_ALL):
+        assert f'<tr id="policies-{port}"' in page
+    # 17 ports by 10 properties, and not one of the cells repeats its verdict in words.
+    assert page.count('<td class="cell good"') >= 150
+    assert "✓ pass · 20 ex" not in page
+    # Details on demand, with no script: every passing row's details are one click away.
+    assert "<script" not in page
+    assert page.count('<details class="row" id="matrix-details-') == len(_ports(RUN_ALL))
+    # Headings and a table of contents to navigate by.
+    assert page.count('<nav class="toc"') == 1
+    for anchor in ("run-0", "compare-1", "bench-2", "bench-policies-3", "scale-4", "machine"):
+        assert f'href="#{anchor}"' in page
+        assert f'<section id="{anchor}">' in page
+
+
+def test_the_policy_matrix_says_expressible_degraded_and_who_measured():
+    data = _load(COMPARE_ALL)
+    grid = grids.policy_grid(data, [_load(RUN_ALL)])
+    assert grid.keys == _ports(COMPARE_ALL)
+    assert grid.columns == ["none", "full", "save_dots", "save_named", "offload_dots", "budget"]
+    rows = {row.key: row for row in grid.rows}
+    flax = dict(zip(grid.columns, rows["flax_linen"].cells, strict=True))
+    assert flax["full"].mark == "✓"
+    assert flax["full"].short == "x · 1 KiB · 5 mm"
+    assert flax["budget"].mark == "—"
+    assert flax["budget"].words.startswith("not expressible: ")
+    # A documented degradation is shown as such, never as a pass.
+    tensorflow = dict(zip(grid.columns, rows["tensorflow"].cells, strict=True))
+    assert (tensorflow["full"].mark, tensorflow["full"].tone) == ("⚠", "warn")
+    assert "documented degradation" in tensorflow["full"].words
+    # Whose expectations, and who measured the evidence.
+    assert rows["pytorch"].trail == [
+        "the suite: implementations/stacks/torch/expectations.py",
+        "the suite's instrument",
+    ]
+    assert rows["tfjs"].trail[1] == "self-reported by the port"
+    # A comparison row that is not a port says why it has no policies.
+    assert rows["mindspore_graph"].cells[0].mark == "·"
+    # Without a run report, compare still says who measured.
+    alone = {row.key: row for row in grids.policy_grid(data).rows}
+    assert alone["tfjs"].trail == ["see the run report", "self-reported by the port"]
+    assert grids.policy_grid(_load(COMPARE)) is None  # an older compare: no policies
+
+
+def test_a_policy_cell_that_differs_from_the_canonical_is_a_failure():
+    cell = {"policy": "full", "expressible": True, "spelling": "jax.checkpoint", "roles": ["x"],
+            "kib": 1.0, "backward_matmuls": 5, "agrees": False, "worst_ratio": 3.5,
+            "expected": "", "degradations": [], "error": ""}  # fmt: skip
+    found = grids.policy_cell("p", cell)
+    assert (found.mark, found.tone) == ("✗", "bad")
+    assert "differs from the canonical: error/bound 3.5" in found.words
+    cell.update(agrees=True, expected="keeps d1, expected only x")
+    assert grids.policy_cell("p", cell).words == "not as expected: keeps d1, expected only x"
+
+
+def test_the_bench_policies_and_scale_sections_say_n_and_noise():
+    table = tables.policy_bench_table(_load(POLICY_BENCH))
+    assert len(table.rows) == len(_load(POLICY_BENCH)["results"])
+    spread = dict(zip(table.header, table.rows[0], strict=True))["spread"]
+    assert spread == "n=2 · too few for an IQR"
+    notes = tables.policy_bench_notes(_load(POLICY_BENCH))
+    assert "jax · budget: not expressible (JAX has no memory-budget policy)" in notes
+    scale = tables.scale_table(_load(SCALE))
+    assert len(scale.rows) == len(_load(SCALE)["rows"])
+    assert all(re.fullmatch(r"n=15 · IQR \d+%(: noise)?", row[-1]) for row in scale.rows)
+    assert tables.spread_words(0.7, 9) == "n=9 · IQR 70%: noise"
+
+
+def test_a_versions_section_takes_a_plain_list_of_rows():
+    rows = [
+        {"framework": "torch", "version": "2.5.1", "port": "pytorch", "failed": False,
+         "outcomes": {"a_init": "pass", "c_vjp": "fail"}},
+        {"framework": "torch", "version": "2.4.0", "port": "pytorch", "failed": True},
+    ]  # fmt: skip
+    table = tables.versions_table(rows)
+    assert table.header == ["framework", "version", "port", "failed", "outcomes.a_init",
+                            "outcomes.c_vjp"]  # fmt: skip
+    assert table.rows[0] == ["torch", "2.5.1", "pytorch", "✓ passed", "✓ pass", "✗ fail"]
+    page = build([], versions=rows, pictures=False).html
+    assert '<section id="versions"><h2>Versions</h2>' in page
+    assert '<tr data-key="torch 2.4.0 pytorch">' in page
+    from_file = build([{"kind": "versions", "rows": rows}], pictures=False).html
+    assert '<tr data-key="torch 2.5.1 pytorch">' in from_file
+
+
+def test_make_bench_is_quick_unless_asked_and_makes_policies_and_scale(tmp_path):
+    from conformance.commands import report as command
+
+    args = cli.parser().parse_args(["report", "--make", "bench"])
+    words, path = command.make_command("bench", args, tmp_path)
+    assert words[3:6] == ["bench", "--out", str(tmp_path / "bench")]
+    assert path == tmp_path / "bench" / "bench.json"
+    assert words[words.index("--depths") + 1 :][:3] == ["1", "2", "4"]
+    assert "--framework" in words
+    assert words[words.index("--repeats") + 1] == "5"
+    full = cli.parser().parse_args(["report", "--make", "bench", "--full-bench"])
+    assert command.make_command("bench", full, tmp_path)[0][6:] == []
+    words, path = command.make_command("policies", args, tmp_path)
+    assert words[3:5] == ["bench", "--policies"]
+    assert path.name == "bench-policies.json"
+    words, path = command.make_command("scale", args, tmp_path)
+    assert words[3:] == ["bench", "--scale", "--out", str(tmp_path / "scale")]
+    assert path.name == "scale.json"
+
+
+def test_one_colour_and_marker_per_engine_the_same_everywhere():
+    engines = colours.engines()
+    assert engines[0] == "jax"  # the canonical port's engine first
+    assert {"torch", "tensorflow", "autograd", "mlx"} <= set(engines)
+    assert len({colours.colour(e) for e in engines}) == len(engines)
+    assert len({colours.marker(e) for e in engines}) == len(engines)
+    assert colours.colour("from-elsewhere") == colours.OTHER_COLOUR
+    assert colours.bench_engine("deepspeed") == "torch"
+    assert colours.bench_engine("mindspore_graph") == "mindspore"
+
+
+def test_a_spread_wider_than_half_the_median_is_called_noise():
+    steady = {"warm_vjp_seconds": 0.010, "warm_spread": {"vjp": 0.001}, "warm_samples": 9}
+    found = pictures.spread(steady)
+    assert found["relative"] == pytest.approx(0.2)
+    assert not found["noise"]
+    assert pictures.spread_words(found) == "n=9 · IQR 20% of the median"
+    wide = {"warm_vjp_seconds": 0.010, "warm_spread": {"vjp": 0.012}, "warm_samples": 9}
+    found = pictures.spread(wide)  # median - half the IQR is below zero
+    assert found["noise"]
+    assert found["low"] is None
+    assert pictures.spread_words(found).endswith(": noise")
+    assert pictures.spread_words(pictures.spread({"warm_vjp_seconds": 0.01})) == (
+        "n unknown · median only, no spread"
+    )
+
+
+def test_every_picture_of_every_report_is_a_png_with_alt_text():
+    pytest.importorskip("matplotlib")
+    report = build(EVERYTHING)
+    found = [p for s in report.sections for p in s.pictures]
+    assert len(found) == len(pictures.PICTURES) + 3  # + bench, policies, scale
+    assert all(p.png[:8] == PNG and len(p.alt) > 80 for p in found)
+
+
+# ---------------------------------------------------------------------------
+# A real browser: one page, built once from every recorded report, at 1400 and 390 px
+# ---------------------------------------------------------------------------
+
+
+def _script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_screenshots", ROOT / "tools" / "report_screenshots.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _png_width(path) -> int:
+    return int.from_bytes(path.read_bytes()[16:20], "big")  # the IHDR chunk's width
+
+
+@pytest.fixture(scope="module")
+def executable() -> str:
+    found = chromium.find()
+    if found is None:
+        pytest.skip(
+            "no Chromium found (chromium, chromium-browser, google-chrome or $CHROMIUM): "
+            "apt-get install chromium"
+        )
+    return found
+
+
+@pytest.fixture(scope="module")
+def shown(executable, tmp_path_factory):
+    """tools/report_screenshots.py on the recorded reports (the page checked and both
+    screenshots saved, as for docs/), then what the page shows at each width."""
+    pytest.importorskip("matplotlib")
+    where = tmp_path_factory.mktemp("report-browser")
+    script = _script()
+    assert script.main(["--reports", *map(str, EVERYTHING), "--out", str(where),
+                        "--keep", str(where)]) == 0  # fmt: skip
+    page = where / "report.html"
+    with chromium.Browser(executable) as browser:
+        browser.open(page)
+        looks = {width: browser.look(width) for width in (chromium.DESKTOP, chromium.PHONE)}
+    return where, looks
+
+
+@pytest.mark.parametrize("width", [chromium.DESKTOP, chromium.PHONE])
+def test_the_report_in_chromium_fits_the_width_and_shows_every_row(shown, width):
+    _, looks = shown
+    look = looks[width]
+    assert look.width == width
+    assert not look.scrolls_sideways, (look.scroll_width, look.too_wide)
+    assert look.too_wide == []
+    assert len(look.images) == len(pictures.PICTURES) + 3
+    assert look.broken_images == []
+    assert all(0 < image["shown_width"] <= width for image in look.images)
+    assert all(image["alt"] for image in look.images)
+    assert look.errors == []
+    rows = [f"matrix-{port}" for port in _ports(RUN_ALL)]
+    rows += [f"policies-{port}" for port in _ports(COMPARE_ALL)]
+    assert look.rows == rows
+    assert look.contents >= 6
+    assert look.headings[0] == "h1 remat-conformance report"
+    assert "h2 Compare" in look.headings
+
+
+def test_the_tests_save_both_screenshots(shown):
+    where, _ = shown
+    desktop, phone = where / "report.png", where / "report-phone.png"
+    assert desktop.read_bytes()[:8] == phone.read_bytes()[:8] == PNG
+    assert (_png_width(desktop), _png_width(phone)) == (chromium.DESKTOP, chromium.PHONE)
+    print(f"screenshots: {desktop} {phone}")
+
+
+def test_the_browser_check_catches_a_wide_page_a_broken_image_and_an_error(tmp_path, executable):
+    # The check itself can fail: a body wider than the phone, an image that does not
+    # decode, a console error and an uncaught exception.
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">'
+        "</head><body>"
+        '<table><tr id="matrix-x"><td>x</td></tr></table>'
+        '<div style="width: 900px">wide</div>'
+        '<img alt="broken" src="data:image/png;base64,AAAA">'
+        "<script>console.error('boom'); undefinedFunction();</script></body></html>"
+    )
+    with chromium.Browser(executable) as browser:
+        browser.open(page)
+        look = browser.look(chromium.PHONE)
+    assert look.rows == ["matrix-x"]
+    assert look.scrolls_sideways
+    assert look.too_wide == ["div"]
+    assert look.broken_images == ["broken"]
+    assert any("boom" in error for error in look.errors)
+    assert any("undefinedFunction" in error for error in look.errors)
+    script = _script()
+    with chromium.Browser(executable) as browser:
+        assert script.problems(page, browser)
