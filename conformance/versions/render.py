@@ -204,6 +204,12 @@ def _plain(markup: str) -> str:
     return Text.from_markup(markup).plain
 
 
+def _md_item(line: str) -> str:
+    """A list item; a line indented under the one before (two spaces) stays nested."""
+    depth = (len(line) - len(line.lstrip(" "))) // 2
+    return "  " * depth + f"- {_md(line.strip())}"
+
+
 def markdown(data: dict[str, Any]) -> str:
     """The same matrix and lists as Markdown."""
     from .summary import failures
@@ -233,10 +239,10 @@ def markdown(data: dict[str, Any]) -> str:
             time = f"{row.get('seconds') or 0:.0f}s"
         lines.append("| " + " | ".join([label, *cells, time]) + " |")
     lines += ["", _md(legend(data)), "", _md(CAPTION), "", "**Version sets**", ""]
-    lines += [f"- {_md(line.strip())}" for line in set_lines(data)]
+    lines += [_md_item(line) for line in set_lines(data)]
     if data["degradations"]:
         lines += ["", "**Documented degradations**", ""]
-        lines += [f"- {_md(line.strip())}" for line in degradation_lines(data)]
+        lines += [_md_item(line) for line in degradation_lines(data)]
     found = failures(data)
     if found:
         lines += ["", "**Failures**", ""]

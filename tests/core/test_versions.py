@@ -230,6 +230,10 @@ def test_the_first_version_that_differs_and_each_change_are_named():
         "holds at every version swept"
         in render.degradation_lines(summary.to_json(_sweep([True, True])))[0]
     )
+    # In Markdown each set's line is nested under its degradation's.
+    text = render.markdown(summary.to_json(_sweep([False, True])))
+    assert "\n- tensorflow · full: " in text
+    assert "\n  - named · tensorflow-cpu 2.19.0: seen 1\n" in text
 
 
 # ---------------------------------------------------------------------------
