@@ -170,7 +170,7 @@ def resolve(plan: Plan) -> list[VersionSet]:
     for vset in resolved:  # only holding a named-only pin made it the pin set: not run
         held = vset.wanted != vset.pins and not vset.skip
         if held and all(vset.pins.get(name) == pin for name, pin in pinned.items()):
-            vset.skip = "not run: " + "; ".join(vset.notes)
+            vset.skip = "; ".join(vset.notes)  # the set's state says "not run"
     found: list[VersionSet] = []
     for vset in resolved:
         twin = next((f for f in found if f.pins == vset.pins and not f.skip), None)
@@ -212,7 +212,7 @@ def _keyword(plan: Plan, word: str) -> VersionSet:
         pin = _pin(plan, name)
         if name in named_only and word != "pin" and version != pin:
             if pin is None:
-                vset.skip = f"not run: {name} {version}: {named_only[name]}"
+                vset.skip = f"{name} {version}: {named_only[name]}"
                 return vset
             vset.notes.append(
                 f"{name} held at its pin {pin}, not {version}: {named_only[name]}; "

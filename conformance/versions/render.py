@@ -38,7 +38,8 @@ CAPTION = (
 def title(data: dict[str, Any]) -> str:
     examples = data.get("max_examples")
     examples = "the profile's" if examples is None else examples
-    verdict = "some failed" if data.get("failed") else "all passed"
+    ran = any(found["state"] == "ran" for found in data["sets"])
+    verdict = "some failed" if data.get("failed") else "all passed" if ran else "no set ran"
     return (
         f"remat-conformance versions · extra {data['extra']} · {len(data['sets'])} version "
         f"sets · profile {data['profile']} · {examples} examples per property · {verdict}"
