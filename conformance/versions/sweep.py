@@ -2,7 +2,8 @@
 documented degradations probed, and every result gathered as one matrix (`Sweep`).
 
 For each set, in version order: `venvs.ready` (reused, or made and installed; a set pip
-cannot install is a row that says why), then `python -m conformance run --json` in the venv
+cannot install is a row that says why; the next set's install runs in a thread while this
+set runs), then `python -m conformance run --json` in the venv
 on the extra's ports (its own cache), then, unless turned off, `probe policies` once per
 framework process (the canonical's first: it writes the references the others read) and
 `probe degradation` for each documented degradation of those ports' stacks. A set that is
@@ -16,6 +17,8 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,32 +128,90 @@ def run(plan: Plan, options: Options, progress: Progress | None = None) -> Sweep
     start = time.monotonic()
     sweep = Sweep(plan, options, [], degradations_of(plan.ports))
     total = len(plan.sets)
+
+    def teller(number: int, vset: VersionSet) -> Callable[[str], None]:
+        return lambda text: say_at(number, total, vset.title, text)
+
+    ahead = _Ahead(plan, options, teller)
     try:
         for number, vset in enumerate(plan.sets, start=1):
-
-            def say(text: str, number: int = number, vset: VersionSet = vset) -> None:
-                say_at(number, total, vset.title, text)
-
+            say = teller(number, vset)
             result = SetResult(vset)
             sweep.results.append(result)
-            _one(plan, options, result, sweep.degradations, say)
+            _one(plan, options, result, sweep.degradations, say, ahead)
             say(f"done: {result.state}")
     except interrupts.Interrupted:
         sweep.interrupted = True
+    finally:
+        ahead.cancel()
     sweep.seconds = time.monotonic() - start
     return sweep
 
 
-def _one(plan: Plan, options: Options, result: SetResult, degradations: list[Any], say) -> None:
+class _Ahead:
+    """The next set's venv, installed in a thread while this set runs: pip is mostly waiting
+    on the network and the disk, the suite on the CPU. One set ahead at most."""
+
+    def __init__(self, plan: Plan, options: Options, teller: Callable[[int, VersionSet], Any]):
+        self.plan, self.options, self.teller = plan, options, teller
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="versions-install")
+        self.futures: dict[int, Future] = {}
+
+    def start_after(self, vset: VersionSet) -> None:
+        """Start installing the set after `vset`, if there is one to install."""
+        number = next(i for i, found in enumerate(self.plan.sets, 1) if found is vset)
+        if number >= len(self.plan.sets):
+            return
+        following = self.plan.sets[number]
+        if not following.skip and id(following) not in self.futures:
+            say = self.teller(number + 1, following)
+            self.futures[id(following)] = self.pool.submit(venvs.ready, self.plan, following, say)
+
+    def take(self, vset: VersionSet, say) -> venvs.Venv:
+        """The set's venv: the one installed ahead (its error raised here), or made now."""
+        future = self.futures.get(id(vset))
+        if future is None:
+            return venvs.ready(self.plan, vset, say)
+        while True:  # a timeout, so that a signal reaches this (the main) thread
+            try:
+                venv = future.result(timeout=1.0)
+            except FutureTimeout:
+                continue
+            except venvs.InstallFailed:
+                del self.futures[id(vset)]
+                raise
+            del self.futures[id(vset)]  # interrupted before this, `cancel` removes it
+            return venv
+
+    def cancel(self) -> None:
+        """Stop an install still running (an interrupted sweep), and remove what it made
+        where the sweep removes its venvs."""
+        if any(not f.done() for f in self.futures.values()):
+            venvs.stop_installs()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for future in self.futures.values():
+            if future.cancelled() or future.exception() is not None:
+                continue
+            if self.options.remove:
+                venvs.remove(future.result().path)
+        self.futures.clear()
+
+
+def _one(
+    plan: Plan, options: Options, result: SetResult, degradations: list[Any], say, ahead: _Ahead
+) -> None:
     vset = result.vset
     if vset.skip:
         result.state, result.reason = "not run", vset.skip
+        ahead.start_after(vset)
         return
     try:
-        venv = venvs.ready(plan, vset, say)
+        venv = ahead.take(vset, say)
     except venvs.InstallFailed as error:
         result.state, result.reason = "not installed", str(error)
+        ahead.start_after(vset)
         return
+    ahead.start_after(vset)  # installed while this set runs
     result.venv, result.reused = str(venv.path), venv.reused
     result.released, result.packages = venv.released, venv.packages
     result.install_seconds = venv.seconds

@@ -38,6 +38,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -239,18 +240,38 @@ def _logged(
             env=env,
             cwd=path,
         )
-        assert process.stdout is not None
-        for line in process.stdout:
-            log.write(line)
-            lines.append(line.rstrip("\n"))
-            if line.startswith(("Collecting", "Downloading", "Building", "Installing")):
-                say(line.strip()[:100])
-        code = process.wait()
+        with _LOCK:
+            _RUNNING.add(process)
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                lines.append(line.rstrip("\n"))
+                if line.startswith(("Collecting", "Downloading", "Building", "Installing")):
+                    say(line.strip()[:100])
+            code = process.wait()
+        finally:
+            with _LOCK:
+                _RUNNING.discard(process)
         log.write(f"[exit {code}]\n")
     output = "\n".join(lines)
     if check and code != 0:
         raise InstallFailed(reason(output, conflict(output), set(), {}))
     return code, output
+
+
+#: The pip processes running now (a sweep installs the next set in a thread: `stop_installs`).
+_RUNNING: set[subprocess.Popen] = set()
+_LOCK = threading.Lock()
+
+
+def stop_installs() -> None:
+    """Terminate every pip this process runs (an interrupted sweep's install ahead)."""
+    with _LOCK:
+        running = list(_RUNNING)
+    for process in running:
+        if process.poll() is None:
+            process.terminate()
 
 
 def _parent_pip() -> bool:
