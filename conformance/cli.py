@@ -11,7 +11,9 @@ Commands (each in `conformance.commands`, which owns its flags):
 - `merge REPORT.json ...`: many runs' `--json` reports (one per CI job) as
   one matrix, grouped by machine and device; Markdown and JSON too.
 - `report REPORT.json ...`: one self-contained HTML page (and Markdown) from
-  run, compare and bench reports.
+  run, compare, bench and versions reports.
+- `versions EXTRA`: one extra's version sets, each installed into a venv of its
+  own and run there: one matrix of port x version.
 
 Every command but `vectors` (whose `export` and `check` take them) has the
 output flags `--width N`, `--plain` and `--no-color`
@@ -36,7 +38,17 @@ import signal
 import sys
 from collections.abc import Iterator
 
-from .commands import arguments, bench, compare, list_ports, merge, report, run, vectors
+from .commands import (
+    arguments,
+    bench,
+    compare,
+    list_ports,
+    merge,
+    report,
+    run,
+    vectors,
+    versions,
+)
 from .running import environment, interrupts, isolation
 from .terminal import style as terminal_style
 
@@ -48,6 +60,7 @@ COMMANDS = {
     "bench": bench,
     "merge": merge,
     "report": report,
+    "versions": versions,
 }
 
 

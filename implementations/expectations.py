@@ -19,8 +19,10 @@ something on the host, and so on. A declaration that contradicts it fails
 property (j) for a port, and the suite's own tables are tested the same way.
 
 **Documented degradations** are upstream behaviours that users walk into,
-pinned with the upstream version they were measured on. Each has a test
-that fails the day upstream changes; reports show them as *documented
+pinned with the upstream versions they were measured on. Each has a probe
+that says whether it still shows, which a test runs (it fails the day
+upstream changes) and the version sweep runs at every version it installs
+(`python -m conformance versions`); reports show them as *documented
 degradation*, never as a pass.
 """
 
@@ -78,7 +80,10 @@ class Degradation:
 
     - `family`: the instrument family (or stack) it concerns; `policy`: the policy name.
     - `what`: one line for reports; `short`: a few words for tables.
-    - `measured`: the upstream distribution and version it was measured on.
+    - `measured`: the upstream distribution and the versions it was measured on.
+    - `probe`: `"module:function"`, a check run where the framework is installed that
+      returns `(holds, seen)`: whether the degradation still shows, and what was seen, in a
+      line. The version sweep runs it at every version (`conformance.versions`); a test pins it.
     """
 
     family: str
@@ -86,6 +91,7 @@ class Degradation:
     what: str
     measured: str
     short: str = ""
+    probe: str = ""
 
 
 #: An entry: the record, or a function of (dim, features) giving it where the

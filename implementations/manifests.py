@@ -184,6 +184,12 @@ class Manifest:
     - `built_on`: frameworks (as ports name theirs) that compute with this engine.
     - `caches`: its compilation caches.
     - `ci`: its CI job; `tests`: its test folder under `tests/`.
+    - `named_only`: distribution -> why the version sweep (`conformance.versions`) runs its
+      versions other than the pin only when the user names them (torch: PyPI's Linux wheels
+      are CUDA builds of several GB).
+    - `build_requires`: what its sdist imports while it builds (DeepSpeed's setup.py imports
+      torch): the version sweep installs them first and builds without build isolation, so
+      that pip never fetches another torch into a build environment.
     """
 
     stack: str
@@ -205,6 +211,8 @@ class Manifest:
     caches: tuple[CacheEntry, ...] = ()
     ci: CiJob | None = None
     tests: str = ""
+    named_only: Mapping[str, str] = field(default_factory=dict)
+    build_requires: tuple[str, ...] = ()
 
     def engine_of(self, port: PortEntry) -> str:
         return port.engine or self.engine

@@ -1,8 +1,10 @@
-"""`python -m conformance report`: one self-contained HTML page from run, compare and bench reports.
+"""`python -m conformance report`: one self-contained HTML page from run, compare, bench and
+version-sweep reports.
 
 Give it the JSON reports (`run --json > run.json`, `compare --json >
 compare.json`, `bench --out DIR` writes DIR/bench.json, `bench --policies`
-DIR/bench-policies.json, `bench --scale` DIR/scale.json), or let it make them:
+DIR/bench-policies.json, `bench --scale` DIR/scale.json, `versions EXTRA --out
+sweep.json` a version sweep), or let it make them:
 `--make run`, `--make compare`, `--make bench`, `--make policies`, `--make
 scale` run those commands now, each in a child process of its own
 (`--implementation` narrows the ports, `--profile` the run), and report on what
@@ -11,10 +13,10 @@ they wrote. `--make bench` and `--make policies` run a quick sweep by default
 two cores), `--full-bench` the bench's own defaults (minutes); `--make scale`
 is the whole scale bench (a few minutes). The page holds the conformance grid
 and its details, the mutation score, the compare table, the policy matrix, the
-precision bits and pictures, the benches' tables and pictures, and the machine
-and versions; CSS and images are inline, so it opens from `file://` with no
-network. `--markdown PATH` writes the same content as Markdown (for a CI
-summary), its pictures beside it.
+precision bits and pictures, the benches' tables and pictures, a version
+sweep's matrix, and the machine and versions; CSS and images are inline, so it
+opens from `file://` with no network. `--markdown PATH` writes the same
+content as Markdown (for a CI summary), its pictures beside it.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         type=arguments.existing_file,
         metavar="REPORT.json",
-        help="run --json, compare --json or bench.json reports, shown in this order",
+        help="run --json, compare --json, bench.json or versions --out reports, shown in this "
+        "order",
     )
     parser.add_argument(
         "--out",

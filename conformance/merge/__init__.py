@@ -1,4 +1,4 @@
-"""Many `run --json` reports as one matrix: ports grouped by machine and device.
+"""Many `run --json` reports as one matrix: ports grouped by machine, versions and device.
 
 A CI matrix runs the suite on machines one runner does not have (CUDA GPUs,
 Apple silicon, TPUs); each job writes a `run --json` report, and `merge`
@@ -11,14 +11,16 @@ puts them together (`python -m conformance merge REPORT.json ...`).
 
 A *machine* is what the report's `machine` object describes (OS, architecture,
 CPU, cores, memory, Python); a *device* is what a port computed on, from its
-`environment`. The same port on the same machine and device in more than one
-report gets a row per report, side by side, and differing statuses are
-marked as a conflict: nothing is averaged away.
+`environment`; a *version set* gathers the reports whose ports' versions agree
+(`V1`, `V2`, ...: a version sweep's reports, `versions --reports DIR`). The same
+port on the same machine, versions and device in more than one report gets a row
+per report, side by side, and differing statuses are marked as a conflict:
+nothing is averaged away.
 """
 
 from __future__ import annotations
 
-from .combine import Conflict, Group, Merged, Row, combine, to_json
+from .combine import Conflict, Group, Merged, Row, combine, report_versions, to_json, version_sets
 from .read import OLDEST_SCHEMA, ReportError, Source, read, read_all
 from .render import markdown, print_merged, table
 
@@ -35,6 +37,8 @@ __all__ = [
     "print_merged",
     "read",
     "read_all",
+    "report_versions",
     "table",
     "to_json",
+    "version_sets",
 ]

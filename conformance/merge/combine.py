@@ -1,4 +1,10 @@
-"""Reports as one matrix: a row per port per report, grouped by machine and device."""
+"""Reports as one matrix: a row per port per report, grouped by machine, versions and device.
+
+Versions: a report's are its ports' (`versions`: distribution -> version). Reports join one
+version set (`V1`, `V2`, ...) when every distribution they both name is at the same version
+(a report joins the first set it agrees with); only where there are several does a group's
+title name its set, `M1 · V2 · cpu`. Rows of one port at different versions are then in
+different groups, and never a conflict: that they differ is what a version sweep shows."""
 
 from __future__ import annotations
 
@@ -28,15 +34,18 @@ class Row:
 
 @dataclass
 class Group:
-    """The rows of one machine (`machine`: its id, "M1") and one device."""
+    """The rows of one machine (`machine`: its id, "M1"), one version set (`versions`: its
+    id, "V2", or "" when every report is at the same versions) and one device."""
 
     machine: str
     device: str
     rows: list[Row] = field(default_factory=list)
+    versions: str = ""
 
     @property
     def title(self) -> str:
-        return f"{self.machine} · {self.device}"
+        middle = f" · {self.versions}" if self.versions else ""
+        return f"{self.machine}{middle} · {self.device}"
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,8 @@ class Merged:
     groups: list[Group]
     properties: dict[str, str]  # key -> title, every report's, in key order
     conflicts: list[Conflict]
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)  # "V1" -> its versions
+    versions_of: dict[int, str] = field(default_factory=dict)  # report number -> "V1"
 
     @property
     def failed(self) -> bool:
@@ -95,18 +106,48 @@ def describe_device(port: dict[str, Any]) -> str:
     return kind if kind == "cpu" or name in ("", kind) else f"{kind} {name}"
 
 
+def report_versions(source: Source) -> dict[str, str]:
+    """A report's versions: every loaded port's distributions and their versions."""
+    found: dict[str, str] = {}
+    for port in source.ports:
+        if port.get("state", "available") == "available":
+            found.update({str(k): str(v) for k, v in (port.get("versions") or {}).items()})
+    return found
+
+
+def version_sets(sources: list[Source]) -> tuple[dict[str, dict[str, str]], dict[int, str]]:
+    """The reports' version sets ("V1" -> versions) and each report's set: a report joins
+    the first set whose versions agree with its own on every distribution both name."""
+    sets: dict[str, dict[str, str]] = {}
+    of: dict[int, str] = {}
+    for source in sources:
+        own = report_versions(source)
+        for name, versions in sets.items():
+            if all(versions[k] == v for k, v in own.items() if k in versions):
+                versions.update(own)
+                of[source.number] = name
+                break
+        else:
+            name = f"V{len(sets) + 1}"
+            sets[name] = dict(own)
+            of[source.number] = name
+    return sets, of
+
+
 def combine(sources: list[Source]) -> Merged:
     """The reports as groups of rows, with every conflict found."""
     machines: dict[str, str] = {}  # description -> id
     machine_of: dict[int, str] = {}
-    groups: dict[tuple[str, str], Group] = {}
+    versions, versions_of = version_sets(sources)
+    groups: dict[tuple[str, str, str], Group] = {}
     for source in sources:
         description = describe_machine(source.machine)
         machine = machines.setdefault(description, f"M{len(machines) + 1}")
         machine_of[source.number] = machine
+        named = versions_of[source.number] if len(versions) > 1 else ""
         for port in source.ports:
-            key = (machine, describe_device(port))
-            group = groups.setdefault(key, Group(*key))
+            key = (machine, named, describe_device(port))
+            group = groups.setdefault(key, Group(machine, key[2], versions=named))
             group.rows.append(_row(port, source.number))
     for group in groups.values():
         order = {}
@@ -128,6 +169,8 @@ def combine(sources: list[Source]) -> Merged:
         groups=list(groups.values()),
         properties=dict(sorted(titles.items())),
         conflicts=conflicts,
+        versions=versions,
+        versions_of=versions_of,
     )
 
 
@@ -184,6 +227,7 @@ def to_json(merged: Merged) -> dict[str, Any]:
             number: {"description": description, "fields": _fields_of(merged, number)}
             for number, description in merged.machines.items()
         },
+        "versions": merged.versions,
         "reports": [
             {
                 "number": source.number,
@@ -193,6 +237,7 @@ def to_json(merged: Merged) -> dict[str, Any]:
                 "profile": source.data.get("profile"),
                 "max_examples": source.data.get("max_examples"),
                 "machine": merged.machine_of[source.number],
+                "versions": merged.versions_of.get(source.number, ""),
                 "ports": [port["name"] for port in source.ports],
                 "mutation_score": source.data.get("mutation_score"),
                 "canonical_failure": source.data.get("canonical_failure") or "",
@@ -202,6 +247,7 @@ def to_json(merged: Merged) -> dict[str, Any]:
         "groups": [
             {
                 "machine": group.machine,
+                "versions": group.versions,
                 "device": group.device,
                 "rows": [
                     {

@@ -30,8 +30,14 @@ CAPTION = (
     "not run there. xfail, xpass: failed, passed where an expectations file expects a "
     "failure. ·: the port did not load. Under each port: its framework · #N, the report it "
     "comes from. time: that port's worker, start to finish. ⚠: reports disagree on this "
-    "port, machine and device."
+    "port, machine, versions and device. V1, V2: the version sets (listed below), where the "
+    "reports' versions differ."
 )
+
+
+def describe_versions(versions: dict[str, str]) -> str:
+    """A version set in one line: `flax 0.11.2, jax 0.7.0, jaxlib 0.7.0`."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or "no versions recorded"
 
 
 def cell_markup(outcome: dict[str, Any] | None) -> str:
@@ -116,6 +122,10 @@ def print_merged(merged: Merged, console: Console) -> None:
     console.print("[bold]machines[/]")
     for number, description in merged.machines.items():
         console.print(f"  {number}  {escape(description)}", highlight=False)
+    if len(merged.versions) > 1:
+        console.print("[bold]versions[/]")
+        for number, versions in merged.versions.items():
+            console.print(f"  {number}  {escape(describe_versions(versions))}", highlight=False)
     console.print("[bold]reports[/]")
     for source in merged.sources:
         verdict = "[bold red]failed[/]" if source.failed else "[green]passed[/]"
@@ -208,6 +218,10 @@ def markdown(merged: Merged) -> str:
     lines += ["", _md(legend(merged)), "", _md(CAPTION), "", "**Machines**", ""]
     for number, description in merged.machines.items():
         lines.append(f"- **{number}**: {_md(description)}")
+    if len(merged.versions) > 1:
+        lines += ["", "**Versions**", ""]
+        for number, versions in merged.versions.items():
+            lines.append(f"- **{number}**: {_md(describe_versions(versions))}")
     lines += ["", "**Reports**", ""]
     for source in merged.sources:
         verdict = "**failed**" if source.failed else "passed"

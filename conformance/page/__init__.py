@@ -83,16 +83,21 @@ def build(
       (the Markdown's pictures go into `<stem>-pictures/` beside it).
     - `pictures`: draw the pictures (needs matplotlib, the `bench` extra).
     - `title`: the page's heading.
-    - `versions`: the rows of a versions sweep (plain dicts, `framework` and `version`
-      first: `tables.versions_table`), shown in a section of their own.
+    - `versions`: rows of versions (plain dicts, `framework` and `version` first:
+      `tables.versions_table`), shown as a `{"kind": "versions", "rows": versions}`
+      report would be, after the reports; a sweep's own JSON (`versions --out`) goes
+      in `reports`.
 
     **Returns:** a `Report`. **Raises:** `DocumentError` naming a report it
     cannot read, `ValueError` when there is none.
     """
     documents = [_document(r, i) for i, r in enumerate(reports, 1)]
-    if not documents and versions is None:
+    if versions is not None:  # the same section a {"kind": "versions"} report makes
+        rows = {"kind": "versions", "rows": [dict(row) for row in versions]}
+        documents.append(Document("versions", "versions rows", rows))
+    if not documents:
         raise ValueError("reports: give at least one run, compare or bench JSON report")
-    found = sections(documents, pictures=pictures, versions=versions)
+    found = sections(documents, pictures=pictures)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     kinds = ", ".join(f"{d.kind} ({Path(d.source).name})" for d in documents)
     meta = f"Made {stamp} from: {kinds}."

@@ -5,7 +5,9 @@
 - `bench.json`: has `settings` and `results`;
 - `bench --policies`'s `bench-policies.json`: has `settings`, `results` and `policies`;
 - `bench --scale`'s `scale.json`: has `settings` and `rows`;
-- a versions sweep's matrix: `{"kind": "versions", "rows": [...]}`, one dict a row.
+- versions: `{"kind": "versions", "rows": [...]}`: a version sweep as `versions --out`
+  writes it (`conformance.versions`: its sets and degradations too), or a plain list of
+  rows, one dict a row.
 
 Anything else (a `merge --json` document too: merge its runs' reports first,
 or pass the runs themselves) is refused with the file's name and why.

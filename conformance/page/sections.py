@@ -6,9 +6,10 @@ Markdown both show, in the order given: for a run, the conformance grid
 its table, the policy matrix (ports by remat policies, with whose
 expectations each port was held to, from the run reports given), the
 precision bits and pictures; for a bench, its table, targets and plot; for
-`bench --policies` and `bench --scale`, theirs; then the versions section
-(`versions`: a plain list of rows, such as a versions sweep's matrix) and the
-machines and versions the reports name.
+`bench --policies` and `bench --scale`, theirs; for a versions document, the
+versions section (`versions_section`: a version sweep's matrix, its sets and
+degradations, or a plain list of rows); then the runs' version sets where they
+differ, and the machines and versions the reports name.
 """
 
 from __future__ import annotations
@@ -62,18 +63,12 @@ ALT = {
 }
 
 
-def sections(
-    documents: Sequence[Document],
-    *,
-    pictures: bool = True,
-    versions: Sequence[Mapping[str, Any]] | None = None,
-) -> list[Section]:
+def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Section]:
     """Everything the report shows. `pictures=False` skips matplotlib (no `bench` extra).
-    `versions`: rows of a versions sweep (see `tables.versions_table`), shown in a section
-    of their own.
 
     Pictures need matplotlib; without it, each section says so in a note.
     """
+    from ..versions import page as versions_page
     from . import pictures as drawing
 
     found: list[Section] = []
@@ -159,8 +154,7 @@ def sections(
             else:
                 section.notes.append(why_not)
         elif doc.kind == "versions":
-            found.append(versions_section(data.get("rows") or [], f"versions-{i}", suffix))
-            continue
+            section = versions_section(data, "versions" + (f"-{i}" if suffix else ""), suffix)
         else:
             section = Section(f"Bench{suffix}", f"bench-{i}")
             section.tables += [tables.bench_table(data), tables.bench_targets(data)]
@@ -179,19 +173,30 @@ def sections(
             else:
                 section.notes.append(why_not)
         found.append(section)
-    if versions is not None:
-        found.append(versions_section(versions, "versions"))
+    run_versions = versions_page.run_versions(documents)
+    if run_versions is not None:
+        found.append(Section("Versions of the runs", "run-versions", tables=[run_versions]))
     found.append(Section("Machine and versions", "machine", tables=[tables.machine(documents)]))
     return found
 
 
 def versions_section(
-    rows: Sequence[Mapping[str, Any]], anchor: str = "versions", suffix: str = ""
+    data: Mapping[str, Any], anchor: str = "versions", suffix: str = ""
 ) -> Section:
-    """The versions section: one row per framework version tried (a versions sweep's matrix,
-    as a plain list of dicts; `tables.versions_table` says which keys it reads)."""
+    """The versions section of one `{"kind": "versions", "rows": [...]}` document.
+
+    A sweep as `versions --out` writes it (it has `sets`) shows its matrix, its sets and
+    its degradations across versions (`conformance.versions.page`); any other rows are a
+    plain list of dicts, one table row each (`tables.versions_table` says which keys it
+    reads).
+    """
+    from ..versions import page as versions_page
+
     section = Section(f"Versions{suffix}", anchor)
-    if rows:
+    rows = data.get("rows") or []
+    if "sets" in data:
+        section.tables += versions_page.tables(dict(data))
+    elif rows:
         section.tables.append(tables.versions_table(rows))
     else:
         section.notes.append("No versions were swept.")

@@ -135,3 +135,35 @@ def test_ci_md_shows_the_workflow_as_it_is():
     text = (ROOT / "docs" / "CI.md").read_text()
     (block,) = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
     assert block == WORKFLOW.read_text()
+
+
+def test_the_lowest_versions_job_sweeps_every_extra_s_floors(workflow):
+    from conformance.versions import project
+
+    job = workflow["jobs"]["lowest-versions"]
+    matrix = job["strategy"]["matrix"]
+    assert job["strategy"]["fail-fast"] is False
+    entries = [{"extra": e, "versions": "lowest"} for e in matrix["extra"]] + matrix["include"]
+    extras = [entry["extra"] for entry in entries]
+    assert sorted(extras) == sorted(project.sweepable())  # each once: a new extra joins here
+    named = project.named_only()
+    for entry in entries:
+        sets = entry["versions"].split()
+        assert all(word in ("lowest", "pin", "newest") or "==" in word for word in sets)
+        floors = {r.name: r.specifier.removeprefix(">=") for r in
+                  project.requirements(entry["extra"])}  # fmt: skip
+        if set(floors) <= set(named):
+            # Its lowest would be held at the pin (not run): the entry names the floor.
+            version = project.packaging_lib().version.Version
+            (word,) = sets
+            pins = dict(pair.split("==") for pair in word.split(","))
+            assert {k: version(v) for k, v in pins.items()} == {
+                k: version(v) for k, v in floors.items()
+            }, entry
+    sweep = _step(job, name="Version sweep")
+    assert sweep["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    assert 'python -m conformance versions "$EXTRA" --versions "${sets[@]}"' in sweep["run"]
+    assert "--remove" in sweep["run"]
+    upload = _step(job, uses="actions/upload-artifact@")
+    assert "!cancelled()" in upload["if"]
+    assert "lowest-versions" not in workflow["jobs"]["merge"]["needs"]  # run reports only

@@ -29,6 +29,8 @@ OPTIONAL = {
     "caches",
     "state",
     "ci",
+    "named_only",  # the version sweep: versions run only where named (torch)
+    "build_requires",  # the version sweep: what an sdist imports while it builds
 }
 
 

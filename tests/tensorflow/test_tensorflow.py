@@ -100,6 +100,17 @@ def test_kernels_past_int32_counters_come_from_the_numpy_init(monkeypatch):
     assert same_bits(w2.numpy(), expected.w2)
 
 
+def test_an_xla_whose_erf_inv_rounds_otherwise_gets_the_numpy_init(monkeypatch):
+    # TensorFlow 2.18 to 2.20 (docs/VERSIONS.md): the self-check fails, the XLA program
+    # must not run, and the bits are the numpy init's.
+    monkeypatch.setattr(flax_init, "xla_rounds_as_jax", lambda: False)
+    monkeypatch.setattr(flax_init, "_compiled", lambda *a: pytest.fail("XLA init used"))
+    w1, w2 = flax_init.kernels(3, 5, 4)
+    expected = canonical_params(3, 5, 4)
+    assert same_bits(w1.numpy(), expected.w1)
+    assert same_bits(w2.numpy(), expected.w2)
+
+
 def test_the_xla_truncated_normal_matches_on_all_2_23_mantissas():
     # Every outcome the truncated normal has: the float steps of the XLA init
     # (uniform's multiply-add, erf_inv, the clamp), fed mantissas directly,

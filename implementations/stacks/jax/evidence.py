@@ -20,7 +20,9 @@ here, so all of them are measured the same way:
   `reduce_precision`, `device_put`, reshapes) keep its role.
 - **Memory space:** a residual's aval says where it lives (`f32<host>` after
   an offload policy's `device_put`). This is the traced placement: under jit
-  on a CPU, XLA has one memory and the placement is gone.
+  on a CPU, XLA has one memory and the placement is gone. jax 0.7.0's avals
+  have no memory space: there the `device_put` that made the residual says it
+  (`TransferToMemoryKind(memory_kind='pinned_host')`).
 - **Backward matmuls:** the `dot_general` equations of the backward jaxpr,
   recomputed ones included.
 - **Tags:** the `checkpoint_name` names the block holds, so that a policy
@@ -149,7 +151,7 @@ def _saved_and_tags(
             continue
         seen.add(var)
         shape, dtype = tuple(var.aval.shape), str(var.aval.dtype)
-        where = {"role": roles.get(var, ""), "memory_space": _memory_space(var)}
+        where = {"role": roles.get(var, ""), "memory_space": _memory_space(var, jaxpr)}
         if where["role"] not in ROLES:  # d2 = a @ W2 is no role of the vocabulary
             where["role"] = ""
         if var in jaxpr.invars:
@@ -167,10 +169,28 @@ def _saved_and_tags(
     return tuple(saved), tuple(sorted(checkpoint_names(jaxpr)))
 
 
-def _memory_space(var) -> str:
-    space = getattr(var.aval, "memory_space", None)
+def _memory_space(var, jaxpr: core.Jaxpr) -> str:
+    if not hasattr(var.aval, "memory_space"):  # jax 0.7.0: the offload's device_put says it
+        return "host" if _device_put_kind(jaxpr, var) == "pinned_host" else "device"
+    space = var.aval.memory_space
     name = str(getattr(space, "name", space) or "").lower()
     return {"host": "host", "device": "device"}.get(name, name)
+
+
+def _device_put_kind(jaxpr: core.Jaxpr, var) -> str | None:
+    """The memory kind a `device_put` of `jaxpr` moves `var` to (followed into call-like
+    equations), e.g. "pinned_host" for `TransferToMemoryKind(memory_kind='pinned_host')`."""
+    for eqn in jaxpr.eqns:
+        if var not in eqn.outvars:
+            continue
+        index = eqn.outvars.index(var)
+        if eqn.primitive.name == "device_put":
+            return getattr(eqn.params["devices"][index], "memory_kind", None)
+        sub = _call_jaxpr(eqn, len(eqn.invars))
+        if sub is None or isinstance(sub.outvars[index], core.Literal):
+            return None
+        return _device_put_kind(sub, sub.outvars[index])
+    return None
 
 
 # -- roles ------------------------------------------------------------------------------

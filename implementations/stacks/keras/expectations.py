@@ -12,6 +12,7 @@ EXPECTATIONS = Expectations(
             "for save_named",
             "keras 3.15.1",
             'mode="activations" saves more than none',
+            probe="implementations.stacks.keras.degradations:activations_saves_more_than_none",
         ),
     ),
 )

@@ -19,6 +19,8 @@ EXPECTATIONS = Expectations(
             "second layer, which the gradient does not need)",
             "tensorflow 2.21",
             "reruns both matmuls",
+            probe="implementations.stacks.tensorflow.degradations:"
+            "recompute_grad_reruns_both_matmuls",
         ),
     ),
 )

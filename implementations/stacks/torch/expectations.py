@@ -6,6 +6,8 @@ torch's Linear is one addmm with the bias fused in: a policy can save h, never d
 
 from implementations.expectations import Degradation, Expectations, expect
 
+_HERE = "implementations.stacks.torch.degradations"
+
 EXPECTATIONS = Expectations(
     families={
         "torch": {
@@ -51,6 +53,7 @@ EXPECTATIONS = Expectations(
             "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute: nothing is "
             "offloaded, the addmm reruns",
             "torch 2.13.0",
+            probe=f"{_HERE}:eager_cpu_offload_recomputes",
         ),
         Degradation(
             "torch",
@@ -58,12 +61,14 @@ EXPECTATIONS = Expectations(
             "a custom tag op on h can be cached (MUST_SAVE), but the eager recompute still "
             "reruns the addmm that makes h (5 backward matmuls)",
             "torch 2.13.0",
+            probe=f"{_HERE}:eager_tagged_h_still_reruns_its_addmm",
         ),
         Degradation(
             "torch_compile",
             "offload_dots",
             "CPU_OFFLOAD under torch.compile becomes a plain save: h kept, nothing moved",
             "torch 2.13.0",
+            probe=f"{_HERE}:compiled_cpu_offload_is_a_save",
         ),
         Degradation(
             "torch_compile",
@@ -71,6 +76,7 @@ EXPECTATIONS = Expectations(
             "a stateful policy function (save the first addmm) is silently ignored under "
             "torch.compile, which calls it twice per op: full remat instead",
             "torch 2.13.0",
+            probe=f"{_HERE}:compiled_stateful_policy_is_ignored",
         ),
     ),
 )

@@ -118,4 +118,9 @@ MANIFEST = Manifest(
     ),
     ci=CiJob("linux-cpu-torch", "ubuntu-24.04", CPU_WHEELS),
     tests="torch",
+    named_only={
+        "torch": "PyPI's torch wheels for Linux are CUDA builds of several GB; the CPU wheels "
+        "come from PyTorch's own index (pip's --extra-index-url "
+        "https://download.pytorch.org/whl/cpu)",
+    },
 )
