@@ -13,10 +13,11 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 from ..running.runner import Outcome
 from ..terminal import style as terminal_style
+from ..terminal.markdown import md_cell as _md
+from ..terminal.markdown import plain as _plain
 from ..terminal.style import state_markup
 from ..terminal.suite import CELLS, cell
 from .combine import Merged, Row
@@ -187,17 +188,6 @@ def failures(merged: Merged) -> list[str]:
 # ---------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------
-
-
-def _md(text: str) -> str:
-    """Plain text made safe for a Markdown table cell (GitHub flavour)."""
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
-        text = text.replace(raw, safe)
-    return "<br>".join(text.splitlines())
-
-
-def _plain(markup: str) -> str:
-    return Text.from_markup(markup).plain
 
 
 def markdown(merged: Merged) -> str:

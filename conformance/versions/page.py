@@ -10,14 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.text import Text
-
 from ..page.tables import Table, outcome_cell
+from ..terminal.markdown import plain as _plain
 from . import render
-
-
-def _plain(markup: str) -> str:
-    return Text.from_markup(markup).plain
 
 
 def matrix(data: dict[str, Any]) -> Table:

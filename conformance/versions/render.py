@@ -16,10 +16,11 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 from ..merge.render import cell_markup
 from ..terminal import style as terminal_style
+from ..terminal.markdown import md_cell as _md
+from ..terminal.markdown import plain as _plain
 
 SHORT = {"save_dots": "dots", "save_named": "named", "offload_dots": "offload"}
 MARKS = {"pass": "[green]✓[/]", "fail": "[bold red]✗[/]", "inexpressible": "[dim]-[/]",
@@ -193,16 +194,6 @@ def print_sweep(data: dict[str, Any], console: Console) -> None:
 # ---------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------
-
-
-def _md(text: str) -> str:
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
-        text = text.replace(raw, safe)
-    return "<br>".join(text.splitlines())
-
-
-def _plain(markup: str) -> str:
-    return Text.from_markup(markup).plain
 
 
 def _md_item(line: str) -> str:
