@@ -93,6 +93,7 @@ class BenchEntry:
     - `opt_in`: run only when named (`why`: the reason, for `bench --help`).
     - `isolated`: the module holds process-wide state (MindSpore's graph mode): the bench
       imports it in a process of its own and speaks to its cases there.
+    - `quick`: part of `report --make bench`'s quick sweep (under a minute on two cores).
     - `notes`: what its instruments measure, by the bench's definition (`saved_bytes`,
       `temp_bytes`, `peak_bytes`, `matmuls`) and how it runs the mode `save-mm`: one clause
       each, which the bench's definitions gather (a stack without a figure says why not).
@@ -103,6 +104,7 @@ class BenchEntry:
     opt_in: bool = False
     why: str = ""
     isolated: bool = False
+    quick: bool = False
     notes: Mapping[str, str] = field(default_factory=dict)
 
 

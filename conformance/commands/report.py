@@ -27,14 +27,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+from implementations import manifests
+
 from ..running import interrupts, profiles
 from . import arguments
 
 HELP = "one self-contained HTML page (and Markdown) from run, compare and bench reports"
 MAKEABLE = ("run", "compare", "bench", "policies", "scale")
 #: `--make bench` and `--make policies` unless `--full-bench`: a sweep of under a minute on
-#: two cores (the frameworks that are not installed are skipped, with the reason).
-QUICK_FRAMEWORKS = ("jax", "torch")
+#: two cores over the bench stacks their manifests mark quick (those not installed are
+#: skipped, with the reason).
+QUICK_FRAMEWORKS = tuple(
+    entry.name for manifest in manifests.manifests() for entry in manifest.bench if entry.quick
+)
 QUICK_BENCH = (
     *(word for name in QUICK_FRAMEWORKS for word in ("--framework", name)),
     *("--batch", "64", "--features", "32", "--repeats", "5", "--max-repeats", "5"),
@@ -70,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         choices=MAKEABLE,
         help="run this command now and report on it (repeatable): run (the suite), "
-        "compare (without first calls), bench (a quick sweep: jax and torch, "
+        f"compare (without first calls), bench (a quick sweep: {', '.join(QUICK_FRAMEWORKS)}, "
         "depths 1 2 4, batch 64, F 32, 5 repeats; under a minute), policies (bench "
         "--policies, as quick, at L=2), scale (bench --scale: a few minutes)",
     )

@@ -30,7 +30,9 @@ HELP = "install version sets of one extra into venvs and run the suite in each: 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("extra", metavar="EXTRA", help="one framework's extra: jax, flax, mlx, ...")
+    parser.add_argument(
+        "extra", metavar="EXTRA", help="one framework's extra, as pyproject.toml names it"
+    )
     parser.add_argument(
         "--versions",
         nargs="+",

@@ -37,6 +37,7 @@ MANIFEST = Manifest(
         BenchEntry(
             "jax",
             f"{_HERE}.bench",
+            quick=True,
             notes={
                 "saved_bytes": "the residual leaves of jax.vjp, one per jaxpr variable",
                 "temp_bytes": "XLA's compiled temporary buffers, "

@@ -41,6 +41,7 @@ MANIFEST = Manifest(
         BenchEntry(
             "torch",
             f"{_HERE}.bench",
+            quick=True,
             notes={
                 "saved_bytes": "an outer saved_tensors_hooks plus the outputs a "
                 "selective-checkpoint policy "
