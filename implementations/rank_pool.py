@@ -40,6 +40,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener, wait
@@ -363,3 +364,16 @@ def plural(noun: str) -> str:
 def python() -> str:
     """This interpreter, for the processes a controller starts."""
     return sys.executable
+
+
+def watch_parent(interval: float = 0.5) -> None:
+    """In a rank or a node's process: exit once its parent (the controller, a launcher's
+    agent, or a user's shell) is gone, so that nothing outlives the run."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()

@@ -29,24 +29,11 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 from multiprocessing.connection import Client
 
-from ...rank_pool import OWNER_VARIABLE, hex_key, host_port
+from ...rank_pool import OWNER_VARIABLE, hex_key, host_port, watch_parent
 from .processes import AUTHKEY_VARIABLE, MEMBER_VARIABLE
-
-
-def watch_parent(interval: float = 0.5) -> None:
-    """Exit once the parent (the controller, or a user's shell) is gone."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(interval)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def serve(connection) -> None:

@@ -31,7 +31,6 @@ import atexit
 import os
 import socket
 import sys
-import threading
 import time
 import warnings
 from collections import Counter
@@ -46,7 +45,7 @@ from torch.distributed.fsdp import fully_shard
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...contract import BackwardRecord, Params, SavedTensor
-from ...rank_pool import OWNER_VARIABLE
+from ...rank_pool import OWNER_VARIABLE, watch_parent
 from ...sharding import RankRecord
 from .evidence import Roles
 from .mlp import STATE_NAMES, build_mlp
@@ -60,18 +59,6 @@ INSTRUMENT = (
     "saved_tensors_hooks on each FSDP2 rank (a storage FSDP2 freed after forward is a "
     "gathered weight); TorchDispatchMode in backward"
 )
-
-
-def watch_parent(interval: float = 0.5) -> None:
-    """Exit once the parent (the launcher's agent, in the port's worker) is gone."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(interval)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 class BackwardOps(TorchDispatchMode):
