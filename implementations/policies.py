@@ -135,6 +135,18 @@ def as_policy(checkpoint: Any) -> Policy:
     )
 
 
+def declared_policy(
+    checkpoint: Any, port: str, policies: Any, inexpressible: Mapping[str, str]
+) -> Policy:
+    """`checkpoint=` as a Policy the port `port` declares (in `policies`); `ValueError`
+    naming `checkpoint` for one it cannot express, with the reason it declared."""
+    policy = as_policy(checkpoint)
+    if policy.name not in policies:
+        reason = inexpressible.get(policy.name, "not declared")
+        raise ValueError(f"checkpoint={policy.label}: port {port} cannot express it ({reason})")
+    return policy
+
+
 def check_declaration(owner: str, policies: Any, inexpressible: Any) -> None:
     """Raise `TypeError` naming `owner` unless `policies` and `inexpressible` are
     mappings of policy name to a non-empty string that cover `POLICY_NAMES` exactly

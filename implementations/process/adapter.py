@@ -58,7 +58,7 @@ from ..contract import (
     max_bytes,
 )
 from ..expectations import from_wire
-from ..policies import POLICY_NAMES, Policy, as_policy, check_declaration
+from ..policies import POLICY_NAMES, Policy, check_declaration, declared_policy
 from .wire import (
     PROTOCOL_VERSION,
     PROTOCOL_VERSIONS,
@@ -513,13 +513,7 @@ class ProcessPort(Implementation):
     def _policy(self, checkpoint: Any) -> Policy:
         """The contract's `checkpoint=` as a policy the port declares; `ValueError` naming
         `checkpoint` for one it cannot express (with the declared reason)."""
-        policy = as_policy(checkpoint)
-        if policy.name not in self.policies:
-            reason = self.inexpressible.get(policy.name, "not declared")
-            raise ValueError(
-                f"checkpoint={policy.label}: port {self.name} cannot express it ({reason})"
-            )
-        return policy
+        return declared_policy(checkpoint, self.name, self.policies, self.inexpressible)
 
     def _checkpoint(self, checkpoint: Any) -> dict[str, Any]:
         """`checkpoint` (on or off) and, from protocol 2 on, `policy` (its name)."""

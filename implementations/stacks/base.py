@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..contract import NOT_REPORTED, BackwardRecord, Implementation, Params, check_features
-from ..policies import POLICY_NAMES, Policy, as_policy, check_declaration
+from ..policies import POLICY_NAMES, Policy, check_declaration, declared_policy
 
 #: What every concrete port class declares (`checkpoint_api` has a default).
 DECLARED = ("name", "framework", "stack")
@@ -190,13 +190,7 @@ class Port(Implementation):
     def policy(self, checkpoint: Any) -> Policy:
         """The contract's `checkpoint=` as a Policy this port declares; `ValueError`
         naming `checkpoint` for one it cannot express (with the declared reason)."""
-        policy = as_policy(checkpoint)
-        if policy.name not in self.policies:
-            reason = self.inexpressible.get(policy.name, "not declared")
-            raise ValueError(
-                f"checkpoint={policy.label}: port {self.name} cannot express it ({reason})"
-            )
-        return policy
+        return declared_policy(checkpoint, self.name, self.policies, self.inexpressible)
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         """The stack's instrument on `nn_checkpoint_forward(seed, x, features)` as a function
