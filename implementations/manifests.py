@@ -183,6 +183,10 @@ class Manifest:
       plain values (x64, the default matmul precision, the default dtype, ...), read where
       `device_module` (else `engine`) is imported already: a port that changes them is
       reported and the next port gets a fresh worker (`conformance.running.process_state`).
+    - `process_variables`: variable -> why: environment variables the framework writes for
+      itself in each process that uses it (an address in that process's memory). A change
+      of one is the framework's bookkeeping, not a port's setting, and a worker starts
+      without the parent's (in a child they would name the parent's memory).
     - `built_on`: frameworks (as ports name theirs) that compute with this engine.
     - `caches`: its compilation caches.
     - `ci`: its CI job; `tests`: its test folder under `tests/`.
@@ -209,6 +213,7 @@ class Manifest:
     devices: str = ""
     device_module: str = ""
     state: str = ""
+    process_variables: Mapping[str, str] = field(default_factory=dict)
     built_on: tuple[str, ...] = ()
     caches: tuple[CacheEntry, ...] = ()
     ci: CiJob | None = None
@@ -250,6 +255,13 @@ def manifests() -> tuple[Manifest, ...]:
 
 #: The canonical port's registry name (its stack is JAX's).
 CANONICAL_PORT = "flax_linen"
+
+
+@functools.cache
+def process_variables() -> frozenset[str]:
+    """Every stack's `process_variables`: what frameworks write in the environment for
+    themselves."""
+    return frozenset(name for m in manifests() for name in m.process_variables)
 
 
 @functools.cache

@@ -46,7 +46,9 @@ def capture() -> dict[str, Any]:
             except Exception as error:  # a probe that fails is a fact, never a crash
                 settings[manifest.stack] = {"error": f"{type(error).__name__}: {error}"}
     return {
-        "environment": dict(os.environ),
+        # Not what a framework writes for itself (torch's inductor: an address, rewritten by
+        # the same port on its next run): that is the framework's bookkeeping.
+        "environment": worker_environment(),
         "numpy errors": np.geterr(),
         "settings": settings,
         "functions": _functions(),
@@ -91,6 +93,14 @@ def changes(before: dict[str, Any], after: dict[str, Any], limit: int = 5) -> st
     found += [f"{name} was replaced" for name in sorted(swapped)]
     more = f" (and {len(found) - limit} more)" if len(found) > limit else ""
     return "; ".join(found[:limit]) + more
+
+
+def worker_environment() -> dict[str, str]:
+    """The environment a worker starts with: this process's, without what frameworks wrote
+    in it for this process alone (`Manifest.process_variables`: in a child they would name
+    this process's memory, and the child's framework writes its own)."""
+    own = manifests.process_variables()
+    return {name: value for name, value in os.environ.items() if name not in own}
 
 
 def _differences(part: str, before: dict[str, Any], after: dict[str, Any]) -> list[str]:

@@ -304,7 +304,8 @@ class Worker(isolation.Child):
     above on its connection."""
 
     def __init__(self, settings: Settings, output: Path):
-        super().__init__(f"{__name__}:serve", (settings,), output=output)
+        env = process_state.worker_environment()
+        super().__init__(f"{__name__}:serve", (settings,), output=output, env=env)
 
     @property
     def handles(self) -> tuple:

@@ -27,6 +27,7 @@ OPTIONAL = {
     "device_module",
     "built_on",
     "caches",
+    "process_variables",
     "state",
     "ci",
     "named_only",  # the version sweep: versions run only where named (torch)

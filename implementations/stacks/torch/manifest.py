@@ -104,6 +104,11 @@ MANIFEST = Manifest(
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
     state=f"{_HERE}.state:settings",
+    process_variables={
+        "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR": "inductor writes the address of a function "
+        "of torch's C++ library, in this process, before it loads each compiled library "
+        "(torch/_inductor/codecache.py)",
+    },
     device_module="torch",
     caches=(
         CacheEntry(
