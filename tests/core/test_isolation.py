@@ -2,9 +2,10 @@
 
 Every port runs in a fresh interpreter in which every other framework is
 unimportable (`sys.modules[name] = None`): its exercise, a VJP and its
-evidence must work, and no other framework may load. The output is checked
-against the float64 reference on Flax's parameters from the numpy init, so
-no framework is needed to judge it.
+evidence must work, and no other framework may load. Ports of the same stack
+(blocked from the same frameworks) share one interpreter, one after another.
+The output is checked against the float64 reference on Flax's parameters from
+the numpy init, so no framework is needed to judge it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from conformance.checking.tolerance import analyse_forward
-from implementations import manifests
+from implementations import SHARDED, manifests
 from implementations.stacks.numpy import canonical_params
 from tests import reference
 from tests.helpers import ROOT
@@ -50,35 +51,40 @@ ISOLATED = textwrap.dedent(
     import numpy as np
     from implementations import load
 
-    port = load(sys.argv[1])  # the registry path
     seed, x, features = json.loads(sys.argv[3])
     x = np.array(x, np.float32)
-    y = port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features))
-    params = port.init_params(seed, x.shape[0], features)
-    grads = port.vjp(params, x, np.ones(features, np.float32))
-    record = port.exercise_record(seed, x, features)
-    leaked = sorted(
-        m for m in sys.modules
-        if m.split(".")[0] in blocked and sys.modules[m] is not None
-    )
-    print(json.dumps({
-        "y": y.tolist(),
-        "dx": grads.x.tolist(),
-        "recomputed": sum(record.recomputed.values()),
-        "activations": len(record.saved_by_origin("activation")),
-        "leaked": leaked,
-    }))
+    found = {}
+    for name in json.loads(sys.argv[1]):
+        port = load(name)  # the registry path
+        y = port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features))
+        params = port.init_params(seed, x.shape[0], features)
+        grads = port.vjp(params, x, np.ones(features, np.float32))
+        record = port.exercise_record(seed, x, features)
+        leaked = sorted(
+            m for m in sys.modules
+            if m.split(".")[0] in blocked and sys.modules[m] is not None
+        )
+        found[name] = {
+            "y": y.tolist(),
+            "dx": grads.x.tolist(),
+            "recomputed": sum(record.recomputed.values()),
+            "activations": len(record.saved_by_origin("activation")),
+            "leaked": leaked,
+        }
+    print(json.dumps(found))
     """
 )
 
 
-def run_isolated(name: str, blocked: list[str]) -> dict:
+def run_isolated(names: list[str], blocked: list[str]) -> dict[str, dict]:
+    """Each of `names` (ports of one stack) in turn, in one interpreter where `blocked` is
+    unimportable: what each computed and which blocked module had loaded after it."""
     done = subprocess.run(
         [
             sys.executable,
             "-c",
             ISOLATED,
-            name,
+            json.dumps(names),
             json.dumps(blocked),
             json.dumps([SEED, X, FEATURES]),
         ],
@@ -91,16 +97,33 @@ def run_isolated(name: str, blocked: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def isolated():
+    """The ports' results, one interpreter per stack: the ports of one stack (torch's eager
+    and compiled ports, Flax's two) are blocked from the same frameworks, so they share it."""
+    found: dict[str, dict] = {}
+
+    def result(name: str) -> dict:
+        if name not in found:
+            # A sharded port alone: it sets up its devices before its framework's import.
+            same = [n for n, stack in OWN_STACK.items() if stack == OWN_STACK[name]]
+            names = [name] if name in SHARDED else sorted(set(same) - SHARDED)
+            blocked = [f for f in FRAMEWORKS if f not in OWN_STACK[name]]
+            found.update(run_isolated(names, blocked))
+        return found[name]
+
+    return result
+
+
 @pytest.mark.parametrize("name", sorted(OWN_STACK))
-def test_a_port_runs_with_every_other_framework_unimportable(name):
+def test_a_port_runs_with_every_other_framework_unimportable(isolated, name):
     # Skip where the port's own stack is missing. Asked of the installed
     # packages, not by loading the port here: a Keras port would claim this
     # process's Keras backend.
     missing = [m for m in OWN_STACK[name] if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed")
-    blocked = [f for f in FRAMEWORKS if f not in OWN_STACK[name]]
-    result = run_isolated(name, blocked)
+    result = isolated(name)
     assert result["leaked"] == []
     assert result["recomputed"] > 0
     assert result["activations"] == 0
