@@ -3,8 +3,10 @@
 The hostile ports are external ports (entry points of a package written in a
 temp dir), each the plain JAX port with one habit real ports have: a native
 crash, a call that never returns, prints, vague errors, and a canonical port
-that dies. Every test asserts what the report says about each, and that the
-good port's results survive.
+that dies. Four of them opt in to JAX's worker, so the crash and the hang
+happen in a worker shared with `jax_checkpoint` and the ports after them.
+Every test asserts what the report says about each, and that the good port's
+results survive.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 
 import pytest
 
+from conformance.running.suite import SHARED_WORKERS
 from tests.helpers import ROOT, make_distribution, run_python
 
 HOSTILE = '''
@@ -97,7 +100,7 @@ class NoisyPort(JaxCheckpoint):
     name = "noisy_port"
 
     def nn_checkpoint_forward(self, seed, x, features):
-        print("noisy_port: hello from print")
+        print(f"noisy_port: hello from print (pid {os.getpid()})")
         os.write(1, b"noisy_port: hello from fd 1\\n")
         os.write(2, b"noisy_port: hello from fd 2\\n")
         return super().nn_checkpoint_forward(seed, x, features)
@@ -109,6 +112,7 @@ class VaguePort(JaxCheckpoint):
     name = "vague_port"
 
     def nn_checkpoint_forward(self, seed, x, features):
+        print(f"vague_port: pid {os.getpid()}")
         try:
             return super().nn_checkpoint_forward(seed, x, features)
         except (TypeError, ValueError) as error:
@@ -135,6 +139,10 @@ PORTS = {
     "compiling_port": "hostile:CompilingPort",
     "spinning_port": "hostile:SpinningPort",
 }
+#: Opted in to JAX's worker (`remat_conformance.workers`), as a package's JAX ports may: the
+#: run below has them share one worker with `jax_checkpoint`, which the crash and the hang
+#: end; the worker is started again for the ports after them.
+SHARE_JAX_WORKER = ("segv_port", "hang_port", "noisy_port", "vague_port")
 TIMEOUT = "8"
 # For the slow compile: a small timeout, and a first forward that computes for over three.
 SHORT_TIMEOUT = "3"
@@ -146,7 +154,8 @@ def hostile(tmp_path_factory):
     pytest.importorskip("flax")  # the canonical port
     root = tmp_path_factory.mktemp("hostile")
     source = HOSTILE.replace("COMPILE_SECONDS", repr(COMPILE_SECONDS))
-    return make_distribution(root, "hostile-ports", PORTS, {"hostile.py": source})
+    groups = {SHARED_WORKERS: dict.fromkeys(SHARE_JAX_WORKER, "jax")}
+    return make_distribution(root, "hostile-ports", PORTS, {"hostile.py": source}, groups)
 
 
 def _json(done: subprocess.CompletedProcess) -> dict:
@@ -241,6 +250,19 @@ def test_a_slow_first_compile_passes_and_hangs_still_time_out(hostile):
     assert f"10 times the {SHORT_TIMEOUT} s timeout" in spinning["message"]
     assert "the port's forward" in spinning["message"]
     assert done.returncode == 1
+
+
+def test_after_the_crash_and_the_hang_the_shared_worker_is_started_again_for_the_rest(
+    hostile_run,
+):
+    """The four opted-in ports and jax_checkpoint are one job: segv_port's crash and
+    hang_port's hang each end its worker, and the ports after them still run, in one worker."""
+    _, report = hostile_run
+    printed = {p["name"]: p["output"] for p in report["ports"]}
+    (noisy,) = set(re.findall(r"noisy_port: hello from print \(pid (\d+)\)", printed["noisy_port"]))
+    (vague,) = set(re.findall(r"vague_port: pid (\d+)", printed["vague_port"]))
+    assert noisy == vague
+    assert {o["status"] for o in _outcomes(report, "noisy_port").values()} == {"pass"}
 
 
 def test_the_noisy_port_passes_and_its_output_is_kept_with_it(hostile_run):
