@@ -66,9 +66,22 @@ def _environment(tmp_path: Path, ports: Path) -> dict[str, str]:
     }
 
 
+# A shell starts a job with SIGINT and SIGTERM at their defaults and unblocked. A test's own
+# process may not have them so (MindSpore's native code, imported into pytest's workers for
+# the in-process tests, can leave SIGINT ignored or blocked), and a child inherits both
+# across exec: Python then never turns Ctrl-C into KeyboardInterrupt. So the run under test
+# starts through this, which restores them and execs the command as a shell would.
+_AS_A_SHELL_WOULD = (
+    "import os, signal, sys; "
+    "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM)]; "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
 def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", *args],
+        [sys.executable, "-c", _AS_A_SHELL_WOULD, "-m", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -274,7 +287,7 @@ def test_a_signal_inside_a_callback_is_kept_and_raised_at_the_next_check():
     # JAX's garbage-collection callback is such a place: without the hook, Python prints
     # "Exception ignored ... Traceback" there (seen in test_sigint_stops_the_bench).
     done = subprocess.run(
-        [sys.executable, "-c", _SIGNAL_IN_A_CALLBACK],
+        [sys.executable, "-c", _AS_A_SHELL_WOULD, "-c", _SIGNAL_IN_A_CALLBACK],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
