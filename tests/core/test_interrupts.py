@@ -67,10 +67,11 @@ def _environment(tmp_path: Path, ports: Path) -> dict[str, str]:
 
 
 # A shell starts a job with SIGINT and SIGTERM at their defaults and unblocked. A test's own
-# process may not have them so (MindSpore's native code, imported into pytest's workers for
-# the in-process tests, can leave SIGINT ignored or blocked), and a child inherits both
-# across exec: Python then never turns Ctrl-C into KeyboardInterrupt. So the run under test
-# starts through this, which restores them and execs the command as a shell would.
+# process may not have them so: something run in-process in pytest's workers left SIGINT
+# ignored (3 of 4 full runs here, the inner pytest never saw its Ctrl-C; the same failure
+# when this file is started with SIGINT ignored), and a child inherits that across exec, so
+# Python never turns Ctrl-C into KeyboardInterrupt. The run under test starts through this,
+# which restores both and execs the command, as a shell would.
 _AS_A_SHELL_WOULD = (
     "import os, signal, sys; "
     "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM)]; "
