@@ -46,8 +46,8 @@ def capture() -> dict[str, Any]:
             except Exception as error:  # a probe that fails is a fact, never a crash
                 settings[manifest.stack] = {"error": f"{type(error).__name__}: {error}"}
     return {
-        # Not what a framework writes for itself (torch's inductor: an address, rewritten by
-        # the same port on its next run): that is the framework's bookkeeping.
+        # Not what a framework writes for itself (an address, rewritten by the same port on its
+        # next run: the stacks' `process_variables`): that is the framework's bookkeeping.
         "environment": worker_environment(),
         "numpy errors": np.geterr(),
         "settings": settings,
