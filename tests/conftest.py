@@ -6,6 +6,7 @@ canonical port, and Flax linen's own exercise (the source of expected values).
 
 import contextlib
 import importlib
+import os
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,27 @@ def _collects_first_stacks(args: list[str]) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not _collects_first_stacks(list(config.args)):
         return
+    # Loading them writes this process's environment (Paddle sets OMP_NUM_THREADS=1, MindSpore
+    # pure-Python protobuf and its LD_LIBRARY_PATH), which every process a test starts would
+    # inherit: runs unlike a user's shell, and TensorFlow a CPU-second slower to load. Each
+    # process that loads them sets them again for itself.
+    with _environment_kept():
+        _load_first_stacks()
+
+
+@contextlib.contextmanager
+def _environment_kept():
+    """Undo, on the way out, what the block wrote to `os.environ`."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
+
+
+def _load_first_stacks() -> None:
     for manifest in _FIRST:
         # Through the stack's own loader where it has one (it refuses a bad order), else the
         # framework itself. Not installed (or blocked for a test): ImportError, and its folder
