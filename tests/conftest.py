@@ -27,6 +27,8 @@ profiles.load()
 # pytest process stopped by Ctrl-C ends killed by SIGTERM (-15), not with pytest's exit code 2
 # (tests/core/test_interrupts.py runs such a session).
 _HERE = Path(__file__).resolve().parent
+#: The environment this session started with, before anything below could write to it.
+ENVIRONMENT_AT_START = dict(os.environ)
 _FIRST = sorted(
     (m for m in manifests.manifests() if m.load_first is not None), key=lambda m: m.load_first
 )

@@ -1,0 +1,22 @@
+"""The test session's own set-up leaves the environment as the user's shell gave it, so the
+processes its tests start run as a user's would."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from tests import conftest
+
+#: What loading the first stacks writes: Paddle's thread count, MindSpore's protobuf.
+WRITTEN_BY_THE_FIRST_STACKS = ("OMP_NUM_THREADS", "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION")
+
+
+def test_loading_the_first_stacks_leaves_the_environment_as_it_was():
+    loaded = [m.engine for m in conftest._FIRST if m.engine in sys.modules]
+    if not loaded:
+        pytest.skip("this session did not load MindSpore or Paddle first (their folders unused)")
+    now = {name: os.environ.get(name) for name in WRITTEN_BY_THE_FIRST_STACKS}
+    assert now == {name: conftest.ENVIRONMENT_AT_START.get(name) for name in now}, loaded
