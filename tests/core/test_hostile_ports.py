@@ -143,7 +143,9 @@ PORTS = {
 #: run below has them share one worker with `jax_checkpoint`, which the crash and the hang
 #: end; the worker is started again for the ports after them.
 SHARE_JAX_WORKER = ("segv_port", "hang_port", "noisy_port", "vague_port")
-TIMEOUT = "8"
+# The hang's four properties each wait it out, one after another in the shared worker. A
+# worker that loads or computes is never stopped by it (progress is CPU time or a message).
+TIMEOUT = "4"
 # For the slow compile: a small timeout, and a first forward that computes for over three.
 SHORT_TIMEOUT = "3"
 COMPILE_SECONDS = 10.0
