@@ -64,6 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
     parser.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="report a failure at the first failing example found, not shrunk to a minimal "
+        "one (quicker while a port is unfinished and fails everywhere)",
+    )
+    parser.add_argument(
         "--jobs",
         type=arguments.jobs,
         default="auto",
@@ -147,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         expectations_dir=args.expectations,
         canonical=canonical,
         reproduce=args.reproduce or "",
+        shrink=not args.no_shrink,
     )
 
     # The report goes to copies of this process's stdout and stderr: a port run

@@ -34,6 +34,7 @@ class RunConfig:
     - `expectations_dir`: read expected failures from `<dir>/<port>.txt`.
     - `canonical`: the reference port.
     - `reproduce`: a Hypothesis blob that replays one failing example.
+    - `shrink`: shrink a failure to a minimal example (False: report the first one found).
     """
 
     ports: tuple[str, ...]
@@ -47,6 +48,7 @@ class RunConfig:
     expectations_dir: Path | None = None
     canonical: str = implementations.CANONICAL
     reproduce: str = ""
+    shrink: bool = True
 
     @property
     def scope(self) -> str:
@@ -71,6 +73,7 @@ class RunConfig:
             scope=self.scope,
             database=environment.hypothesis_dir() / "examples" if keeps else None,
             reproduce=self.reproduce,
+            shrink=self.shrink,
             # The cores shared out among the workers that run at once.
             threads=None if self.in_process else max(1, (os.cpu_count() or 1) // self.jobs),
             timeout=None if self.in_process else self.example_timeout,

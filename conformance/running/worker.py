@@ -97,6 +97,7 @@ class Settings:
     reproduce: str = ""  # a Hypothesis blob: replay one example
     threads: int | None = None  # each worker's thread pools (None: the frameworks' own choice)
     timeout: float | None = None  # the run's --timeout: process ports wait no longer per answer
+    shrink: bool = True  # shrink a failure to a minimal example (--no-shrink: report it as found)
 
 
 @dataclass
@@ -218,6 +219,7 @@ class Session:
             canonical_identity=self.canonical_identity,
             database=settings.database,
             reproduce=settings.reproduce,
+            shrink=settings.shrink,
         )
 
 
