@@ -134,6 +134,7 @@ def suite_run(plugin) -> tuple[subprocess.CompletedProcess, dict]:
     pytest.importorskip("flax")  # the canonical port
     pytest.importorskip("equinox")  # the worked example's library
     args = ["-m", "conformance", "--profile", "dev", "--examples", "3", "--no-mutants", "--json"]
+    args += ["--no-shrink"]  # wrong_port's missing checkpoint is in every example
     for name in PORTS:
         args += ["--implementation", name]
     done = run_python(args, plugin)
