@@ -189,9 +189,9 @@ def test_a_port_that_calls_itself_otherwise_is_broken(cpp_port_binary, monkeypat
 @pytest.mark.timeout(600)
 def test_the_suite_reports_each_fault_as_what_it_is_with_the_ports_stderr(cpp_distribution):
     """A crash reads crashed, with its signal; a sleeping hang and a busy loop read timeout,
-    the busy loop stopped within 2 x --timeout (the worker's own watch would take a computing
-    process for a compile, up to 10 x); every fault's message carries the port's last
-    stderr line (each faulty port says "about to <fault>" there first)."""
+    both stopped by the adapter's own watch at --timeout (the worker's watch would take a
+    computing process for a compile, up to 10 x); every fault's message carries the port's
+    last stderr line (each faulty port says "about to <fault>" there first)."""
     names = ["cpp_crash", "cpp_hang", "cpp_spin", "cpp_violation"]
     args = ["-m", "conformance", "run", "--profile", "dev", "--no-mutants", "--json"]
     args += ["--property", "b", "--timeout", "10", "--jobs", "2"]
@@ -207,14 +207,13 @@ def test_the_suite_reports_each_fault_as_what_it_is_with_the_ports_stderr(cpp_di
     assert "killed by SIGABRT) before answering 'forward'" in outcomes["cpp_crash"]["message"]
     for name in ("cpp_hang", "cpp_spin"):
         assert outcomes[name]["status"] == "timeout", outcomes[name]
-        assert "'forward'" in outcomes[name]["message"]
+        # The adapter's watch, whatever the load: not the worker's (it says "computing").
+        assert "no answer to 'forward' within 10 s; killed" in outcomes[name]["message"]
     assert outcomes["cpp_violation"]["status"] == "fail"
     assert "ProtocolViolation" in outcomes["cpp_violation"]["message"]
     for name in names:
         fault = name.split("_", 1)[1]
         assert f"cpp port: about to {fault} at forward" in outcomes[name]["message"], name
-    # Loading, the first example's canonical side, then at most 2 x --timeout for the loop.
-    assert outcomes["cpp_spin"]["seconds"] < 20, outcomes["cpp_spin"]
 
 
 def test_a_protocol_1_port_that_refuses_2_is_asked_again_in_1(cpp_port_binary):
