@@ -2,23 +2,19 @@
 
 Without them, `features=2**31` aborted the interpreter (SIGABRT, XLA's
 "overflow in static extent product") in every JAX port, and keras_jax
-aborted at `features=10**7`. Each stack's ports run here in a subprocess of
-their own, so an abort fails the port's test instead of ending the test run.
+aborted at `features=10**7`. The limits are checked here; every port meets them in
+tests/core/test_stacks_alone.py, a subprocess per stack, so that an abort fails the port's
+test instead of ending the test run.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import implementations
-from implementations import manifests
 from implementations.contract import (
     MAX_ELEMENTS,
     MAX_FEATURES,
@@ -33,7 +29,6 @@ from implementations.contract import (
     max_bytes,
     sizes,
 )
-from tests.helpers import ROOT
 
 GiB = 2**30
 
@@ -125,152 +120,6 @@ def test_physical_memory_is_read_from_sysconf():
         pytest.skip("no os.sysconf here")
     expected = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert sizes.physical_memory() == expected > 0
-
-
-# ---------------------------------------------------------------------------
-# Every port, in a subprocess per stack
-# ---------------------------------------------------------------------------
-
-# Each call gives the argument its ValueError must name. x stand-ins are
-# stride-0 numpy arrays (no data); "native" x is the port's own array of a
-# size that is cheap to make. `budget` sets REMAT_MAX_BYTES for the call.
-PROBE = textwrap.dedent(
-    """
-    import json, os, re, sys
-    import numpy as np
-    import implementations
-
-
-    def results_of(port):
-        def huge(dim):
-            return np.broadcast_to(np.zeros((), np.float32), (dim,))
-
-        def native(dim):
-            return port.from_numpy(np.ones(dim, np.float32))
-
-        fwd, init = port.nn_checkpoint_forward, port.init_params
-        ones8 = np.ones(8, np.float32)
-        CALLS = [  # (label, argument to name, REMAT_MAX_BYTES or None, function, arguments)
-            ("features=2**31", "features", None, fwd, (0, ones8, 2**31)),
-            ("features=2**31, native x", "features", None, fwd, (0, native(8), 2**31)),
-            ("features=10**7, D=10**4", "features", None, fwd, (0, native(10**4), 10**7)),
-            ("features=46341", "features", None, fwd, (0, native(8), 46341)),
-            ("D=2**31", "x", None, fwd, (0, huge(2**31), 3)),
-            ("D=2**40", "x", None, fwd, (0, huge(2**40), 3)),
-            ("D*F=2**31, native x", "x", None, fwd, (0, native(2**21), 2**10)),
-            ("D=F=46340: 17 GB, budget 8 GiB", "x", 2**33, fwd, (0, huge(46340), 46340)),
-            ("8 MB, budget 1 MiB, native x", "x", 2**20, fwd, (0, native(1024), 1024)),
-            ("init_params features=2**31", "features", None, init, (0, 8, 2**31)),
-            ("init_params dim=2**31", "dim", None, init, (0, 2**31, 3)),
-            ("init_params dim*features=2**31", "dim", None, init, (0, 2**21, 2**10)),
-            ("init_params 8 MB, budget 1 MiB", "dim", 2**20, init, (0, 1024, 1024)),
-        ]
-
-        if port.framework in ("jax", "flax", "equinox", "dm-haiku") or port.name == "keras_jax":
-            import jax, jax.numpy as jnp
-
-            def under_jit(dim, features):
-                # jit with static F, x abstract: traced, never allocated nor run.
-                run = jax.jit(fwd, static_argnums=(0, 2))
-                return jax.eval_shape, (run, 0, jax.ShapeDtypeStruct((dim,), jnp.float32), features)
-
-            CALLS += [
-                ("jit, features=2**31", "features", None, *under_jit(8, 2**31)),
-                ("jit, D=2**31", "x", None, *under_jit(2**31, 3)),
-                ("jit, D*F=2**31", "x", None, *under_jit(2**21, 2**10)),
-            ]
-        if port.framework == "keras":
-            import keras
-
-            def symbolic(dim):
-                return keras.KerasTensor((dim,), "float32")
-
-            CALLS += [
-                ("KerasTensor, features=2**31", "features", None, fwd, (0, symbolic(8), 2**31)),
-                ("KerasTensor, D*F=2**31", "x", None, fwd, (0, symbolic(2**21), 2**10)),
-            ]
-
-        results = []
-        for label, argument, budget, function, arguments in CALLS:
-            if budget is not None:
-                os.environ["REMAT_MAX_BYTES"] = str(budget)
-            try:
-                function(*arguments)
-                results.append((label, "accepted"))
-            except Exception as error:
-                named = re.search(rf"\\b{argument}\\b", str(error))
-                ok = isinstance(error, ValueError) and named
-                said = f"{type(error).__name__}: {str(error)[:200]}"
-                results.append((label, "ok" if ok else said))
-            finally:
-                os.environ.pop("REMAT_MAX_BYTES", None)
-        return results
-
-
-    for name in json.loads(sys.argv[1]):
-        try:
-            port = implementations.load(name)
-        except implementations.PortUnavailable as error:
-            if not error.missing:
-                raise
-            print(f"UNAVAILABLE {name} " + json.dumps(error.reason))
-            continue
-        print(f"RESULTS {name} " + json.dumps(results_of(port)), flush=True)
-    """
-)
-
-
-def _same_stack(name: str) -> list[str]:
-    """The built-in ports on exactly the modules `name` is on (torch's eager and compiled
-    ports, Flax's two); a sharded port alone (it sets up its devices before its import)."""
-    if name in implementations.SHARDED:
-        return [name]
-    modules = {n: entry.modules for n, (_, entry) in manifests.ports().items()}
-    same = [n for n in implementations.BUILTIN if modules[n] == modules[name]]
-    return sorted(set(same) - implementations.SHARDED)
-
-
-@pytest.fixture(scope="module")
-def probed(tmp_path_factory):
-    """Each port's results, one interpreter per stack; a port that aborts the interpreter
-    has no results, and its test fails with the exit code and what it wrote last."""
-    found: dict[str, tuple] = {}
-
-    def probe(name: str) -> tuple:
-        if name not in found:
-            names = _same_stack(name)
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            env.pop("REMAT_MAX_BYTES", None)  # the machine's budget but where a call sets one
-            done = subprocess.run(
-                [sys.executable, "-c", PROBE, json.dumps(names)],
-                capture_output=True,
-                text=True,
-                cwd=tmp_path_factory.mktemp("sizes"),
-                env=env,
-                timeout=600,
-            )
-            for each in names:
-                found[each] = (done, None, None)
-            for line in done.stdout.splitlines():  # among what the frameworks print
-                if line.startswith(("RESULTS ", "UNAVAILABLE ")):
-                    kind, each, value = line.split(" ", 2)
-                    found[each] = (done, kind, json.loads(value))
-        return found[name]
-
-    return probe
-
-
-@pytest.mark.parametrize("name", sorted(implementations.BUILTIN))
-def test_no_size_makes_a_port_abort_and_each_names_its_argument(probed, name):
-    done, kind, value = probed(name)
-    if kind == "UNAVAILABLE":
-        pytest.skip(value)  # its framework is not installed
-    assert kind == "RESULTS", (
-        f"exited {done.returncode} before {name}'s end:\n{done.stderr[-3000:]}"
-    )
-    assert len(value) >= 13
-    wrong = [(label, outcome) for label, outcome in value if outcome != "ok"]
-    assert not wrong, wrong
 
 
 # ---------------------------------------------------------------------------
