@@ -47,12 +47,17 @@ def _collects_first_stacks(args: list[str]) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The test command runs two tests at once (-n 2) on the machine's cores, each often with
+    # processes of its own: one OpenMP thread per process (unless the shell sets it), as the
+    # suite's workers size their pools for the cores they share (`limit_threads`). Spinning
+    # pools of two threads each in every process cost the test run CPU it has no room for.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     if not _collects_first_stacks(list(config.args)):
         return
-    # Loading them writes this process's environment (Paddle sets OMP_NUM_THREADS=1, MindSpore
-    # pure-Python protobuf and its LD_LIBRARY_PATH), which every process a test starts would
-    # inherit: runs unlike a user's shell, and TensorFlow a CPU-second slower to load. Each
-    # process that loads them sets them again for itself.
+    # Loading them writes this process's environment (MindSpore: pure-Python protobuf and its
+    # LD_LIBRARY_PATH), which every process a test starts would inherit: runs unlike a user's
+    # shell, and TensorFlow a CPU-second slower to load. Each process that loads them sets
+    # them again for itself.
     with _environment_kept():
         _load_first_stacks()
 

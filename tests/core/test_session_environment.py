@@ -10,8 +10,8 @@ import pytest
 
 from tests import conftest
 
-#: What loading the first stacks writes: Paddle's thread count, MindSpore's protobuf.
-WRITTEN_BY_THE_FIRST_STACKS = ("OMP_NUM_THREADS", "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION")
+#: What loading the first stacks writes: MindSpore's protobuf and library path.
+WRITTEN_BY_THE_FIRST_STACKS = ("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "LD_LIBRARY_PATH")
 
 
 def test_loading_the_first_stacks_leaves_the_environment_as_it_was():
