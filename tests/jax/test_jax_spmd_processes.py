@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -158,7 +157,6 @@ def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
         out, err = suite.communicate(timeout=600)
         assert out.strip(), err[-3000:]
         report = json.loads(out)
-        started = time.monotonic()
         host1.wait(timeout=60)  # process 1 shuts down with process 0
         left = nodes.alive([host1.pid, *nodes.descendants(host1.pid)])
     finally:
@@ -174,5 +172,4 @@ def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
     assert "started here: process 0 (pid" in port["output"]
     assert "process 1 (pid" not in port["output"].split("started here:")[1]  # the user's
     assert host1.returncode == 0, log.read_text()[-2000:]
-    assert time.monotonic() - started < 60
     assert left == []

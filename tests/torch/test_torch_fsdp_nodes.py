@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -139,7 +138,6 @@ def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
         out, err = suite.communicate(timeout=600)
         assert out.strip(), err[-3000:]
         report = json.loads(out)
-        started = time.monotonic()
         node1.wait(timeout=60)  # node 1 ends with the suite's ranks
         left = nodes.alive([node1.pid, *nodes.descendants(node1.pid)])
     finally:
@@ -154,5 +152,4 @@ def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
     assert "FSDP over 2 gloo ranks on 2 nodes: rank 0 on node " in port["output"]
     assert "started here" not in port["output"]  # node 1 is the user's, not the port's
     assert node1.returncode == 0, log.read_text()[-2000:]
-    assert time.monotonic() - started < 60
     assert left == []
