@@ -205,8 +205,19 @@ def _one(
         result.state, result.reason = "not run", vset.skip
         ahead.start_after(vset)
         return
+    # Held from taking the venv to removing it: another sweep's run of the same set waits.
+    with venvs.locked(venvs.path_of(plan, vset), "use", say):
+        _run_set(plan, options, result, degradations, say, ahead)
+
+
+def _run_set(
+    plan: Plan, options: Options, result: SetResult, degradations: list[Any], say, ahead: _Ahead
+) -> None:
+    vset = result.vset
     try:
         venv = ahead.take(vset, say)
+        if not venv.python.exists():  # removed by another sweep (--remove) while this one waited
+            venv = venvs.ready(plan, vset, say)
     except venvs.InstallFailed as error:
         result.state, result.reason = "not installed", str(error)
         ahead.start_after(vset)

@@ -30,6 +30,7 @@ and nothing is written into the source tree.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -40,9 +41,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 from ..running import environment
 from . import project
@@ -122,6 +128,33 @@ def clean_environment() -> dict[str, str]:
 def ready(plan: Plan, vset: VersionSet, say: Say) -> Venv:
     """The set's venv: reused when complete, else made and installed (`InstallFailed`)."""
     path = path_of(plan, vset)
+    with locked(path, "make", say):
+        return _ready(plan, vset, path, say)
+
+
+@contextlib.contextmanager
+def locked(path: Path, what: str, say: Say) -> Iterator[None]:
+    """The venv at `path` held for `what` ("make", "use") until the block ends: two sweeps on
+    one machine share the cache, and one would otherwise remove or rewrite what the other is
+    installing or running (its copy of the project, its report). The other waits, saying so.
+    The lock is the kernel's (`flock`), so a sweep that dies releases it."""
+    if fcntl is None:  # Windows: no flock; sweeps there must not share a cache at once
+        yield
+        return
+    # In a folder of their own: a lock file outlives its holder (removing it would race with
+    # the next taker), and it is no venv.
+    folder = path.parent / ".locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{path.name}.{what}", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"waiting: another sweep holds its venv ({what})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _ready(plan: Plan, vset: VersionSet, path: Path, say: Say) -> Venv:
     state = _state(path)
     if state is not None:
         say("reusing its venv")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -174,6 +177,29 @@ TF_JAX = """The conflict is caused by:
     tensorflow-cpu 2.16.1 depends on ml-dtypes~=0.3.1
     jax 0.10.2 depends on ml_dtypes>=0.5.0
 """
+
+
+def test_a_second_sweep_waits_for_the_venv_the_first_holds(tmp_path):
+    """Two sweeps on one machine share the cache's venvs, and take each one at a time: the
+    second says it waits, and goes on once the first lets go (before, one rewrote the other's
+    copy of the project and its report: two test runs at once failed here)."""
+    path = tmp_path / "jax-pin-0123456789"
+    other = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from conformance.versions import venvs
+        with venvs.locked(Path({str(path)!r}), "use", lambda text: print(text, flush=True)):
+            print("holding", flush=True)
+        """
+    )
+    said: list[str] = []
+    with venvs.locked(path, "use", said.append):
+        second = subprocess.Popen(
+            [sys.executable, "-c", other], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        assert second.stdout.readline() == "waiting: another sweep holds its venv (use)\n"
+    assert second.communicate(timeout=120)[0] == "holding\n"
+    assert said == []  # the first found it free
 
 
 def test_a_conflict_releases_the_pins_it_names_but_holds_the_canonical_s():
