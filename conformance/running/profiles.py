@@ -38,7 +38,12 @@ KEEPS_EXAMPLES = frozenset({"dev", "thorough"})
 
 # Examples draw arrays of up to a few hundred floats and each runs several
 # compiled functions; Hypothesis's timing checks would flag that as "slow".
+# The parent is Hypothesis's own "default" profile, not whatever profile is
+# active: where a CI variable is set (`CI`, `GITHUB_ACTIONS`, ...) Hypothesis
+# loads its "ci" profile on import, and a profile registered on top of it
+# would inherit `derandomize=True`, so `dev` would no longer be random in CI.
 _common = dict(
+    parent=settings.get_profile("default"),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -107,3 +110,23 @@ def test_a_failure_hypothesis_cannot_meet_again_is_still_reported():
     outcome = run_property(BY_ID["b"], WrongOnce(), lambda: canonical, max_examples=10)
     assert outcome.status == "fail"
     assert "did not meet this failure again" in outcome.message
+
+
+def test_the_profiles_are_the_same_where_a_ci_variable_is_set():
+    """Hypothesis loads its own "ci" profile where `CI` is set; ours must not inherit it."""
+    probe = (
+        "from hypothesis import settings\n"
+        "from conformance.running import profiles\n"
+        "for name in profiles.PROFILES:\n"
+        "    profiles.load(name)\n"
+        "    print(name, settings().derandomize, settings().max_examples)\n"
+    )
+    lines = {}
+    for ci in ("", "true"):
+        env = {k: v for k, v in os.environ.items() if k != "CI"} | ({"CI": ci} if ci else {})
+        done = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        )
+        lines[ci] = done.stdout.split("\n")
+    assert lines["true"] == lines[""]
+    assert "dev False 20" in lines["true"]  # dev stays random, so its failures carry a blob
