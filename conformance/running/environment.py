@@ -156,9 +156,11 @@ def _usable_or_warn(directory: Path | None, what: str) -> Path | None:
     return None
 
 
-def jax_cache_dir() -> Path | None:
-    """Where the JAX compilation cache lives, or None when it is turned off."""
-    return _cache_dir(CACHE_ENV, "jax")
+def leading_cache_dir() -> Path | None:
+    """Where the compilation cache that the others follow (`CACHE_ENV`) lives, or None when
+    it is turned off. Its folder is the one its stack's manifest declares."""
+    (leading,) = [c for c in framework_caches.declared().values() if c.setting == CACHE_ENV]
+    return _cache_dir(CACHE_ENV, leading.folder)
 
 
 def cache_dir(cache: CacheEntry) -> Path | None:
@@ -173,7 +175,7 @@ def cache_dir(cache: CacheEntry) -> Path | None:
 def init_tables_dir() -> Path | None:
     """Where the numpy init keeps its 16 MiB lookup table (`implementations.stacks.numpy.init`),
     or None when the JAX cache (and so the suite's cache of compiled work) is off."""
-    if jax_cache_dir() is None:
+    if leading_cache_dir() is None:
         return None
     return cache_root() / "numpy-init"
 

@@ -34,7 +34,7 @@ def env(monkeypatch, tmp_path):
 
 def test_every_cache_lives_in_a_folder_of_its_own_by_default(env):
     _, home = env
-    assert environment.jax_cache_dir() == home / "remat-conformance" / "jax"
+    assert environment.leading_cache_dir() == home / "remat-conformance" / "jax"
     assert len({cache.folder for cache in CACHES.values()}) == len(CACHES)
     for cache in CACHES.values():
         assert environment.cache_dir(cache) == home / "remat-conformance" / cache.folder
@@ -48,7 +48,7 @@ def test_a_directory_moves_a_cache_and_off_turns_it_off(env, name):
     assert environment.cache_dir(cache) == Path("/somewhere/else")
     monkeypatch.setenv(cache.setting, "off")
     assert environment.cache_dir(cache) is None
-    assert environment.jax_cache_dir() is not None  # each switch is its own
+    assert environment.leading_cache_dir() is not None  # each switch is its own
 
 
 @pytest.mark.parametrize("name", [n for n in OTHERS if CACHES[n].follows])
