@@ -29,33 +29,31 @@ def test_every_stack_folder_has_a_skipping_conftest():
 
 
 # Not jax (the canonical port's), keras (it needs a backend) or tensorflow (slow to block).
-@pytest.mark.parametrize("folder", sorted(set(STACK_FOLDERS) - {"jax", "keras", "tensorflow"}))
-def test_a_missing_stack_skips_its_folder_with_the_reason(tmp_path, folder):
-    # The folder named on the command line: its conftest loads before collection.
-    env = without_frameworks(tmp_path, [STACK_FOLDERS[folder]])
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            f"tests/{folder}",
-            "-q",
-            "-rs",
-            "-n",
-            "0",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+BLOCKABLE = sorted(set(STACK_FOLDERS) - {"jax", "keras", "tensorflow"})
+
+
+@pytest.fixture(scope="module")
+def run_without_stacks(tmp_path_factory) -> str:
+    """One pytest run of every blockable folder, each folder's framework blocked: its output.
+    The folders are named on the command line, so their conftests load before collection."""
+    env = without_frameworks(
+        tmp_path_factory.mktemp("blocked"), [STACK_FOLDERS[f] for f in BLOCKABLE]
     )
+    command = [sys.executable, "-m", "pytest", *(f"tests/{f}" for f in BLOCKABLE)]
+    command += ["-q", "-rs", "-n", "0", "-p", "no:cacheprovider"]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     output = result.stdout + result.stderr
     # Every file skipped at collection: pytest's "no tests collected", not an error.
     assert result.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, output
     assert " error" not in output, output
     assert "passed" not in output, output
-    assert f"is not installed (No module named '{STACK_FOLDERS[folder]}'" in output, output
-    assert "skipped" in output, output
+    return output
+
+
+@pytest.mark.parametrize("folder", BLOCKABLE)
+def test_a_missing_stack_skips_its_folder_with_the_reason(run_without_stacks, folder):
+    reason = f"is not installed (No module named '{STACK_FOLDERS[folder]}'"
+    # -rs groups skips by reason: one line per folder, "SKIPPED [files] where: reason".
+    (line,) = [line for line in run_without_stacks.splitlines() if reason in line]
+    files = len(list((ROOT / "tests" / folder).glob("test_*.py")))
+    assert line.startswith(f"SKIPPED [{files}] "), line
