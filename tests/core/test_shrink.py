@@ -63,5 +63,6 @@ def test_no_shrink_reports_the_first_failure_and_the_default_shrinks_it(
     assert calls_found < calls_shrunk, (calls_found, calls_shrunk)
     # Unshrunk under a derandomized profile, the failure is one of the kept examples and has
     # no Hypothesis blob: its replay command runs the same examples again (docs/USAGE.md).
-    assert "--reproduce" not in found["replay"] and not found["reproduce"]
+    assert not found["reproduce"]
+    assert "--reproduce" not in found["replay"]
     assert "--reproduce" in shrunk["replay"]
