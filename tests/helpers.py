@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -179,3 +180,22 @@ def assert_identical(a, b, where: str = "value") -> None:
             assert_identical(getattr(a, name), getattr(b, name), f"{where}.{name}")
     else:
         assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def readme_ports_table() -> dict[str, tuple[str, str]]:
+    """The README's ports table: each port's checkpoint API cell (a "the same ..." cell
+    completed from the row above) and its extra cell, by port name."""
+    text = (ROOT / "README.md").read_text()
+    start = re.search(r"^## The ports.*\n", text, flags=re.MULTILINE).end()
+    rows, previous = {}, None
+    for line in text[start:].splitlines():
+        if rows and not line.startswith("|"):
+            break
+        found = re.match(r"^\| `(\w+)`[^|]*\|(.*)\|\s*$", line)
+        if found:
+            _, api, extra = [cell.strip() for cell in found.group(2).split("|")][:3]
+            if api.startswith("the same") and previous is not None:
+                api = f"{previous} {api}"
+            previous = api
+            rows[found.group(1)] = (api, extra)
+    return rows

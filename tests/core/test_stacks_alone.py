@@ -1,5 +1,6 @@
 """Every port, in one interpreter per stack in which every other framework is unimportable:
-it runs alone (isolation), and no size aborts it (sizes).
+it runs alone (isolation), no size aborts it (sizes), and it declares what the registry and
+the README say (declarations).
 
 **Isolation.** Each port imports only its own stack: its exercise, a VJP and its evidence must
 work with every other framework blocked (`sys.modules[name] = None`), and no other framework
@@ -9,6 +10,11 @@ numpy init, so no framework is needed to judge it.
 **Sizes** are part of the contract: limits checked before anything is allocated, in every
 port. Without them, `features=2**31` aborted the interpreter (SIGABRT, XLA's "overflow in
 static extent product") in every JAX port, and keras_jax aborted at `features=10**7`.
+
+**Declarations** are read off the loaded port class: its name, framework, stack and checkpoint
+API, held to the registry (the stacks' manifests, a lazy list so that listing ports imports no
+framework) and to the README's ports table (tests/core/test_declarations.py checks the rest of
+the table without loading anything).
 
 Ports of the same stack (torch's eager and compiled ports, Flax's two: blocked from the same
 frameworks) share one interpreter, one after another; a sharded port runs alone, since it
@@ -28,11 +34,13 @@ import textwrap
 import numpy as np
 import pytest
 
+import implementations
+import implementations.stacks
 from conformance.checking.tolerance import analyse_forward
 from implementations import SHARDED, manifests
 from implementations.stacks.numpy import canonical_params
 from tests import reference
-from tests.helpers import ROOT
+from tests.helpers import ROOT, readme_ports_table
 
 
 def _own_stack(modules: tuple[str, ...]) -> tuple[str, ...]:
@@ -61,7 +69,7 @@ PROBE = textwrap.dedent(
         sys.modules[name] = None  # any import of it now raises ImportError
 
     import numpy as np
-    import implementations
+    import implementations, implementations.stacks
 
 
     def results_of(port):
@@ -148,6 +156,16 @@ PROBE = textwrap.dedent(
         }
 
 
+    def declared(port):
+        return {
+            "class": type(port).__module__ + ":" + type(port).__qualname__,
+            "name": port.name, "framework": port.framework,
+            "checkpoint_api": port.checkpoint_api,
+            "stack": port.stack.name if hasattr(port, "stack") else None,
+            "is_port": isinstance(port, implementations.stacks.Port),
+        }
+
+
     seed, x, features = json.loads(sys.argv[3])
     x = np.array(x, np.float32)
     for name in json.loads(sys.argv[1]):
@@ -158,6 +176,7 @@ PROBE = textwrap.dedent(
                 raise
             print(f"UNAVAILABLE {name} " + json.dumps(error.reason), flush=True)
             continue
+        print(f"DECLARED {name} " + json.dumps(declared(port)), flush=True)
         print(f"ISOLATED {name} " + json.dumps(isolated(port, seed, x, features)), flush=True)
         print(f"SIZES {name} " + json.dumps(results_of(port)), flush=True)
     """
@@ -174,7 +193,7 @@ def _same_stack(name: str) -> list[str]:
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
     """`probe(name)`: the probe of `name`'s stack (run once per stack), and the lines it
-    printed for `name`, by kind (ISOLATED, SIZES, UNAVAILABLE)."""
+    printed for `name`, by kind (DECLARED, ISOLATED, SIZES, UNAVAILABLE)."""
     found: dict[str, tuple] = {}
 
     def probe(name: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -195,7 +214,7 @@ def probed(tmp_path_factory):
             for each in names:
                 found[each] = (done, {})
             for line in done.stdout.splitlines():  # among what the frameworks print
-                if line.startswith(("ISOLATED ", "SIZES ", "UNAVAILABLE ")):
+                if line.startswith(("DECLARED ", "ISOLATED ", "SIZES ", "UNAVAILABLE ")):
                     kind, each, value = line.split(" ", 2)
                     found[each][1][kind] = json.loads(value)
         return found[name]
@@ -238,6 +257,23 @@ def test_no_size_makes_a_port_abort_and_each_names_its_argument(probed, name):
     assert len(value) >= 13
     wrong = [(label, outcome) for label, outcome in value if outcome != "ok"]
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("name", sorted(OWN_STACK))
+def test_the_port_declares_what_the_registry_and_the_readme_say(probed, name):
+    port = _printed(probed, name, "DECLARED")
+    assert port["name"] == name
+    assert port["checkpoint_api"], name
+    if implementations.BUILTIN[name].startswith(implementations.EXEC_PREFIX):
+        # A process port (docs/PROTOCOL.md): its program declares itself in `hello`.
+        assert port["class"] == "implementations.process.adapter:ProcessPort", name
+    else:
+        module, _, cls = implementations.BUILTIN[name].partition(":")
+        assert port["class"] == f"{module}:{cls}", name
+        assert port["is_port"], f"{name} is not written against implementations.stacks.Port"
+        assert port["stack"] in implementations.stacks.NAMES, name
+    api, _ = readme_ports_table()[name]
+    assert port["checkpoint_api"] in api, (name, api)
 
 
 def test_every_probe_ended_cleanly(probed):
