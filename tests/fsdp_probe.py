@@ -30,21 +30,9 @@ from dataclasses import asdict
 
 import numpy as np
 
+from tests.nodes import still_alive
+
 B, D, F = 8, 16, 12
-
-
-def alive(pids) -> list[int]:
-    """The pids that name a live process (not a zombie)."""
-    found = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as file:
-                state = file.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(pid)
-    return found
 
 
 def roster(pool) -> dict:
@@ -119,7 +107,6 @@ def main(mode: str) -> dict:
         except RankFailure as error:
             seen["error"] = str(error)
         seen["seconds"] = time.monotonic() - started
-        seen["failed_at"] = time.time()
         port.close()
     else:
         request = ("forward", params, x[0], True) if mode == "crash" else ("sleep", 600)
@@ -130,9 +117,8 @@ def main(mode: str) -> dict:
         except RankFailure as error:
             seen["error"] = str(error)
         seen["seconds"] = time.monotonic() - started
-    time.sleep(1)
-    seen["alive_after"] = alive(seen["pids"])
-    seen["everything_alive_after"] = alive(seen["roster"]["everything"])
+    seen["alive_after"] = still_alive(seen["pids"])
+    seen["everything_alive_after"] = still_alive(seen["roster"]["everything"])
     return seen
 
 

