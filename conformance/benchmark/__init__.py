@@ -27,7 +27,7 @@ from implementations import manifests
 from implementations.contract import StackUnavailable
 
 from ..jsonable import to_data
-from ..running import timing
+from ..running import interrupts, timing
 from . import measure
 from .isolated import IsolatedStack
 from .measure import Result, Settings
@@ -114,8 +114,8 @@ def load_frameworks(names: Iterable[str]) -> tuple[dict[str, ModuleType], dict[s
             continue
         try:
             # What a framework prints as it loads goes to stderr (DeepSpeed logs to stdout):
-            # stdout is the report's (`bench --json`).
-            with contextlib.redirect_stdout(sys.stderr):
+            # stdout is the report's (`bench --json`). A signal waits for the import's end.
+            with interrupts.deferred(), contextlib.redirect_stdout(sys.stderr):
                 if name in ISOLATED:
                     found[name] = IsolatedStack(FRAMEWORKS[name])
                 else:

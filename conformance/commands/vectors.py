@@ -50,17 +50,20 @@ def run(args: argparse.Namespace) -> int:
 
     from ..checking import vectors
     from ..jsonable import dumps
+    from ..running import interrupts
     from ..terminal import style as terminal_style
 
     console = terminal_style.console()
     if args.vectors_command == "export":
-        canonical = implementations.load(implementations.CANONICAL)
+        with interrupts.deferred():  # a Ctrl-C waits for the framework's import
+            canonical = implementations.load(implementations.CANONICAL)
         canonical.pin_matmul_precision()
         path = vectors.export(canonical, args.path)
         console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(vectors.SPECS)} vectors)")
         return 0
     try:
-        port = implementations.load(args.implementation)
+        with interrupts.deferred():
+            port = implementations.load(args.implementation)
     except implementations.PortUnavailable as error:
         console.print(f"[bold red]cannot check[/]: {error}")
         return 2

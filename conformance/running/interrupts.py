@@ -79,6 +79,20 @@ def _quiet_about_interrupts(hook):
     return quiet
 
 
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A signal in this block is noted, and raised as it ends: for loading a framework. An
+    exception raised inside a native extension's initialisation does not unwind (a Ctrl-C
+    during jaxlib's MLIR set-up ended the bench with SIGABRT, not 130)."""
+    raising = _state["raising"]
+    _state["raising"] = False
+    try:
+        yield
+    finally:
+        _state["raising"] = raising
+    check()
+
+
 def stop_raising() -> None:
     """From now until `handled()` ends, a signal is noted, not raised (see `exit_code`)."""
     _state["raising"] = False

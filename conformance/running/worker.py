@@ -65,7 +65,7 @@ from implementations import Implementation, PortUnavailable
 from ..checking import provenance
 from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
-from . import devices, environment, example_bank, isolation, process_state, profiles
+from . import devices, environment, example_bank, interrupts, isolation, process_state, profiles
 from .runner import Outcome, run_property
 
 Emit = Callable[[tuple], None]
@@ -146,7 +146,8 @@ class Session:
 
     def _load(self, port_name: str) -> PortInfo:
         try:
-            port = implementations.load(port_name)
+            with interrupts.deferred():  # `run --in-process`: a Ctrl-C waits for the import
+                port = implementations.load(port_name)
         except PortUnavailable as error:
             return PortInfo("unavailable" if error.missing else "broken", error.reason)
         port.pin_matmul_precision()
@@ -163,7 +164,8 @@ class Session:
                 self.shared["canonical"] = self.port
             else:
                 try:
-                    canonical = implementations.load(self.settings.canonical)
+                    with interrupts.deferred():
+                        canonical = implementations.load(self.settings.canonical)
                     canonical.pin_matmul_precision()
                 except PortUnavailable:
                     canonical = None

@@ -10,6 +10,7 @@ gone, and that the command's `TMPDIR` (a fresh directory) is empty.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -295,3 +296,29 @@ def test_a_signal_inside_a_callback_is_kept_and_raised_at_the_next_check():
     assert done.stdout.splitlines() == ["went on True", "check raised: interrupted by SIGINT"]
     assert "Traceback" not in done.stderr
     assert "Exception ignored" not in done.stderr
+
+
+def _signalled(went_on: list, *, deferred: bool) -> None:
+    """SIGINT to this process, then one more step, in a `deferred()` block or not."""
+    from conformance.running import interrupts
+
+    with interrupts.deferred() if deferred else contextlib.nullcontext():
+        os.kill(os.getpid(), signal.SIGINT)
+        went_on.append("the step after the signal")
+
+
+def test_a_signal_while_a_framework_loads_is_raised_when_the_load_ends():
+    """Raised inside a native extension's set-up, the exception would abort the process
+    (SIGABRT): `deferred()` notes the signal and raises it once the block is done."""
+    from conformance.running import interrupts
+
+    went_on: list = []
+    with interrupts.handled(), pytest.raises(interrupts.Interrupted) as raised:
+        _signalled(went_on, deferred=True)
+    assert raised.value.exit_code == 130
+    assert went_on == ["the step after the signal"]
+    # Outside the block, as before: raised where the main thread is, before the next step.
+    went_on.clear()
+    with interrupts.handled(), pytest.raises(interrupts.Interrupted):
+        _signalled(went_on, deferred=False)
+    assert went_on == []
