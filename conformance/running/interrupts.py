@@ -61,6 +61,9 @@ def handled() -> Iterator[None]:
         sys.unraisablehook = hook
         for number, handler in previous.items():
             signal.signal(number, handler)
+        # A signal this block took is answered: later code in the process (a test session's
+        # next in-process run or bench) must not read it as its own.
+        _state.update(received=None, raising=True)
 
 
 def _quiet_about_interrupts(hook):
