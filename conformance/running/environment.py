@@ -160,7 +160,7 @@ def leading_cache_dir() -> Path | None:
     """Where the compilation cache that the others follow (`CACHE_ENV`) lives, or None when
     it is turned off. Its folder is the one its stack's manifest declares."""
     (leading,) = [c for c in framework_caches.declared().values() if c.setting == CACHE_ENV]
-    return _cache_dir(CACHE_ENV, leading.folder)
+    return cache_dir(leading)
 
 
 def cache_dir(cache: CacheEntry) -> Path | None:

@@ -86,7 +86,7 @@ def _quiet_about_interrupts(hook):
 def deferred() -> Iterator[None]:
     """A signal in this block is noted, and raised as it ends: for loading a framework. An
     exception raised inside a native extension's initialisation does not unwind (a Ctrl-C
-    during jaxlib's MLIR set-up ended the bench with SIGABRT, not 130)."""
+    during one ended the bench with SIGABRT or SIGSEGV, not 130)."""
     raising = _state["raising"]
     _state["raising"] = False
     try:
