@@ -126,11 +126,13 @@ def make_distribution(
 
 
 def run_python(
-    args: list[str], path: Path, timeout: float = 300, cwd: Path = ROOT
+    args: list[str], path: Path, timeout: float = 300, cwd: Path = ROOT, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    """`python *args` with `path` and this checkout on `PYTHONPATH`, a wide terminal."""
+    """`python *args` with `path` and this checkout on `PYTHONPATH`, a wide terminal, and
+    `env` added to this process's environment."""
     env = {
         **os.environ,
+        **(env or {}),
         "PYTHONPATH": os.pathsep.join([str(path), str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "COLUMNS": "200",
         "JAX_PLATFORMS": "cpu",

@@ -28,6 +28,10 @@ from tests.helpers import ROOT
 SCALE_DOC = ROOT / "docs" / "SCALE.md"
 #: The multi-node setting, and the smaller world the tests use (one torch rank per node).
 TWO_NODES = {"REMAT_SCALE_NODES": "2", "REMAT_FSDP_RANKS": "1", "REMAT_SPMD_DEVICES": "4"}
+#: Appended to docs/SCALE.md's two-host commands: the forward and the checkpoint's evidence,
+#: 3 examples each, which show the documented cluster forms, computes and ends (every
+#: property over two nodes is test_scale_profile's two-node run).
+DOCUMENTED_RUN = " --examples 3 --property b --property e --json"
 
 
 def environment(**extra: str) -> dict[str, str]:
