@@ -115,17 +115,24 @@ def check_options(config: pytest.Config) -> None:
 _PORT_TEST = re.compile(r"::test_property\[(?P<port>.+)-[a-z]_\w+\]$")
 
 
+def worker_scope(nodeid: str) -> str | None:
+    """A conformance test's xdist scope: its port's worker (the framework's), or None for
+    any other test."""
+    found = _PORT_TEST.search(nodeid)
+    return None if found is None else f"worker {worker_group(found['port'])}"
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Under `--dist loadscope`, one port's tests are one scope: one xdist worker loads it."""
+    """Under `--dist loadscope`, the tests of the ports that share a worker (a framework's)
+    are one scope: one xdist worker starts that worker, once."""
     if config.getoption("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class PortScopes(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            found = _PORT_TEST.search(nodeid)
-            return f"port {found['port']}" if found else super()._split_scope(nodeid)
+            return worker_scope(nodeid) or super()._split_scope(nodeid)
 
     return PortScopes(config, log)
 

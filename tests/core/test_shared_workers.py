@@ -77,6 +77,17 @@ def test_the_ports_of_one_framework_share_a_worker_and_others_opt_in():
     assert worker_group("some_outside_port") == "some_outside_port"  # unless it opts in
 
 
+def test_under_xdist_the_ports_of_one_worker_are_one_scope():
+    """So one xdist worker starts a framework's worker, once, for all its ports."""
+    from conformance.pytest_plugin import worker_scope
+
+    test = "tests/core/test_conformance.py::test_property[{}-c_vjp]"
+    assert worker_scope(test.format("jax_checkpoint")) == worker_scope(test.format("haiku"))
+    assert worker_scope(test.format("keras_torch")) == worker_scope(test.format("deepspeed"))
+    assert worker_scope(test.format("pytorch")) != worker_scope(test.format("flax_linen"))
+    assert worker_scope("tests/core/test_cli.py::test_list") is None  # xdist's own: the module
+
+
 def test_a_port_that_flips_state_leaves_the_next_port_s_verdict_its_own(flipper):
     report = _run(flipper)
     assert _failed(report, "jax_checkpoint") == set()
