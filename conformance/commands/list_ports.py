@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     import implementations
     from implementations.found import find
 
@@ -41,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     console = terminal_style.console()
     if args.load:
         for status in implementations.status():
-            reason = f" — {status.reason}" if status.reason else ""
+            # A reason is text, not markup: "remat-conformance[torch]" keeps its "[torch]".
+            reason = f" — {escape(status.reason)}" if status.reason else ""
             line = f"{status.name:16} {state_markup(status.state)} ({status.source}){reason}"
             console.print(line, highlight=False, soft_wrap=True)
         return 0
@@ -51,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
             versions = ", ".join(f"{m} {v}" for m, v in found.versions.items())
             detail = f"[green]found[/] (not imported) · {versions}"
         elif found.state in ("unavailable", "broken"):
-            detail = f"{state_markup(found.state)} — {found.reason}"
+            detail = f"{state_markup(found.state)} — {escape(found.reason)}"
         else:
-            detail = f"[yellow]unknown[/] — {found.reason}"
+            detail = f"[yellow]unknown[/] — {escape(found.reason)}"
         # One line per port, however long: soft_wrap leaves long lines to the reader.
         console.print(f"{name:16} {detail} ({source})", highlight=False, soft_wrap=True)
     print_legend(console, LEGEND)

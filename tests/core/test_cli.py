@@ -54,18 +54,23 @@ def test_a_missing_framework_is_reported_not_crashed(tmp_path):
     assert "torch" in port["reason"]
 
 
-def test_list_import_names_every_port_and_its_state(tmp_path):
-    # `list --import` loads every port (plain `list` imports none: tests/core/test_usage.py).
+def test_list_import_names_every_port_its_state_and_why(tmp_path):
+    # `list --import` loads every port (plain `list` imports none, and calls torch shadowed by
+    # a package that fails on import "found": tests/core/test_usage.py).
     result = _cli("list", "--import", env=without_frameworks(tmp_path, ["torch"]))
     assert result.returncode == 0, result.stderr
     lines = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
     assert " available " in lines["flax_linen"]
     assert " unavailable " in lines["pytorch"]
+    reason = lines["pytorch"].split(" unavailable ", 1)[1]
+    assert "torch" in reason
+    assert "remat-conformance[torch]" in reason  # what installs it
 
 
 def test_a_stale_expectation_is_reported(tmp_path):
     (tmp_path / "flax_linen.txt").write_text("# stale on purpose\nd  was broken once\nz  no such\n")
-    result = _cli("--implementation", "flax_linen", *QUICK, "--expectations", str(tmp_path))
+    run = ["--implementation", "flax_linen", "--property", "d", *QUICK]
+    result = _cli(*run, "--expectations", str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     output = " ".join(result.stdout.split())  # rich wraps long lines
     assert "xpass" in output

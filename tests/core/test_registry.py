@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 import implementations
 from implementations import PortUnavailable, manifests
 from tests.helpers import ROOT
 
-
-def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
-    )
-
-
-def test_a_missing_framework_makes_its_port_unavailable_with_a_reason():
-    result = _run(
-        """
-        import sys
-        sys.modules["torch"] = None  # as if torch were not installed
-        import implementations
-        by_name = {s.name: s for s in implementations.status()}
-        print(by_name["pytorch"].state, "|", by_name["pytorch"].reason)
-        print(by_name["flax_linen"].state)
-        """
-    )
-    assert result.returncode == 0, result.stderr
-    first, second = result.stdout.strip().splitlines()
-    assert first.startswith("unavailable |")
-    assert "torch" in first
-    assert "remat-conformance[torch]" in first
-    assert second == "available"
+# A missing framework makes its port unavailable with a reason naming it and the extra that
+# installs it: `list --import` with torch shadowed, tests/core/test_cli.py (one process that
+# loads every port, for both).
 
 
 def test_unknown_port_names_the_registered_ones():
