@@ -4,9 +4,9 @@ The ranks are processes the port starts; the tests in `tests/torch/test_torch_fs
 run this in a fresh interpreter (so that a crash, a hang or a SIGKILL of the
 controller is the probe's, not pytest's) and judge the JSON it prints. Modes:
 
-- `evidence`: every rank's record in the batch layout, with and without the checkpoint;
-- `roles`: rank 0's `backward_record` (the contract's VJP, x on every rank) under none and
-  full: the kept tensors' roles and the backward matmuls;
+- `evidence`: rank 0's `backward_record` (the contract's VJP, x on every rank) under none
+  and full (the kept tensors' roles and the backward matmuls), then every rank's record in
+  the batch layout, with and without the checkpoint;
 - `crash`: a rank SIGKILLs itself on the first request (`REMAT_FSDP_CRASH_RANK`);
 - `hang`: every rank sleeps past `REMAT_RANK_TIMEOUT`;
 - `serve`: print the ranks' pids, then wait to be killed;
@@ -75,15 +75,13 @@ def main(mode: str) -> dict:
         sys.stdout.write(json.dumps(seen) + "\n")
         sys.stdout.flush()
         time.sleep(600)
-    if mode == "roles":
-        for policy in ("none", "full"):
+    if mode == "evidence":
+        for policy in ("none", "full"):  # rank 0's kept tensors, by role
             record = port.backward_record(params, x[0], checkpoint=Policy(policy))
             seen[policy] = {
                 "roles": sorted(t.role for t in record.kept),
                 "backward_matmuls": record.backward_matmuls,
             }
-        port.close()
-    elif mode == "evidence":
         for checkpoint in (True, False):
             records = port.rank_records(params, x, "batch", checkpoint=checkpoint)
             seen[str(checkpoint)] = [asdict(r) for r in records]

@@ -52,11 +52,11 @@ def test_without_the_checkpoint_each_rank_keeps_the_relu_output(evidence):
         assert record["backward_ops"] == {}
 
 
-def test_rank_zero_names_the_roles_it_keeps_per_policy():
+def test_rank_zero_names_the_roles_it_keeps_per_policy(evidence):
     # Written from torch's autograd formulas: mv/addmm's backward reads its input (x, then
     # a), relu's its output a; 4 matmuls (dW2, da, dW1, dx), and under the checkpoint
     # torch.utils.checkpoint keeps x alone and reruns fc1's matmul: 5.
-    seen = probe("roles")
+    seen = evidence
     assert seen["none"] == {"roles": ["a", "x"], "backward_matmuls": 4}
     assert seen["full"] == {"roles": ["x"], "backward_matmuls": 5}
 
