@@ -1,5 +1,6 @@
 """`python -m conformance`: see `conformance.cli`."""
 
 from .cli import main
+from .running.processes import exit_now
 
-raise SystemExit(main())
+exit_now(main())

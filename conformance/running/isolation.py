@@ -229,10 +229,11 @@ def _serve(to_parent: Connection, target: str) -> None:
     try:
         args = to_parent.recv()
     except EOFError:  # the parent went away
-        return
+        processes.exit_now(0)
     try:
         answer = ("returned", function(*args))
     except Exception as error:
         answer = ("raised", f"{type(error).__name__}: {error}")
     with contextlib.suppress(OSError):
         to_parent.send(answer)
+    processes.exit_now(0)

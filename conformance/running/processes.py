@@ -12,10 +12,12 @@ that computes is not hung.
 from __future__ import annotations
 
 import _thread
+import atexit
 import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 
 
@@ -34,6 +36,23 @@ def watch_parent(interval: float = 0.5) -> None:
     # A bare thread, not `threading.Thread`: faulthandler prints every thread's stack when
     # a port crashes, and the report keeps the last 45 lines; this one takes 3 of them.
     _thread.start_new_thread(watch, ())
+
+
+def exit_now(code: int) -> None:
+    """Exit as the interpreter would, less its teardown of every module: with a framework
+    loaded that teardown costs CPU and does nothing a finished process needs (measured here,
+    per process: TensorFlow 1.8 CPU-s, torch 0.6, Paddle 0.4, JAX 0.15; paid by every
+    worker, compare lane and bench process). Threads are joined and `atexit` handlers run
+    first (JAX's shutdown, the process ports' children, a scratch cache's removal), as at a
+    normal exit, and the output is flushed."""
+    join_threads = getattr(threading, "_shutdown", None)  # the first step of Python's exit
+    if join_threads is not None:
+        join_threads()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

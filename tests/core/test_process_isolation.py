@@ -152,3 +152,19 @@ def test_an_interrupt_while_waiting_kills_the_child_and_propagates():
 def test_connection_outside_an_isolated_process_says_so():
     with pytest.raises(RuntimeError, match=r"conformance\.running\.isolation"):
         isolation.connection()
+
+
+def test_a_process_ended_without_teardown_still_ends_as_python_would():
+    """`exit_now` (an isolated child's and the CLI's exit) skips the modules' teardown only:
+    threads are joined, `atexit` handlers run, buffered output is written, the code kept."""
+    code = (
+        "import atexit, threading, time\n"
+        "from conformance.running.processes import exit_now\n"
+        "atexit.register(print, 'atexit ran')\n"
+        "threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\n"
+        "print('buffered', end=' ')\n"
+        "exit_now(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.split() == ["buffered", "thread", "done", "atexit", "ran"]
