@@ -6,7 +6,8 @@ is in that group, and the parent ends the group, not just the process.
 It also ends its group when its parent dies (`watch_parent`), so that a
 parent killed by SIGKILL leaves no orphans either. And the parent can read
 how much CPU a group used and how much it read (`group_work`): a worker
-that computes is not hung.
+that computes is not hung. A finished child ends with `exit_now`: as Python
+exits, less the teardown of every module it loaded.
 """
 
 from __future__ import annotations
