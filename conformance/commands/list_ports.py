@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     console = terminal_style.console()
     if args.load:
         for status in implementations.status():
-            # A reason is text, not markup: "remat-conformance[torch]" keeps its "[torch]".
+            # A reason is text, not markup: an install hint keeps its "[extra]".
             reason = f" — {escape(status.reason)}" if status.reason else ""
             line = f"{status.name:16} {state_markup(status.state)} ({status.source}){reason}"
             console.print(line, highlight=False, soft_wrap=True)

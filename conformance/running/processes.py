@@ -41,11 +41,11 @@ def watch_parent(interval: float = 0.5) -> None:
 
 def exit_now(code: int) -> None:
     """Exit as the interpreter would, less its teardown of every module: with a framework
-    loaded that teardown costs CPU and does nothing a finished process needs (measured here,
-    per process: TensorFlow 1.8 CPU-s, torch 0.6, Paddle 0.4, JAX 0.15; paid by every
-    worker, compare lane and bench process). Threads are joined and `atexit` handlers run
-    first (JAX's shutdown, the process ports' children, a scratch cache's removal), as at a
-    normal exit, and the output is flushed."""
+    loaded that teardown costs CPU and does nothing a finished process needs (measured here:
+    0.15 to 1.8 CPU-s per process, by framework; paid by every worker, compare lane and
+    bench process). Threads are joined and `atexit` handlers run first (the frameworks'
+    shutdowns, the process ports' children, a scratch cache's removal), as at a normal
+    exit, and the output is flushed."""
     join_threads = getattr(threading, "_shutdown", None)  # the first step of Python's exit
     if join_threads is not None:
         join_threads()
