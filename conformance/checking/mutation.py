@@ -8,10 +8,13 @@ from dataclasses import dataclass
 
 from .. import mutants as registry
 from ..running.runner import Canonical, run_property
-from .properties import BY_ID
+from .properties import BY_ID, BY_KEY
 
-# Cheap properties first: most mutants die in the first one that can see them.
-# A mutant may name properties to try first (`MutantSpec.first`).
+# The property that must reject a mutant (its `killed_by`, the one that looks at
+# its bug) runs first, in full: the mutant almost always falls to its first example,
+# and no other property's compiles are paid for it. Should it survive, the others
+# run in this order, cheap ones first. A mutant may name properties to try first
+# among them (`MutantSpec.first`).
 KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d", "i", "j")
 # Each mutant is a new set of functions to compile, so the mutation run draws from
 # the small shapes only, with fewer examples than a port gets.
@@ -70,12 +73,15 @@ def run_mutant(
     on_example: Callable[[str], None] | None = None,
     canonical_identity: Callable[[], tuple] | None = None,
 ) -> MutantResult:
-    """Run the properties in `KILL_ORDER` (the mutant's `first` ones before) until one fails
-    it: first a few examples of each, then the full count of each."""
+    """Run the property that must reject the mutant (`killed_by`) in full, then the others in
+    `KILL_ORDER` (the mutant's `first` ones before) until one fails it: first a few examples
+    of each, then the full count of each."""
     started, examples = time.perf_counter(), 0
-    order = (*mutant.first, *(p for p in KILL_ORDER if p not in mutant.first))
+    expected = (BY_KEY[mutant.killed_by].id,) if mutant.killed_by else ()
+    order = [p for p in dict.fromkeys((*mutant.first, *KILL_ORDER)) if p not in expected]
     scouting = [(p, SCOUT_EXAMPLES) for p in order if BY_ID[p].cases is None]
-    for prop_id, count in (*scouting, *((p, max_examples) for p in order)):
+    passes = [(p, max_examples) for p in expected] + scouting
+    for prop_id, count in (*passes, *((p, max_examples) for p in order)):
         if count > max_examples:
             continue
         outcome = run_property(

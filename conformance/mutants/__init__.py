@@ -145,13 +145,14 @@ MUTANTS: dict[str, MutantSpec] = {
 @dataclass(frozen=True)
 class Mutant:
     """A mutant's name, its bug, and the loaded port (None, with a reason, when it cannot load);
-    `first` as in `MutantSpec`."""
+    `first` and `killed_by` as in `MutantSpec`."""
 
     name: str
     bug: str
     port: Implementation | None
     reason: str = ""
     first: tuple[str, ...] = ()
+    killed_by: str = ""
 
 
 def load(name: str) -> Mutant:
@@ -161,16 +162,16 @@ def load(name: str) -> Mutant:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
-        return Mutant(name, spec.bug, None, f"needs {error.name!r}, not installed", spec.first)
+        return Mutant(name, spec.bug, None, f"needs {error.name!r}, not installed")
     except StackUnavailable as error:  # e.g. Keras, already on another backend here
-        return Mutant(name, spec.bug, None, str(error), spec.first)
+        return Mutant(name, spec.bug, None, str(error))
     try:
         port = getattr(module, attr)()
     except ProcessPortUnavailable as error:  # a process port whose program cannot run here
-        return Mutant(name, spec.bug, None, str(error), spec.first)
+        return Mutant(name, spec.bug, None, str(error))
     if not getattr(port, "instrument_family", ""):  # renamed, it keeps its port's family
         entry = manifests.port(spec.family)
         if entry is not None:
             port.instrument_family = entry[0].family_of(entry[1])
     port.name = name  # reports and messages name the mutant
-    return Mutant(name, spec.bug, port, first=spec.first)
+    return Mutant(name, spec.bug, port, first=spec.first, killed_by=spec.killed_by)

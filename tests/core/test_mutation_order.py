@@ -7,7 +7,7 @@ from conformance.mutants import Mutant
 from conformance.running.runner import Outcome
 
 
-def _run(monkeypatch, fails_at: dict[str, int], first: tuple[str, ...] = ()):
+def _run(monkeypatch, fails_at: dict[str, int], first: tuple[str, ...] = (), killed_by: str = ""):
     """Run one stand-in mutant that property P rejects from its `fails_at[P]`-th example on."""
     calls = []
 
@@ -21,7 +21,7 @@ def _run(monkeypatch, fails_at: dict[str, int], first: tuple[str, ...] = ()):
 
     monkeypatch.setattr(mutation, "run_property", run_property)
     port = type("Stand", (), {"name": "stand_in"})()
-    mutant = Mutant("stand_in", "a stand-in bug", port, first=first)
+    mutant = Mutant("stand_in", "a stand-in bug", port, first=first, killed_by=killed_by)
     return mutation.run_mutant(mutant, canonical=lambda: None), calls
 
 
@@ -60,3 +60,18 @@ def test_a_mutants_first_properties_lead_both_passes(monkeypatch):
     _, calls = _run(monkeypatch, {}, first=("i",))
     assert calls[0] == ("i", mutation.SCOUT_EXAMPLES)
     assert next(p for p, n in calls if n == mutation.MUTANT_EXAMPLES) == "i"
+
+
+def test_the_property_that_must_reject_a_mutant_runs_first_in_full(monkeypatch):
+    result, calls = _run(monkeypatch, {"g": 30}, killed_by="g_bad_inputs")
+    assert result.killed_by == "g_bad_inputs"
+    assert calls == [("g", mutation.MUTANT_EXAMPLES)]
+
+
+def test_a_mutant_its_declared_property_misses_meets_the_others_in_both_passes(monkeypatch):
+    result, calls = _run(monkeypatch, {"c": mutation.MUTANT_EXAMPLES}, killed_by="j_policies")
+    assert result.killed_by == "c_vjp"
+    assert calls[0] == ("j", mutation.MUTANT_EXAMPLES)
+    assert ("j", mutation.SCOUT_EXAMPLES) not in calls  # not run again
+    assert [p for p, _ in calls].count("j") == 1
+    assert calls[-1] == ("c", mutation.MUTANT_EXAMPLES)
