@@ -21,6 +21,7 @@ from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: 
 from implementations import contract  # noqa: E402
 from implementations.contract import Params  # noqa: E402
 from implementations.stacks import jax as porting  # noqa: E402
+from implementations.stacks.jax.flax_init import jitted_init  # noqa: E402
 from tests import reference  # noqa: E402
 from tests.helpers import port_or_skip, remat_equations, same_bits  # noqa: E402
 
@@ -207,15 +208,28 @@ def test_traced_x_still_gets_shape_and_dtype_checks(port):
 
 
 def test_new_seeds_do_not_retrace(ported):
-    # One compiled function per F (and D): the seed is an argument, not a constant.
+    # One compiled init per (D, F) and one compiled MLP: the seed is an argument, not a constant.
     x = jnp.asarray(X)
     ported.nn_checkpoint_forward(0, x, FEATURES)
     exercise = ported.compiled.exercise
-    compiled, functions = exercise.compiled(FEATURES)._cache_size(), exercise.compiled.cache_info()
+    init = jitted_init(len(X), FEATURES, out_in=exercise.out_in)
+    compiled = (init._cache_size(), exercise.apply._cache_size())
+    inits = jitted_init.cache_info().currsize
     for seed in (1, 2**33, 2**63 - 1, 7.0):
         ported.nn_checkpoint_forward(seed, x, float(FEATURES))  # features 4.0 is the int 4
-    assert exercise.compiled(FEATURES)._cache_size() == compiled
-    assert exercise.compiled.cache_info().currsize == functions.currsize
+    assert (init._cache_size(), exercise.apply._cache_size()) == compiled
+    assert jitted_init.cache_info().currsize == inits
+
+
+def test_the_ports_share_one_compiled_init_per_shape():
+    # Each port's exercise takes its init from the one cache, for the same (D, F) and layout.
+    x = jnp.asarray(X)
+    for name in NON_CANONICAL:
+        ported = port_or_skip(name)
+        ported.nn_checkpoint_forward(0, x, FEATURES)
+        hits = jitted_init.cache_info().hits
+        ported.nn_checkpoint_forward(1, x, FEATURES)
+        assert jitted_init.cache_info().hits == hits + 1, name
 
 
 def test_scalar_forms_and_integer_x_give_the_int_result(port):

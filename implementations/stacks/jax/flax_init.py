@@ -127,9 +127,25 @@ def seed_array(seed: int) -> np.int64:
 
 
 @functools.lru_cache(maxsize=64)
-def jitted_init(dim: int, features: int):
-    """A compiled `seed_array(seed) -> flax_init(PRNGKey(seed), dim, features)`, one per shape."""
-    return jax.jit(lambda seed: flax_init(jax.random.PRNGKey(seed), dim, features))
+def jitted_init(dim: int, features: int, *, out_in: bool = False):
+    """A compiled `seed_array(seed) -> flax_init(PRNGKey(seed), dim, features)`, one per shape.
+
+    With `out_in`, the kernels come back in `(out, in)` arrays, untransposed (see
+    `CompiledExercise`). One per process: every JAX port here shares it, and its compile
+    (threefry and erf_inv: most of a port's compile for a new shape) is paid once.
+    """
+
+    def init(seed):
+        arrays = flax_init(jax.random.PRNGKey(seed), dim, features, out_in=out_in)
+        return _out_in_arrays(arrays) if out_in else arrays
+
+    return jax.jit(init)
+
+
+def _out_in_arrays(arrays: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+    """Canonical `(w1, b1, w2, b2)` with each kernel transposed (an involution)."""
+    w1, b1, w2, b2 = arrays
+    return w1.T, b1, w2.T, b2
 
 
 def init_arrays(seed: Any, dim: int, features: int) -> tuple[np.ndarray, ...]:
@@ -145,8 +161,8 @@ def init_params(seed: Any, dim: int, features: Any) -> Params:
 
 
 class CompiledExercise:
-    """`nn_checkpoint_forward` for a JAX port: the checks, then Flax's init and the port's
-    checkpointed MLP in one compiled call.
+    """`nn_checkpoint_forward` for a JAX port: the checks, Flax's init (`jitted_init`), then
+    the port's checkpointed MLP, compiled.
 
     **Arguments:**
 
@@ -155,9 +171,13 @@ class CompiledExercise:
     - `out_in`: draw the kernels in `(out, in)` arrays, for a port whose
       weights are `(out, in)` (see `lecun_normal`).
 
-    One jitted function per F, and in jit's cache one executable per D. The
-    seed is an argument and the key is made inside, so a new seed dispatches
-    without tracing again.
+    The init is its own compiled call, one per shape shared by every JAX port in
+    the process: compiling it costs about ten times the MLP's, and a port's own
+    compile is then the MLP alone. The seed is an argument and the key is made
+    inside the init, so a new seed dispatches without tracing again. With
+    `out_in`, the init hands over `(out, in)` kernels and the apply transposes
+    them back inside its compiled call, where XLA folds that transpose into the
+    port's own (`to_native`'s): no copy either side.
     """
 
     def __init__(
@@ -166,18 +186,13 @@ class CompiledExercise:
         *,
         out_in: bool = False,
     ):
-        self.apply = apply
         self.out_in = out_in
-        self.compiled = functools.lru_cache(maxsize=64)(self._compile)
-
-    def _compile(self, features: int):
-        def init_and_apply(seed, x):  # (), (D,) -> (F,)
-            key = jax.random.PRNGKey(seed)
-            return self.apply(flax_init(key, x.shape[0], features, out_in=self.out_in), x)
-
-        return jax.jit(init_and_apply)
+        self.apply = jax.jit(
+            lambda arrays, x: apply(_out_in_arrays(arrays) if out_in else arrays, x)
+        )
 
     def __call__(self, seed: Any, x: Any, features: Any) -> jax.Array:
         seed, features, x = check_seed(seed), check_features(features), checked_x(x)
         check_sizes(x.shape[0], features)  # before the compile: XLA aborts past int32 sizes
-        return self.compiled(features)(seed_array(seed), x)
+        arrays = jitted_init(x.shape[0], features, out_in=self.out_in)(seed_array(seed))
+        return self.apply(arrays, x)
