@@ -81,10 +81,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=arguments.positive_seconds,
         default=None,
         metavar="SECONDS",
-        help="the longest one example (or loading a port) may take before its worker is "
+        help="the longest one example may go without progress before its worker is "
         "stopped (default: "
         + ", ".join(f"{p} {s:.0f}" for p, s in profiles.TIMEOUTS.items())
         + ")",
+    )
+    parser.add_argument(
+        "--load-timeout",
+        type=arguments.positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="the same for loading a port (default: the profile's timeout, or --timeout if "
+        "longer: a loaded machine can stall an import on the disk)",
     )
     parser.add_argument(
         "--in-process",
@@ -149,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
         mutants=not args.no_mutants,
         jobs=args.jobs,
         timeout=args.timeout,
+        load_timeout=args.load_timeout,
         in_process=args.in_process,
         expectations_dir=args.expectations,
         canonical=canonical,

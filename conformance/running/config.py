@@ -29,7 +29,10 @@ class RunConfig:
     - `properties`: the property keys to run (empty: all of them).
     - `mutants`: whether to hunt the mutants too.
     - `jobs`: worker processes at a time.
-    - `timeout`: seconds one example may take (None: the profile's).
+    - `timeout`: seconds one example may go without progress (None: the profile's).
+    - `load_timeout`: the same for loading a port (None: the profile's timeout, or
+      `timeout` if longer). Loading is not an example: on a loaded machine an import
+      can wait on the disk for seconds with no CPU time or read of its own.
     - `in_process`: run here, without workers (for debugging).
     - `expectations_dir`: read expected failures from `<dir>/<port>.txt`.
     - `canonical`: the reference port.
@@ -44,6 +47,7 @@ class RunConfig:
     mutants: bool = True
     jobs: int = 2
     timeout: float | None = None
+    load_timeout: float | None = None
     in_process: bool = False
     expectations_dir: Path | None = None
     canonical: str = implementations.CANONICAL
@@ -57,6 +61,12 @@ class RunConfig:
     @property
     def example_timeout(self) -> float:
         return self.timeout if self.timeout is not None else profiles.TIMEOUTS[self.profile]
+
+    @property
+    def port_load_timeout(self) -> float:
+        if self.load_timeout is not None:
+            return self.load_timeout
+        return max(self.example_timeout, profiles.TIMEOUTS[self.profile])
 
     @property
     def selected(self) -> tuple[Property, ...]:

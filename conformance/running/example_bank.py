@@ -33,6 +33,7 @@ import hashlib
 import os
 import platform
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,6 +47,9 @@ from ..checking.strategies import describe
 from . import cache_files, environment
 
 T = TypeVar("T")
+# While another worker makes an entry, the waiting one says so this often: a wait is not a
+# hang (its supervisor would stop a worker silent for a short --timeout; the maker is judged).
+WAIT_NOTE_SECONDS = 0.5
 _RECEIVERS: list[Callable[[Any], None]] = []
 
 
@@ -129,7 +133,11 @@ def references(
             made.append(make(prop, reference_port, case))
         return made
 
-    return _kept(environment.cache_root() / "references" / f"{key}.entry", prepare)
+    def waiting() -> None:
+        if on_case is not None:
+            on_case("its cases, being made by another worker")
+
+    return _kept(environment.cache_root() / "references" / f"{key}.entry", prepare, waiting)
 
 
 def canonical_identity(port: Implementation) -> tuple:
@@ -137,8 +145,9 @@ def canonical_identity(port: Implementation) -> tuple:
     return (port.name, tuple(sorted(port.versions().items())))
 
 
-def _kept(path: Path, make: Callable[[], T]) -> T:
-    """The value kept at `path`, or `make()`'s, written there first (once, under a lock).
+def _kept(path: Path, make: Callable[[], T], waiting: Callable[[], None] | None = None) -> T:
+    """The value kept at `path`, or `make()`'s, written there first (once, under a lock;
+    `waiting()` is called every `WAIT_NOTE_SECONDS` while another process holds it).
 
     The cache is never a verdict: a file that does not verify is made again,
     and a cache that cannot be read or written is done without (one warning
@@ -151,7 +160,7 @@ def _kept(path: Path, make: Callable[[], T]) -> T:
     with contextlib.ExitStack() as stack:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(_locked(path.with_name(f"{key}.lock")))
+            stack.enter_context(_locked(path.with_name(f"{key}.lock"), waiting))
         except OSError as error:
             _unusable(path, "cannot be written", error)
             return make()
@@ -216,14 +225,20 @@ def _unusable(path: Path, what: str, error: OSError) -> None:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # no flock (Windows): two workers may both make it; both are right
         yield
         return
     with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | (fcntl.LOCK_NB if waiting else 0))
+                break
+            except BlockingIOError:
+                waiting()
+                time.sleep(WAIT_NOTE_SECONDS)
         try:
             yield
         finally:

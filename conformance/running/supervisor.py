@@ -246,7 +246,7 @@ class Supervisor:
         """Every job to the end, `jobs` workers at a time."""
         waiting = [job for job in self.runs if not job.finished]
         running: list[WorkerRun] = []
-        timeout = self.config.example_timeout
+        timeout, load_timeout = self.config.example_timeout, self.config.port_load_timeout
         try:
             while waiting or running:
                 while waiting and len(running) < max(1, self.config.jobs):
@@ -256,7 +256,7 @@ class Supervisor:
                 handles = [h for job in running for h in job.worker.handles]
                 connection.wait(handles, timeout=0.25)
                 for job in list(running):
-                    self._follow(job, timeout)
+                    self._follow(job, timeout, load_timeout)
                     if job.finished:
                         if not self.keep_workers or job.fresh:
                             job.worker.stop()
@@ -275,7 +275,7 @@ class Supervisor:
             if self.interrupted is not None:  # one being started when the signal came
                 isolation.kill_all()
 
-    def _follow(self, job: WorkerRun, timeout: float) -> None:
+    def _follow(self, job: WorkerRun, timeout: float, load_timeout: float) -> None:
         """Read what the job's worker said; on a finished item, a death or a hang, go on with
         the rest of the job (in a fresh worker where it died, hung or was left unclean)."""
         run = job.active
@@ -286,7 +286,7 @@ class Supervisor:
                 self.handle(run, message)
             if not run.finished:
                 self.lost(run, "crashed", job.worker.death())
-        elif not run.finished and (why := self.hung(run, timeout)):
+        elif not run.finished and (why := self.hung(run, timeout if run.loaded else load_timeout)):
             job.worker.kill()
             self.lost(run, "timeout", why)
         if run.finished:

@@ -6,6 +6,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -68,6 +69,24 @@ def test_references_are_made_once_and_kept_per_canonical_port():
     Reference.name = "another_reference"
     example_bank.references(prop, cases, Reference, make)
     assert len(calls) == 6  # another canonical port: made again
+
+
+def test_a_worker_waiting_for_another_to_make_an_entry_says_so(tmp_path):
+    """The wait is progress to the supervisor: a short --timeout must not stop the waiter."""
+    fcntl = pytest.importorskip("fcntl")
+    path = tmp_path / "entry.entry"
+    noted, result = threading.Event(), []
+    with open(tmp_path / "entry.lock", "w") as held:  # another worker, making it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiter = threading.Thread(
+            target=lambda: result.append(example_bank._kept(path, lambda: [7], noted.set))
+        )
+        waiter.start()
+        assert noted.wait(timeout=60), "the waiting side never said it was waiting"
+        assert not result  # still waiting for the lock
+        fcntl.flock(held, fcntl.LOCK_UN)
+    waiter.join(timeout=60)
+    assert result == [[7]]
 
 
 def test_a_failure_in_the_bank_is_shrunk_by_hypothesis():

@@ -100,6 +100,15 @@ class SpinningPort(JaxCheckpoint):
             _compute_a_little()
 
 
+class StuckLoadingPort(JaxCheckpoint):
+    """Building it never returns, as a port waiting on a lock nobody releases."""
+
+    name = "stuck_loading_port"
+
+    def __init__(self):
+        time.sleep(3600)
+
+
 class NoisyPort(JaxCheckpoint):
     """Right answers, and chatter on stdout and stderr, from Python and from native code."""
 
@@ -144,6 +153,7 @@ PORTS = {
     "dying_canonical": "hostile:DyingCanonical",
     "compiling_port": "hostile:CompilingPort",
     "spinning_port": "hostile:SpinningPort",
+    "stuck_loading_port": "hostile:StuckLoadingPort",
 }
 #: Opted in to JAX's worker (`remat_conformance.workers`), as a package's JAX ports may: the
 #: run below has them share one worker with `jax_checkpoint`, which the crash and the hang
@@ -157,6 +167,9 @@ TIMEOUT = "4"
 # load (two test runs at once) the spinning port once had no b_forward outcome.
 SHORT_TIMEOUT = "3"
 COMPILE_SECONDS = 10.0
+# Loading is judged against its own timeout: with the example's 3 s, a loaded machine
+# stalling an import on the disk for 2 s once had compiling_port declared hung.
+LOAD_TIMEOUT = "20"
 
 
 @pytest.fixture(scope="module")
@@ -240,11 +253,12 @@ def test_the_hang_is_stopped_and_named(hostile_run):
 
 
 def test_a_slow_first_compile_passes_and_hangs_still_time_out(hostile):
-    """Progress is a message or CPU time: a compile computes, a hang sleeps or never ends."""
+    """Progress is a message or CPU time: a compile computes, a hang sleeps or never ends.
+    Loading a port is judged the same way, against --load-timeout."""
     args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
-    args += ["--examples", "3", "--timeout", SHORT_TIMEOUT, "--jobs", "3"]
-    args += ["--property", "b", "--property", "c"]
-    for name in ("compiling_port", "hang_port", "spinning_port"):
+    args += ["--examples", "3", "--timeout", SHORT_TIMEOUT, "--jobs", "4"]
+    args += ["--load-timeout", LOAD_TIMEOUT, "--property", "b", "--property", "c"]
+    for name in ("compiling_port", "hang_port", "spinning_port", "stuck_loading_port"):
         args += ["--implementation", name]
     done = run_python(args, hostile, timeout=600)
     report = _json(done)
@@ -264,6 +278,13 @@ def test_a_slow_first_compile_passes_and_hangs_still_time_out(hostile):
     assert "computing all along" in spinning["message"]
     assert f"10 times the {SHORT_TIMEOUT} s timeout" in spinning["message"]
     assert "the port's forward" in spinning["message"]
+    # A port stuck while loading is stopped after the load timeout, not the example's.
+    (stuck,) = [p for p in report["ports"] if p["name"] == "stuck_loading_port"]
+    assert stuck["state"] == "timed out", stuck
+    assert stuck["reason"].endswith("while loading the port"), stuck["reason"]
+    quiet = re.match(r"no progress for (\d+) s", stuck["reason"])
+    assert quiet, stuck["reason"]
+    assert int(quiet[1]) >= int(LOAD_TIMEOUT), stuck["reason"]
     assert done.returncode == 1
 
 
