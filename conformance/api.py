@@ -71,7 +71,7 @@ def run(
     - `properties`: letters ("c") or keys ("c_vjp") (default: all nine).
     - `profile`: the Hypothesis profile (default: `$REMAT_PROFILE` or "dev").
     - `examples`: examples per property (default: the profile's).
-    - `mutants`: also hunt the 29 mutants (default False here: the CLI's
+    - `mutants`: also hunt the mutants (default False here: the CLI's
       default is True; a script usually wants its ports only).
     - `jobs`: worker processes at a time (default: one per core).
     - `timeout`: seconds one example may take (default: the profile's).

@@ -57,3 +57,23 @@ def test_a_missing_stack_skips_its_folder_with_the_reason(run_without_stacks, fo
     (line,) = [line for line in run_without_stacks.splitlines() if reason in line]
     files = len(list((ROOT / "tests" / folder).glob("test_*.py")))
     assert line.startswith(f"SKIPPED [{files}] "), line
+
+
+def test_no_module_of_the_suite_imports_a_framework():
+    """A framework's code lives in its stack's folder: the suite's own modules import none
+    (the canonical port's mutants, for one, are the JAX stack's)."""
+    import ast
+
+    frameworks = {module for m in manifests.manifests() for p in m.ports for module in p.modules}
+    found = []
+    for path in sorted((ROOT / "conformance").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            hits = [n for n in names if n.split(".")[0] in frameworks]
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in hits]
+    assert not found, "\n".join(found)

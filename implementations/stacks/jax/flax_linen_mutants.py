@@ -1,4 +1,4 @@
-"""Mutants of the canonical Flax linen port, one bug each.
+"""Mutants of the canonical Flax linen port, one bug each (declared in `manifest`).
 
 They reuse the canonical port's compiled functions wherever their bug
 allows, so that the mutation run costs little beyond the suite itself.
