@@ -174,6 +174,8 @@ class Manifest:
     - `environment`: variables set, unless set already, before any framework is imported
       (a matmul precision pin that the framework reads once).
     - `reads`: other variables that change what it computes, shown in reports.
+    - `thread_variables`: variables that size its thread pools, set (unless set already) to
+      the cores a worker may use; `one_thread`: variables set (likewise) when that is one.
     - `bench`, `mutants`, `rows`: its bench stacks, mutants and extra compare rows.
     - `expectations`: `"module:NAME"`, its instrument families' expected records per policy
       and its documented degradations (`implementations.expectations`), framework-free.
@@ -206,6 +208,8 @@ class Manifest:
     load_first_why: str = ""
     environment: Mapping[str, str] = field(default_factory=dict)
     reads: tuple[str, ...] = ()
+    thread_variables: tuple[str, ...] = ()
+    one_thread: Mapping[str, str] = field(default_factory=dict)
     bench: tuple[BenchEntry, ...] = ()
     mutants: tuple[MutantEntry, ...] = ()
     rows: tuple[RowEntry, ...] = ()

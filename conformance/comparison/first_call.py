@@ -2,7 +2,7 @@
 
 In-process or on-disk caches would hide what a first use costs (importing
 the framework, tracing and compiling), so the parent runs `measure` per
-port in a fresh process (`running.isolation`), with JAX's cache off. The
+port in a fresh process (`running.isolation`), every compilation cache off. The
 child loads the port, runs its first `nn_checkpoint_forward` and its first
 `vjp`, and returns the seconds of each, or what went wrong.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..running import environment, isolation
+from ..running import environment, framework_caches, isolation
 from . import rows
 
 TIMEOUT_SECONDS = 600.0
@@ -26,12 +26,12 @@ def first_call(name: str, inputs: Path, seed: int) -> dict[str, Any]:
     """Time a port's first use in a new process; **returns** `{"import", "forward", "vjp"}`
     seconds, or `{"error": ...}`."""
     env = dict(os.environ)
-    # The parent's environment.prepare() pointed JAX at the on-disk cache; a
-    # warm cache would make a compile look free. Turn it off for the child.
-    env[environment.CACHE_ENV] = "off"
-    for key in list(env):
-        if key.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE")):
-            del env[key]
+    # The parent's environment.prepare() pointed every framework at its on-disk cache; a
+    # warm cache would make a compile look free. Turn them all off for the child.
+    for cache in framework_caches.declared().values():
+        env[cache.setting] = "off"
+        for variable in (cache.directory_variable, *cache.when_on):
+            env.pop(variable, None)
     done = isolation.run(
         f"{__name__}:measure", (name, str(inputs), seed), env=env, timeout=TIMEOUT_SECONDS
     )

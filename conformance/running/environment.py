@@ -47,7 +47,6 @@ from implementations.manifests import CacheEntry
 
 from . import framework_caches
 
-CACHE_ENV = "REMAT_JAX_CACHE"
 ROOT_ENV = "REMAT_CACHE"
 _OFF = ("off", "0", "no", "false")
 # The run's temporary cache when REMAT_CACHE=off, handed from the parent to its workers.
@@ -157,10 +156,9 @@ def _usable_or_warn(directory: Path | None, what: str) -> Path | None:
 
 
 def leading_cache_dir() -> Path | None:
-    """Where the compilation cache that the others follow (`CACHE_ENV`) lives, or None when
-    it is turned off. Its folder is the one its stack's manifest declares."""
-    (leading,) = [c for c in framework_caches.declared().values() if c.setting == CACHE_ENV]
-    return cache_dir(leading)
+    """Where the compilation cache that the others follow lives, or None when it is turned
+    off. Its folder is the one its stack's manifest declares."""
+    return cache_dir(framework_caches.leading())
 
 
 def cache_dir(cache: CacheEntry) -> Path | None:
@@ -185,13 +183,11 @@ def hypothesis_dir() -> Path:
     return cache_root() / "hypothesis"
 
 
-# The thread pools each framework sizes from these at import.
+# The thread pools sized from these at import; each stack's manifest adds its own.
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",  # torch's intra-op pool, OpenMP BLAS
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
-    "TF_NUM_INTRAOP_THREADS",
-    "TF_NUM_INTEROP_THREADS",
     "REMAT_THREADS",  # the numpy init's own pool
 )
 
@@ -202,13 +198,16 @@ def limit_threads(threads: int) -> None:
     Called in a worker before any framework loads, with the cores the worker
     may use: the suite's matrices are small, and two processes with two
     threads each on two cores stall each other at every parallel barrier
-    (torch's copies took 40 times longer so). XLA's Eigen pool is turned to
-    one thread only when one is all there is.
+    (torch's copies took 40 times longer so). A stack's `one_thread` settings
+    (XLA's Eigen pool off) apply only when one thread is all there is.
     """
-    for variable in THREAD_VARIABLES:
+    stacks = manifests.manifests()
+    for variable in (*THREAD_VARIABLES, *(v for m in stacks for v in m.thread_variables)):
         os.environ.setdefault(variable, str(threads))
-    if threads == 1 and "XLA_FLAGS" not in os.environ:
-        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+    if threads == 1:
+        for manifest in stacks:
+            for variable, value in manifest.one_thread.items():
+                os.environ.setdefault(variable, value)
 
 
 def prepare() -> None:

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from hypothesis import given, settings
 
+from implementations import manifests
 from implementations.contract import Implementation
 
 from ..checking.properties import Property
@@ -120,7 +121,7 @@ def references(
         _sources("properties", "tolerance", "checks", "precision"),
         identity_key,
         platform.machine(),
-        os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", ""),
+        _pins(),
         cache_files.fingerprint(case_list),
     )
 
@@ -248,6 +249,13 @@ def _locked(path: Path, waiting: Callable[[], None] | None = None) -> Iterator[N
 def _digest(*parts: Any) -> str:
     encoded = (p if isinstance(p, bytes) else repr(p).encode() for p in parts)
     return hashlib.sha256(b"\0".join(encoded)).hexdigest()[:32]
+
+
+def _pins() -> tuple:
+    """The stacks' precision pins as this process has them (a user's own value wins over a
+    manifest's, and changes what the canonical port computes)."""
+    pinned = (v for manifest in manifests.manifests() for v in manifest.environment)
+    return tuple((v, os.environ.get(v, "")) for v in pinned)
 
 
 def _versions(*distributions: str) -> tuple:

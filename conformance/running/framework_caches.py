@@ -24,6 +24,13 @@ def declared() -> dict[str, CacheEntry]:
     return {cache.name: cache for m in manifests.manifests() for cache in m.caches}
 
 
+def leading() -> CacheEntry:
+    """The cache the others follow (JAX's): left unset, their switches follow its `off`."""
+    caches = declared()
+    (name,) = {cache.follows for cache in caches.values() if cache.follows}
+    return caches[name]
+
+
 def directories() -> dict[str, Path]:
     """Each framework cache in use in this process, by name."""
     found = {}

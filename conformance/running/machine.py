@@ -24,15 +24,7 @@ from implementations import manifests
 
 #: Variables that change how frameworks compute float32 matmuls or pick devices; each stack's
 #: manifest adds the ones its framework reads (its `environment` and `reads`).
-PRECISION_VARIABLES = (
-    "JAX_PLATFORMS",
-    "JAX_DEFAULT_MATMUL_PRECISION",
-    "JAX_ENABLE_X64",
-    "NVIDIA_TF32_OVERRIDE",
-    "TF_ENABLE_ONEDNN_OPTS",
-    "XLA_FLAGS",
-    "CUDA_VISIBLE_DEVICES",
-)
+PRECISION_VARIABLES = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES")
 
 
 def precision_variables() -> tuple[str, ...]:

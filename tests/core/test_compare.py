@@ -142,6 +142,32 @@ def test_first_call_runs_in_a_fresh_process(tmp_path):
     assert "no such port" in missing["error"]
 
 
+def test_the_first_call_child_has_every_compilation_cache_off(monkeypatch, tmp_path):
+    """A warm cache would make a compile look free, even one the user moved."""
+    from conformance.comparison import first_call
+    from conformance.running import framework_caches
+
+    caches = framework_caches.declared().values()
+    for cache in caches:
+        monkeypatch.setenv(cache.setting, str(tmp_path / cache.folder))
+        monkeypatch.setenv(cache.directory_variable, str(tmp_path / cache.folder))
+
+    class Started(Exception):
+        pass
+
+    def run(target, args, env, timeout):
+        raise Started(env)
+
+    monkeypatch.setattr(first_call.isolation, "run", run)
+    with pytest.raises(Started) as started:
+        first_call.first_call(implementations.CANONICAL, tmp_path / "inputs.npz", 0)
+    env = started.value.args[0]
+    assert {cache.setting: env[cache.setting] for cache in caches} == dict.fromkeys(
+        (cache.setting for cache in caches), "off"
+    )
+    assert not [c.directory_variable for c in caches if c.directory_variable in env]
+
+
 def test_a_port_that_raises_gets_an_error_row_and_fails_the_run():
     pytest.importorskip("flax")
     canonical = implementations.load(implementations.CANONICAL)

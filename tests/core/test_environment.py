@@ -16,7 +16,6 @@ OTHERS = sorted(name for name in CACHES if name != "JAX")
 # Every variable that moves a cache: a user's own setting must not decide a test.
 VARIABLES = (
     environment.ROOT_ENV,
-    environment.CACHE_ENV,
     *(cache.setting for cache in CACHES.values()),
     "XDG_CACHE_HOME",
 )
@@ -53,7 +52,7 @@ def test_a_directory_moves_a_cache_and_off_turns_it_off(env, name):
 
 @pytest.mark.parametrize("name", [n for n in OTHERS if CACHES[n].follows])
 def test_a_following_cache_is_off_with_the_one_it_follows_unless_said_otherwise(env, name):
-    # compare's first-call child turns the JAX cache off and expects no cache at all.
+    # A user who turns the JAX cache off expects no compilation cache at all.
     monkeypatch, home = env
     cache = CACHES[name]
     monkeypatch.setenv(CACHES[cache.follows].setting, "off")

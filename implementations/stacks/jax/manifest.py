@@ -41,6 +41,9 @@ MANIFEST = Manifest(
     distributions={"haiku": ("dm-haiku",)},
     # On a GPU, JAX's default float32 matmul takes bfloat16 passes: pinned before import.
     environment={"JAX_DEFAULT_MATMUL_PRECISION": "highest"},
+    reads=("JAX_PLATFORMS", "JAX_ENABLE_X64", "XLA_FLAGS"),
+    # A worker with one core runs XLA without Eigen's pool (its barriers stall a shared core).
+    one_thread={"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"},
     bench=(
         BenchEntry(
             "jax",

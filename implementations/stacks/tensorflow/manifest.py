@@ -12,6 +12,8 @@ MANIFEST = Manifest(
         PortEntry("tensorflow", f"{_HERE}.tensorflow:TensorFlow", "tensorflow", ("tensorflow",)),
     ),
     distributions={"tensorflow": ("tensorflow", "tensorflow-cpu")},
+    reads=("TF_ENABLE_ONEDNN_OPTS",),
+    thread_variables=("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"),
     bench=(
         BenchEntry(
             "tensorflow",
