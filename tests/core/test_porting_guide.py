@@ -22,6 +22,8 @@ OPTIONAL = {
     "load_first_why",
     "environment",
     "reads",
+    "thread_variables",  # its thread pools' variables, sized to a worker's cores
+    "one_thread",  # what a worker with one core sets (XLA's Eigen pool off)
     "rows",
     "devices",
     "device_module",

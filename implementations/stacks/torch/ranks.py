@@ -126,7 +126,10 @@ class RankPool(RankController):
 
     def death(self, member) -> str:
         if member.owned and member.parent == os.getpid():  # this process's launcher's rank
-            self.thread.join(timeout=5)  # the launcher notices a dead rank within its interval
+            # The launcher notices a dead rank at its next look (0.1 s apart), and its thread
+            # ends with the failure: waited for up to the rank timeout, since a loaded machine
+            # took over 5 s to get there.
+            self.thread.join(timeout=self.timeout)
             return self.failure or "its connection closed"
         return super().death(member)
 
