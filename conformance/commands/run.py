@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from implementations.manifests import CANONICAL_PORT
+
 from ..running import interrupts, profiles
 from . import arguments
 
@@ -111,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=arguments.port_name,
         default=None,
         metavar="NAME",
-        help="the reference port (default: flax_linen)",
+        help=f"the reference port (default: {CANONICAL_PORT})",
     )
     parser.add_argument(
         "--reproduce",

@@ -176,7 +176,7 @@ NOTES = {
     "comparison's own). A load above the cores before, or other processes busy on a whole "
     "core while timing, mark the times noisy",
     "first_call": "only when asked for (first_calls): a fresh Python process per port, "
-    "JAX's persistent compilation cache off: "
+    "every compilation cache off: "
     "import = loading the port (its framework); forward = the first nn_checkpoint_forward "
     "(init and apply: tracing, compiling, running); vjp = the first contract vjp after it",
 }

@@ -26,6 +26,7 @@ if __name__ == "__main__":  # started as a program: the suite's packages beside 
 
 import numpy as np
 
+from implementations import manifests
 from implementations.process import ProcessPort
 
 
@@ -34,7 +35,8 @@ class WireIgnoresPolicy(ProcessPort):
 
     def __init__(self):
         argv = [sys.executable, str(Path(__file__).resolve()), "--name=wire_ignores_policy"]
-        super().__init__("wire_ignores_policy", [*argv, "--serve=flax_linen", "--ignore-policy"])
+        serve = f"--serve={manifests.CANONICAL_PORT}"
+        super().__init__("wire_ignores_policy", [*argv, serve, "--ignore-policy"])
 
 
 # -- the server -------------------------------------------------------------------------------

@@ -77,3 +77,21 @@ def test_no_module_of_the_suite_imports_a_framework():
             hits = [n for n in names if n.split(".")[0] in frameworks]
             found += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in hits]
     assert not found, "\n".join(found)
+
+
+def test_no_string_in_the_suites_code_names_a_built_in_port():
+    """The suite reaches the ports through the registry (the canonical one through
+    `manifests.CANONICAL_PORT`), never by a name written into its code."""
+    import io
+    import re
+    import tokenize
+
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, manifests.ports())) + r")\b")
+    found = []
+    for path in sorted((ROOT / "conformance").rglob("*.py")):
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+        for token in tokens:
+            prose = token.string.startswith(('"""', "'''"))  # docstrings and long texts
+            if token.type == tokenize.STRING and not prose and pattern.search(token.string):
+                found.append(f"{path.relative_to(ROOT)}:{token.start[0]} {token.string[:60]}")
+    assert not found, "\n".join(found)
