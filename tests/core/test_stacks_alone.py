@@ -1,6 +1,6 @@
 """Every port, in one interpreter per stack in which every other framework is unimportable:
-it runs alone (isolation), no size aborts it (sizes), and it declares what the registry and
-the README say (declarations).
+it runs alone (isolation), no size aborts it (sizes), it passes the golden vectors (vectors),
+and it declares what the registry and the README say (declarations).
 
 **Isolation.** Each port imports only its own stack: its exercise, a VJP and its evidence must
 work with every other framework blocked (`sys.modules[name] = None`), and no other framework
@@ -10,6 +10,9 @@ numpy init, so no framework is needed to judge it.
 **Sizes** are part of the contract: limits checked before anything is allocated, in every
 port. Without them, `features=2**31` aborted the interpreter (SIGABRT, XLA's "overflow in
 static extent product") in every JAX port, and keras_jax aborted at `features=10**7`.
+
+**Golden vectors** are checked there too, through `vectors check`: a port can be held to the
+canonical answers where JAX is not installed.
 
 **Declarations** are read off the loaded port class: its name, framework, stack and checkpoint
 API, held to the registry (the stacks' manifests, a lazy list so that listing ports imports no
@@ -63,7 +66,7 @@ X = [0.5, -1.25, 2.0, 0.0, 3.0, -0.5]
 # `budget` sets REMAT_MAX_BYTES for the call.
 PROBE = textwrap.dedent(
     """
-    import json, os, re, sys
+    import contextlib, io, json, os, re, sys
     blocked = json.loads(sys.argv[2])
     for name in blocked:
         sys.modules[name] = None  # any import of it now raises ImportError
@@ -156,6 +159,20 @@ PROBE = textwrap.dedent(
         }
 
 
+    def vector_checks(name):
+        # As a user without the canonical stack checks a port: `vectors check --json`.
+        from conformance.cli import main
+
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            status = main(["vectors", "check", "--implementation", name, "--json"])
+        leaked = sorted(
+            m for m in sys.modules
+            if m.split(".")[0] in blocked and sys.modules[m] is not None
+        )
+        return {"status": status, "checks": json.loads(printed.getvalue()), "leaked": leaked}
+
+
     def declared(port):
         return {
             "class": type(port).__module__ + ":" + type(port).__qualname__,
@@ -179,8 +196,13 @@ PROBE = textwrap.dedent(
         print(f"DECLARED {name} " + json.dumps(declared(port)), flush=True)
         print(f"ISOLATED {name} " + json.dumps(isolated(port, seed, x, features)), flush=True)
         print(f"SIZES {name} " + json.dumps(results_of(port)), flush=True)
+        print(f"VECTORS {name} " + json.dumps(vector_checks(name)), flush=True)
     """
 )
+
+
+#: What the probe prints about each port, a line each: `KIND name json`.
+KINDS = ("DECLARED", "ISOLATED", "SIZES", "VECTORS", "UNAVAILABLE")
 
 
 def _same_stack(name: str) -> list[str]:
@@ -193,7 +215,7 @@ def _same_stack(name: str) -> list[str]:
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
     """`probe(name)`: the probe of `name`'s stack (run once per stack), and the lines it
-    printed for `name`, by kind (DECLARED, ISOLATED, SIZES, UNAVAILABLE)."""
+    printed for `name`, by kind (DECLARED, ISOLATED, SIZES, VECTORS, UNAVAILABLE)."""
     found: dict[str, tuple] = {}
 
     def probe(name: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -214,7 +236,9 @@ def probed(tmp_path_factory):
             for each in names:
                 found[each] = (done, {})
             for line in done.stdout.splitlines():  # among what the frameworks print
-                if line.startswith(("DECLARED ", "ISOLATED ", "SIZES ", "UNAVAILABLE ")):
+                if line.startswith(
+                    ("DECLARED ", "ISOLATED ", "SIZES ", "VECTORS ", "UNAVAILABLE ")
+                ):
                     kind, each, value = line.split(" ", 2)
                     found[each][1][kind] = json.loads(value)
         return found[name]
@@ -260,6 +284,19 @@ def test_no_size_makes_a_port_abort_and_each_names_its_argument(probed, name):
 
 
 @pytest.mark.parametrize("name", sorted(OWN_STACK))
+def test_the_golden_vectors_check_the_port_with_every_other_framework_unimportable(probed, name):
+    """`vectors check` needs only numpy and the port's own stack: no JAX where the port is
+    not a JAX port."""
+    value = _printed(probed, name, "VECTORS")
+    failures = [c["message"] for c in value["checks"] if not c["passed"]]
+    assert value["status"] == 0, failures[:3]
+    assert not failures, failures[:3]
+    assert len(value["checks"]) >= 60  # 18 vectors, each checked three or four ways
+    assert {c["check"] for c in value["checks"]} == {"init", "end_to_end", "forward", "vjp"}
+    assert value["leaked"] == []
+
+
+@pytest.mark.parametrize("name", sorted(OWN_STACK))
 def test_the_port_declares_what_the_registry_and_the_readme_say(probed, name):
     port = _printed(probed, name, "DECLARED")
     assert port["name"] == name
@@ -280,7 +317,7 @@ def test_every_probe_ended_cleanly(probed):
     """Each stack's interpreter exited 0 once its ports were done (no crash at exit)."""
     for name in OWN_STACK:
         done, lines = probed(name)
-        if "SIZES" in lines or "UNAVAILABLE" in lines:
+        if "VECTORS" in lines or "UNAVAILABLE" in lines:
             assert done.returncode == 0, (
                 f"{name}'s stack exited {done.returncode}:\n{done.stderr[-3000:]}"
             )
