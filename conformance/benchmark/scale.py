@@ -67,7 +67,7 @@ class ScaleRow:
     kept_bytes: list[int]  # per rank
     minimum_bytes: int  # analytic, per rank
     times: list[float] = field(default_factory=list)  # seconds per step
-    nodes: int = 1  # the torchrun nodes or JAX processes the N ranks are split over
+    nodes: int = 1  # the nodes (or processes) the N ranks are split over
 
     @property
     def worst_kept(self) -> int:

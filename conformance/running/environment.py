@@ -185,7 +185,7 @@ def hypothesis_dir() -> Path:
 
 # The thread pools sized from these at import; each stack's manifest adds its own.
 THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",  # torch's intra-op pool, OpenMP BLAS
+    "OMP_NUM_THREADS",  # OpenMP pools: intra-op threads, OpenMP BLAS
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
     "REMAT_THREADS",  # the numpy init's own pool

@@ -115,7 +115,7 @@ def _parse(texts: tuple[str, ...], extra: str = "") -> list[Requirement]:
         requirement = lib.requirements.Requirement(text)
         marker = requirement.marker
         if marker is not None and not marker.evaluate({"extra": extra}):
-            continue  # another platform's (tensorflow on macOS)
+            continue  # a requirement for another platform
         name = normalize(requirement.name)
         if name == DISTRIBUTION:  # an extra made of extras: `engines`, `all`
             for inner in sorted(requirement.extras):
