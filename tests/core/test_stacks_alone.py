@@ -141,21 +141,25 @@ PROBE = textwrap.dedent(
         return results
 
 
+    def leaked():
+        # The blocked frameworks' modules, loaded all the same.
+        return sorted(
+            m for m in sys.modules
+            if m.split(".")[0] in blocked and sys.modules[m] is not None
+        )
+
+
     def isolated(port, seed, x, features):
         y = port.to_numpy(port.nn_checkpoint_forward(seed, port.from_numpy(x), features))
         params = port.init_params(seed, x.shape[0], features)
         grads = port.vjp(params, x, np.ones(features, np.float32))
         record = port.exercise_record(seed, x, features)
-        leaked = sorted(
-            m for m in sys.modules
-            if m.split(".")[0] in blocked and sys.modules[m] is not None
-        )
         return {
             "y": y.tolist(),
             "dx": grads.x.tolist(),
             "recomputed": sum(record.recomputed.values()),
             "activations": len(record.saved_by_origin("activation")),
-            "leaked": leaked,
+            "leaked": leaked(),
         }
 
 
@@ -166,11 +170,7 @@ PROBE = textwrap.dedent(
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             status = main(["vectors", "check", "--implementation", name, "--json"])
-        leaked = sorted(
-            m for m in sys.modules
-            if m.split(".")[0] in blocked and sys.modules[m] is not None
-        )
-        return {"status": status, "checks": json.loads(printed.getvalue()), "leaked": leaked}
+        return {"status": status, "checks": json.loads(printed.getvalue()), "leaked": leaked()}
 
 
     def declared(port):
