@@ -282,10 +282,23 @@ class Browser:
                 with contextlib.suppress(OSError):
                     os.close(descriptor)
         self._to_browser = self._from_browser = None
+        socket_folder = _singleton_folder(self._profile.name)
         process = getattr(self, "_process", None)
         if process is not None:
             _stop_group(process)
         self._profile.cleanup()
+        if socket_folder is not None:
+            shutil.rmtree(socket_folder, ignore_errors=True)
+
+
+def _singleton_folder(profile: str) -> str | None:
+    """The folder Chromium made in TMPDIR for its singleton socket (the profile links to the
+    socket), which it leaves behind when stopped; None if there is none."""
+    with contextlib.suppress(OSError):
+        folder = os.path.dirname(os.readlink(os.path.join(profile, "SingletonSocket")))
+        if os.path.basename(folder).startswith("org.chromium.Chromium."):
+            return folder
+    return None
 
 
 def _stop_group(process: subprocess.Popen) -> None:

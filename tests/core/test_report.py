@@ -16,7 +16,9 @@ from __future__ import annotations
 import base64
 import csv
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -647,3 +649,17 @@ def test_the_browser_check_catches_a_wide_page_a_broken_image_and_an_error(tmp_p
     script = _script()
     with chromium.Browser(executable) as browser:
         assert script.problems(page, browser)
+
+
+def test_a_closed_browser_leaves_no_folder_behind(tmp_path, executable):
+    # Chromium's singleton socket folder (TMPDIR/org.chromium.Chromium.*) outlived every
+    # stopped browser: four a test run, on and on.
+    page = tmp_path / "blank.html"
+    page.write_text("<!DOCTYPE html><html><body>blank</body></html>")
+    with chromium.Browser(executable) as browser:
+        browser.open(page)
+        profile = Path(browser._profile.name)
+        socket = Path(os.readlink(profile / "SingletonSocket"))
+        assert socket.exists()
+    assert not profile.exists()
+    assert not socket.parent.exists()
