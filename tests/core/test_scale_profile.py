@@ -95,7 +95,9 @@ def test_on_two_nodes_the_sharded_port_passes_every_property(two_node_run, name)
     (report,) = [port for port in two_node_run["ports"] if port["name"] == name]
     assert report["state"] == "available", report["reason"]
     statuses = {o["property"]: o["status"] for o in report["outcomes"]}
-    assert statuses == {p.key: "pass" for p in PROPERTIES}
+    # What each property that did not pass said, and what the port printed.
+    why = {o["property"]: o["message"] for o in report["outcomes"] if o["status"] != "pass"}
+    assert statuses == {p.key: "pass" for p in PROPERTIES}, (why, report["output"][-3000:])
 
 
 def test_on_two_nodes_the_ports_say_where_each_rank_ran(two_node_run):
