@@ -529,7 +529,7 @@ def scale_table(data: dict[str, Any]) -> Table:
         ],
         caption="bytes per rank: the largest rank's, against the analytic per-rank minimum; "
         "step ms: the median over the timed steps, with n and the interquartile range over "
-        "the median (noise: over 50%); nodes: torchrun nodes or JAX processes on this machine",
+        "the median (noise: over 50%); nodes: the sharded port's nodes, all on this machine",
         kind="scale",
     )
     for row in data.get("rows") or []:
