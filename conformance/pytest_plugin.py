@@ -1,25 +1,30 @@
-"""The suite as a pytest plugin: every property, parametrized by port name.
+"""The suite as a pytest plugin: every property, parametrized by port name, and the mutants.
 
 Enable it in a conftest.py with `pytest_plugins = ["conformance.pytest_plugin"]`
 and collect the tests by importing them into a test module:
 
     from conformance.pytest_plugin import test_property  # noqa: F401
+    from conformance.pytest_plugin import test_mutant  # noqa: F401 (optional)
 
 Test ids read `test_property[pytorch-c_vjp]`, so `-k torch` or `-k vjp`
-select ports and properties. Options: `--port NAME` (repeatable) limits the
-ports; `--expectations DIR` reads expected failures from `DIR/<port>.txt`;
+select ports and properties. `test_mutant[torch_no_checkpoint]` checks that the
+suite rejects a mutant of a checked port's family with the property aimed at its
+bug (the suite's check of itself, as the CLI's mutation run). Options:
+`--port NAME` (repeatable) limits the ports (and so the mutants);
+`--expectations DIR` reads expected failures from `DIR/<port>.txt`;
 `--conformance-timeout SECONDS` is the longest one example may take;
 `--conformance-in-process` runs the ports in the test process (debugging).
 
-**Isolation, as in the CLI.** Each port is checked in a worker process of
-its own (`conformance.running.worker`), kept for the session: a port that crashes or
-hangs fails its own test (naming the signal, the example and what it printed)
-and nothing else, and Keras backends never share a process. Under
-pytest-xdist with `--dist loadscope` (this project's config), every test of
-one port goes to the same xdist worker, so each port is loaded once; other
-tests are grouped by module, as loadscope does. (`--dist loadgroup` and
-`xdist_group` marks would do it too, but pytest 9.2 broke them:
-pytest-dev/pytest-xdist#1386.)
+**Isolation, as in the CLI.** Each port is checked in its framework's worker
+process (`conformance.running.worker`), kept for the session: a port that
+crashes or hangs fails its own test (naming the signal, the example and what it
+printed) and nothing else, and Keras backends never share a process. A mutant is
+hunted in its family's worker, as a run hunts it. Under pytest-xdist with
+`--dist loadscope` (this project's config), every test of one framework's worker
+(its ports' and its mutants') goes to the same xdist worker, so each framework
+is loaded once; other tests are grouped by module, as loadscope does.
+(`--dist loadgroup` and `xdist_group` marks would do it too, but pytest 9.2
+broke them: pytest-dev/pytest-xdist#1386.)
 """
 
 from __future__ import annotations
@@ -34,8 +39,10 @@ import pytest
 
 import implementations
 
+from .checking.mutation import MutantResult
 from .checking.properties import PROPERTIES
 from .commands import arguments
+from .mutants import MUTANTS
 from .running import environment, expectations, profiles
 from .running.suite import PortReport, PortRun, RunConfig, Supervisor, WorkerRun, worker_group
 from .running.worker import Session, printing_to
@@ -111,15 +118,20 @@ def check_options(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
 
 
-# `test_property[<port>-<property key>]`, as pytest_generate_tests names them.
+# `test_property[<port>-<property key>]` and `test_mutant[<mutant>]`, as
+# pytest_generate_tests names them.
 _PORT_TEST = re.compile(r"::test_property\[(?P<port>.+)-[a-z]_\w+\]$")
+_MUTANT_TEST = re.compile(r"::test_mutant\[(?P<mutant>\w+)\]$")
 
 
 def worker_scope(nodeid: str) -> str | None:
-    """A conformance test's xdist scope: its port's worker (the framework's), or None for
-    any other test."""
-    found = _PORT_TEST.search(nodeid)
-    return None if found is None else f"worker {worker_group(found['port'])}"
+    """A conformance test's xdist scope: the worker of its port or of its mutant's family
+    (the framework's), or None for any other test."""
+    if found := _PORT_TEST.search(nodeid):
+        return f"worker {worker_group(found['port'])}"
+    if (found := _MUTANT_TEST.search(nodeid)) and found["mutant"] in MUTANTS:
+        return f"worker {worker_group(MUTANTS[found['mutant']].family)}"
+    return None
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -139,12 +151,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "port_name" in metafunc.fixturenames:
-        names = metafunc.config.getoption("port") or profiles.default_ports(
-            profiles.load(), implementations.registered()
-        )
-        metafunc.parametrize("port_name", names)
+        metafunc.parametrize("port_name", checked_ports(metafunc.config))
+    if "mutant_name" in metafunc.fixturenames:
+        metafunc.parametrize("mutant_name", hunted_mutants(checked_ports(metafunc.config)))
     if "conformance_property" in metafunc.fixturenames:
         metafunc.parametrize("conformance_property", PROPERTIES, ids=[p.key for p in PROPERTIES])
+
+
+def checked_ports(config: pytest.Config) -> list[str]:
+    """The ports the session checks: `--port`'s, else the profile's default ones."""
+    return config.getoption("port") or profiles.default_ports(
+        profiles.load(), implementations.registered()
+    )
+
+
+def hunted_mutants(ports: list[str]) -> list[str]:
+    """The mutants whose family is among `ports`: each runs in a worker the ports start anyway."""
+    return [name for name, spec in MUTANTS.items() if spec.family in ports]
 
 
 class ConformanceSession:
@@ -166,17 +189,29 @@ class ConformanceSession:
         report = self.reports.get(name) or PortReport(name)
         output = Path(self._scratch.name) / f"{name}.out"
         run = PortRun(name, name, [key], [], output, report)
-        if self.config.in_process:
-            self._in_process(run)
-        else:
-            group = worker_group(name)
-            job = self.jobs.get(group) or WorkerRun(group, [])
-            job.items = [run]
-            self.supervisor.runs = [job]
-            self.supervisor.run()
-            self.jobs[group] = job
+        self._run(run)
         self.reports[name] = report
         return report, run
+
+    def hunt(self, mutant: str) -> tuple[MutantResult, PortRun]:
+        """Hunt one mutant in its family's worker; its result and the run."""
+        family = MUTANTS[mutant].family
+        output = Path(self._scratch.name) / f"mutants-{family}.out"
+        run = PortRun(None, family, [], [mutant], output)
+        self._run(run)
+        (result,) = run.mutant_results
+        return result, run
+
+    def _run(self, run: PortRun) -> None:
+        if self.config.in_process:
+            self._in_process(run)
+            return
+        group = worker_group(run.family)
+        job = self.jobs.get(group) or WorkerRun(group, [])
+        job.items = [run]
+        self.supervisor.runs = [job]
+        self.supervisor.run()
+        self.jobs[group] = job
 
     def _in_process(self, run: PortRun) -> None:
         def emit(message) -> None:
@@ -189,8 +224,8 @@ class ConformanceSession:
                 self.sessions[run.port] = session
             else:
                 session.emit, run.loaded = emit, True
-            if session.port is not None:
-                session.run(run.properties, [], self.supervisor.canonical_failure)
+            if session.port is not None or run.port is None:
+                session.run(run.properties, run.mutants, self.supervisor.canonical_failure)
             emit(("idle",))
 
     def close(self) -> None:
@@ -263,8 +298,25 @@ def test_property(port_name, conformance_property, conformance_session, port_exp
         pytest.fail(f"{outcome.message}{printed}", pytrace=False)
 
 
+def test_mutant(mutant_name, conformance_session):
+    """The suite rejects the mutant with the property aimed at its bug, in its family's worker."""
+    result, run = conformance_session.hunt(mutant_name)
+    if result.status == "unavailable":
+        pytest.skip(result.message)  # its framework is not installed
+    expected = MUTANTS[mutant_name].killed_by
+    if result.status != "killed":
+        said = f"{mutant_name} {result.status}: {result.message}{_printed(run)}"
+        pytest.fail(said, pytrace=False)
+    if result.killed_by != expected:
+        pytest.fail(f"{mutant_name} killed by {result.killed_by}, not {expected}: "
+                    f"{result.message}", pytrace=False)  # fmt: skip
+    # Killed by a failed check, not by crashing the suite.
+    if result.message.startswith(f"[{mutant_name}] raised"):
+        pytest.fail(result.message, pytrace=False)
+
+
 def _printed(run: PortRun) -> str:
     from .running.worker import tail
 
     text = tail(run.output, lines=20)
-    return f"\n{run.port} printed:\n{text}" if text else ""
+    return f"\n{run.port or f'the {run.family} worker'} printed:\n{text}" if text else ""

@@ -272,8 +272,9 @@ def serve(settings: Settings) -> None:
                 )
                 if found
             )
-        if changed and port_name is not None:
-            connection.send(("state", f"{port_name} changed process-wide state: {changed}"))
+        if changed:  # a port's, or a mutant's: no later request may meet it
+            who = port_name or f"the mutant {', '.join(mutants)}"
+            connection.send(("state", f"{who} changed process-wide state: {changed}"))
         connection.send(("idle",))
 
 

@@ -1,7 +1,9 @@
 """The suite rejects every mutant, with the property aimed at its bug (100% required).
 
-The mutants are hunted as a run hunts them: each in a worker process of its
-family's port (Keras allows one backend per process), by `run_suite`.
+The mutants are hunted as a run hunts them, by the pytest plugin's `test_mutant`: each in
+the worker process of its family's framework, the one that checks that framework's ports in
+this session (tests/core/test_conformance.py), after them. Keras allows one backend per
+process, so each Keras port's mutants run in its backend's worker.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ import pytest
 
 import implementations
 from conformance import mutants
+from conformance.pytest_plugin import (
+    hunted_mutants,
+    test_mutant,  # noqa: F401
+)
 from conformance.running import profiles
-from conformance.running.suite import RunConfig, run_suite
 
 pytest.importorskip("jax")
 pytest.importorskip("flax")
@@ -25,33 +30,13 @@ def test_every_mutant_names_the_property_that_must_reject_it():
         assert spec.killed_by in BY_KEY, name
 
 
-#: The sharded ports' mutants are hunted by the scale profile, with their ports, in
-#: tests/core/test_scale_profile.py (one start-up of their ranks for both).
-HUNTED_HERE = sorted(
-    name for name, spec in mutants.MUTANTS.items() if spec.family not in implementations.SHARDED
-)
-
-
-@pytest.fixture(scope="module")
-def mutation_run() -> dict:
-    """Every mutant but the sharded ports' hunted once, in its family's worker processes, by
-    the profile of this session (the default run's)."""
-    report = run_suite(RunConfig(ports=(), profile=profiles.load(), mutants=True, jobs=2))
-    return {result.name: result for result in report.mutants}
-
-
 def test_every_mutant_is_hunted_here_or_by_the_scale_profile_test():
+    """The plugin hunts the mutants of the ports it checks (every port but the sharded ones,
+    as the default run); the sharded ports' mutants are hunted by the scale profile, with
+    their ports, in tests/core/test_scale_profile.py (one start-up of their ranks for both)."""
     from tests.core.test_scale_profile import SHARDED_MUTANTS
 
-    assert sorted(HUNTED_HERE + SHARDED_MUTANTS) == sorted(mutants.MUTANTS)
-
-
-@pytest.mark.parametrize("name", HUNTED_HERE)
-def test_the_suite_rejects_the_mutant(mutation_run, name):
-    result = mutation_run[name]
-    if result.status == "unavailable":
-        pytest.skip(result.message)  # its framework is not installed
-    assert result.status == "killed", f"{name} {result.status}: {result.message}"
-    assert result.killed_by == mutants.MUTANTS[name].killed_by, result.message
-    # Killed by a failed check, not by crashing the suite.
-    assert not result.message.startswith(f"[{name}] raised"), result.message
+    default = profiles.default_ports(profiles.load(), implementations.registered())
+    hunted = hunted_mutants(default)
+    assert not set(hunted) & set(SHARDED_MUTANTS)
+    assert sorted(hunted + SHARDED_MUTANTS) == sorted(mutants.MUTANTS)

@@ -8,6 +8,10 @@ built-in `jax_checkpoint` runs after it in the same worker: the worker reports t
 the parent gives `jax_checkpoint` a fresh worker, so its verdict is its own. The control runs
 the same two ports in one process (`--in-process`, which has no isolation): there the flip
 reaches `jax_checkpoint`, which fails, so the flip is real and the guard is what stops it.
+
+A mutant is hunted in its family's worker too (the pytest plugin hunts every one in the
+worker that checked its framework's ports): one that changes process-wide state is reported
+the same way, so the next request gets a fresh worker.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import json
 
 import pytest
 
+from conformance.running import isolation, process_state
 from conformance.running.suite import SHARED_WORKERS, worker_group
+from conformance.running.worker import Settings
 from tests.helpers import make_distribution, run_python
 
 FLIPPER = '''
@@ -86,6 +92,13 @@ def test_under_xdist_the_ports_of_one_worker_are_one_scope():
     assert worker_scope(test.format("keras_torch")) == worker_scope(test.format("deepspeed"))
     assert worker_scope(test.format("pytorch")) != worker_scope(test.format("flax_linen"))
     assert worker_scope("tests/core/test_cli.py::test_list") is None  # xdist's own: the module
+    # A mutant's test goes with its family's ports: the worker that loaded them hunts it.
+    mutant = "tests/core/test_mutants.py::test_mutant[{}]"
+    assert worker_scope(mutant.format("no_checkpoint")) == worker_scope(test.format("flax_linen"))
+    assert worker_scope(mutant.format("keras_torch_remat_none")) == worker_scope(
+        test.format("pytorch")
+    )
+    assert worker_scope(mutant.format("not_a_mutant")) is None
 
 
 def test_a_port_that_flips_state_leaves_the_next_port_s_verdict_its_own(flipper):
@@ -102,3 +115,28 @@ def test_without_the_guard_the_flip_reaches_the_next_port(flipper):
     # One process, no isolation: the control. That it fails is the point, not a minimal example.
     report = _run(flipper, "--in-process", "--no-shrink")
     assert _failed(report, "jax_checkpoint"), "the flip never reached jax_checkpoint"
+
+
+def test_a_mutant_that_flips_state_is_reported_like_a_port(tmp_path):
+    """A mutants-only request (no port of its own), as the plugin and a run send one."""
+    pytest.importorskip("flax")
+    from tests.state_flipping_mutant import NAME
+
+    output = tmp_path / "worker.out"
+    child = isolation.Child(
+        "tests.state_flipping_mutant:serve", (Settings(timeout=60.0),), output=output,
+        env=process_state.worker_environment(),
+    )  # fmt: skip
+    messages = []
+    try:
+        child.send(("run", None, (), (NAME,), "", str(output)))
+        while ("idle",) not in messages:  # the worker's last word on a request
+            assert child.connection.poll(300), f"no answer:\n{output.read_text()[-3000:]}"
+            messages.append(child.connection.recv())
+    finally:
+        child.send(("stop",))
+        child.end(grace=10)
+    said = [message[1] for message in messages if message[0] == "state"]
+    assert said, messages
+    assert f"the mutant {NAME} changed process-wide state" in said[0]
+    assert "numpy errors: under 'ignore' -> 'warn'" in said[0]
