@@ -116,11 +116,14 @@ def plan(config: RunConfig, scratch: Path) -> list[WorkerRun]:
 
 
 def _mutant_left_out(family: str, config: RunConfig) -> bool:
-    """The `scale` profile hunts the sharded ports' mutants only; the other profiles hunt
-    those only with their port."""
+    """The `scale` profile hunts the sharded ports' mutants only: those of the ports it checks
+    (both where it names none). The other profiles hunt every other mutant, and a sharded
+    port's only with that port. A sharded mutant starts ranks of its own: a run of torch_fsdp
+    alone starts no JAX process."""
+    sharded = family in implementations.SHARDED
     if config.profile == profiles.SCALE:
-        return family not in implementations.SHARDED
-    return family in implementations.SHARDED and family not in config.ports
+        return not sharded or (bool(config.ports) and family not in config.ports)
+    return sharded and family not in config.ports
 
 
 def _durations() -> dict[str, float]:

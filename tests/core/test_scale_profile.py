@@ -36,6 +36,13 @@ def test_the_default_run_leaves_the_sharded_ports_and_their_mutants_out(tmp_path
     assert {name for job in scale for run in job.items for name in run.mutants} == {
         name for name, spec in MUTANTS.items() if spec.family in implementations.SHARDED
     }
+    # A scale run of one sharded port hunts that port's mutants, and starts no other's ranks.
+    for port in implementations.SHARDED:
+        jobs = plan(RunConfig(ports=(port,), profile=profiles.SCALE, mutants=True), tmp_path)
+        assert {job.group for job in jobs} == {port}
+        assert {name for job in jobs for run in job.items for name in run.mutants} == {
+            name for name, spec in MUTANTS.items() if spec.family == port
+        }
 
 
 @pytest.fixture(scope="module")
