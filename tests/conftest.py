@@ -1,7 +1,7 @@
 """Test settings and the fixtures many test files share.
 
-Strict JAX checks where JAX is installed, the Hypothesis profile, the
-canonical port, and Flax linen's own exercise (the source of expected values).
+Strict JAX checks where JAX is installed (in the processes that run tests), the Hypothesis
+profile, the canonical port, and Flax linen's own exercise (the source of expected values).
 """
 
 import compileall
@@ -56,6 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if not hasattr(config, "workerinput"):  # once, in the process that starts the workers
         _compile_the_project()
+    if _starts_xdist_workers(config):
+        # The controller runs no test: the frameworks it would load here (MindSpore, Paddle,
+        # JAX: seven CPU-seconds) only delay the workers' start.
+        return
+    _make_jax_strict()
     if not _collects_first_stacks(list(config.args)):
         return
     # Loading them writes this process's environment (MindSpore: pure-Python protobuf and its
@@ -110,11 +115,21 @@ def _load_first_stacks() -> None:
                 importlib.import_module(manifest.engine)
 
 
-try:
-    import jax
-except ImportError:  # not installed: the JAX ports' tests skip
-    jax = None
-if jax is not None:
+def _starts_xdist_workers(config: pytest.Config) -> bool:
+    """This process is pytest-xdist's controller: it hands the tests to workers it starts."""
+    return (
+        not hasattr(config, "workerinput")
+        and config.getoption("dist", "no") != "no"
+        and bool(config.getoption("tx", None))
+        and not config.getoption("collectonly")
+    )
+
+
+def _make_jax_strict() -> None:
+    try:
+        import jax
+    except ImportError:  # not installed: the JAX ports' tests skip
+        return
     # Implicit rank promotion hides shape bugs, e.g. a (1, F) output added
     # to an (F,) bias; make it an error in the ports' own code.
     jax.config.update("jax_numpy_rank_promotion", "raise")
