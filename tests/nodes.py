@@ -67,9 +67,9 @@ def probes(module: str, mode: str, count: int, **extra: str) -> list[dict]:
     return found
 
 
-def fault(module: str, victim: str, sign: signal.Signals, after: float = 3.0, **extra) -> dict:
+def fault(module: str, victim: str, sign: signal.Signals, **extra) -> dict:
     """Run the probe's `fault` mode (a long call), then `sign` the launcher named `victim`
-    (`"torchrun 1"`, `"process 1"`) and every process it started, `after` seconds into the
+    (`"torchrun 1"`, `"process 1"`) and every process it started, once they compute the
     call. The probe's result, with `roster`, `victims`, `faulted_at` (time.time())."""
     process = subprocess.Popen(
         [sys.executable, "-m", module, "fault"], cwd=ROOT, env=environment(**extra),
@@ -80,7 +80,7 @@ def fault(module: str, victim: str, sign: signal.Signals, after: float = 3.0, **
         first = json.loads(process.stdout.readline())
         launcher = first["roster"]["launchers"][victim]
         victims = [launcher, *first["roster"]["trees"][str(launcher)]]
-        time.sleep(after)
+        computing(victims)
         faulted_at = time.time()
         for pid in victims:
             os.kill(pid, sign)
@@ -113,6 +113,26 @@ def kill_controller(module: str) -> tuple[dict, float]:
         return seen, time.monotonic() - killed
     finally:
         end_tree(process.pid, everything)
+
+
+def computing(pids, seconds: float = 0.5, within: float = 300.0) -> None:
+    """Return once `pids` have used `seconds` more CPU time than now: the call they were sent
+    is under way (a fixed sleep would be a guess, too short on a loaded machine)."""
+    start, deadline = cpu_seconds(pids), time.monotonic() + within
+    while cpu_seconds(pids) - start < seconds:
+        assert time.monotonic() < deadline, f"{pids} computed nothing in {within:.0f} s"
+        time.sleep(0.05)
+
+
+def cpu_seconds(pids) -> float:
+    """The CPU time the living `pids` have used, threads included (Linux's /proc)."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError):
+            with open(f"/proc/{pid}/stat") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def end_tree(pid: int, also=()) -> None:
