@@ -29,6 +29,12 @@ BUSY_LIMIT = 10
 # Computing means: at least this share of one core, over the last half timeout. A process
 # asleep (a hang) uses next to none; one compiling on a shared, loaded machine far more.
 BUSY_SHARE = 0.02
+# A quiet worker is given this long past the timeout before it counts as hung: a process
+# port's adapter watches each request with the same timeout, from inside the call, and names
+# the request it stopped (`implementations.process`). It starts its clock once the program
+# is up and the request sent, after this one's: without the grace, which watch spoke first
+# was a race (a sleeping C++ port read "no progress" instead of "no answer to 'forward'").
+WATCH_GRACE = 2.0
 
 
 @dataclass
@@ -300,7 +306,7 @@ class Supervisor:
 
         A message is progress. Without one for a second (or half the timeout,
         if that is shorter) the CPU time and the bytes read by the worker's
-        process group are noted; at the timeout they are read again. A worker
+        process group are noted; at the timeout (and `WATCH_GRACE`) they are read again. A worker
         that used less than `BUSY_SHARE` of a core and read nothing meanwhile
         is hung (a sleep, a deadlock, a wait that never ends). One that worked
         (a compile: tracing, inductor, the C++ compiler; an import from a cold
@@ -316,7 +322,7 @@ class Supervisor:
             run.work_probe = (now, run.worker.work())
             return ""
         since, then = run.work_probe
-        if now - since < timeout / 2 or quiet <= timeout:
+        if now - since < timeout / 2 or quiet <= timeout + WATCH_GRACE:
             return ""
         work = run.worker.work()
         computing = (
