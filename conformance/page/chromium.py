@@ -24,6 +24,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -101,6 +102,13 @@ class Look:
         return [i["alt"][:60] for i in self.images if not i["complete"] or not i["natural_width"]]
 
 
+#: Run by `python -I -S -c`: fds argv[1] and argv[2] to 3 and 4, then exec argv[3:].
+_MOVE_AND_EXEC = (
+    "import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4); "
+    "os.close(int(sys.argv[1])); os.close(int(sys.argv[2])); os.execvp(sys.argv[3], sys.argv[3:])"
+)
+
+
 def _high(pair: tuple[int, int]) -> tuple[int, int]:
     """Both descriptors moved to numbers of 10 or more, close-on-exec."""
     moved = tuple(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in pair)
@@ -130,19 +138,22 @@ class Browser:
             raise BrowserError("no Chromium found (chromium, chromium-browser, google-chrome)")
         self.timeout = timeout
         self._profile = tempfile.TemporaryDirectory(prefix="report-chromium-")
-        # The pipes' ends Chromium gets sit above 10 here (so that moving them to 3 and 4 in
-        # the child cannot overwrite one with the other), close on exec, and are moved to 3
-        # and 4 (inheritable) just before Chromium starts.
+        # The pipes' ends Chromium gets sit above 10 here (so that moving them to 3 and 4
+        # cannot overwrite one with the other), and a bare interpreter moves them to 3 and 4,
+        # then becomes Chromium. Not a `preexec_fn`: Python code between fork and exec runs
+        # the fork handlers of this process, which may hold JAX's threads (JAX warns of a
+        # deadlock there); a plain fork and exec runs none.
         to_browser_read, self._to_browser = _high(os.pipe())
         self._from_browser, from_browser_write = _high(os.pipe())
+        pipes = [str(to_browser_read), str(from_browser_write)]
+        browser = [executable, *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"]
         self._process = subprocess.Popen(
-            [executable, *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
+            [sys.executable, "-I", "-S", "-c", _MOVE_AND_EXEC, *pipes, *browser],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            close_fds=False,  # else 3 and 4 would be closed after the move; the rest close on exec
+            pass_fds=(to_browser_read, from_browser_write),  # the rest close
             start_new_session=True,  # its helpers (zygotes, crashpad) in one group, to stop
-            preexec_fn=lambda: (os.dup2(to_browser_read, 3), os.dup2(from_browser_write, 4)),
         )
         os.close(to_browser_read)
         os.close(from_browser_write)

@@ -663,3 +663,20 @@ def test_a_closed_browser_leaves_no_folder_behind(tmp_path, executable):
         assert socket.exists()
     assert not profile.exists()
     assert not socket.parent.exists()
+
+
+#: Python's fork handlers run in this process, noted by the one registered below.
+_FORK_HANDLERS_RAN: list[int] = []
+
+
+def test_starting_the_browser_runs_no_python_between_fork_and_exec(tmp_path, executable):
+    # A `preexec_fn` made Python fork: it ran every fork handler, JAX's too, which warns that
+    # its threads may deadlock the child (three warnings a test run). A plain fork and exec
+    # runs none. (Registered for good: it only notes that it ran.)
+    os.register_at_fork(before=lambda: _FORK_HANDLERS_RAN.append(1))
+    _FORK_HANDLERS_RAN.clear()
+    page = tmp_path / "blank.html"
+    page.write_text("<!DOCTYPE html><html><body>blank</body></html>")
+    with chromium.Browser(executable) as browser:
+        browser.open(page)
+    assert _FORK_HANDLERS_RAN == []
