@@ -53,6 +53,12 @@ def same_bits(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
+def own_stack(modules: tuple[str, ...]) -> tuple[str, ...]:
+    """A stack's top-level modules (its ports' `PortEntry.modules`) and jaxlib with jax: it
+    comes with jax, and blocking it would block jax."""
+    return (*modules, "jaxlib") if "jax" in modules else modules
+
+
 def without_frameworks(directory, names) -> dict[str, str]:
     """An environment in which the named top-level modules cannot be imported.
 

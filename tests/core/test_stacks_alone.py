@@ -43,19 +43,13 @@ from conformance.checking.tolerance import analyse_forward
 from implementations import SHARDED, manifests
 from implementations.stacks.numpy import canonical_params
 from tests import reference
-from tests.helpers import ROOT, readme_ports_table
-
-
-def _own_stack(modules: tuple[str, ...]) -> tuple[str, ...]:
-    # jaxlib comes with jax: blocking it would block jax.
-    return (*modules, "jaxlib") if "jax" in modules else modules
-
+from tests.helpers import ROOT, own_stack, readme_ports_table
 
 # Each port's own stack (its manifest entry's modules): everything else in FRAMEWORKS is made
 # unimportable. Keras imports jax, torch or tensorflow when it finds them (e.g. jax for its
 # Orbax callback), and tolerates each being unimportable. A process port (tfjs) is a program
 # of its own: every Python framework is blocked.
-OWN_STACK = {name: _own_stack(entry.modules) for name, (_, entry) in manifests.ports().items()}
+OWN_STACK = {name: own_stack(entry.modules) for name, (_, entry) in manifests.ports().items()}
 FRAMEWORKS = tuple(dict.fromkeys(m for modules in OWN_STACK.values() for m in modules))
 
 SEED, FEATURES = 2**40 + 5, 4
