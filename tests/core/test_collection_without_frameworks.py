@@ -10,9 +10,10 @@ Two checks, one of them a real collection:
   framework blocked imports every other (16 to 20).
 - **A stack's folder imports only that stack**, read from the modules' source: what a module
   imports at its top level, directly, through the project's stacks
-  (`implementations.stacks.<stack>`) or through the tests' helper modules, must be a module
-  of its folder's stack or one it has skipped on already (`pytest.importorskip`). A
-  collection with every framework missing skips those folders, so it cannot see them.
+  (`implementations.stacks.<stack>`), through the tests' helper modules, or by loading a port
+  by name (`implementations.load("keras_jax")`), must be a module of its folder's stack or
+  one it has skipped on already (`pytest.importorskip`). A collection with every framework
+  missing skips those folders, so it cannot see them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ STACK_MODULES = {
     for m in manifests.manifests()
 }
 FRAMEWORKS = frozenset().union(*STACK_MODULES.values())
+#: Each registered port's modules, for a module that loads a port by name.
+PORT_MODULES = {name: own_stack(entry.modules) for name, (_, entry) in manifests.ports().items()}
 #: Each stack's test folder and the modules it may import.
 FOLDERS = {m.tests: STACK_MODULES[m.stack] for m in manifests.manifests() if m.tests}
 
@@ -94,6 +97,37 @@ def _imported(node: ast.stmt) -> list[str]:
     return []
 
 
+def _ports_loaded(node: ast.stmt) -> list[str]:
+    """The ports a statement loads as it runs at import: `load("name")` or
+    `implementations.load("name")` with a literal name, outside function bodies (a class body
+    and a decorator run at import; a function body does not)."""
+    found, pending = [], [node]
+    while pending:
+        each = pending.pop()
+        if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend(getattr(each, "decorator_list", []))
+            pending.extend(each.args.defaults + [d for d in each.args.kw_defaults if d])
+            continue
+        if isinstance(each, ast.Call) and _names_load(each.func) and _literal(each.args):
+            found.append(each.args[0].value)
+        pending.extend(ast.iter_child_nodes(each))
+    return found
+
+
+def _names_load(function: ast.expr) -> bool:
+    if isinstance(function, ast.Name):
+        return function.id == "load"
+    return isinstance(function, ast.Attribute) and function.attr == "load"
+
+
+def _literal(arguments: list[ast.expr]) -> bool:
+    return (
+        bool(arguments)
+        and isinstance(arguments[0], ast.Constant)
+        and isinstance(arguments[0].value, str)
+    )
+
+
 def _helper_file(name: str) -> Path | None:
     """The file of the tests helper module `name` names (`tests.helpers.ROOT`: tests/helpers.py)."""
     parts = name.split(".")
@@ -110,7 +144,8 @@ def _helper_file(name: str) -> Path | None:
 
 
 def frameworks_at_import(path: Path, seen: frozenset[Path] = frozenset()) -> Iterator[tuple]:
-    """What importing `path` imports at its top level: (line, module, framework, whether a
+    """What importing `path` imports at its top level, ports it loads by name included:
+    (line, module, framework, whether a
     `pytest.importorskip` before it or a `try` that catches the ImportError covers that
     framework), through helpers too."""
     skipped: set[str] = set()
@@ -118,6 +153,9 @@ def frameworks_at_import(path: Path, seen: frozenset[Path] = frozenset()) -> Ite
     for node, guarded in _statements(tree.body):
         if (module := _skipped_on(node)) is not None:
             skipped.add(module.split(".")[0])
+        for port in _ports_loaded(node):
+            for framework in sorted(PORT_MODULES.get(port, ())):
+                yield node.lineno, f"the port {port}", framework, guarded or framework in skipped
         for name in _imported(node):
             top = name.split(".")[0]
             if top in FRAMEWORKS:
@@ -159,6 +197,9 @@ def test_the_import_reader_sees_direct_stack_and_helper_imports_and_skips(tmp_pa
         "    pass\n"
         "pytest.importorskip('tensorflow')\n"
         "import tensorflow\n"
+        "PORT = implementations.load('haiku')\n"
+        "def later():\n"
+        "    return implementations.load('deepspeed')\n"
     )
     seen = {(framework, covered) for _, _, framework, covered in frameworks_at_import(module)}
     assert seen == {
@@ -167,4 +208,7 @@ def test_the_import_reader_sees_direct_stack_and_helper_imports_and_skips(tmp_pa
         ("mindspore", False),
         ("mlx", True),
         ("tensorflow", True),
+        ("jax", False),  # haiku's stack, loaded at import; deepspeed's is loaded by a test
+        ("jaxlib", False),
+        ("haiku", False),
     }
