@@ -59,6 +59,13 @@ def own_stack(modules: tuple[str, ...]) -> tuple[str, ...]:
     return (*modules, "jaxlib") if "jax" in modules else modules
 
 
+def ports_own_stacks() -> dict[str, tuple[str, ...]]:
+    """Each registered port's own stack: its manifest entry's modules (`own_stack`)."""
+    from implementations import manifests
+
+    return {name: own_stack(entry.modules) for name, (_, entry) in manifests.ports().items()}
+
+
 def without_frameworks(directory, names) -> dict[str, str]:
     """An environment in which the named top-level modules cannot be imported.
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from implementations import manifests
-from tests.helpers import ROOT, own_stack, without_frameworks
+from tests.helpers import ROOT, own_stack, ports_own_stacks, without_frameworks
 
 #: Each stack's modules: its ports', and jaxlib with jax.
 STACK_MODULES = {
@@ -34,7 +34,7 @@ STACK_MODULES = {
 }
 FRAMEWORKS = frozenset().union(*STACK_MODULES.values())
 #: Each registered port's modules, for a module that loads a port by name.
-PORT_MODULES = {name: own_stack(entry.modules) for name, (_, entry) in manifests.ports().items()}
+PORT_MODULES = ports_own_stacks()
 #: Each stack's test folder and the modules it may import.
 FOLDERS = {m.tests: STACK_MODULES[m.stack] for m in manifests.manifests() if m.tests}
 
@@ -101,7 +101,12 @@ def _ports_loaded(node: ast.stmt) -> list[str]:
     """The ports a statement loads as it runs at import: `load("name")` or
     `implementations.load("name")` with a literal name, outside function bodies (a class body
     and a decorator run at import; a function body does not)."""
-    found, pending = [], [node]
+    # An `if` or `try` block's statements come from `_statements` one by one: here only the
+    # condition, so that none is read twice.
+    found = []
+    pending = (
+        [node.test] if isinstance(node, ast.If) else [] if isinstance(node, ast.Try) else [node]
+    )
     while pending:
         each = pending.pop()
         if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -144,18 +149,18 @@ def _helper_file(name: str) -> Path | None:
 
 
 def frameworks_at_import(path: Path, seen: frozenset[Path] = frozenset()) -> Iterator[tuple]:
-    """What importing `path` imports at its top level, ports it loads by name included:
-    (line, module, framework, whether a
-    `pytest.importorskip` before it or a `try` that catches the ImportError covers that
-    framework), through helpers too."""
+    """What importing `path` imports at its top level, ports it loads by name included, through
+    helpers too: (line, module, framework, whether a `pytest.importorskip` before it covers
+    that framework, or, for an import, a `try` that catches the ImportError)."""
     skipped: set[str] = set()
     tree = ast.parse(path.read_text(), str(path))
     for node, guarded in _statements(tree.body):
         if (module := _skipped_on(node)) is not None:
             skipped.add(module.split(".")[0])
         for port in _ports_loaded(node):
+            # A `try` that catches ImportError does not catch PortUnavailable (a RuntimeError).
             for framework in sorted(PORT_MODULES.get(port, ())):
-                yield node.lineno, f"the port {port}", framework, guarded or framework in skipped
+                yield node.lineno, f"the port {port}", framework, framework in skipped
         for name in _imported(node):
             top = name.split(".")[0]
             if top in FRAMEWORKS:
@@ -198,6 +203,10 @@ def test_the_import_reader_sees_direct_stack_and_helper_imports_and_skips(tmp_pa
         "pytest.importorskip('tensorflow')\n"
         "import tensorflow\n"
         "PORT = implementations.load('haiku')\n"
+        "try:\n"
+        "    implementations.load('keras_jax')\n"
+        "except ImportError:\n"
+        "    pass\n"
         "def later():\n"
         "    return implementations.load('deepspeed')\n"
     )
@@ -211,4 +220,5 @@ def test_the_import_reader_sees_direct_stack_and_helper_imports_and_skips(tmp_pa
         ("jax", False),  # haiku's stack, loaded at import; deepspeed's is loaded by a test
         ("jaxlib", False),
         ("haiku", False),
+        ("keras", False),  # keras_jax's: its PortUnavailable is no ImportError
     }

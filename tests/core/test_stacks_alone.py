@@ -40,16 +40,16 @@ import pytest
 import implementations
 import implementations.stacks
 from conformance.checking.tolerance import analyse_forward
-from implementations import SHARDED, manifests
+from implementations import SHARDED
 from implementations.stacks.numpy import canonical_params
 from tests import reference
-from tests.helpers import ROOT, own_stack, readme_ports_table
+from tests.helpers import ROOT, ports_own_stacks, readme_ports_table
 
 # Each port's own stack (its manifest entry's modules): everything else in FRAMEWORKS is made
 # unimportable. Keras imports jax, torch or tensorflow when it finds them (e.g. jax for its
 # Orbax callback), and tolerates each being unimportable. A process port (tfjs) is a program
 # of its own: every Python framework is blocked.
-OWN_STACK = {name: own_stack(entry.modules) for name, (_, entry) in manifests.ports().items()}
+OWN_STACK = ports_own_stacks()
 FRAMEWORKS = tuple(dict.fromkeys(m for modules in OWN_STACK.values() for m in modules))
 
 SEED, FEATURES = 2**40 + 5, 4
