@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,8 @@ _CANNOT = {
 
 #: Seconds to wait for one answer, unless `REMAT_PROCESS_TIMEOUT` says otherwise.
 DEFAULT_TIMEOUT = 120.0
+#: Seconds a port may take to start in all, however much it logs (`_Child.await_answer`).
+START_LIMIT = 900.0
 _STDERR_LINES = 20
 
 # The error types a port may answer with, as the Python exceptions they become.
@@ -161,6 +164,10 @@ class _Child:
         self.label = label
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
         self.answers: queue.Queue[str | None] = queue.Queue()
+        #: When the program last wrote a line (an answer, noise or a log): its progress.
+        self.last_output = time.monotonic()
+        #: Whether a start that did not answer was ended by `START_LIMIT`, not by silence.
+        self.start_limit_reached = False
         self.process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -175,6 +182,7 @@ class _Child:
 
     def _read_stdout(self) -> None:
         for raw in self.process.stdout:
+            self.last_output = time.monotonic()
             line = raw.decode("utf-8", errors="replace").rstrip("\n")
             if line.startswith("{") and '"id"' in line:
                 self.answers.put(line)
@@ -184,9 +192,27 @@ class _Child:
 
     def _read_stderr(self) -> None:
         for raw in self.process.stderr:
+            self.last_output = time.monotonic()
             line = raw.decode("utf-8", errors="replace").rstrip("\n")
             self.stderr_tail.append(line)
             print(f"[{self.label} stderr] {line}", file=sys.stderr, flush=True)
+
+    def await_answer(self, wait: float, *, progress: bool = False) -> str | None:
+        """The next answer line (None once stdout ends); `queue.Empty` after `wait` seconds.
+        With `progress`, `wait` counts from the program's last line of output, not from
+        the call: a start that logs as it installs its runtime is not a hang. It still
+        ends `START_LIMIT` seconds after the call (a port that talks but never answers)."""
+        if not progress:
+            return self.answers.get(timeout=wait)
+        limit = time.monotonic() + max(START_LIMIT, wait)
+        while True:
+            deadline = min(self.last_output + wait, limit)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.start_limit_reached = deadline == limit
+                raise queue.Empty
+            with contextlib.suppress(queue.Empty):  # wake to read how recent the output is
+                return self.answers.get(timeout=remaining)
 
     def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
@@ -404,14 +430,15 @@ class ProcessPort(Implementation):
         wait = _request_timeout(self.timeout) if timeout is None else timeout
         with contextlib.suppress(OSError, ValueError):  # it died; reading says how
             child.send({"id": ident, "op": op, **arguments})
+        asked = time.monotonic()
         try:
-            line = child.answers.get(timeout=wait)
+            line = child.await_answer(wait, progress=op == "hello")
         except queue.Empty:
             child.kill()
             self._child = None
             raise ProcessPortTimeout(
-                f"{self.name}: no answer to {op!r} within {wait:g} s; killed"
-                f"{child.stderr_text(wait=1.0)}"
+                f"{self.name}: no answer to {op!r} {_how_long(child, op, wait, asked)}; "
+                f"killed{child.stderr_text(wait=1.0)}"
             ) from None
         if line is None:
             how = child.exit_description()
@@ -621,6 +648,16 @@ class ProcessPort(Implementation):
 
     def versions(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in dict(self.hello.get("versions", {})).items()}
+
+
+def _how_long(child: _Child, op: str, wait: float, asked: float) -> str:
+    """How long a port that did not answer was waited for, as a timeout's message says it."""
+    if op != "hello":
+        return f"within {wait:g} s"
+    if child.start_limit_reached:
+        return f"within {max(START_LIMIT, wait):g} s, the limit of a start, though it logged"
+    waited = time.monotonic() - asked
+    return f"after {waited:.0f} s, the last {wait:g} s of them without a line of output"
 
 
 def _b64(data: bytes) -> str:

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,6 +166,62 @@ def test_without_npm_and_without_tfjs_hello_says_unavailable(node, tmp_path):
     first = json.loads(result.stdout.splitlines()[0])
     assert first["error"]["type"] == "Unavailable"
     assert "npm is not on PATH" in first["error"]["message"]
+
+
+def _line_with(stream, text: str) -> str:
+    """The first line of `stream` that holds `text` (fails at its end, with what it read)."""
+    seen = []
+    for line in stream:
+        if text in line:
+            return line
+        seen.append(line)
+    pytest.fail(f"no line with {text!r}; read:\n{''.join(seen)}")
+
+
+@pytest.mark.timeout(120)
+def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs(node, tmp_path):
+    """The adapter waits for `hello` as long as the port logs (docs/PROTOCOL.md): both waits
+    of a first start log. A fake npm holds each state until the test has seen its line."""
+    if (TFJS / "node_modules").exists():
+        pytest.skip("a node_modules beside port.js provides tfjs here: no first start")
+    bin_dir, release = tmp_path / "bin", tmp_path / "release"
+    bin_dir.mkdir()
+    (bin_dir / "node").symlink_to(node)
+    (bin_dir / "npm").write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && exit 0\n'
+        f"while [ ! -e {release} ]; do sleep 0.1; done\n"
+        "echo 'npm ci: the fake npm fails' >&2\nexit 3\n"
+    )
+    (bin_dir / "npm").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "REMAT_CACHE": str(tmp_path)}
+    where = f"console.log(require({str(TFJS / 'load.js')!r}).installDirectory())"
+    install = subprocess.run(
+        [node, "-e", where], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    lock = Path(f"{install}.lock")
+    lock.mkdir(parents=True)  # another start's npm ci holds the lock
+    port = subprocess.Popen(
+        [node, str(TFJS / "port.js")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        port.stdin.write('{"id":1,"op":"hello","protocol":1}\n')
+        port.stdin.flush()
+        _line_with(port.stderr, "for another start's npm ci")
+        lock.rmdir()  # that start is done
+        _line_with(port.stderr, "tfjs: npm ci still running")
+        release.touch()  # npm ends, failing
+        answer = json.loads(port.stdout.readline())
+    finally:
+        port.kill()
+        port.wait()
+    assert answer["error"]["type"] == "Unavailable"
+    assert "npm ci exited with code 3" in answer["error"]["message"]
 
 
 # mlp.js driven from Node itself: what forward and vjp leave behind in tfjs's engine.

@@ -35,12 +35,30 @@ function tryRequire(directory) {
   }
 }
 
+// Seconds between the progress lines a start logs while it installs or waits: the process
+// adapter waits for `hello` as long as the port logs (docs/PROTOCOL.md), not a fixed time.
+const PROGRESS_EVERY = 5;
+
+// `npm ci` run by a Node child that logs a progress line every PROGRESS_EVERY seconds until
+// npm exits, then exits with npm's code. (spawnSync blocks this process's timers.)
+const WITH_PROGRESS = `
+const started = Date.now();
+const npm = require("child_process").spawn(process.argv[1], process.argv.slice(2), {
+  stdio: ["ignore", 2, 2], shell: process.platform === "win32" });
+const beat = setInterval(() => console.error(
+  "tfjs: npm ci still running, " + Math.round((Date.now() - started) / 1e3) + " s"),
+  ${PROGRESS_EVERY * 1e3});
+npm.on("error", (error) => { console.error(error.message); process.exit(127); });
+npm.on("exit", (code) => { clearInterval(beat); process.exit(code === null ? 1 : code); });
+`;
+
 function npmInstall(directory) {
   // One installer at a time: a directory made atomically is the lock.
   fs.mkdirSync(path.dirname(directory), { recursive: true });
   const lockDir = `${directory}.lock`;
-  const deadline = Date.now() + 600e3;
-  for (;;) {
+  const started = Date.now();
+  const deadline = started + 600e3;
+  for (let polls = 1; ; polls++) {
     try {
       fs.mkdirSync(lockDir);
       break;
@@ -48,6 +66,10 @@ function npmInstall(directory) {
       if (error.code !== "EEXIST") throw error;
       if (Date.now() > deadline) throw new Error(`${lockDir} is held for 10 minutes`);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+      if (polls % (2 * PROGRESS_EVERY) === 0) {
+        const seconds = Math.round((Date.now() - started) / 1e3);
+        console.error(`tfjs: waiting ${seconds} s for another start's npm ci (${lockDir})`);
+      }
     }
   }
   try {
@@ -58,8 +80,8 @@ function npmInstall(directory) {
     }
     console.error(`tfjs: npm ci in ${directory} (first start only)`);
     const result = childProcess.spawnSync(
-      "npm",
-      ["ci", "--no-audit", "--no-fund", "--omit=dev"],
+      process.execPath,
+      ["-e", WITH_PROGRESS, "npm", "ci", "--no-audit", "--no-fund", "--omit=dev"],
       { cwd: directory, stdio: ["ignore", 2, 2] },
     );
     if (result.error) throw result.error;
