@@ -224,6 +224,35 @@ def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs
     assert "npm ci exited with code 3" in answer["error"]["message"]
 
 
+@pytest.mark.timeout(600)
+def test_a_cached_install_that_does_not_load_is_installed_again_and_said(node, tmp_path):
+    """A broken cache (a flipped bit) is the cache's fault: tfjs installs afresh in a scratch
+    directory, warns naming the cached one, and answers hello; the cache is left as it was."""
+    if (TFJS / "node_modules").exists():
+        pytest.skip("a node_modules beside port.js provides tfjs here: the cache is not read")
+    env = {**os.environ, "REMAT_CACHE": str(tmp_path)}
+    where = f"console.log(require({str(TFJS / 'load.js')!r}).installDirectory())"
+    install = subprocess.run(
+        [node, "-e", where], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    broken = Path(install) / "node_modules" / "@tensorflow" / "tfjs" / "package.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text('{"name": "@tensorflow/tfjs", "main": ')  # cut short
+    result = subprocess.run(
+        [node, str(TFJS / "port.js")],
+        input='{"id":1,"op":"hello","protocol":1}\n{"id":2,"op":"shutdown"}\n',
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        cwd=tmp_path,
+    )
+    answer = json.loads(result.stdout.splitlines()[0])
+    assert answer["result"]["versions"]["@tensorflow/tfjs"] == "4.22.0", result.stderr
+    assert f"the cached tfjs in {install} does not load" in result.stderr
+    assert broken.read_text() == '{"name": "@tensorflow/tfjs", "main": '
+
+
 # mlp.js driven from Node itself: what forward and vjp leave behind in tfjs's engine.
 _MLP_CALLS = """
 const path = require("path");

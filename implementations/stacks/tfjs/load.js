@@ -95,8 +95,25 @@ function loadTf() {
   const local = tryRequire(__dirname);
   if (local) return local;
   const directory = installDirectory();
-  const cached = tryRequire(directory);
-  if (cached) return cached;
+  let cached;
+  try {
+    cached = tryRequire(directory);
+  } catch (error) {
+    // A cached install that does not load (a flipped bit, a half-written file) is the cache's
+    // fault, not tfjs's: install afresh in a scratch directory (the cache may be read-only).
+    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "remat-tfjs-"));
+    process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
+    const why = String(error.message).split("\n")[0];
+    console.error(
+      `remat-conformance: warning: the cached tfjs in ${directory} does not load (${why}): ` +
+        `installed again in ${scratch} for this process`,
+    );
+    return install(scratch);
+  }
+  return cached || install(directory);
+}
+
+function install(directory) {
   try {
     childProcess.execFileSync("npm", ["--version"], { stdio: "ignore" });
   } catch {
