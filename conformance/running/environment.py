@@ -39,10 +39,12 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 from implementations import manifests
+from implementations.contract import PortWarning
 from implementations.manifests import CacheEntry
 
 from . import framework_caches
@@ -59,7 +61,8 @@ _WARNING_SINKS: list[Callable[[str, str], None]] = []
 
 
 def warn(text: str, once: str | None = None) -> None:
-    """Say one line about the cache, once per process for each `once` key (default: the text).
+    """Say one line about the cache (or a port's setup: `PortWarning`), once per process for
+    each `once` key (default: the text).
 
     It goes to stderr, or to the sink a worker installs (its parent says it).
     """
@@ -210,8 +213,26 @@ def limit_threads(threads: int) -> None:
                 os.environ.setdefault(variable, value)
 
 
+def _say_port_warnings() -> None:
+    """Say a port's `PortWarning` as the cache's warnings are said: once, on the run's stderr
+    (a worker's through its parent), not in the port's captured output, unread."""
+    shown = warnings.showwarning
+    if getattr(shown, "says_port_warnings", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, PortWarning):
+            warn(str(message))
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show.says_port_warnings = True
+    warnings.showwarning = show
+
+
 def prepare() -> None:
     """Set the environment before any framework is imported (variables the user set win)."""
+    _say_port_warnings()
     # NVIDIA's libraries (cuBLAS, cuDNN) under every framework: no TF32 for float32.
     os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
     for manifest in manifests.manifests():  # the stacks' own pins, read once at import

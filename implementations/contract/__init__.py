@@ -13,7 +13,8 @@ out of its own layout next to its own code.
 - `implementation`: `Implementation`, the protocol, as an abstract base
   class; `StackUnavailable`: what a port's import raises when its stack is
   installed but cannot run in this process (Keras already on another
-  backend); `installed_versions`, `NOT_REPORTED`.
+  backend); `PortWarning`: a line for the user about a port's setup;
+  `installed_versions`, `NOT_REPORTED`.
 - `inputs`: `check_seed`, `check_features`, `check_x`, `check_x_spec`,
   `check_x_values`, `check_dim`, `dtype_category`, `SEED_MAX`: input
   validation, shared so that every port raises the same error for the same
@@ -45,7 +46,13 @@ big to run:
 from __future__ import annotations
 
 from .bad_inputs import BAD_INIT_INPUTS, BAD_INPUTS, BadInput
-from .implementation import NOT_REPORTED, Implementation, StackUnavailable, installed_versions
+from .implementation import (
+    NOT_REPORTED,
+    Implementation,
+    PortWarning,
+    StackUnavailable,
+    installed_versions,
+)
 from .inputs import (
     SEED_MAX,
     check_dim,
@@ -90,6 +97,7 @@ for _class in (
     BackwardRecord,
     Implementation,
     StackUnavailable,
+    PortWarning,
     SizeLimitError,
     BadInput,
 ):
@@ -112,6 +120,7 @@ __all__ = [
     "Grads",
     "Implementation",
     "Params",
+    "PortWarning",
     "SavedTensor",
     "SizeLimitError",
     "StackUnavailable",

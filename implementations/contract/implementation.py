@@ -31,6 +31,16 @@ class StackUnavailable(ImportError):
     """
 
 
+class PortWarning(UserWarning):
+    """A line for the person running the suite about a port's setup, never its answers: a
+    cached runtime that would not load and was installed again, say.
+
+    A run says it once on its own stderr (`conformance.running.environment`), not in the
+    port's captured output where nobody would read it. A process port sends one as a line on
+    stderr that starts with `remat-conformance: warning: ` (docs/PROTOCOL.md).
+    """
+
+
 class Implementation(abc.ABC):
     """One port of the exercise. Subclass it once per framework.
 

@@ -11,7 +11,8 @@ stays in this process's group, so a suite worker that is stopped takes it
 along. Under the suite, no request waits longer than the suite's `--timeout`
 (`REMAT_SUITE_TIMEOUT`, set by its worker): a port that loops for ever is
 stopped here, where the worker's own watch would take a computing process
-for a compile.
+for a compile. A stderr line that starts with `WARNING_PREFIX` is a
+`PortWarning` for the user, raised here once its request is answered.
 
 Versions are negotiated in `hello`: the adapter offers every version it
 speaks (`PROTOCOL_VERSIONS`) and the port answers the one it speaks; a
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,7 @@ from ..contract import (
     Grads,
     Implementation,
     Params,
+    PortWarning,
     SizeLimitError,
     dtype_category,
     max_bytes,
@@ -83,6 +86,8 @@ DEFAULT_TIMEOUT = 120.0
 #: Seconds a port may take to start in all, however much it logs (`_Child.await_answer`).
 START_LIMIT = 900.0
 _STDERR_LINES = 20
+#: A port's stderr line for the user, not for a fault's message: a `PortWarning`.
+WARNING_PREFIX = "remat-conformance: warning: "
 
 # The error types a port may answer with, as the Python exceptions they become.
 _ERRORS: dict[str, type[Exception]] = {
@@ -168,6 +173,8 @@ class _Child:
         self.last_output = time.monotonic()
         #: Whether a start that did not answer was ended by `START_LIMIT`, not by silence.
         self.start_limit_reached = False
+        #: The port's warnings for the user (`WARNING_PREFIX`), not yet passed on.
+        self.warnings: collections.deque[str] = collections.deque()
         self.process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -188,6 +195,7 @@ class _Child:
                 self.answers.put(line)
             else:  # noise: the worker's output file keeps it, the protocol ignores it
                 print(f"[{self.label} stdout] {line}", file=sys.stderr, flush=True)
+        self.process.stdout.close()
         self.answers.put(None)
 
     def _read_stderr(self) -> None:
@@ -195,7 +203,17 @@ class _Child:
             self.last_output = time.monotonic()
             line = raw.decode("utf-8", errors="replace").rstrip("\n")
             self.stderr_tail.append(line)
+            if line.startswith(WARNING_PREFIX):
+                self.warnings.append(line.removeprefix(WARNING_PREFIX))
             print(f"[{self.label} stderr] {line}", file=sys.stderr, flush=True)
+        self.process.stderr.close()
+
+    def pass_on_warnings(self) -> None:
+        """Raise the warnings read so far as `PortWarning`s, in the thread that calls this
+        (the reader thread's would reach no caller)."""
+        while self.warnings:
+            text = f"{self.label}: {self.warnings.popleft()}"
+            warnings.warn(text, PortWarning, stacklevel=2)
 
     def await_answer(self, wait: float, *, progress: bool = False) -> str | None:
         """The next answer line (None once stdout ends); `queue.Empty` after `wait` seconds.
@@ -236,12 +254,16 @@ class _Child:
     def stderr_text(self, wait: float = 0.0) -> str:
         """The port's last stderr lines, for a fault's message (waiting up to `wait` seconds
         for a process that has ended to have them all read)."""
-        if wait:
-            self._stderr_reader.join(timeout=wait)
+        self.read_all_stderr(wait)
         lines = list(self.stderr_tail)
         if not lines:
             return "\nits stderr: (nothing)"
         return "\nits last stderr lines:\n" + "\n".join(f"  | {line}" for line in lines)
+
+    def read_all_stderr(self, wait: float) -> None:
+        """Wait up to `wait` seconds for the stderr of a process that has ended to be read."""
+        if wait:
+            self._stderr_reader.join(timeout=wait)
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -406,6 +428,10 @@ class ProcessPort(Implementation):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.process.wait(timeout=2)
         child.kill()
+        # Its last lines read, for the warnings among them (a port's child that still holds
+        # its stderr would make this wait: a few seconds, at most).
+        child.read_all_stderr(wait=5.0)
+        child.pass_on_warnings()
 
     def __del__(self):
         # Also at interpreter exit, when module globals may be gone: kill, nothing more.
@@ -434,12 +460,14 @@ class ProcessPort(Implementation):
         try:
             line = child.await_answer(wait, progress=op == "hello")
         except queue.Empty:
+            child.pass_on_warnings()
             child.kill()
             self._child = None
             raise ProcessPortTimeout(
                 f"{self.name}: no answer to {op!r} {_how_long(child, op, wait, asked)}; "
                 f"killed{child.stderr_text(wait=1.0)}"
             ) from None
+        child.pass_on_warnings()
         if line is None:
             how = child.exit_description()
             child.kill()

@@ -4,11 +4,13 @@ the switches that turn them off."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import pytest
 
 from conformance.running import environment, framework_caches
+from implementations.contract import PortWarning
 
 CACHES = framework_caches.declared()
 #: The caches other than JAX's, each with its own switch (inductor's, for one).
@@ -78,3 +80,24 @@ def test_prepare_tells_the_framework_before_it_is_imported(env, name, setting):
     if not setting:
         folder = home / "remat-conformance" / cache.folder
         assert os.environ[cache.directory_variable] == str(folder)
+
+
+def test_a_port_warning_is_said_once_as_the_cache_s_are_and_other_warnings_are_left_be(env):
+    """A port's `PortWarning` (tfjs: its cached install would not load) goes where the cache's
+    warnings go, a worker's to its parent and from there to the run's stderr, once; not to
+    the port's captured output. Every other warning is shown as before."""
+    monkeypatch, _ = env
+    said, others = [], []
+    monkeypatch.setattr(environment, "_WARNING_SINKS", [lambda text, key: said.append(text)])
+    monkeypatch.setattr(environment, "_WARNED", set())
+    text = "tfjs: the cached tfjs in /cache/tfjs does not load: installed again"
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda message, *rest: others.append(str(message))
+        environment.prepare()
+        environment.prepare()  # a second prepare adds no second layer
+        warnings.warn(text, PortWarning, stacklevel=1)
+        warnings.warn(text, PortWarning, stacklevel=1)
+        warnings.warn("a framework's own warning", UserWarning, stacklevel=1)
+    assert said == [text]
+    assert others == ["a framework's own warning"]

@@ -7,8 +7,11 @@ clock, so only the progress rule lets it through; a silent or endless one never 
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
+from implementations.contract import PortWarning
 from implementations.process import ProcessPort, ProcessPortTimeout, adapter
 
 HELLO = '{"id":1,"result":{"name":"sh_port","framework":"sh","versions":{},"protocol":1}}'
@@ -42,7 +45,7 @@ def test_a_start_that_logs_as_it_installs_is_waited_for_past_its_timeout(tmp_pat
 @pytest.mark.timeout(120)
 def test_a_start_that_falls_silent_is_stopped_a_timeout_after_its_last_line(tmp_path):
     with pytest.raises(ProcessPortTimeout, match=r"the last 1 s of them without a line") as err:
-        _port(tmp_path, "echo 'installing the runtime' >&2\nsleep 600", timeout=1)
+        _port(tmp_path, "echo 'installing the runtime' >&2\nexec sleep 600", timeout=1)
     assert "installing the runtime" in str(err.value)  # its stderr, for the reader
 
 
@@ -52,6 +55,21 @@ def test_a_start_that_logs_for_ever_ends_at_the_start_limit(tmp_path, monkeypatc
     endless = "while true; do echo 'still installing' >&2; sleep 0.1; done"
     with pytest.raises(ProcessPortTimeout, match=r"within 5 s, the limit of a start"):
         _port(tmp_path, endless, timeout=2)
+
+
+def test_a_warning_line_on_stderr_is_a_port_warning_and_other_lines_are_not(tmp_path):
+    """A start's line for the user (a broken cache, installed again) reaches the caller, and
+    through it a run's stderr; the port's other lines stay its own (docs/PROTOCOL.md)."""
+    start = (
+        "echo 'installing the runtime' >&2\n"
+        f"echo '{adapter.WARNING_PREFIX}the cached runtime does not load: installed again' >&2"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        port = _port(tmp_path, start, timeout=60)
+        port.close()  # the port's stderr read to its end
+    said = [str(w.message) for w in caught if issubclass(w.category, PortWarning)]
+    assert said == ["sh_port: the cached runtime does not load: installed again"]
 
 
 def test_the_timeout_is_120_s_unless_the_variable_sets_it_and_a_start_900_s_at_most(monkeypatch):

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ import pytest
 
 import implementations
 from conformance.mutants import load as load_mutant
+from implementations.contract import PortWarning
+from implementations.process import ProcessPort
 from implementations.stacks.numpy import canonical_params
 from tests.helpers import ROOT
 
@@ -225,31 +228,31 @@ def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs
 
 
 @pytest.mark.timeout(600)
-def test_a_cached_install_that_does_not_load_is_installed_again_and_said(node, tmp_path):
+def test_a_cached_install_that_does_not_load_is_installed_again_and_said(
+    node, tmp_path, monkeypatch
+):
     """A broken cache (a flipped bit) is the cache's fault: tfjs installs afresh in a scratch
-    directory, warns naming the cached one, and answers hello; the cache is left as it was."""
+    directory and answers hello; its warning, naming the cached one, reaches the adapter's
+    caller as a `PortWarning` (a run says it on its stderr); the cache is left as it was."""
     if (TFJS / "node_modules").exists():
         pytest.skip("a node_modules beside port.js provides tfjs here: the cache is not read")
-    env = {**os.environ, "REMAT_CACHE": str(tmp_path)}
+    monkeypatch.setenv("REMAT_CACHE", str(tmp_path))
     where = f"console.log(require({str(TFJS / 'load.js')!r}).installDirectory())"
     install = subprocess.run(
-        [node, "-e", where], env=env, capture_output=True, text=True, check=True
+        [node, "-e", where], capture_output=True, text=True, check=True
     ).stdout.strip()
     broken = Path(install) / "node_modules" / "@tensorflow" / "tfjs" / "package.json"
     broken.parent.mkdir(parents=True)
     broken.write_text('{"name": "@tensorflow/tfjs", "main": ')  # cut short
-    result = subprocess.run(
-        [node, str(TFJS / "port.js")],
-        input='{"id":1,"op":"hello","protocol":1}\n{"id":2,"op":"shutdown"}\n',
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        cwd=tmp_path,
-    )
-    answer = json.loads(result.stdout.splitlines()[0])
-    assert answer["result"]["versions"]["@tensorflow/tfjs"] == "4.22.0", result.stderr
-    assert f"the cached tfjs in {install} does not load" in result.stderr
+    said = f"tfjs: the cached tfjs in {install} does not load"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        port = ProcessPort.from_command("tfjs", f"{node} {TFJS / 'port.js'}")
+        port.close()  # its stderr read to the end
+    assert port.hello["versions"]["@tensorflow/tfjs"] == "4.22.0"
+    (warning,) = [str(w.message) for w in caught if issubclass(w.category, PortWarning)]
+    assert warning.startswith(said), warning
+    assert "delete that directory to have it installed there again" in warning
     assert broken.read_text() == '{"name": "@tensorflow/tfjs", "main": '
 
 

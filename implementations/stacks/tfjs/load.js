@@ -104,9 +104,12 @@ function loadTf() {
     const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "remat-tfjs-"));
     process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
     const why = String(error.message).split("\n")[0];
+    // The same words from every process that meets it (no scratch path): the suite says a
+    // port's warning once (docs/PROTOCOL.md), and each of its processes installs again.
     console.error(
       `remat-conformance: warning: the cached tfjs in ${directory} does not load (${why}): ` +
-        `installed again in ${scratch} for this process`,
+        "installed again in a scratch directory, for each process; delete that directory " +
+        "to have it installed there again",
     );
     return install(scratch);
   }
