@@ -184,7 +184,9 @@ def _line_with(stream, text: str) -> str:
 @pytest.mark.timeout(120)
 def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs(node, tmp_path):
     """The adapter waits for `hello` as long as the port logs (docs/PROTOCOL.md): both waits
-    of a first start log. A fake npm holds each state until the test has seen its line."""
+    of a first start log. A fake npm holds each state until the test has seen its line. Its
+    half-written install is in a staging directory, never where another start would read it,
+    and is removed once npm fails."""
     if (TFJS / "node_modules").exists():
         pytest.skip("a node_modules beside port.js provides tfjs here: no first start")
     bin_dir, release = tmp_path / "bin", tmp_path / "release"
@@ -192,6 +194,8 @@ def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs
     (bin_dir / "node").symlink_to(node)
     (bin_dir / "npm").write_text(
         '#!/bin/sh\n[ "$1" = --version ] && exit 0\n'
+        "mkdir -p node_modules/@tensorflow/tfjs\n"
+        "printf '{\"name\": ' > node_modules/@tensorflow/tfjs/package.json\n"
         f"while [ ! -e {release} ]; do sleep 0.1; done\n"
         "echo 'npm ci: the fake npm fails' >&2\nexit 3\n"
     )
@@ -218,6 +222,9 @@ def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs
         _line_with(port.stderr, "for another start's npm ci")
         lock.rmdir()  # that start is done
         _line_with(port.stderr, "tfjs: npm ci still running")
+        (staging,) = Path(install).parent.glob(f"{Path(install).name}.staging-*")
+        assert (staging / "node_modules" / "@tensorflow" / "tfjs" / "package.json").exists()
+        assert not Path(install).exists()  # a start reading it now finds nothing half-written
         release.touch()  # npm ends, failing
         answer = json.loads(port.stdout.readline())
     finally:
@@ -225,15 +232,37 @@ def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs
         port.wait()
     assert answer["error"]["type"] == "Unavailable"
     assert "npm ci exited with code 3" in answer["error"]["message"]
+    assert sorted(p.name for p in Path(install).parent.iterdir()) == []
+
+
+def test_a_cache_that_cannot_be_written_is_named_in_the_unavailable_answer(node, tmp_path):
+    if (TFJS / "node_modules").exists():
+        pytest.skip("a node_modules beside port.js provides tfjs here: the cache is not read")
+    (tmp_path / "a file").write_text("")
+    cache = tmp_path / "a file" / "cache"  # no directory can be made there, even by root
+    env = {**os.environ, "REMAT_CACHE": str(cache)}
+    result = subprocess.run(
+        [node, str(TFJS / "port.js")],
+        input='{"id":1,"op":"hello","protocol":1}\n{"id":2,"op":"shutdown"}\n',
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    answer = json.loads(result.stdout.splitlines()[0])
+    assert answer["error"]["type"] == "Unavailable", answer
+    assert f"{cache / 'node'} is not writable" in answer["error"]["message"], answer
+    assert "REMAT_CACHE" in answer["error"]["message"], answer
 
 
 @pytest.mark.timeout(600)
 def test_a_cached_install_that_does_not_load_is_installed_again_and_said(
     node, tmp_path, monkeypatch
 ):
-    """A broken cache (a flipped bit) is the cache's fault: tfjs installs afresh in a scratch
-    directory and answers hello; its warning, naming the cached one, reaches the adapter's
-    caller as a `PortWarning` (a run says it on its stderr); the cache is left as it was."""
+    """A broken cache (a flipped bit) is the cache's fault: tfjs installs it again, in place
+    of the broken one, and answers hello; its warning, naming the cache, reaches the adapter's
+    caller as a `PortWarning` (a run says it on its stderr). Nothing is left beside it."""
     if (TFJS / "node_modules").exists():
         pytest.skip("a node_modules beside port.js provides tfjs here: the cache is not read")
     monkeypatch.setenv("REMAT_CACHE", str(tmp_path))
@@ -244,7 +273,7 @@ def test_a_cached_install_that_does_not_load_is_installed_again_and_said(
     broken = Path(install) / "node_modules" / "@tensorflow" / "tfjs" / "package.json"
     broken.parent.mkdir(parents=True)
     broken.write_text('{"name": "@tensorflow/tfjs", "main": ')  # cut short
-    said = f"tfjs: the cached tfjs in {install} does not load"
+    said = f"tfjs: the cached tfjs in {install} did not load"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         port = ProcessPort.from_command("tfjs", f"{node} {TFJS / 'port.js'}")
@@ -252,8 +281,9 @@ def test_a_cached_install_that_does_not_load_is_installed_again_and_said(
     assert port.hello["versions"]["@tensorflow/tfjs"] == "4.22.0"
     (warning,) = [str(w.message) for w in caught if issubclass(w.category, PortWarning)]
     assert warning.startswith(said), warning
-    assert "delete that directory to have it installed there again" in warning
-    assert broken.read_text() == '{"name": "@tensorflow/tfjs", "main": '
+    assert warning.endswith(": installed again there"), warning
+    assert json.loads(broken.read_text())["version"] == "4.22.0"
+    assert sorted(p.name for p in Path(install).parent.iterdir()) == [Path(install).name]
 
 
 # mlp.js driven from Node itself: what forward and vjp leave behind in tfjs's engine.

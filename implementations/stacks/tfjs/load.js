@@ -2,6 +2,10 @@
 // node_modules beside this file if there is one, else from <REMAT_CACHE>/node/tfjs-<lock hash>,
 // where the first start runs `npm ci` on the committed package-lock.json (once; later starts,
 // of either script, reuse it). Without npm, or if that fails, loadTf throws Unavailable.
+//
+// The install is made in a staging directory and renamed into place when complete, so a
+// start never reads a half-written one. A cached install that does not load (a flipped bit)
+// is replaced the same way, with a warning.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -52,8 +56,9 @@ npm.on("error", (error) => { console.error(error.message); process.exit(127); })
 npm.on("exit", (code) => { clearInterval(beat); process.exit(code === null ? 1 : code); });
 `;
 
-function npmInstall(directory) {
-  // One installer at a time: a directory made atomically is the lock.
+// Holds `directory`'s lock (a directory made atomically) while `work` runs: one installer at a
+// time, the others waiting and logging every PROGRESS_EVERY seconds.
+function withLock(directory, work) {
   fs.mkdirSync(path.dirname(directory), { recursive: true });
   const lockDir = `${directory}.lock`;
   const started = Date.now();
@@ -73,21 +78,77 @@ function npmInstall(directory) {
     }
   }
   try {
-    if (tryRequire(directory)) return;
-    fs.mkdirSync(directory, { recursive: true });
-    for (const file of ["package.json", "package-lock.json"]) {
-      fs.copyFileSync(path.join(__dirname, file), path.join(directory, file));
-    }
-    console.error(`tfjs: npm ci in ${directory} (first start only)`);
-    const result = childProcess.spawnSync(
-      process.execPath,
-      ["-e", WITH_PROGRESS, "npm", "ci", "--no-audit", "--no-fund", "--omit=dev"],
-      { cwd: directory, stdio: ["ignore", 2, 2] },
-    );
-    if (result.error) throw result.error;
-    if (result.status !== 0) throw new Error(`npm ci exited with code ${result.status}`);
+    return work();
   } finally {
     fs.rmdirSync(lockDir);
+  }
+}
+
+// `npm ci` of the committed lock file into `directory`, which must not exist yet.
+function npmCi(directory) {
+  fs.mkdirSync(directory, { recursive: true });
+  for (const file of ["package.json", "package-lock.json"]) {
+    fs.copyFileSync(path.join(__dirname, file), path.join(directory, file));
+  }
+  const result = childProcess.spawnSync(
+    process.execPath,
+    ["-e", WITH_PROGRESS, "npm", "ci", "--no-audit", "--no-fund", "--omit=dev"],
+    { cwd: directory, stdio: ["ignore", 2, 2] },
+  );
+  if (result.error) throw result.error;
+  if (result.status !== 0) throw new Error(`npm ci exited with code ${result.status}`);
+}
+
+// Installs into the cache's `directory`, under its lock, unless another start did meanwhile:
+// into a staging directory, renamed into place once complete. What was there (a `broken`
+// install, or a killed start's) is renamed aside first, then removed.
+function installCached(directory, broken) {
+  withLock(directory, () => {
+    let found = null;
+    try {
+      found = tryRequire(directory);
+    } catch {} // still broken: this start replaces it
+    if (found) return;
+    removeLeftovers(directory); // a killed start's, if any: no other installer runs now
+    const staging = `${directory}.staging-${process.pid}`;
+    const why = broken ? "to replace the one that does not load" : "first start only";
+    console.error(`tfjs: npm ci for ${directory} (${why})`);
+    try {
+      npmCi(staging);
+      const aside = `${directory}.broken-${process.pid}`;
+      if (fs.existsSync(directory)) fs.renameSync(directory, aside);
+      fs.renameSync(staging, directory);
+    } finally {
+      removeLeftovers(directory);
+    }
+  });
+  // What the failed load left in require's cache came from the install now replaced.
+  for (const key of Object.keys(require.cache)) {
+    if (key.startsWith(directory + path.sep)) delete require.cache[key];
+  }
+}
+
+// The staging and set-aside directories beside the cache's `directory`, removed as far as
+// they can be (one that cannot is left, not fatal: the install itself is done).
+function removeLeftovers(directory) {
+  const name = path.basename(directory);
+  for (const entry of fs.readdirSync(path.dirname(directory))) {
+    if (entry.startsWith(`${name}.staging-`) || entry.startsWith(`${name}.broken-`)) {
+      try {
+        fs.rmSync(path.join(path.dirname(directory), entry), { recursive: true, force: true });
+      } catch {}
+    }
+  }
+}
+
+// Whether this process may write `directory`'s parent (the cache may be read-only).
+function writable(directory) {
+  try {
+    fs.mkdirSync(path.dirname(directory), { recursive: true });
+    fs.accessSync(path.dirname(directory), fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -95,28 +156,39 @@ function loadTf() {
   const local = tryRequire(__dirname);
   if (local) return local;
   const directory = installDirectory();
-  let cached;
+  let broken = null;
   try {
-    cached = tryRequire(directory);
+    const cached = tryRequire(directory);
+    if (cached) return cached;
   } catch (error) {
-    // A cached install that does not load (a flipped bit, a half-written file) is the cache's
-    // fault, not tfjs's: install afresh in a scratch directory (the cache may be read-only).
-    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "remat-tfjs-"));
-    process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
-    const why = String(error.message).split("\n")[0];
-    // The same words from every process that meets it (no scratch path): the suite says a
-    // port's warning once (docs/PROTOCOL.md), and each of its processes installs again.
-    console.error(
-      `remat-conformance: warning: the cached tfjs in ${directory} does not load (${why}): ` +
-        "installed again in a scratch directory, for each process; delete that directory " +
-        "to have it installed there again",
-    );
-    return install(scratch);
+    // A cached install that does not load is the cache's fault, not tfjs's: replaced.
+    broken = String(error.message).split("\n")[0];
   }
-  return cached || install(directory);
+  needNpm();
+  if (!writable(directory)) {
+    const state = broken ? `does not load (${broken})` : "is not installed";
+    throw new Unavailable(
+      `tfjs in ${directory} ${state}, and ${path.dirname(directory)} is not writable ` +
+        "(set REMAT_CACHE to a directory this user can write)",
+    );
+  }
+  try {
+    installCached(directory, broken);
+  } catch (error) {
+    throw new Unavailable(`npm ci of @tensorflow/tfjs failed: ${error.message}`);
+  }
+  if (broken) {
+    // The same words from every process that meets it: the suite says a port's warning once
+    // (docs/PROTOCOL.md).
+    const said = `the cached tfjs in ${directory} did not load (${broken}): installed again there`;
+    console.error(`remat-conformance: warning: ${said}`);
+  }
+  const installed = tryRequire(directory);
+  if (!installed) throw new Unavailable(`npm ci left no @tensorflow/tfjs in ${directory}`);
+  return installed;
 }
 
-function install(directory) {
+function needNpm() {
   try {
     childProcess.execFileSync("npm", ["--version"], { stdio: "ignore" });
   } catch {
@@ -125,14 +197,6 @@ function install(directory) {
         `(install Node.js with npm, or run npm ci in ${__dirname})`,
     );
   }
-  try {
-    npmInstall(directory);
-  } catch (error) {
-    throw new Unavailable(`npm ci of @tensorflow/tfjs failed: ${error.message}`);
-  }
-  const installed = tryRequire(directory);
-  if (!installed) throw new Unavailable(`npm ci left no @tensorflow/tfjs in ${directory}`);
-  return installed;
 }
 
 module.exports = { loadTf, installDirectory, Unavailable };
