@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -34,8 +35,19 @@ def probe(mode: str, **env: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def evidence() -> dict:
-    return probe("evidence")
+def temporary(tmp_path_factory) -> Path:
+    """The evidence run's TMPDIR, which it must leave as it found it."""
+    return tmp_path_factory.mktemp("tmpdir")
+
+
+@pytest.fixture(scope="module")
+def evidence(temporary) -> dict:
+    return probe("evidence", TMPDIR=str(temporary))
+
+
+def test_the_ranks_leave_nothing_in_the_temporary_directory(evidence, temporary):
+    # torch's launcher left a torchelastic_* log directory there at every launch.
+    assert sorted(p.name for p in temporary.iterdir()) == []
 
 
 def test_with_the_checkpoint_each_rank_keeps_its_rows_of_x_only(evidence):

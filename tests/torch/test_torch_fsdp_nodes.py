@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -25,9 +26,15 @@ TIMEOUT = 10  # REMAT_RANK_TIMEOUT in the hang test
 
 
 @pytest.fixture(scope="module")
-def runs() -> list[dict]:
+def temporary(tmp_path_factory) -> Path:
+    """The runs' TMPDIR, which they must leave as they found it."""
+    return tmp_path_factory.mktemp("tmpdir")
+
+
+@pytest.fixture(scope="module")
+def runs(temporary) -> list[dict]:
     """Two two-node runs at once: each picks its own free ports."""
-    return nodes.probes("tests.fsdp_probe", "evidence", 2)
+    return nodes.probes("tests.fsdp_probe", "evidence", 2, TMPDIR=str(temporary))
 
 
 def test_two_runs_at_once_pick_ports_of_their_own(runs):
@@ -70,10 +77,12 @@ def test_the_mutant_is_rejected_naming_the_rank_and_its_node(runs):
     assert "rank evidence, batch layout, 2 ranks, rank 0 on node 0 (pid" in message
 
 
-def test_nothing_is_left_after_the_runs(runs):
+def test_nothing_is_left_after_the_runs(runs, temporary):
     for run in runs:
         assert run["everything_alive_after"] == []
         assert nodes.alive(run["roster"]["everything"]) == []
+    # torchrun's launcher left a torchelastic_* log directory there at every launch.
+    assert sorted(p.name for p in temporary.iterdir()) == []
 
 
 def test_a_killed_node_is_reported_by_name_and_nothing_is_left():
@@ -155,3 +164,12 @@ def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
     assert "started here" not in port["output"]  # node 1 is the user's, not the port's
     assert node1.returncode == 0, log.read_text()[-2000:]
     assert left == []
+
+
+def test_scale_md_shows_the_command_node_1_is_started_with():
+    from implementations.stacks.torch.ranks import torchrun_command
+
+    command = torchrun_command(2, "N", "127.0.0.1:P", "ID", "127.0.0.1:Q")
+    shown = " ".join(["python", *command[1:]])
+    text = " ".join(nodes.SCALE_DOC.read_text().split())
+    assert f"(`{shown}`)" in text

@@ -39,6 +39,7 @@ import uuid
 from datetime import timedelta
 
 from torch.distributed import TCPStore
+from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -95,6 +96,10 @@ class RankPool(RankController):
             max_restarts=0,
             monitor_interval=0.1,
             start_method="spawn",
+            # No log directory: torch's default is a new torchelastic_* in the temporary
+            # directory per launch, never removed. The ranks write to this process's
+            # streams, and their failures are read from exit codes.
+            logs_specs=DefaultLogsSpecs(log_dir=os.devnull),
         )
         launch = elastic_launch(config, rank_main)
         self.thread = threading.Thread(
@@ -158,10 +163,11 @@ def torchrun_command(
     nodes: int, ranks_per_node: int, endpoint: str, run_id: str, controller: str
 ) -> list[str]:
     """The command that starts another node's ranks: docs/SCALE.md's, as this machine's
-    `REMAT_SCALE_NODES` runs it (`python -m torch.distributed.run` is `torchrun`). It joins
-    the rendezvous as a guest (`is_host=false`: the store is node 0's)."""
+    `REMAT_SCALE_NODES` runs it (`python -m torch.distributed.run` is `torchrun`), with no
+    log directory (as the pool's own launcher). It joins the rendezvous as a guest
+    (`is_host=false`: the store is node 0's)."""
     return [
-        python(), "-m", "torch.distributed.run", "--nnodes", str(nodes),
+        python(), "-m", "torch.distributed.run", "--log-dir", os.devnull, "--nnodes", str(nodes),
         "--nproc-per-node", str(ranks_per_node), "--rdzv-backend", "c10d",
         "--rdzv-endpoint", endpoint, "--rdzv-id", run_id, "--rdzv-conf", "is_host=false",
         "-m", "implementations.stacks.torch.fsdp_rank", "--controller", controller,
