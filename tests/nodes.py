@@ -93,12 +93,13 @@ def fault(module: str, victim: str, sign: signal.Signals, **extra) -> dict:
         end_tree(process.pid, victims)
 
 
-def kill_controller(module: str) -> tuple[dict, float]:
+def kill_controller(module: str, temporary: Path) -> tuple[dict, float]:
     """Start the probe's `serve` mode (the port up, then idle), SIGKILL the probe alone (the
     port's process: the controller), and wait up to 30 s for every process it started to
-    end by itself. (The roster, the seconds the last one took.)"""
+    end by itself. (The roster, the seconds the last one took.) `temporary` is its TMPDIR:
+    what a killed controller cannot remove stays there."""
     process = subprocess.Popen(
-        [sys.executable, "-m", module, "serve"], cwd=ROOT, env=environment(),
+        [sys.executable, "-m", module, "serve"], cwd=ROOT, env=environment(TMPDIR=str(temporary)),
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
     )  # fmt: skip
     everything: list[int] = []

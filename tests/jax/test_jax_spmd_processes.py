@@ -119,10 +119,10 @@ def test_a_hung_process_is_reported_within_the_rank_timeout_and_nothing_is_left(
     assert nodes.alive(seen["roster"]["everything"]) == []
 
 
-def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node():
+def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node(tmp_path):
     """The port's process dies without a word: every process it started ends by itself
     (its children watch their parent; node 1's ranks see their connection close)."""
-    seen, seconds = nodes.kill_controller("tests.spmd_probe")
+    seen, seconds = nodes.kill_controller("tests.spmd_probe", tmp_path)
     assert nodes.alive(seen["roster"]["everything"]) == [], seconds
 
 

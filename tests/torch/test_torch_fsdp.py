@@ -111,11 +111,12 @@ def test_a_hung_rank_is_reported_after_the_rank_timeout_and_no_rank_is_left():
     assert seen["alive_after"] == []
 
 
-def test_a_controller_killed_by_sigkill_leaves_no_rank():
-    """The worker dies without a word (SIGKILL): each rank sees its parent go, and exits."""
+def test_a_controller_killed_by_sigkill_leaves_no_rank(tmp_path):
+    """The worker dies without a word (SIGKILL): each rank sees its parent go, and exits.
+    (Its log directory, which it cannot remove, is left in the test's TMPDIR.)"""
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fsdp_probe", "serve"],
-        cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS)},
+        cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS), "TMPDIR": str(tmp_path)},
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:

@@ -109,10 +109,10 @@ def test_a_hung_node_is_reported_within_the_rank_timeout_and_nothing_is_left():
     assert nodes.alive(seen["roster"]["everything"]) == []
 
 
-def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node():
+def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node(tmp_path):
     """The port's process dies without a word: every process it started ends by itself
     (its children watch their parent; node 1's ranks see their connection close)."""
-    seen, seconds = nodes.kill_controller("tests.fsdp_probe")
+    seen, seconds = nodes.kill_controller("tests.fsdp_probe", tmp_path)
     assert nodes.alive(seen["roster"]["everything"]) == [], seconds
 
 
@@ -126,7 +126,8 @@ def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
         command = command.replace("node0:29400", f"127.0.0.1:{rendezvous}")
         return command.replace("node0:29500", f"127.0.0.1:{controller}")
 
-    env = nodes.shell_environment()
+    # Node 1's torchrun, the user's own, keeps its torchelastic_* log directory: here.
+    env = nodes.shell_environment(TMPDIR=str(tmp_path))
     key = subprocess.run(
         ["bash", "-c", commands["every node, once"] + "; echo $REMAT_FSDP_AUTHKEY"],
         env=env, capture_output=True, text=True, check=True,

@@ -33,9 +33,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
+import tempfile
 import threading
 import time
 import uuid
+import weakref
 from datetime import timedelta
 
 from torch.distributed import TCPStore
@@ -80,6 +83,10 @@ class RankPool(RankController):
             endpoint, self.store = _rendezvous_store(endpoint)
         address = f"{self.listener.address[0]}:{self.listener.address[1]}"
         self.endpoint = endpoint  # where the nodes meet (the c10d store)
+        # The launchers' log directories (and the other nodes' temporary files): removed when
+        # the pool stops, or at exit.
+        self.scratch = tempfile.mkdtemp(prefix=f"{run_id}-")
+        weakref.finalize(self, shutil.rmtree, self.scratch, ignore_errors=True)
         announce(address, endpoint, run_id)
         config = LaunchConfig(
             min_nodes=nodes,
@@ -96,10 +103,10 @@ class RankPool(RankController):
             max_restarts=0,
             monitor_interval=0.1,
             start_method="spawn",
-            # No log directory: torch's default is a new torchelastic_* in the temporary
-            # directory per launch, never removed. The ranks write to this process's
-            # streams, and their failures are read from exit codes.
-            logs_specs=DefaultLogsSpecs(log_dir=os.devnull),
+            # torch's default is a new torchelastic_* in the temporary directory per launch,
+            # never removed. (os.devnull would tail /dev/null in threads that keep a process
+            # from exiting until its pool is closed.)
+            logs_specs=DefaultLogsSpecs(log_dir=self.scratch),
         )
         launch = elastic_launch(config, rank_main)
         self.thread = threading.Thread(
@@ -110,7 +117,8 @@ class RankPool(RankController):
         self.thread.start()
         for node in range(1, nodes if starts_nodes else 1):
             command = torchrun_command(nodes, ranks_per_node, endpoint, run_id, address)
-            self.start_process(f"torchrun {node}", command, {AUTHKEY_VARIABLE: authkey.hex()})
+            node_env = {AUTHKEY_VARIABLE: authkey.hex(), "TMPDIR": self.scratch}
+            self.start_process(f"torchrun {node}", command, node_env)
         self.accept()
 
     def _launch(self, launch, address, authkey, owner) -> None:
@@ -142,6 +150,7 @@ class RankPool(RankController):
         # The launcher's thread ends once its ranks have. It is not waited for long: after a
         # node's loss torch's agent waits at its exit barrier for the others (300 s, fixed).
         self.thread.join(timeout=1)
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     @property
     def alive(self) -> bool:
@@ -163,11 +172,10 @@ def torchrun_command(
     nodes: int, ranks_per_node: int, endpoint: str, run_id: str, controller: str
 ) -> list[str]:
     """The command that starts another node's ranks: docs/SCALE.md's, as this machine's
-    `REMAT_SCALE_NODES` runs it (`python -m torch.distributed.run` is `torchrun`), with no
-    log directory (as the pool's own launcher). It joins the rendezvous as a guest
-    (`is_host=false`: the store is node 0's)."""
+    `REMAT_SCALE_NODES` runs it (`python -m torch.distributed.run` is `torchrun`). It joins
+    the rendezvous as a guest (`is_host=false`: the store is node 0's)."""
     return [
-        python(), "-m", "torch.distributed.run", "--log-dir", os.devnull, "--nnodes", str(nodes),
+        python(), "-m", "torch.distributed.run", "--nnodes", str(nodes),
         "--nproc-per-node", str(ranks_per_node), "--rdzv-backend", "c10d",
         "--rdzv-endpoint", endpoint, "--rdzv-id", run_id, "--rdzv-conf", "is_host=false",
         "-m", "implementations.stacks.torch.fsdp_rank", "--controller", controller,
