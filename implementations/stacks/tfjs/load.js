@@ -56,8 +56,49 @@ npm.on("error", (error) => { console.error(error.message); process.exit(127); })
 npm.on("exit", (code) => { clearInterval(beat); process.exit(code === null ? 1 : code); });
 `;
 
-// Holds `directory`'s lock (a directory made atomically) while `work` runs: one installer at a
-// time, the others waiting and logging every PROGRESS_EVERY seconds.
+// The lock's holder, as its file inside the lock says: "host pid".
+function holderOf(lockDir) {
+  try {
+    return fs.readFileSync(path.join(lockDir, "holder"), "utf8");
+  } catch {
+    return null; // being made
+  }
+}
+
+// Whether `holder` is a process of this host that has ended (a start killed during its npm ci,
+// by Ctrl-C or a timeout, left its lock behind).
+function ended(holder) {
+  const [host, pid] = (holder || "").split(" ");
+  if (host !== os.hostname() || !(Number(pid) > 0)) return false;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (error) {
+    return error.code === "ESRCH";
+  }
+}
+
+// Takes the lock of an ended holder away: renamed aside (one taker wins), then removed; had
+// another start taken it over first, the lock is put back.
+function takeOver(lockDir, holder) {
+  const aside = `${lockDir}.ended-${process.pid}`;
+  try {
+    fs.renameSync(lockDir, aside);
+  } catch {
+    return; // another start was first
+  }
+  if (holderOf(aside) !== holder) {
+    try {
+      fs.renameSync(aside, lockDir);
+      return;
+    } catch {} // the lock is someone else's again: this one is stale all the same
+  }
+  fs.rmSync(aside, { recursive: true, force: true });
+  console.error(`tfjs: ${lockDir} was held by a start that has ended (${holder}): taken over`);
+}
+
+// Holds `directory`'s lock (a directory made atomically, naming its holder) while `work`
+// runs: one installer at a time, the others waiting and logging every PROGRESS_EVERY seconds.
 function withLock(directory, work) {
   fs.mkdirSync(path.dirname(directory), { recursive: true });
   const lockDir = `${directory}.lock`;
@@ -66,9 +107,15 @@ function withLock(directory, work) {
   for (let polls = 1; ; polls++) {
     try {
       fs.mkdirSync(lockDir);
+      fs.writeFileSync(path.join(lockDir, "holder"), `${os.hostname()} ${process.pid}`);
       break;
     } catch (error) {
       if (error.code !== "EEXIST") throw error;
+      const holder = holderOf(lockDir);
+      if (ended(holder)) {
+        takeOver(lockDir, holder);
+        continue;
+      }
       if (Date.now() > deadline) throw new Error(`${lockDir} is held for 10 minutes`);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
       if (polls % (2 * PROGRESS_EVERY) === 0) {
@@ -80,7 +127,7 @@ function withLock(directory, work) {
   try {
     return work();
   } finally {
-    fs.rmdirSync(lockDir);
+    fs.rmSync(lockDir, { recursive: true, force: true });
   }
 }
 
