@@ -304,7 +304,9 @@ def test_a_cached_install_that_does_not_load_is_installed_again_and_said(
     caller as a `PortWarning` (a run says it on its stderr). Nothing is left beside it."""
     if (TFJS / "node_modules").exists():
         pytest.skip("a node_modules beside port.js provides tfjs here: the cache is not read")
-    monkeypatch.setenv("REMAT_CACHE", str(tmp_path))
+    monkeypatch.setenv("REMAT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # left as it was found
+    (tmp_path / "tmp").mkdir()
     where = f"console.log(require({str(TFJS / 'load.js')!r}).installDirectory())"
     install = subprocess.run(
         [node, "-e", where], capture_output=True, text=True, check=True
@@ -323,6 +325,7 @@ def test_a_cached_install_that_does_not_load_is_installed_again_and_said(
     assert warning.endswith(": installed again there"), warning
     assert json.loads(broken.read_text())["version"] == "4.22.0"
     assert sorted(p.name for p in Path(install).parent.iterdir()) == [Path(install).name]
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == []
 
 
 # mlp.js driven from Node itself: what forward and vjp leave behind in tfjs's engine.

@@ -139,7 +139,9 @@ function npmCi(directory) {
   }
   const result = childProcess.spawnSync(
     process.execPath,
-    ["-e", WITH_PROGRESS, "npm", "ci", "--no-audit", "--no-fund", "--omit=dev"],
+    // --ignore-scripts: tfjs is plain JavaScript; the one install script in the lock is
+    // core-js's banner, which wrote a file to the temporary directory.
+    ["-e", WITH_PROGRESS, "npm", "ci", "--no-audit", "--no-fund", "--omit=dev", "--ignore-scripts"],
     { cwd: directory, stdio: ["ignore", 2, 2] },
   );
   if (result.error) throw result.error;
