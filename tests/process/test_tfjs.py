@@ -152,23 +152,24 @@ def test_without_node_tfjs_is_unavailable_with_the_reason(tmp_path):
     assert result.stdout.strip() == "unavailable needs 'node', not found on PATH", result.stderr
 
 
+def _hello(node, env: dict, cwd) -> tuple[dict, str]:
+    """port.js asked `hello`, then to shut down: (its answer to hello, its stderr)."""
+    done = subprocess.run(
+        [node, str(TFJS / "port.js")],
+        input='{"id":1,"op":"hello","protocol":1}\n{"id":2,"op":"shutdown"}\n',
+        env=env, capture_output=True, text=True, timeout=120, cwd=cwd,
+    )  # fmt: skip
+    return json.loads(done.stdout.splitlines()[0]), done.stderr
+
+
 def test_without_npm_and_without_tfjs_hello_says_unavailable(node, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "node").symlink_to(node)  # node, and no npm
     env = {**os.environ, "PATH": str(bin_dir), "REMAT_CACHE": str(tmp_path / "cache")}
-    result = subprocess.run(
-        [node, str(TFJS / "port.js")],
-        input='{"id":1,"op":"hello","protocol":1}\n{"id":2,"op":"shutdown"}\n',
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
     if (TFJS / "node_modules").exists():
         pytest.skip("a node_modules beside port.js provides tfjs here")
-    first = json.loads(result.stdout.splitlines()[0])
+    first, _ = _hello(node, env, tmp_path)
     assert first["error"]["type"] == "Unavailable"
     assert "npm is not on PATH" in first["error"]["message"]
 
@@ -262,15 +263,10 @@ def test_a_lock_whose_holder_has_ended_is_taken_over(node, tmp_path):
     ended = subprocess.Popen(["true"])
     ended.wait()
     lock = _lock_held_by(install, ended.pid)
-    done = subprocess.run(
-        [node, str(TFJS / "port.js")],
-        input='{"id":1,"op":"hello","protocol":1}\n{"id":2,"op":"shutdown"}\n',
-        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
-    answer = json.loads(done.stdout.splitlines()[0])
+    answer, stderr = _hello(node, env, tmp_path)
     assert "npm ci exited with code 3" in answer["error"]["message"], answer  # it ran npm
-    assert f"{lock} was held by a start that has ended" in done.stderr
-    assert "for another start's npm ci" not in done.stderr
+    assert f"{lock} was held by a start that has ended" in stderr
+    assert "for another start's npm ci" not in stderr
     assert not lock.exists()
 
 
@@ -280,16 +276,7 @@ def test_a_cache_that_cannot_be_written_is_named_in_the_unavailable_answer(node,
     (tmp_path / "a file").write_text("")
     cache = tmp_path / "a file" / "cache"  # no directory can be made there, even by root
     env = {**os.environ, "REMAT_CACHE": str(cache)}
-    result = subprocess.run(
-        [node, str(TFJS / "port.js")],
-        input='{"id":1,"op":"hello","protocol":1}\n{"id":2,"op":"shutdown"}\n',
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    answer = json.loads(result.stdout.splitlines()[0])
+    answer, _ = _hello(node, env, tmp_path)
     assert answer["error"]["type"] == "Unavailable", answer
     assert f"{cache / 'node'} is not writable" in answer["error"]["message"], answer
     assert "REMAT_CACHE" in answer["error"]["message"], answer
