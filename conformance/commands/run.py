@@ -97,6 +97,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "longer: a loaded machine can stall an import on the disk)",
     )
     parser.add_argument(
+        "--compute-timeout",
+        type=arguments.positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="the longest one example may compute without a message, as a slow first "
+        "compile does, before its worker is stopped (default: ten times the timeout)",
+    )
+    parser.add_argument(
         "--in-process",
         action="store_true",
         help="run in this process, no workers (for debugging: a crash ends the run)",
@@ -126,8 +134,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> None:
-    """What argparse cannot check alone: `$REMAT_PROFILE` when `--profile` is not given."""
+    """What argparse cannot check alone: `$REMAT_PROFILE` when `--profile` is not given, and
+    a `--compute-timeout` below the example timeout (it would never be reached)."""
     args.profile = arguments.profile_from_environment(args.profile)
+    if args.compute_timeout is not None:
+        timeout = args.timeout if args.timeout is not None else profiles.TIMEOUTS[args.profile]
+        if args.compute_timeout < timeout:
+            raise arguments.UsageError(
+                f"--compute-timeout must be at least the timeout ({timeout:g} s), "
+                f"got {args.compute_timeout:g}"
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         timeout=args.timeout,
         load_timeout=args.load_timeout,
+        compute_timeout=args.compute_timeout,
         in_process=args.in_process,
         expectations_dir=args.expectations,
         canonical=canonical,

@@ -14,6 +14,10 @@ from ..checking.properties import PROPERTIES, Property
 from . import environment, profiles
 from .worker import Settings
 
+# A worker that sends no message but computes (compiling) may go on for this many timeouts
+# (an example's: `--compute-timeout` sets its limit in seconds instead).
+BUSY_LIMIT = 10
+
 Progress = Callable[[str, str, Any], None]  # (task, kind, value)
 
 
@@ -33,6 +37,8 @@ class RunConfig:
     - `load_timeout`: the same for loading a port (None: the profile's timeout, or
       `timeout` if longer). Loading is not an example: on a loaded machine an import
       can wait on the disk for seconds with no CPU time or read of its own.
+    - `compute_timeout`: the longest one example may compute without a message, as a
+      slow first compile does (None: `BUSY_LIMIT` times the example timeout).
     - `in_process`: run here, without workers (for debugging).
     - `expectations_dir`: read expected failures from `<dir>/<port>.txt`.
     - `canonical`: the reference port.
@@ -48,6 +54,7 @@ class RunConfig:
     jobs: int = 2
     timeout: float | None = None
     load_timeout: float | None = None
+    compute_timeout: float | None = None
     in_process: bool = False
     expectations_dir: Path | None = None
     canonical: str = implementations.CANONICAL
@@ -61,6 +68,12 @@ class RunConfig:
     @property
     def example_timeout(self) -> float:
         return self.timeout if self.timeout is not None else profiles.TIMEOUTS[self.profile]
+
+    @property
+    def example_compute_limit(self) -> float:
+        if self.compute_timeout is not None:
+            return self.compute_timeout
+        return BUSY_LIMIT * self.example_timeout
 
     @property
     def port_load_timeout(self) -> float:

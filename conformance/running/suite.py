@@ -14,7 +14,8 @@ framework it needs. The parent follows every worker message by message:
   Progress is a message, or CPU time used (or bytes read) by the worker's
   processes: a first compile under load sends no message for minutes but
   computes, and a hang does neither. Computing without a message is allowed up to
-  `BUSY_LIMIT` times the timeout (a loop that never ends computes too);
+  `compute_timeout` (by default `BUSY_LIMIT` times the timeout: a loop that never
+  ends computes too);
   see `Supervisor.hung`;
 - **SIGINT or SIGTERM** (`interrupts.Interrupted`) stops every worker with
   what it started, and the report holds what finished, marked interrupted;

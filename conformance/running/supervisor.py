@@ -19,13 +19,11 @@ from pathlib import Path
 from ..checking.mutation import MutantResult
 from ..mutants import MUTANTS
 from . import environment, interrupts, isolation
-from .config import Progress, RunConfig
+from .config import BUSY_LIMIT, Progress, RunConfig
 from .results import OUTPUT_LIMIT, PortReport
 from .runner import Outcome
 from .worker import PortInfo, Worker, tail
 
-# A worker that sends no message but computes (compiling) may go on for this many timeouts.
-BUSY_LIMIT = 10
 # Computing means: at least this share of one core, over the last half timeout. A process
 # asleep (a hang) uses next to none; one compiling on a shared, loaded machine far more.
 BUSY_SHARE = 0.02
@@ -252,7 +250,10 @@ class Supervisor:
         """Every job to the end, `jobs` workers at a time."""
         waiting = [job for job in self.runs if not job.finished]
         running: list[WorkerRun] = []
-        timeout, load_timeout = self.config.example_timeout, self.config.port_load_timeout
+        # (seconds without progress, seconds computing without a message) for an example, and
+        # for loading a port
+        example = (self.config.example_timeout, self.config.example_compute_limit)
+        loading = (self.config.port_load_timeout, BUSY_LIMIT * self.config.port_load_timeout)
         try:
             while waiting or running:
                 while waiting and len(running) < max(1, self.config.jobs):
@@ -262,7 +263,7 @@ class Supervisor:
                 handles = [h for job in running for h in job.worker.handles]
                 connection.wait(handles, timeout=0.25)
                 for job in list(running):
-                    self._follow(job, timeout, load_timeout)
+                    self._follow(job, example, loading)
                     if job.finished:
                         if not self.keep_workers or job.fresh:
                             job.worker.stop()
@@ -281,7 +282,9 @@ class Supervisor:
             if self.interrupted is not None:  # one being started when the signal came
                 isolation.kill_all()
 
-    def _follow(self, job: WorkerRun, timeout: float, load_timeout: float) -> None:
+    def _follow(
+        self, job: WorkerRun, example: tuple[float, float], loading: tuple[float, float]
+    ) -> None:
         """Read what the job's worker said; on a finished item, a death or a hang, go on with
         the rest of the job (in a fresh worker where it died, hung or was left unclean)."""
         run = job.active
@@ -292,7 +295,7 @@ class Supervisor:
                 self.handle(run, message)
             if not run.finished:
                 self.lost(run, "crashed", job.worker.death())
-        elif not run.finished and (why := self.hung(run, timeout if run.loaded else load_timeout)):
+        elif not run.finished and (why := self.hung(run, *(example if run.loaded else loading))):
             job.worker.kill()
             self.lost(run, "timeout", why)
         if run.finished:
@@ -301,7 +304,7 @@ class Supervisor:
         if not job.finished and (run.finished or not job.worker.alive):
             self.start(job)  # the next item, or the rest of this one
 
-    def hung(self, run: PortRun, timeout: float) -> str:
+    def hung(self, run: PortRun, timeout: float, compute_limit: float) -> str:
         """Why the run's worker counts as hung ("" while it is not).
 
         A message is progress. Without one for a second (or half the timeout,
@@ -311,7 +314,7 @@ class Supervisor:
         is hung (a sleep, a deadlock, a wait that never ends). One that worked
         (a compile: tracing, inductor, the C++ compiler; an import from a cold
         disk) gets another half timeout, judged the same way, and so on, up to
-        `BUSY_LIMIT` timeouts in all. (Reading the counters scans /proc: done
+        `compute_limit` seconds in all. (Reading the counters scans /proc: done
         once per quiet spell and per half timeout, not per message.)
         """
         now = time.monotonic()
@@ -337,13 +340,20 @@ class Supervisor:
                 f"no progress for {quiet:.0f} s (its processes worked, "
                 f"then used no CPU and read nothing for {now - since:.0f} s)"
             )
-        if quiet > BUSY_LIMIT * timeout:
+        if quiet > compute_limit:
             return (
                 f"no progress for {quiet:.0f} s: computing all along without finishing "
-                f"(the limit is {BUSY_LIMIT} times the {timeout:.0f} s timeout)"
+                f"(the limit is {compute_limit:.0f} s{self._limit_source(run)})"
             )
         run.work_probe, run.busy = (now, work), True
         return ""
+
+    def _limit_source(self, run: PortRun) -> str:
+        """Where the computing limit came from, for the message."""
+        if run.loaded and self.config.compute_timeout is not None:
+            return ": --compute-timeout"
+        timeout = self.config.example_timeout if run.loaded else self.config.port_load_timeout
+        return f", {BUSY_LIMIT} times the {timeout:.0f} s timeout"
 
     def _finish(self, run: PortRun) -> None:
         """An item is done: its wall time and what it printed go into its report."""

@@ -42,7 +42,7 @@ the worker's processes did (`processes.group_work`: CPU seconds and bytes
 read, from the kernel, which the port cannot fake): a compile computes,
 an import from a cold disk reads, and a hang that sleeps or waits does
 neither, so it is still stopped at the timeout. A hang that computes (a
-loop that never ends) is stopped at `suite.BUSY_LIMIT` timeouts. That is
+loop that never ends) is stopped at `RunConfig.compute_timeout`. That is
 why the worker leads a process group of its own: what it starts (the
 C++ compiler, inductor's compile workers) is counted with it, and is
 stopped with it (`Worker.kill`), or when the parent dies

@@ -158,14 +158,16 @@ SHARE_JAX_WORKER = ("segv_port", "hang_port", "noisy_port", "vague_port")
 # The hang waits it out once (HANG_ONCE) in the shared worker. A worker that loads or
 # computes is never stopped by it (progress is CPU time or a message).
 TIMEOUT = "4"
-# For the slow compile: a small timeout, and a first forward that computes for over three
-# (the spinning port computes for ten: the test waits that long). 2 s was too small: under
-# load (two test runs at once) the spinning port once had no b_forward outcome.
+# For the slow compile: a small timeout, and a first forward that computes for over two,
+# with a compute timeout well past it (the spinning port computes until then: the test waits
+# that long). 2 s was too small: under load (two test runs at once) the spinning port once
+# had no b_forward outcome.
 SHORT_TIMEOUT = "3"
-COMPILE_SECONDS = 10.0
+COMPILE_SECONDS = 7.0
+COMPUTE_TIMEOUT = "16"
 # Loading is judged against its own timeout: with the example's 3 s, a loaded machine
 # stalling an import on the disk for 2 s once had compiling_port declared hung.
-LOAD_TIMEOUT = "20"
+LOAD_TIMEOUT = "12"
 
 
 def write_hostile_ports(root: Path) -> Path:

@@ -35,6 +35,10 @@ BAD = [
     (["run", "--timeout", "nan"], "--timeout"),
     (["run", "--timeout", "inf"], "--timeout"),
     (["run", "--timeout", "soon"], "--timeout"),
+    (["run", "--compute-timeout", "0"], "--compute-timeout"),
+    (["run", "--compute-timeout", "nan"], "--compute-timeout"),
+    (["run", "--timeout", "20", "--compute-timeout", "10"], "--compute-timeout"),
+    (["run", "--compute-timeout", "60"], "--compute-timeout"),  # under the default 120 s
     (["run", "--jobs", "0"], "--jobs"),
     (["run", "--jobs", "-1"], "--jobs"),
     (["run", "--jobs", "many"], "--jobs"),
@@ -232,6 +236,8 @@ def test_good_values_are_accepted_and_converted(tmp_path):
     assert args.markdown == tmp_path / "m.md"
     assert args.expectations == tmp_path
     assert parse(["run"]).jobs == (os.cpu_count() or 1)  # "auto"
+    args = parse(["run", "--timeout", "3", "--compute-timeout", "3"])
+    assert (args.timeout, args.compute_timeout) == (3.0, 3.0)
     assert parse(["run"]).reproduce is None
     blob = f"{hypothesis.__version__}:{encode_failure([1, True]).decode()}"
     assert parse(["run", "--reproduce", blob]).reproduce == blob
@@ -241,6 +247,14 @@ def test_good_values_are_accepted_and_converted(tmp_path):
     assert args.out == tmp_path / "new" / "dir"
     assert args.seed == 0
     assert list(tmp_path.iterdir()) == []  # checked by probing: nothing left, nothing made
+
+
+def test_a_computing_example_is_stopped_at_ten_timeouts_unless_told():
+    from conformance.running.config import RunConfig
+
+    assert RunConfig(ports=(), timeout=3).example_compute_limit == 30
+    assert RunConfig(ports=(), profile="thorough").example_compute_limit == 3000
+    assert RunConfig(ports=(), timeout=3, compute_timeout=16).example_compute_limit == 16
 
 
 def test_an_existing_output_file_is_replaced_and_left_as_it_was_by_the_check(tmp_path):
