@@ -25,11 +25,11 @@ def _port(tmp_path, start: str, timeout: float) -> ProcessPort:
     return ProcessPort("sh_port", [str(script)], timeout=timeout)
 
 
-# Logs a line every 0.1 s until 6 s have passed by the port's own clock: three times the
-# timeout below, in gaps twenty times shorter than it.
+# Logs a line every 0.1 s until 3 s have passed by the port's own clock: three times the
+# timeout below, in gaps ten times shorter than it.
 LOGGING = (
     "start=$(date +%s%N)\n"
-    "while [ $(( $(date +%s%N) - start )) -lt 6000000000 ]; do\n"
+    "while [ $(( $(date +%s%N) - start )) -lt 3000000000 ]; do\n"
     "  echo 'installing the runtime' >&2; sleep 0.1\n"
     "done"
 )
@@ -37,7 +37,7 @@ LOGGING = (
 
 @pytest.mark.timeout(120)
 def test_a_start_that_logs_as_it_installs_is_waited_for_past_its_timeout(tmp_path):
-    port = _port(tmp_path, LOGGING, timeout=2)
+    port = _port(tmp_path, LOGGING, timeout=1)
     assert port.hello["name"] == "sh_port"
     port.close()
 
@@ -51,10 +51,10 @@ def test_a_start_that_falls_silent_is_stopped_a_timeout_after_its_last_line(tmp_
 
 @pytest.mark.timeout(120)
 def test_a_start_that_logs_for_ever_ends_at_the_start_limit(tmp_path, monkeypatch):
-    monkeypatch.setattr(adapter, "START_LIMIT", 5.0)
+    monkeypatch.setattr(adapter, "START_LIMIT", 3.0)
     endless = "while true; do echo 'still installing' >&2; sleep 0.1; done"
-    with pytest.raises(ProcessPortTimeout, match=r"within 5 s, the limit of a start"):
-        _port(tmp_path, endless, timeout=2)
+    with pytest.raises(ProcessPortTimeout, match=r"within 3 s, the limit of a start"):
+        _port(tmp_path, endless, timeout=1)
 
 
 def test_a_warning_line_on_stderr_is_a_port_warning_and_other_lines_are_not(tmp_path):

@@ -41,7 +41,7 @@ function tryRequire(directory) {
 
 // Seconds between the progress lines a start logs while it installs or waits: the process
 // adapter waits for `hello` as long as the port logs (docs/PROTOCOL.md), not a fixed time.
-const PROGRESS_EVERY = 5;
+const PROGRESS_EVERY = 2;
 
 // `npm ci` run by a Node child that logs a progress line every PROGRESS_EVERY seconds until
 // npm exits, then exits with npm's code. (spawnSync blocks this process's timers.)
