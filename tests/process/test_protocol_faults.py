@@ -194,7 +194,7 @@ def test_the_suite_reports_each_fault_as_what_it_is_with_the_ports_stderr(cpp_di
     last stderr line (each faulty port says "about to <fault>" there first)."""
     names = ["cpp_crash", "cpp_hang", "cpp_spin", "cpp_violation"]
     args = ["-m", "conformance", "run", "--profile", "dev", "--no-mutants", "--json"]
-    args += ["--property", "b", "--timeout", "10", "--jobs", "2"]
+    args += ["--property", "b", "--timeout", "5", "--jobs", "2"]
     for name in names:
         args += ["--implementation", name]
     result = run_python(args, cpp_distribution, timeout=600)
@@ -208,7 +208,7 @@ def test_the_suite_reports_each_fault_as_what_it_is_with_the_ports_stderr(cpp_di
     for name in ("cpp_hang", "cpp_spin"):
         assert outcomes[name]["status"] == "timeout", outcomes[name]
         # The adapter's watch, whatever the load: not the worker's (it says "computing").
-        assert "no answer to 'forward' within 10 s; killed" in outcomes[name]["message"]
+        assert "no answer to 'forward' within 5 s; killed" in outcomes[name]["message"]
     assert outcomes["cpp_violation"]["status"] == "fail"
     assert "ProtocolViolation" in outcomes["cpp_violation"]["message"]
     for name in names:
