@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -209,11 +210,15 @@ def _lock_held_by(install: str, pid: int) -> Path:
 
 
 @pytest.mark.timeout(120)
-def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs(node, tmp_path):
+@pytest.mark.parametrize("holder", ["running", "not-yet-written"])
+def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs(
+    node, tmp_path, holder
+):
     """The adapter waits for `hello` as long as the port logs (docs/PROTOCOL.md): both waits
     of a first start log. A fake npm holds each state until the test has seen its line. Its
     half-written install is in a staging directory, never where another start would read it,
-    and is removed once npm fails."""
+    and is removed once npm fails. A lock just made, its holder not yet written, is waited
+    for like a running holder's."""
     if (TFJS / "node_modules").exists():
         pytest.skip("a node_modules beside port.js provides tfjs here: no first start")
     release = tmp_path / "release"
@@ -225,7 +230,11 @@ def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs
         f"while [ ! -e {release} ]; do sleep 0.1; done\n"
         "echo 'npm ci: the fake npm fails' >&2\nexit 3\n",
     )
-    lock = _lock_held_by(install, os.getpid())  # another start's npm ci, running
+    if holder == "running":
+        lock = _lock_held_by(install, os.getpid())  # another start's npm ci
+    else:
+        lock = Path(f"{install}.lock")
+        lock.mkdir(parents=True)  # another start, about to name itself
     port = subprocess.Popen(
         [node, str(TFJS / "port.js")],
         stdin=subprocess.PIPE,
@@ -254,18 +263,42 @@ def test_a_first_start_logs_progress_while_it_waits_for_npm_ci_and_while_it_runs
     assert sorted(p.name for p in Path(install).parent.iterdir()) == []
 
 
-def test_a_lock_whose_holder_has_ended_is_taken_over(node, tmp_path):
+def _lock_of_an_ended_start(install: str) -> Path:
+    """The install's lock, as a start that has ended left it: its pid no longer runs."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return _lock_held_by(install, ended.pid)
+
+
+def _lock_with_no_holder(install: str) -> Path:
+    """The install's lock, as a start killed before it named itself left it a minute ago."""
+    lock = Path(f"{install}.lock")
+    lock.mkdir(parents=True)
+    a_minute_ago = time.time() - 60
+    os.utime(lock, (a_minute_ago, a_minute_ago))
+    return lock
+
+
+@pytest.mark.timeout(60)  # not taken over, the start would wait 10 minutes
+@pytest.mark.parametrize(
+    ("left_by", "said"),
+    [
+        (_lock_of_an_ended_start, "has ended ("),
+        (_lock_with_no_holder, "has ended (no holder written in "),
+    ],
+    ids=["holder-ended", "no-holder"],
+)
+def test_a_lock_whose_holder_has_ended_is_taken_over(node, tmp_path, left_by, said):
     """A start killed during its npm ci (Ctrl-C, a timeout) leaves its lock: the next start
-    takes it over at once, instead of waiting 10 minutes for it."""
+    takes it over at once, instead of waiting 10 minutes for it. So does a lock with no
+    holder written for 30 s (a start killed between making the lock and naming itself)."""
     if (TFJS / "node_modules").exists():
         pytest.skip("a node_modules beside port.js provides tfjs here: no first start")
     env, install = _with_fake_npm(node, tmp_path, "echo 'npm ci: the fake npm fails' >&2\nexit 3\n")
-    ended = subprocess.Popen(["true"])
-    ended.wait()
-    lock = _lock_held_by(install, ended.pid)
+    lock = left_by(install)
     answer, stderr = _hello(node, env, tmp_path)
     assert "npm ci exited with code 3" in answer["error"]["message"], answer  # it ran npm
-    assert f"{lock} was held by a start that has ended" in stderr
+    assert f"{lock} was held by a start that {said}" in stderr
     assert "for another start's npm ci" not in stderr
     assert not lock.exists()
 

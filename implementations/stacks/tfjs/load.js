@@ -56,19 +56,34 @@ npm.on("error", (error) => { console.error(error.message); process.exit(127); })
 npm.on("exit", (code) => { clearInterval(beat); process.exit(code === null ? 1 : code); });
 `;
 
-// The lock's holder, as its file inside the lock says: "host pid".
-function holderOf(lockDir) {
+// Seconds after which a lock with no holder file is taken for a start killed between making
+// the lock and naming itself in it: a window of microseconds, so any margin will do; this
+// one allows for clock skew on a shared cache.
+const HOLDERLESS_AFTER = 30;
+
+// The lock at `lockDir` as it is now: its inode, its age in seconds, and its holder, as the
+// file inside it says ("host pid"; null while being made, or if its maker was killed before
+// it wrote it). Null if there is no lock.
+function lockAt(lockDir) {
+  let stat;
   try {
-    return fs.readFileSync(path.join(lockDir, "holder"), "utf8");
+    stat = fs.statSync(lockDir);
   } catch {
-    return null; // being made
+    return null;
   }
+  let holder = null;
+  try {
+    holder = fs.readFileSync(path.join(lockDir, "holder"), "utf8");
+  } catch {}
+  return { ino: stat.ino, age: (Date.now() - stat.mtimeMs) / 1e3, holder };
 }
 
-// Whether `holder` is a process of this host that has ended (a start killed during its npm ci,
-// by Ctrl-C or a timeout, left its lock behind).
-function ended(holder) {
-  const [host, pid] = (holder || "").split(" ");
+// Whether `lock`'s holder has ended: a process of this host that is gone (a start killed
+// during its npm ci, by Ctrl-C or a timeout, left its lock behind), or no holder written
+// for HOLDERLESS_AFTER seconds.
+function ended(lock) {
+  if (lock.holder === null) return lock.age > HOLDERLESS_AFTER;
+  const [host, pid] = lock.holder.split(" ");
   if (host !== os.hostname() || !(Number(pid) > 0)) return false;
   try {
     process.kill(Number(pid), 0);
@@ -78,23 +93,26 @@ function ended(holder) {
   }
 }
 
-// Takes the lock of an ended holder away: renamed aside (one taker wins), then removed; had
-// another start taken it over first, the lock is put back.
-function takeOver(lockDir, holder) {
+// Takes an ended `lock` away: renamed aside (one taker wins), then removed; had another
+// start taken it over first and made a lock of its own (another inode or holder), that lock
+// is put back.
+function takeOver(lockDir, lock) {
   const aside = `${lockDir}.ended-${process.pid}`;
   try {
     fs.renameSync(lockDir, aside);
   } catch {
     return; // another start was first
   }
-  if (holderOf(aside) !== holder) {
+  const taken = lockAt(aside);
+  if (!taken || taken.ino !== lock.ino || taken.holder !== lock.holder) {
     try {
       fs.renameSync(aside, lockDir);
       return;
     } catch {} // the lock is someone else's again: this one is stale all the same
   }
   fs.rmSync(aside, { recursive: true, force: true });
-  console.error(`tfjs: ${lockDir} was held by a start that has ended (${holder}): taken over`);
+  const who = lock.holder === null ? `no holder written in ${Math.round(lock.age)} s` : lock.holder;
+  console.error(`tfjs: ${lockDir} was held by a start that has ended (${who}): taken over`);
 }
 
 // Holds `directory`'s lock (a directory made atomically, naming its holder) while `work`
@@ -111,9 +129,10 @@ function withLock(directory, work) {
       break;
     } catch (error) {
       if (error.code !== "EEXIST") throw error;
-      const holder = holderOf(lockDir);
-      if (ended(holder)) {
-        takeOver(lockDir, holder);
+      const lock = lockAt(lockDir);
+      if (lock === null) continue; // released meanwhile
+      if (ended(lock)) {
+        takeOver(lockDir, lock);
         continue;
       }
       if (Date.now() > deadline) throw new Error(`${lockDir} is held for 10 minutes`);
