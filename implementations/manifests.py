@@ -121,6 +121,9 @@ class CacheEntry:
     - `turn_off`: `"module:function"` that stops this process from reading it again.
     - `follows`: another cache's name whose `off` turns this one off too, unless `setting`
       is set (`""`: none).
+    - `writes_when_off`: the framework writes into its directory even with its cache off
+      (inductor: the code it generates); a folder of the run's scratch directory, removed
+      when the run ends, takes that, not the framework's default.
     """
 
     name: str
@@ -132,6 +135,7 @@ class CacheEntry:
     when_off: Mapping[str, str] = field(default_factory=dict)
     default_directory: str = ""
     follows: str = ""
+    writes_when_off: bool = False
 
 
 @dataclass(frozen=True)

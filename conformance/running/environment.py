@@ -243,6 +243,9 @@ def prepare() -> None:
         settings = cache.when_off if directory is None else cache.when_on
         if directory is not None:
             os.environ.setdefault(cache.directory_variable, str(directory))
+        elif cache.writes_when_off:
+            scratch = Path(_scratch()) / cache.folder
+            os.environ.setdefault(cache.directory_variable, str(scratch))
         for variable, value in settings.items():
             os.environ.setdefault(variable, value)
     tables = _usable_or_warn(init_tables_dir(), "the numpy init's tables")

@@ -4,6 +4,7 @@ the switches that turn them off."""
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -30,6 +31,9 @@ def env(monkeypatch, tmp_path):
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(environment.SCRATCH_ENV, raising=False)
+    monkeypatch.setattr(environment, "_SCRATCH", [])  # a scratch directory of the test's own
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     return monkeypatch, tmp_path
 
 
@@ -75,11 +79,17 @@ def test_prepare_tells_the_framework_before_it_is_imported(env, name, setting):
         monkeypatch.setenv(cache.setting, setting)
     environment.prepare()
     expected = set(cache.when_off) if setting else {cache.directory_variable, *cache.when_on}
+    if setting and cache.writes_when_off:
+        expected.add(cache.directory_variable)
     assert expected <= set(os.environ)
     assert not (variables - expected) & set(os.environ)
     if not setting:
         folder = home / "remat-conformance" / cache.folder
         assert os.environ[cache.directory_variable] == str(folder)
+    elif cache.writes_when_off:  # the run's scratch directory, removed at its end
+        folder = Path(os.environ[environment.SCRATCH_ENV]) / cache.folder
+        assert os.environ[cache.directory_variable] == str(folder)
+        assert folder.parent.parent == home
 
 
 def test_a_port_warning_is_said_once_as_the_cache_s_are_and_other_warnings_are_left_be(env):

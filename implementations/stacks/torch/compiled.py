@@ -70,7 +70,10 @@ with warnings.catch_warnings():
 
 from ...contract import BackwardRecord, SavedTensor
 from ...policies import SAVED_NAME
+from .caches import keep_headers_in_cache_directory
 from .policies import MATMUL_NAMES, TAG
+
+keep_headers_in_cache_directory()
 
 INSTRUMENT = "AOTAutograd's partitioned forward and backward graphs, as inductor compiled them"
 

@@ -120,6 +120,7 @@ MANIFEST = Manifest(
             when_off={"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"},
             default_directory=f"{_HERE}.caches:default_directory",
             follows="JAX",
+            writes_when_off=True,
         ),
     ),
     ci=CiJob("linux-cpu-torch", "ubuntu-24.04", CPU_WHEELS),
