@@ -22,6 +22,22 @@ Progress = Callable[[str, str, Any], None]  # (task, kind, value)
 
 
 @dataclass(frozen=True)
+class Patience:
+    """How long a worker may go without a message: `quiet` seconds doing nothing (a hang),
+    `computing` seconds computing (a compile); `source` says where `computing` came from."""
+
+    quiet: float
+    computing: float
+    source: str
+
+    @classmethod
+    def of(cls, timeout: float, compute_timeout: float | None = None) -> Patience:
+        if compute_timeout is not None:
+            return cls(timeout, compute_timeout, "--compute-timeout")
+        return cls(timeout, BUSY_LIMIT * timeout, f"{BUSY_LIMIT} times the {timeout:g} s timeout")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything a suite run needs; the CLI and the pytest plugin build one.
 
@@ -70,16 +86,18 @@ class RunConfig:
         return self.timeout if self.timeout is not None else profiles.TIMEOUTS[self.profile]
 
     @property
-    def example_compute_limit(self) -> float:
-        if self.compute_timeout is not None:
-            return self.compute_timeout
-        return BUSY_LIMIT * self.example_timeout
+    def example_patience(self) -> Patience:
+        return Patience.of(self.example_timeout, self.compute_timeout)
 
     @property
     def port_load_timeout(self) -> float:
         if self.load_timeout is not None:
             return self.load_timeout
         return max(self.example_timeout, profiles.TIMEOUTS[self.profile])
+
+    @property
+    def load_patience(self) -> Patience:
+        return Patience.of(self.port_load_timeout)
 
     @property
     def selected(self) -> tuple[Property, ...]:

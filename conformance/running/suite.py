@@ -46,9 +46,9 @@ from implementations import manifests
 
 from ..mutants import MUTANTS
 from . import environment, expectations, interrupts, profiles
-from .config import Progress, RunConfig, examples_per_property
+from .config import BUSY_LIMIT, Progress, RunConfig, examples_per_property
 from .results import OUTPUT_LIMIT, SCHEMA, PortReport, SuiteReport
-from .supervisor import BUSY_LIMIT, BUSY_SHARE, PortRun, Supervisor, WorkerRun
+from .supervisor import BUSY_SHARE, PortRun, Supervisor, WorkerRun
 from .worker import Session, printing_to, tail
 
 __all__ = [

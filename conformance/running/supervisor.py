@@ -19,7 +19,7 @@ from pathlib import Path
 from ..checking.mutation import MutantResult
 from ..mutants import MUTANTS
 from . import environment, interrupts, isolation
-from .config import BUSY_LIMIT, Progress, RunConfig
+from .config import Patience, Progress, RunConfig
 from .results import OUTPUT_LIMIT, PortReport
 from .runner import Outcome
 from .worker import PortInfo, Worker, tail
@@ -250,10 +250,7 @@ class Supervisor:
         """Every job to the end, `jobs` workers at a time."""
         waiting = [job for job in self.runs if not job.finished]
         running: list[WorkerRun] = []
-        # (seconds without progress, seconds computing without a message) for an example, and
-        # for loading a port
-        example = (self.config.example_timeout, self.config.example_compute_limit)
-        loading = (self.config.port_load_timeout, BUSY_LIMIT * self.config.port_load_timeout)
+        example, loading = self.config.example_patience, self.config.load_patience
         try:
             while waiting or running:
                 while waiting and len(running) < max(1, self.config.jobs):
@@ -282,9 +279,7 @@ class Supervisor:
             if self.interrupted is not None:  # one being started when the signal came
                 isolation.kill_all()
 
-    def _follow(
-        self, job: WorkerRun, example: tuple[float, float], loading: tuple[float, float]
-    ) -> None:
+    def _follow(self, job: WorkerRun, example: Patience, loading: Patience) -> None:
         """Read what the job's worker said; on a finished item, a death or a hang, go on with
         the rest of the job (in a fresh worker where it died, hung or was left unclean)."""
         run = job.active
@@ -295,7 +290,7 @@ class Supervisor:
                 self.handle(run, message)
             if not run.finished:
                 self.lost(run, "crashed", job.worker.death())
-        elif not run.finished and (why := self.hung(run, *(example if run.loaded else loading))):
+        elif not run.finished and (why := self.hung(run, example if run.loaded else loading)):
             job.worker.kill()
             self.lost(run, "timeout", why)
         if run.finished:
@@ -304,7 +299,7 @@ class Supervisor:
         if not job.finished and (run.finished or not job.worker.alive):
             self.start(job)  # the next item, or the rest of this one
 
-    def hung(self, run: PortRun, timeout: float, compute_limit: float) -> str:
+    def hung(self, run: PortRun, patience: Patience) -> str:
         """Why the run's worker counts as hung ("" while it is not).
 
         A message is progress. Without one for a second (or half the timeout,
@@ -314,11 +309,11 @@ class Supervisor:
         is hung (a sleep, a deadlock, a wait that never ends). One that worked
         (a compile: tracing, inductor, the C++ compiler; an import from a cold
         disk) gets another half timeout, judged the same way, and so on, up to
-        `compute_limit` seconds in all. (Reading the counters scans /proc: done
+        `patience.computing` seconds in all. (Reading the counters scans /proc: done
         once per quiet spell and per half timeout, not per message.)
         """
         now = time.monotonic()
-        quiet = now - run.last_activity
+        quiet, timeout = now - run.last_activity, patience.quiet
         if quiet < min(1.0, timeout / 2):
             return ""
         if run.work_probe is None:
@@ -340,20 +335,13 @@ class Supervisor:
                 f"no progress for {quiet:.0f} s (its processes worked, "
                 f"then used no CPU and read nothing for {now - since:.0f} s)"
             )
-        if quiet > compute_limit:
+        if quiet > patience.computing:
             return (
                 f"no progress for {quiet:.0f} s: computing all along without finishing "
-                f"(the limit is {compute_limit:.0f} s{self._limit_source(run)})"
+                f"(the limit is {patience.computing:g} s: {patience.source})"
             )
         run.work_probe, run.busy = (now, work), True
         return ""
-
-    def _limit_source(self, run: PortRun) -> str:
-        """Where the computing limit came from, for the message."""
-        if run.loaded and self.config.compute_timeout is not None:
-            return ": --compute-timeout"
-        timeout = self.config.example_timeout if run.loaded else self.config.port_load_timeout
-        return f", {BUSY_LIMIT} times the {timeout:.0f} s timeout"
 
     def _finish(self, run: PortRun) -> None:
         """An item is done: its wall time and what it printed go into its report."""

@@ -250,11 +250,15 @@ def test_good_values_are_accepted_and_converted(tmp_path):
 
 
 def test_a_computing_example_is_stopped_at_ten_timeouts_unless_told():
-    from conformance.running.config import RunConfig
+    from conformance.running.config import Patience, RunConfig
 
-    assert RunConfig(ports=(), timeout=3).example_compute_limit == 30
-    assert RunConfig(ports=(), profile="thorough").example_compute_limit == 3000
-    assert RunConfig(ports=(), timeout=3, compute_timeout=16).example_compute_limit == 16
+    assert RunConfig(ports=(), timeout=3).example_patience == Patience(
+        3, 30, "10 times the 3 s timeout"
+    )
+    assert RunConfig(ports=(), profile="thorough").example_patience.computing == 3000
+    told = RunConfig(ports=(), timeout=3, compute_timeout=16, load_timeout=12)
+    assert told.example_patience == Patience(3, 16, "--compute-timeout")
+    assert told.load_patience == Patience(12, 120, "10 times the 12 s timeout")  # not told
 
 
 def test_an_existing_output_file_is_replaced_and_left_as_it_was_by_the_check(tmp_path):

@@ -30,8 +30,6 @@ def turn_off() -> None:
     atexit.register(shutil.rmtree, fresh, ignore_errors=True)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = fresh
     os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
-    if "torch._inductor.codecache" in sys.modules:
-        keep_headers_in_cache_directory()  # a damaged header is not read again either
     if "torch" in sys.modules:
         import torch._dynamo
         import torch._inductor.config
@@ -39,6 +37,7 @@ def turn_off() -> None:
 
         torch._inductor.config.force_disable_caches = True
         PyCodeCache.cache_clear()
+        keep_headers_in_cache_directory()  # a damaged header is not read again either
         torch._dynamo.reset()
 
 
