@@ -10,7 +10,7 @@ from typing import Any
 from ..checking.mutation import MutantResult, score
 from ..checking.properties import PROPERTIES
 from ..jsonable import to_data
-from . import machine
+from . import machine, profiles
 from .runner import Outcome
 
 SCHEMA = 3  # the version of the JSON report (`to_json`); docs/REPORT.md
@@ -74,6 +74,8 @@ def replay_command(report: SuiteReport, port: str, prop: str, blob: str = "") ->
     words += ["--property", prop, "--profile", report.profile, "--no-mutants"]
     if report.max_examples is not None:
         words += ["--examples", str(report.max_examples)]
+    if report.timeout and report.timeout != profiles.TIMEOUTS.get(report.profile):
+        words += ["--timeout", f"{report.timeout:g}"]  # a hang replays as one at the same limit
     if blob:
         words += ["--reproduce", blob]
     return shlex.join(words)

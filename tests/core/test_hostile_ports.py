@@ -71,6 +71,8 @@ def test_the_hang_is_stopped_and_named(hostile_run):
     assert hung["status"] == "timeout"
     assert f"no progress for {TIMEOUT} s" in hung["message"]
     assert "the port's vjp" in hung["message"]
+    # Its replay waits as long as this run did (dev's own timeout is longer).
+    assert f"--profile dev --no-mutants --examples 3 --timeout {TIMEOUT}" in hung["replay"]
     # The properties after it ran in a fresh worker (the hang was once) and passed.
     assert {key for key, o in outcomes.items() if o["status"] != "pass"} == {"c_vjp"}
 
