@@ -18,6 +18,8 @@ from pathlib import Path
 from implementations import manifests
 from implementations.manifests import CacheEntry
 
+from . import process_state
+
 
 def declared() -> dict[str, CacheEntry]:
     """Every stack's compilation caches, by name ("JAX", "inductor")."""
@@ -60,6 +62,13 @@ def blamed(error: BaseException) -> tuple[str, Path] | None:
     return None
 
 
+#: This process's caches turned off, each as the process-wide state (`process_state.capture`)
+#: before and after: the suite's own change, which the worker does not lay at a port's door.
+TURNED_OFF: list[tuple[dict, dict]] = []
+
+
 def turn_off(name: str) -> None:
     """Stop this process's `name` cache from being read again (it is not written either)."""
+    before = process_state.capture()
     manifests.resolve(declared()[name].turn_off)()
+    TURNED_OFF.append((before, process_state.capture()))

@@ -65,7 +65,16 @@ from implementations import Implementation, PortUnavailable
 from ..checking import provenance
 from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
-from . import devices, environment, example_bank, interrupts, isolation, process_state, profiles
+from . import (
+    devices,
+    environment,
+    example_bank,
+    framework_caches,
+    interrupts,
+    isolation,
+    process_state,
+    profiles,
+)
 from .runner import Outcome, run_property
 
 Emit = Callable[[tuple], None]
@@ -261,17 +270,15 @@ def serve(settings: Settings) -> None:
             else:
                 connection.send(("loaded", session.info))
             loaded = process_state.capture()
+            framework_caches.TURNED_OFF.clear()
             if session.port is not None or port_name is None:
                 session.run(properties, mutants, canonical_failure)
             after = process_state.capture()
-            changed = "; ".join(
-                found
-                for found in (
-                    process_state.changes(before, loaded),
-                    process_state.changes(loaded, after),
-                )
-                if found
-            )
+            # A cache the suite turned off meanwhile (a failure in it) is the suite's change:
+            # only the stretches of the port's work around it count.
+            marks = [loaded, *(s for pair in framework_caches.TURNED_OFF for s in pair), after]
+            spans = [(before, loaded), *zip(marks[0::2], marks[1::2], strict=True)]
+            changed = "; ".join(found for a, b in spans if (found := process_state.changes(a, b)))
         if changed:  # a port's, or a mutant's: no later request may meet it
             who = port_name or f"the mutant {', '.join(mutants)}"
             connection.send(("state", f"{who} changed process-wide state: {changed}"))

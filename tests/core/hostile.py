@@ -1,9 +1,10 @@
 """The hostile ports: external ports, each the plain JAX port with one habit real ports have.
 
 A native crash, a call that never returns, prints, vague errors, a slow first compile, a
-spin, a port stuck loading, and a canonical port that dies. `write_hostile_ports` writes them
-as an installed distribution; the tests of tests/core/test_hostile_*.py run the suite on them,
-each file a run of its own (so that the two xdist workers can take them side by side).
+spin, a port stuck loading, a failure in a framework's cache, and a canonical port that
+dies. `write_hostile_ports` writes them as an installed distribution; the tests of
+tests/core/test_hostile_*.py (and one of test_cache_faults.py) run the suite on them, each
+file a run of its own (so that the two xdist workers can take them side by side).
 """
 
 from __future__ import annotations
@@ -132,6 +133,21 @@ class VaguePort(JaxCheckpoint):
             raise
 
 
+class CacheFaultPort(JaxCheckpoint):
+    """Its first forward fails on a file in inductor's cache, as a damaged entry makes a
+    compile fail; then it is the JAX port."""
+
+    name = "cache_fault_port"
+    first_done = False
+
+    def forward(self, params, x, *, checkpoint=True):
+        if not CacheFaultPort.first_done:
+            CacheFaultPort.first_done = True
+            damaged = os.path.join(os.environ["TORCHINDUCTOR_CACHE_DIR"], "ab", "damaged.so")
+            raise OSError(f"{damaged}: invalid ELF header")
+        return super().forward(params, x, checkpoint=checkpoint)
+
+
 class DyingCanonical(FlaxLinen):
     """A reference port whose forward ends the process."""
 
@@ -150,6 +166,7 @@ PORTS = {
     "compiling_port": "hostile:CompilingPort",
     "spinning_port": "hostile:SpinningPort",
     "stuck_loading_port": "hostile:StuckLoadingPort",
+    "cache_fault_port": "hostile:CacheFaultPort",
 }
 #: Opted in to JAX's worker (`remat_conformance.workers`), as a package's JAX ports may: the
 #: run below has them share one worker with `jax_checkpoint`, which the crash and the hang

@@ -19,6 +19,7 @@ import pytest
 from conformance.checking.properties import BY_KEY
 from conformance.running import cache_files, environment, example_bank, framework_caches, profiles
 from conformance.running.runner import run_property
+from tests.core.hostile import outcomes_of, run_json, write_hostile_ports
 from tests.helpers import assert_identical, port_or_skip, run_cli, run_python
 
 
@@ -319,3 +320,19 @@ def test_turning_a_framework_cache_off_really_stops_it(tmp_path):
     result = run_python([str(script)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"
+
+
+def test_a_cache_turned_off_after_a_failure_in_it_is_not_laid_at_the_port_s_door(tmp_path):
+    """Turning a damaged cache off changes the worker's environment (inductor's directory):
+    that is the suite's doing. The port passes, its outcome says why it ran twice, and no
+    warning says the port changed process-wide state."""
+    hostile = write_hostile_ports(tmp_path)
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev", "--examples", "3"]
+    args += ["--implementation", "cache_fault_port", "--property", "b_forward"]
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    done = run_python(args, hostile, env=env)
+    report = run_json(done)
+    forward = outcomes_of(report, "cache_fault_port")["b_forward"]
+    assert forward["status"] == "pass", forward
+    assert "the cache was at fault, not the port" in forward["message"]
+    assert "changed process-wide state" not in done.stdout + done.stderr
