@@ -7,8 +7,10 @@ declares the entry points, a package with the port modules, and the
 finds the entry points as if the package were installed, without a build.
 
 The ports: one written against the documented stable API
-(`implementations.stacks.jax`), one written against 0.1's module names
-(which keep working until 0.3.0, with a DeprecationWarning), the worked
+(`implementations.stacks.jax`), two written against old module names (which
+keep working until 0.3.0, with a DeprecationWarning): one on 0.2.0's per-port
+moves, one on 0.1's layouts (the flat names, `implementations.porting.*`, the
+private rooms), the worked
 example of docs/PORTING.md (a real library class, `eqx.nn.MLP`, read out of
 the guide itself so that the guide cannot drift), and a wrong one.
 """
@@ -76,6 +78,45 @@ class LegacyPort(JaxCheckpoint):
     name = "legacy_port"
 '''
 
+# Written against 0.1's layouts: every kind of old name, in both import forms.
+OLD_LAYOUTS_MODULE = '''
+"""A port written against 0.1's names: the flat modules, `porting` and a private room."""
+
+import jax
+
+import implementations.flax_rng
+from implementations import jax_flax_init
+from implementations._jax.inputs import checked_x
+from implementations.canonical_init import canonical_params
+from implementations.porting.jax import JaxPort
+
+
+class OldLayoutsPort(JaxPort):
+    """Plain JAX under jax.checkpoint, its init and input checks through the old names."""
+
+    name = "old_layouts_port"
+    framework = "jax"
+    distributions = ("jax", "jaxlib")
+
+    def init_params(self, seed, dim, features):
+        params = jax_flax_init.init_params(seed, dim, features)
+        assert implementations.flax_rng.dense_kernel_fold_value(0) > 0
+        assert canonical_params(seed, dim, features).w1.shape == params.w1.shape
+        return params
+
+    def to_native(self, w1, b1, w2, b2):
+        return (w1, b1, w2, b2)
+
+    def to_canonical(self, native):
+        return native
+
+    def apply(self, params, x, checkpoint):
+        def mlp(p, x):  # (D,) -> (F,)
+            return jax.nn.relu(checked_x(x) @ p[0] + p[1]) @ p[2] + p[3]
+
+        return (jax.checkpoint(mlp) if checkpoint else mlp)(params, x)
+'''
+
 GUIDE = ROOT / "docs" / "PORTING.md"
 
 
@@ -91,6 +132,7 @@ PORTS = {
     "my_port": "my_port_pkg.port:MyPort",
     "wrong_port": "my_port_pkg.port:WrongPort",
     "legacy_port": "my_port_pkg.legacy:LegacyPort",
+    "old_layouts_port": "my_port_pkg.old_layouts:OldLayoutsPort",
     "eqx_mlp": "my_port_pkg.eqx_mlp:EqxMlp",
 }
 
@@ -106,6 +148,7 @@ def plugin(tmp_path_factory) -> Path:
             "my_port_pkg/__init__.py": "",
             "my_port_pkg/port.py": PORT_MODULE,
             "my_port_pkg/legacy.py": LEGACY_MODULE,
+            "my_port_pkg/old_layouts.py": OLD_LAYOUTS_MODULE,
             "my_port_pkg/eqx_mlp.py": worked_example(),
         },
     )
@@ -151,7 +194,7 @@ def _row(report: dict, name: str) -> dict:
     return row
 
 
-@pytest.mark.parametrize("name", ["my_port", "legacy_port", "eqx_mlp"])
+@pytest.mark.parametrize("name", ["my_port", "legacy_port", "old_layouts_port", "eqx_mlp"])
 def test_the_suite_checks_an_external_port(suite_run, name):
     _, report = suite_run
     outcomes = {o["property"]: o for o in _row(report, name)["outcomes"]}
@@ -170,6 +213,31 @@ def test_the_old_names_warn_and_name_the_new_ones(plugin):
         "implementations.stacks.jax.jax_checkpoint instead (the old name goes in 0.3.0)"
     ) in " ".join(done.stderr.split())
     assert "legacy.py" in done.stderr  # the warning points at the importer
+
+
+def test_the_names_of_0_1_warn_and_name_their_new_homes(plugin):
+    code = "import warnings; warnings.simplefilter('always')\nimport my_port_pkg.old_layouts\n"
+    done = run_python(["-c", code], plugin)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = " ".join(done.stderr.split())
+    for old, new, package in [
+        ("implementations.flax_rng", "implementations.stacks.numpy.keys", "numpy"),
+        ("implementations.jax_flax_init", "implementations.stacks.jax.flax_init", "jax"),
+        ("implementations._jax.inputs", "implementations.stacks.jax.inputs", "jax"),
+        ("implementations.canonical_init", "implementations.stacks.numpy.init", "numpy"),
+    ]:
+        assert (
+            f"DeprecationWarning: {old} has moved: import from {new} instead (its names are "
+            f"also in implementations.stacks.{package}; the old name goes in 0.3.0)"
+        ) in text, old
+    for old, new in [
+        ("implementations.porting", "implementations.stacks"),
+        ("implementations.porting.jax", "implementations.stacks.jax"),
+        ("implementations._jax", "implementations.stacks.jax"),
+    ]:
+        expected = f"{old} has moved: import from {new} instead (the old name goes in 0.3.0)"
+        assert f"DeprecationWarning: {expected}" in text, old
+    assert text.count("old_layouts.py") >= 7  # every warning points at the importer
 
 
 def test_a_wrong_external_port_fails_clearly(suite_run):
