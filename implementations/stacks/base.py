@@ -42,6 +42,51 @@ from ..policies import POLICY_NAMES, Policy, check_declaration, declared_policy
 #: What every concrete port class declares (`checkpoint_api` has a default).
 DECLARED = ("name", "framework", "stack")
 
+#: The value methods whose values the evidence speaks for, and the record that must see each:
+#: (c) checks `vjp` and (e) reads `backward_record`; (f) checks `nn_checkpoint_forward` and (e)
+#: reads `exercise_record`. (`forward` runs no backward pass, so nothing is saved to show.)
+EVIDENCE_OF = {"vjp": "backward_record", "nn_checkpoint_forward": "exercise_record"}
+#: The methods that make each record: a port that overrides one brings its own evidence.
+RECORD_MAKERS = {
+    "backward_record": ("backward_record", "traced_record"),
+    "exercise_record": ("exercise_record",),
+}
+
+
+def observes(value_method: str) -> Callable[[Callable], Callable]:
+    """Marks a record method that runs the port's own `value_method` under the instrument (an
+    eager stack's hooks around `self.vjp(...)`, a tracing stack's trace of it): a subclass may
+    then override `value_method` freely, and its evidence is observed on that override."""
+    if value_method not in EVIDENCE_OF:
+        raise ValueError(f"value_method must be one of {tuple(EVIDENCE_OF)}, not {value_method!r}")
+
+    def mark(record: Callable) -> Callable:
+        record.observes = value_method  # type: ignore[attr-defined]
+        return record
+
+    return mark
+
+
+def _owner(cls: type, names: tuple[str, ...]) -> type | None:
+    """The most derived class of `cls`'s MRO that defines any of `names`."""
+    return next((k for k in cls.__mro__ if any(n in vars(k) for n in names)), None)
+
+
+def unobserved_overrides(cls: type) -> list[tuple[str, str, type, type]]:
+    """`(value method, record, its owner, the record's maker)` for each value method that `cls`
+    overrides below the class that makes its record, when that record does not observe it."""
+    found = []
+    for value, record in EVIDENCE_OF.items():
+        if getattr(getattr(cls, record, None), "observes", None) == value:
+            continue
+        makers = RECORD_MAKERS[record] + tuple(getattr(cls, "evidence_methods", ()))
+        value_owner, maker = _owner(cls, (value,)), _owner(cls, makers)
+        if value_owner is None or maker is None or value_owner is maker:
+            continue
+        if cls.__mro__.index(value_owner) < cls.__mro__.index(maker):
+            found.append((value, record, value_owner, maker))
+    return found
+
 
 class Stack:
     """One framework's duties, given as the functions that do them.
@@ -118,6 +163,19 @@ class Stack:
         return f"<{self.name} stack>"
 
 
+def _refuse_unobserved_overrides(cls: type) -> None:
+    # The values (c) and (f) check and the evidence (e) reads must come from one path: a value
+    # method overridden where its record cannot see it would be checked on one model and proved
+    # on another (a port whose own computation never checkpoints would pass (e)).
+    for value, record, owner, maker in unobserved_overrides(cls):
+        raise TypeError(
+            f"port class {cls.__module__}.{cls.__qualname__} overrides {value} (in "
+            f"{owner.__qualname__}), which its evidence, {record} (made in {maker.__qualname__}), "
+            f"never runs: override {cls.model_methods} instead, which feed the values and the "
+            f"evidence alike, or override {record} too (its evidence is then self-reported)"
+        )
+
+
 class Port(Implementation):
     """The base of every port: declarations checked at class creation, the stack's duties.
 
@@ -138,6 +196,11 @@ class Port(Implementation):
     #: Its own expectations, policy label -> `implementations.expectations.Expected` ({}: its
     #: family's, as its stack folder declares them).
     expectations: ClassVar[Mapping[str, Any]] = {}
+    #: Methods of a base that feed its records only (JAX: `differentiable`): overriding one
+    #: makes the evidence the port's own, like overriding a record.
+    evidence_methods: ClassVar[tuple[str, ...]] = ()
+    #: What a port on this base overrides to change its model, values and evidence alike.
+    model_methods: ClassVar[str] = "the model its records build"
     stack: Stack
 
     def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:
@@ -150,6 +213,7 @@ class Port(Implementation):
                 f"port class {cls.__module__}.{cls.__qualname__} must declare "
                 f"{', '.join(missing)} (see docs/PORTING.md)"
             )
+        _refuse_unobserved_overrides(cls)
         if not isinstance(cls.stack, Stack):
             raise TypeError(
                 f"port class {cls.__qualname__}: stack must be a Stack "
@@ -192,6 +256,7 @@ class Port(Implementation):
         naming `checkpoint` for one it cannot express (with the declared reason)."""
         return declared_policy(checkpoint, self.name, self.policies, self.inexpressible)
 
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         """The stack's instrument on `nn_checkpoint_forward(seed, x, features)` as a function
         of x alone (its only input, a cotangent of ones), kept per shape.

@@ -92,13 +92,17 @@ class Roles(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        self.note(func, out)
+        return out
+
+    def note(self, func: Any, out: Any) -> None:
+        """Names `out`, the output of `func`, by its role."""
         self.tagged = self.tagged or func is TAG
         if not func.is_view and isinstance(out, torch.Tensor):
             # The latest tensor made at an address names it: the caching allocator hands a
             # freed intermediate's memory (d1, once the bias is added) to a later one (a), and
             # a saved tensor's memory is never handed on while it is saved.
             self.by_storage[out.untyped_storage().data_ptr()] = self._role(func, out)
-        return out
 
     def _role(self, func: Any, out: torch.Tensor) -> str:
         if func is _RELU:

@@ -73,6 +73,14 @@ MANIFEST = Manifest(
     ),
     mutants=(
         MutantEntry(
+            "pytorch_own_model_no_checkpoint",
+            f"{_HERE}.pytorch_mutants:OwnModelWithoutCheckpoint",
+            "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
+            "while the base's model checkpoints",
+            "pytorch",
+            "e_evidence",
+        ),
+        MutantEntry(
             "compiled_without_checkpoint",
             f"{_HERE}.torch_compile_mutants:CompiledWithoutCheckpoint",
             "torch.compile of the MLP module with no checkpoint in its forward",

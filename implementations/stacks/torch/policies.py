@@ -144,6 +144,7 @@ class SelectiveCache:
     def __init__(self, policy_fn: Callable[..., CheckpointPolicy]):
         self.policy_fn = policy_fn
         self.storages: list[dict[Any, dict[int, Any]]] = []
+        self.kept: dict[int, torch.Tensor] = {}
 
     def context_fn(self) -> tuple[Any, Any]:
         caching, cached = create_selective_checkpoint_contexts(self.policy_fn)
@@ -154,12 +155,25 @@ class SelectiveCache:
                 f"needs updating for torch {torch.__version__}"
             )
         self.storages.append(storage)
-        return caching, cached
+        return self._kept_at_exit(caching, storage), cached
+
+    @contextlib.contextmanager
+    def _kept_at_exit(self, caching: Any, storage: Any) -> Iterator[None]:
+        # The backward pass marks each entry consumed as it reads it: what the forward pass
+        # cached is noted when the region's forward ends, for a record read after the backward.
+        with caching:
+            yield
+        self.kept.update(self._read([storage]))
 
     def cached(self) -> dict[int, torch.Tensor]:
-        """Every tensor the caches hold now, by storage (the operator's output, detached)."""
+        """Every tensor the caches held at the end of their region's forward pass, by storage
+        (the operator's output, detached)."""
+        return {**self.kept, **self._read(self.storages)}
+
+    @staticmethod
+    def _read(storages: list[Any]) -> dict[int, torch.Tensor]:
         found: dict[int, torch.Tensor] = {}
-        for storage in self.storages:
+        for storage in storages:
             for entries in storage.values():
                 for entry in entries.values():
                     value = getattr(entry, "val", None)  # a _VersionWrapper: saved

@@ -24,8 +24,9 @@ import torch
 
 from ...contract import BackwardRecord, Grads, Params
 from ...policies import Policy
-from ..base import Port
+from ..base import Port, observes
 from ..numpy import out_in
+from . import observed
 from . import policies as torch_policies
 from .arrays import leaf_input, to_host_array
 from .mlp import MLP, STATE_NAMES, build_mlp, exercise_model, state_to_params
@@ -63,7 +64,10 @@ class TorchPort(Port, abstract=True):
         `Policy` it declares). `context_fn` replaces the policy's own (an instrument's)."""
         policy = self.policy(checkpoint)
         function = self.policy_function(policy)
-        if context_fn is None and function is not None:
+        watch = observed.active()
+        if context_fn is None and watch is not None:  # the instrument is observing this call
+            context_fn = watch.context_fn(function)
+        elif context_fn is None and function is not None:
             context_fn = torch_policies.context_fn(function)
         return build_mlp(
             params,
@@ -100,6 +104,9 @@ class TorchPort(Port, abstract=True):
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, MLP]:
         """`nn_checkpoint_forward`, and the model it ran (`build` goes to `build_mlp`)."""
+        watch = observed.active()
+        if watch is not None and "context_fn" not in build:  # observed: count its regions
+            build["context_fn"] = watch.context_fn(None)
         x, model = exercise_model(seed, x, features, **build)
         return self.run(model, x), model  # (D,) -> (F,)
 
@@ -119,25 +126,23 @@ class TorchPort(Port, abstract=True):
         """
         return self.exercise(seed, x, features)[0]
 
-    # -- evidence: torch's instrument (`STACK.record`) ------------------------------------
+    # -- evidence: torch's instrument on the port's own calls (`observed`) ---------------
 
+    @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
     ) -> BackwardRecord:
-        policy = self.policy(checkpoint)
-        function = self.policy_function(policy)
-        # A selective policy caches what it saves where no hook sees it: the
-        # instrument reads that cache through the `context_fn` it gives.
-        cache = None if function is None else torch_policies.SelectiveCache(function)
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
+        whatever a subclass overrides, the evidence is read off the call whose values (c)
+        checks."""
+        ones = np.ones(params.features, np.float32)
+        return observed.observe(lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x)
 
-        def run(x: torch.Tensor, context_fn) -> tuple[torch.Tensor, MLP]:
-            both = torch_policies.combine(context_fn, cache and cache.context_fn)
-            model = self.model(params, policy, context_fn=both)
-            return self.run(model, x), model
-
-        return self.stack.record(run, x, cache)
-
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        return self.stack.record(
-            lambda x, context_fn: self.exercise(seed, x, features, context_fn=context_fn), x
+        """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)`, x a
+        leaf that requires grad, and the backward pass of its output."""
+        x = leaf_input(x)
+        return observed.observe(
+            lambda: observed.backward_of(self.nn_checkpoint_forward(seed, x, features)), x
         )
