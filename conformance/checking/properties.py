@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from implementations.contract import (
     BAD_INIT_INPUTS,
     BAD_INPUTS,
+    MEASURED_BY_BASE,
     PARAM_NAMES,
     BackwardRecord,
     BadInput,
@@ -32,6 +33,7 @@ from implementations.contract import (
     param_shapes,
 )
 from implementations.policies import SAVED_NAME, Policy, declared
+from implementations.stacks import Port
 from implementations.stacks.numpy import canonical_params
 
 from . import policy_expectations, precision, provenance, strategies
@@ -178,10 +180,19 @@ def check_checkpoint_is_transparent(port: Implementation, reference: dict, case)
 
 
 def _record(port: Implementation, what: str, value: Any) -> BackwardRecord:
-    """`value`, checked to be a record and stamped with who measured it (`provenance`)."""
+    """`value`, checked to be a record and stamped with who measured it (`provenance`); a
+    record read off the base's model, beside the call whose values are checked, fails."""
     if not isinstance(value, BackwardRecord):
         fail(port.name, what, f"returned a {type(value).__name__}, not contract.BackwardRecord")
-    return provenance.stamped(port, value)
+    record = provenance.stamped(port, value)
+    if record.measured_by == MEASURED_BY_BASE:
+        fail(
+            port.name,
+            what,
+            "its evidence is read off the base's model, not off the call whose values are "
+            "checked (a value method set on the instance, which the record never runs)",
+        )
+    return record
 
 
 def _expect_checkpointed(port: str, what: str, record: BackwardRecord) -> None:
@@ -441,8 +452,6 @@ def _policies_of(port: Implementation) -> list[Policy]:
 def checkpoint_argument(port: Implementation, policy: Policy) -> Any:
     """`checkpoint=` for `policy`: a Policy for a `Port`, True/False for an older
     `Implementation` (which declares none and full only)."""
-    from implementations.stacks import Port
-
     if isinstance(port, Port) or policy.name not in ("none", "full"):
         return policy
     return policy.name == "full"

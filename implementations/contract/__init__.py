@@ -65,6 +65,7 @@ from .inputs import (
 )
 from .inputs import _integer_scalar as _integer_scalar  # for implementations.process.adapter
 from .records import (
+    MEASURED_BY_BASE,
     MEASURED_BY_PORT,
     MEASURED_BY_SUITE,
     PARAM_NAMES,
@@ -109,6 +110,7 @@ __all__ = [
     "BAD_INPUTS",
     "MAX_ELEMENTS",
     "MAX_FEATURES",
+    "MEASURED_BY_BASE",
     "MEASURED_BY_PORT",
     "MEASURED_BY_SUITE",
     "MIN_MAX_BYTES",

@@ -137,8 +137,12 @@ class SavedTensor:
         return math.prod(self.shape) * np.dtype(_numpy_dtype_name(self.dtype)).itemsize
 
 
-#: Who measured an evidence record: the suite's own instrument, attached to the framework...
+#: Who measured an evidence record: the suite's own instrument on the port's own call (the
+#: computation whose values are checked)...
 MEASURED_BY_SUITE = "suite"
+#: ...the suite's instrument on the base's model, while the values come from a value method the
+#: record never runs (a method overridden on the instance): (e) refuses such evidence...
+MEASURED_BY_BASE = "base"
 #: ...or the port itself (a process port's answer, or a Python port that overrides its records):
 #: self-reported, which the suite cannot check from outside (docs/PROTOCOL.md, trust boundary).
 MEASURED_BY_PORT = "port"
@@ -161,8 +165,9 @@ class BackwardRecord:
     - `tags`: the names the block tags tensors with (JAX's `checkpoint_name`),
       or None where the framework has no names; a policy that saves a name
       not among them saves nothing.
-    - `measured_by`: `MEASURED_BY_SUITE` or `MEASURED_BY_PORT`, stamped by the suite
-      (`conformance.checking.provenance`), never taken from the port's word; "" unstamped.
+    - `measured_by`: `MEASURED_BY_SUITE`, `MEASURED_BY_BASE` or `MEASURED_BY_PORT`, stamped by
+      the suite (`conformance.checking.provenance`), never taken from the port's word; ""
+      unstamped.
     """
 
     instrument: str

@@ -12,7 +12,7 @@ import pytest
 
 from conformance.checking import policy_expectations, provenance
 from conformance.checking.properties import POLICY_SHAPES
-from implementations.contract import MEASURED_BY_PORT, MEASURED_BY_SUITE
+from implementations.contract import MEASURED_BY_BASE, MEASURED_BY_PORT, MEASURED_BY_SUITE
 from implementations.expectations import contradictions, expect, from_wire
 
 GOOD = {
@@ -103,18 +103,25 @@ def test_the_suites_tables_say_whose_they_are():
 
 
 def _port_classes():
-    from implementations.stacks.base import Port, Stack
+    from implementations.stacks.base import Port, Stack, observes
     from implementations.stacks.numpy import canonical_params
 
     suite_stack = Stack("fake", instrument=canonical_params)  # code of the suite's own
     own_stack = Stack("fake", instrument=lambda *a: None)  # code of the port's
 
     class Model(Port, abstract=True):
-        # The model only: the record methods are Port's (the suite's).
+        # A stand-in for a base of the suite's (its module says so): the model, and a record
+        # of the suite's that runs the port's own vjp (`observes`).
+        __module__ = "implementations.stacks.stand_in"
+
         def init_params(self, seed, dim, features): ...
         def forward(self, params, x, *, checkpoint=True): ...
         def vjp(self, params, x, cotangent, *, checkpoint=True): ...
         def nn_checkpoint_forward(self, seed, x, features): ...
+
+        @observes("vjp")
+        def backward_record(self, params, x, *, checkpoint=True):
+            self.vjp(params, x, x, checkpoint=checkpoint)
 
     class Inherits(Model):
         name, framework, stack = "inherits", "fake", suite_stack
@@ -139,6 +146,39 @@ def test_provenance_reads_where_the_record_code_lives():
     assert provenance.measured_by(overrides) == MEASURED_BY_PORT
     assert provenance.measured_by(own_instrument) == MEASURED_BY_PORT
     assert provenance.measured_by(ProcessPort.__new__(ProcessPort)) == MEASURED_BY_PORT
+    inherits.vjp = lambda *a, **k: None  # the record runs the port's own vjp: still the suite
+    assert provenance.measured_by(inherits) == MEASURED_BY_SUITE
     described = provenance.describe(overrides)
     assert described["measured_by"] == "port"
     assert described["evidence"].startswith("self-reported")
+
+
+def test_provenance_says_base_for_values_set_where_the_record_never_looks():
+    """A value method set on the instance, below a record that never runs it: the record
+    reads the base's model, and (e) refuses it."""
+    from conformance.checking.checks import ConformanceError
+    from conformance.checking.properties import _record
+    from implementations.contract import BackwardRecord
+    from implementations.stacks.base import Port, Stack
+    from implementations.stacks.numpy import canonical_params
+
+    class Traced(Port):
+        # A stand-in for a traced base of the suite's: its record traces a model of its own.
+        __module__ = "implementations.stacks.stand_in"
+        name, framework, stack = "traced", "fake", Stack("fake", instrument=canonical_params)
+
+        def init_params(self, seed, dim, features): ...
+        def forward(self, params, x, *, checkpoint=True): ...
+        def vjp(self, params, x, cotangent, *, checkpoint=True): ...
+        def nn_checkpoint_forward(self, seed, x, features): ...
+
+        def traced_record(self, params, x, checkpoint):
+            return BackwardRecord("stand-in", ())
+
+    port = Traced()
+    assert provenance.measured_by(port) == MEASURED_BY_SUITE
+    port.vjp = lambda *a, **k: None
+    assert provenance.measured_by(port) == MEASURED_BY_BASE
+    assert "base's model" in provenance.describe(port)["evidence"]
+    with pytest.raises(ConformanceError, match="read off the base's model"):
+        _record(port, "backward_record", port.traced_record(None, None, True))
