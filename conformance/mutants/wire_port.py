@@ -2,14 +2,18 @@
 a process port (`wire_ignores_policy`), and a check that the protocol carries everything a
 Python port says.
 
-Run as a program: `python wire_port.py --name=NAME --serve=PORT [--ignore-policy]`. It loads
+Run as a program: `python wire_port.py --name=NAME --serve=PORT [--ignore-policy]
+[--values-without-checkpoint]`. It loads
 the Python port `PORT` in its own process and answers each request with it: integers read by
 the wire's rules (a boolean or a non-decimal string is a ValueError, null or a list a
 TypeError), x decoded with its dtype and shape, the call under `max_bytes`, its errors by
 type, its records with roles and memory spaces. Its hello declares the served port's
 policies and instrument family (no expectations of its own: it is held to the suite's). With
 `--ignore-policy` it reads `checkpoint` only, as a port written for protocol 1 would: every
-policy but none runs as full remat, which property (j) alone must catch.
+policy but none runs as full remat, which property (j) alone must catch. With
+`--values-without-checkpoint` its values come from the served port with the checkpoint off while
+its evidence is the honest checkpoint's: two paths the adapter cannot tell apart (docs/PROTOCOL.md,
+the trust boundary).
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ if __name__ == "__main__":  # started as a program: the suite's packages beside 
 
 import numpy as np
 
+import implementations
+from conformance.checking import policy_expectations
 from implementations import manifests
+from implementations.contract import Params, byte_budget
+from implementations.policies import Policy, declared, inexpressible
 from implementations.process import ProcessPort
 
 
@@ -81,12 +89,7 @@ def _record(record: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def serve(name: str, served: str, ignore_policy: bool) -> None:
-    import implementations
-    from conformance.checking import policy_expectations
-    from implementations.contract import Params, byte_budget
-    from implementations.policies import Policy, declared, inexpressible
-
+def serve(name: str, served: str, ignore_policy: bool, values_unchecked: bool = False) -> None:
     port = implementations.load(served)
 
     def checkpoint(request: dict[str, Any]) -> Any:
@@ -117,10 +120,12 @@ def serve(name: str, served: str, ignore_policy: bool) -> None:
             return {"params": {k: _encode(v) for k, v in made.as_dict().items()}}
         if op in ("forward", "vjp") or (op == "evidence" and request.get("of") == "vjp"):
             p, x = params(request["params"]), _array(request["x"])
+            # --values-without-checkpoint: the values off another path than the evidence's.
+            values_path = False if values_unchecked else checkpoint(request)
             if op == "forward":
-                return {"y": _encode(port.forward(p, x, checkpoint=checkpoint(request)))}
+                return {"y": _encode(port.forward(p, x, checkpoint=values_path))}
             if op == "vjp":
-                grads = port.vjp(p, x, _array(request["cotangent"]), checkpoint=checkpoint(request))
+                grads = port.vjp(p, x, _array(request["cotangent"]), checkpoint=values_path)
                 return {k: _encode(v) for k, v in grads.as_dict().items()}
             return _record(port.backward_record(p, x, checkpoint=checkpoint(request)))
         if op in ("nn_checkpoint_forward", "evidence"):
@@ -132,6 +137,9 @@ def serve(name: str, served: str, ignore_policy: bool) -> None:
             with byte_budget(int(request["max_bytes"])):
                 if op == "evidence":
                     return _record(port.exercise_record(seed, x, features))
+                if values_unchecked:
+                    made = port.init_params(seed, np.size(x), features)
+                    return {"y": _encode(port.forward(made, x, checkpoint=False))}
                 return {"y": _encode(port.to_numpy(port.nn_checkpoint_forward(seed, x, features)))}
         if op == "shutdown":
             return {}
@@ -157,4 +165,9 @@ def serve(name: str, served: str, ignore_policy: bool) -> None:
 
 if __name__ == "__main__":
     options = dict(a.lstrip("-").partition("=")[::2] for a in sys.argv[1:])
-    serve(options["name"], options["serve"], "ignore-policy" in options)
+    serve(
+        options["name"],
+        options["serve"],
+        "ignore-policy" in options,
+        "values-without-checkpoint" in options,
+    )
