@@ -104,7 +104,7 @@ STACK = TemplateStack("template")  # TODO(port): the framework's name, e.g. "pad
 #   Linear(D, F) -> relu -> Linear(F, F), biases on, no other layers,
 #   with its forward pass wrapped in your framework's checkpoint API
 #   (jax.checkpoint, nnx.remat, eqx.filter_checkpoint, torch.utils.checkpoint
-#   with use_reentrant=False, ...; docs/PORTING.md lists the pitfalls of each).
+#   with use_reentrant=False, ...; each stack's README.md lists its pitfalls).
 #   Make the checkpoint switchable (`checkpoint=True/False`) without changing
 #   the parameters: property (d) compares the two paths and (e) needs both.
 #       def block(x):          # (D,) -> (F,)

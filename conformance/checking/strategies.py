@@ -26,7 +26,7 @@ from implementations.contract import SEED_MAX, Params
 # costs every compiling port a trace and compile (a second for a JAX port, more
 # for inductor), so the menu is one shape per way a framework's choices differ:
 # the degenerate (1, 1); D < F and D > F at F <= 16, where inductor writes a
-# small matmul as multiplies and a sum (docs/PORTING.md, compiled PyTorch); and
+# small matmul as multiplies and a sum (implementations/stacks/torch/README.md, compiled); and
 # F > 16, where it keeps relu's mask too. The thorough profile adds more shapes
 # (the menu's former (16, 16) and (7, 300) among them) and any size from 1 to 300.
 SMALL_SHAPES = [(1, 1), (3, 4), (33, 7)]

@@ -272,6 +272,17 @@ def test_a_broken_external_port_is_reported(tmp_path):
     assert "not an Implementation" in done.stdout
 
 
+def test_list_shows_an_external_port_as_the_guide_says(plugin):
+    """The guide's `list` line, against what `list` prints for the plugin's port."""
+    block = re.search(r"<!-- list-output -->\n```console\n(.*?)```", GUIDE.read_text(), re.S)
+    assert block, "docs/PORTING.md has no list-output block"
+    (said,) = re.findall(r"^\$ python -m conformance list +# (.*)$", block.group(1), re.M)
+    done = run_python(["-m", "conformance", "list", "--width", "200"], plugin)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (shown,) = [line for line in done.stdout.splitlines() if line.startswith("my_port ")]
+    assert " ".join(shown.split()) == said
+
+
 def test_a_quoted_entry_point_is_broken_and_says_why(tmp_path):
     # The value copied with its TOML quotes into entry_points.txt.
     plugin = make_distribution(

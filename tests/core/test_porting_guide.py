@@ -1,12 +1,14 @@
-"""docs/PORTING.md's short version, held to the code: the number of properties it promises,
-and the folder it says a framework needs, against `implementations.manifests.Manifest` and
-every stack folder that exists."""
+"""docs/PORTING.md held to the code: the number of properties its short version promises, the
+folder it says a framework needs (against `implementations.manifests.Manifest` and every stack
+folder that exists), the register step of its checklist, the properties a port without the
+canonical runs, and its length (a general guide: each framework's notes are in its folder)."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
 
+import implementations
 from conformance.checking.properties import PROPERTIES
 from implementations import manifests
 from tests.helpers import ROOT
@@ -94,3 +96,37 @@ def test_every_stack_folder_is_laid_out_as_the_recipe_says():
             assert bench in {module_path(b.module) for b in manifest.bench}, manifest.stack
         tests = paths["tests"].replace("<framework>", manifest.tests).rstrip("/")
         assert (ROOT / tests).is_dir(), manifest.stack
+
+
+def _section(title: str) -> str:
+    text = GUIDE.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_the_guide_stays_a_general_guide():
+    # Each framework's notes live in its stack folder's README (tests/core/test_stack_readmes.py).
+    assert len(GUIDE.read_text().splitlines()) <= 500
+
+
+def test_the_register_step_names_only_what_the_code_has():
+    (step,) = re.findall(r"^9\. \*\*Register\.\*\*.*?(?=^10\. )", GUIDE.read_text(), re.M | re.S)
+    # The registry is derived from the manifests: a port is registered by its PortEntry.
+    assert "`PortEntry`" in step
+    assert "`MANIFEST`" in step
+    assert set(implementations.BUILTIN) == set(manifests.ports())
+    for name in re.findall(r"`implementations\.(\w+)`", step):
+        assert hasattr(implementations, name), name
+    for path in re.findall(r"`((?:implementations|conformance)/[\w/<>.]+\.py)`", step):
+        pattern = path.replace("<framework>", "*")
+        assert list(ROOT.glob(pattern)), path
+    for word in re.findall(r"`(_?[A-Z][A-Z_]+)`", step):  # a registry table it names
+        assert word == "MANIFEST" or hasattr(implementations, word), word
+
+
+def test_a_port_without_the_canonical_runs_the_properties_that_need_none():
+    found = re.search(r"<!-- own-properties -->(.*?)<!-- /own-properties -->", GUIDE.read_text())
+    assert found, "the guide does not say which properties need no canonical port"
+    named = re.findall(r"\((\w)\)", found.group(1))
+    assert named == [p.id for p in PROPERTIES if not p.needs_canonical]

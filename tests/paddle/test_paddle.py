@@ -114,8 +114,8 @@ def test_non_reentrant_recompute_takes_the_one_pair_of_hooks_paddle_allows():
     importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed"
 )
 def test_paddle_after_tensorflow_segfaults_in_one_process():
-    # Upstream (TensorFlow 2.21, Paddle 3.3.1): pinned, so that the day it is
-    # fixed this fails and the note in docs/PORTING.md can go. The suite never
+    # Upstream (TensorFlow 2.21, Paddle 3.3.1): pinned, so that the day it is fixed this
+    # fails and the note in implementations/stacks/paddle/README.md can go. The suite never
     # meets it: every port runs in a worker process of its own.
     code = "import tensorflow, paddle"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
