@@ -232,6 +232,13 @@ MANIFEST = Manifest(
             "e_evidence",
         ),
         MutantEntry(
+            "jax_own_exercise_no_checkpoint",
+            f"{_HERE}.jax_checkpoint_mutants:OwnExerciseWithoutCheckpoint",
+            "forward and nn_checkpoint_forward of its own, never checkpointed (apply still is)",
+            "jax_checkpoint",
+            "e_evidence",
+        ),
+        MutantEntry(
             "spmd_no_checkpoint",
             f"{_HERE}.jax_spmd_mutants:SpmdNoCheckpoint",
             "JAX SPMD (NamedSharding) MLP with jax.checkpoint removed",

@@ -16,6 +16,12 @@ function per shape and path, converting inside the trace), `init_params` and
 `nn_checkpoint_forward` (Flax's init in `jax.random`, then `apply` with the
 checkpoint, in one compiled call) and both evidence records (read with
 `evidence.backward_record`, one per shape: a jaxpr depends on shapes only).
+
+**One path.** Each record traces the function whose values are checked:
+`backward_record` the one `vjp` pulls back through (`differentiable`),
+`exercise_record` the port's own `nn_checkpoint_forward`, overridden or not.
+`vjp` takes numpy and cannot be traced, so a port that overrides it (below the
+record) is refused when its class is made: it changes `apply` instead.
 Imports jax only.
 """
 
@@ -50,6 +56,9 @@ class JaxPort(Port, abstract=True):
     """A `Port` on the JAX stack: subclasses define `to_native`, `to_canonical` and `apply`."""
 
     stack = STACK
+    #: `vjp` takes numpy `Params` and cannot be traced: a port that overrides it is refused,
+    #: and changes its model here instead (values and evidence both come from these).
+    model_methods = "apply (with to_native and to_canonical)"
 
     # "out_in" for a port whose weights are the kernels transposed: its
     # exercise then draws them in that layout, and `to_native`'s transpose is
@@ -126,8 +135,9 @@ class JaxPort(Port, abstract=True):
             return self.apply(self.to_native(*arrays), x, checkpoint)
 
         def vjp(arrays: Arrays, x: jax.Array, cotangent: jax.Array, checkpoint: Policy):
-            run = functools.partial(self.apply, checkpoint=checkpoint)
-            _, pull_back = jax.vjp(run, self.to_native(*arrays), x)
+            # The function `backward_record` traces: one path for the values and the evidence.
+            run, args = self.differentiable(arrays, x, checkpoint)
+            _, pull_back = jax.vjp(run, *args)
             grads, dx = pull_back(cotangent)
             return self.to_canonical(grads), dx
 
@@ -143,14 +153,19 @@ class JaxPort(Port, abstract=True):
     # -- evidence ------------------------------------------------------------------------
 
     def differentiable(
-        self, params: Params, x: np.ndarray, checkpoint: bool | Policy
+        self, params: Params | Arrays, x: Any, checkpoint: bool | Policy
     ) -> tuple[Callable, tuple]:
-        """The function `vjp` differentiates, and its `(parameters, x)` arguments as jax arrays."""
-        native = self.to_native(*(jnp.asarray(a) for a in _arrays(params)))
+        """The function `vjp` differentiates, and its `(native parameters, x)` arguments as jax
+        arrays (tracers inside `vjp`'s compiled function): `vjp` pulls its cotangent back
+        through it, and `backward_record` traces the same function with JAX's instrument."""
+        arrays = _arrays(params) if isinstance(params, Params) else params
+        native = self.to_native(*(jnp.asarray(a) for a in arrays))
         run = functools.partial(self.apply, checkpoint=self.policy(checkpoint))
         return run, (native, jnp.asarray(x, jnp.float32))
 
     def traced_record(self, params: Params, x: np.ndarray, checkpoint: Policy) -> BackwardRecord:
+        """JAX's instrument on `differentiable`, the very function `vjp` pulls back through
+        (`vjp` itself takes numpy and cannot be traced: overriding it is refused)."""
         fn, args = self.differentiable(params, x, checkpoint)
         ones = jnp.ones((params.features,), jnp.float32)
         return self.stack.record(fn, args, ("parameter", "input"), ones)
