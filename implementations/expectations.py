@@ -101,11 +101,14 @@ Entry = Expected | Callable[[int | None, int | None], Expected]
 
 @dataclass(frozen=True)
 class Expectations:
-    """One stack's declaration: `families` (family -> policy label or name -> `Entry`) and
-    its documented `degradations`."""
+    """One stack's declaration: `families` (family -> policy label or name -> `Entry`), its
+    documented `degradations`, and `compositions` (family -> composition case ->
+    `implementations.composition.Composed`: what its instrument shows when its region is
+    wrapped twice or under a trainer's)."""
 
     families: Mapping[str, Mapping[str, Entry]] = field(default_factory=dict)
     degradations: tuple[Degradation, ...] = ()
+    compositions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 #: The MLP's tensors by role (as `implementations.policies.ROLES`; this module imports nothing).

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from implementations import composition
 from implementations.contract import (
     BAD_INIT_INPUTS,
     BAD_INPUTS,
@@ -36,6 +37,7 @@ from implementations.policies import SAVED_NAME, Policy, declared
 from implementations.stacks import Port
 from implementations.stacks.numpy import canonical_params
 
+from . import composition as composed_records
 from . import policy_expectations, precision, provenance, strategies
 from .checks import bitwise_equal, check_shape, fail, within, within_ulps
 from .tolerance import INIT_ULPS, analyse_vjp, forward_bound, vjp_comparison
@@ -65,6 +67,8 @@ class Property:
       asks (a property whose example is costly); None: the profile's.
     - `share`: this share of the examples asked for (at least one), for a property whose
       verdict turns on the shape, not on the values; None: all of them.
+    - `not_applicable`: `port -> reason or None`: why the property has nothing to check on
+      a port (it is then reported skipped, with the reason, never passed).
     """
 
     id: str
@@ -77,6 +81,7 @@ class Property:
     needs_canonical: bool = True
     examples: int | None = None
     share: float | None = None
+    not_applicable: Callable[[Implementation], str | None] | None = None
 
     @property
     def key(self) -> str:
@@ -582,6 +587,56 @@ def check_policy_record(
             fail(port.name, what, f"keeps {role} in {spaces or 'no'} memory, expected host{held}")
 
 
+#: (k) runs at most this many examples: each composes the region in up to three ways, and the
+#: verdict turns on the shape (what is kept, how often the forward runs), not on the values.
+COMPOSITION_EXAMPLES = 5
+
+
+def prepare_composition(canonical: Implementation, case) -> dict[str, Any]:
+    """The canonical port with its checkpoint (composing regions never changes the function):
+    output and VJP, and the bounds."""
+    grads = canonical.vjp(case.params, case.x, case.cotangent, checkpoint=True)
+    return {
+        "output": np.asarray(canonical.forward(case.params, case.x, checkpoint=True)),
+        "grads": _grads(canonical, grads).as_dict(),
+        "bound": forward_bound(case.params, case.x),
+        "analysis": analyse_vjp(case.params, case.x, case.cotangent),
+    }
+
+
+def check_composition(port: Implementation, reference: dict, case) -> float:
+    """(k) Under every composition case the port declares (its region once, twice, under a
+    trainer's): output and VJP equal the canonical's, and its instrument shows the kept
+    roles and the forward matmuls (in the forward pass, and again in the backward) that its
+    stack declares, a declaration held to the composition rules first."""
+    worst = 0.0
+    plain = _record(
+        port, "backward_record", port.backward_record(case.params, case.x, checkpoint=False)
+    )
+    for name in composition.CASES:
+        if name not in composition.declared(port):
+            continue
+        argument, what = composition.Nesting(name), f"region composed: {name}"
+        out = port.forward(case.params, case.x, checkpoint=argument)
+        worst = max(
+            worst,
+            within(port.name, f"forward, {what}", out, reference["output"], reference["bound"]),
+        )
+        grads = _grads(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=argument))
+        worst = max(
+            worst,
+            _compare_grads(
+                port.name, f"VJP d/d{{}}, {what}", case, reference["analysis"],
+                grads.as_dict(), reference["grads"],
+            ),
+        )  # fmt: skip
+        record = _record(
+            port, "backward_record", port.backward_record(case.params, case.x, checkpoint=argument)
+        )
+        composed_records.check_record(port, name, record, plain)
+    return worst
+
+
 def _evidence_cases(scope: str) -> st.SearchStrategy:
     return st.tuples(strategies.param_cases(scope), strategies.seeds())
 
@@ -616,6 +671,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("j", "policies", "every declared remat policy: canonical results, expected saves",
              check_policies, prepare_policies, strategy=policy_cases,
              examples=POLICY_EXAMPLES),
+    Property("k", "composition", "regions wrapped twice and under a trainer's: canonical "
+             "results, declared saves and forward runs", check_composition,
+             prepare_composition, strategy=policy_cases, examples=COMPOSITION_EXAMPLES,
+             not_applicable=composed_records.not_expressible),
 )  # fmt: skip
 
 BY_ID = {p.id: p for p in PROPERTIES}

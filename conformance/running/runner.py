@@ -164,6 +164,9 @@ def _run_property(
     max_examples = prop.capped(max_examples)  # a costly property runs fewer
     run = _Run(prop, port, canonical, on_example, on_prepare)
     run.canonical_identity = canonical_identity
+    reason = prop.not_applicable(port) if prop.not_applicable is not None else None
+    if reason:  # nothing to check on this port: said so, never counted a pass
+        return run.finish("skip", None, reason), None
     try:
         if prop.cases is not None:  # a fixed list, run in full; it needs no reference
             for case in prop.cases():

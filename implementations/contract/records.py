@@ -162,6 +162,8 @@ class BackwardRecord:
       or None where the framework has no instrument that counts them.
     - `backward_matmuls`: how many matmuls the backward pass runs (the
       gradient's and the recomputed ones), or None where it is not counted.
+    - `forward_matmuls`: how many matmuls the forward pass runs, or None where it is not
+      counted (property (k) reads how often a composed region runs the forward).
     - `tags`: the names the block tags tensors with (JAX's `checkpoint_name`),
       or None where the framework has no names; a policy that saves a name
       not among them saves nothing.
@@ -176,6 +178,7 @@ class BackwardRecord:
     checkpoint_regions: int | None = None
     backward_matmuls: int | None = None
     tags: tuple[str, ...] | None = None
+    forward_matmuls: int | None = None
     measured_by: str = ""
 
     @property

@@ -36,8 +36,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import composition
 from ..contract import NOT_REPORTED, BackwardRecord, Implementation, Params, check_features
-from ..policies import POLICY_NAMES, Policy, check_declaration, declared_policy
+from ..policies import FULL, POLICY_NAMES, Policy, check_declaration, declared_policy
 
 #: What every concrete port class declares (`checkpoint_api` has a default).
 DECLARED = ("name", "framework", "stack")
@@ -196,6 +197,10 @@ class Port(Implementation):
     #: Its own expectations, policy label -> `implementations.expectations.Expected` ({}: its
     #: family's, as its stack folder declares them).
     expectations: ClassVar[Mapping[str, Any]] = {}
+    #: Composition cases it expresses: case -> native spelling (`implementations.composition`).
+    compositions: ClassVar[dict[str, str]] = {}
+    #: Composition cases it cannot express: case -> one-line reason.
+    not_composable: ClassVar[dict[str, str]] = {}
     #: Methods of a base that feed its records only (JAX: `differentiable`): overriding one
     #: makes the evidence the port's own, like overriding a record.
     evidence_methods: ClassVar[tuple[str, ...]] = ()
@@ -230,6 +235,9 @@ class Port(Implementation):
                 if name not in cls.policies
             }
         check_declaration(f"port class {cls.__qualname__}", cls.policies, cls.inexpressible)
+        composition.check_declaration(
+            f"port class {cls.__qualname__}", cls.compositions, cls.not_composable
+        )
         if not cls.distributions:  # the stack's, and the framework's own when it is a library
             extra = () if cls.framework in cls.stack.distributions else (cls.framework,)
             cls.distributions = cls.stack.distributions + extra
@@ -253,8 +261,20 @@ class Port(Implementation):
 
     def policy(self, checkpoint: Any) -> Policy:
         """The contract's `checkpoint=` as a Policy this port declares; `ValueError`
-        naming `checkpoint` for one it cannot express (with the declared reason)."""
+        naming `checkpoint` for one it cannot express (with the declared reason). A
+        composition case (`composition.Nesting`) is full remat, composed: FULL."""
+        if isinstance(checkpoint, composition.Nesting):
+            if checkpoint.case not in self.compositions:
+                reason = composition.not_composable(self)[checkpoint.case]
+                raise ValueError(
+                    f"checkpoint={checkpoint.case}: port {self.name} cannot express it ({reason})"
+                )
+            return FULL
         return declared_policy(checkpoint, self.name, self.policies, self.inexpressible)
+
+    def nesting(self, checkpoint: Any) -> str:
+        """The composition case `checkpoint=` asks for ("once" for a plain policy)."""
+        return composition.case_of(checkpoint)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
@@ -287,10 +307,12 @@ class Port(Implementation):
         slow. A port on a stack whose instrument runs the pass itself (torch,
         MLX) overrides `backward_record` instead.
         """
-        policy = self.policy(checkpoint)
+        policy, nesting = self.policy(checkpoint), self.nesting(checkpoint)
+        # A composition case reaches the trace as it was asked for (full remat, composed).
+        traced = policy if nesting == "once" else checkpoint
         return self.cached_record(
-            ("vjp", params.dim, params.features, policy),
-            lambda: self.traced_record(params, x, policy),
+            ("vjp", params.dim, params.features, policy, nesting),
+            lambda: self.traced_record(params, x, traced),
         )
 
     def traced_record(self, params: Params, x: np.ndarray, checkpoint: Policy) -> BackwardRecord:

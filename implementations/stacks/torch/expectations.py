@@ -4,6 +4,7 @@ selective-checkpoint cache), inductor (AOTAutograd's partitioned graphs) and FSD
 torch's Linear is one addmm with the bias fused in: a policy can save h, never d1.
 """
 
+from implementations.composition import composed
 from implementations.expectations import Degradation, Expectations, expect
 
 _HERE = "implementations.stacks.torch.degradations"
@@ -42,6 +43,32 @@ EXPECTATIONS = Expectations(
             ),
             "full": expect(
                 "x", 5, why="torch.utils.checkpoint keeps x's rows, reruns addmm and relu"
+            ),
+        },
+    },
+    # Measured on the eager port (tests/torch/test_torch_composition.py pins them).
+    compositions={
+        "torch": {
+            "once": composed(
+                "x",
+                2,
+                1,
+                why="non-reentrant checkpoint keeps x; its recompute stops once relu's output "
+                "is rebuilt, so x @ W1 alone reruns (early_stop, torch/utils/checkpoint.py)",
+            ),
+            "twice": composed(
+                "x",
+                2,
+                1,
+                why="the outer recompute reruns the inner checkpoint, which saves through the "
+                "outer's hooks and stops early: nothing more (NOTE [Nestable Checkpoint])",
+            ),
+            "under_trainer": composed(
+                "x",
+                2,
+                1,
+                why="the trainer's region over the model's call nests as twice does "
+                "(NOTE [Nestable Checkpoint], early_stop)",
             ),
         },
     },

@@ -8,6 +8,7 @@ eager port (`pytorch`) runs this module as it is; the compiled port
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -53,6 +54,10 @@ class MLP(nn.Module):
       a selective-checkpoint policy).
     - `tag_h`: whether h goes through the `tag` operator, which a
       `save_named` policy saves (torch has no names of its own).
+    - `nesting`: the composition case (`implementations.composition`): `once`, the block
+      in one checkpoint; `twice`, that checkpoint inside another around the same block;
+      `under_trainer`, the module's whole call inside an outer checkpoint, as a trainer's
+      activation checkpointing wraps a model that checkpoints its own blocks.
     """
 
     def __init__(
@@ -63,12 +68,14 @@ class MLP(nn.Module):
         checkpoint: bool = True,
         context_fn: Callable[[], tuple[Any, Any]] | None = None,
         tag_h: bool = False,
+        nesting: str = "once",
     ):
         super().__init__()
         self.fc1, self.fc2 = fc1, fc2
         self.checkpoint = checkpoint
         self.context_fn = context_fn
         self.tag_h = tag_h
+        self.nesting = nesting
 
     def _needs_grad(self, x: torch.Tensor) -> bool:
         # Autograd records a graph only if something requires grad; without
@@ -84,12 +91,20 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
         if not (self.checkpoint and self._needs_grad(x)):
             return self.block(x)
+        if self.nesting == "under_trainer":  # the trainer's region over the model's call
+            return self._checkpoint(self._model_call, x)
+        if self.nesting == "twice":  # the same region, wrapped again
+            return self._checkpoint(functools.partial(self._checkpoint, self.block), x)
+        return self._checkpoint(self.block, x)
+
+    def _model_call(self, x: torch.Tensor) -> torch.Tensor:  # the model, its own region in
+        return self._checkpoint(self.block, x)
+
+    def _checkpoint(self, function: Callable, x: torch.Tensor) -> torch.Tensor:
         extra = {} if self.context_fn is None else {"context_fn": self.context_fn}
         # Non-reentrant, as torch recommends (leaving use_reentrant out warns).
         # The block draws no random numbers: no RNG state to stash and restore.
-        return torch_checkpoint(
-            self.block, x, use_reentrant=False, preserve_rng_state=False, **extra
-        )
+        return torch_checkpoint(function, x, use_reentrant=False, preserve_rng_state=False, **extra)
 
 
 # ---------------------------------------------------------------------------
@@ -123,6 +138,7 @@ def build_mlp(
     device: Any = None,
     context_fn: Callable[[], tuple[Any, Any]] | None = None,
     tag_h: bool = False,
+    nesting: str = "once",
 ) -> MLP:
     """An `MLP` holding `params`, on `device` (the CPU by default)."""
     state = params_to_state(params, device)
@@ -132,6 +148,7 @@ def build_mlp(
         checkpoint=checkpoint,
         context_fn=context_fn,
         tag_h=tag_h,
+        nesting=nesting,
     )
 
 

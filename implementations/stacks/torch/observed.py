@@ -238,6 +238,7 @@ def observe(call: Callable[[], Any], x: Any) -> BackwardRecord:
         checkpoint_regions=watch.regions.forward if watch.handed else None,
         backward_matmuls=watch.backward_matmuls,
         tags=(SAVED_NAME,) if watch.roles.tagged else (),
+        forward_matmuls=watch.forward_matmuls,
     )
 
 

@@ -74,6 +74,7 @@ class TorchPort(Port, abstract=True):
             checkpoint=self.checkpoints(policy),
             context_fn=context_fn,
             tag_h=policy.name == "save_named",
+            nesting=self.nesting(checkpoint),
         )
 
     def checkpoints(self, policy: Policy) -> bool:

@@ -44,6 +44,12 @@ class PyTorch(TorchPort):
         "(torch 2.13): nothing is offloaded",
         "budget": "activation_memory_budget is a torch.compile option; eager torch has none",
     }
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "checkpoint(block, x, use_reentrant=False)",
+        "twice": "checkpoint(partial(checkpoint, block), x, use_reentrant=False)",
+        "under_trainer": "checkpoint(model, x, use_reentrant=False) around a model whose "
+        "forward checkpoints its block",
+    }
 
 
 nn_checkpoint_forward = PyTorch.exported()

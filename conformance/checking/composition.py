@@ -1,0 +1,117 @@
+"""Property (k)'s record side: what each port's instrument must show when its region is
+composed (wrapped twice, or under a trainer's region), who said so, and the check of one
+record against it (`implementations.composition`).
+
+Two sources, one form (`implementations.composition.Composed`), as for the policies: the
+port's own declaration (a class's `composition_expectations`, case -> `Composed`), else its
+instrument family's table in its stack's `expectations.py` (`Expectations.compositions`).
+Either is held to the composition rules (`composition.contradictions`) before it is used.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from implementations import composition, manifests
+from implementations.composition import Composed
+from implementations.contract import BackwardRecord
+
+from . import policy_expectations
+from .checks import fail
+
+
+@functools.cache
+def tables() -> dict[str, dict[str, Composed]]:
+    """Every family's composition table the suite's stacks declare: family -> case ->
+    `Composed`."""
+    merged: dict[str, dict[str, Composed]] = {}
+    for manifest in manifests.manifests():
+        if not manifest.expectations:
+            continue
+        for name, table in manifests.resolve(manifest.expectations).compositions.items():
+            if name in merged:
+                raise ValueError(f"instrument family {name!r} declares compositions twice")
+            merged[name] = dict(table)
+    return merged
+
+
+def own(port: Any) -> Mapping[str, Composed] | None:
+    """The composition expectations `port` declares itself, or None."""
+    table = getattr(port, "composition_expectations", None)
+    return table if isinstance(table, Mapping) and table else None
+
+
+def table_of(port: Any) -> tuple[dict[str, Composed], str]:
+    """`port`'s composition table and whose it is, in words for reports."""
+    name = policy_expectations.family(port) or "unknown"
+    mine = own(port)
+    if mine is not None:
+        return dict(mine), f"the {name} instrument's, declared by the port itself"
+    found = tables().get(name)
+    if found is None:
+        return {}, ""
+    return found, f"the {name} instrument's, declared by the suite (its stack's expectations.py)"
+
+
+def not_expressible(port: Any) -> str | None:
+    """Why (k) has nothing to check on `port` (no nested case declared), or None."""
+    expressed = composition.declared(port)
+    if any(case in expressed for case in composition.NESTED):
+        return None
+    reasons = composition.not_composable(port)
+    return "not expressible: " + "; ".join(
+        f"{case}: {reasons[case]}" for case in composition.NESTED
+    )
+
+
+def rerun_matmuls(record: BackwardRecord, plain: BackwardRecord) -> int | None:
+    """The forward matmuls `record`'s backward pass runs again: its matmuls beyond the
+    gradient's own, which `plain` (the same port without a checkpoint) runs."""
+    if record.backward_matmuls is None or plain.backward_matmuls is None:
+        return None
+    return record.backward_matmuls - plain.backward_matmuls
+
+
+def check_record(
+    port: Any, case: str, record: BackwardRecord, plain: BackwardRecord
+) -> dict[str, Any]:
+    """Fail unless `record` (the port's VJP under `case`) shows what the port's table says;
+    returns the measured row (kept roles and bytes, forward matmuls, reruns) for reports."""
+    what = f"VJP with its region composed: {case}"
+    table, whose = table_of(port)
+    problems = composition.contradictions(table)
+    if problems:
+        fail(port.name, what, f"its composition table breaks a rule: {'; '.join(problems)}")
+    expected = table.get(case)
+    if expected is None:
+        fail(
+            port.name,
+            what,
+            f"no composition expectation for {case} is written down for the "
+            f"{policy_expectations.family(port) or 'unknown'} instrument (docs/PORTING.md, "
+            "Composition)",
+        )
+    held = f" ({expected.why}; held to {whose})"
+    reruns = rerun_matmuls(record, plain)
+    measured = {
+        "roles": sorted(record.saved_roles),
+        "saved_bytes": record.saved_bytes,
+        "forward_matmuls": record.forward_matmuls,
+        "rerun_matmuls": reruns,
+    }
+    if record.saved_roles != expected.roles:
+        fail(
+            port.name,
+            what,
+            f"saves {{{', '.join(sorted(record.saved_roles))}}}, expected "
+            f"{{{', '.join(sorted(expected.roles))}}}{held}",
+        )
+    for label, seen, wanted in (
+        ("forward matmuls in the forward pass", record.forward_matmuls, expected.forward_matmuls),
+        ("forward matmuls again in the backward pass", reruns, expected.rerun_matmuls),
+    ):
+        if wanted is not None and seen != wanted:
+            fail(port.name, what, f"runs {seen} {label}, expected {wanted}{held}")
+    return measured
