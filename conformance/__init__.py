@@ -26,8 +26,8 @@ __all__ = ["bench", "compare", "report", "run"]
 
 
 def __getattr__(name):
-    # Lazy: `import conformance` stays cheap; the first use imports the implementation.
     if name in __all__:
+        # Lazy: `import conformance` stays cheap; the first use imports the implementation.
         from . import api
 
         return getattr(api, name)

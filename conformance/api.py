@@ -16,7 +16,23 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import implementations
+
+from . import benchmark as sweep
+from .benchmark import (
+    DEFAULT_FRAMEWORKS,
+    DEFAULTS,
+    FRAMEWORKS,
+    BenchReport,
+    load_average,
+    load_frameworks,
+)
+from .benchmark.measure import Settings
 from .commands import arguments
+from .comparison import measure
+from .page import build
+from .running import profiles
+from .running.suite import RunConfig, run_suite
 
 if TYPE_CHECKING:
     from .benchmark import BenchReport
@@ -83,11 +99,6 @@ def run(
     """
     from hypothesis import settings
 
-    import implementations
-
-    from .running import profiles
-    from .running.suite import RunConfig, run_suite
-
     names = _names(ports, arguments.port_name, "ports") or list(implementations.registered())
     keys = _names(properties, arguments.property_key, "properties") or []
     chosen = arguments.profile_from_environment(
@@ -145,8 +156,6 @@ def compare(
     whether a port fails; `conformance.comparison.print_comparison(c, console)`
     prints the report.
     """
-    from .comparison import measure
-
     names = _names(ports, arguments.port_name, "ports")
     return measure.run(
         _check(arguments.seed, seed, "seed"),
@@ -183,17 +192,6 @@ def bench(
     `conformance.benchmark.render` has the Markdown and the plot.
     """
     import time
-
-    from . import benchmark as sweep
-    from .benchmark import (
-        DEFAULT_FRAMEWORKS,
-        DEFAULTS,
-        FRAMEWORKS,
-        BenchReport,
-        load_average,
-        load_frameworks,
-    )
-    from .benchmark.measure import Settings
 
     if isinstance(frameworks, str):
         frameworks = [frameworks]
@@ -239,6 +237,4 @@ def report(
 
     **Returns:** a `Report` (`.html`, `.markdown`), written only where the paths say.
     """
-    from .page import build
-
     return build(list(reports), html_path=html_path, markdown_path=markdown_path, pictures=pictures)

@@ -49,6 +49,7 @@ from .commands import (
     vectors,
     versions,
 )
+from .distribution import version
 from .running import environment, interrupts, isolation
 from .terminal import style as terminal_style
 
@@ -79,17 +80,6 @@ def parser() -> argparse.ArgumentParser:
         if name != "vectors":  # its subcommands take them
             arguments.add_output_arguments(command)
     return top
-
-
-def version() -> str:
-    """This package's version, from its metadata (or "unknown" in a tree never installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("remat-conformance")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _not_a_command(word: str) -> str | None:

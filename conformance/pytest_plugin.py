@@ -39,13 +39,13 @@ import pytest
 
 import implementations
 
-from .checking.mutation import MutantResult
 from .checking.properties import PROPERTIES
 from .commands import arguments
 from .mutants import MUTANTS
 from .running import environment, expectations, profiles
+from .running.mutation import MutantResult
 from .running.suite import PortReport, PortRun, RunConfig, Supervisor, WorkerRun, worker_group
-from .running.worker import Session, printing_to
+from .running.worker import Session, printing_to, tail
 
 
 class StaleExpectationWarning(UserWarning):
@@ -316,7 +316,5 @@ def test_mutant(mutant_name, conformance_session):
 
 
 def _printed(run: PortRun) -> str:
-    from .running.worker import tail
-
     text = tail(run.output, lines=20)
     return f"\n{run.port or f'the {run.family} worker'} printed:\n{text}" if text else ""

@@ -27,6 +27,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, requires
 
 from . import _moved, manifests
 from .contract import Implementation, StackUnavailable, installed_versions
+from .process import ProcessPort, ProcessPortError, ProtocolViolation
 
 __all__ = [
     "BUILTIN",
@@ -160,8 +161,6 @@ def install_hint(name: str) -> str:
 
 def _load_process_port(name: str, command: str) -> Implementation:
     """A port that is a program (`exec:<command>`), started and greeted now."""
-    from .process import ProcessPort, ProcessPortError, ProtocolViolation
-
     try:
         return ProcessPort.from_command(name, command)
     except ProcessPortError as error:

@@ -1,7 +1,7 @@
 """The bench's plot: one row of panels per framework, one column per metric.
 
 A row holds one framework's lines only, in its engine's colour (the same in
-every picture of the report: `conformance.page.colours`); the modes are told
+every picture of the report: `conformance.colours`); the modes are told
 apart by marker and line style, the variants by filled or hollow markers, so
 no axis carries more than nine lines and colour is never the only signal. Every memory
 axis shows one metric: XLA's compiled temp and torch's profiler peak are
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from implementations.bench_case import MODES
 
-from .measure import Result
+from .. import colours
+from .measure import TIME_TARGET, Result
 
 if TYPE_CHECKING:
     from . import BenchReport
@@ -92,8 +93,6 @@ def figure(report: BenchReport):
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    from .measure import TIME_TARGET
-
     results = report.results
     # Lines a stack holds to a time target at every depth (`Result.time_target_every_depth`).
     every_depth = {
@@ -111,7 +110,6 @@ def figure(report: BenchReport):
         figsize=(3.6 * len(metrics), 2.9 * len(frameworks) + 1.2),
         squeeze=False,
     )
-    from ..page import colours
 
     plain = FuncFormatter(lambda value, _: f"{value:g}")
     variant_styles: dict[tuple[str, str], str] = {}

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from implementations.bench_case import MODES
 
-from .measure import SAVED_TARGET, TIME_TARGET, Result, mode_titles, verdict
+from ..terminal.style import print_table
+from .measure import SAVED_TARGET, TIME_TARGET, Result, definitions, mode_titles, verdict
+from .plot import plot as draw
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -158,8 +160,6 @@ def targets(results: Sequence[Result], target_spread: float = 0.05) -> list[dict
 
 def markdown(report: BenchReport) -> str:
     """The whole report as Markdown: settings, the table, the targets, the definitions."""
-    from .measure import definitions
-
     s = report.settings
     versions = "; ".join(
         f"{name}: " + ", ".join(f"{k} {v}" for k, v in found.items())
@@ -251,8 +251,6 @@ def print_report(report: BenchReport, console: Console) -> None:
     """The table and the targets, for a terminal."""
     from rich.table import Table
 
-    from ..terminal.style import print_table
-
     s = report.settings
     table = Table(
         title=f"bench · Dense({s.features})→relu→Dense({s.features}) x L · batch {s.batch}",
@@ -297,6 +295,4 @@ def print_report(report: BenchReport, console: Console) -> None:
 
 def plot(report: BenchReport, path) -> str | None:
     """Draw the bench into `path` (PNG, `plot`). **Returns:** None or why not."""
-    from .plot import plot as draw
-
     return draw(report, path)

@@ -28,7 +28,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+import implementations
 from implementations import manifests
+from implementations.stacks.numpy import canonical_params
+
+from ..running import isolation
 
 FLOAT32 = 4
 
@@ -90,8 +94,6 @@ def measure_here(engine: str, ranks: int, settings: dict, nodes: int = 1) -> lis
     """In an isolated process with N (and the nodes) set: one row per checkpoint setting,
     as dicts."""
     name = engine
-    import implementations
-    from implementations.stacks.numpy import canonical_params
 
     chosen = ScaleSettings(
         **{**settings, "ranks": tuple(settings["ranks"]), "nodes": tuple(settings["nodes"])}
@@ -130,8 +132,6 @@ def run(
 ) -> tuple[list[ScaleRow], dict[str, str]]:
     """Every engine at every N and node count, each in a fresh process: the rows, and what
     failed (why)."""
-    from ..running import isolation
-
     rows, failed = [], {}
     for engine in engines:
         for nodes, ranks in settings.runs():

@@ -27,6 +27,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
+import implementations
+
+from ..checking.properties import BY_ID, BY_KEY
+from ..running.profiles import DEFAULT, ENV_VAR, PROFILES
+
 #: The largest seed the contract takes (`docs/PORTING.md`: seeds in [0, 2**63 - 1]).
 MAX_SEED = 2**63 - 1
 
@@ -204,15 +209,11 @@ def known_name(text: str, known: Iterable[str], what: str) -> str:
 
 def port_name(text: str) -> str:
     """A registered port (built-in or from an entry point); imports no framework."""
-    import implementations
-
     return known_name(text, implementations.registered(), "port")
 
 
 def property_key(text: str) -> str:
     """A property by letter ("c") or key ("c_vjp"); returns the key."""
-    from ..checking.properties import BY_ID, BY_KEY
-
     found = BY_ID.get(text) or BY_KEY.get(text)
     if found is None:
         known_name(text, [*BY_KEY, *BY_ID], "property (a letter or a key)")
@@ -220,15 +221,11 @@ def property_key(text: str) -> str:
 
 
 def profile_name(text: str) -> str:
-    from ..running.profiles import PROFILES
-
     return known_name(text, PROFILES, "profile")
 
 
 def profile_from_environment(given: str | None) -> str:
     """The profile to use: `given`, else `$REMAT_PROFILE`, checked, else the default."""
-    from ..running.profiles import DEFAULT, ENV_VAR
-
     if given is not None:
         return given
     value = os.environ.get(ENV_VAR)

@@ -7,11 +7,25 @@ import time
 
 from implementations import manifests
 
-from ..benchmark import DEFAULT_FRAMEWORKS, DEFAULTS, FRAMEWORKS, OPT_IN
+from ..benchmark import (
+    DEFAULT_FRAMEWORKS,
+    DEFAULTS,
+    FRAMEWORKS,
+    OPT_IN,
+    BenchReport,
+    load_average,
+    load_frameworks,
+    render,
+    scale,
+    total_steps,
+)
+from ..benchmark import run as sweep
 from ..benchmark.measure import Settings
 from ..jsonable import dumps
+from ..page import csv_files
 from ..running import interrupts
-from . import arguments
+from ..terminal import style as terminal_style
+from . import arguments, bench_policies
 
 HELP = "memory and time against depth, with a plot"
 
@@ -131,18 +145,12 @@ def run(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
-    from ..benchmark import BenchReport, load_average, load_frameworks, render, total_steps
-    from ..benchmark import run as sweep
-    from ..terminal import style as terminal_style
-
     if getattr(args, "scale", False):
         return _run_scale(args)
 
     console = terminal_style.console(stderr=True)
     settings = settings_from(args)
     if args.policies:
-        from . import bench_policies
-
         return bench_policies.command(args, settings)
     frameworks, skipped = load_frameworks(args.framework or list(DEFAULT_FRAMEWORKS))
     interrupts.check()  # a signal during an import may have been taken for a missing framework
@@ -182,8 +190,6 @@ def run(args: argparse.Namespace) -> int:
     (args.out / "bench.md").write_text(render.markdown(report))
     written = [args.out / "bench.json", args.out / "bench.md"]
     if args.csv is not None:
-        from ..page import csv_files
-
         written.append(csv_files.write_bench(args.csv, data))
     plotted = render.plot(report, args.out / "bench.png")
     if plotted is None:
@@ -208,8 +214,6 @@ def _run_scale(args: argparse.Namespace) -> int:
     import json
 
     from rich.console import Console
-
-    from ..benchmark import scale
 
     console = Console(stderr=True)
     settings = scale.ScaleSettings()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
 from ..benchmark.measure import Settings
 from ..benchmark.policies import (
     DEPTHS,
@@ -15,7 +16,9 @@ from ..benchmark.policies import (
     total_steps,
     with_policies,
 )
-from ..jsonable import to_data
+from ..benchmark.policy_plot import plot
+from ..jsonable import dumps, to_data
+from ..running import interrupts
 
 
 def command(args: Any, settings: Settings) -> int:
@@ -24,11 +27,6 @@ def command(args: Any, settings: Settings) -> int:
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
-    from ..benchmark.policy_plot import plot
-    from ..jsonable import dumps
-    from ..running import interrupts
 
     console = Console(stderr=True)
     if not args.depths:  # one depth unless asked: the policies, not the depths, vary here

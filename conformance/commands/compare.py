@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+import implementations
+
+from .. import comparison as compare
+from ..jsonable import dumps
+from ..page import csv_files, pictures
 from ..running import interrupts
+from ..terminal import style as terminal_style
 from . import arguments
 
 HELP = "one table: outputs, gradients, residuals, time"
@@ -65,12 +71,6 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
     import shlex
 
-    import implementations
-
-    from .. import comparison as compare
-    from ..jsonable import dumps
-    from ..terminal import style as terminal_style
-
     console = terminal_style.console(stderr=True)
     live = terminal_style.live(console)
     # What the ports print goes to stderr (DeepSpeed logs to stdout when imported), so that
@@ -108,8 +108,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_files(data: dict, args: argparse.Namespace, console) -> None:
     """`--csv` and `--plot`: the table as CSV, the pictures as PNG files."""
-    from ..page import csv_files
-
     if args.csv is not None:
         csv_files.write_compare(args.csv, data)
         console.print(f"compare: wrote {args.csv}")
@@ -122,7 +120,6 @@ def _write_files(data: dict, args: argparse.Namespace, console) -> None:
                 "(pip install 'remat-conformance[bench]')"
             )
             return
-        from ..page import pictures
 
         written = pictures.write_compare_pictures(data, args.plot)
         console.print("compare: wrote " + ", ".join(str(p) for p in written))

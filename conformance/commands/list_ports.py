@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import argparse
 
+import implementations
+from implementations.found import find
+
+from ..terminal import style as terminal_style
+from ..terminal.style import print_legend, state_markup
+
 HELP = "list the registered ports and whether their frameworks are installed"
 
 LEGEND = (
@@ -33,12 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
-
-    import implementations
-    from implementations.found import find
-
-    from ..terminal import style as terminal_style
-    from ..terminal.style import print_legend, state_markup
 
     console = terminal_style.console()
     if args.load:

@@ -14,6 +14,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import merge
+from ..jsonable import dumps
+from ..terminal import style as terminal_style
 from . import arguments
 
 PROG = "python -m conformance merge"
@@ -44,10 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import merge
-    from ..jsonable import dumps
-    from ..terminal import style as terminal_style
-
     try:
         merged = merge.combine(merge.read_all(args.reports))
     except merge.ReportError as error:

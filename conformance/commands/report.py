@@ -29,6 +29,8 @@ from pathlib import Path
 
 from implementations import manifests
 
+from ..page import DocumentError, build
+from ..page.documents import Document, read
 from ..running import interrupts, profiles
 from . import arguments
 
@@ -141,8 +143,6 @@ def make(kind: str, args: argparse.Namespace, scratch: Path):
     """Run one command in a child process; its report, named by the command that made it.
     Exit 1 (a failed check) still made a report; any other failure raises RuntimeError.
     **Returns:** a `conformance.page.Document`."""
-    from ..page.documents import Document, read
-
     command, path = make_command(kind, args, scratch)
     print(f"report: running {' '.join(command[2:])}", file=sys.stderr)
     stdout = path.open("w") if kind in ("run", "compare") else subprocess.DEVNULL
@@ -164,8 +164,6 @@ def make(kind: str, args: argparse.Namespace, scratch: Path):
 
 def run(args: argparse.Namespace) -> int:
     """Write the page (and the Markdown); exit 2 when a report cannot be read or made."""
-    from ..page import DocumentError, build
-
     with tempfile.TemporaryDirectory(prefix="conformance-report-") as scratch:
         reports = list(args.reports)
         try:

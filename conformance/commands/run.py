@@ -16,9 +16,19 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+import implementations
 from implementations.manifests import CANONICAL_PORT
 
+from .. import merge
+from ..jsonable import dumps
+from ..mutants import MUTANTS
+from ..page import csv_files
 from ..running import interrupts, profiles
+from ..running.results import to_json
+from ..running.runner import DID_NOT_REPRODUCE
+from ..running.suite import RunConfig, examples_per_property, run_suite
+from ..terminal import style as terminal_style
+from ..terminal.suite import print_report
 from . import arguments
 
 HELP = "run the suite (the default command)"
@@ -150,15 +160,6 @@ def run(args: argparse.Namespace) -> int:
     from hypothesis import settings
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    import implementations
-
-    from ..jsonable import dumps
-    from ..mutants import MUTANTS
-    from ..running.results import to_json
-    from ..running.suite import RunConfig, examples_per_property, run_suite
-    from ..terminal import style as terminal_style
-    from ..terminal.suite import print_report
-
     profile = profiles.load(args.profile)
     names = list(
         dict.fromkeys(
@@ -230,8 +231,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _say_what_did_not_reproduce(report, console) -> None:
     """A replayed example that passes now: say so (its outcome passed, with this message)."""
-    from ..running.runner import DID_NOT_REPRODUCE
-
     for port in report.ports:
         for outcome in port.outcomes:
             if outcome.message.startswith(DID_NOT_REPRODUCE):
@@ -241,8 +240,6 @@ def _say_what_did_not_reproduce(report, console) -> None:
 
 def _write_markdown(data: dict, path: Path) -> bool:
     """Write the run's matrix as Markdown, by the writer `merge` uses; False if it cannot."""
-    from .. import merge
-
     merged = merge.combine([merge.Source(1, "this run", data)])
     try:
         path.write_text(merge.markdown(merged), encoding="utf-8")
@@ -255,8 +252,6 @@ def _write_markdown(data: dict, path: Path) -> bool:
 
 def _write_csv(data: dict, path: Path) -> bool:
     """Write the matrix as CSV (`conformance.page.csv_files`); False if it cannot."""
-    from ..page import csv_files
-
     try:
         csv_files.write_run(path, data)
     except OSError as error:

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+import implementations
+
+from ..checking import vectors
+from ..jsonable import dumps
+from ..running import interrupts
+from ..terminal import style as terminal_style
 from . import arguments
 
 HELP = "golden vectors: export, or check a port"
@@ -37,7 +43,6 @@ def validate(args: argparse.Namespace) -> None:
     """Read `--vectors` before any port loads: a manifest that is not one is a usage error."""
     if getattr(args, "vectors", None) is None:
         return
-    from ..checking import vectors
 
     try:
         vectors.load(args.vectors)
@@ -46,13 +51,6 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import implementations
-
-    from ..checking import vectors
-    from ..jsonable import dumps
-    from ..running import interrupts
-    from ..terminal import style as terminal_style
-
     console = terminal_style.console()
     if args.vectors_command == "export":
         with interrupts.deferred():  # a Ctrl-C waits for the framework's import

@@ -22,7 +22,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import versions
+from ..jsonable import dumps
 from ..running import interrupts, profiles
+from ..terminal import style as terminal_style
+from ..versions import render, summary
 from . import arguments
 
 PROG = "python -m conformance versions"
@@ -99,8 +103,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def validate(args: argparse.Namespace) -> None:
     """The extra, the sets' spelling and the ports, before any registry is asked."""
-    from .. import versions
-
     try:
         args.plan = versions.make(args.extra, args.versions, args.implementation, args.constraints)
     except versions.PlanError as error:
@@ -108,11 +110,6 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import versions
-    from ..jsonable import dumps
-    from ..terminal import style as terminal_style
-    from ..versions import render
-
     out = terminal_style.console()
     console = terminal_style.console(stderr=True)
     options = versions.Options(
@@ -130,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         progress(0, 0, args.extra, "asking the index for the versions it serves")
         versions.resolve(args.plan)
         sweep = versions.run(args.plan, options, progress)
-    data = sweep.to_json()
+    data = summary.to_json(sweep)
     try:
         if args.out is not None:
             args.out.write_text(dumps(data) + "\n", encoding="utf-8")
@@ -153,8 +150,6 @@ class _progress:
     QUIET = ("Collecting", "Downloading", "Building", "Installing collected")
 
     def __init__(self, console):
-        from ..terminal import style as terminal_style
-
         self.console, self.live = console, terminal_style.live(console)
         self.bar, self.tasks, self.said = None, {}, {}
 

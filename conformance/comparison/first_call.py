@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+import implementations
+from implementations.contract import PARAM_NAMES, Params
+
 from ..running import environment, framework_caches, isolation
 from . import rows
 
@@ -45,9 +48,6 @@ def first_call(name: str, inputs: Path, seed: int) -> dict[str, Any]:
 
 def measure(name: str, inputs: str, seed: int) -> dict[str, Any]:
     """In this (fresh) process: load the port, then time its first forward and VJP."""
-    import implementations
-    from implementations.contract import PARAM_NAMES, Params
-
     environment.prepare()
     data = np.load(inputs)
     params = Params(*(data[k] for k in PARAM_NAMES))

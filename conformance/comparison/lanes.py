@@ -32,6 +32,8 @@ import implementations
 from implementations import manifests
 
 from ..running import environment, isolation
+from . import model, port_row, rows
+from . import port_row as measure
 
 #: Seconds the lanes get to exit by themselves once the comparison is done with them.
 EXIT_GRACE = 0.5
@@ -199,8 +201,6 @@ def default_concurrency() -> int:
 
 def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
     """A lane's process: measure its ports, report each row, then time them when asked."""
-    from . import port_row as measure
-
     environment.prepare()
     to_parent = isolation.connection()
     params, x, cotangent, seed, repeats, exact, expected = args
@@ -224,8 +224,6 @@ def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
 def serve_row(names: list[str], *args) -> None:
     """A lane's process for an extra row (`rows`): made, measured as a port is (no policy
     cells), reported, then timed when asked."""
-    from . import model, port_row, rows
-
     environment.prepare()
     to_parent = isolation.connection()
     params, x, cotangent, seed, repeats, exact, expected = args

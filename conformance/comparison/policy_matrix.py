@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 
 from implementations.contract import Implementation, Params
-from implementations.policies import POLICY_NAMES, declared, inexpressible
+from implementations.policies import POLICY_NAMES, Policy, declared, inexpressible
 
 from ..checking import policy_expectations
 from ..checking.checks import ConformanceError
 from ..checking.properties import BUDGET_CHECKED, check_policy_record, checkpoint_argument
 from ..checking.tolerance import forward_bound, vjp_comparison
 from ..terminal.style import narrow_table
+from .model import diff
 
 
 @dataclass
@@ -98,14 +99,10 @@ def failed(cell: PolicyCell) -> bool:
 
 
 def _policy(name: str):
-    from implementations.policies import Policy
-
     return Policy(name)
 
 
 def _run(cell, port, references, policy, params, x, cotangent) -> None:
-    from .model import diff
-
     argument = checkpoint_argument(port, policy)
     # The canonical cannot express budget: every applied policy gives no remat's results.
     reference = references.get(policy.label) or references["none"]

@@ -8,8 +8,8 @@ and `scale.json` reports (the command can make them first), and returns a
 - `documents`: read a report and tell its kind;
 - `grids`: the conformance and policy matrices, compact cells with details;
 - `tables`: the tables as plain strings (HTML, Markdown and CSV share them);
-- `pictures`: the compare, bench, policy-bench and scale pictures, PNG bytes;
-- `colours`: one colour and marker per engine, for every picture;
+- `pictures`: the compare, bench, policy-bench and scale pictures, PNG bytes, in each
+  engine's colour and marker (`conformance.colours`);
 - `sections`: what the report shows, in order;
 - `html`, `markdown`: the two renderings.
 """

@@ -8,7 +8,7 @@
   beside the warm VJP time (checkpoint on) with its interquartile whisker, n
   and the IQR relative to the median; a spread wider than half the median is
   drawn hollow and dashed and called noise. Labels are the rows' ticks, so
-  none overlap; colours and markers are the engines' (`colours`).
+  none overlap; colours and markers are the engines' (`conformance.colours`).
 - `bits`: a dot plot of effective bits per port and result, with the
   bfloat16, TF32, float16 and float32 bands drawn in.
 
@@ -26,8 +26,10 @@ from typing import Any
 
 from implementations import manifests
 
-from . import colours
-from .tables import is_matmul, number
+from .. import colours
+from ..benchmark import from_json, plot
+from . import tables
+from .tables import is_matmul, number, relative_spread
 
 SAVED_KINDS = ("input x", "activations", "bool masks", "constants")
 OP_KINDS = ("matmul", "add / bias", "relu", "other")
@@ -417,8 +419,6 @@ def bench_picture(bench: dict[str, Any]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..benchmark import from_json, plot
-
     figure = plot.figure(from_json(bench))
     try:
         buffer = io.BytesIO()
@@ -433,8 +433,6 @@ def policy_bench_picture(data: dict[str, Any]) -> bytes:
     colour and marker): saved over the analytic minimum beside the step time over the same
     framework's `none`, median with its interquartile whisker, and n and the spread in words
     (noise over `NOISE` of the median)."""
-    from .tables import relative_spread, spread_words
-
     results = data.get("results") or []
     order = list(dict.fromkeys(r["framework"] for r in results))
     results = sorted(results, key=lambda r: order.index(r["framework"]))
@@ -458,7 +456,8 @@ def policy_bench_picture(data: dict[str, Any]) -> bytes:
                            linestyle="--" if noise else "-")  # fmt: skip
             timed.plot(median, y, linestyle="none", markeredgecolor=style["color"],
                        markerfacecolor="white" if noise else style["color"], **style)  # fmt: skip
-            timed.text(1.02, y, f"{median:.2f} · {spread_words(relative, len(ratios), NOISE)}",
+            words = tables.spread_words(relative, len(ratios), NOISE)
+            timed.text(1.02, y, f"{median:.2f} · {words}",
                        va="center", fontsize=8, fontweight="bold" if noise else "normal",
                        transform=timed.get_yaxis_transform())  # fmt: skip
         labels = [f"{r['framework']} {r.get('variant', '')}".strip() + f" · {r['policy']}"
@@ -484,8 +483,6 @@ def policy_bench_picture(data: dict[str, Any]) -> bytes:
 def scale_picture(data: dict[str, Any]) -> bytes:
     """`bench --scale`: bytes per rank and step time against N, one colour and marker per
     engine (`colours`), solid with the checkpoint on, dotted off, hollow on several nodes."""
-    from .tables import relative_spread
-
     rows = data.get("rows") or []
 
     def draw(figure) -> None:

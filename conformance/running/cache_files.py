@@ -37,6 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from implementations.contract import Grads, Params
+
+from ..checking import precision, strategies, tolerance
+
 FORMAT = 1
 
 
@@ -46,10 +50,6 @@ class CacheFileError(Exception):
 
 def _classes() -> dict[str, type]:
     # Imported here: this module is imported by the bank before the strategies exist.
-    from implementations.contract import Grads, Params
-
-    from ..checking import precision, strategies, tolerance
-
     found = [
         Params,
         Grads,

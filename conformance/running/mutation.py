@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .. import mutants as registry
-from ..running.runner import Canonical, run_property
-from .properties import BY_ID, BY_KEY
+from ..checking.properties import BY_ID, BY_KEY
+from .runner import Canonical, run_property
 
 # The property that must reject a mutant (its `killed_by`, the one that looks at
 # its bug) runs first, in full: the mutant almost always falls to its first example,

@@ -26,6 +26,8 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+import implementations
+
 ENV_VAR = "REMAT_PROFILE"
 DEFAULT = "ci"
 PROFILES = ("dev", "ci", "thorough", "scale")
@@ -66,7 +68,5 @@ def load(name: str | None = None) -> str:
 def default_ports(profile: str, registered) -> list[str]:
     """The ports a run checks when none is named: the sharded ones under `scale`, the others
     under every other profile."""
-    import implementations
-
     sharded = profile == SCALE
     return [name for name in registered if (name in implementations.SHARDED) == sharded]

@@ -7,10 +7,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checking.mutation import MutantResult, score
 from ..checking.properties import PROPERTIES
 from ..jsonable import to_data
 from . import machine, profiles
+from .mutation import MutantResult, score
 from .runner import Outcome
 
 SCHEMA = 3  # the version of the JSON report (`to_json`); docs/REPORT.md

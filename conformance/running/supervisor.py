@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from multiprocessing import connection
 from pathlib import Path
 
-from ..checking.mutation import MutantResult
 from ..mutants import MUTANTS
 from . import environment, interrupts, isolation
 from .config import Patience, Progress, RunConfig
+from .mutation import MutantResult
 from .results import OUTPUT_LIMIT, PortReport
 from .runner import Outcome
 from .worker import PortInfo, Worker, tail

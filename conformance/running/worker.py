@@ -63,7 +63,6 @@ import implementations
 from implementations import Implementation, PortUnavailable
 
 from ..checking import provenance
-from ..checking.mutation import MUTANT_EXAMPLES, run_mutants
 from ..checking.properties import BY_KEY
 from . import (
     devices,
@@ -75,6 +74,7 @@ from . import (
     process_state,
     profiles,
 )
+from .mutation import MUTANT_EXAMPLES, run_mutants
 from .runner import Outcome, run_property
 
 Emit = Callable[[tuple], None]

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..checking.mutation import MUTANT_EXAMPLES_NOTE, score
 from ..checking.properties import PROPERTIES
+from ..running.mutation import MUTANT_EXAMPLES_NOTE, score
 from ..running.results import PortReport, SuiteReport, replay_command
 from .style import narrow_table, print_legend, print_table, state_markup
 

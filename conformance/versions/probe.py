@@ -25,12 +25,18 @@ from typing import Any
 
 import numpy as np
 
+import implementations
+from implementations import PortUnavailable, manifests
+from implementations.stacks.numpy import canonical_params
+
+from ..comparison import policy_matrix
+from ..jsonable import dumps
+from ..running import environment
+
 SEED, DIM, FEATURES = 0, 8, 8
 
 
 def _inputs() -> tuple[Any, np.ndarray, np.ndarray]:
-    from implementations.stacks.numpy import canonical_params
-
     rng = np.random.default_rng(SEED)
     x = rng.standard_normal(DIM).astype(np.float32)
     cotangent = rng.standard_normal(FEATURES).astype(np.float32)
@@ -61,12 +67,6 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def policies(ports: list[str], references_path: Path, canonical: bool) -> dict[str, Any]:
-    import implementations
-    from implementations import PortUnavailable
-
-    from ..comparison import policy_matrix
-    from ..running import environment
-
     environment.prepare()
     params, x, cotangent = _inputs()
     result: dict[str, Any] = {"canonical": {}, "ports": {}, "shape": [DIM, FEATURES]}
@@ -109,8 +109,6 @@ def policies(ports: list[str], references_path: Path, canonical: bool) -> dict[s
 
 
 def degradation(probe: str) -> dict[str, Any]:
-    from implementations import manifests
-
     holds, seen = manifests.resolve(probe)()
     return {"holds": bool(holds), "seen": str(seen)}
 
@@ -139,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         traceback.print_exc()
         result = {"error": _said(error)}
-    from ..jsonable import dumps
 
     args.out.write_text(dumps(result) + "\n", encoding="utf-8")
     return 0

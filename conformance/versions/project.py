@@ -17,7 +17,7 @@ from typing import Any
 
 from implementations import manifests
 
-DISTRIBUTION = "remat-conformance"
+from ..distribution import DISTRIBUTION
 
 
 def packaging_lib() -> Any:

@@ -27,12 +27,13 @@ from implementations import manifests
 
 from ..checking import policy_expectations
 from ..checking.properties import PROPERTIES
+from ..merge.read import Source
 from ..running import interrupts
 from ..running.runner import FAILING
 from . import project, venvs
 from .plan import Plan, VersionSet
 
-SCHEMA = 1  # of the sweep's JSON (`Sweep.to_json`); docs/VERSIONS.md
+SCHEMA = 1  # of the sweep's JSON (`summary.to_json`); docs/VERSIONS.md
 PROBE_TIMEOUT = 900.0  # seconds for one probe process
 POLICIES = ("none", "full", "save_dots", "save_named", "offload_dots", "budget")
 
@@ -84,8 +85,6 @@ class SetResult:
             return True
         if self.state != "ran" or self.report is None:
             return False
-        from ..merge.read import Source
-
         if Source(0, self.report_path, self.report).failed:
             return True
         return any(p.get("failed") or p.get("error") for p in self.policies.values())
@@ -103,7 +102,7 @@ def degradations_of(ports: list[str]) -> list[Any]:
 
 @dataclass
 class Sweep:
-    """Everything a sweep found (`to_json` gives it as data: docs/VERSIONS.md)."""
+    """Everything a sweep found (`summary.to_json` gives it as data: docs/VERSIONS.md)."""
 
     plan: Plan
     options: Options
@@ -115,11 +114,6 @@ class Sweep:
     @property
     def failed(self) -> bool:
         return any(result.failed for result in self.results)
-
-    def to_json(self) -> dict[str, Any]:
-        from .summary import to_json
-
-        return to_json(self)
 
 
 def run(plan: Plan, options: Options, progress: Progress | None = None) -> Sweep:

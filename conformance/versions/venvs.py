@@ -50,6 +50,9 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
+import implementations
+
+from .. import distribution
 from ..running import environment
 from . import project
 from .plan import Plan, VersionSet
@@ -393,15 +396,12 @@ def reason(output: str, lines: list[str], held: set[str], pins: dict[str, str]) 
 def snapshot(path: Path) -> Path:
     """Copy this checkout's `conformance` and `implementations` packages into the venv (made
     again each run), with a `.dist-info` naming the version; the folder for `PYTHONPATH`."""
-    import conformance
-    import implementations
-
     target = path / SOURCE
     if target.exists():
         shutil.rmtree(target)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules")
-    for package in (conformance, implementations):
-        source = Path(package.__file__).parent
+    conformance = Path(__file__).resolve().parents[1]  # this package's folder, not its import
+    for source in (conformance, Path(implementations.__file__).parent):
         shutil.copytree(source, target / source.name, ignore=ignore)
     version = _version()
     info = target / f"remat_conformance-{version}.dist-info"
@@ -416,9 +416,7 @@ def _version() -> str:
     root = project.source_root()
     if root is not None:
         return project._pyproject(root / "pyproject.toml")["project"]["version"]
-    from ..cli import version
-
-    return version()
+    return distribution.version()
 
 
 def run_environment(venv: Venv, source: Path) -> dict[str, str]:

@@ -253,7 +253,7 @@ def test_run_markdown_needs_a_directory(tmp_path):
 def test_every_field_of_the_report_is_documented(run_report):
     import dataclasses
 
-    from conformance.checking.mutation import MutantResult
+    from conformance.running.mutation import MutantResult
     from tests.helpers import ROOT
 
     data = _on_cpu(_failing(run_report[0], "pytorch", "c_vjp"))  # a failure has `replay`

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.checking import mutation
 from conformance.mutants import Mutant
+from conformance.running import mutation
 from conformance.running.runner import Outcome
 
 

@@ -22,10 +22,10 @@ import implementations
 from conformance.benchmark import BenchReport
 from conformance.benchmark import measure as bench_measure
 from conformance.benchmark import render as bench_render
-from conformance.checking.mutation import MutantResult
 from conformance.checking.properties import PROPERTIES
 from conformance.comparison import failed as compare_failed
 from conformance.comparison import measure, render, rows
+from conformance.running.mutation import MutantResult
 from conformance.running.runner import Outcome
 from conformance.running.suite import PortReport, SuiteReport
 from conformance.terminal import style as terminal_style

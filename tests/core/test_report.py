@@ -22,12 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cli
+from conformance import cli, colours
 from conformance.page import (
     DocumentError,
     build,
     chromium,
-    colours,
     csv_files,
     documents,
     grids,

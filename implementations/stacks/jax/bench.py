@@ -22,7 +22,9 @@ import jax.numpy as jnp
 
 from implementations.bench_case import MODES, Data, Static
 from implementations.contract import SavedTensor, installed_versions
+from implementations.policies import Policy
 from implementations.stacks.hlo import hlo_dot_count
+from implementations.stacks.jax import policies as jax_policies
 from implementations.stacks.jax import saved_tensors
 
 FRAMEWORK = "jax"
@@ -153,8 +155,6 @@ def policy_case(policy: str, data: Data) -> JaxCase:
     """The stack under `lax.scan` (where XLA:CPU keeps the remat), each block under
     `jax.checkpoint(block, policy=...)` with the JAX stack's policy functions, h tagged by
     `checkpoint_name` for save_named."""
-    from implementations.policies import Policy
-    from implementations.stacks.jax import policies as jax_policies
 
     def tagged_block(params, x):  # (B, F) -> (B, F), h tagged for save_named
         w1, b1, w2, b2 = params

@@ -40,7 +40,7 @@ def serve(connection) -> None:
     """Answer the controller's requests until "stop" (then shut down with the others)."""
     import jax
 
-    from . import spmd
+    from . import spmd  # imports jax: only once main has set the host devices (docstring)
 
     ports: dict[str, object] = {}
     while True:

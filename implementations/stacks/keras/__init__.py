@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 def on(name: str) -> KerasStack:
     """Keras loaded on backend `name` ("jax", "torch" or "tensorflow"), as a `Stack`."""
     backend.load(name)
-    from .stack import KerasStack
+    from .stack import KerasStack  # imports keras: only once its backend is chosen
 
     return KerasStack(name)
 

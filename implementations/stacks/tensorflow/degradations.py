@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...policies import FULL
+from ..numpy import canonical_params
+
 
 def recompute_grad_reruns_both_matmuls() -> tuple[bool, str]:
     """`tf.recompute_grad` reruns both MatMuls, the second of which the gradient never needs."""
-    from ...policies import FULL
-    from ..numpy import canonical_params
-    from .tensorflow import TensorFlow
+    from .tensorflow import TensorFlow  # imports TensorFlow: only where a probe runs
 
     record = TensorFlow().backward_record(
         canonical_params(0, 3, 4), np.ones(3, np.float32), checkpoint=FULL

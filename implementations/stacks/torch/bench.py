@@ -34,7 +34,10 @@ from torch.utils.checkpoint import (
 
 from implementations.bench_case import MODES, Data, Static
 from implementations.contract import SavedTensor
+from implementations.policies import Policy
 from implementations.stacks.torch import SavedTensors, classify
+from implementations.stacks.torch import policies as torch_policies
+from implementations.stacks.torch.policies import tag
 
 FRAMEWORK = "torch"
 VARIANTS = ("",)  # eager: one way to run the stack
@@ -218,8 +221,6 @@ NOT_EXPRESSIBLE = {
 
 
 def _policy_block(tag_h: bool) -> Callable:
-    from implementations.stacks.torch.policies import tag
-
     if not tag_h:
         return block
 
@@ -232,9 +233,6 @@ def _policy_block(tag_h: bool) -> Callable:
 def policy_stack_fn(policy: str, context_fn: Callable | None = None) -> Callable:
     """`stack(params, x)`: the torch blocks under `policy` (a budget runs them plain: it is the
     compiler's). `context_fn` replaces the policy's own (an instrument's)."""
-    from implementations.policies import Policy
-    from implementations.stacks.torch import policies as torch_policies
-
     name = Policy.parse(policy).name
     function = torch_policies.POLICY_FUNCTIONS.get(name)
     if context_fn is None and function is not None:
@@ -262,9 +260,6 @@ class PolicyCase(TorchCase):
         self.stack, self.mode = policy_stack_fn(policy), policy
 
     def residuals(self) -> tuple[SavedTensor, ...]:
-        from implementations.policies import Policy
-        from implementations.stacks.torch import policies as torch_policies
-
         function = torch_policies.POLICY_FUNCTIONS.get(Policy.parse(self.mode).name)
         cache = None if function is None else torch_policies.SelectiveCache(function)
         stack = policy_stack_fn(self.mode, cache and cache.context_fn)

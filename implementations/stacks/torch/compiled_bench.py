@@ -27,8 +27,9 @@ import torch
 
 from implementations.bench_case import MODES, Data, Static
 from implementations.contract import SavedTensor
+from implementations.policies import Policy
 from implementations.stacks.torch import bench as torch_bench
-from implementations.stacks.torch.compiled import CompiledModule
+from implementations.stacks.torch.compiled import CompiledModule, NoRemat
 
 # Under torch.compile, a checkpoint with a context_fn (save-mm) warns once that
 # its region must hold no in-place ops; the blocks hold none. Kept off the
@@ -121,9 +122,6 @@ NOT_EXPRESSIBLE = {"offload_dots": "CPU_OFFLOAD is a plain save under compile (t
 def policy_case(policy: str, data: Data) -> CompiledCase:
     """The compiled stack under `policy`: `none` as the port compiles it (a partitioner that
     recomputes nothing), a budget as `activation_memory_budget` on the plain blocks."""
-    from implementations.policies import Policy
-    from implementations.stacks.torch.compiled import NoRemat
-
     parsed = Policy.parse(policy)
     case = CompiledCase("compiled", "none", data)
     if parsed.name == "none":
