@@ -1,7 +1,9 @@
 """The instrument of the stacks that hook saved tensors and leaf modules (Paddle, MindSpore in
-PyNative mode): `SavedTensors`, `LeafCalls`, `classify`, `record`. Imports the standard library
-only: a stack passes its framework's pieces (its `saved_tensors_hooks`, how a leaf takes a
-forward hook, its tensor type, how a tensor is described).
+PyNative mode): `SavedTensors`, `LeafCalls`, `classify`, `record`, and, for the evidence read
+off a port's own call (one path: no model of the base's), `ObservedCall` and
+`classify_by_values`. Imports numpy and the standard library only: a stack passes its
+framework's pieces (its `saved_tensors_hooks`, how a leaf takes a forward hook, its tensor
+type, how a tensor is described).
 
 - **Saved:** `SavedTensors.pack`, installed by the framework's `saved_tensors_hooks(pack,
   unpack)` around the forward pass, notes every tensor autograd keeps, once per storage
@@ -22,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
+
+import numpy as np
 
 from ..contract import BackwardRecord, SavedTensor
 
@@ -150,3 +154,87 @@ def classify(
             note = f"{named + ': ' if named else ''}{activation_note}"
             saved.append(SavedTensor(shape, dtype, "activation", note, named))
     return tuple(saved)
+
+
+# -- one path: the instrument on the port's own call --------------------------------------
+
+
+class ObservedCall:
+    """What one call of a port's own code did, as an eager stack's hooks see it: the tensors
+    autograd kept in its forward phase (`pack`, once per storage) and the leaf modules it ran
+    (`leaf_ran`: outputs named by role in the forward phase, counted by class in the backward).
+
+    **Arguments:** `in_backward()`, whether the framework is running a backward pass now;
+    `tensor_type`, the framework's tensor class (an output of another type is not named).
+    Nothing here knows the port's model: leaves are placed in the order they first ran.
+    """
+
+    def __init__(self, in_backward: Callable[[], bool], tensor_type: type):
+        self.in_backward, self.tensor_type = in_backward, tensor_type
+        self.saved: dict[int, Any] = {}  # storage -> the tensor kept (held: no reuse)
+        self.counts: Counter = Counter()
+        self.places: dict[int, int] = {}  # id(leaf) -> its place in the chain
+        # Leaves and outputs held until the record is made, so no id or storage is reused.
+        self.held: list[Any] = []
+        self.outputs: list[tuple[Any, str]] = []
+
+    def pack(self, tensor: Any) -> Any:
+        # A tensor packed in the backward phase is a recompute's own, freed before it ends.
+        if not self.in_backward():
+            self.saved.setdefault(tensor.data_ptr(), tensor)
+        return tensor
+
+    @staticmethod
+    def unpack(tensor: Any) -> Any:
+        return tensor
+
+    def leaf_ran(self, leaf: Any, output: Any) -> None:
+        """Note one call of a leaf module that returned `output`."""
+        if self.in_backward():
+            self.counts[type(leaf).__name__] += 1
+        elif isinstance(output, self.tensor_type):
+            place = self.places.setdefault(id(leaf), len(self.places))
+            self.held.append(leaf)
+            self.outputs.append((output, ROLE_BY_PLACE.get(place, "")))
+
+    def role(self, ptr: int) -> str:
+        """The role of the forward output whose storage is `ptr` ("" if no leaf made it)."""
+        return next((role for out, role in self.outputs if out.data_ptr() == ptr), "")
+
+
+def classify_by_values(
+    saved: Mapping[int, Any],
+    x: Any,
+    parameters: Sequence[Any],
+    role: Callable[[int], str],
+    *,
+    to_numpy: Callable[[Any], Any],
+    is_leaf: Callable[[Any], bool],
+    made_by: Callable[[Any], str],
+    describe: Describe,
+) -> tuple[SavedTensor, ...]:
+    """Saved tensors of a port's own call, with no model object to compare with: a leaf (made
+    by no differentiable op of the call) whose values are x's is the input, one whose values
+    are a parameter's (`parameters`, numpy arrays, or their transpose) a parameter; anything
+    else an activation (computed in the call, or kept under a name the call hid), named by
+    `role(ptr)` and `made_by(tensor)` (the op that made it)."""
+    x = np.asarray(x, np.float32)
+    known = [np.asarray(p, np.float32) for p in parameters]
+    records = []
+    for ptr, tensor in saved.items():
+        shape = tuple(tensor.shape)
+        dtype, input_note, activation_note = describe(tensor)
+        values = np.asarray(to_numpy(tensor)) if is_leaf(tensor) else None
+        if values is not None and _same(values, x):
+            records.append(SavedTensor(shape, dtype, "input", input_note, "x"))
+        elif values is not None and any(_same(values, p) or _same(values, p.T) for p in known):
+            records.append(SavedTensor(shape, dtype, "parameter", f"parameter, {activation_note}"))
+        else:
+            named = role(ptr)
+            note = f"{named + ': ' if named else ''}output of {made_by(tensor)}, {activation_note}"
+            records.append(SavedTensor(shape, dtype, "activation", note, named))
+    return tuple(records)
+
+
+def _same(values: Any, expected: Any) -> bool:
+    return values.shape == expected.shape and bool(np.array_equal(values, expected))

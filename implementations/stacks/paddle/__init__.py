@@ -4,8 +4,9 @@
   `LayerPool`, `state_to_params`, `grads_of`, `exercise_model` (`mlp`).
 - Tensors in and out: `as_input`, `leaf_input`, `to_host_array`,
   `from_host_array`, `pin_matmul_precision`, `matmul_precision` (`arrays`).
-- The instrument: `STACK.record(model, run_forward, x)`: saved-tensor hooks and
-  sublayer hooks (`evidence`).
+- The instrument: `STACK.record(call, x, parameters)`: saved-tensor hooks and leaf-layer
+  calls watched around a port's own call (`observed`); the hooks on a model of its own
+  (`evidence`), which the bench reads.
 
 Importing Paddle after TensorFlow in one process segfaults (Paddle 3.3.1,
 TensorFlow 2.21). So where TensorFlow is loaded already, importing it (`loaded`) raises
@@ -35,24 +36,4 @@ _EXPORTS = {
     "state_to_params": ".mlp",
     "STACK": ".stack",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "MLP",
-    "STACK",
-    "STATE_NAMES",
-    "LayerCalls",
-    "LayerPool",
-    "SavedTensors",
-    "as_input",
-    "classify",
-    "exercise_model",
-    "from_host_array",
-    "grads_of",
-    "leaf_input",
-    "matmul_precision",
-    "pin_matmul_precision",
-    "record",
-    "state_to_params",
-    "to_host_array",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

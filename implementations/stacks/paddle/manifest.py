@@ -31,6 +31,14 @@ MANIFEST = Manifest(
     ),
     mutants=(
         MutantEntry(
+            "paddle_own_model_no_recompute",
+            f"{_HERE}.paddle_mutants:OwnModelWithoutRecompute",
+            "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
+            "while the base's model recomputes",
+            "paddle",
+            "e_evidence",
+        ),
+        MutantEntry(
             "paddle_no_recompute",
             f"{_HERE}.paddle_mutants:PaddleNoRecompute",
             "Paddle MLP without fleet.utils.recompute",

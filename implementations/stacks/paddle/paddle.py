@@ -18,6 +18,7 @@ import numpy as np
 
 from implementations.contract import BackwardRecord, Grads, Params
 from implementations.stacks import Port
+from implementations.stacks.base import observes
 from implementations.stacks.paddle import (
     MLP,
     STACK,
@@ -29,6 +30,7 @@ from implementations.stacks.paddle import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.paddle.observed import backward_of
 from implementations.stacks.switch import checkpoint_on
 
 if TYPE_CHECKING:  # imported by the stack, under its warning filter
@@ -75,17 +77,33 @@ class Paddle(Port):
             model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
             return grads_of(model, x)
 
+    # -- evidence: Paddle's instrument on the port's own calls (`observed`) ---------------
+
+    @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        x = leaf_input(x)
-        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
-            return self.stack.record(model, lambda: model(x), x)
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
+        whatever a subclass overrides, the evidence is read off the call whose values (c)
+        checks."""
+        ones = np.ones(params.features, np.float32)
+        return self.stack.record(
+            lambda: self.vjp(params, x, ones, checkpoint=checkpoint),
+            x,
+            lambda: params.as_dict().values(),
+        )
 
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)`, x a
+        leaf that requires grad, and the backward pass of its output; its parameters are told
+        by their values, Flax's for `seed`."""
         x = leaf_input(x)
-        x_checked, model = exercise_model(seed, x, features, mlp=self.mlp)
-        return self.stack.record(model, lambda: model(x_checked), x)
+        return self.stack.record(
+            lambda: backward_of(self.nn_checkpoint_forward(seed, x, features)),
+            x,
+            lambda: self.stack.canonical_params(seed, x.shape[0], features).as_dict().values(),
+        )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> paddle.Tensor:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from ..base import Stack
 from ..numpy import canonical_params
-from . import arrays, evidence
+from . import arrays, observed
 
 #: Paddle: tensors to and from numpy, Flax's init in numpy (Paddle's generator is not
-#: threefry), saved-tensor hooks and sublayer hooks (`evidence.record(model, run_forward, x)`).
+#: threefry), its instrument on a port's own call (`observed.observe(call, x, parameters)`).
 STACK = Stack(
     "paddle",
     arrays=arrays,
     precision=arrays,
     init=canonical_params,
-    instrument=evidence.record,
+    instrument=observed.observe,
     distributions=("paddlepaddle",),
 )

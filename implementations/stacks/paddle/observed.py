@@ -1,0 +1,130 @@
+"""Paddle's instrument on a port's own call: the evidence comes from the very computation whose
+values the suite checks (the port's `vjp`, or its `nn_checkpoint_forward` and a backward pass
+of its output). Imports paddle and numpy; builds no model of its own.
+
+- **Phases.** The call runs in its backward pass while Paddle's engine runs one
+  (`core.eager.run_backward`, behind `Tensor.backward` and `paddle.autograd.backward`, or
+  `core.eager.run_partial_grad`, behind `paddle.grad`), watched for the call's length.
+- **Saved:** `paddle.autograd.saved_tensors_hooks(pack, unpack)` around the whole call: every
+  tensor autograd keeps in the forward phase, once per storage (one packed in the backward
+  phase is a reentrant recompute's own). Origins by values, since no model object is known: a
+  leaf whose values are x's is the input, a leaf whose values are a parameter's a parameter,
+  anything else (computed in the call, or a copy) an activation, named by the grad node that
+  made it.
+- **Recomputed:** every leaf `paddle.nn.Layer` (one with no sublayers) that runs in the
+  backward phase, by class (`Layer.__call__` watched for the call's length): none without a
+  checkpoint; with `recompute`, the whole block again. A port that recomputes with bare
+  functions, no layers, shows no recompute.
+- **Roles:** the same watch, in the forward phase, names each leaf layer's output by the
+  place the layer first ran in (h, a, y); a kept tensor no layer made stays unnamed.
+- **Backward matmuls, regions:** not counted (None): no hook over Paddle's backward kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ...contract import BackwardRecord
+from ..hooks_evidence import ObservedCall, classify_by_values
+from .arrays import to_host_array
+from .evidence import describe
+from .loaded import paddle
+
+INSTRUMENT = (
+    "the port's own call under paddle.autograd.saved_tensors_hooks (storages packed before "
+    "its backward pass, deduplicated; x and parameters told by values); leaf layers run "
+    "during core.eager.run_backward, by class; roles by leaf layers in the forward"
+)
+
+#: Paddle's engine entry points: the call is in its backward pass while one of these runs.
+ENGINE = ("run_backward", "run_partial_grad")
+
+
+class _Engine:
+    """How deep the call is in Paddle's backward engine (0: in its forward phase)."""
+
+    def __init__(self):
+        self.depth = 0
+
+    def running(self) -> bool:
+        return self.depth > 0
+
+    def marked(self, run: Callable) -> Callable:
+        def run_marked(*args: Any, **kwargs: Any) -> Any:
+            self.depth += 1
+            try:
+                return run(*args, **kwargs)
+            finally:
+                self.depth -= 1
+
+        return run_marked
+
+
+@contextlib.contextmanager
+def _watching(watch: ObservedCall, engine: _Engine) -> Iterator[None]:
+    """The engine's entry points marked and every leaf layer's call noted, for the call only."""
+    eager, layer = paddle.base.core.eager, paddle.nn.Layer
+    entries = {name: getattr(eager, name) for name in ENGINE}
+    layer_call = layer.__call__
+
+    def call_noted(module: Any, *inputs: Any, **kwargs: Any) -> Any:
+        output = layer_call(module, *inputs, **kwargs)
+        if not module.sublayers():
+            watch.leaf_ran(module, output)
+        return output
+
+    try:
+        for name, entry in entries.items():
+            setattr(eager, name, engine.marked(entry))
+        layer.__call__ = call_noted
+        yield
+    finally:
+        layer.__call__ = layer_call
+        for name, entry in entries.items():
+            setattr(eager, name, entry)
+
+
+def observe(
+    call: Callable[[], Any], x: Any, parameters: Callable[[], Iterable[np.ndarray]]
+) -> BackwardRecord:
+    """Paddle's instrument on `call()`, a forward and a backward pass of the port's own code.
+
+    **Arguments:** `call`; `x`, the values of the call's input (a tensor or an array);
+    `parameters()`, called after the call, the parameters' values as numpy arrays.
+    """
+    x_values = to_host_array(x) if isinstance(x, paddle.Tensor) else np.asarray(x, np.float32)
+    engine = _Engine()
+    watch = ObservedCall(engine.running, paddle.Tensor)
+    with paddle.autograd.saved_tensors_hooks(watch.pack, watch.unpack), _watching(watch, engine):
+        call()
+    saved = classify_by_values(
+        watch.saved,
+        x_values,
+        list(parameters()),
+        watch.role,
+        to_numpy=to_host_array,
+        is_leaf=lambda tensor: tensor.is_leaf,
+        made_by=_made_by,
+        describe=describe,
+    )
+    return BackwardRecord(
+        instrument=INSTRUMENT,
+        saved=saved,
+        recomputed=dict(watch.counts),
+        checkpoint_regions=None,
+        backward_matmuls=None,  # no hook over the backward kernels
+    )
+
+
+def _made_by(tensor: paddle.Tensor) -> str:
+    node = tensor.grad_fn
+    return node.name() if node is not None else "no differentiable op"
+
+
+def backward_of(output: paddle.Tensor) -> None:
+    """The backward pass of `output` with a cotangent of ones."""
+    output.backward(paddle.ones_like(output))
