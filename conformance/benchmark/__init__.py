@@ -58,6 +58,7 @@ class BenchReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "kind": "bench",
             "settings": to_data(self.settings),
             "definitions": measure.definitions(),
             "modes": measure.mode_titles(),

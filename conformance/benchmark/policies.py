@@ -30,6 +30,8 @@ from implementations.contract import SavedTensor
 
 from ..jsonable import to_data
 from ..running import timing
+from ..tables.kinds import bench_policies as policy_tables
+from ..tables.render import markdown as markdown_render
 from . import measure
 from .measure import Settings
 
@@ -225,54 +227,46 @@ def budget_monotone(results: Sequence[PolicyResult]) -> dict[tuple[str, int], bo
 
 
 # ---------------------------------------------------------------------------
-# The table
+# The report
 # ---------------------------------------------------------------------------
 
 
-def _ratio(result: PolicyResult) -> str:
-    if result.time_ratio is None:
-        return "—"
-    quartiles = result.time_ratio_quartiles
-    spread = "" if quartiles is None else f" (IQR {quartiles[0]:.2f} to {quartiles[1]:.2f})"
-    return f"{result.time_ratio:.2f}{spread}"
+def report_data(
+    settings: Settings,
+    frameworks: dict[str, Any],
+    results: Sequence[PolicyResult],
+    failed: dict[str, str],
+    *,
+    skipped: dict[str, str] | None = None,
+    load: dict[str, float] | None = None,
+    seconds: float = 0.0,
+) -> dict[str, Any]:
+    """The sweep as `bench-policies.json` holds it (`kind` "bench-policies")."""
+    return {
+        "kind": "bench-policies",
+        "settings": to_data(settings),
+        "policies": {name: policies_of(module) for name, module in frameworks.items()},
+        "not_run": {
+            name: dict(getattr(module, "NOT_EXPRESSIBLE", {}))
+            for name, module in frameworks.items()
+        },
+        "failed": failed,
+        "skipped": skipped or {},
+        "versions": {
+            name: module.versions()
+            for name, module in frameworks.items()
+            if hasattr(module, "versions")
+        },
+        "budget_saved_bytes_never_rise_as_budget_falls": {
+            f"{framework} L={depth}": verdict
+            for (framework, depth), verdict in budget_monotone(results).items()
+        },
+        "load_average_1min": load or {},
+        "wall_seconds": seconds,
+        "results": [r.to_json() for r in results],
+    }
 
 
-def markdown(
-    settings: Settings, results: Sequence[PolicyResult], failed: dict[str, str], frameworks
-) -> str:
-    """The policy table per framework, what could not run and why, and the budget verdict."""
-    s = settings
-    lines = [
-        "# Remat policies: time and memory",
-        "",
-        f"L = {', '.join(map(str, s.depths))} blocks, B = {s.batch}, F = {s.features}, "
-        f"float32, {s.repeats} interleaved repeats (n per row). time / none: the median of "
-        "per-repeat ratios to the same framework's `none` step, with the interquartile range. "
-        "saved / min: bytes the forward pass keeps for the backward pass over the analytic "
-        "minimum L·B·F·4 (the block inputs); exact, one measurement, no spread.",
-        "",
-        "| framework | policy | L | time / none (IQR) | n | saved MiB | saved / min | matmuls |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        head = f"{r.framework} {r.variant}".strip()
-        matmuls = "—" if r.matmuls is None else str(r.matmuls)
-        lines.append(
-            f"| {head} | {r.policy} | {r.depth} | {_ratio(r)} | {len(r.time_ratios)} | "
-            f"{r.saved_bytes / 2**20:.2f} | {r.saved_ratio:.2f} | {matmuls} |"
-        )
-    lines.append("")
-    for name, module in frameworks.items():
-        for policy, reason in getattr(module, "NOT_EXPRESSIBLE", {}).items():
-            lines.append(f"- {name} · {policy}: not expressible ({reason}).")
-    for label, error in failed.items():
-        lines.append(f"- **{label} failed**: {error}")
-    for (framework, depth), verdict in budget_monotone(results).items():
-        if verdict is not None:
-            said = "never rise" if verdict else "**rise somewhere**"
-            budgets = [p for p in policies_of(frameworks[framework]) if p.startswith("budget(")]
-            lines.append(
-                f"- {framework}, L={depth}: saved bytes {said} as the budget falls "
-                f"({', '.join(reversed(budgets))})."
-            )
-    return "\n".join(lines) + "\n"
+def markdown(data: dict[str, Any]) -> str:
+    """The policy table, what could not run and why, and the budget verdicts, as Markdown."""
+    return markdown_render.document(policy_tables.document(data))

@@ -33,6 +33,8 @@ from implementations import manifests
 from implementations.stacks.numpy import canonical_params
 
 from ..running import isolation
+from ..tables.kinds import scale as scale_tables
+from ..tables.render import markdown as markdown_render
 
 FLOAT32 = 4
 
@@ -152,29 +154,22 @@ def run(
     return rows, failed
 
 
+def report_data(
+    rows: list[ScaleRow], settings: ScaleSettings, failed: dict[str, str], seconds: float = 0.0
+) -> dict:
+    """The sweep as `scale.json` holds it (`kind` "scale")."""
+    return {
+        "kind": "scale",
+        "settings": asdict(settings),
+        "rows": [asdict(r) for r in rows],
+        "failed": failed,
+        "seconds": seconds,
+    }
+
+
 def markdown(rows: list[ScaleRow], settings: ScaleSettings, failed: dict[str, str]) -> str:
-    """The table: per-rank bytes against the analytic minimum, step times with spreads."""
-    lines = [
-        f"Batch ({settings.batch}, {settings.dim}) split by rows, F = {settings.features}; "
-        f"{settings.repeats} timed steps after one warm-up; bytes: the largest rank's; "
-        "nodes: the processes (launcher nodes, or a framework's distributed processes) each "
-        "sharded port ran on, on this machine.",
-        "",
-        "| engine | nodes | N | checkpoint | bytes per rank | analytic minimum | ratio "
-        "| step ms (median) | IQR ms | n |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        median, iqr, n = row.spread()
-        lines.append(
-            f"| {row.engine} | {row.nodes} | {row.ranks} | {'on' if row.checkpoint else 'off'} "
-            f"| {row.worst_kept:,} | {row.minimum_bytes:,} "
-            f"| {row.worst_kept / row.minimum_bytes:.2f} "
-            f"| {median * 1e3:.2f} | {iqr * 1e3:.2f} | {n} |"
-        )
-    for what, why in failed.items():
-        lines.append(f"\n{what} failed: {why}")
-    return "\n".join(lines) + "\n"
+    """The table (`conformance.tables.kinds.scale`) as Markdown."""
+    return markdown_render.document(scale_tables.document(report_data(rows, settings, failed)))
 
 
 def plot(rows: list[ScaleRow], path) -> str | None:

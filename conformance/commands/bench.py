@@ -21,6 +21,7 @@ from ..benchmark import (
 )
 from ..benchmark import run as sweep
 from ..benchmark.measure import Settings
+from ..benchmark.targets import load_warning
 from ..jsonable import dumps
 from ..page import csv_files
 from ..running import interrupts
@@ -198,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[yellow]no plot[/]: {plotted}")
     if args.json:
         print(dumps(data))
-        warning = render.load_warning(report)  # the table's own warning is not printed
+        warning = load_warning(report.load)  # the table's own warning is not printed
         if warning:
             console.print(f"[yellow]warning[/]: {warning}")
     else:
@@ -222,12 +223,7 @@ def _run_scale(args: argparse.Namespace) -> int:
         settings, list(manifests.sharded()), lambda text: console.print(f"bench --scale: {text}")
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    data = {
-        "settings": scale.asdict(settings),
-        "rows": [scale.asdict(r) for r in rows],
-        "failed": failed,
-        "seconds": time.perf_counter() - started,
-    }
+    data = scale.report_data(rows, settings, failed, time.perf_counter() - started)
     (args.out / "scale.json").write_text(json.dumps(data, indent=1) + "\n")
     table = scale.markdown(rows, settings, failed)
     (args.out / "scale.md").write_text(table)

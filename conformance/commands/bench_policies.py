@@ -9,9 +9,8 @@ from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
 from ..benchmark.measure import Settings
 from ..benchmark.policies import (
     DEPTHS,
-    budget_monotone,
     markdown,
-    policies_of,
+    report_data,
     run,
     total_steps,
     with_policies,
@@ -61,25 +60,10 @@ def command(args: Any, settings: Settings) -> int:
     seconds = time.perf_counter() - started
     load["after"] = load_average()
     args.out.mkdir(parents=True, exist_ok=True)
-    data = {
-        "settings": to_data(settings),
-        "policies": {name: policies_of(module) for name, module in frameworks.items()},
-        "not_run": {
-            name: dict(getattr(module, "NOT_EXPRESSIBLE", {}))
-            for name, module in frameworks.items()
-        },
-        "failed": failed,
-        "skipped": skipped,
-        "versions": {name: module.versions() for name, module in frameworks.items()},
-        "budget_saved_bytes_never_rise_as_budget_falls": {
-            f"{framework} L={depth}": verdict
-            for (framework, depth), verdict in budget_monotone(results).items()
-        },
-        "load_average_1min": load,
-        "wall_seconds": seconds,
-        "results": [r.to_json() for r in results],
-    }
-    table = markdown(settings, results, failed, frameworks)
+    data = report_data(
+        settings, frameworks, results, failed, skipped=skipped, load=load, seconds=seconds
+    )
+    table = markdown(data)
     (args.out / "bench-policies.json").write_text(dumps(data) + "\n")
     (args.out / "bench-policies.md").write_text(table)
     why = plot(results, args.out / "bench-policies.png", "remat policies: time against memory")

@@ -140,7 +140,7 @@ class Comparison:
         return any(self.load.get(when, 0.0) > self.cores for when in ("before", "after"))
 
     def to_json(self) -> dict[str, Any]:
-        return {**to_data(self), "notes": NOTES}
+        return {"kind": "compare", **to_data(self), "notes": NOTES}
 
 
 NOTES = {

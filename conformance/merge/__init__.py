@@ -7,7 +7,7 @@ puts them together (`python -m conformance merge REPORT.json ...`).
 - `read`: one report file, its schema checked (`ReportError` names the file).
 - `combine`: the reports as groups of rows, and the conflicts between them.
 - `render`: the matrix for the terminal (rich) and as Markdown, the same for
-  `merge --markdown` and `run --markdown`.
+  `merge --markdown` and `run --markdown` (its document: `conformance.tables.kinds.merge`).
 
 A *machine* is what the report's `machine` object describes (OS, architecture,
 CPU, cores, memory, Python); a *device* is what a port computed on, from its
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .combine import Conflict, Group, Merged, Row, combine, report_versions, to_json, version_sets
 from .read import OLDEST_SCHEMA, ReportError, Source, read, read_all
-from .render import markdown, print_merged, table
+from .render import markdown, print_merged
 
 __all__ = [
     "OLDEST_SCHEMA",
@@ -38,7 +38,6 @@ __all__ = [
     "read",
     "read_all",
     "report_versions",
-    "table",
     "to_json",
     "version_sets",
 ]

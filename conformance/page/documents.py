@@ -1,5 +1,8 @@
 """Read the JSON reports the report is made of, and tell which command wrote each.
 
+Each names its `kind` (`run`, `compare`, `bench`, `bench-policies`, `scale`, `versions`);
+one written before reports named it is told by its fields:
+
 - `run --json`: has `schema` and `ports` whose entries have `outcomes`;
 - `compare --json`: has `canonical`, `ports` and `notes`;
 - `bench.json`: has `settings` and `results`;
@@ -37,9 +40,16 @@ class Document:
 
 
 def kind_of(data: Any) -> str | None:
-    """One of `KINDS`, or None when `data` is none of them."""
+    """One of `KINDS`, or None when `data` is none of them. A report names its own `kind`
+    (older ones did not: their fields tell); a named kind its fields contradict is none."""
     if not isinstance(data, dict):
         return None
+    found = _shape(data)
+    declared = data.get("kind")
+    return found if declared is None or declared == found else None
+
+
+def _shape(data: dict[str, Any]) -> str | None:
     if data.get("kind") == "versions" and isinstance(data.get("rows"), list):
         return "versions"
     if "settings" in data and "results" in data:

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tables import FAILING, number
+from ..tables.model import Cell as TableCell
+from ..tables.model import Column, Table, TableBuilder
+from ..tables.numbers import number, ratio
+from .tables import FAILING
 
 #: Marks of a run outcome's status: short, and none relies on colour.
 MARKS = {
@@ -99,12 +102,8 @@ def slug(text: str) -> str:
 
 
 def _worst(value: Any) -> str:
-    found = number(value)
-    if found is None:
-        return ""
-    if found == 0:
-        return "0"
-    return "<0.01" if found < 0.01 else f"{found:.2f}"
+    # Two digits: a compact cell.
+    return ratio(value, digits=2)
 
 
 # ---------------------------------------------------------------------------
@@ -362,3 +361,38 @@ def policy_grid(compare: dict[str, Any], runs: Sequence[dict[str, Any]] = ()) ->
             grid_row.detail_anchors.append(shown.anchor)
         grid.rows.append(grid_row)
     return grid
+
+
+# ---------------------------------------------------------------------------
+# As plain tables (Markdown): the marks, then the details of the rows with a ✗
+# ---------------------------------------------------------------------------
+
+#: A grid cell's tone -> the table model's mark.
+TONE_MARKS = {"good": "pass", "bad": "fail", "warn": "warn", "muted": "muted", "": ""}
+
+
+def as_table(grid: Grid) -> Table:
+    """The grid as a table of marks (with the worst error/bound or the policy's figures),
+    its legend and caption under it."""
+    legend = " · ".join(f"{mark} {meaning}" for mark, _, meaning in grid.legend)
+    found = TableBuilder(
+        grid.title,
+        [*grid.lead_header, *grid.columns, *grid.trail_header],
+        caption=f"{legend}. {grid.caption}",
+        kind=grid.kind,
+    )
+    for row in grid.rows:
+        cells = [
+            TableCell(f"{c.mark} {c.short}".strip(), TONE_MARKS[c.tone], title=c.words)
+            for c in row.cells
+        ]
+        found.add([*row.lead, *cells, *row.trail], key=row.key)
+    return found.build()
+
+
+def details_table(row: GridRow) -> Table:
+    """A row's details: one line per cell."""
+    found = TableBuilder(row.summary or row.key, [Column(h) for h in row.detail_header])
+    for anchor, line in zip(row.detail_anchors, row.details, strict=True):
+        found.add(line, key=anchor)
+    return found.build()

@@ -15,9 +15,11 @@ from __future__ import annotations
 import base64
 from html import escape
 
+from ..tables.model import Table
+from ..tables.render import html as html_render
 from .grids import Cell, Grid, GridRow, slug
 from .sections import Section
-from .tables import Table
+from .tables import marked
 
 CSS = """
 *, *::before, *::after { box-sizing: border-box; }
@@ -100,43 +102,13 @@ tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
 """
 
 
-def tone(cell: str) -> str:
-    """A cell's class: good (✓), bad (✗), warn (inconclusive, `!`, ⚠), or none."""
-    if cell.startswith("✓"):
-        return "good"
-    if cell.startswith("✗") or " ✗" in cell:
-        return "bad"
-    if "inconclusive" in cell or cell.endswith("!") or cell.startswith("⚠"):
-        return "warn"
-    return ""
-
-
 def heading_id(kind: str, title: str) -> str:
     return f"t-{slug(kind or 'table')}-{abs(hash(title)) % 10**8}"
 
 
 def table(found: Table, anchor: str) -> str:
-    """One table, its title and caption; rows keyed by `data-key`."""
-    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in found.header)
-    body = []
-    for key, row in zip(found.keys, found.rows, strict=True):
-        cells = "".join(
-            f'<td class="{tone(c)}">{escape(c)}</td>' if tone(c) else f"<td>{escape(c)}</td>"
-            for c in row
-        )
-        body.append(f'<tr data-key="{escape(key)}">{cells}</tr>')
-    caption = f'<p class="caption">{escape(found.caption)}</p>' if found.caption else ""
-    shown = (
-        f'<div class="scroll"><table class="{escape(found.kind)}">'
-        f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
-        f"\n{caption}"
-    )
-    if found.collapsed:  # nothing in it stands out: one click away
-        shown = (
-            f'<details class="table"><summary>Show the {len(found.rows)} rows</summary>'
-            f"{shown}</details>"
-        )
-    return f'<h3 id="{escape(anchor)}">{escape(found.title)}</h3>\n{shown}'
+    """One table, its title and caption (`conformance.tables.render.html`)."""
+    return html_render.table(found, anchor)
 
 
 def _cell(cell: Cell, show_short: bool) -> str:
@@ -166,7 +138,8 @@ def _details(grid: Grid, row: GridRow) -> str:
             if index in row.code_columns and text:
                 cells.append(f"<td><code>{escape(text)}</code></td>")
             elif index == 1:
-                cells.append(f'<td class="{tone(text)}">{escape(text)}</td>')
+                tone = marked(text).tone
+                cells.append(f'<td class="{tone}">{escape(text)}</td>')
             elif len(text) > 120:
                 cells.append(f'<td class="message">{escape(text)}</td>')
             else:

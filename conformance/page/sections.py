@@ -18,7 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..benchmark import from_json
+from ..tables.kinds import bench, bench_policies, scale
+from ..tables.model import Table
 from . import grids, tables
+from . import pictures as drawing
+from . import versions as versions_page
 from .documents import Document
 
 
@@ -38,7 +43,7 @@ class Section:
     anchor: str
     notes: list[str] = field(default_factory=list)
     grids: list[grids.Grid] = field(default_factory=list)
-    tables: list[tables.Table] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
     pictures: list[Picture] = field(default_factory=list)
 
 
@@ -68,9 +73,6 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
 
     Pictures need matplotlib; without it, each section says so in a note.
     """
-    from ..versions import page as versions_page
-    from . import pictures as drawing
-
     found: list[Section] = []
     can_draw = pictures and _has_matplotlib()
     why_not = (
@@ -119,8 +121,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                 section.notes.append(why_not)
         elif doc.kind == "bench-policies":
             section = Section(f"Bench: remat policies{suffix}", f"bench-policies-{i}")
-            section.tables.append(tables.policy_bench_table(data))
-            section.notes += tables.policy_bench_notes(data)
+            section.tables.append(bench_policies.table(data))
+            section.notes += list(bench_policies.notes(data).items)
             if can_draw:
                 section.pictures.append(
                     Picture(
@@ -137,7 +139,7 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                 section.notes.append(why_not)
         elif doc.kind == "scale":
             section = Section(f"Bench: scale over ranks{suffix}", f"scale-{i}")
-            section.tables.append(tables.scale_table(data))
+            section.tables.append(scale.table(data))
             section.notes += [f"{what} failed: {why}" for what, why in data["failed"].items()]
             if can_draw:
                 section.pictures.append(
@@ -157,7 +159,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
             section = versions_section(data, "versions" + (f"-{i}" if suffix else ""), suffix)
         else:
             section = Section(f"Bench{suffix}", f"bench-{i}")
-            section.tables += [tables.bench_table(data), tables.bench_targets(data)]
+            report = from_json(data)
+            section.tables += [bench.results_table(report), bench.targets_table(report)]
             if can_draw:
                 section.pictures.append(
                     Picture(
@@ -186,12 +189,10 @@ def versions_section(
     """The versions section of one `{"kind": "versions", "rows": [...]}` document.
 
     A sweep as `versions --out` writes it (it has `sets`) shows its matrix, its sets and
-    its degradations across versions (`conformance.versions.page`); any other rows are a
+    its degradations across versions (`conformance.page.versions`); any other rows are a
     plain list of dicts, one table row each (`tables.versions_table` says which keys it
     reads).
     """
-    from ..versions import page as versions_page
-
     section = Section(f"Versions{suffix}", anchor)
     rows = data.get("rows") or []
     if "sets" in data:

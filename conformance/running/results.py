@@ -87,7 +87,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
     `machine` is read here, in the parent process, which imports no framework;
     each port's device comes from its own worker (`devices.port_environment`).
     """
-    data = {"schema": SCHEMA, "machine": machine.describe(), **to_data(report)}
+    data = {"kind": "run", "schema": SCHEMA, "machine": machine.describe(), **to_data(report)}
     data["failed"] = report.failed
     if report.mutants is not None:
         killed, total = score(report.mutants)

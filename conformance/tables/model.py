@@ -55,13 +55,15 @@ class Cell:
 
 @dataclass(frozen=True)
 class Column:
-    """A column: its heading, alignment, the kind of number it holds, and whether its cells
-    may wrap between words (a terminal keeps a no-wrap column's cells on one line)."""
+    """A column: its heading, alignment, the kind of number it holds, whether its cells
+    may wrap between words (a terminal keeps a no-wrap column's cells on one line), and a
+    short heading for a narrow renderer (a terminal's 80 columns; empty: the heading)."""
 
     name: str
     align: str = "left"
     number: str = "text"
     wrap: bool = False
+    short: str = ""
 
     def __post_init__(self):
         if self.align not in ALIGNS:

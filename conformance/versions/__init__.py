@@ -13,8 +13,8 @@ measured here and the document's fields.
 - `plan`: the sweep's extra, ports and version sets, resolved to pins;
 - `venvs`: one venv per set, made, reused, removed, installed with pins released on conflict;
 - `sweep`: each set installed, run and probed (`run`); `probe` runs inside a venv;
-- `summary`: the sweep as data (its JSON); `render`: the matrix for the terminal, Markdown;
-  `page`: its section of `python -m conformance report`.
+- `summary`: the sweep as data (its JSON); `render`: the sweep on a terminal and as Markdown
+  (its document: `conformance.tables.kinds.versions`, the report page's too).
 """
 
 from .plan import DEFAULT, KEYWORDS, Plan, PlanError, VersionSet, make, resolve

@@ -17,7 +17,7 @@ import pytest
 
 from conformance import benchmark as bench
 from conformance import cli
-from conformance.benchmark import measure, render
+from conformance.benchmark import measure, render, targets
 from conformance.benchmark.measure import Result, Settings, Static
 from conformance.running import timing
 from tests.helpers import ROOT
@@ -479,7 +479,7 @@ def test_ratios_are_per_repeat_medians_and_targets_are_checked():
     measure.attach_timings(results, [r.step_seconds for r in results])
     assert results[1].time_ratio == pytest.approx(1.3)  # median of 1.3, 1.1, 1.6
     assert results[1].saved_ratio == 1.0
-    (target,) = render.targets(results)
+    (target,) = targets.targets(results)
     assert target["saved_target_met"]
     # 1.1, 1.3, 1.6: half their range is ±19% of 1.3, too wide to call under 1.4.
     assert target["time_verdict"] == "inconclusive"
@@ -495,7 +495,7 @@ def test_markdown_has_a_row_per_result_and_the_definitions():
     table = [line for line in text.splitlines() if line.startswith("| ") and "jax scan" in line]
     assert len(table) == len(results) + 1  # + the targets row
     for key in measure.definitions():
-        assert f"**{key}**" in text
+        assert f"\n- {key}: " in text
 
 
 def test_a_tiny_bench_writes_json_markdown_and_png(tmp_path, capsys):
@@ -581,10 +581,10 @@ def test_the_spread_is_half_the_interquartile_range_over_the_median():
     assert spread == pytest.approx((q3 - q1) / 2 / median)
     noisy = Result("jax", "scan", "full", 1, 8, 4, 1, 32, 32, None, None, None, [])
     noisy.time_ratios = [0.8, 1.0, 1.3, 1.6, 0.9]
-    assert render.ratio_with_spread(noisy).endswith("!")  # over ±5%
+    assert targets.ratio_with_spread(noisy).endswith("!")  # over ±5%
     steady = Result("jax", "scan", "full", 1, 8, 4, 1, 32, 32, None, None, None, [])
     steady.time_ratios = [1.30, 1.31, 1.30, 1.29, 1.30]
-    assert render.ratio_with_spread(steady) == "1.30 ±0%"
+    assert targets.ratio_with_spread(steady) == "1.30 ±0%"
 
 
 def test_a_verdict_needs_a_spread_within_the_target_and_a_band_clear_of_it():
@@ -610,7 +610,7 @@ def test_a_noisy_ratio_reads_inconclusive_never_a_tick_or_a_cross():
     steady_under = [1.10, 1.11, 1.12, 1.13, 1.14]
     for ratios, expected in ((noisy, "inconclusive"), (steady_over, "missed"),
                              (steady_under, "met")):  # fmt: skip
-        (target,) = render.targets([_timed("full", 4, ratios)])
+        (target,) = targets.targets([_timed("full", 4, ratios)])
         assert target["time_verdict"] == expected
         assert target["time_target_met"] == {"met": True, "missed": False}.get(expected)
         assert target["time_ratio_deepest_n"] == 5
@@ -630,7 +630,7 @@ def test_every_l_targets_miss_on_one_clear_miss_and_meet_only_when_all_meet():
         ]
         for result in results:  # a stack held to its target at every depth says so
             result.time_target_every_depth = 1.2
-        (target,) = render.targets(results)
+        (target,) = targets.targets(results)
         assert target["time_target_at"] == "every L"
         assert target["time_verdict"] == expected
 
@@ -651,17 +651,18 @@ def test_the_terminal_and_markdown_say_inconclusive_and_warn_of_load():
     cores = os.cpu_count()
     loaded.load = {"before": cores + 4.9, "after": cores + 5.9}
     text = _console_text(loaded)
-    (line,) = [row for row in text.splitlines() if row.startswith("torch · full:")]
-    assert line.endswith("inconclusive")
-    assert "✓" not in line.split("time/none")[1]
+    # The targets table's row: the line, its saved ratio, its time ratios, target, verdict.
+    (line,) = [row for row in text.splitlines() if row.startswith("torch · full")]
+    assert line.rstrip().endswith("inconclusive")
+    assert "✓" not in line.split("≤")[-1]
     assert "✗" not in line
     assert "2.34 ±" in line
     assert "(n=5)" in line
-    assert "warning: the machine was loaded" in text
+    assert "Warning: the machine was loaded" in text
     assert f"{cores + 4.9:.1f} before" in text
     markdown = render.markdown(loaded)
     assert "inconclusive" in markdown
-    assert "**Warning:** the machine was loaded" in markdown
+    assert "**Warning: the machine was loaded" in markdown
     quiet = bench.BenchReport(loaded.settings, results, load={"before": 0.0, "after": 0.0})
     assert "loaded" not in _console_text(quiet)
     assert "Warning" not in render.markdown(quiet)

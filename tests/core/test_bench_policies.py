@@ -82,10 +82,12 @@ def test_the_budget_verdict_reads_saved_bytes_in_budget_order():
 def test_the_table_says_what_did_not_run_and_what_failed():
     results = [_result("torch", "none", 256, (1.0,) * 4), _result("torch", "full", 128, (1.2,) * 4)]
     policies.attach_timings(results, [r.step_seconds for r in results])
-    table = policies.markdown(SMALL, results, {"L=2 torch · x": "Boom: no"}, {"torch": _Stack})
-    assert "| torch | full | 2 | 1.20 (IQR 1.20 to 1.20) | 4 |" in table
-    assert "torch · offload_dots: not expressible (no host memory here)" in table
-    assert "**L=2 torch · x failed**: Boom: no" in table
+    data = policies.report_data(SMALL, {"torch": _Stack}, results, {"L=2 torch · x": "Boom: no"})
+    assert data["kind"] == "bench-policies"
+    table = policies.markdown(data)
+    assert "| torch | full | 2 | 1.20 (IQR 1.20 to 1.20) | n=4 · IQR 0% |" in table
+    assert "- torch · offload_dots: not expressible (no host memory here)" in table
+    assert "- ✗ L=2 torch · x failed: Boom: no" in table
 
 
 def test_the_plot_is_drawn_per_framework(tmp_path):

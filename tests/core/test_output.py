@@ -28,6 +28,7 @@ from conformance.comparison import measure, render, rows
 from conformance.running.mutation import MutantResult
 from conformance.running.runner import Outcome
 from conformance.running.suite import PortReport, SuiteReport
+from conformance.tables.kinds import bench as bench_tables
 from conformance.terminal import style as terminal_style
 from conformance.terminal import suite as run_report
 from implementations.contract import SavedTensor
@@ -270,7 +271,7 @@ def test_bench_table_keeps_every_column_at_80_columns():
     text = rendered(bench_render.print_report, report)
     for header in ("saved MiB", "saved/min", "XLA temp MiB", "peak MiB", "step ms", "time/none"):
         assert all(word in text for word in header.split()), header
-    for line in bench_render.rows(report.results):
+    for line in bench_tables.rows(report.results):
         # Every cell of every row, whole (a row may sit on wrapped lines).
         for cell in line[3:]:
             assert cell in text, (line, cell)

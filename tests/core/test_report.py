@@ -33,6 +33,8 @@ from conformance.page import (
     pictures,
     tables,
 )
+from conformance.tables.kinds import bench_policies, outcomes, scale
+from conformance.tables.kinds.spread import spread_words
 from tests.helpers import ROOT
 
 DATA = ROOT / "tests" / "data" / "report"
@@ -65,12 +67,18 @@ def test_an_unknown_report_is_refused_naming_the_file(tmp_path):
         documents.read(tmp_path / "missing.json")
 
 
-def test_a_matrix_cell_says_pass_in_words_with_examples_and_worst_ratio():
-    cell = tables.outcome_cell({"status": "pass", "examples": 62, "worst_ratio": 0.25})
-    assert cell == "✓ pass · 62 ex · worst 0.250"
-    failed = tables.outcome_cell({"status": "fail", "examples": 7, "worst_ratio": None})
-    assert failed == "✗ fail · 7 at example"
-    assert tables.outcome_cell({"status": "reference", "examples": 0}) == "ref"
+def texts(table) -> list[list[str]]:
+    """A model table's rows as the words of their cells."""
+    return [[cell.text for cell in row.cells] for row in table.rows]
+
+
+def test_a_matrix_cell_says_pass_with_examples_and_worst_ratio():
+    cell = outcomes.cell({"status": "pass", "examples": 62, "worst_ratio": 0.25})
+    assert (cell.text, cell.note, cell.mark) == ("✓62", "0.250", "pass")
+    failed = outcomes.cell({"status": "fail", "examples": 7, "worst_ratio": None})
+    assert (failed.text, failed.note, failed.mark) == ("✗fail", "@7", "fail")
+    assert outcomes.cell({"status": "reference", "examples": 0}).text == "ref"
+    assert outcomes.cell({"status": "lost", "examples": 0}).mark == "fail"  # unknown: said
 
 
 def test_the_compare_verdict_names_what_is_over_its_bound():
@@ -284,7 +292,7 @@ def test_compare_spreads_become_whiskers_and_table_and_csv_figures(tmp_path):
     row["warm_spread"] = {"forward": 0.0001, "vjp": 0.0005}
     assert pictures.warm_vjp(row) == pytest.approx((0.004, 0.0035, 0.0045))
     table = tables.compare_table(data)
-    cells = dict(zip(table.header, table.rows[table.keys.index("pytorch")], strict=True))
+    cells = dict(zip(table.header, texts(table)[table.keys.index("pytorch")], strict=True))
     assert cells["warm vjp (ms)"] == "4 ± 0.5 (n=9)"
     assert cells["warm fwd (ms)"] == "2 ± 0.1 (n=9)"
     (found,) = [
@@ -329,7 +337,9 @@ def test_a_failed_outcome_shows_its_message_and_replay_command():
     assert tables.failures(_load(RUN)) is None  # the recorded run passed
     found = tables.failures(data)
     name = data["ports"][1]["name"]
-    assert found.rows == [[name, outcome["property"], "✗ fail", "VJP differs at w1", "python -m x"]]
+    assert texts(found) == [
+        [name, outcome["property"], "✗ fail", "VJP differs at w1", "python -m x"]
+    ]
     page = build([data], pictures=False).html
     assert "VJP differs at w1" in page
     # It stands out without colour: a ✗ in its cell, the row marked, its details open.
@@ -467,14 +477,14 @@ def test_a_policy_cell_that_differs_from_the_canonical_is_a_failure():
 def test_the_bench_policies_and_scale_sections_say_n_and_noise():
     table = tables.policy_bench_table(_load(POLICY_BENCH))
     assert len(table.rows) == len(_load(POLICY_BENCH)["results"])
-    spread = dict(zip(table.header, table.rows[0], strict=True))["spread"]
+    spread = dict(zip(table.header, texts(table)[0], strict=True))["spread"]
     assert spread == "n=2 · too few for an IQR"
     notes = tables.policy_bench_notes(_load(POLICY_BENCH))
     assert "jax · budget: not expressible (JAX has no memory-budget policy)" in notes
-    scale = tables.scale_table(_load(SCALE))
-    assert len(scale.rows) == len(_load(SCALE)["rows"])
-    assert all(re.fullmatch(r"n=15 · IQR \d+%(: noise)?", row[-1]) for row in scale.rows)
-    assert tables.spread_words(0.7, 9) == "n=9 · IQR 70%: noise"
+    found = scale.table(_load(SCALE))
+    assert len(found.rows) == len(_load(SCALE)["rows"])
+    assert all(re.fullmatch(r"n=15 · IQR \d+%(: noise)?", row[-1]) for row in texts(found))
+    assert spread_words(0.7, 9) == "n=9 · IQR 70%: noise"
 
 
 def test_a_versions_section_takes_a_plain_list_of_rows():
@@ -486,7 +496,7 @@ def test_a_versions_section_takes_a_plain_list_of_rows():
     table = tables.versions_table(rows)
     assert table.header == ["framework", "version", "port", "failed", "outcomes.a_init",
                             "outcomes.c_vjp"]  # fmt: skip
-    assert table.rows[0] == ["torch", "2.5.1", "pytorch", "✓ passed", "✓ pass", "✗ fail"]
+    assert texts(table)[0] == ["torch", "2.5.1", "pytorch", "✓ passed", "✓ pass", "✗ fail"]
     page = build([], versions=rows, pictures=False).html
     assert '<section id="versions"><h2>Versions</h2>' in page
     assert '<tr data-key="torch 2.4.0 pytorch">' in page

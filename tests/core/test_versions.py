@@ -18,6 +18,7 @@ import pytest
 
 from conformance import versions
 from conformance.checking import policy_expectations
+from conformance.tables.kinds import versions as versions_tables
 from conformance.versions import plan, project, registry, render, summary, venvs
 from conformance.versions.sweep import Options, SetResult, Sweep
 from implementations import manifests
@@ -257,7 +258,7 @@ def test_the_first_version_that_differs_and_each_change_are_named():
     (found,) = data["degradations"]
     assert found["first_difference"] == 0
     assert found["changes"] == [{"from": 0, "to": 1, "holds": True}]
-    (line, *details) = render.degradation_lines(data)
+    (line, *details) = versions_tables.degradation_lines(data)
     assert "the first version that differs: named · tensorflow-cpu 2.18.0" in line
     assert "starts holding at named · tensorflow-cpu 2.19.0" in line
     assert "  probe failed at named · tensorflow-cpu 2.20.0: x" in details
@@ -265,7 +266,7 @@ def test_the_first_version_that_differs_and_each_change_are_named():
     assert (steady["first_difference"], steady["changes"]) == (None, [])
     assert (
         "holds at every version swept"
-        in render.degradation_lines(summary.to_json(_sweep([True, True])))[0]
+        in versions_tables.degradation_lines(summary.to_json(_sweep([True, True])))[0]
     )
     # In Markdown each set's line is nested under its degradation's.
     text = render.markdown(summary.to_json(_sweep([False, True])))

@@ -36,10 +36,10 @@ def table(found: Table, level: int = 3) -> list[str]:
     lines.append("| " + " | ".join(escape(c.name) for c in found.columns) + " |")
     lines.append("| " + " | ".join(ALIGN_RULES[c.align] for c in found.columns) + " |")
     for row in found.rows:
-        cells = [_cell(c) for c in row.cells]
-        if row.heading:
-            cells += [""] * (width - len(cells))
-        lines.append("| " + " | ".join(cells) + " |")
+        if row.heading:  # its text in the first cell, the others empty
+            lines.append(f"| {_cell(row.cells[0])} |" + " |" * (width - 1))
+            continue
+        lines.append("| " + " | ".join(_cell(c) for c in row.cells) + " |")
     if found.caption:
         lines += ["", escape(found.caption)]
     return [*lines, ""]

@@ -55,6 +55,7 @@ def narrow_table(title: str = "") -> RichTable:
         padding=(0, 1),
         pad_edge=False,
         collapse_padding=True,
+        show_edge=False,  # the two columns an edge takes are a number's, at 80 columns
         title_justify="left",
     )
 
@@ -64,7 +65,9 @@ def rich_table(found: Table, separated: bool = False) -> RichTable:
     several lines read apart); a group heading always starts a section."""
     grid = narrow_table(escape(found.title))
     for column in found.columns:
-        grid.add_column(escape(column.name), justify=column.align, no_wrap=not column.wrap)
+        grid.add_column(
+            escape(column.short or column.name), justify=column.align, no_wrap=not column.wrap
+        )
     width = len(found.columns)
     for index, row in enumerate(found.rows):
         if row.heading:
@@ -77,17 +80,16 @@ def rich_table(found: Table, separated: bool = False) -> RichTable:
 
 
 def _whole_words(table: RichTable) -> None:
-    """Give each wrapping column at least its longest word: rich would cut a longer word
-    with an ellipsis ("jax_checkpo…") rather than widen the table."""
+    """Give each wrapping column at least its longest word, and each column that does not
+    wrap its longest line (its heading's too): rich would cut them with an ellipsis
+    ("jax_checkpo…") rather than widen the table."""
     for column in table.columns:
+        cells = [column.header, *column.cells]
+        texts = [Text.from_markup(cell).plain for cell in cells if isinstance(cell, str)]
         if column.no_wrap:
-            continue
-        words = [
-            len(word)
-            for cell in column.cells
-            if isinstance(cell, str)
-            for word in Text.from_markup(cell).plain.split()
-        ]
+            words = [len(line) for text in texts for line in text.splitlines()]
+        else:
+            words = [len(word) for text in texts for word in text.split()]
         if words:
             column.min_width = max(column.min_width or 0, *words)
 
