@@ -56,7 +56,7 @@ ULP_REL = 2.0**-23  # one float32 ulp, relative to the value
 TINY = 2.0**-126  # error of one flushed subnormal: the smallest normal float32
 # A port's own seeded init may differ from Flax's by this many ulps per
 # parameter: XLA's float32 arithmetic is reproduced exactly only where the
-# same operations fuse (see implementations/_canonical_init/numpy_init.py).
+# same operations fuse (see implementations/stacks/numpy/init.py).
 INIT_ULPS = 2
 
 
