@@ -81,6 +81,35 @@ MANIFEST = Manifest(
             "e_evidence",
         ),
         MutantEntry(
+            "composed_reruns_declared_free",
+            f"{_HERE}.pytorch_mutants:RerunsWhileDeclaringNone",
+            "declares that torch removes the nested region's duplicate work (early stop) but "
+            "runs the forward three times",
+            "pytorch",
+            "k_composition",
+        ),
+        MutantEntry(
+            "composed_second_wrap_drops_region",
+            f"{_HERE}.pytorch_mutants:SecondWrapDropsTheRegion",
+            "the second wrap drops the inner region: everything is saved",
+            "pytorch",
+            "k_composition",
+        ),
+        MutantEntry(
+            "composed_recompute_other_parameters",
+            f"{_HERE}.pytorch_mutants:NestedRecomputeDrawsOtherParameters",
+            "the recompute under nesting draws other parameters: the values differ",
+            "pytorch",
+            "k_composition",
+        ),
+        MutantEntry(
+            "composed_declaration_breaks_rule",
+            f"{_HERE}.pytorch_mutants:DeclaresFewerForwardRuns",
+            "a composition declaration in which wrapping twice runs the forward fewer times",
+            "pytorch",
+            "k_composition",
+        ),
+        MutantEntry(
             "compiled_without_checkpoint",
             f"{_HERE}.torch_compile_mutants:CompiledWithoutCheckpoint",
             "torch.compile of the MLP module with no checkpoint in its forward",

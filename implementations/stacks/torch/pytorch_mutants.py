@@ -1,15 +1,19 @@
-"""Mutants of the eager PyTorch port: the porter's own model, never checkpointed."""
+"""Mutants of the eager PyTorch port: the porter's own model, never checkpointed (e); and
+regions composed wrongly (k)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from torch.utils.checkpoint import set_checkpoint_early_stop
 
+from implementations.composition import composed
 from implementations.contract import Grads, Params
+from implementations.stacks.torch import observed
 from implementations.stacks.torch.arrays import leaf_input, to_host_array
-from implementations.stacks.torch.mlp import exercise_model, state_to_params
+from implementations.stacks.torch.mlp import MLP, exercise_model, state_to_params
 from implementations.stacks.torch.pytorch import PyTorch
 
 
@@ -44,3 +48,75 @@ class OwnModelWithoutCheckpoint(PyTorch):
         # The base's checks and Flax's parameters; the computation is the port's own.
         x, model = exercise_model(seed, x, features, checkpoint=False)
         return _plain_mlp(state_to_params(model.state_dict()), x)[0]
+
+
+# -- composition (k): each killed by (k) alone --------------------------------------------
+
+
+class _Reruns(MLP):
+    """The nested region with torch's early stop off: the outer recompute reruns the block in
+    full and the inner one again (three forward runs of the first layer, two of the second)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.nesting == "once":
+            return super().forward(x)
+        with set_checkpoint_early_stop(False):
+            return super().forward(x)
+
+
+class _Dropped(MLP):
+    """Wrapping again toggles the checkpoint off: the nested region runs plain, keeping all."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x) if self.nesting != "once" else super().forward(x)
+
+
+class _OtherParameters(MLP):
+    """Under nesting, the rerun of the block draws other parameters (a fresh draw in
+    recompute): the forward values hold, the gradients do not."""
+
+    def block(self, x: torch.Tensor) -> torch.Tensor:
+        if self.nesting != "once" and observed.in_backward():
+            with torch.no_grad():
+                self.fc1.weight.mul_(1.001)
+        return super().block(x)
+
+
+class _Composed(PyTorch, abstract=True):
+    """The eager port with its MLP's composition replaced by `mlp`."""
+
+    mlp: type = MLP
+
+    def model(self, params: Params, checkpoint: Any, context_fn=None) -> MLP:
+        model = super().model(params, checkpoint, context_fn)
+        model.__class__ = self.mlp  # the same module, its nesting as the mutant runs it
+        return model
+
+
+class RerunsWhileDeclaringNone(_Composed):
+    """Declares torch's early stop (twice costs nothing) but runs the forward three times."""
+
+    mlp = _Reruns
+
+
+class SecondWrapDropsTheRegion(_Composed):
+    """The second wrap drops the inner region: everything is saved."""
+
+    mlp = _Dropped
+
+
+class NestedRecomputeDrawsOtherParameters(_Composed):
+    """The recompute under nesting draws other parameters: the values differ."""
+
+    mlp = _OtherParameters
+
+
+class DeclaresFewerForwardRuns(PyTorch):
+    """A declaration of its own that breaks a rule: twice reruns less than once."""
+
+    instrument_family = "torch"
+    composition_expectations: ClassVar[dict[str, Any]] = {
+        "once": composed("x", 2, 1, why="as torch's"),
+        "twice": composed("x", 2, 0, why="claims the outer region removes the inner rerun"),
+        "under_trainer": composed("x", 2, 1, why="as torch's"),
+    }
