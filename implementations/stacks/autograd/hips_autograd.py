@@ -31,13 +31,14 @@ from implementations.contract import (
 from implementations.stacks import Port
 from implementations.stacks.autograd import (
     STACK,
-    Tap,
     as_input,
     block,
     checkpointed_block,
     no_tap,
+    observed,
     to_host_array,
 )
+from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
 
 #: The block's parameters, in the order the block takes them (canonical names and layout).
@@ -125,24 +126,35 @@ class HipsAutograd(Port):
         *grads, dx = pullback(np.asarray(cotangent, np.float32))  # x is the last argument
         return Grads(**arrays_to_params(tuple(grads)).as_dict(), x=to_host_array(dx))
 
+    # -- evidence: autograd's instrument on the port's own calls (`observed`) ------------
+
+    @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: Any = True
     ) -> BackwardRecord:
-        run, tap = self._block(checkpoint), Tap()
-        args = dict(zip(NAMES, params_to_arrays(params), strict=True)) | {"x": as_input(x)}
-        origins = dict.fromkeys(NAMES, "parameter") | {"x": "input"}
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
+        whatever a subclass overrides, the evidence is read off the call whose values (c)
+        checks."""
         ones = np.ones(params.features, np.float32)
-        return self.stack.record(lambda *a: run(*a, tap=tap), args, origins, ones, tap)
-
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        tap, features = Tap(), check_features(features)
-        return self.stack.record(
-            lambda x: _exercise(seed, x, features, self.checkpointed, tap),
-            {"x": as_input(x)},
-            {"x": "input"},
-            np.ones(features, np.float32),
-            tap,
+        return observed.observe(
+            lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x, params.as_dict().values()
         )
+
+    @observes("nn_checkpoint_forward")
+    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)` under
+        `make_vjp` with respect to x, and the backward pass of its output (ones)."""
+        features = check_features(features)
+
+        def call() -> None:
+            pullback, _ = make_vjp(lambda x: self.nn_checkpoint_forward(seed, x, features))(
+                as_input(x)
+            )
+            pullback(np.ones(features, np.float32))
+
+        # The exercise's parameters are Flax's for the seed: their values, to tell them apart.
+        canonical = canonical_params(check_seed(seed), int(np.shape(x)[0]), features)
+        return observed.observe(call, x, canonical.as_dict().values())
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a

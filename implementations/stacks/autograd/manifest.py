@@ -31,6 +31,14 @@ MANIFEST = Manifest(
     ),
     mutants=(
         MutantEntry(
+            "autograd_own_model_no_checkpoint",
+            f"{_HERE}.hips_autograd_mutants:OwnModelWithoutCheckpoint",
+            "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
+            "while the base's block checkpoints",
+            "hips_autograd",
+            "e_evidence",
+        ),
+        MutantEntry(
             "autograd_no_checkpoint",
             f"{_HERE}.hips_autograd_mutants:AutogradNoCheckpoint",
             "autograd MLP without the checkpoint",
