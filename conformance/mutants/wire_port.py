@@ -32,7 +32,7 @@ import numpy as np
 
 import implementations
 from conformance.checking import policy_expectations
-from implementations import manifests
+from implementations import composition, manifests
 from implementations.contract import Params, byte_budget
 from implementations.policies import Policy, declared, inexpressible
 from implementations.process import ProcessPort
@@ -86,6 +86,7 @@ def _record(record: Any) -> dict[str, Any]:
         "recomputed": dict(record.recomputed),
         "checkpoint_regions": record.checkpoint_regions,
         "backward_matmuls": record.backward_matmuls,
+        "forward_matmuls": record.forward_matmuls,
     }  # fmt: skip
 
 
@@ -95,6 +96,8 @@ def serve(name: str, served: str, ignore_policy: bool, values_unchecked: bool = 
     def checkpoint(request: dict[str, Any]) -> Any:
         if ignore_policy or "policy" not in request:
             return bool(request.get("checkpoint"))
+        if "nesting" in request:  # protocol 3: full remat, composed
+            return composition.Nesting(request["nesting"])
         return Policy.parse(request["policy"])
 
     def params(value: dict[str, Any]) -> Params:
@@ -103,11 +106,17 @@ def serve(name: str, served: str, ignore_policy: bool, values_unchecked: bool = 
     def answer(request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "hello":
+            offered = request.get("protocols") or [request.get("protocol")]
+            protocol = 3 if 3 in offered and not ignore_policy else 2
+            nested = {
+                "compositions": composition.declared(port),
+                "not_composable": composition.not_composable(port),
+            } if protocol == 3 else {}  # fmt: skip
             return {
                 "name": name, "framework": port.framework, "versions": port.versions(),
-                "protocol": 2, "checkpoint_api": f"{served}, served over the protocol",
+                "protocol": protocol, "checkpoint_api": f"{served}, served over the protocol",
                 "policies": declared(port), "inexpressible": inexpressible(port),
-                "instrument_family": policy_expectations.family(port),
+                "instrument_family": policy_expectations.family(port), **nested,
             }  # fmt: skip
         if op == "init_params":
             seed, features = (

@@ -17,7 +17,9 @@ for a compile. A stderr line that starts with `WARNING_PREFIX` is a
 Versions are negotiated in `hello`: the adapter offers every version it
 speaks (`PROTOCOL_VERSIONS`) and the port answers the one it speaks; a
 port written for protocol 1 that refuses version 2 is asked again in 1.
-Protocol 2 carries a remat policy by name (`policy`) beside `checkpoint`.
+Protocol 2 carries a remat policy by name (`policy`) beside `checkpoint`;
+protocol 3 carries a composition case (`nesting`: the region wrapped twice,
+or under a trainer's), which a port declares in its `hello`.
 
 What crosses the wire is the port's word: evidence records are stamped
 measured by the port (`contract.MEASURED_BY_PORT`), and the expectations a
@@ -49,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import composition
 from ..contract import (
     MAX_ELEMENTS,
     NOT_REPORTED,
@@ -62,7 +65,7 @@ from ..contract import (
     max_bytes,
 )
 from ..expectations import from_wire
-from ..policies import POLICY_NAMES, Policy, check_declaration, declared_policy
+from ..policies import FULL, POLICY_NAMES, Policy, check_declaration, declared_policy
 from .wire import (
     PROTOCOL_VERSION,
     PROTOCOL_VERSIONS,
@@ -328,6 +331,8 @@ class ProcessPort(Implementation):
         try:
             self.policies, self.inexpressible = self._declared_policies()
             self.expectations = self._declared_expectations()
+            self.compositions, self.not_composable = self._declared_compositions()
+            self.composition_expectations = self._declared_composition_expectations()
         except ProtocolViolation:
             self.close()
             raise
@@ -368,6 +373,48 @@ class ProcessPort(Implementation):
             return from_wire(self.hello["expectations"])
         except ValueError as error:
             raise ProtocolViolation(f"{self.name}: the answer to 'hello': {error}") from None
+
+    def _declared_compositions(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The composition cases from `hello` (protocol 3: optional `compositions`,
+        `not_composable`); a port speaking an older protocol expresses none."""
+        what = f"{self.name}: the answer to 'hello'"
+        if self.protocol < 3:
+            cannot = f"protocol {self.protocol} carries no nesting (protocol 3 does)"
+            return {}, {case: cannot for case in composition.CASES}
+        found = self.hello.get("compositions", {}), self.hello.get("not_composable", {})
+        try:
+            composition.check_declaration(what, *found)
+        except TypeError as error:
+            raise ProtocolViolation(str(error)) from None
+        return dict(found[0]), dict(found[1])
+
+    def _declared_composition_expectations(self) -> dict[str, composition.Composed]:
+        """What the port's instrument shows per composition case, from `hello` (optional:
+        `composition_expectations`, case -> {roles, forward_matmuls, rerun_matmuls, why,
+        degradation}); property (k) holds them to the composition rules."""
+        data = self.hello.get("composition_expectations", {}) if self.protocol >= 3 else {}
+        what = f"{self.name}: the answer to 'hello': composition_expectations"
+        if not isinstance(data, dict):
+            raise ProtocolViolation(f"{what} must be an object")
+        table = {}
+        for case, item in data.items():
+            keys = {"roles", "forward_matmuls", "rerun_matmuls", "why", "degradation"}
+            if not isinstance(item, dict) or set(item) - keys or "roles" not in item:
+                raise ProtocolViolation(f"{what}[{case!r}] must be an object of {sorted(keys)}")
+            roles, why = item["roles"], item.get("why", "")
+            counts = [item.get(k) for k in ("forward_matmuls", "rerun_matmuls")]
+            if (
+                not isinstance(roles, list)
+                or not all(isinstance(r, str) for r in roles)
+                or not isinstance(why, str)
+                or any(c is not None and (isinstance(c, bool) or not isinstance(c, int))
+                       for c in counts)
+            ):  # fmt: skip
+                raise ProtocolViolation(f"{what}[{case!r}] is malformed: {item!r}"[:300])
+            table[str(case)] = composition.Composed(
+                frozenset(roles), counts[0], counts[1], why, bool(item.get("degradation"))
+            )
+        return table
 
     @classmethod
     def from_command(cls, name: str, command: str) -> ProcessPort:
@@ -571,7 +618,15 @@ class ProcessPort(Implementation):
         return declared_policy(checkpoint, self.name, self.policies, self.inexpressible)
 
     def _checkpoint(self, checkpoint: Any) -> dict[str, Any]:
-        """`checkpoint` (on or off) and, from protocol 2 on, `policy` (its name)."""
+        """`checkpoint` (on or off) and, from protocol 2 on, `policy` (its name); from
+        protocol 3 on, a composition case as `nesting` (full remat, composed)."""
+        if isinstance(checkpoint, composition.Nesting):
+            if checkpoint.case not in self.compositions:
+                reason = composition.not_composable(self)[checkpoint.case]
+                raise ValueError(
+                    f"checkpoint={checkpoint.case}: port {self.name} cannot express it ({reason})"
+                )
+            return {"checkpoint": True, "policy": FULL.label, "nesting": checkpoint.case}
         policy = self._policy(checkpoint)
         if self.protocol < 2:
             return {"checkpoint": bool(policy)}

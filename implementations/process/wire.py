@@ -13,8 +13,8 @@ import numpy as np
 from ..contract import MEASURED_BY_PORT, BackwardRecord, SavedTensor
 
 #: The newest protocol the adapter speaks, and every one it speaks (hello negotiates).
-PROTOCOL_VERSION = 2
-PROTOCOL_VERSIONS = (1, 2)
+PROTOCOL_VERSION = 3
+PROTOCOL_VERSIONS = (1, 2, 3)
 _LITTLE_F32 = np.dtype("<f4")
 
 
@@ -88,15 +88,19 @@ def decode_record(result: Any, what: str) -> BackwardRecord:
         saved = decode_saved(field(result, "saved", what))
         recomputed = {str(k): int(v) for k, v in field(result, "recomputed", what).items()}
         regions = result.get("checkpoint_regions")
-        matmuls = result.get("backward_matmuls")  # optional: None where the port does not count
-        if matmuls is not None and (isinstance(matmuls, bool) or int(matmuls) != matmuls):
-            raise ValueError(f"backward_matmuls must be an integer, got {matmuls!r}")
+        counts = {}
+        for key in ("backward_matmuls", "forward_matmuls"):  # optional: None where not counted
+            count = result.get(key)
+            if count is not None and (isinstance(count, bool) or int(count) != count):
+                raise ValueError(f"{key} must be an integer, got {count!r}")
+            counts[key] = None if count is None else int(count)
         return BackwardRecord(
             instrument=str(field(result, "instrument", what)),
             saved=saved,
             recomputed=recomputed,
             checkpoint_regions=None if regions is None else int(regions),
-            backward_matmuls=None if matmuls is None else int(matmuls),
+            backward_matmuls=counts["backward_matmuls"],
+            forward_matmuls=counts["forward_matmuls"],
             measured_by=MEASURED_BY_PORT,
         )
     except ProtocolViolation:
