@@ -4,8 +4,9 @@ A stack's package (`implementations.stacks.torch`) offers its framework's
 pieces by name (`from implementations.stacks.torch import TorchPort`), but
 importing the package must not import the framework: the core reads each
 stack's `manifest` (a submodule) without loading any framework. So the
-package's `__init__` lists where each name lives, and a module-level
-`__getattr__` (PEP 562) imports it the first time it is asked for.
+package's `__init__` lists where each name lives, in one table, and
+`lazy_exports` derives the rest from it: a module-level `__getattr__` (PEP 562)
+that imports a name the first time it is asked for, `__dir__`, and `__all__`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ from typing import Any
 
 def lazy_exports(
     package: str, names: Mapping[str, str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """`(__getattr__, __dir__)` for `package`: each name of `names` (name -> its submodule,
-    relative: `".port"`) is imported from its submodule when first asked for, then kept."""
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """`(__getattr__, __dir__, __all__)` for `package`: each name of `names` (name -> its
+    submodule, relative: `".port"`) is imported from its submodule when first asked for, then
+    kept; `__all__` is the table's names, sorted."""
+    for name, where in names.items():
+        if not (name.isidentifier() and where.startswith(".")):
+            raise ValueError(
+                f"names: {name!r} -> {where!r} in {package}: expected an identifier -> "
+                'a relative submodule (".port")'
+            )
 
     def __getattr__(name: str) -> Any:
         where = names.get(name)
@@ -34,4 +42,4 @@ def lazy_exports(
     def __dir__() -> list[str]:
         return sorted({*vars(sys.modules[package]), *names})
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(names)

@@ -31,22 +31,4 @@ _EXPORTS = {
     "checkpoint": ".remat",
     "STACK": ".stack",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "STACK",
-    "Probe",
-    "Tap",
-    "as_input",
-    "backward_record",
-    "block",
-    "checkpoint",
-    "checkpointed_block",
-    "from_host_array",
-    "matmul_precision",
-    "no_tap",
-    "pin_matmul_precision",
-    "reachable_arrays",
-    "relu",
-    "to_host_array",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

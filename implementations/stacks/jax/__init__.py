@@ -31,20 +31,4 @@ _EXPORTS = {
     "JaxPort": ".port",
     "STACK": ".stack",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "STACK",
-    "Compiled",
-    "CompiledExercise",
-    "JaxPort",
-    "backward_record",
-    "checked_x",
-    "flax_init",
-    "init_arrays",
-    "init_params",
-    "jitted_init",
-    "lecun_normal",
-    "saved_tensors",
-    "seed_array",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

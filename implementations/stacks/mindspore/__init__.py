@@ -41,28 +41,4 @@ _EXPORTS = {
     "FIRST_CALL": ".stack",
     "STACK": ".stack",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "FIRST_CALL",
-    "MLP",
-    "STACK",
-    "STATE_NAMES",
-    "Affine",
-    "CellCalls",
-    "CellPool",
-    "SavedTensors",
-    "as_input",
-    "classify",
-    "exercise_model",
-    "from_host_array",
-    "matmul_precision",
-    "ms",
-    "numpy_dtype",
-    "parameters",
-    "pin_matmul_precision",
-    "record",
-    "run_first_call",
-    "state_to_params",
-    "to_host_array",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

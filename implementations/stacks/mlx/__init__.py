@@ -27,17 +27,4 @@ _EXPORTS = {
     "no_tap": ".evidence",
     "STACK": ".stack",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "STACK",
-    "Graph",
-    "Tap",
-    "as_input",
-    "backward_record",
-    "from_host_array",
-    "matmul_precision",
-    "no_tap",
-    "pin_matmul_precision",
-    "to_host_array",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

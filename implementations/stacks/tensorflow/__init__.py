@@ -30,19 +30,4 @@ _EXPORTS = {
     "backward_record": ".evidence",
     "STACK": ".stack",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "STACK",
-    "as_input",
-    "backward_record",
-    "evidence",
-    "flax_init",
-    "float32_tensor",
-    "from_host_array",
-    "installed",
-    "integer_argument",
-    "runtime",
-    "tf",
-    "to_host_array",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

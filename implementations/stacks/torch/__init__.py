@@ -40,24 +40,4 @@ _EXPORTS = {
     "TorchPort": ".port",
     "STACK": ".stack",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "MLP",
-    "STACK",
-    "GradModeOps",
-    "RegionCounter",
-    "SavedTensors",
-    "TorchPort",
-    "as_input",
-    "build_mlp",
-    "classify",
-    "from_host_array",
-    "leaf_input",
-    "matmul_precision",
-    "params_to_state",
-    "pin_matmul_precision",
-    "record",
-    "state_to_params",
-    "to_host_array",
-]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
