@@ -23,7 +23,7 @@ from ..checking import policy_expectations
 from ..checking.checks import ConformanceError
 from ..checking.properties import BUDGET_CHECKED, check_policy_record, checkpoint_argument
 from ..checking.tolerance import forward_bound, vjp_comparison
-from ..terminal.style import narrow_table
+from ..tables.model import Cell, Column, Table, TableBuilder
 from .model import diff
 
 
@@ -125,58 +125,70 @@ def _run(cell, port, references, policy, params, x, cotangent) -> None:
         cell.expected = str(error).split(": ", 1)[-1]
 
 
-def policy_table(rows: list[Any]):
-    """One section per port, one row per policy: the matrix (rows: `PortComparison`s)."""
-    table = narrow_table(
-        title="remat policies: what each port expresses, saves and recomputes",
+def policy_table(rows: list[Any]) -> Table:
+    """A heading row per port, one row per policy: the matrix (rows: `PortComparison`s)."""
+    table = TableBuilder(
+        "remat policies: what each port expresses, saves and recomputes",
+        [
+            Column("policy", wrap=True),
+            Column("saved", number="bytes"),
+            Column("mm", "right", "count"),
+            Column("canonical", wrap=True),
+            Column("verdict", wrap=True),
+        ],
         caption="saved: roles (x, d1 = x@W1, h = d1 + b1, a = relu(h), mask, y) · KiB kept · "
         "mm: matmuls in backward · canonical: output and VJP against Flax linen under the "
         "same policy (rigorous bound)",
+        kind="policies",
     )
-    table.add_column("port", overflow="fold")
-    table.add_column("policy", overflow="fold")
-    table.add_column("saved", no_wrap=True)
-    table.add_column("mm", justify="right")
-    table.add_column("canonical")
-    table.add_column("verdict", ratio=1, overflow="fold")
     for row in rows:
         cells = getattr(row, "policies", None) or []
-        for index, cell in enumerate(cells):
-            table.add_row(
-                row.name if index == 0 else "",
-                cell.policy,
-                _saved(cell),
-                "-" if cell.backward_matmuls is None else str(cell.backward_matmuls),
-                _agreement(cell),
-                _verdict(cell),
-                end_section=index == len(cells) - 1,
+        if not cells:
+            continue
+        table.heading(row.name, key=row.name)
+        for cell in cells:
+            matmuls = "-" if cell.backward_matmuls is None else str(cell.backward_matmuls)
+            table.add(
+                [cell.policy, _saved(cell), matmuls, _agreement(cell), _verdict_cell(cell)],
+                key=f"{row.name} {cell.policy}",
             )
-    return table
+    return table.build()
 
 
-def _saved(cell: PolicyCell) -> str:
+def _saved(cell: PolicyCell) -> Cell:
     if not cell.expressible or cell.error:
-        return "[dim]-[/]"
+        return Cell("-", "muted")
     roles = ", ".join(
         f"{r}<{cell.memory[r]}>" if cell.memory.get(r) == "host" else r for r in cell.roles
     )
-    return f"{{{roles}}}\n{cell.kib:.2f} KiB"
+    return Cell(f"{{{roles}}}", note=f"{cell.kib:.2f} KiB")
 
 
-def _agreement(cell: PolicyCell) -> str:
+def _agreement(cell: PolicyCell) -> Cell:
     if cell.agrees is None:
-        return "[dim]-[/]"
-    return "[green]equal[/]" if cell.agrees else f"[bold red]off x{cell.worst_ratio:.2g}[/]"
+        return Cell("-", "muted")
+    return Cell("equal", "pass") if cell.agrees else Cell(f"off x{cell.worst_ratio:.2g}", "fail")
 
 
 def _verdict(cell: PolicyCell) -> str:
+    """The cell's verdict in words, one line per finding."""
     if not cell.expressible:
-        return f"[dim]not expressible: {cell.spelling}[/]"  # the reason
+        return f"not expressible: {cell.spelling}"  # the reason
     if cell.error:
-        return f"[bold red]error: {cell.error}[/]"
-    notes = [f"[yellow]documented degradation: {d}[/]" for d in cell.degradations]
+        return f"error: {cell.error}"
+    notes = [f"documented degradation: {d}" for d in cell.degradations]
     if cell.expected:
-        notes.insert(0, f"[bold red]{cell.expected}[/]")
+        notes.insert(0, cell.expected)
     elif not cell.degradations:
-        notes.insert(0, "[green]as expected[/]")
+        notes.insert(0, "as expected")
     return "\n".join(notes)
+
+
+def _verdict_cell(cell: PolicyCell) -> Cell:
+    if not cell.expressible:
+        mark = "muted"
+    elif cell.error or cell.expected:
+        mark = "fail"
+    else:
+        mark = "warn" if cell.degradations else "pass"
+    return Cell(_verdict(cell), mark)

@@ -13,7 +13,7 @@ Sections, in order (`SECTIONS`; another module may append its own):
    that rerun the same ops share a line;
 5. the legend, the wall time and the load.
 
-Tables are printed whole (`terminal_style.print_table`).
+Tables are model tables (`conformance.tables.model`), printed whole by the terminal renderer.
 """
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ from rich.markup import escape
 
 from implementations.contract import SavedTensor
 
-from ..terminal.style import narrow_table, print_legend, print_table, state_markup
+from ..tables import numbers
+from ..tables.model import Cell, Column, Table, TableBuilder
+from ..tables.render import terminal as terminal_render
+from ..terminal.style import print_legend
 from .model import Bits, Comparison, Diff, PortComparison
 from .policy_matrix import policy_table
 
@@ -47,40 +50,9 @@ PRECISION_COLUMNS = tuple(r for r in RESULTS if r[0] != "db2")
 # ---------------------------------------------------------------------------
 
 
-def _kib(value: int) -> str:
-    """KiB with three significant figures: 128 bytes is 0.125, not 0.1."""
-    return f"{value / 1024:.3g}"
-
-
-def _bytes(value: int) -> str:
-    if value < 1024:
-        return f"{value} B"
-    if value < 2**20:
-        return f"{value / 1024:.3g} KiB"
-    return f"{value / 2**20:.3g} MiB"
-
-
-def _ms(value: float, figures: int = 3) -> str:
-    """Milliseconds, three significant figures (these are noisy measurements; a spread
-    needs only two)."""
-    if not math.isfinite(value):
-        return "?"
-    ms = value * 1e3
-    return f"{ms:.{figures}g}" if ms < 10**figures else f"{ms:.0f}"
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.2f} s" if value >= 1 else f"{value * 1e3:.0f} ms"
-
-
 def _ratio(value: float) -> str:
-    if math.isinf(value):
-        return "inf"
-    if value == 0:
-        return "0"
-    return f"{value:.2g}" if value >= 0.01 else f"{value:.0e}"
+    # The worst error over its bound: two digits, a compact cell.
+    return numbers.ratio(value, digits=2)
 
 
 def _dtype(name: str) -> str:
@@ -115,7 +87,7 @@ def residual_list(saved: Sequence[dict[str, Any]]) -> str:
         group = [t for t in saved if t["origin"] == origin]
         if group:
             nbytes = sum(t["bytes"] for t in group)
-            lines.append(f"[dim]+ {len(group)} {label}, {_bytes(nbytes)}[/]")
+            lines.append(f"[dim]+ {len(group)} {label}, {numbers.size(nbytes)}[/]")
     return "\n".join(lines) or "nothing"
 
 
@@ -153,13 +125,18 @@ def verdict(row: PortComparison) -> dict[str, bool | None]:
 def _mark(ok: bool | None, word: str) -> str:
     if ok is None:
         return f"- {word}"
-    return f"[green]{PASS}[/] {word}" if ok else f"[bold red]{FAIL} {word}[/]"
+    return f"{PASS} {word}" if ok else f"{FAIL} {word}"
 
 
-def _verdict_cell(row: PortComparison) -> str:
+def _verdict_cell(row: PortComparison) -> Cell:
     found = verdict(row)
-    agree = "[dim]ref[/]" if row.reference else _mark(found["agree"], "agree")
-    return "\n".join([agree, _mark(found["tier"], "tier"), _mark(found["remat"], "remat")])
+    agree = "ref" if row.reference else _mark(found["agree"], "agree")
+    text = "\n".join([agree, _mark(found["tier"], "tier"), _mark(found["remat"], "remat")])
+    judged = [
+        ok for key, ok in found.items() if ok is not None and not (row.reference and key == "agree")
+    ]
+    mark = "fail" if False in judged else ("pass" if judged else "")
+    return Cell(text, mark)
 
 
 # ---------------------------------------------------------------------------
@@ -171,7 +148,7 @@ def title(comparison: Comparison, what: str) -> str:
     """`what`, then the run's settings as they were given."""
     # The command as given, when it was given flags: "--dim 1024" is what the user asked for.
     given = comparison.command.split(" ", 1)[1:] if comparison.command else []
-    ran = f" · as run: {escape(comparison.command)}" if given else ""
+    ran = f" · as run: {comparison.command}" if given else ""
     return (
         f"compare · {what} · seed {comparison.seed} · D={comparison.dim} "
         f"F={comparison.features} · against {comparison.canonical}{ran}"
@@ -187,89 +164,103 @@ def _samples(comparison: Comparison) -> str:
     return f"n={counts.pop()}" if len(counts) == 1 else "n per cell"
 
 
-def _warm_cell(row: PortComparison, per_cell_n: bool) -> str:
+def _warm_cell(row: PortComparison, per_cell_n: bool) -> Cell:
     if row.warm_forward_seconds is None or row.warm_vjp_seconds is None:
-        return "-"
+        return Cell("-")
     lines = []
     for median, key in ((row.warm_forward_seconds, "forward"), (row.warm_vjp_seconds, "vjp")):
         spread = row.warm_spread.get(key, math.nan)
-        lines.append(f"{_ms(median)} ± {_ms(spread, 2)}")
-    if per_cell_n:
-        lines.append(f"[dim]n={row.warm_samples}[/]")
-    return "\n".join(lines)
+        lines.append(f"{numbers.ms(median)} ± {numbers.ms(spread, 2)}")
+    return Cell("\n".join(lines), note=f"n={row.warm_samples}" if per_cell_n else "")
 
 
-def _first_call_cell(first: dict[str, Any]) -> str:
+def _first_call_cell(first: dict[str, Any]) -> Cell:
     if "error" in first:
-        return f"[red]{escape(str(first['error']))}[/]"
+        return Cell(str(first["error"]), "fail")
     if not first:
-        return "-"
-    return "\n".join(
-        f"{label} {_seconds(first.get(key))}"
-        for label, key in (("import", "import"), ("fwd", "forward"), ("vjp", "vjp"))
+        return Cell("-")
+    return Cell(
+        "\n".join(
+            f"{label} {numbers.seconds(first.get(key))}"
+            for label, key in (("import", "import"), ("fwd", "forward"), ("vjp", "vjp"))
+        )
     )
 
 
-def summary_table(comparison: Comparison):
+def _label(row: PortComparison) -> Cell:
+    notes = [f"{k} {v}" for k, v in row.versions.items()]
+    if getattr(row, "measured_by", "") == "port":
+        notes.append("evidence self-reported")
+    return Cell(row.name, "heading", note="\n".join(notes))
+
+
+def summary_table(comparison: Comparison) -> Table:
     """One row per port: the verdict, the worst numbers, residuals and times."""
-    table = narrow_table(title(comparison, "at a glance"))
     samples = _samples(comparison)
-    table.add_column("port", min_width=12)
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("worst\nerr/bnd", no_wrap=True)
-    table.add_column("fewest\nbits", no_wrap=True)
-    table.add_column("kept KiB\noff → on", no_wrap=True)
-    table.add_column("recomp.\n(on)", no_wrap=True)
-    table.add_column(f"warm ms\nfwd, vjp\n±½IQR {samples}", no_wrap=True)
+    columns = [
+        Column("port", wrap=True),
+        Column("verdict"),
+        Column("worst\nerr/bnd", number="error/bound"),
+        Column("fewest\nbits"),
+        Column("kept KiB\noff → on", number="bytes"),
+        Column("recomp.\n(on)", number="count"),
+        Column(f"warm ms\nfwd, vjp\n±½IQR {samples}", number="seconds"),
+    ]
     if comparison.first_calls:
-        table.add_column("first call", no_wrap=True)
+        columns.append(Column("first call", number="seconds"))
+    table = TableBuilder(title(comparison, "at a glance"), columns, kind="compare")
     for row in comparison.ports:
-        versions = "\n".join(f"[dim]{escape(k)} {escape(v)}[/]" for k, v in row.versions.items())
-        label = f"[bold]{row.name}[/]" + (f"\n{versions}" if versions else "")
-        if getattr(row, "measured_by", "") == "port":
-            label += "\n[yellow]evidence self-reported[/]"
+        label = _label(row)
+        blank = [Cell()] * (len(columns) - 3)
         if not _usable(row):
             # The reason goes under the name, in the one column that wraps: in the verdict
             # column, which does not, a long one squeezed every other column of the table.
             if row.error:
-                mark, why = f"[bold red]{FAIL}error[/]", escape(row.error)
+                mark, why = Cell(f"{FAIL}error", "fail"), row.error
             else:
-                mark, why = state_markup(row.state), escape(row.reason)
-            table.add_row(f"{label}\n[dim]{why}[/]", mark, end_section=True)
+                mark, why = Cell(row.state, "unavailable"), row.reason
+            said = Cell(row.name, "heading", note="\n".join(filter(None, [label.note, why])))
+            table.add([said, mark, *blank, Cell()], key=row.name)
             continue
         diffs = _diffs(row)
         if row.reference:
-            worst = "[dim]ref[/]"
+            worst = Cell("ref", "muted")
         elif diffs:
             key, d = max(diffs.items(), key=lambda item: item[1].worst_ratio)
-            worst = f"{_ratio(d.worst_ratio)}\n[dim]{_short(key)}[/]"
+            worst = Cell(_ratio(d.worst_ratio), "" if d.worst_ratio <= 1.0 else "fail", _short(key))
         else:
-            worst = "-"
+            worst = Cell("-")
         if row.precision:
             key, b = min(row.precision.items(), key=lambda item: item[1].bits)
-            bits = f"{_bits(b)}\n[dim]{_short(key)}[/]"
+            bits = Cell(_bits(b), "fail" if b.ratio > 1.0 else "", _short(key))
         else:
-            bits = "-"
+            bits = Cell("-")
         off, on = row.residuals.get("off"), row.residuals.get("on")
         if off and on:
-            kept = f"{_kib(off.bytes)} → {_kib(on.bytes)}\n[dim]on: {roles(on.saved)}[/]"
-            recomputed = f"{sum(on.recomputed.values())} ops\n{matmuls(on.recomputed)} matmul"
+            kept = Cell(
+                f"{numbers.kib(off.bytes)} → {numbers.kib(on.bytes)}", note=f"on: {roles(on.saved)}"
+            )
+            recomputed = Cell(f"{sum(on.recomputed.values())} ops\n{matmuls(on.recomputed)} matmul")
         else:
-            kept = recomputed = "-"
-        cells = [_verdict_cell(row), worst, bits, kept, recomputed]
+            kept = recomputed = Cell("-")
+        cells = [label, _verdict_cell(row), worst, bits, kept, recomputed]
         cells.append(_warm_cell(row, samples == "n per cell"))
         if comparison.first_calls:
             cells.append(_first_call_cell(row.first_call))
-        table.add_row(label, *cells, end_section=True)
-    return table
+        table.add(cells, key=row.name)
+    return table.build()
 
 
-def agreement_table(comparison: Comparison):
+def agreement_table(comparison: Comparison) -> Table:
     """One row per port: every result's largest error over the bound there."""
-    table = narrow_table(title(comparison, "agreement: largest error / bound"))
-    table.add_column("port", min_width=12)
-    for label, _ in RESULTS:
-        table.add_column(label, justify="right", no_wrap=True)
+    table = TableBuilder(
+        title(comparison, "agreement: largest error / bound"),
+        [
+            Column("port", wrap=True),
+            *(Column(label, "right", "error/bound") for label, _ in RESULTS),
+        ],
+        kind="agreement",
+    )
     for row in comparison.ports:
         if not _usable(row) or row.reference:
             continue
@@ -278,19 +269,19 @@ def agreement_table(comparison: Comparison):
         for _, key in RESULTS:
             d = diffs.get(key)
             if d is None:
-                cells.append("-")
+                cells.append(Cell("-"))
             else:
                 text = _ratio(d.worst_ratio)
-                cells.append(text if d.worst_ratio <= 1.0 else f"[bold red]{FAIL}{text}[/]")
-        table.add_row(row.name, *cells)
-    return table
+                cells.append(Cell(text) if d.worst_ratio <= 1.0 else Cell(f"{FAIL}{text}", "fail"))
+        table.add([row.name, *cells], key=row.name)
+    return table.build()
 
 
 def _bits(b: Bits | None) -> str:
     if b is None:
         return "-"
     text = "exact" if b.bits == float("inf") else f"{b.bits:.1f}"
-    return f"[bold red]{FAIL}{text}[/]" if b.ratio > 1.0 else text
+    return f"{FAIL}{text}" if b.ratio > 1.0 else text
 
 
 def _setting(value: str) -> str:
@@ -317,18 +308,22 @@ def matmul_lines(comparison: Comparison) -> list[str]:
     return [f"[bold]{', '.join(names)}[/]: {escape(text)}" for text, names in groups.items()]
 
 
-def precision_table(comparison: Comparison):
+def precision_table(comparison: Comparison) -> Table:
     """One row per port: effective bits of each result (the matmul settings follow it)."""
-    table = narrow_table("precision: bits of the exact (float64) result each port keeps")
-    table.add_column("port", min_width=12)
-    for label, _ in PRECISION_COLUMNS:
-        table.add_column(label, justify="right", no_wrap=True)
+    table = TableBuilder(
+        "precision: bits of the exact (float64) result each port keeps",
+        [Column("port", wrap=True), *(Column(label, "right") for label, _ in PRECISION_COLUMNS)],
+        kind="precision",
+    )
     for row in comparison.ports:
         if not _usable(row):
             continue
-        cells = [_bits(row.precision.get(key)) for _, key in PRECISION_COLUMNS]
-        table.add_row(row.name, *cells)
-    return table
+        cells = []
+        for _, key in PRECISION_COLUMNS:
+            b = row.precision.get(key)
+            cells.append(Cell(_bits(b), "fail" if b is not None and b.ratio > 1.0 else ""))
+        table.add([row.name, *cells], key=row.name)
+    return table.build()
 
 
 def recomputed_lines(comparison: Comparison) -> list[str]:
@@ -381,15 +376,15 @@ def _load_line(comparison: Comparison) -> tuple[str, bool]:
 
 
 def print_summary(comparison: Comparison, console: Console) -> None:
-    print_table(console, summary_table(comparison))
+    terminal_render.print_block(console, summary_table(comparison), separated=True)
 
 
 def print_agreement(comparison: Comparison, console: Console) -> None:
-    print_table(console, agreement_table(comparison))
+    terminal_render.print_block(console, agreement_table(comparison))
 
 
 def print_precision(comparison: Comparison, console: Console) -> None:
-    print_table(console, precision_table(comparison))
+    terminal_render.print_block(console, precision_table(comparison))
     lines = matmul_lines(comparison)
     if lines:
         console.print(
@@ -410,7 +405,7 @@ def print_recomputed(comparison: Comparison, console: Console) -> None:
 
 
 def print_policies(comparison: Comparison, console: Console) -> None:
-    print_table(console, policy_table(comparison.ports))
+    terminal_render.print_block(console, policy_table(comparison.ports))
 
 
 #: What `print_comparison` prints, in order: a module may append a section of its own.

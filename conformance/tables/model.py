@@ -128,7 +128,16 @@ class Items:
     marks: tuple[str, ...] = ()
 
 
-Block = Table | Paragraph | Items
+@dataclass(frozen=True)
+class Figure:
+    """A picture written beside the document: its title (the caption) and where it is,
+    relative to the document (a renderer links it; it never reads it)."""
+
+    title: str
+    path: str
+
+
+Block = Table | Paragraph | Items | Figure
 
 
 @dataclass(frozen=True)

@@ -4,97 +4,20 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ..checking.properties import PROPERTIES
+from ..jsonable import to_data
 from ..running.mutation import MUTANT_EXAMPLES_NOTE, score
 from ..running.results import PortReport, SuiteReport, replay_command
-from .style import narrow_table, print_legend, print_table, state_markup
-
-CELLS = {
-    # Narrow cells: ten properties, a port name and the time fit 80 columns.
-    "pass": "[green]✓{examples}[/]\n[dim]{ratio}[/]",
-    "fail": "[bold red]✗fail[/]\n[dim]@{examples}[/]",
-    "crashed": "[bold red]✗crash[/]\n[dim]@{examples}[/]",
-    "timeout": "[bold red]✗hang[/]\n[dim]@{examples}[/]",
-    "skip": "[yellow]skip[/]",
-    "reference": "[dim]ref[/]",
-    "xfail": "[yellow]xfail[/]",
-    "xpass": "[magenta]xpass[/]",
-}
-
-
-def _ratio(value: float | None) -> str:
-    if value is None:
-        return ""
-    if value == 0:
-        return "0"
-    return "<.001" if value < 1e-3 else f"{value:.3f}".lstrip("0")
-
-
-def cell(outcome) -> str:
-    return CELLS[outcome.status].format(
-        examples=outcome.examples, ratio=_ratio(outcome.worst_ratio)
-    )
-
-
-def self_reported(port) -> bool:
-    """Whether a port's evidence is its own word (`checking.provenance`), from its report."""
-    evidence = (getattr(port, "environment", None) or {}).get("evidence") or {}
-    return evidence.get("measured_by") == "port"
-
-
-def legend() -> list[str]:
-    """What every symbol of the matrix means (also under `merge`'s matrix)."""
-    names = " · ".join(f"({p.id}) {p.name.replace('_', ' ')}" for p in PROPERTIES)
-    fixed = ", ".join(f"({p.id})" for p in PROPERTIES if p.cases is not None)
-    fixed_note = f": {fixed} runs its fixed list of cases in full" if fixed else ""
-    return [
-        names,
-        "✓N: passed on all N examples it ran. A smaller N than the others is never a "
-        f"partial pass{fixed_note}, and Hypothesis stops early when a property's inputs run "
-        "out ((i) draws from a handful of fixed cases). Below it: the worst "
-        "error/bound over them (1 would fail). ✗fail, ✗crash, ✗hang @N: failed at its Nth "
-        "example (crash: its worker died; hang: it was stopped after the timeout). ref: the "
-        "canonical port, the reference. skip: not run here. xfail, xpass: failed, passed "
-        "where an expectations file expects a failure. ·: the port did not load.",
-        "Under each port: its framework (the stack it runs on); self-reported: its evidence "
-        "is the port's own word (a process port, or a Python port that overrides its "
-        "records), not the suite's instrument (docs/PROTOCOL.md, the trust boundary). "
-        "wall: the port's worker, "
-        "start to finish (loading the framework and restarts included); the time line "
-        "splits out the checking itself.",
-    ]
-
-
-def matrix(report: SuiteReport) -> Table:
-    """Ports as rows, properties as columns; narrow enough for an 80-column terminal."""
-    examples = report.max_examples if report.max_examples is not None else "the profile's"
-    table = narrow_table(
-        title=f"remat-conformance · profile {report.profile} · {examples} examples per property",
-    )
-    table.add_column("port", no_wrap=True)
-    for prop in PROPERTIES:
-        table.add_column(f"({prop.id})", justify="center", no_wrap=True)
-    table.add_column("wall", justify="right", no_wrap=True)
-    for port in report.ports:
-        if port.state != "available":
-            label = f"{port.name}\n{state_markup(port.state)}"
-            table.add_row(label, *["[dim]·[/]"] * len(PROPERTIES), "")
-            continue
-        by_key = {o.property: o for o in port.outcomes}
-        cells = [cell(by_key[p.key]) if p.key in by_key else "" for p in PROPERTIES]
-        label = f"{port.name}\n[dim]{port.framework}[/]"
-        if self_reported(port):
-            label += "\n[yellow]self-reported[/]"
-        table.add_row(label, *cells, f"{port.seconds:.0f}s")
-    return table
+from ..tables.kinds import run as run_tables
+from ..tables.render import terminal as terminal_render
+from .style import state_markup
 
 
 def print_report(report: SuiteReport, console: Console) -> None:
     """The whole human-readable report."""
-    print_table(console, matrix(report))
-    print_legend(console, *legend())
+    data = {**to_data(report), "properties": {p.key: p.title for p in PROPERTIES}}
+    terminal_render.print_block(console, run_tables.matrix(data))
     for port in report.ports:
         if port.state not in ("available",):
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")

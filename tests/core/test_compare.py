@@ -223,8 +223,10 @@ def test_compare_shows_a_tf32_port_within_the_bound_but_not_float32(capsys):
 def _render(table) -> str:
     from rich.console import Console
 
+    from conformance.tables.render import terminal
+
     console = Console(width=80, record=True, color_system=None)
-    console.print(table)
+    terminal.print_block(console, table)
     return console.export_text()
 
 

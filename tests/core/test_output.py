@@ -29,6 +29,8 @@ from conformance.running.mutation import MutantResult
 from conformance.running.runner import Outcome
 from conformance.running.suite import PortReport, SuiteReport
 from conformance.tables.kinds import bench as bench_tables
+from conformance.tables.model import Column, TableBuilder
+from conformance.tables.render import terminal as terminal_render
 from conformance.terminal import style as terminal_style
 from conformance.terminal import suite as run_report
 from implementations.contract import SavedTensor
@@ -348,13 +350,11 @@ def test_width_lays_out_for_n_columns_and_plain_uses_ascii_rules():
 
 
 def test_a_table_wider_than_the_width_is_printed_wider_not_cut():
-    table = terminal_style.narrow_table("t")
-    table.add_column("port", min_width=4)
-    table.add_column("number", no_wrap=True)
-    table.add_row("a_rather_long_port_name", "1.2345678901234567890123456789 s")
+    table = TableBuilder("t", [Column("port", wrap=True), Column("number")])
+    table.add(["a_rather_long_port_name", "1.2345678901234567890123456789 s"])
     out = Pipe()
     terminal_style.configure(width=30)
-    terminal_style.print_table(terminal_style.console(file=out), table)
+    terminal_render.print_block(terminal_style.console(file=out), table.build())
     text = out.getvalue()
     assert "a_rather_long_port_name" in text
     assert "1.2345678901234567890123456789 s" in text

@@ -74,7 +74,7 @@ def texts(table) -> list[list[str]]:
 
 def test_a_matrix_cell_says_pass_with_examples_and_worst_ratio():
     cell = outcomes.cell({"status": "pass", "examples": 62, "worst_ratio": 0.25})
-    assert (cell.text, cell.note, cell.mark) == ("✓62", "0.250", "pass")
+    assert (cell.text, cell.note, cell.mark) == ("✓62", "0.25", "pass")
     failed = outcomes.cell({"status": "fail", "examples": 7, "worst_ratio": None})
     assert (failed.text, failed.note, failed.mark) == ("✗fail", "@7", "fail")
     assert outcomes.cell({"status": "reference", "examples": 0}).text == "ref"
@@ -475,11 +475,11 @@ def test_a_policy_cell_that_differs_from_the_canonical_is_a_failure():
 
 
 def test_the_bench_policies_and_scale_sections_say_n_and_noise():
-    table = tables.policy_bench_table(_load(POLICY_BENCH))
+    table = bench_policies.table(_load(POLICY_BENCH))
     assert len(table.rows) == len(_load(POLICY_BENCH)["results"])
     spread = dict(zip(table.header, texts(table)[0], strict=True))["spread"]
     assert spread == "n=2 · too few for an IQR"
-    notes = tables.policy_bench_notes(_load(POLICY_BENCH))
+    notes = bench_policies.notes(_load(POLICY_BENCH)).items
     assert "jax · budget: not expressible (JAX has no memory-budget policy)" in notes
     found = scale.table(_load(SCALE))
     assert len(found.rows) == len(_load(SCALE)["rows"])

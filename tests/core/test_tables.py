@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import re
 
 import pytest
 
@@ -25,6 +27,7 @@ from conformance.tables.render import html as html_render
 from conformance.tables.render import markdown as markdown_render
 from conformance.tables.render import terminal as terminal_render
 from conformance.terminal import style as terminal_style
+from tests.helpers import ROOT
 
 HOSTILE = ("<script>alert(1)</script>", "</details>", "<img src=x onerror=y>", "a|b")
 
@@ -165,3 +168,59 @@ def test_bytes_and_seconds():
     assert numbers.seconds(0.012) == "12 ms"
     assert numbers.number("inf") == float("inf")
     assert numbers.number(True) is None
+
+
+# ---------------------------------------------------------------------------
+# How every table looks is one change in one place: the renderers
+# ---------------------------------------------------------------------------
+
+RENDERERS = ROOT / "conformance" / "tables" / "render"
+#: What drawing a table looks like in source: rich's table and box styles, a Markdown
+#: table's pipes and rules, a Markdown heading or picture written by hand.
+TABLE_WRITING = re.compile(
+    r"rich\.table|from rich import box|\"\| |\" \|\"|\"\|---|\" \| \"|---:|:-:"
+    r"|f?\"#{1,6} |f?\"!\["
+)
+
+
+def test_only_the_renderers_draw_tables():
+    offenders = []
+    for path in sorted((ROOT / "conformance").rglob("*.py")):
+        if RENDERERS in path.parents:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if TABLE_WRITING.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_check_finds_table_writing():
+    # The pattern above is not vacuous: each way a writer drew a table before is caught.
+    for line in (
+        "from rich.table import Table",
+        "from rich import box",
+        'lines.append("| " + " | ".join(header) + " |")',
+        'lines.append("|---|---|")',
+        'rule = ["---:" if numeric else "---"]',
+        'lines = [f"## {title}", ""]',
+        'lines += [f"![{title}]({path})"]',
+    ):
+        assert TABLE_WRITING.search(line), line
+
+
+def test_no_html_from_a_report_passes_through_any_markdown():
+    # A hostile port name and message in a run report: the report page's Markdown, the merged
+    # matrix (a CI job summary) and the run's own --markdown escape them.
+    from conformance import merge
+    from conformance.page import build
+
+    data = json.loads((ROOT / "tests" / "data" / "report" / "run.json").read_text())
+    port = data["ports"][0]
+    port["name"], port["framework"] = HOSTILE[0], HOSTILE[1]
+    port["outcomes"][0].update(status="fail", message=f"{HOSTILE[2]}\n{HOSTILE[3]}")
+    merged = merge.markdown(merge.combine([merge.Source(1, HOSTILE[3], data)]))
+    page = build([data], pictures=False).markdown
+    for text in (merged, page):
+        for raw in ("<script", "</details", "<img"):
+            assert raw not in text, raw
+        assert "&lt;script&gt;" in text

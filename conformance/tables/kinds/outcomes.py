@@ -47,7 +47,9 @@ def cell(outcome: dict[str, Any] | None) -> Cell:
     if status in FAILED_AT:
         return Cell(words, mark, note=f"@{examples}")
     if status == "pass":
-        return Cell(words.format(examples=examples), mark, note=ratio(outcome.get("worst_ratio")))
+        # Two digits: ten and more property columns, a port and the time fit 80 columns.
+        worst = ratio(outcome.get("worst_ratio"), digits=2)
+        return Cell(words.format(examples=examples), mark, note=worst)
     return Cell(words, mark)
 
 

@@ -8,7 +8,7 @@ a line break stays in its cell (`<br>`, the one tag written).
 
 from __future__ import annotations
 
-from ..model import Document, Items, Paragraph, Section, Table
+from ..model import Document, Figure, Items, Paragraph, Section, Table
 
 ALIGN_RULES = {"left": "---", "right": "--:", "center": ":-:"}
 
@@ -59,6 +59,13 @@ def paragraph(found: Paragraph) -> list[str]:
     return [f"**{text}**" if found.mark in ("fail", "warn") else text, ""]
 
 
+def figure(found: Figure) -> list[str]:
+    """A picture linked by its path, its title as its alt text."""
+    alt = escape(found.title).replace("[", "\\[").replace("]", "\\]")
+    path = found.path.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    return [f"![{alt}]({path})", ""]
+
+
 def section(found: Section, level: int = 2) -> list[str]:
     lines = [f"{'#' * level} {escape(found.title)}", ""] if found.title else []
     for block in found.blocks:
@@ -66,6 +73,8 @@ def section(found: Section, level: int = 2) -> list[str]:
             lines += table(block, level + 1)
         elif isinstance(block, Items):
             lines += items(block)
+        elif isinstance(block, Figure):
+            lines += figure(block)
         else:
             lines += paragraph(block)
     return lines

@@ -19,7 +19,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ...terminal import style
-from ..model import MARKS, Cell, Document, Items, Paragraph, Table
+from ..model import MARKS, Cell, Document, Figure, Items, Paragraph, Table
 
 #: A tone -> its rich style.
 TONE_STYLES = {
@@ -133,6 +133,8 @@ def print_block(console: Console, block, separated: bool = False) -> None:
             style.print_legend(console, escape(block.caption))
     elif isinstance(block, Items):
         print_items(console, block)
+    elif isinstance(block, Figure):
+        console.print(f"picture: {escape(block.title)} ({escape(block.path)})", highlight=False)
     else:
         print_paragraph(console, block)
 
