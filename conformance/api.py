@@ -11,12 +11,9 @@ any work, with the command line's own messages.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import implementations
+from typing import Any
 
 from . import benchmark as sweep
 from .benchmark import (
@@ -30,15 +27,10 @@ from .benchmark import (
 from .benchmark.measure import Settings
 from .commands import arguments
 from .comparison import measure
-from .page import build
-from .running import profiles
-from .running.suite import RunConfig, run_suite
-
-if TYPE_CHECKING:
-    from .benchmark import BenchReport
-    from .comparison.measure import Comparison
-    from .page import Report
-    from .running.suite import SuiteReport
+from .comparison.measure import Comparison
+from .page import Report, build
+from .running.config import RunConfig, run_config
+from .running.suite import SuiteReport, run_suite
 
 
 def _check(kind, value: Any, name: str) -> Any:
@@ -83,9 +75,10 @@ def run(
 
     **Arguments:**
 
-    - `ports`: a port name or names (default: every registered port).
-    - `properties`: letters ("c") or keys ("c_vjp") (default: all nine).
-    - `profile`: the Hypothesis profile (default: `$REMAT_PROFILE` or "dev").
+    - `ports`: a port name or names (default: the profile's ports, as the CLI picks them:
+      every registered port but the sharded ones, which only the `scale` profile runs).
+    - `properties`: letters ("c") or keys ("c_vjp") (default: every property, (a) to (k)).
+    - `profile`: the Hypothesis profile (default: `$REMAT_PROFILE`, else "ci").
     - `examples`: examples per property (default: the profile's).
     - `mutants`: also hunt the mutants (default False here: the CLI's
       default is True; a script usually wants its ports only).
@@ -97,35 +90,56 @@ def run(
     **Returns:** a `SuiteReport`: `.ports` (each with `.outcomes`), `.mutants`,
     `.failed`, and `.to_json()`, the data of `run --json`.
     """
-    from hypothesis import settings
+    config = suite_config(
+        ports,
+        properties=properties,
+        profile=profile,
+        examples=examples,
+        mutants=mutants,
+        jobs=jobs,
+        timeout=timeout,
+        canonical=canonical,
+        expectations=expectations,
+    )
+    return run_suite(config, lambda task, kind, value: None)
 
-    names = _names(ports, arguments.port_name, "ports") or list(implementations.registered())
-    keys = _names(properties, arguments.property_key, "properties") or []
+
+def suite_config(
+    ports: str | Iterable[str] | None = None,
+    *,
+    properties: str | Iterable[str] | None = None,
+    profile: str | None = None,
+    examples: int | None = None,
+    mutants: bool = False,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    canonical: str | None = None,
+    expectations: str | Path | None = None,
+) -> RunConfig:
+    """`run`'s arguments checked, as the run they ask for (`running.config.run_config`: the
+    CLI's and the pytest plugin's defaults)."""
     chosen = arguments.profile_from_environment(
         None if profile is None else _check(arguments.profile_name, profile, "profile")
     )
     if timeout is not None:
         timeout = _check(arguments.positive_seconds, timeout, "timeout")
-    expectations_dir = None
     if expectations is not None:
-        expectations_dir = _check(arguments.existing_directory, expectations, "expectations")
-    profiles.load(chosen)
-    config = RunConfig(
-        ports=tuple(names),
+        expectations = _check(arguments.existing_directory, expectations, "expectations")
+    if canonical is not None:
+        canonical = _check(arguments.port_name, canonical, "canonical")
+    return run_config(
+        _names(ports, arguments.port_name, "ports"),
         profile=chosen,
-        max_examples=_count(examples, "examples") or settings().max_examples,
-        properties=tuple(keys),
+        examples=_count(examples, "examples"),
+        jobs=_count(jobs, "jobs"),
+        canonical=None
+        if canonical is None
+        else _check(arguments.port_name, canonical, "canonical"),
+        properties=tuple(_names(properties, arguments.property_key, "properties") or ()),
         mutants=bool(mutants),
-        jobs=_count(jobs, "jobs") or os.cpu_count() or 1,
         timeout=timeout,
-        expectations_dir=expectations_dir,
-        canonical=(
-            implementations.CANONICAL
-            if canonical is None
-            else _check(arguments.port_name, canonical, "canonical")
-        ),
+        expectations_dir=expectations,
     )
-    return run_suite(config, lambda task, kind, value: None)
 
 
 def compare(

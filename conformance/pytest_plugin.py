@@ -37,14 +37,13 @@ from pathlib import Path
 
 import pytest
 
-import implementations
-
 from .checking.properties import PROPERTIES
 from .commands import arguments
 from .mutants import MUTANTS
-from .running import environment, expectations, profiles
+from .running import environment, expectations
+from .running.config import RunConfig, run_config
 from .running.mutation import MutantResult
-from .running.suite import PortReport, PortRun, RunConfig, Supervisor, WorkerRun, worker_group
+from .running.suite import PortReport, PortRun, Supervisor, WorkerRun, worker_group
 from .running.worker import Session, printing_to, tail
 
 
@@ -158,11 +157,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("conformance_property", PROPERTIES, ids=[p.key for p in PROPERTIES])
 
 
-def checked_ports(config: pytest.Config) -> list[str]:
-    """The ports the session checks: `--port`'s, else the profile's default ones."""
-    return config.getoption("port") or profiles.default_ports(
-        profiles.load(), implementations.registered()
+def session_config(config: pytest.Config) -> RunConfig:
+    """The session's run, by `run_config`, as the CLI's and the API's: the ports `--port`
+    names (else the profile's), the profile `$REMAT_PROFILE` names (else the default)."""
+    directory = config.getoption("expectations")
+    return run_config(
+        config.getoption("port"),
+        examples=config.getoption("conformance_examples"),
+        # One port worker runs at a time per xdist worker: share the cores among those.
+        jobs=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
+        timeout=config.getoption("conformance_timeout"),
+        in_process=config.getoption("conformance_in_process"),
+        expectations_dir=Path(directory) if directory else None,
     )
+
+
+def checked_ports(config: pytest.Config) -> list[str]:
+    """The ports the session checks (`session_config`)."""
+    return list(session_config(config).ports)
 
 
 def hunted_mutants(ports: list[str]) -> list[str]:
@@ -238,18 +250,7 @@ class ConformanceSession:
 @pytest.fixture(scope="session")
 def conformance_session(request: pytest.FixtureRequest):
     """The ports' workers, shared by every conformance test of the session."""
-    directory = request.config.getoption("expectations")
-    config = RunConfig(
-        ports=(),
-        # One port worker runs at a time per xdist worker: share the cores among those.
-        jobs=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
-        profile=profiles.load(),
-        max_examples=request.config.getoption("conformance_examples"),
-        timeout=request.config.getoption("conformance_timeout"),
-        in_process=request.config.getoption("conformance_in_process"),
-        expectations_dir=Path(directory) if directory else None,
-    )
-    session = ConformanceSession(config)
+    session = ConformanceSession(session_config(request.config))
     yield session
     session.close()
 

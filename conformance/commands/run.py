@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-import implementations
 from implementations.manifests import CANONICAL_PORT
 
 from .. import merge
@@ -24,9 +23,10 @@ from ..jsonable import dumps
 from ..mutants import MUTANTS
 from ..page import csv_files
 from ..running import interrupts, profiles
+from ..running.config import RunConfig, run_config
 from ..running.results import to_json
 from ..running.runner import DID_NOT_REPRODUCE
-from ..running.suite import RunConfig, examples_per_property, run_suite
+from ..running.suite import examples_per_property, run_suite
 from ..terminal import style as terminal_style
 from ..terminal.suite import print_report
 from . import arguments
@@ -156,34 +156,31 @@ def validate(args: argparse.Namespace) -> None:
             )
 
 
-def run(args: argparse.Namespace) -> int:
-    from hypothesis import settings
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    profile = profiles.load(args.profile)
-    names = list(
-        dict.fromkeys(
-            args.implementation or profiles.default_ports(profile, implementations.registered())
-        )
-    )
-    canonical = args.canonical or implementations.CANONICAL
-
-    config = RunConfig(
-        ports=tuple(names),
-        profile=profile,
-        max_examples=args.examples if args.examples is not None else settings().max_examples,
+def config_from(args: argparse.Namespace) -> RunConfig:
+    """The run the flags ask for, by `run_config`: the API's and the pytest plugin's defaults."""
+    return run_config(
+        args.implementation,
+        profile=args.profile,
+        examples=args.examples,
+        jobs=args.jobs,
+        canonical=args.canonical,
         properties=tuple(dict.fromkeys(args.property or ())),
         mutants=not args.no_mutants,
-        jobs=args.jobs,
         timeout=args.timeout,
         load_timeout=args.load_timeout,
         compute_timeout=args.compute_timeout,
         in_process=args.in_process,
         expectations_dir=args.expectations,
-        canonical=canonical,
         reproduce=args.reproduce or "",
         shrink=not args.no_shrink,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    config = config_from(args)
+    names = list(config.ports)
 
     # The report goes to copies of this process's stdout and stderr: a port run
     # in-process may redirect the originals, and must not reach the report.

@@ -1,12 +1,15 @@
-"""What a suite run is asked to do: `RunConfig`, built by the CLI, the API and the pytest plugin."""
+"""What a suite run is asked to do: `RunConfig`, made by `run_config` for the CLI, the API and
+the pytest plugin alike, so the three pick the same ports, profile and examples."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hypothesis import settings as hypothesis_settings
 
 import implementations
 
@@ -39,7 +42,7 @@ class Patience:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything a suite run needs; the CLI and the pytest plugin build one.
+    """Everything a suite run needs; `run_config` makes one with the shared defaults.
 
     **Arguments:**
 
@@ -121,12 +124,42 @@ class RunConfig:
         )
 
 
+def run_config(
+    ports: Iterable[str] | None = None,
+    *,
+    profile: str | None = None,
+    examples: int | None = None,
+    jobs: int | None = None,
+    canonical: str | None = None,
+    **rest: Any,
+) -> RunConfig:
+    """The run asked for, with the defaults the CLI, the API and the pytest plugin share.
+
+    - `profile`: the Hypothesis profile (None: `$REMAT_PROFILE`, else `profiles.DEFAULT`),
+      made active here;
+    - `ports`: the ports named, each once (None or none: the profile's, `profiles.default_ports`:
+      the sharded ports under `scale` only, every other port under the other profiles);
+    - `examples`: examples per property (None: the profile's count);
+    - `jobs`: worker processes at a time (None: one per core);
+    - `canonical`: the reference port (None: `implementations.CANONICAL`);
+    - `rest`: any other field of `RunConfig` (its default where not given).
+    """
+    active = profiles.load(profile)
+    named = tuple(dict.fromkeys(ports or ()))
+    return RunConfig(
+        ports=named or tuple(profiles.default_ports(active, implementations.registered())),
+        profile=active,
+        max_examples=examples if examples is not None else hypothesis_settings().max_examples,
+        jobs=jobs if jobs is not None else os.cpu_count() or 1,
+        canonical=canonical or implementations.CANONICAL,
+        **rest,
+    )
+
+
 def examples_per_property(prop: Property, max_examples: int | None) -> int:
     """How many examples a property will run (for progress totals)."""
     if prop.cases is not None:
         return len(prop.cases())
     if max_examples is not None or prop.examples is not None or prop.share is not None:
         return prop.capped(max_examples)
-    from hypothesis import settings
-
-    return settings().max_examples
+    return hypothesis_settings().max_examples
