@@ -16,6 +16,7 @@ import numpy as np
 
 import implementations
 from implementations.contract import Params, StackUnavailable
+from tests import keras_own_call_probe
 
 D, F, SEED = 3, 4, 7
 X = np.array([0.5, -1.25, 2.0], np.float32)
@@ -72,6 +73,7 @@ def main(backend: str) -> dict[str, Any]:
             return super().call(x)
 
     seen.update(BACKENDS[backend](port, keras, model, Counted, calls))
+    seen["one_path"] = keras_own_call_probe.observe(backend)  # the evidence of the own call
 
     # The backend is this process's: the other Keras ports are unavailable, naming both.
     other = f"keras_{OTHER[backend]}"

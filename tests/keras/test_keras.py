@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
+from conformance.mutants import MUTANTS
 from implementations.stacks.numpy import canonical_params
 from tests import keras_probe, reference
 from tests.helpers import ROOT
@@ -76,9 +77,43 @@ def stateless_w2_gradient_expected() -> np.ndarray:
     return reference.vjp(keras_probe._params(), X, np.ones(F, np.float32))["w2"]
 
 
+# One path: (e) reads the evidence of the call whose values (c) and (f) check.
+#: What each traced port names to override, refusing a subclass's own `vjp` (numpy in and out,
+#: it cannot be traced), and the activation its own exercise record saves when its own
+#: `nn_checkpoint_forward` runs the model made under `RematScope(mode=None)`.
+TRACED = {
+    "jax": ("apply (with to_native and to_canonical)", "mask"),
+    "tensorflow": ("mode (RematScope's) or reused (the kept Keras model)", "a"),
+}
+
+
+def check_one_path(seen: dict, backend: str) -> None:
+    assert seen["port_e"] == "passed"
+    if backend == "torch":
+        # torch's instrument runs the port's own vjp: overriding it is welcome, and a
+        # subclass whose own calls never checkpoint has the port's values and fails (e).
+        assert MUTANTS["keras_torch_own_model_no_checkpoint"].killed_by == "e_evidence"
+        assert seen["own_vjp"] == "made"
+        assert set(seen["differences"]) == {
+            "forward",
+            "nn_checkpoint_forward",
+            *(f"vjp {n}" for n in ("w1", "b1", "w2", "b2", "x")),
+        }
+        assert max(seen["differences"].values()) <= 1e-6, seen["differences"]
+        assert "VJP with checkpoint on: saves 1 activation" in seen["mutant_e"]
+        assert "a: output of ReluBackward0" in seen["mutant_e"]
+        activation = "a"
+    else:
+        model_methods, activation = TRACED[backend]
+        assert "overrides vjp" in seen["own_vjp"]
+        assert f"override {model_methods} instead" in seen["own_vjp"]
+    assert seen["plain_exercise"] == {"activations": [activation], "recomputed": 0}
+
+
 def test_keras_on_jax():
     seen = probe("jax")
     check_common(seen, "jax")
+    check_one_path(seen["one_path"], "jax")
     # RematScope(mode="full") puts one remat equation in the gradient's jaxpr; None none.
     assert seen["remat_equations"] == {"full": 1, "None": 0}
     assert seen["jit_same"]
@@ -91,6 +126,7 @@ def test_keras_on_jax():
 def test_keras_on_torch():
     seen = probe("torch")
     check_common(seen, "torch")
+    check_one_path(seen["one_path"], "torch")
     # The MLP's call runs again in the backward pass (torch's checkpoint rerun) only when on.
     assert seen["calls"] == {"full": 2, "None": 1}
     assert seen["x_unchanged"]
@@ -104,6 +140,7 @@ def test_keras_on_torch():
 def test_keras_on_tensorflow():
     seen = probe("tensorflow")
     check_common(seen, "tensorflow")
+    check_one_path(seen["one_path"], "tensorflow")
     assert seen["calls"] == {"full": 2, "None": 1}
     assert seen["x_unchanged"]
     # Under stateless_call, recompute_grad reruns the region from the variables:

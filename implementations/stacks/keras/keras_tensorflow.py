@@ -9,9 +9,11 @@ It runs stateful: under a `stateless_call` the rerun in the backward pass
 reads the variables, not the weights passed in, and the weights get no
 gradient (tests/keras/test_keras.py).
 
-Evidence comes from TensorFlow's graph (the TensorFlow stack's `record`), and the
-parameters from Flax's init compiled by XLA (the TensorFlow stack's `flax_init`), both
-shared with the `tensorflow` port. Inside a `tf.function`, the exercise runs for
+Evidence comes from TensorFlow's graph (the TensorFlow stack's `record`): of the
+port's own `nn_checkpoint_forward` traced, and of the kept model that `vjp` runs
+with its gradient (`vjp` itself takes numpy: a port overriding it is refused); the
+parameters come from Flax's init compiled by XLA (the TensorFlow stack's `flax_init`),
+both shared with the `tensorflow` port. Inside a `tf.function`, the exercise runs for
 any (seed, D, F) whose model exists already: Keras makes variables, which a
 `tf.function` may do on its first trace only (see `nn_checkpoint_forward`).
 
@@ -75,6 +77,9 @@ class KerasTensorFlow(StatefulKerasPort):
 
     name = "keras_tensorflow"
     stack = STACK
+    #: `vjp` takes numpy and cannot be traced, so a port that overrides it is refused: the
+    #: record traces the model `vjp` runs (`reused`, made under `RematScope(mode)`).
+    model_methods = "mode (RematScope's) or reused (the kept Keras model)"
 
     def model_input(self, x: np.ndarray) -> Any:
         return float32_tensor(x)
@@ -88,7 +93,8 @@ class KerasTensorFlow(StatefulKerasPort):
         return dx, grads
 
     def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
-        # Kept per shape by `backward_record`: the weights are variables.
+        # The very model `vjp` runs (`reused`), traced with its gradient. Kept per shape by
+        # `backward_record`: the weights are variables.
         mlp = self.reused(params, checkpoint)
         return self.stack.record(
             mlp,

@@ -9,10 +9,12 @@ region during the backward pass, after Keras has left the stateless scope,
 so the rerun reads the model's own weights, not the ones passed in
 (tests/keras/test_keras.py shows the wrong gradients).
 
-Evidence comes from torch's own instrument (the torch stack's `record`:
-saved-tensor hooks, a dispatch mode). Keras hands `call`'s keyword
+Evidence comes from torch's own instrument on the port's own call (the torch
+stack's `observed`: one dispatch mode and saved-tensor hooks around `vjp`, or
+around `nn_checkpoint_forward` and a backward pass of its output), so a
+subclass's override of either is what (e) sees. Keras hands `call`'s keyword
 arguments to `torch.utils.checkpoint`, which keeps `context_fn` for itself:
-that is how the `RegionCounter` reaches Keras's checkpoint.
+that is how the watch counts Keras's checkpoint regions.
 
 Loading it imports Keras on the torch backend, or raises
 `contract.StackUnavailable` if Keras runs on another backend in this process.
@@ -29,8 +31,9 @@ import torch
 
 from implementations.contract import BackwardRecord, Params, check_features, check_seed, check_sizes
 from implementations.stacks import keras as keras_stack
+from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
-from implementations.stacks.torch import as_input, from_host_array, leaf_input
+from implementations.stacks.torch import as_input, from_host_array, leaf_input, observed
 
 STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
@@ -70,7 +73,14 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     seed, features = check_seed(seed), check_features(features)
     x = as_input(model.unwrap(x))
     check_sizes(x.shape[0], features)
-    return _exercise_model(seed, x.shape[0], features, mode)(x)
+    return run(_exercise_model(seed, x.shape[0], features, mode), x)
+
+
+def run(mlp: MLP, x: Any) -> Any:
+    """`mlp(x)`; under torch's instrument (`observed.active()`), with its `context_fn`, which
+    Keras hands to torch's checkpoint, so that the record counts the regions."""
+    watch = observed.active()
+    return mlp(x) if watch is None else mlp(x, context_fn=watch.context_fn(None))
 
 
 class KerasTorch(StatefulKerasPort):
@@ -80,22 +90,37 @@ class KerasTorch(StatefulKerasPort):
     name = "keras_torch"
     stack = STACK
 
+    def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
+        # The MLP whose call takes `context_fn` (for torch's checkpoint): see `run`.
+        return super().reused(params, checkpoint, **({"cls": MLP} | kwargs))
+
     def model_input(self, x: np.ndarray) -> torch.Tensor:
         return as_input(x)  # grad stays on: the checkpoint runs
 
     def gradients(self, mlp: model.MLP, x: np.ndarray, weights: list, cotangent: np.ndarray):
         x = leaf_input(x)
-        dx, *grads = torch.autograd.grad(mlp(x), [x, *weights], from_host_array(cotangent))
+        out = run(mlp, x)
+        dx, *grads = torch.autograd.grad(out, [x, *weights], from_host_array(cotangent))
         return dx, grads
 
+    # -- evidence: torch's instrument on the port's own calls (`observed`) ---------------
+
+    @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        return _record(self.reused(params, checkpoint, cls=MLP), x)
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`."""
+        ones = np.ones(params.features, np.float32)
+        return observed.observe(lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x)
 
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        seed, features = check_seed(seed), check_features(features)
-        return _record(_exercise_model(seed, np.shape(x)[0], features, self.mode), x)
+        """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)`, x a
+        leaf that requires grad, and the backward pass of its output."""
+        x = leaf_input(x)
+        return observed.observe(
+            lambda: observed.backward_of(self.nn_checkpoint_forward(seed, x, features)), x
+        )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on torch, checkpointed.
@@ -113,11 +138,6 @@ class KerasTorch(StatefulKerasPort):
         **Returns:** the `(F,)` float32 tensor, on Keras's device.
         """
         return exercise(seed, x, features, self.mode)
-
-
-def _record(mlp: MLP, x: np.ndarray) -> BackwardRecord:
-    # torch's instrument: Keras hands `context_fn` on to torch's checkpoint.
-    return STACK.record(lambda x, context_fn: (mlp(x, context_fn=context_fn), mlp), x)
 
 
 nn_checkpoint_forward = KerasTorch.exported()

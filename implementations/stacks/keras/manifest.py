@@ -42,15 +42,25 @@ MANIFEST = Manifest(
         ),
     ),
     reads=("KERAS_BACKEND",),
-    mutants=tuple(
+    mutants=(
+        *(
+            MutantEntry(
+                f"keras_{backend}_remat_none",
+                f"{_HERE}.keras_{backend}_mutants:RematScopeNone",
+                f"keras_{backend} with RematScope(mode=None)",
+                f"keras_{backend}",
+                "e_evidence",
+            )
+            for backend in _BACKENDS
+        ),
         MutantEntry(
-            f"keras_{backend}_remat_none",
-            f"{_HERE}.keras_{backend}_mutants:RematScopeNone",
-            f"keras_{backend} with RematScope(mode=None)",
-            f"keras_{backend}",
+            "keras_torch_own_model_no_checkpoint",
+            f"{_HERE}.keras_torch_mutants:OwnModelWithoutCheckpoint",
+            "forward, vjp and nn_checkpoint_forward of its own in plain torch, never "
+            "checkpointed (the Keras model still is)",
+            "keras_torch",
             "e_evidence",
-        )
-        for backend in _BACKENDS
+        ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
     built_on=("keras",),
