@@ -175,6 +175,34 @@ def test_without_npm_and_without_tfjs_hello_says_unavailable(node, tmp_path):
     assert "npm is not on PATH" in first["error"]["message"]
 
 
+@pytest.mark.parametrize(("program", "asked"), [
+    ("port.js", '{"id":2,"op":"forward","checkpoint":true}'),
+    ("bench.js", '{"id":2,"op":"build","mode":"full"}'),
+])  # fmt: skip
+def test_without_tfjs_every_request_but_shutdown_is_unavailable(node, tmp_path, program, asked):
+    """The loop both programs serve (serve.js): a start that cannot load tfjs answers every
+    request Unavailable, an unknown op still a ProtocolError, and shuts down when asked."""
+    if (TFJS / "node_modules").exists():
+        pytest.skip("a node_modules beside port.js provides tfjs here")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "node").symlink_to(node)  # node, and no npm
+    env = {**os.environ, "PATH": str(bin_dir), "REMAT_CACHE": str(tmp_path / "cache")}
+    lines = ['{"id":1,"op":"hello","protocol":1}', asked, '{"id":3,"op":"nope"}']
+    done = subprocess.run(
+        [node, str(TFJS / program)], input="\n".join([*lines, '{"id":4,"op":"shutdown"}', ""]),
+        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [a["id"] for a in answers] == [1, 2, 3, 4]
+    for answer in answers[:2]:
+        assert answer["error"]["type"] == "Unavailable", answer
+        assert "npm is not on PATH" in answer["error"]["message"], answer
+    assert answers[2]["error"] == {"type": "ProtocolError", "message": 'unknown op "nope"'}
+    assert answers[3] == {"id": 4, "result": {}}
+
+
 def _line_with(stream, text: str) -> str:
     """The first line of `stream` that holds `text` (fails at its end, with what it read)."""
     seen = []

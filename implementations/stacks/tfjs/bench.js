@@ -13,50 +13,27 @@
 // (a case: mode, blocks, x, cotangent), `measure` (what the forward pass saves, from tfjs's tape;
 // matmuls and peak bytes from tf.profile), `step` (one forward+VJP), `drop` and `shutdown`.
 "use strict";
-const readline = require("readline");
+// The JSON-lines loop, the answered errors and the wire's arrays, as the port's (port.js).
+const { RequestError, decodeArray, serve } = require("./serve.js");
+const load = require("./load.js");
 
 const PROTOCOL = 1;
 const NAME = "tfjs-bench";
 
-const writeAnswer = (object) => process.stdout.write(JSON.stringify(object) + "\n");
-for (const method of ["log", "info", "warn", "debug"]) console[method] = console.error;
-
-class BenchError extends Error {
-  constructor(type, message) {
-    super(message);
-    this.type = type;
-  }
-}
-
-const load = require("./load.js");
-
-function decodeArray(value, name) {
-  if (!value || value.dtype !== "float32" || !Array.isArray(value.shape)) {
-    throw new BenchError("ProtocolError", `${name} must be a float32 array object`);
-  }
-  const bytes = Buffer.from(value.data, "base64");
-  const count = value.shape.reduce((a, b) => a * b, 1);
-  if (bytes.length !== 4 * count) {
-    throw new BenchError("ProtocolError", `${name}: ${bytes.length} bytes for shape ${value.shape}`);
-  }
-  const out = new Float32Array(count);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-  for (let i = 0; i < count; i++) out[i] = view.getFloat32(4 * i, true) // the wire is little-endian;
-  return { values: out, shape: value.shape };
-}
-
 let tf = null;
 let mlp = null;
-let loadError = null;
 
+// tfjs on its CPU backend, and the blocks' code: if this throws, serve.js answers every request
+// but shutdown with Unavailable, saying why.
 async function start() {
-  try {
-    tf = load.loadTf();
-    await tf.setBackend("cpu");
-    mlp = require("./mlp.js")(tf, { customGrad: true });
-  } catch (error) {
-    loadError = new BenchError("Unavailable", error.message || String(error));
-  }
+  tf = load.loadTf();
+  await tf.setBackend("cpu");
+  mlp = require("./mlp.js")(tf, { customGrad: true });
+}
+
+// An array of the request as a float32 tensor of its shape; `name` is what an error names.
+function tensorOf(value, name) {
+  return tf.tensor(decodeArray(value, name), value.shape, "float32");
 }
 
 const MODES = ["none", "full", "save-mm"];
@@ -92,24 +69,21 @@ let nextCase = 0;
 class Case {
   constructor(mode, blocks, x, cotangent) {
     if (!MODES.includes(mode)) {
-      throw new BenchError("ValueError", `mode must be one of ${MODES.join(", ")}, got ${JSON.stringify(mode)}`);
+      throw new RequestError("ValueError", `mode must be one of ${MODES.join(", ")}, got ${JSON.stringify(mode)}`);
     }
     this.mode = mode;
     this.block = blockFunction(mode);
     this.params = [];
     for (const [i, arrays] of blocks.entries()) {
       if (!Array.isArray(arrays) || arrays.length !== 4) {
-        throw new BenchError("ProtocolError", `blocks[${i}] must be [w1, b1, w2, b2]`);
+        throw new RequestError("ProtocolError", `blocks[${i}] must be [w1, b1, w2, b2]`);
       }
       for (const [j, name] of ["w1", "b1", "w2", "b2"].entries()) {
-        const a = decodeArray(arrays[j], `blocks[${i}].${name}`);
-        this.params.push(tf.tensor(a.values, a.shape, "float32"));
+        this.params.push(tensorOf(arrays[j], `blocks[${i}].${name}`));
       }
     }
-    const xa = decodeArray(x, "x");
-    const ca = decodeArray(cotangent, "cotangent");
-    this.x = tf.tensor(xa.values, xa.shape, "float32");
-    this.cotangent = tf.tensor(ca.values, ca.shape, "float32");
+    this.x = tensorOf(x, "x");
+    this.cotangent = tensorOf(cotangent, "cotangent");
   }
 
   stack(...params) {
@@ -176,13 +150,12 @@ class Case {
 
 function theCase(request) {
   const found = cases.get(request.case);
-  if (!found) throw new BenchError("ValueError", `no case ${JSON.stringify(request.case)}`);
+  if (!found) throw new RequestError("ValueError", `no case ${JSON.stringify(request.case)}`);
   return found;
 }
 
 const handlers = {
   hello() {
-    if (loadError) throw loadError;
     return {
       name: NAME,
       framework: "@tensorflow/tfjs",
@@ -219,30 +192,4 @@ const handlers = {
   },
 };
 
-async function serve() {
-  await start();
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (!line.trim()) continue;
-    let request;
-    try {
-      request = JSON.parse(line);
-    } catch (error) {
-      writeAnswer({ id: null, error: { type: "ProtocolError", message: `not JSON: ${error.message}` } });
-      continue;
-    }
-    const handler = Object.prototype.hasOwnProperty.call(handlers, request.op) ? handlers[request.op] : null;
-    try {
-      if (!handler) throw new BenchError("ProtocolError", `unknown op ${JSON.stringify(request.op)}`);
-      if (loadError && request.op !== "hello" && request.op !== "shutdown") throw loadError;
-      writeAnswer({ id: request.id, result: await handler(request) });
-    } catch (error) {
-      const type = error instanceof BenchError ? error.type : "InternalError";
-      writeAnswer({ id: request.id, error: { type, message: error.message || String(error) } });
-    }
-    if (request.op === "shutdown") break;
-  }
-  process.exit(0);
-}
-
-serve();
+serve(start, handlers);

@@ -8,8 +8,10 @@
 "use strict";
 const fs = require("fs");
 const path = require("path");
-const os = require("os");
-const readline = require("readline");
+// The JSON-lines loop, the answered errors and the wire's arrays (shared with bench.js); it
+// sends every library's log to stderr.
+const { RequestError, decodeArray, encodeArray, serve, writeAnswer } = require("./serve.js");
+const load = require("./load.js");
 
 // docs/PROTOCOL.md: version 2 carries the policy's name; the adapter offers every version it
 // speaks, and this port answers the newest it shares.
@@ -17,81 +19,23 @@ const PROTOCOLS = [2, 1];
 const NAME = "tfjs";
 const MUTANT = (process.argv.find((a) => a.startsWith("--mutant=")) || "").slice(9);
 
-// Only answers go to stdout: everything a library logs goes to stderr.
-const writeAnswer = (object) => process.stdout.write(JSON.stringify(object) + "\n");
-for (const method of ["log", "info", "warn", "debug"]) console[method] = console.error;
-
-class PortError extends Error {
-  constructor(type, message) {
-    super(message);
-    this.type = type;
-  }
-}
-
-// -- loading tfjs: load.js (shared with bench.js) -------------------------------------------
-const load = require("./load.js");
-
-function loadTf() {
-  try {
-    return load.loadTf();
-  } catch (error) {
-    if (error instanceof load.Unavailable) throw new PortError("Unavailable", error.message);
-    throw error;
-  }
-}
-const installDirectory = load.installDirectory;
-
-// -- values on the wire ---------------------------------------------------------------------
-const LITTLE_ENDIAN = os.endianness() === "LE";
-
-function decodeArray(value, name) {
-  if (!value || value.dtype !== "float32" || !Array.isArray(value.shape)) {
-    throw new PortError("ProtocolError", `${name} must be a float32 array object`);
-  }
-  const bytes = Buffer.from(value.data, "base64");
-  const count = value.shape.reduce((a, b) => a * b, 1);
-  if (bytes.length !== 4 * count) {
-    throw new PortError("ProtocolError", `${name}: ${bytes.length} bytes for shape ${value.shape}`);
-  }
-  if (LITTLE_ENDIAN) {
-    // A copy into a buffer of its own: aligned, and no view on Node's shared pool.
-    return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-  }
-  const out = new Float32Array(count);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-  for (let i = 0; i < count; i++) out[i] = view.getFloat32(4 * i, true);
-  return out;
-}
-
-function encodeArray(array, shape) {
-  const floats = Float32Array.from(array);
-  let bytes;
-  if (LITTLE_ENDIAN) {
-    bytes = Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
-  } else {
-    bytes = Buffer.alloc(4 * floats.length);
-    for (let i = 0; i < floats.length; i++) bytes.writeFloatLE(floats[i], 4 * i);
-  }
-  return { dtype: "float32", shape, data: bytes.toString("base64") };
-}
-
 // docs/PROTOCOL.md, Values: a decimal string is an integer; a boolean or any other string (the
 // caller's 1.5, NaN) is a ValueError, null, a list or an object a TypeError.
 function integer(text, name) {
-  if (typeof text === "boolean") throw new PortError("ValueError", `${name} must be an integer, not a boolean`);
+  if (typeof text === "boolean") throw new RequestError("ValueError", `${name} must be an integer, not a boolean`);
   if (typeof text !== "string") {
-    throw new PortError("TypeError", `${name} must be an integer (a decimal string), got ${JSON.stringify(text)}`);
+    throw new RequestError("TypeError", `${name} must be an integer (a decimal string), got ${JSON.stringify(text)}`);
   }
-  if (!/^-?[0-9]+$/.test(text)) throw new PortError("ValueError", `${name} must be an integer, got ${text}`);
+  if (!/^-?[0-9]+$/.test(text)) throw new RequestError("ValueError", `${name} must be an integer, got ${text}`);
   return BigInt(text);
 }
 
 // x's dtype and shape, before its size is checked (PROTOCOL.md, Errors): D.
 function checkXShape(value) {
-  if (!value || typeof value !== "object" || !Array.isArray(value.shape)) throw new PortError("TypeError", "x must be an array object");
-  if (value.dtype !== "float32") throw new PortError("TypeError", `x must be real (float32), got dtype ${value.dtype}`);
-  if (value.shape.length !== 1) throw new PortError("ValueError", `x must be a vector (D,), got shape [${value.shape}]`);
-  if (value.shape[0] < 1) throw new PortError("ValueError", "x must not be empty (D >= 1)");
+  if (!value || typeof value !== "object" || !Array.isArray(value.shape)) throw new RequestError("TypeError", "x must be an array object");
+  if (value.dtype !== "float32") throw new RequestError("TypeError", `x must be real (float32), got dtype ${value.dtype}`);
+  if (value.shape.length !== 1) throw new RequestError("ValueError", `x must be a vector (D,), got shape [${value.shape}]`);
+  if (value.shape[0] < 1) throw new RequestError("ValueError", "x must not be empty (D >= 1)");
   return value.shape[0];
 }
 
@@ -102,9 +46,9 @@ const ELEMENTS = "2**31 - 1 per array (frameworks count elements in int32)";
 
 function checkSeed(text) {
   const seed = integer(text, "seed");
-  if (seed < 0n) throw new PortError("ValueError", `seed must be non-negative, got ${seed}`);
+  if (seed < 0n) throw new RequestError("ValueError", `seed must be non-negative, got ${seed}`);
   if (seed > 2n ** 63n - 1n) {
-    throw new PortError("ValueError", `seed must be at most 2**63 - 1, got ${seed}`);
+    throw new RequestError("ValueError", `seed must be at most 2**63 - 1, got ${seed}`);
   }
   return seed;
 }
@@ -112,10 +56,10 @@ function checkSeed(text) {
 function checkFeatures(text) {
   const features = integer(text, "features");
   if (features < 1n) {
-    throw new PortError("ValueError", `features must be a positive integer, got ${features}`);
+    throw new RequestError("ValueError", `features must be a positive integer, got ${features}`);
   }
   if (features > MAX_FEATURES) {
-    throw new PortError(
+    throw new RequestError(
       "SizeLimitError",
       `features=${features} is too large: the (F, F) kernel would pass ${ELEMENTS}; ` +
         `features must be at most ${MAX_FEATURES}`,
@@ -126,8 +70,8 @@ function checkFeatures(text) {
 
 function checkDim(text) {
   const dim = integer(text, "dim");
-  if (dim < 1n) throw new PortError("ValueError", `dim must be a positive integer, got ${dim}`);
-  if (dim > MAX_ELEMENTS) throw new PortError("SizeLimitError", `dim=${dim} is too large: ${ELEMENTS}`);
+  if (dim < 1n) throw new RequestError("ValueError", `dim must be a positive integer, got ${dim}`);
+  if (dim > MAX_ELEMENTS) throw new RequestError("SizeLimitError", `dim=${dim} is too large: ${ELEMENTS}`);
   return Number(dim);
 }
 
@@ -136,23 +80,23 @@ function checkSizes(dim, features, maxBytesText, dimName) {
   const D = BigInt(dim);
   const F = BigInt(features);
   if (D * F > MAX_ELEMENTS) {
-    throw new PortError("SizeLimitError", `${what} is too large: the (D, F) kernel would pass ${ELEMENTS}`);
+    throw new RequestError("SizeLimitError", `${what} is too large: the (D, F) kernel would pass ${ELEMENTS}`);
   }
   const bytes = 4n * (D * F + F * F + 2n * F) + 4n * (D + 3n * F);
   const limit = integer(maxBytesText, "max_bytes");
   if (bytes > limit) {
-    throw new PortError("SizeLimitError", `${what} needs ${bytes} bytes; the limit is ${limit} bytes`);
+    throw new RequestError("SizeLimitError", `${what} needs ${bytes} bytes; the limit is ${limit} bytes`);
   }
 }
 
 function checkX(value) {
   const x = decodeArray(value, "x");
   if (value.shape.length !== 1 || x.length < 1) {
-    throw new PortError("ValueError", `x must be a non-empty vector (D,), got shape [${value.shape}]`);
+    throw new RequestError("ValueError", `x must be a non-empty vector (D,), got shape [${value.shape}]`);
   }
   for (let i = 0; i < x.length; i++) {
     if (!Number.isFinite(x[i])) {
-      throw new PortError("ValueError", `x must be finite in float32; x[${i}] = ${x[i]} is not`);
+      throw new RequestError("ValueError", `x must be finite in float32; x[${i}] = ${x[i]} is not`);
     }
   }
   return x;
@@ -168,44 +112,34 @@ function decodeParams(value) {
 let tf = null;
 let mlp = null;
 let init = null;
-let loadError = null;
 let speaks = 1;
 
 // The request's checkpoint: on or off (protocol 1), or its policy, which must be one declared.
 function checkpointOf(request) {
   if (speaks >= 2 && request.policy !== undefined) {
     if (request.policy !== "none" && request.policy !== "full") {
-      throw new PortError("ValueError", `checkpoint: policy ${request.policy} is not one tfjs declares`);
+      throw new RequestError("ValueError", `checkpoint: policy ${request.policy} is not one tfjs declares`);
     }
     return request.policy === "full";
   }
   return Boolean(request.checkpoint);
 }
 
+// tfjs on its CPU backend, and the exercise's code: if this throws, serve.js answers every
+// request but shutdown with Unavailable, saying why.
 async function start() {
-  try {
-    tf = loadTf();
-    await tf.setBackend("cpu");
-    mlp = require("./mlp.js")(tf, { customGrad: MUTANT !== "no_custom_grad" });
-    init = require("./init.js");
-  } catch (error) {
-    loadError = error instanceof PortError ? error : new PortError("Unavailable", String(error));
-  }
-}
-
-function seededParams(request, dimName, dim) {
-  const seed = checkSeed(request.seed);
-  const features = checkFeatures(request.features);
-  return { seed, features };
+  tf = load.loadTf();
+  await tf.setBackend("cpu");
+  mlp = require("./mlp.js")(tf, { customGrad: MUTANT !== "no_custom_grad" });
+  init = require("./init.js");
 }
 
 const handlers = {
   hello(request) {
-    if (loadError) throw loadError;
     const offered = Array.isArray(request.protocols) ? request.protocols : [request.protocol];
     const protocol = PROTOCOLS.find((v) => offered.includes(v));
     if (protocol === undefined) {
-      throw new PortError("ProtocolError", `speaks protocols ${PROTOCOLS}, offered ${offered}`);
+      throw new RequestError("ProtocolError", `speaks protocols ${PROTOCOLS}, offered ${offered}`);
     }
     speaks = protocol;
     return {
@@ -285,50 +219,23 @@ const handlers = {
       const x = checkX(request.x);
       return mlp.exerciseRecord(init.canonicalParams(seed, x.length, features), x);
     }
-    throw new PortError("ProtocolError", `evidence of ${JSON.stringify(request.of)}: expected "vjp" or "exercise"`);
+    throw new RequestError("ProtocolError", `evidence of ${JSON.stringify(request.of)}: expected "vjp" or "exercise"`);
   },
   shutdown() {
     return {};
   },
 };
 
-async function serve() {
-  await start();
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (!line.trim()) continue;
-    let request;
-    try {
-      request = JSON.parse(line);
-    } catch (error) {
-      writeAnswer({ id: null, error: { type: "ProtocolError", message: `not JSON: ${error.message}` } });
-      continue;
-    }
-    const handler = Object.prototype.hasOwnProperty.call(handlers, request.op) ? handlers[request.op] : null;
-    try {
-      if (!handler) throw new PortError("ProtocolError", `unknown op ${JSON.stringify(request.op)}`);
-      if (loadError && request.op !== "hello" && request.op !== "shutdown") throw loadError;
-      const result = await handler(request);
-      writeAnswer({ id: request.id, result });
-    } catch (error) {
-      const type = error instanceof PortError ? error.type : "InternalError";
-      writeAnswer({ id: request.id, error: { type, message: error.message || String(error) } });
-    }
-    if (request.op === "shutdown") break;
-  }
-  process.exit(0);
-}
-
 // `--print-tfjs-dist`: the path of tfjs's browser bundle (installed first if need be), for the
 // browser page (browser/page.html); no protocol.
 if (process.argv.includes("--print-tfjs-dist")) {
-  const tf = loadTf();
-  const found = [__dirname, installDirectory()]
+  const tf = load.loadTf();
+  const found = [__dirname, load.installDirectory()]
     .map((d) => path.join(d, "node_modules", "@tensorflow", "tfjs", "dist", "tf.min.js"))
     .find((f) => fs.existsSync(f));
   if (!found) throw new Error(`no tf.min.js beside tfjs ${tf.version.tfjs}`);
   writeAnswer({ tfjs: tf.version.tfjs, bundle: found });
   process.exit(0);
 } else {
-  serve();
+  serve(start, handlers);
 }
