@@ -174,6 +174,16 @@ class TemplatePort(Port):
         name: "TODO(port): why your checkpoint cannot express it"
         for name in ("save_dots", "save_named", "offload_dots", "budget")
     }
+    # TODO(port): the composition cases your checkpoint expresses (docs/PORTING.md,
+    # Composition): "twice", your region wrapped twice with your own API, and
+    # "under_trainer", your region inside an outer one over the whole model call; each
+    # with its native spelling, and `not_composable` (case -> reason) for each it cannot.
+    # `forward`, `vjp` and the records then take `composition.Nesting(case)` as checkpoint=.
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "TODO(port)",
+        "twice": "TODO(port)",
+        "under_trainer": "TODO(port)",
+    }
     # TODO(port): what your instrument shows under each policy: in the folder's
     # expectations.py (a built-in stack), or here (an external port on a framework the
     # suite does not know): instrument_family = "<name>" and
