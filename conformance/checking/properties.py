@@ -69,6 +69,9 @@ class Property:
       verdict turns on the shape, not on the values; None: all of them.
     - `not_applicable`: `port -> reason or None`: why the property has nothing to check on
       a port (it is then reported skipped, with the reason, never passed).
+    - `cost`: what its check costs a mutant, against the others' (1 the cheapest; each
+      property its own): the mutation run tries the cheapest first
+      (`conformance.running.mutation.KILL_ORDER`).
     """
 
     id: str
@@ -82,6 +85,7 @@ class Property:
     examples: int | None = None
     share: float | None = None
     not_applicable: Callable[[Implementation], str | None] | None = None
+    cost: int = 0
 
     @property
     def key(self) -> str:
@@ -648,33 +652,33 @@ def _bad_input_cases() -> list[tuple[BadInput, str]]:
 
 PROPERTIES: tuple[Property, ...] = (
     Property("a", "init", "init params equal the canonical (2 ulp)", check_init,
-             prepare_init, strategy=strategies.seeded_forward_cases),
+             prepare_init, strategy=strategies.seeded_forward_cases, cost=5),
     Property("b", "forward", "forward from shared params equals the canonical", check_forward,
-             prepare_forward, strategy=strategies.param_cases),
+             prepare_forward, strategy=strategies.param_cases, cost=6),
     Property("c", "vjp", "VJP (params and x) equals the canonical", check_vjp,
-             prepare_vjp, strategy=strategies.param_cases),
+             prepare_vjp, strategy=strategies.param_cases, cost=7),
     Property("d", "on_off", "checkpoint on equals off, within the port",
              check_checkpoint_is_transparent, prepare_on_off,
-             strategy=strategies.param_cases, needs_canonical=False, share=ON_OFF_SHARE),
+             strategy=strategies.param_cases, needs_canonical=False, share=ON_OFF_SHARE, cost=8),
     Property("e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,
-             strategy=_evidence_cases, needs_canonical=False, share=SHAPE_BOUND_SHARE),
+             strategy=_evidence_cases, needs_canonical=False, share=SHAPE_BOUND_SHARE, cost=3),
     Property("f", "end_to_end", "nn_checkpoint_forward equals the canonical", check_end_to_end,
-             prepare_end_to_end, strategy=strategies.seeded_forward_cases),
+             prepare_end_to_end, strategy=strategies.seeded_forward_cases, cost=4),
     Property("g", "bad_inputs", "bad inputs raise the contract's errors", check_bad_input,
-             cases=_bad_input_cases, needs_canonical=False),
+             cases=_bad_input_cases, needs_canonical=False, cost=1),
     Property("h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,
              strategy=strategies.seeded_forward_cases, needs_canonical=False,
-             share=SHAPE_BOUND_SHARE),
+             share=SHAPE_BOUND_SHARE, cost=2),
     Property("i", "precision", "as close to exact as float32 gets (median, large shapes)",
              check_precision, prepare_precision, strategy=strategies.precision_cases,
-             needs_canonical=False),
+             needs_canonical=False, cost=9),
     Property("j", "policies", "every declared remat policy: canonical results, expected saves",
              check_policies, prepare_policies, strategy=policy_cases,
-             examples=POLICY_EXAMPLES),
+             examples=POLICY_EXAMPLES, cost=10),
     Property("k", "composition", "regions wrapped twice and under a trainer's: canonical "
              "results, declared saves and forward runs", check_composition,
              prepare_composition, strategy=policy_cases, examples=COMPOSITION_EXAMPLES,
-             not_applicable=composed_records.not_expressible),
+             not_applicable=composed_records.not_expressible, cost=11),
 )  # fmt: skip
 
 BY_ID = {p.id: p for p in PROPERTIES}

@@ -7,15 +7,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .. import mutants as registry
-from ..checking.properties import BY_ID, BY_KEY
+from ..checking.properties import BY_ID, BY_KEY, PROPERTIES
 from .runner import Canonical, run_property
 
 # The property that must reject a mutant (its `killed_by`, the one that looks at
 # its bug) runs first, in full: the mutant almost always falls to its first example,
 # and no other property's compiles are paid for it. Should it survive, the others
-# run in this order, cheap ones first. A mutant may name properties to try first
-# among them (`MutantSpec.first`).
-KILL_ORDER = ("g", "h", "e", "f", "a", "b", "c", "d", "i", "j")
+# run in this order: the cheapest first, by each property's declared `cost`. A
+# mutant may name properties to try first among them (`MutantSpec.first`).
+KILL_ORDER = tuple(p.id for p in sorted(PROPERTIES, key=lambda p: p.cost))
 # Each mutant is a new set of functions to compile, so the mutation run draws from
 # the small shapes only, with fewer examples than a port gets.
 MUTANT_EXAMPLES = 25

@@ -1,7 +1,9 @@
-"""The mutation run's two passes: a few examples of every property, then the full count."""
+"""The mutation run's order (every property, the cheapest first, by its declared cost) and its
+two passes: a few examples of every property, then the full count."""
 
 from __future__ import annotations
 
+from conformance.checking.properties import BY_ID, PROPERTIES
 from conformance.mutants import Mutant
 from conformance.running import mutation
 from conformance.running.runner import Outcome
@@ -52,7 +54,7 @@ def test_a_bug_seen_only_after_the_scouting_examples_is_still_killed_in_the_full
 def test_a_mutant_no_property_rejects_survives_both_passes(monkeypatch):
     result, calls = _run(monkeypatch, {})
     assert result.status == "survived"
-    assert {p for p, _ in calls} == set(mutation.KILL_ORDER)
+    assert {p for p, _ in calls} == {p.id for p in PROPERTIES}
     assert [p for p, n in calls if n == mutation.MUTANT_EXAMPLES] == list(mutation.KILL_ORDER)
 
 
@@ -75,3 +77,25 @@ def test_a_mutant_its_declared_property_misses_meets_the_others_in_both_passes(m
     assert ("j", mutation.SCOUT_EXAMPLES) not in calls  # not run again
     assert [p for p, _ in calls].count("j") == 1
     assert calls[-1] == ("c", mutation.MUTANT_EXAMPLES)
+
+
+def test_the_kill_order_holds_every_property_once_the_cheapest_first():
+    assert sorted(mutation.KILL_ORDER) == sorted(p.id for p in PROPERTIES)
+    costs = [BY_ID[p].cost for p in mutation.KILL_ORDER]
+    assert costs == sorted(costs)
+    assert len(set(costs)) == len(costs), "two properties share a cost: the order is a tie"
+    assert min(costs) >= 1, "a property declares no cost"
+
+
+def test_a_fixed_case_list_costs_least_and_a_capped_property_most():
+    """The costs say what the checks do: a fixed list (no shape drawn, no canonical) is
+    cheaper than any drawn property, and one whose examples are capped for their cost is
+    dearer than every uncapped one."""
+    fixed = [p.cost for p in PROPERTIES if p.cases is not None]
+    drawn = [p.cost for p in PROPERTIES if p.cases is None]
+    assert fixed
+    assert max(fixed) < min(drawn)
+    capped = [p.cost for p in PROPERTIES if p.examples is not None]
+    uncapped = [p.cost for p in PROPERTIES if p.examples is None]
+    assert capped
+    assert min(capped) > max(uncapped)
