@@ -51,9 +51,11 @@ def test_the_exercise_record_observes_the_port_s_own_exercise():
 
     record = OwnExerciseOnly().exercise_record(3, X, 4)
     assert {t.role for t in record.saved_by_origin("activation")} == {"a"}
-    assert record.recomputed == {} and record.checkpoint_regions == 0
+    assert record.recomputed == {}
+    assert record.checkpoint_regions == 0
     checked = HipsAutograd().exercise_record(3, X, 4)
-    assert checked.saved_roles == {"x"} and checked.checkpoint_regions == 1
+    assert checked.saved_roles == {"x"}
+    assert checked.checkpoint_regions == 1
 
 
 @pytest.mark.parametrize("x", [X, np.zeros(3, np.float32)], ids=["x", "zeros"])
@@ -68,7 +70,8 @@ def test_origins_follow_the_data_from_x(x):
         ("activation", "a"),
     }
     on = port.backward_record(PARAMS, x, checkpoint=True)
-    assert {t.origin for t in on.saved} == {"input", "parameter"} and on.saved_roles == {"x"}
+    assert {t.origin for t in on.saved} == {"input", "parameter"}
+    assert on.saved_roles == {"x"}
 
 
 def test_an_array_made_outside_any_primitive_is_never_taken_for_harmless():

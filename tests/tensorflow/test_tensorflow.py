@@ -171,7 +171,7 @@ def test_the_exercise_inside_tf_function_and_xla_equals_eager():
 
 
 def test_the_compiled_contract_functions_stop_retracing_after_two_shapes():
-    vjp = port_module._COMPILED["vjp", True]
+    vjp = port_module.compiled("vjp", PORT.region)
     for dim, features in ((2, 3), (4, 5), (6, 2), (3, 7), (5, 5)):
         PORT.vjp(_params(0, dim, features), np.ones(dim, np.float32), np.ones(features, np.float32))
     assert vjp.experimental_get_tracing_count() <= 3

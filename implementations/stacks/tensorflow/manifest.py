@@ -34,6 +34,14 @@ MANIFEST = Manifest(
     ),
     mutants=(
         MutantEntry(
+            "tf_own_model_no_checkpoint",
+            f"{_HERE}.tensorflow_mutants:OwnModelWithoutCheckpoint",
+            "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
+            "while the base's block checkpoints",
+            "tensorflow",
+            "e_evidence",
+        ),
+        MutantEntry(
             "tf_no_recompute_grad",
             f"{_HERE}.tensorflow_mutants:NoRecomputeGrad",
             "TensorFlow MLP without tf.recompute_grad",

@@ -35,6 +35,7 @@ from implementations.contract import (
     check_sizes,
 )
 from implementations.stacks import Port
+from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.tensorflow import (
     STACK,
@@ -42,6 +43,7 @@ from implementations.stacks.tensorflow import (
     flax_init,
     float32_tensor,
     integer_argument,
+    observed,
     tf,
     to_host_array,
 )
@@ -120,28 +122,27 @@ def exercise(seed: Any, x: Any, features: Any, region: Callable = checkpointed_b
 # ---------------------------------------------------------------------------
 
 
-def _step(x, w1, b1, w2, b2, cotangent, checkpoint: bool):
+def _step(x, w1, b1, w2, b2, cotangent, region: Callable):
     # x's and the parameters' gradients of the MLP, pulled back from the cotangent.
     params = (w1, b1, w2, b2)
     with tf.GradientTape() as tape:
         tape.watch([x, *params])
-        y = mlp(params, x, checkpoint=checkpoint)
+        y = region(x, *params)
     return tape.gradient(y, [x, *params], output_gradients=cotangent)
 
 
-def _forward(x, w1, b1, w2, b2, checkpoint: bool):
-    return mlp((w1, b1, w2, b2), x, checkpoint=checkpoint)
+def _forward(x, w1, b1, w2, b2, region: Callable):
+    return region(x, w1, b1, w2, b2)
 
 
-# One graph per checkpoint flag; after two shapes TensorFlow traces one for any
-# shape (reduce_retracing), so the suite's many shapes do not retrace each time.
-_COMPILED = {
-    (kind, flag): tf.function(
-        functools.partial(fn, checkpoint=flag), reduce_retracing=True, autograph=False
-    )
-    for kind, fn in (("forward", _forward), ("vjp", _step))
-    for flag in (True, False)
-}
+@functools.cache
+def compiled(kind: str, region: Callable) -> Callable:
+    """`forward` or `vjp` (`kind`) of the MLP run through `region` (the port's block, or the
+    plain one for checkpoint off), as one `tf.function` kept per region; after two shapes
+    TensorFlow traces one for any shape (reduce_retracing), so the suite's many shapes do not
+    retrace each time."""
+    fn = {"forward": _forward, "vjp": _step}[kind]
+    return tf.function(functools.partial(fn, region=region), reduce_retracing=True, autograph=False)
 
 
 class TensorFlow(Port):
@@ -172,22 +173,27 @@ class TensorFlow(Port):
         return tensors_to_params(params_to_tensors(params))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        run = _COMPILED["forward", bool(self.policy(checkpoint))]
+        run = compiled("forward", self.region if self.policy(checkpoint) else block)
         return to_host_array(run(float32_tensor(x), *params_to_tensors(params)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        run = _COMPILED["vjp", bool(self.policy(checkpoint))]
+        run = compiled("vjp", self.region if self.policy(checkpoint) else block)
         dx, *grads = run(float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
         return Grads.of(tensors_to_params(grads), to_host_array(dx))
 
-    def traced_record(self, params: Params, x: np.ndarray, checkpoint: bool) -> BackwardRecord:
-        return self.stack.record(
-            lambda x, *p: (self.region if checkpoint else block)(x, *p),
-            [x, *params_to_tensors(params)],
-            origins=("input", "parameter", "parameter", "parameter", "parameter"),
-            cotangent=np.ones(params.features, np.float32),
+    @observes("vjp")
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`, run
+        eagerly (`observed`): whatever a subclass overrides, the evidence is read off the call
+        whose values (c) checks."""
+        self.policy(checkpoint)  # an undeclared policy is refused before anything runs
+        ones = np.ones(params.features, np.float32)
+        return observed.observe(
+            lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x, params.as_dict().values()
         )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
