@@ -46,14 +46,16 @@ def largest_difference(a: Any, b: Any) -> float:
     return float(np.max(np.abs(numpy(a) - numpy(b))))
 
 
-def own_vjp_refusal(port: Any) -> str:
-    """The TypeError met by a subclass overriding `vjp` ("made" if none)."""
+def refusal(port: Any, method: str) -> str:
+    """The TypeError met by a subclass overriding `method` (`vjp`, `gradients`) with the
+    port's own, checkpoint off ("made" if none)."""
+    own = getattr(type(port), method)
 
-    def vjp(self, params, x, cotangent, *, checkpoint=True):
-        return type(port).vjp(self, params, x, cotangent, checkpoint=False)
+    def override(self, *args, **kwargs):
+        return own(self, *args, **({"checkpoint": False} if method == "vjp" else {}), **kwargs)
 
     try:
-        type("OwnVjp", (type(port),), {"name": "own_vjp", "vjp": vjp})
+        type(f"Own_{method}", (type(port),), {"name": f"own_{method}", method: override})
     except TypeError as error:
         return str(error)
     return "made"
@@ -86,7 +88,9 @@ def plain_exercise_record(port: Any, backend: str) -> dict[str, Any]:
 def observe(backend: str) -> dict[str, Any]:
     """The observations, as JSON-ready values."""
     port = implementations.load(f"keras_{backend}")
-    seen: dict[str, Any] = {"port_e": evidence(port), "own_vjp": own_vjp_refusal(port)}
+    seen: dict[str, Any] = {"port_e": evidence(port), "own_vjp": refusal(port, "vjp")}
+    if backend != "jax":  # the stateful ports' `gradients` make vjp's values
+        seen["own_gradients"] = refusal(port, "gradients")
     seen["plain_exercise"] = plain_exercise_record(port, backend)
     if backend == "torch":
         mutant = load("keras_torch_own_model_no_checkpoint").port

@@ -87,3 +87,18 @@ def test_vjp_pulls_back_through_the_function_the_record_traces():
     assert record.saved_by_origin("activation")
     assert not record.checkpoint_regions
     assert port.backward_record(PARAMS, X, checkpoint=True).saved_roles == {"x"}
+
+
+def test_a_port_overriding_compiled_is_refused_unless_it_brings_its_own_record():
+    """`compiled` makes `vjp`'s values: an own one is refused as an own `vjp` is."""
+    own = {"name": "own_compiled", "compiled": property(lambda self: None)}
+    with pytest.raises(TypeError) as refused:
+        type("OwnCompiled", (JaxCheckpoint,), own)
+    message = str(refused.value)
+    assert "overrides compiled, which makes vjp's values" in message
+    assert "override apply (with to_native and to_canonical) instead" in message
+
+    def backward_record(self, params, x, *, checkpoint=True):
+        raise NotImplementedError
+
+    type("OwnCompiledAndRecord", (JaxCheckpoint,), {**own, "backward_record": backward_record})

@@ -93,7 +93,7 @@ def check_one_path(seen: dict, backend: str) -> None:
         # torch's instrument runs the port's own vjp: overriding it is welcome, and a
         # subclass whose own calls never checkpoint has the port's values and fails (e).
         assert MUTANTS["keras_torch_own_model_no_checkpoint"].killed_by == "e_evidence"
-        assert seen["own_vjp"] == "made"
+        assert seen["own_vjp"] == seen["own_gradients"] == "made"
         assert set(seen["differences"]) == {
             "forward",
             "nn_checkpoint_forward",
@@ -107,6 +107,9 @@ def check_one_path(seen: dict, backend: str) -> None:
         model_methods, activation = TRACED[backend]
         assert "overrides vjp" in seen["own_vjp"]
         assert f"override {model_methods} instead" in seen["own_vjp"]
+        if backend == "tensorflow":  # `gradients` makes vjp's values: refused as vjp is
+            assert "overrides gradients, which makes vjp's values" in seen["own_gradients"]
+            assert f"override {model_methods} instead" in seen["own_gradients"]
     assert seen["plain_exercise"] == {"activations": [activation], "recomputed": 0}
 
 

@@ -65,6 +65,23 @@ class JaxPort(Port, abstract=True):
     # free (see `flax_init.lecun_normal`).
     kernel_layout: str = "in_out"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # `compiled` makes `vjp`'s values, and `backward_record` never runs it: like an own
+        # `vjp` (refused by `Port`), an own `compiled` would split the values from the evidence.
+        below = cls.__mro__[: cls.__mro__.index(JaxPort)]
+        records = ("backward_record", "traced_record")
+        if any("compiled" in vars(k) for k in below) and not any(
+            r in vars(k) for k in below for r in records
+        ):
+            raise TypeError(
+                f"port class {cls.__module__}.{cls.__qualname__} overrides compiled, which makes "
+                f"vjp's values, while its evidence, backward_record (made in JaxPort), traces "
+                f"differentiable: override {cls.model_methods} instead, which feed the values "
+                f"and the evidence alike, or override backward_record too (its evidence is then "
+                f"self-reported)"
+            )
+
     def to_native(self, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
         """Canonical arrays (kernels `(D, F)`, `(F, F)`; biases `(F,)`) as the port's parameters."""
         raise NotImplementedError(f"{type(self).__name__} must define to_native()")
