@@ -10,10 +10,11 @@ included), and each import of a project module is an arrow from its file to the 
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import tokenize
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,8 +89,9 @@ def _inside_function(tree: ast.Module) -> set[ast.AST]:
     return inside
 
 
-def arrows() -> list[Arrow]:
-    """Every import of a project module in the project's packages."""
+@functools.cache
+def arrows() -> tuple[Arrow, ...]:
+    """Every import of a project module in the project's packages (read once per session)."""
     files = _files()
     modules = _modules(files)
     found = []
@@ -106,10 +108,10 @@ def arrows() -> list[Arrow]:
             for name in names:
                 if name in modules and modules[name] != path:
                     found.append(Arrow(path, modules[name], node.lineno, node in inside))
-    return found
+    return tuple(found)
 
 
-def circles(found: list[Arrow]) -> list[list[Path]]:
+def circles(found: Sequence[Arrow]) -> list[list[Path]]:
     """The strongly connected components of more than one file (Tarjan's algorithm)."""
     graph: dict[Path, set[Path]] = defaultdict(set)
     for arrow in found:
@@ -150,10 +152,9 @@ def room(path: Path) -> str:
     return f"conformance/{path.parts[1].removesuffix('.py')}"
 
 
-def _says_why(path: Path) -> set[int]:
-    """The first lines of the file's import statements that carry a comment: on one of their
-    own lines, or in the comment right above the run of imports they stand in."""
-    source = (ROOT / path).read_text(encoding="utf-8")
+def _says_why(source: str) -> set[int]:
+    """The first lines of the import statements that carry a comment: on one of their own
+    lines, or in the comment right above the run of imports they stand in."""
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     comments = {t.start[0] for t in tokens if t.type == tokenize.COMMENT}
     spans = {
@@ -198,7 +199,10 @@ def test_no_arrow_runs_back_up():
 
 def test_every_import_of_a_project_module_inside_a_function_says_why():
     deferred = [a for a in arrows() if a.in_function]
-    said = {path: _says_why(path) for path in {a.source for a in deferred}}
+    said = {
+        path: _says_why((ROOT / path).read_text(encoding="utf-8"))
+        for path in {a.source for a in deferred}
+    }
     silent = sorted(
         {
             f"{a.source}:{a.line} imports {a.target}"
@@ -222,6 +226,10 @@ def test_the_reading_sees_what_it_is_meant_to():
         Arrow(Path("conformance/c.py"), Path("conformance/d.py"), 1, False),
     ]
     assert circles(made_up) == [[Path(f"conformance/{n}.py") for n in "abc"]]
+    # A comment on the import, or above its run of imports, says why; nothing else does.
+    source = "def f():\n    from . import a\n    # why\n    from . import b\n    import c  # why\n"
+    assert _says_why(source) == {4, 5}
+    assert _says_why(source.replace("  # why", "").replace("    # why\n", "\n")) == set()
     # conformance/__init__.py loads its API on first use: a deferred import the reading sees.
     lazy = [a for a in arrows() if a.source == Path("conformance/__init__.py")]
     assert [(a.target, a.in_function) for a in lazy] == [(Path("conformance/api.py"), True)]
