@@ -5,8 +5,9 @@ numpy); never JAX or torch.
   `state_to_params`, `exercise_model` (`mlp`).
 - Tensors in and out: `as_input`, `to_host_array`, `from_host_array`,
   `pin_matmul_precision`, `matmul_precision` (`arrays`).
-- The instrument: `STACK.record(model, x, weights)`: saved-tensor hooks and
-  cell hooks (`evidence`).
+- The instrument: `STACK.record(call, x, parameters)`: saved-tensor hooks and leaf-cell
+  calls watched around a port's own call (`observed`); the bench's `SavedTensors` and
+  `classify` (`evidence`).
 - `FIRST_CALL`: what the warming call met (`stack`).
 
 MindSpore cannot load after Paddle in one process (MindSpore 2.10.0, Paddle
@@ -26,10 +27,8 @@ _EXPORTS = {
     "numpy_dtype": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "CellCalls": ".evidence",
     "SavedTensors": ".evidence",
     "classify": ".evidence",
-    "record": ".evidence",
     "run_first_call": ".evidence",
     "MLP": ".mlp",
     "STATE_NAMES": ".mlp",

@@ -54,6 +54,14 @@ MANIFEST = Manifest(
     ),
     mutants=(
         MutantEntry(
+            "mindspore_own_model_no_recompute",
+            f"{_HERE}.mindspore_mutants:OwnModelWithoutRecompute",
+            "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
+            "while the base's cell recomputes",
+            "mindspore",
+            "e_evidence",
+        ),
+        MutantEntry(
             "mindspore_no_recompute",
             f"{_HERE}.mindspore_mutants:MindSporeNoRecompute",
             "MindSpore MLP cell without Cell.recompute()",

@@ -16,6 +16,7 @@ import numpy as np
 
 from implementations.contract import BackwardRecord, Grads, Params
 from implementations.stacks import Port
+from implementations.stacks.base import observes
 from implementations.stacks.mindspore import (
     MLP,
     STACK,
@@ -28,6 +29,7 @@ from implementations.stacks.mindspore import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.mindspore.observed import backward_of
 from implementations.stacks.switch import checkpoint_on
 
 
@@ -69,15 +71,33 @@ class MindSpore(Port):
             (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
             return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
 
+    # -- evidence: MindSpore's instrument on the port's own calls (`observed`) ------------
+
+    @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
-            return self.stack.record(model, as_input(x), parameters(model))
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
+        whatever a subclass overrides, the evidence is read off the call whose values (c)
+        checks."""
+        ones = np.ones(params.features, np.float32)
+        return self.stack.record(
+            lambda: self.vjp(params, x, ones, checkpoint=checkpoint),
+            x,
+            lambda: params.as_dict().values(),
+        )
 
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        x, model = exercise_model(seed, x, features, mlp=self.mlp)
-        return self.stack.record(model, x, [])
+        """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)` through
+        `mindspore.vjp` in x, and its backward pass; its parameters are told by their values,
+        Flax's for `seed`."""
+        x = as_input(x)
+        return self.stack.record(
+            lambda: backward_of(lambda x: self.nn_checkpoint_forward(seed, x, features), x),
+            x,
+            lambda: self.stack.canonical_params(seed, x.shape[0], features).as_dict().values(),
+        )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> ms.Tensor:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..base import Stack
 from ..numpy import canonical_params
-from . import arrays, evidence
+from . import arrays, evidence, observed
 from .loaded import ms
 from .quiet import captured_stderr
 
@@ -30,13 +30,13 @@ with captured_stderr(_warm_up_stderr):
 #: What the warming call printed on stderr (kept from the user's terminal: it is expected).
 FIRST_CALL_STDERR: str = "".join(_warm_up_stderr)
 
-#: MindSpore: tensors to and from numpy, Flax's init in numpy, saved-tensor hooks and cell
-#: hooks (`evidence.record(model, x, weights)`).
+#: MindSpore: tensors to and from numpy, Flax's init in numpy, its instrument on a port's own
+#: call (`observed.observe(call, x, parameters)`).
 STACK = Stack(
     "mindspore",
     arrays=arrays,
     precision=arrays,
     init=canonical_params,
-    instrument=evidence.record,
+    instrument=observed.observe,
     distributions=("mindspore",),
 )

@@ -5,8 +5,8 @@
 - Tensors in and out: `as_input`, `leaf_input`, `to_host_array`,
   `from_host_array`, `pin_matmul_precision`, `matmul_precision` (`arrays`).
 - The instrument: `STACK.record(call, x, parameters)`: saved-tensor hooks and leaf-layer
-  calls watched around a port's own call (`observed`); the hooks on a model of its own
-  (`evidence`), which the bench reads.
+  calls watched around a port's own call (`observed`); the bench's `SavedTensors` and
+  `classify` (`evidence`).
 
 Importing Paddle after TensorFlow in one process segfaults (Paddle 3.3.1,
 TensorFlow 2.21). So where TensorFlow is loaded already, importing it (`loaded`) raises
@@ -24,10 +24,8 @@ _EXPORTS = {
     "matmul_precision": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "LayerCalls": ".evidence",
     "SavedTensors": ".evidence",
     "classify": ".evidence",
-    "record": ".evidence",
     "MLP": ".mlp",
     "STATE_NAMES": ".mlp",
     "LayerPool": ".mlp",

@@ -22,14 +22,13 @@ of its output). Imports paddle and numpy; builds no model of its own.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from ...contract import BackwardRecord
-from ..hooks_evidence import ObservedCall, classify_by_values
+from .. import hooks_evidence
 from .arrays import to_host_array
 from .evidence import describe
 from .loaded import paddle
@@ -44,50 +43,6 @@ INSTRUMENT = (
 ENGINE = ("run_backward", "run_partial_grad")
 
 
-class _Engine:
-    """How deep the call is in Paddle's backward engine (0: in its forward phase)."""
-
-    def __init__(self):
-        self.depth = 0
-
-    def running(self) -> bool:
-        return self.depth > 0
-
-    def marked(self, run: Callable) -> Callable:
-        def run_marked(*args: Any, **kwargs: Any) -> Any:
-            self.depth += 1
-            try:
-                return run(*args, **kwargs)
-            finally:
-                self.depth -= 1
-
-        return run_marked
-
-
-@contextlib.contextmanager
-def _watching(watch: ObservedCall, engine: _Engine) -> Iterator[None]:
-    """The engine's entry points marked and every leaf layer's call noted, for the call only."""
-    eager, layer = paddle.base.core.eager, paddle.nn.Layer
-    entries = {name: getattr(eager, name) for name in ENGINE}
-    layer_call = layer.__call__
-
-    def call_noted(module: Any, *inputs: Any, **kwargs: Any) -> Any:
-        output = layer_call(module, *inputs, **kwargs)
-        if not module.sublayers():
-            watch.leaf_ran(module, output)
-        return output
-
-    try:
-        for name, entry in entries.items():
-            setattr(eager, name, engine.marked(entry))
-        layer.__call__ = call_noted
-        yield
-    finally:
-        layer.__call__ = layer_call
-        for name, entry in entries.items():
-            setattr(eager, name, entry)
-
-
 def observe(
     call: Callable[[], Any], x: Any, parameters: Callable[[], Iterable[np.ndarray]]
 ) -> BackwardRecord:
@@ -97,26 +52,20 @@ def observe(
     `parameters()`, called after the call, the parameters' values as numpy arrays.
     """
     x_values = to_host_array(x) if isinstance(x, paddle.Tensor) else np.asarray(x, np.float32)
-    engine = _Engine()
-    watch = ObservedCall(engine.running, paddle.Tensor)
-    with paddle.autograd.saved_tensors_hooks(watch.pack, watch.unpack), _watching(watch, engine):
-        call()
-    saved = classify_by_values(
-        watch.saved,
+    return hooks_evidence.observe(
+        call,
         x_values,
-        list(parameters()),
-        watch.role,
+        parameters,
+        tensor_type=paddle.Tensor,
+        saved_tensors_hooks=paddle.autograd.saved_tensors_hooks,
+        entries=[(paddle.base.core.eager, name) for name in ENGINE],
+        module_class=paddle.nn.Layer,
+        is_leaf_module=lambda layer: not layer.sublayers(),
         to_numpy=to_host_array,
         is_leaf=lambda tensor: tensor.is_leaf,
         made_by=_made_by,
         describe=describe,
-    )
-    return BackwardRecord(
         instrument=INSTRUMENT,
-        saved=saved,
-        recomputed=dict(watch.counts),
-        checkpoint_regions=None,
-        backward_matmuls=None,  # no hook over the backward kernels
     )
 
 
