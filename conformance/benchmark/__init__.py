@@ -28,7 +28,7 @@ from implementations.contract import StackUnavailable
 
 from ..jsonable import to_data
 from ..running import interrupts, timing
-from . import measure
+from . import measure, targets
 from .isolated import IsolatedStack
 from .measure import Result, Settings
 
@@ -72,7 +72,19 @@ class BenchReport:
             "skipped": self.skipped,
             "wall_seconds": self.seconds,
             "results": [r.to_json() for r in self.results],
+            "saved_target": measure.SAVED_TARGET,
+            "targets": targets.targets(self.results, self.settings.target_spread),
         }
+
+
+def with_targets(data: dict[str, Any]) -> dict[str, Any]:
+    """`bench.json`'s data with its `targets` (and `saved_target`), worked out from its
+    results where it was written without them."""
+    if "targets" in data:
+        return data
+    report = from_json(data)
+    found = targets.targets(report.results, report.settings.target_spread)
+    return {**data, "saved_target": measure.SAVED_TARGET, "targets": found}
 
 
 def from_json(data: dict[str, Any]) -> BenchReport:

@@ -1,29 +1,12 @@
 """The bench's verdicts: the issue's targets per line (a checkpoint per block), each time
-ratio judged against its spread, and whether the machine was too loaded to trust the times."""
+ratio judged against its spread (`bench.json`'s `targets`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..tables.kinds.spread import with_spread
 from .measure import SAVED_TARGET, TIME_TARGET, Result, verdict
-
-# How a verdict reads, with or without colour.
-VERDICT_MARKS = {"met": "✓", "missed": "✗", "inconclusive": "inconclusive"}
-
-
-def ratio_with_spread(result: Result, target: float = 0.05) -> str:
-    """`1.31 ±2%`: the median ratio and its spread; `!` marks a spread over the target,
-    `±?` an unknown one (a single repeat)."""
-    if result.time_ratio is None:
-        return "-"
-    if result.mode == "none":  # the baseline's ratio to itself is 1 by definition
-        return "1"
-    spread = result.time_ratio_spread
-    mark = "!" if spread is None or spread > target else ""
-    return with_spread(result.time_ratio, spread, ".2f") + mark
 
 
 def targets(results: Sequence[Result], target_spread: float = 0.05) -> list[dict[str, Any]]:
@@ -86,28 +69,3 @@ def targets(results: Sequence[Result], target_spread: float = 0.05) -> list[dict
             }
         )
     return found
-
-
-def target_ratio(target: dict[str, Any], which: str) -> str:
-    # `1.31 ±2% (n=11)`: a target's ratio with what it rests on.
-    ratio = target[f"time_ratio_{which}"]
-    if ratio is None:
-        return "-"
-    spread = target[f"time_ratio_{which}_spread"]
-    n = target[f"time_ratio_{which}_n"]
-    return f"{with_spread(ratio, spread, '.2f')} (n={n})"
-
-
-def load_warning(load: dict[str, float], cores: int | None = None) -> str:
-    """A sentence when the 1-minute load average (`before`, `after`) exceeded the cores
-    (default: this machine's); else ''."""
-    cores = cores or os.cpu_count() or 1
-    loads = {k: v for k, v in load.items() if v == v}  # NaN: no load average here
-    over = {k: v for k, v in loads.items() if v > cores}
-    if not over:
-        return ""
-    said = ", ".join(f"{v:.1f} {k}" for k, v in loads.items())
-    return (
-        f"the machine was loaded (1-minute load average {said}, over its {cores} cores): "
-        "other processes shared the CPUs, so the times are noisy; read them with their spreads"
-    )

@@ -21,10 +21,10 @@ from ..benchmark import (
 )
 from ..benchmark import run as sweep
 from ..benchmark.measure import Settings
-from ..benchmark.targets import load_warning
 from ..jsonable import dumps
 from ..page import csv_files
 from ..running import interrupts
+from ..tables.kinds.bench import load_warning
 from ..terminal import style as terminal_style
 from . import arguments, bench_policies
 

@@ -27,8 +27,8 @@ from ..running.config import RunConfig, run_config
 from ..running.results import to_json
 from ..running.runner import DID_NOT_REPRODUCE
 from ..running.suite import examples_per_property, run_suite
+from ..tables.kinds.run import print_report
 from ..terminal import style as terminal_style
-from ..terminal.suite import print_report
 from . import arguments
 
 HELP = "run the suite (the default command)"

@@ -276,6 +276,7 @@ def to_json(merged: Merged) -> dict[str, Any]:
             }
             for c in merged.conflicts
         ],
+        "failures": failures(merged),
     }
 
 
@@ -284,3 +285,29 @@ def _fields_of(merged: Merged, machine: str) -> dict[str, Any]:
         if merged.machine_of[source.number] == machine:
             return source.machine
     return {}
+
+
+def failures(merged: Merged) -> list[str]:
+    """One line per failure: what failed, in which report, its message's first line, replay."""
+    lines = []
+    for source in merged.sources:
+        if source.data.get("canonical_failure"):
+            first = source.data["canonical_failure"].splitlines()[0]
+            lines.append(f"#{source.number}: the canonical port failed: {first}")
+        for port in source.ports:
+            state = port.get("state", "available")
+            if state not in ("available", "unavailable"):
+                reason = (str(port.get("reason") or "").splitlines() or [""])[0]
+                lines.append(f"#{source.number} {port['name']}: {state}: {reason}")
+            for outcome in port["outcomes"]:
+                if outcome["status"] in ("fail", "crashed", "timeout"):
+                    first = (str(outcome.get("message") or "").splitlines() or [""])[0]
+                    replay = outcome.get("replay")
+                    tail = f" (replay: {replay})" if replay else ""
+                    heading = f"#{source.number} {port['name']} · {outcome['property']}"
+                    lines.append(f"{heading}: {outcome['status']}: {first}{tail}")
+        for mutant in source.data.get("mutants") or []:
+            status = mutant.get("status")
+            if status not in ("killed", "unavailable"):
+                lines.append(f"#{source.number} mutant {mutant.get('name')}: {status}")
+    return lines

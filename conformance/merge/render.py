@@ -9,14 +9,14 @@ from rich.console import Console
 from ..tables.kinds import merge as merge_tables
 from ..tables.render import markdown as markdown_render
 from ..tables.render import terminal as terminal_render
-from .combine import Merged
+from .combine import Merged, to_json
 
 
 def print_merged(merged: Merged, console: Console) -> None:
     """The matrix, then the machines, the reports, the conflicts and the failures."""
-    terminal_render.print_document(console, merge_tables.document(merged))
+    terminal_render.print_document(console, merge_tables.document(to_json(merged)))
 
 
 def markdown(merged: Merged) -> str:
     """The same as Markdown."""
-    return markdown_render.document(merge_tables.document(merged), level=0)
+    return markdown_render.document(merge_tables.document(to_json(merged)), level=0)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..benchmark import from_json
+from ..benchmark import with_targets
 from ..tables.kinds import bench, bench_policies, scale
 from ..tables.model import Table
 from . import grids, tables
@@ -159,8 +159,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
             section = versions_section(data, "versions" + (f"-{i}" if suffix else ""), suffix)
         else:
             section = Section(f"Bench{suffix}", f"bench-{i}")
-            report = from_json(data)
-            section.tables += [bench.results_table(report), bench.targets_table(report)]
+            data = with_targets(data)
+            section.tables += [bench.results_table(data), bench.targets_table(data)]
             if can_draw:
                 section.pictures.append(
                     Picture(

@@ -1,23 +1,19 @@
-"""Show a suite run: the side-by-side matrix, the failures, the mutation score, the time."""
+"""Show a suite run after its matrix: the failures, the mutation score, the time."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
 
-from ..checking.properties import PROPERTIES
-from ..jsonable import to_data
 from ..running.mutation import MUTANT_EXAMPLES_NOTE, score
 from ..running.results import PortReport, SuiteReport, replay_command
-from ..tables.kinds import run as run_tables
-from ..tables.render import terminal as terminal_render
 from .style import state_markup
 
 
-def print_report(report: SuiteReport, console: Console) -> None:
-    """The whole human-readable report."""
-    data = {**to_data(report), "properties": {p.key: p.title for p in PROPERTIES}}
-    terminal_render.print_block(console, run_tables.matrix(data))
+def print_details(report: SuiteReport, console: Console) -> None:
+    """What follows the matrix (`conformance.tables.kinds.run.print_report` prints both):
+    the ports that did not load, the failures with their replay commands, the warnings,
+    the mutants and the time."""
     for port in report.ports:
         if port.state not in ("available",):
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")

@@ -10,7 +10,7 @@ from typing import Any
 from ..checking.properties import PROPERTIES
 from ..running import machine
 from . import project
-from .sweep import POLICIES, SCHEMA, SetResult, Sweep, degradation_key, failing
+from .sweep import POLICIES, SCHEMA, SetResult, Sweep, degradation_key
 
 
 def to_json(sweep: Sweep) -> dict[str, Any]:
@@ -175,27 +175,3 @@ def degradations(sweep: Sweep) -> list[dict[str, Any]]:
             }
         )
     return found
-
-
-def failures(data: dict[str, Any]) -> list[str]:
-    """One line per failing outcome, port, policy cell or set (from `to_json`'s data)."""
-    sets = data["sets"]
-    lines = []
-    for row in data["rows"]:
-        where = sets[row["set"]]["title"]
-        if not row["port"]:
-            if row["state"] in ("not installed", "no report"):
-                lines.append(f"{where}: {row['state']}: {row['reason']}")
-            continue
-        if row["state"] not in ("available", "unavailable"):
-            lines.append(f"{where} · {row['port']}: {row['state']}: {row['reason']}")
-        for outcome in row["outcomes"].values():
-            if failing(outcome["status"]):
-                lines.append(
-                    f"{where} · {row['port']} · {outcome['property']}: {outcome['status']}: "
-                    f"{outcome['message']}"
-                )
-        for policy, cell in row.get("policies", {}).items():
-            if cell["mark"] == "fail":
-                lines.append(f"{where} · {row['port']} · policy {policy}: {cell['note']}")
-    return lines

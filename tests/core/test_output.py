@@ -29,10 +29,11 @@ from conformance.running.mutation import MutantResult
 from conformance.running.runner import Outcome
 from conformance.running.suite import PortReport, SuiteReport
 from conformance.tables.kinds import bench as bench_tables
+from conformance.tables.kinds import run as run_report
 from conformance.tables.model import Column, TableBuilder
 from conformance.tables.render import terminal as terminal_render
 from conformance.terminal import style as terminal_style
-from conformance.terminal import suite as run_report
+from conformance.terminal import suite as run_details
 from implementations.contract import SavedTensor
 
 PORTS = list(implementations.BUILTIN)
@@ -273,7 +274,7 @@ def test_bench_table_keeps_every_column_at_80_columns():
     text = rendered(bench_render.print_report, report)
     for header in ("saved MiB", "saved/min", "XLA temp MiB", "peak MiB", "step ms", "time/none"):
         assert all(word in text for word in header.split()), header
-    for line in bench_tables.rows(report.results):
+    for line in bench_tables.rows([r.to_json() for r in report.results]):
         # Every cell of every row, whole (a row may sit on wrapped lines).
         for cell in line[3:]:
             assert cell in text, (line, cell)
@@ -379,7 +380,7 @@ def test_an_unavailable_mutant_reads_as_not_run_never_as_a_failure():
     report.mutants.append(
         MutantResult("m2", "another bug", "unavailable", message="its port 'x' is unavailable")
     )
-    text = rendered(run_report.print_mutants, report)
+    text = rendered(run_details.print_mutants, report)
     (line,) = [row for row in text.splitlines() if " m2 " in row]
     assert "·" in line
     assert "✗" not in line

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from implementations.bench_case import MODES
 
-from ...benchmark import BenchReport, from_json
-from ...benchmark.measure import SAVED_TARGET, Result, definitions, mode_titles
-from ...benchmark.targets import (
-    VERDICT_MARKS,
-    load_warning,
-    ratio_with_spread,
-    target_ratio,
-    targets,
-)
 from .. import numbers
 from ..model import Cell, Column, Document, Items, Paragraph, Section, Table, TableBuilder
 from .spread import with_spread
+
+# How a verdict reads, with or without colour.
+VERDICT_MARKS = {"met": "✓", "missed": "✗", "inconclusive": "inconclusive"}
 
 #: The results' columns; the short headings fit a terminal's 80 columns.
 COLUMNS = (
@@ -36,36 +31,77 @@ COLUMNS = (
 VERDICT_TONES = {"met": "pass", "missed": "fail", "inconclusive": "warn"}
 
 
-def _order(result: Result) -> tuple:
-    return (result.depth, result.framework, result.variant, MODES.index(result.mode))
+def _order(result: dict[str, Any]) -> tuple:
+    mode = result["mode"]
+    rank = MODES.index(mode) if mode in MODES else len(MODES)
+    return (result["depth"], result["framework"], result.get("variant", ""), rank)
 
 
-def rows(results: list[Result]) -> list[list[str]]:
-    """One row of cells per result, ordered by depth, then framework, variant and mode."""
+def ratio_with_spread(result: dict[str, Any], target: float = 0.05) -> str:
+    """`1.31 ±2%`: a result's median time ratio and its spread; `!` marks a spread over the
+    target, `±?` an unknown one (a single repeat)."""
+    if result.get("time_ratio") is None:
+        return "-"
+    if result["mode"] == "none":  # the baseline's ratio to itself is 1 by definition
+        return "1"
+    spread = result.get("time_ratio_spread")
+    mark = "!" if spread is None or spread > target else ""
+    return with_spread(result["time_ratio"], spread, ".2f") + mark
+
+
+def rows(results: list[dict[str, Any]], target: float = 0.05) -> list[list[str]]:
+    """One row of cells per result (as `bench.json` holds it), ordered by depth, then
+    framework, variant and mode."""
     found = []
     for r in sorted(results, key=_order):
-        step = None if r.step_median is None else r.step_median * 1e3
+        median = r.get("step_median")
+        step = None if median is None else median * 1e3
         found.append(
             [
-                str(r.depth),
-                f"{r.framework} {r.variant}".strip(),
-                r.mode,
-                numbers.mib(r.saved_bytes),
-                f"{r.saved_ratio:.2f}",
-                numbers.mib(r.temp_bytes),
-                numbers.mib(r.peak_bytes),
-                "-" if r.matmuls is None else str(r.matmuls),
-                str(r.n),
-                with_spread(step, r.step_spread),
-                ratio_with_spread(r),
+                str(r["depth"]),
+                f"{r['framework']} {r.get('variant', '')}".strip(),
+                r["mode"],
+                numbers.mib(r["saved_bytes"]),
+                f"{r['saved_ratio']:.2f}",
+                numbers.mib(r.get("temp_bytes")),
+                numbers.mib(r.get("peak_bytes")),
+                "-" if r.get("matmuls") is None else str(r["matmuls"]),
+                str(r.get("n", len(r.get("step_seconds") or []))),
+                with_spread(step, r.get("step_spread")),
+                ratio_with_spread(r, target),
             ]
         )
     return found
 
 
-def results_table(report: BenchReport) -> Table:
+def target_ratio(target: dict[str, Any], which: str) -> str:
+    """`1.31 ±2% (n=11)`: a target's ratio with what it rests on."""
+    ratio = target[f"time_ratio_{which}"]
+    if ratio is None:
+        return "-"
+    spread = target[f"time_ratio_{which}_spread"]
+    n = target[f"time_ratio_{which}_n"]
+    return f"{with_spread(ratio, spread, '.2f')} (n={n})"
+
+
+def load_warning(load: dict[str, float], cores: int | None = None) -> str:
+    """A sentence when the 1-minute load average (`before`, `after`) exceeded the cores
+    (default: this machine's); else ''."""
+    cores = cores or os.cpu_count() or 1
+    loads = {k: v for k, v in load.items() if v == v}  # NaN: no load average here
+    over = {k: v for k, v in loads.items() if v > cores}
+    if not over:
+        return ""
+    said = ", ".join(f"{v:.1f} {k}" for k, v in loads.items())
+    return (
+        f"the machine was loaded (1-minute load average {said}, over its {cores} cores): "
+        "other processes shared the CPUs, so the times are noisy; read them with their spreads"
+    )
+
+
+def results_table(data: dict[str, Any]) -> Table:
     """Every configuration at every depth, each figure with n and its spread."""
-    s = report.settings
+    s = _settings(data)
     table = TableBuilder(
         f"Bench · L blocks of Dense({s.features}) → relu → Dense({s.features}), batch {s.batch}",
         COLUMNS,
@@ -77,21 +113,22 @@ def results_table(report: BenchReport) -> Table:
         f"(! over ±{s.target_spread:.0%}; ±?: one repeat, spread unknown)",
         kind="bench",
     )
-    for row in rows(report.results):
+    for row in rows(data.get("results") or [], s.target_spread):
         mark = "warn" if row[-1].endswith("!") else ""
         table.add([*row[:-1], Cell(row[-1], mark)], key=" ".join(row[:3]))
     return table.build()
 
 
-def targets_table(report: BenchReport) -> Table:
-    """The targets with a checkpoint per block: ✓ met, ✗ missed or inconclusive."""
-    s = report.settings
+def targets_table(data: dict[str, Any]) -> Table:
+    """The targets with a checkpoint per block (`bench.json`'s `targets`): ✓ met, ✗ missed
+    or inconclusive."""
+    s = _settings(data)
     deepest = max(s.depths) if s.depths else "?"
     table = TableBuilder(
         "Bench targets (a checkpoint per block)",
         [
             Column("line"),
-            Column(f"saved/min, worst L (≤ {SAVED_TARGET})", "right", "ratio"),
+            Column(f"saved/min, worst L (≤ {data.get('saved_target', '?')})", "right", "ratio"),
             Column(f"time/none at L={deepest}", "right", "ratio"),
             Column("time/none, worst L", "right", "ratio"),
             Column("time target"),
@@ -101,7 +138,7 @@ def targets_table(report: BenchReport) -> Table:
         "band clears the target; otherwise inconclusive",
         kind="targets",
     )
-    for t in targets(report.results, s.target_spread):
+    for t in data.get("targets") or []:
         met = t["saved_target_met"]
         table.add(
             [
@@ -128,16 +165,15 @@ def warning(data: dict[str, Any]) -> str:
 def document(data: dict[str, Any], *, full: bool = True) -> Document:
     """The bench as `bench.md` has it (`full`: its settings, modes and definitions too; the
     terminal shows the tables and what needs saying)."""
-    report = from_json(data)
-    s = report.settings
+    s = _settings(data)
+    machine = data.get("machine") or {}
+    load = machine.get("load_average_1min") or {}
     head: list[Any] = []
     if full:
         versions = "; ".join(
             f"{name}: " + ", ".join(f"{k} {v}" for k, v in found.items())
-            for name, found in report.versions.items()
+            for name, found in (data.get("versions") or {}).items()
         )
-        cpus = (data.get("machine") or {}).get("cpus")
-        load = report.load
         said = (
             f" (1-minute load average {load['before']:.1f} before, {load['after']:.1f} after)"
             if {"before", "after"} <= set(load)
@@ -146,22 +182,39 @@ def document(data: dict[str, Any], *, full: bool = True) -> Document:
         head.append(
             Paragraph(
                 f"Depths {', '.join(map(str, s.depths))}; {s.repeats} interleaved repeats; "
-                f"seed {s.seed}; {report.seconds:.0f} s wall on {cpus} CPUs{said}. "
-                f"Versions: {versions}."
+                f"seed {s.seed}; {data.get('wall_seconds', 0):.0f} s wall on "
+                f"{machine.get('cpus')} CPUs{said}. Versions: {versions}."
             )
         )
-    found = warning(data)
+    found = load_warning(load, machine.get("cpus"))
     if found:
         head.append(Paragraph(f"Warning: {found}", "warn"))
-    head += [Paragraph(f"Skipped {name}: {reason}.") for name, reason in report.skipped.items()]
+    skipped = (data.get("skipped") or {}).items()
+    head += [Paragraph(f"Skipped {name}: {reason}.") for name, reason in skipped]
     if full:
-        modes = "; ".join(f"{m}: {t}" for m, t in mode_titles().items())
+        modes = "; ".join(f"{m}: {t}" for m, t in (data.get("modes") or {}).items())
         head.append(Paragraph(f"Modes: {modes}."))
     sections = [
-        Section("", (*head, results_table(report))),
-        Section("Targets (checkpoint per block)", (targets_table(report),)),
+        Section("", (*head, results_table(data))),
+        Section("Targets (checkpoint per block)", (targets_table(data),)),
     ]
     if full:
-        items = tuple(f"{key}: {text}" for key, text in definitions().items())
+        items = tuple(f"{key}: {text}" for key, text in (data.get("definitions") or {}).items())
         sections.append(Section("Definitions", (Items("", items),)))
     return Document("bench", "Bench", tuple(sections))
+
+
+class _Settings:
+    """The settings a table reads, from `bench.json`'s `settings`."""
+
+    def __init__(self, found: dict[str, Any]) -> None:
+        self.depths = tuple(found.get("depths") or ())
+        self.batch = found.get("batch", "?")
+        self.features = found.get("features", "?")
+        self.repeats = found.get("repeats", "?")
+        self.seed = found.get("seed", "?")
+        self.target_spread = found.get("target_spread", 0.05)
+
+
+def _settings(data: dict[str, Any]) -> _Settings:
+    return _Settings(data.get("settings") or {})

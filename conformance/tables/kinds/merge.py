@@ -1,12 +1,11 @@
-"""`merge` (and `run --markdown`): many run reports as one matrix, a heading row per
-machine, versions and device, one row per port and report; then the machines, the version
-sets, the reports, the conflicts and the failures."""
+"""`merge` (and `run --markdown`), from `merge --json`'s document: many run reports as one
+matrix, a heading row per machine, versions and device, one row per port and report; then
+the machines, the version sets, the reports, the conflicts and the failures."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...merge.combine import Merged
 from ..model import Cell, Column, Document, Items, Section, Table, TableBuilder
 from ..numbers import wall
 from . import outcomes
@@ -24,23 +23,28 @@ def describe_versions(versions: dict[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or "no versions recorded"
 
 
-def title(merged: Merged) -> str:
-    if len(merged.sources) == 1:
-        data = merged.sources[0].data
-        examples = data.get("max_examples")
+def group_title(group: dict[str, Any]) -> str:
+    """`M1 · cpu`, `M1 · V2 · gpu Apple M2`: a group's machine, version set and device."""
+    middle = f" · {group['versions']}" if group.get("versions") else ""
+    return f"{group['machine']}{middle} · {group['device']}"
+
+
+def title(data: dict[str, Any]) -> str:
+    reports = data["reports"]
+    if len(reports) == 1:
+        examples = reports[0].get("max_examples")
         examples = "the profile's" if examples is None else examples
-        return (
-            f"remat-conformance · profile {data.get('profile')} · {examples} examples per property"
-        )
-    verdict = "some failed" if merged.failed else "all passed"
-    return f"remat-conformance · {len(merged.sources)} reports merged · {verdict}"
+        profile = reports[0].get("profile")
+        return f"remat-conformance · profile {profile} · {examples} examples per property"
+    verdict = "some failed" if data["failed"] else "all passed"
+    return f"remat-conformance · {len(reports)} reports merged · {verdict}"
 
 
-def matrix(merged: Merged) -> Table:
+def matrix(data: dict[str, Any]) -> Table:
     """One matrix: a heading row per machine and device, then its ports, one row per report."""
-    keys = list(merged.properties)
+    keys = list(data["properties"])
     table = TableBuilder(
-        title(merged),
+        title(data),
         [
             Column("port", wrap=True),  # wraps: a long device heading must not widen it
             *(Column(outcomes.column(key), "center") for key in keys),
@@ -49,89 +53,69 @@ def matrix(merged: Merged) -> Table:
         caption=f"{outcomes.names(keys)}. {CAPTION}",
         kind="merge",
     )
-    for group in merged.groups:
-        table.heading(group.title)
-        for row in group.rows:
+    for group in data["groups"]:
+        table.heading(group_title(group))
+        for row in group["rows"]:
             label = Cell(
-                ("⚠ " if row.conflict else "") + row.port,
-                "warn" if row.conflict else "",
-                note=f"{row.framework} · #{row.source}",
+                ("⚠ " if row["conflict"] else "") + row["port"],
+                "warn" if row["conflict"] else "",
+                note=f"{row['framework']} · #{row['report']}",
             )
-            if row.state != "available":
-                state = Cell(row.state, "warn" if row.state == "unavailable" else "fail")
-                table.add([label, *[outcomes.NOT_LOADED] * len(keys), state], key=row.port)
+            if row["state"] != "available":
+                state = Cell(row["state"], "warn" if row["state"] == "unavailable" else "fail")
+                table.add([label, *[outcomes.NOT_LOADED] * len(keys), state], key=row["port"])
                 continue
-            cells = [outcomes.cell(row.outcomes.get(key)) for key in keys]
-            table.add([label, *cells, f"{wall(row.seconds)}s"], key=row.port)
+            cells = [outcomes.cell(row["outcomes"].get(key)) for key in keys]
+            table.add([label, *cells, f"{wall(row['seconds'])}s"], key=row["port"])
     return table.build()
 
 
-def _mutants(source) -> str:
-    score = source.data.get("mutation_score")
-    return f", mutants killed {score['killed']}/{score['total']}" if score else ""
-
-
-def conflict_text(merged: Merged, conflict) -> str:
-    rows = [r for g in merged.groups if g.title == conflict.group for r in g.rows]
-    rows = [r for r in rows if r.port == conflict.port]
+def conflict_text(data: dict[str, Any], conflict: dict[str, Any]) -> str:
+    rows = [
+        r
+        for g in data["groups"]
+        if group_title(g) == conflict["group"]
+        for r in g["rows"]
+        if r["port"] == conflict["port"]
+    ]
     parts = []
-    for key in conflict.differs:
+    for key in conflict["differs"]:
         if key == "state":
-            said = ", ".join(f"{r.state} in #{r.source}" for r in rows)
+            said = ", ".join(f"{r['state']} in #{r['report']}" for r in rows)
         else:
             said = ", ".join(
-                f"{r.outcomes[key]['status']} in #{r.source}" for r in rows if key in r.outcomes
+                f"{r['outcomes'][key]['status']} in #{r['report']}"
+                for r in rows
+                if key in r["outcomes"]
             )
         parts.append(f"{key}: {said}")
-    return f"{conflict.port} on {conflict.group}: " + "; ".join(parts)
+    return f"{conflict['port']} on {conflict['group']}: " + "; ".join(parts)
 
 
-def failures(merged: Merged) -> list[str]:
-    """One line per failure: what failed, in which report, its message's first line, replay."""
-    lines = []
-    for source in merged.sources:
-        if source.data.get("canonical_failure"):
-            first = source.data["canonical_failure"].splitlines()[0]
-            lines.append(f"#{source.number}: the canonical port failed: {first}")
-        for port in source.ports:
-            state = port.get("state", "available")
-            if state not in ("available", "unavailable"):
-                reason = (str(port.get("reason") or "").splitlines() or [""])[0]
-                lines.append(f"#{source.number} {port['name']}: {state}: {reason}")
-            for outcome in port["outcomes"]:
-                if outcome["status"] in ("fail", "crashed", "timeout"):
-                    first = (str(outcome.get("message") or "").splitlines() or [""])[0]
-                    replay = outcome.get("replay")
-                    tail = f" (replay: {replay})" if replay else ""
-                    heading = f"#{source.number} {port['name']} · {outcome['property']}"
-                    lines.append(f"{heading}: {outcome['status']}: {first}{tail}")
-        for mutant in source.data.get("mutants") or []:
-            status = mutant.get("status")
-            if status not in ("killed", "unavailable"):
-                lines.append(f"#{source.number} mutant {mutant.get('name')}: {status}")
-    return lines
-
-
-def document(merged: Merged) -> Document:
-    """The matrix, then the machines, the version sets, the reports, conflicts, failures."""
+def document(data: dict[str, Any]) -> Document:
+    """From `merge --json`'s document: the matrix, then the machines, the version sets, the
+    reports, the conflicts and the failures."""
+    machines = data["machines"]
     blocks: list[Any] = [
-        matrix(merged),
-        Items("Machines", tuple(f"{n}: {d}" for n, d in merged.machines.items())),
+        matrix(data),
+        Items("Machines", tuple(f"{n}: {m['description']}" for n, m in machines.items())),
     ]
-    if len(merged.versions) > 1:
-        lines = tuple(f"{n}: {describe_versions(v)}" for n, v in merged.versions.items())
+    if len(data.get("versions") or {}) > 1:
+        lines = tuple(f"{n}: {describe_versions(v)}" for n, v in data["versions"].items())
         blocks.append(Items("Versions", lines))
     reports, marks = [], []
-    for source in merged.sources:
-        machine = merged.machine_of[source.number]
-        verdict = "failed" if source.failed else "passed"
-        reports.append(f"#{source.number} {source.path} ({machine}{_mutants(source)}): {verdict}")
-        marks.append("fail" if source.failed else "pass")
+    for report in data["reports"]:
+        score = report.get("mutation_score")
+        mutants = f", mutants killed {score['killed']}/{score['total']}" if score else ""
+        verdict = "failed" if report["failed"] else "passed"
+        where = f"{report['machine']}{mutants}"
+        reports.append(f"#{report['number']} {report['path']} ({where}): {verdict}")
+        marks.append("fail" if report["failed"] else "pass")
     blocks.append(Items("Reports", tuple(reports), tuple(marks)))
-    if merged.conflicts:
-        lines = tuple(f"⚠ {conflict_text(merged, c)}" for c in merged.conflicts)
+    if data["conflicts"]:
+        lines = tuple(f"⚠ {conflict_text(data, c)}" for c in data["conflicts"])
         blocks.append(Items("Conflicts", lines, ("warn",) * len(lines)))
-    found = failures(merged)
+    found = data.get("failures") or []
     if found:
         lines = tuple(f"✗ {line}" for line in found)
         blocks.append(Items("Failures", lines, ("fail",) * len(lines)))

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+
+from ...checking.properties import PROPERTIES
+from ...jsonable import to_data
+from ...running.results import SuiteReport
+from ...terminal.suite import print_details
 from ..model import Cell, Column, Table, TableBuilder
 from ..numbers import wall
+from ..render import terminal as terminal_render
 from . import outcomes
 
 CAPTION = (
@@ -52,3 +59,10 @@ def matrix(run: dict[str, Any]) -> Table:
         seconds = f"{wall(port.get('seconds'))}s"
         table.add([Cell(port["name"], note=note), *cells, seconds], key=port["name"])
     return table.build()
+
+
+def print_report(report: SuiteReport, console: Console) -> None:
+    """The whole human-readable report: the matrix, then the details."""
+    data = {**to_data(report), "properties": {p.key: p.title for p in PROPERTIES}}
+    terminal_render.print_block(console, matrix(data))
+    print_details(report, console)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...versions.summary import failures
+from ...running.runner import FAILING
 from ..model import Cell, Column, Document, Items, Paragraph, Section, Table, TableBuilder
 from ..numbers import wall
 from . import outcomes
@@ -153,6 +153,30 @@ def degradation_lines(data: dict[str, Any]) -> list[str]:
         lines += [f"  probe failed at {e}" for e in errors]
         for r in known:
             lines.append(f"  {sets[r['set']]['title']}: {r['seen']}")
+    return lines
+
+
+def failures(data: dict[str, Any]) -> list[str]:
+    """One line per failing outcome, port, policy cell or set (from `to_json`'s data)."""
+    sets = data["sets"]
+    lines = []
+    for row in data["rows"]:
+        where = sets[row["set"]]["title"]
+        if not row["port"]:
+            if row["state"] in ("not installed", "no report"):
+                lines.append(f"{where}: {row['state']}: {row['reason']}")
+            continue
+        if row["state"] not in ("available", "unavailable"):
+            lines.append(f"{where} · {row['port']}: {row['state']}: {row['reason']}")
+        for outcome in row["outcomes"].values():
+            if outcome["status"] in FAILING:
+                lines.append(
+                    f"{where} · {row['port']} · {outcome['property']}: {outcome['status']}: "
+                    f"{outcome['message']}"
+                )
+        for policy, cell in row.get("policies", {}).items():
+            if cell["mark"] == "fail":
+                lines.append(f"{where} · {row['port']} · policy {policy}: {cell['note']}")
     return lines
 
 
