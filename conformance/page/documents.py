@@ -18,16 +18,14 @@ or pass the runs themselves) is refused with the file's name and why.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KINDS = ("run", "compare", "bench", "bench-policies", "scale", "versions")
+from ..tables.reports import ReportError, kind_of, load
 
-
-class DocumentError(ValueError):
-    """A file the report cannot use: the message starts with the file's name."""
+#: A file the report cannot use: the message starts with the file's name.
+DocumentError = ReportError
 
 
 @dataclass(frozen=True)
@@ -39,44 +37,10 @@ class Document:
     data: dict[str, Any]
 
 
-def kind_of(data: Any) -> str | None:
-    """One of `KINDS`, or None when `data` is none of them. A report names its own `kind`
-    (older ones did not: their fields tell); a named kind its fields contradict is none."""
-    if not isinstance(data, dict):
-        return None
-    found = _shape(data)
-    declared = data.get("kind")
-    return found if declared is None or declared == found else None
-
-
-def _shape(data: dict[str, Any]) -> str | None:
-    if data.get("kind") == "versions" and isinstance(data.get("rows"), list):
-        return "versions"
-    if "settings" in data and "results" in data:
-        return "bench-policies" if "policies" in data else "bench"
-    if "settings" in data and isinstance(data.get("rows"), list):
-        return "scale"
-    ports = data.get("ports")
-    if not isinstance(ports, list):
-        return None
-    if "canonical" in data and "notes" in data:
-        return "compare"
-    if "schema" in data and all(isinstance(p, dict) and "outcomes" in p for p in ports):
-        return "run"
-    return None
-
-
 def read(path: str | Path) -> Document:
-    """The report in `path`; `DocumentError` naming the file when it is unreadable or unknown."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise DocumentError(f"{path}: cannot read it ({error.strerror or error})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DocumentError(f"{path}: not JSON ({error})") from None
-    return from_data(data, str(path))
+    """The report in `path` (`tables.reports.load`); `DocumentError` naming the file when it
+    is unreadable or of no kind we know."""
+    return from_data(load(path), str(path))
 
 
 def from_data(data: Any, source: str = "<data>") -> Document:
