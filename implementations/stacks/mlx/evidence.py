@@ -223,11 +223,25 @@ def backward_record(
     arrays = list(args.values())
     mx.eval(arrays, cotangent)  # sources in the graph, so that their names stick
     outputs, grads = mx.vjp(lambda *a: [fn(*a)], arrays, [cotangent])
+    return read_vjp(outputs[0], grads, args, origins, cotangent, tap)
+
+
+def read_vjp(
+    output: mx.array,
+    grads: Sequence[mx.array],
+    args: Mapping[str, mx.array],
+    origins: Mapping[str, str],
+    cotangent: mx.array,
+    tap: Tap | None = None,
+) -> BackwardRecord:
+    """Read what an `mx.vjp` already made keeps and recomputes off its unevaluated graph:
+    `output` and `grads` (one per argument of `args`, in order) as it returned them, `args`
+    and `cotangent` evaluated before it ran (see `backward_record` for the rest)."""
     names = dict(tap.arrays) if tap is not None else {}
-    names |= {"output": outputs[0]}
+    names |= {"output": output}
     names |= {f"grad {name}": g for name, g in zip(args, grads, strict=True)}
     names |= dict(args) | {"cotangent": cotangent}  # last: their names win a clash
-    graph = Graph.export([*outputs, *grads], names)
+    graph = Graph.export([output, *grads], names)
     known = {name: (tuple(a.shape), str(a.dtype).rsplit(".", 1)[-1]) for name, a in names.items()}
 
     forward = graph.ancestors(["output"])

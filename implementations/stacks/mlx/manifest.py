@@ -30,6 +30,14 @@ MANIFEST = Manifest(
     ),
     mutants=(
         MutantEntry(
+            "mlx_own_model_no_checkpoint",
+            f"{_HERE}.mlx_mutants:OwnModelWithoutCheckpoint",
+            "forward, pullback and nn_checkpoint_forward overridden by a plain MLP of the port's "
+            "own, while the base's module checkpoints",
+            "mlx",
+            "e_evidence",
+        ),
+        MutantEntry(
             "mlx_no_checkpoint",
             f"{_HERE}.mlx_mutants:MlxNoCheckpoint",
             "MLX MLP without nn.utils.checkpoint",

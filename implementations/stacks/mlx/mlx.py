@@ -5,15 +5,17 @@ init (`implementations.stacks.numpy`). MLX's `nn.Linear.weight` is `(out, in)`, 
 canonical kernel transposed; `params_to_arrays` and `arrays_to_params`
 convert, with shape asserts. MLX is lazy: `nn_checkpoint_forward` returns an
 unevaluated `mx.array`, and the evidence is read off the unevaluated graph of
-`mx.vjp` (the MLX stack's `record`). Nothing is compiled (`mx.compile` is not used), so
-no call ever recompiles. Imports mlx, numpy and the project's numpy-only
-modules, never jax or torch.
+`mx.vjp` of the port's own calls: `pullback` (what `vjp` evaluates) and
+`nn_checkpoint_forward`. Nothing is compiled (`mx.compile` is not used), so no
+call ever recompiles. Imports mlx, numpy and the project's numpy-only modules,
+never jax or torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar, NamedTuple
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -28,7 +30,9 @@ from implementations.contract import (
     check_sizes,
 )
 from implementations.stacks import Port
+from implementations.stacks.base import observes
 from implementations.stacks.mlx import STACK, Tap, as_input, no_tap, to_host_array
+from implementations.stacks.mlx.evidence import read_vjp
 from implementations.stacks.numpy import canonical_params, out_in
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
@@ -127,6 +131,36 @@ def _call(checkpoint: bool, tap: Callable = no_tap, mlp: type[MLP] = MLP) -> Cal
 # ---------------------------------------------------------------------------
 
 
+#: The `Tap` of the exercise record observing the current call, if any (innermost last).
+_TAPS: list[Tap] = []
+
+
+@contextlib.contextmanager
+def tapping(tap: Tap) -> Iterator[Tap]:
+    """While on, the port's own `nn_checkpoint_forward` names its arrays in `tap`, so that the
+    record observing it can give their shapes and roles (the export has none)."""
+    _TAPS.append(tap)
+    try:
+        yield tap
+    finally:
+        _TAPS.pop()
+
+
+def active_tap() -> Callable[[str, mx.array], mx.array]:
+    """The tap of the record observing the current call, or `no_tap`."""
+    return _TAPS[-1] if _TAPS else no_tap
+
+
+class Pullback(NamedTuple):
+    """An `mx.vjp` of the MLP, unevaluated: its output, one gradient per primal (in order), the
+    primals by name (`STATE_NAMES` then x) and the cotangent, both evaluated before it ran."""
+
+    output: mx.array
+    grads: list[mx.array]
+    primals: dict[str, mx.array]
+    cotangent: mx.array
+
+
 def _exercise(
     seed: Any, x: Any, features: Any, tap: Callable = no_tap, mlp: type[MLP] = MLP
 ) -> mx.array:
@@ -163,6 +197,9 @@ class Mlx(Port):
     }
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
+    #: `vjp` returns evaluated numpy and cannot be observed: a port that overrides it is
+    #: refused, and changes its model here instead (values and evidence both come from these).
+    model_methods = "pullback (or mlp, the module class it builds)"
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the MLX module and exported
@@ -179,33 +216,56 @@ class Mlx(Port):
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        run = _call(bool(self.policy(checkpoint)), mlp=self.mlp)
-        primals = [*params_to_arrays(params).values(), as_input(x)]
-        _, grads = mx.vjp(lambda *a: [run(*a)], primals, [_array(cotangent)])
-        mx.eval(grads)
-        return out_in.to_grads(grads[:-1], grads[-1], to_host_array)  # x is the last primal
+        pulled = self.pullback(params, x, cotangent, checkpoint=checkpoint)
+        mx.eval(pulled.grads)
+        return out_in.to_grads(pulled.grads[:-1], pulled.grads[-1], to_host_array)
+
+    def pullback(
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool = True,
+        tap: Callable[[str, mx.array], mx.array] = no_tap,
+    ) -> Pullback:
+        """The MLP's `mx.vjp`, unevaluated (MLX is lazy): `vjp` evaluates it, `backward_record`
+        reads its graph, so both come from this one call. `tap` names the model's arrays for
+        the record. A port with a model of its own overrides this (or `mlp`), never `vjp`."""
+        run = _call(bool(self.policy(checkpoint)), tap, self.mlp)
+        primals = {**params_to_arrays(params), "x": as_input(x)}
+        cotangent = _array(cotangent)
+        mx.eval(list(primals.values()), cotangent)  # graph sources, so that names stick
+        outputs, grads = mx.vjp(lambda *a: [run(*a)], list(primals.values()), [cotangent])
+        return Pullback(outputs[0], grads, primals, cotangent)  # x is the last primal
+
+    # -- evidence: MLX's instrument on the port's own graphs ---------------------------
 
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
+        """MLX's instrument on the graph of this port's own `pullback(params, x, ones)`, the
+        one `vjp` evaluates (`vjp` returns numpy, and evaluating frees the graph: a port that
+        overrides `vjp` is refused when its class is made)."""
         tap = Tap()
-        args = {**params_to_arrays(params), "x": as_input(x)}
-        origins = dict.fromkeys(STATE_NAMES, "parameter") | {"x": "input"}
-        ones = mx.ones((params.features,), mx.float32)
-        run = _call(bool(self.policy(checkpoint)), tap, self.mlp)
-        return self.stack.record(run, args, origins, ones, tap)
+        ones = np.ones(params.features, np.float32)
+        pulled = self.pullback(params, x, ones, checkpoint=checkpoint, tap=tap)
+        origins = {name: "parameter" for name in pulled.primals} | {"x": "input"}
+        return read_vjp(pulled.output, pulled.grads, pulled.primals, origins, pulled.cotangent, tap)
 
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        tap = Tap()
+        """MLX's instrument on `mx.vjp` of this port's own `nn_checkpoint_forward(seed, x,
+        features)` (lazy: the very graph its value comes from), a cotangent of ones."""
         features = check_features(features)
-        ones = mx.ones((features,), mx.float32)
-        return self.stack.record(
-            lambda x: _exercise(seed, x, features, tap, self.mlp),
-            {"x": as_input(x)},
-            {"x": "input"},
-            ones,
-            tap,
-        )
+        with tapping(Tap()) as tap:
+            return self.stack.record(
+                lambda x: self.nn_checkpoint_forward(seed, x, features),
+                {"x": as_input(x)},
+                {"x": "input"},
+                mx.ones((features,), mx.float32),
+                tap,
+            )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> mx.array:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a
@@ -222,7 +282,7 @@ class Mlx(Port):
 
         **Returns:** the `(F,)` float32 output, an unevaluated (lazy) `mx.array`.
         """
-        return _exercise(seed, x, features, mlp=self.mlp)
+        return _exercise(seed, x, features, active_tap(), self.mlp)
 
 
 nn_checkpoint_forward = Mlx.exported()
