@@ -30,39 +30,15 @@ from dataclasses import asdict
 
 import numpy as np
 
-from tests.nodes import still_alive
+from tests.nodes import failure, mutant_ranks, roster, say, still_alive
 
 B, D, F = 8, 16, 12
-
-
-def roster(pool) -> dict:
-    """Who runs where: every rank (pid, parent, node, whether this process owns it) and the
-    launchers this process started (another node's `torchrun`), with their processes."""
-    from implementations.rank_pool import descendants
-
-    launchers = {name: p.pid for name, p in pool.launchers.items()}
-    trees = {pid: sorted(descendants(pid)) for pid in launchers.values()}
-    return {
-        "members": [
-            {"rank": m.index, "pid": m.pid, "parent": m.parent, "node": m.node,
-             "host": m.host, "owned": m.owned}
-            for _, m in sorted(pool.members.items())
-        ],
-        "launchers": launchers,
-        "trees": trees,
-        "ports": {"controller": list(pool.listener.address), "rendezvous": pool.endpoint},
-        "everything": sorted(
-            {m.pid for m in pool.members.values()} | set(launchers.values())
-            | {pid for tree in trees.values() for pid in tree}
-        ),
-    }  # fmt: skip
 
 
 def main(mode: str) -> dict:
     import implementations
     from implementations.policies import Policy
     from implementations.stacks.numpy import canonical_params
-    from implementations.stacks.torch.ranks import RankFailure
 
     port = implementations.load("torch_fsdp")
     params = canonical_params(1, D, F)
@@ -70,10 +46,9 @@ def main(mode: str) -> dict:
     seen: dict = {"ranks": port.ranks}
     pool = port.pool()
     seen["pids"] = sorted(m.pid for m in pool.members.values())
-    seen["roster"] = roster(pool)
+    seen["roster"] = roster(pool, "rank", rendezvous=pool.endpoint)
     if mode == "serve":
-        sys.stdout.write(json.dumps(seen) + "\n")
-        sys.stdout.flush()
+        say(seen)
         time.sleep(600)
     if mode == "evidence":
         for policy in ("none", "full"):  # rank 0's kept tensors, by role
@@ -85,36 +60,15 @@ def main(mode: str) -> dict:
         for checkpoint in (True, False):
             records = port.rank_records(params, x, "batch", checkpoint=checkpoint)
             seen[str(checkpoint)] = [asdict(r) for r in records]
-        from conformance.checking.checks import ConformanceError
-        from conformance.checking.properties import _check_ranks
-        from conformance.mutants import load as load_mutant
-
-        try:  # the per-rank half of (e) on the mutant, on the same ranks
-            _check_ranks(load_mutant("fsdp_no_checkpoint").port, params, x[0])
-            seen["mutant_ranks"] = "passed"
-        except ConformanceError as error:
-            seen["mutant_ranks"] = str(error)
+        seen["mutant_ranks"] = mutant_ranks("fsdp_no_checkpoint", params, x[0])  # same ranks
         port.close()
     elif mode == "fault":
-        sys.stdout.write(json.dumps(seen) + "\n")
-        sys.stdout.flush()
-        started = time.monotonic()
-        try:
-            pool.ask(("step", params, x, "batch", True, 10**6))
-            seen["error"] = ""
-        except RankFailure as error:
-            seen["error"] = str(error)
-        seen["seconds"] = time.monotonic() - started
+        say(seen)
+        seen.update(failure(lambda: pool.ask(("step", params, x, "batch", True, 10**6))))
         port.close()
     else:
         request = ("forward", params, x[0], True) if mode == "crash" else ("sleep", 600)
-        started = time.monotonic()
-        try:
-            pool.ask(request)
-            seen["error"] = ""
-        except RankFailure as error:
-            seen["error"] = str(error)
-        seen["seconds"] = time.monotonic() - started
+        seen.update(failure(lambda: pool.ask(request)))
     seen["alive_after"] = still_alive(seen["pids"])
     seen["everything_alive_after"] = still_alive(seen["roster"]["everything"])
     return seen

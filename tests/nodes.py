@@ -2,9 +2,10 @@
 
 The ports run on several nodes (torch) or processes (JAX) of this machine with
 `REMAT_SCALE_NODES=2`. Their probes (`tests/fsdp_probe.py`, `tests/spmd_probe.py`) print
-who ran where (a roster: every member's pid, parent and node, the launchers the port
-started and their process trees); the tests here kill or stop a node from the outside and
-check, pid by pid, that nothing is left. torchrun starts its ranks in sessions of their
+who ran where (`roster`: every member's pid, parent and node, the launchers the port
+started and their process trees) and what failed (`failure`); the tests
+(`tests/multinode_kit.py`) kill or stop a node from the outside and check, pid by pid, that
+nothing is left. torchrun starts its ranks in sessions of their
 own, so a process group says nothing: every pid is checked, and whatever a test started
 is SIGCONTed and SIGKILLed at its end whatever happened.
 """
@@ -20,9 +21,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from implementations.rank_pool import descendants, running
+from implementations.rank_pool import RankFailure, descendants, running
 from tests.helpers import ROOT
 
 SCALE_DOC = ROOT / "docs" / "SCALE.md"
@@ -32,6 +34,67 @@ TWO_NODES = {"REMAT_SCALE_NODES": "2", "REMAT_FSDP_RANKS": "1", "REMAT_SPMD_DEVI
 #: 3 examples each, which show the documented cluster forms, computes and ends (every
 #: property over two nodes is test_scale_profile's two-node run).
 DOCUMENTED_RUN = " --examples 3 --property b --property e --json"
+
+
+# -- in a probe: what it prints -----------------------------------------------------------------
+
+
+def roster(pool, index: str, **ports: object) -> dict:
+    """Who runs where: every member of the port's pool (its number as `index`, "rank" or
+    "process"; pid, parent, node, host, whether this process owns it), the launchers this
+    process started (another node's) with their process trees, the pool's ports (the
+    controller's address and `ports`), and every pid of them (`everything`)."""
+    launchers = {name: p.pid for name, p in pool.launchers.items()}
+    trees = {pid: sorted(descendants(pid)) for pid in launchers.values()}
+    return {
+        "members": [
+            {index: m.index, "pid": m.pid, "parent": m.parent, "node": m.node,
+             "host": m.host, "owned": m.owned}
+            for _, m in sorted(pool.members.items())
+        ],
+        "launchers": launchers,
+        "trees": trees,
+        "ports": {"controller": list(pool.listener.address), **ports},
+        "everything": sorted(
+            {m.pid for m in pool.members.values()} | set(launchers.values())
+            | {pid for tree in trees.values() for pid in tree}
+        ),
+    }  # fmt: skip
+
+
+def say(seen: dict) -> None:
+    """Print `seen` as a JSON line now: the test reads it while the probe goes on."""
+    sys.stdout.write(json.dumps(seen) + "\n")
+    sys.stdout.flush()
+
+
+def failure(call: Callable[[], object]) -> dict:
+    """`call()`, for a test to fault a node in the middle of: `{"error": its `RankFailure`'s
+    message ("" if it ended well), "seconds": how long it took}`."""
+    started = time.monotonic()
+    try:
+        call()
+        error = ""
+    except RankFailure as failed:
+        error = str(failed)
+    return {"error": error, "seconds": time.monotonic() - started}
+
+
+def mutant_ranks(mutant: str, params, x) -> str:
+    """The per-rank half of (e) on the port of `mutant` (its checkpoint dropped), on the
+    ranks of this process's port: the `ConformanceError`'s message, or "passed"."""
+    from conformance.checking.checks import ConformanceError
+    from conformance.checking.properties import _check_ranks
+    from conformance.mutants import load as load_mutant
+
+    try:
+        _check_ranks(load_mutant(mutant).port, params, x)
+    except ConformanceError as error:
+        return str(error)
+    return "passed"
+
+
+# -- in a test: probes, faults, leftovers ---------------------------------------------------------
 
 
 def environment(**extra: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from tests.nodes import still_alive
+from tests.nodes import failure, mutant_ranks, roster, say, still_alive
 
 B, D, F = 8, 16, 12  # B and F divide by 4 and 2
 
@@ -86,28 +86,6 @@ def main() -> dict:
     return seen
 
 
-def roster(pool) -> dict:
-    """Who runs where: every JAX process (pid, parent, node, ownership) and the launchers."""
-    from implementations.rank_pool import descendants
-
-    launchers = {name: p.pid for name, p in pool.launchers.items()}
-    trees = {pid: sorted(descendants(pid)) for pid in launchers.values()}
-    return {
-        "members": [
-            {"process": m.index, "pid": m.pid, "parent": m.parent, "node": m.node,
-             "host": m.host, "owned": m.owned}
-            for _, m in sorted(pool.members.items())
-        ],
-        "launchers": launchers,
-        "trees": trees,
-        "ports": {"controller": list(pool.listener.address), "coordinator": pool.coordinator},
-        "everything": sorted(
-            {m.pid for m in pool.members.values()} | set(launchers.values())
-            | {pid for tree in trees.values() for pid in tree}
-        ),
-    }  # fmt: skip
-
-
 def values(port) -> dict:
     """The contract's results on fixed inputs, as lists (forward, VJP, the exercise)."""
     from implementations.stacks.numpy import canonical_params
@@ -128,7 +106,6 @@ def processes(mode: str) -> dict:
     import time
 
     import implementations
-    from implementations.rank_pool import RankFailure
     from implementations.stacks.numpy import canonical_params
 
     port = implementations.load("jax_spmd")
@@ -139,36 +116,27 @@ def processes(mode: str) -> dict:
     params = canonical_params(1, D, F)
     x = np.linspace(-1.0, 1.0, B * D, dtype=np.float32).reshape(B, D)
     pool = port.pool()
-    seen: dict = {"ranks": port.ranks, "roster": roster(pool)}
+    seen: dict = {
+        "ranks": port.ranks,
+        "roster": roster(pool, "process", coordinator=pool.coordinator),
+    }
     if mode == "serve":  # up, then idle until killed
-        sys.stdout.write(json.dumps(seen) + "\n")
-        sys.stdout.flush()
+        say(seen)
         time.sleep(600)
     if mode == "fault":
-        sys.stdout.write(json.dumps(seen) + "\n")
-        sys.stdout.flush()
-        started = time.monotonic()
-        try:
-            port.step_times(params, x, "batch", checkpoint=True, repeats=10**6)
-            seen["error"] = ""
-        except RankFailure as error:
-            seen["error"] = str(error)
-        seen["seconds"] = time.monotonic() - started
-    else:
-        from conformance.checking.checks import ConformanceError
-        from conformance.checking.properties import _check_ranks
-        from conformance.mutants import load as load_mutant
+        say(seen)
 
+        def steps():  # long enough to fault a process in the middle of
+            port.step_times(params, x, "batch", checkpoint=True, repeats=10**6)
+
+        seen.update(failure(steps))
+    else:
         for layout in ("batch", "feature"):
             for checkpoint in (True, False):
                 records = port.rank_records(params, x, layout, checkpoint=checkpoint)
                 seen[f"{layout}_{checkpoint}"] = [asdict(r) for r in records]
         seen["values"] = values(port)
-        try:  # the per-rank half of (e) on the mutant, on the same processes
-            _check_ranks(load_mutant("spmd_no_checkpoint").port, params, x[0])
-            seen["mutant_ranks"] = "passed"
-        except ConformanceError as error:
-            seen["mutant_ranks"] = str(error)
+        seen["mutant_ranks"] = mutant_ranks("spmd_no_checkpoint", params, x[0])  # same processes
     port.close()
     seen["everything_alive_after"] = still_alive(seen["roster"]["everything"])
     return seen

@@ -4,27 +4,21 @@ as a cluster user runs it (docs/SCALE.md's commands, with 127.0.0.1 for the host
 The port's process is the controller of two JAX processes, each with 2 forced host
 devices (a mesh of 4): it sends every call to both. The probes (`tests/spmd_probe.py`,
 in fresh interpreters: the processes are the port's children) print who ran where;
-`tests/nodes.py` kills and stops processes, and checks every pid.
+`tests/nodes.py` kills and stops processes, and checks every pid. What `torch_fsdp`'s
+nodes are held to as well is `tests/multinode_kit.py`'s; what is JAX's alone is here.
 """
 
 from __future__ import annotations
-
-import json
-import signal
-import subprocess
 
 import numpy as np
 import pytest
 
 from tests import nodes
-from tests.helpers import ROOT
+from tests.multinode_kit import TwoNodeKit
 from tests.spmd_probe import B, D, F
 
 FLOAT32 = 4
 DEVICES, PROCESSES = 4, 2
-# REMAT_RANK_TIMEOUT in the hang test: the call's deadline, so the stop (once the victims
-# have computed 0.5 CPU-s of it) must come well within it, on a loaded machine too.
-TIMEOUT = 6
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +34,32 @@ def one_process() -> dict:
     return seen["values"]
 
 
-def test_two_runs_at_once_pick_ports_of_their_own(runs):
-    first, second = (run["roster"]["ports"] for run in runs)
-    assert first["controller"][1] != second["controller"][1]
-    assert first["coordinator"] != second["coordinator"]
+class TestSpmdProcesses(TwoNodeKit):
+    PROBE = "tests.spmd_probe"
+    VICTIM = "process 1"
+    RANKS, FIRST = DEVICES, "process 0"
+    TITLE = "jax_spmd on two hosts"
+    COMMANDS = ("every host, once", "host 0", "host 1")
+    ADDRESSES = ("host0:29600", "host0:29700")  # the coordinator's, the controller's
+    AUTHKEY = "REMAT_JAX_AUTHKEY"
+    MUTANT = "spmd_no_checkpoint"
+
+    def check_killed(self, seen):
+        pid = seen["roster"]["launchers"]["process 1"]
+        assert f"process 1 (pid {pid} on " in seen["error"]
+        assert "died (its connection closed: it was killed by SIGKILL)" in seen["error"]
+
+    def check_hung(self, seen):
+        (member,) = [m for m in seen["roster"]["members"] if m["process"] == 1]
+        assert f"process 1 (pid {member['pid']} on {member['host']}), stopped" in seen["error"]
+
+    def check_documented_output(self, output):
+        assert "JAX SPMD over 4 devices in 2 processes: process 0 (pid" in output
+        assert "started here: process 0 (pid" in output
+        assert "process 1 (pid" not in output.split("started here:")[1]  # the user's
+
+
+def test_two_runs_at_once_compute_the_same_records(runs):
     assert runs[0]["batch_True"] == [
         {**record, "pid": mine["pid"]}
         for record, mine in zip(runs[1]["batch_True"], runs[0]["batch_True"], strict=True)
@@ -89,91 +105,3 @@ def test_the_results_are_the_one_process_port_s(runs, one_process):
             np.testing.assert_array_equal(mine, theirs, err_msg=name)
         else:
             np.testing.assert_array_max_ulp(mine, theirs, maxulp=4)
-
-
-def test_the_mutant_is_rejected_naming_the_rank_and_its_process(runs):
-    message = runs[0]["mutant_ranks"]
-    assert "rank evidence, batch layout, 4 ranks, rank 0 on process 0 (pid" in message
-
-
-def test_nothing_is_left_after_the_runs(runs):
-    for run in runs:
-        assert run["everything_alive_after"] == []
-        assert nodes.alive(run["roster"]["everything"]) == []
-
-
-def test_a_killed_process_is_reported_by_name_and_nothing_is_left():
-    seen = nodes.fault("tests.spmd_probe", "process 1", signal.SIGKILL)
-    pid = seen["roster"]["launchers"]["process 1"]
-    assert f"process 1 (pid {pid} on " in seen["error"]
-    assert "died (its connection closed: it was killed by SIGKILL)" in seen["error"]
-    assert nodes.alive(seen["roster"]["everything"]) == []
-
-
-def test_a_hung_process_is_reported_within_the_rank_timeout_and_nothing_is_left():
-    seen = nodes.fault(
-        "tests.spmd_probe", "process 1", signal.SIGSTOP, REMAT_RANK_TIMEOUT=str(TIMEOUT)
-    )
-    (member,) = [m for m in seen["roster"]["members"] if m["process"] == 1]
-    assert f"did not answer within {TIMEOUT} s" in seen["error"]
-    assert f"process 1 (pid {member['pid']} on {member['host']}), stopped" in seen["error"]
-    assert seen["seconds"] >= TIMEOUT  # it waited the timeout out (a bound above would be timing)
-    assert nodes.alive(seen["roster"]["everything"]) == []
-
-
-def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node(tmp_path):
-    """The port's process dies without a word: every process it started ends by itself
-    (its children watch their parent; node 1's ranks see their connection close)."""
-    seen, seconds = nodes.kill_controller("tests.spmd_probe", tmp_path)
-    assert nodes.alive(seen["roster"]["everything"]) == [], seconds
-
-
-def test_the_documented_cluster_commands_run_with_local_addresses(tmp_path):
-    """docs/SCALE.md's commands for two hosts, as written, with host0 = 127.0.0.1 and free
-    ports for its fixed ones: host 0 runs the suite (nodes.DOCUMENTED_RUN), host 1 JAX process 1."""
-    commands = nodes.documented("jax_spmd on two hosts")
-    coordinator, controller = nodes.free_port(), nodes.free_port()
-
-    def local(command: str) -> str:
-        command = command.replace("host0:29600", f"127.0.0.1:{coordinator}")
-        return command.replace("host0:29700", f"127.0.0.1:{controller}")
-
-    env = nodes.shell_environment()
-    key = subprocess.run(
-        ["bash", "-c", commands["every host, once"] + "; echo $REMAT_JAX_AUTHKEY"],
-        env=env, capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    env["REMAT_JAX_AUTHKEY"] = key
-    suite = subprocess.Popen(
-        ["bash", "-c", local(commands["host 0"]) + nodes.DOCUMENTED_RUN], cwd=ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    log = tmp_path / "host1.log"
-    with open(log, "w") as out:
-        host1 = subprocess.Popen(
-            ["bash", "-c", local(commands["host 1"])], cwd=ROOT, env=env,
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    try:
-        out, err = suite.communicate(timeout=600)
-        assert out.strip(), err[-3000:]
-        report = json.loads(out)
-        host1.wait(timeout=60)  # process 1 shuts down with process 0
-        left = nodes.alive([host1.pid, *nodes.descendants(host1.pid)])
-    finally:
-        nodes.end_tree(suite.pid)
-        nodes.end_tree(host1.pid)
-    (port,) = report["ports"]
-    assert port["state"] == "available", port["reason"]
-    assert {o["property"]: o["status"] for o in port["outcomes"]} == {
-        "b_forward": "pass",
-        "e_evidence": "pass",
-    }
-    # Its own mutant, on the same two nodes; the other sharded port's is not this run's.
-    mutants = {(m["name"], m["status"], m["killed_by"]) for m in report["mutants"]}
-    assert mutants == {("spmd_no_checkpoint", "killed", "e_evidence")}
-    assert "JAX SPMD over 4 devices in 2 processes: process 0 (pid" in port["output"]
-    assert "started here: process 0 (pid" in port["output"]
-    assert "process 1 (pid" not in port["output"].split("started here:")[1]  # the user's
-    assert host1.returncode == 0, log.read_text()[-2000:]
-    assert left == []
