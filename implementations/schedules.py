@@ -1,0 +1,354 @@
+"""Remat schedules: where the regions go over a stack of L blocks. Imports numpy only.
+
+The bench's stack (`implementations/bench_case.py`) is L copies of the exercise's block
+`Dense(F) -> relu -> Dense(F)`, blocks 0..L-1, block i mapping x_i to x_(i+1). A schedule
+places checkpoint regions over it; the derivations are in docs/SCHEDULES.md.
+
+- `none`: no region, every activation kept.
+- `every`: each block its own region, the last one too (the bench's `full` mode).
+- `segments(s)`: torch's `checkpoint_sequential(blocks, s, x)`: s consecutive segments, the
+  first s-1 of L//s blocks each a region, the last (the rest) run plain, never recomputed.
+  `segments(round(sqrt(L)))` is Chen et al. 2016's sqrt(L) schedule (`sqrt_segments`).
+- `nested(l1,...,ld)`, `l1*...*ld == L`: Flax's `nn.remat_scan(lengths=...)`: l1 regions,
+  each of l2 regions, ..., each of l_d plain blocks (every level but the innermost remat'd).
+- `binomial(c)`: Revolve's optimal schedule with c snapshots (`implementations.revolve`),
+  as nested regions; its last block plain.
+- `budget(b)`: the framework's own solver under a memory budget b in [0, 1] (torch.compile's
+  activation memory budget). It places no regions of its own, so it has no model but its
+  bounds: between `every` (the leanest memory) and `none` (the fewest forwards).
+
+**The model** (units, conventions): memory counts what is kept for the backward pass, in two
+units: a block *input* x_i (B*F float32), kept by a region or a plain block, and a block's
+*internals*, what the plain block keeps beyond its input: relu's output a (B*F float32; the
+second Dense's input, relu's mask read off a > 0), never h. A region keeps its input only;
+when the backward reaches it, it reruns its blocks (its last one too, for its internals) as
+its inner placement says. The cotangent and the working value of the block being run are
+the same for every schedule and not counted.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .revolve import (
+    check_depth,
+    optimal_forward_steps,
+    optimal_split,
+    revolve_forward_steps,
+)
+
+__all__ = [
+    "SCHEDULE_NAMES",
+    "Activations",
+    "FrontierPoint",
+    "Model",
+    "Region",
+    "Schedule",
+    "regions",
+    "revolve_forward_steps",
+    "revolve_frontier",
+    "show",
+    "sqrt_segments",
+]
+
+SCHEDULE_NAMES = ("none", "every", "segments", "nested", "binomial", "budget")
+#: Bytes of one unit (an input, or a block's internals) per batch row and feature: float32.
+UNIT_BYTES = 4
+
+_CALL = re.compile(r"^(?P<name>\w+)\((?P<args>[^()]*)\)$")
+
+
+@dataclass(frozen=True)
+class Region:
+    """A checkpoint region over consecutive blocks: its `items`, each a block index (run
+    plain) or a `Region` (nested)."""
+
+    items: tuple[Item, ...]
+
+    def __post_init__(self):
+        if not self.items:
+            raise ValueError("a region needs at least one block (items is empty)")
+        blocks = list(_blocks(self.items))
+        if blocks != list(range(blocks[0], blocks[0] + len(blocks))):
+            raise ValueError(f"a region's items must be consecutive blocks, got {blocks}")
+
+    @property
+    def blocks(self) -> range:
+        """The blocks it covers."""
+        first = next(_blocks(self.items))
+        return range(first, first + sum(1 for _ in _blocks(self.items)))
+
+    def __str__(self) -> str:
+        return show(self.items, region=True)
+
+
+#: One item of a placement: a block index (run plain) or a region.
+Item = int | Region
+
+
+def _blocks(items: tuple[Item, ...]) -> Iterator[int]:
+    for item in items:
+        if isinstance(item, Region):
+            yield from _blocks(item.items)
+        else:
+            yield item
+
+
+def show(placement: tuple[Item, ...], region: bool = False) -> str:
+    """A placement in one line: regions in brackets, `[[0] 1] [2] 3`."""
+    text = " ".join(str(item) for item in placement)
+    return f"[{text}]" if region else text
+
+
+def regions(placement: tuple[Item, ...], depth: int = 1) -> Iterator[tuple[int, Region]]:
+    """Every region of `placement` with its nesting depth (1: outermost), outer ones first."""
+    for item in placement:
+        if isinstance(item, Region):
+            yield depth, item
+            yield from regions(item.items, depth + 1)
+
+
+@dataclass(frozen=True)
+class Activations:
+    """Kept for the backward pass: `inputs` block inputs, `internals` blocks' internals."""
+
+    inputs: int
+    internals: int
+
+    @property
+    def units(self) -> int:
+        """Both, in B*F float32 tensors (the exercise's internals are one such tensor, a)."""
+        return self.inputs + self.internals
+
+    def bytes(self, batch: int, features: int) -> int:
+        """The bytes at batch B and width F: `units * B * F * 4`."""
+        return self.units * check_depth(batch, "batch") * check_depth(features, "features") * 4
+
+
+@dataclass(frozen=True)
+class Model:
+    """A schedule's analytic model at one depth: peak kept activations, block forwards."""
+
+    peak: Activations
+    forwards: int
+
+
+@dataclass(frozen=True)
+class FrontierPoint:
+    """Revolve with `snapshots` snapshots: its peak and its block forward evaluations."""
+
+    snapshots: int
+    peak: Activations
+    forwards: int
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule: one of `SCHEDULE_NAMES` and its arguments `args`.
+
+    `Schedule.parse("segments(4)")`, `Schedule.parse("nested(8,8)")`; errors name the
+    argument. `placement(L)`, `peak_activations(L)` and `forward_evaluations(L)` are its
+    model at depth L (`budget` has none: `bounds(L)`).
+    """
+
+    name: str
+    args: tuple[Any, ...] = ()
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or self.name not in SCHEDULE_NAMES:
+            raise ValueError(f"schedule name must be one of {SCHEDULE_NAMES}, got {self.name!r}")
+        if not isinstance(self.args, tuple):
+            raise TypeError(f"schedule args must be a tuple, got {self.args!r}")
+        object.__setattr__(self, "args", _checked_args(self.name, self.args))
+
+    @classmethod
+    def parse(cls, text: Any) -> Schedule:
+        """A schedule from its spelling: `none`, `every`, `segments(s)`, `nested(l1,...)`,
+        `binomial(c)`, `budget(b)`."""
+        if isinstance(text, Schedule):
+            return text
+        if not isinstance(text, str):
+            raise TypeError(f"schedule must be a string such as 'segments(4)', got {text!r}")
+        spelled = text.strip()
+        if spelled in ("none", "every"):
+            return cls(spelled)
+        match = _CALL.match(spelled)
+        if not match or match["name"] not in SCHEDULE_NAMES[2:]:
+            raise ValueError(
+                "schedule must be none, every, segments(s), nested(l1,...,ld), binomial(c) "
+                f"or budget(b), got {text!r}"
+            )
+        name, raw = match["name"], [a.strip() for a in match["args"].split(",")]
+        try:
+            args = tuple(float(a) if name == "budget" else int(a) for a in raw)
+        except ValueError:
+            raise ValueError(
+                f"schedule {text!r}: {_ARG[name]} must be {_WHAT[name]}, got {match['args']!r}"
+            ) from None
+        return cls(name, args)
+
+    @property
+    def label(self) -> str:
+        """The schedule as it is spelled: `segments(4)`, `nested(8,8)`, `budget(0.5)`."""
+        if not self.args:
+            return self.name
+        spelled = (f"{a:g}" if isinstance(a, float) else str(a) for a in self.args)
+        return f"{self.name}({','.join(spelled)})"
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def analytic(self) -> bool:
+        """Whether the schedule places its own regions (all but `budget`)."""
+        return self.name != "budget"
+
+    def placement(self, L: int) -> tuple[Item, ...]:
+        """The items over blocks 0..L-1: a block index runs plain, a `Region` is checkpointed."""
+        L = self._depth(L)
+        if self.name == "none":
+            return tuple(range(L))
+        if self.name == "every":
+            return tuple(Region((i,)) for i in range(L))
+        if self.name == "segments":
+            size = L // self.args[0]
+            regions = tuple(
+                Region(tuple(range(start, start + size)))
+                for start in range(0, size * (self.args[0] - 1), size)
+            )
+            return regions + tuple(range(size * (self.args[0] - 1), L))
+        if self.name == "nested":
+            return _nested(self.args, 0)
+        return _binomial(L, self.args[0], 0)
+
+    def peak_activations(self, L: int) -> Activations:
+        """The most kept at once during the backward pass (the derivation: docs/SCHEDULES.md)."""
+        L = self._depth(L)
+        if self.name == "none":
+            return Activations(L, L)
+        if self.name == "every":  # L inputs; the last block's recompute adds its internals
+            return Activations(L, 1)
+        if self.name == "segments":  # the s-1 regions' inputs beside the plain tail's blocks
+            tail = L - (L // self.args[0]) * (self.args[0] - 1)
+            return Activations(self.args[0] - 1 + tail, tail)
+        if self.name == "nested":  # the last region at each level; an inner first input is
+            # its region's own, so each level below the top adds l - 1
+            return Activations(sum(self.args) - (len(self.args) - 1), self.args[-1])
+        # binomial: Revolve's c snapshots, the state in hand, one taped block
+        return Activations(min(self.args[0], L - 1) + 1, 1)
+
+    def forward_evaluations(self, L: int) -> int:
+        """Block forward evaluations in one training step: the forward pass (L) and every
+        region's rerun, a region rerunning all its blocks, its last one included."""
+        L = self._depth(L)
+        if self.name == "none":
+            return L
+        if self.name == "every":
+            return 2 * L
+        if self.name == "segments":  # the plain tail is never rerun
+            return L + (L // self.args[0]) * (self.args[0] - 1)
+        if self.name == "nested":  # each remat'd level reruns every block once
+            return len(self.args) * L
+        # binomial: Revolve's advances, plus each block once taped
+        return optimal_forward_steps(L, self.args[0]) + L
+
+    def model(self, L: int) -> Model:
+        """`peak_activations(L)` and `forward_evaluations(L)` together."""
+        return Model(self.peak_activations(L), self.forward_evaluations(L))
+
+    def bounds(self, L: int) -> tuple[Model, Model]:
+        """(the leanest-memory model, the fewest-forwards model) the schedule may reach: its
+        own model twice, or for `budget` `every`'s and `none`'s."""
+        if self.analytic:
+            return self.model(L), self.model(L)
+        return EVERY.model(L), NONE.model(L)
+
+    def _depth(self, L: Any) -> int:
+        L = check_depth(L)
+        if self.name == "budget":
+            raise ValueError(
+                f"{self.label} has no analytic model: the framework's solver places it "
+                "(see bounds(L): between every and none)"
+            )
+        if self.name == "segments" and self.args[0] > L:
+            raise ValueError(f"segments({self.args[0]}) needs s <= L, got L={L}")
+        if self.name == "nested" and math.prod(self.args) != L:
+            raise ValueError(
+                f"nested lengths {self.args} multiply to {math.prod(self.args)}, "
+                f"not L={L} (the product of l1..ld must be L)"
+            )
+        return L
+
+
+_ARG = {"segments": "s", "nested": "lengths", "binomial": "c", "budget": "b"}
+_WHAT = {
+    "segments": "a positive integer",
+    "nested": "positive integers",
+    "binomial": "a positive integer",
+    "budget": "a number in [0, 1]",
+}
+
+
+def _checked_args(name: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    if name in ("none", "every"):
+        if args:
+            raise ValueError(f"schedule {name!r} takes no arguments, got args={args!r}")
+        return ()
+    arg = _ARG[name]
+    if name != "nested" and len(args) != 1:
+        raise ValueError(f"{name}({arg}) takes one argument {arg}, got {len(args)}: {args!r}")
+    if name == "budget":
+        value = args[0]
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"budget(b): b must be a number in [0, 1], got {value!r}")
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"budget(b): b must be a fraction in [0, 1], got {value!r}")
+        return (float(value),)
+    if not args:
+        raise ValueError("nested(l1,...,ld): lengths must name at least one level, got none")
+    return tuple(check_depth(value, arg) for value in args)
+
+
+def _nested(lengths: tuple[int, ...], start: int) -> tuple[Item, ...]:
+    """remat_scan's placement: every level but the innermost is a run of regions."""
+    if len(lengths) == 1:
+        return tuple(range(start, start + lengths[0]))
+    size = math.prod(lengths[1:])
+    return tuple(Region(_nested(lengths[1:], start + i * size)) for i in range(lengths[0]))
+
+
+def _binomial(L: int, c: int, start: int) -> tuple[Item, ...]:
+    """Revolve's schedule from the recursion's splits: advance k blocks from a snapshot
+    (a region over them, reversed later with all c snapshots), the rest with c - 1."""
+    items: list[Item] = []
+    while L > 1:
+        k = optimal_split(L, c)
+        items.append(Region(_binomial(k, c, start)))
+        start, L, c = start + k, L - k, c - 1
+    items.append(start)  # the last block is taped straight from the state in hand
+    return tuple(items)
+
+
+def sqrt_segments(L: int) -> Schedule:
+    """Chen et al. 2016's schedule: `segments(round(sqrt(L)))`."""
+    return Schedule("segments", (max(1, round(math.sqrt(check_depth(L)))),))
+
+
+def revolve_frontier(L: int) -> tuple[FrontierPoint, ...]:
+    """The optimal trade-off at depth L: for each c in 1..max(1, L-1) (more snapshots change
+    nothing), `binomial(c)`'s peak and forward evaluations."""
+    L = check_depth(L)
+    points = []
+    for c in range(1, max(1, L - 1) + 1):
+        model = Schedule("binomial", (c,)).model(L)
+        points.append(FrontierPoint(c, model.peak, model.forwards))
+    return tuple(points)
+
+
+NONE = Schedule("none")
+EVERY = Schedule("every")
