@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from ..benchmark import with_targets
 from ..tables.kinds import bench, bench_policies, scale
+from ..tables.kinds import run as run_tables
 from ..tables.model import Table
 from . import grids, tables
 from . import pictures as drawing
@@ -95,7 +96,7 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
             failed_outcomes = tables.failures(data)
             if failed_outcomes is not None:
                 section.tables.append(failed_outcomes)
-            mutants = tables.mutants(data)
+            mutants = run_tables.mutants(data)
             if mutants is not None:
                 section.tables.append(mutants)
             else:

@@ -72,25 +72,6 @@ def failures(run: dict[str, Any]) -> Table | None:
     return table.build() if table.rows else None
 
 
-def mutants(run: dict[str, Any]) -> Table | None:
-    """One row per mutant: killed by which property, its bug; None without mutants."""
-    found = run.get("mutants")
-    if not found:
-        return None
-    score = run.get("mutation_score") or {}
-    table = _Builder(
-        title=f"Mutation score: {score.get('killed', '?')}/{score.get('total', '?')} killed",
-        header=["mutant", "verdict", "killed by", "bug"],
-        caption="A mutant is a deliberately broken port; ✓ killed: a property rejected it",
-        kind="mutants",
-        collapsed=all(m["status"] == "killed" for m in found),
-    )
-    for m in found:
-        verdict = "✓ killed" if m["status"] == "killed" else f"✗ {m['status']}"
-        table.row(m["name"], [m["name"], verdict, m.get("killed_by", ""), m.get("bug", "")])
-    return table.build()
-
-
 # ---------------------------------------------------------------------------
 # compare
 # ---------------------------------------------------------------------------

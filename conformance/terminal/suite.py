@@ -1,19 +1,18 @@
-"""Show a suite run after its matrix: the failures, the mutation score, the time."""
+"""Show a suite run after its matrix: the ports that did not load, the failures, the time."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
 
-from ..running.mutation import MUTANT_EXAMPLES_NOTE, score
 from ..running.results import PortReport, SuiteReport, replay_command
 from .style import state_markup
 
 
 def print_details(report: SuiteReport, console: Console) -> None:
-    """What follows the matrix (`conformance.tables.kinds.run.print_report` prints both):
-    the ports that did not load, the failures with their replay commands, the warnings,
-    the mutants and the time."""
+    """What follows the matrix (`conformance.tables.kinds.run.print_report` prints it all):
+    the ports that did not load, the failures with their replay commands, the warnings
+    (then come the mutants and the time: `print_timing`)."""
     for port in report.ports:
         if port.state not in ("available",):
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")
@@ -35,9 +34,6 @@ def print_details(report: SuiteReport, console: Console) -> None:
     for port in report.ports:
         for warning in port.warnings:
             console.print(f"[magenta]warning[/]: {warning}")
-    if report.mutants is not None:
-        print_mutants(report, console)
-    print_timing(report, console)
 
 
 def _print_output(port: PortReport, console: Console) -> None:
@@ -47,30 +43,6 @@ def _print_output(port: PortReport, console: Console) -> None:
     console.print(f"[dim]{port.name} printed{more}:[/]")
     for line in shown:
         console.print(f"  [dim]|[/] {escape(line)}", highlight=False)
-
-
-def print_mutants(report: SuiteReport, console: Console) -> None:
-    """One line per mutant (its name, the property that rejected it, its bug), then how."""
-    killed, total = score(report.mutants)
-    console.print(f"\n[bold]mutants[/] [dim]({MUTANT_EXAMPLES_NOTE})[/]")
-    width = max(len(r.name) for r in report.mutants)
-    for result in report.mutants:
-        if result.status == "killed":
-            prop = result.killed_by.split("_", 1)[0]
-            mark, verdict = "[green]✓[/]", f"rejected by ({prop})"
-        elif result.status == "unavailable":  # not run, not counted: the matrix's "·"
-            mark, verdict = "[yellow]·[/]", "[yellow]unavailable[/]"
-        else:
-            mark, verdict = "[bold red]✗[/]", f"[bold red]{result.status}[/]"
-        console.print(f" {mark} {result.name:<{width}}  {verdict}: {result.bug}", highlight=False)
-        how = (result.message.splitlines() or [""])[0].removeprefix(f"[{result.name}] ")
-        if how:
-            line = f"   [dim]{escape(how)}[/]"
-            console.print(line, soft_wrap=True, highlight=False)  # whole, however long
-    colour = "green" if killed == total else "bold red"
-    missing = sum(r.status == "unavailable" for r in report.mutants)
-    aside = f" ({missing} unavailable, not counted: their port did not load)" if missing else ""
-    console.print(f"[{colour}]mutants killed {killed}/{total}[/]{aside}")
 
 
 def print_timing(report: SuiteReport, console: Console) -> None:

@@ -9,8 +9,9 @@ from rich.console import Console
 
 from ...checking.properties import PROPERTIES
 from ...jsonable import to_data
+from ...running.mutation import MUTANT_EXAMPLES_NOTE, score
 from ...running.results import SuiteReport
-from ...terminal.suite import print_details
+from ...terminal.suite import print_details, print_timing
 from ..model import Cell, Column, Table, TableBuilder
 from ..numbers import wall
 from ..render import terminal as terminal_render
@@ -61,8 +62,57 @@ def matrix(run: dict[str, Any]) -> Table:
     return table.build()
 
 
+def mutants(run: dict[str, Any]) -> Table | None:
+    """One row per mutant: its verdict, the property that rejected it, its bug (and, under
+    it, how it was caught or why it could not run); None without a mutation run."""
+    found = run.get("mutants")
+    if found is None:
+        return None
+    counted = [m for m in found if m["status"] != "unavailable"]
+    killed = sum(m["status"] == "killed" for m in counted)
+    table = TableBuilder(
+        f"Mutation score: {killed}/{len(counted)} killed",
+        [Column("mutant"), Column("verdict"), Column("killed by"), Column("bug", wrap=True)],
+        caption=f"A mutant is a deliberately broken port ({MUTANT_EXAMPLES_NOTE}): ✓ killed, a "
+        "property rejected it; · unavailable, its port did not load (not run, not counted); "
+        "✗ survived, crashed or timed out",
+        kind="mutants",
+        collapsed=bool(found) and all(m["status"] == "killed" for m in found),
+    )
+    for m in found:
+        status = m["status"]
+        if status == "killed":
+            verdict = Cell("✓ killed", "pass")
+        elif status == "unavailable":
+            verdict = Cell("· unavailable", "unavailable")
+        else:
+            verdict = Cell(f"✗ {status}", "fail")
+        how = (m.get("message", "").splitlines() or [""])[0].removeprefix(f"[{m['name']}] ")
+        bug = Cell(m.get("bug", ""), note=how)
+        table.add([m["name"], verdict, m.get("killed_by", ""), bug], key=m["name"])
+    return table.build()
+
+
+def _data(report: SuiteReport) -> dict[str, Any]:
+    return {**to_data(report), "properties": {p.key: p.title for p in PROPERTIES}}
+
+
+def print_mutants(report: SuiteReport, console: Console) -> None:
+    """The mutants' table, then the score."""
+    found = mutants(_data(report))
+    if found is None:
+        return
+    terminal_render.print_block(console, found)
+    killed, total = score(report.mutants)
+    colour = "green" if killed == total else "bold red"
+    missing = sum(r.status == "unavailable" for r in report.mutants)
+    aside = f" ({missing} unavailable, not counted: their port did not load)" if missing else ""
+    console.print(f"[{colour}]mutants killed {killed}/{total}[/]{aside}")
+
+
 def print_report(report: SuiteReport, console: Console) -> None:
-    """The whole human-readable report: the matrix, then the details."""
-    data = {**to_data(report), "properties": {p.key: p.title for p in PROPERTIES}}
-    terminal_render.print_block(console, matrix(data))
+    """The whole human-readable report: the matrix, the details, the mutants, the time."""
+    terminal_render.print_block(console, matrix(_data(report)))
     print_details(report, console)
+    print_mutants(report, console)
+    print_timing(report, console)
