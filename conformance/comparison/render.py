@@ -51,8 +51,8 @@ PRECISION_COLUMNS = tuple(r for r in RESULTS if r[0] != "db2")
 
 
 def _ratio(value: float) -> str:
-    # The worst error over its bound: two digits, a compact cell.
-    return numbers.ratio(value, digits=2)
+    # The worst error over its bound, as every report spells it.
+    return numbers.ratio(value)
 
 
 def _dtype(name: str) -> str:

@@ -128,14 +128,20 @@ def targets_table(data: dict[str, Any]) -> Table:
         "Bench targets (a checkpoint per block)",
         [
             Column("line"),
-            Column(f"saved/min, worst L (≤ {data.get('saved_target', '?')})", "right", "ratio"),
-            Column(f"time/none at L={deepest}", "right", "ratio"),
-            Column("time/none, worst L", "right", "ratio"),
-            Column("time target"),
+            Column(
+                f"saved/min, worst L (≤ {data.get('saved_target', '?')})",
+                "right",
+                "ratio",
+                short="saved/min",
+            ),
+            Column(f"time/none at L={deepest}", "right", "ratio", short=f"at L={deepest}"),
+            Column("time/none, worst L", "right", "ratio", short="worst L"),
+            Column("time target", short="target"),
             Column("verdict"),
         ],
-        caption=f"✓/✗ only where the ratio's spread is within ±{s.target_spread:.0%} and its "
-        "band clears the target; otherwise inconclusive",
+        caption=f"saved/min: the worst over L, target ≤ {data.get('saved_target', '?')} · "
+        f"✓/✗ only where the ratio's spread is within ±{s.target_spread:.0%} and its band "
+        "clears the target; otherwise inconclusive",
         kind="targets",
     )
     for t in data.get("targets") or []:
@@ -196,7 +202,7 @@ def document(data: dict[str, Any], *, full: bool = True) -> Document:
         head.append(Paragraph(f"Modes: {modes}."))
     sections = [
         Section("", (*head, results_table(data))),
-        Section("Targets (checkpoint per block)", (targets_table(data),)),
+        Section("", (targets_table(data),)),
     ]
     if full:
         items = tuple(f"{key}: {text}" for key, text in (data.get("definitions") or {}).items())

@@ -131,6 +131,7 @@ def print_block(console: Console, block, separated: bool = False) -> None:
         print_table(console, rich_table(block, separated))
         if block.caption:
             style.print_legend(console, escape(block.caption))
+        console.print()
     elif isinstance(block, Items):
         print_items(console, block)
     elif isinstance(block, Figure):
