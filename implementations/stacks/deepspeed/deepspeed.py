@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from implementations.contract import BackwardRecord, Grads, Params
+from implementations.stacks.base import observes
 from implementations.stacks.numpy import out_in
 from implementations.stacks.switch import checkpoint_on
 from implementations.stacks.torch import (
@@ -41,6 +42,7 @@ from implementations.stacks.torch import (
 )
 from implementations.stacks.torch.mlp import STATE_NAMES
 from implementations.stacks.torch.mlp import tensor as as_tensor
+from implementations.stacks.torch.observed import backward_of
 
 #: The checkpoint's node in the autograd graph: one per region.
 CHECKPOINT_NODE = "CheckpointFunctionBackward"
@@ -111,21 +113,32 @@ class DeepSpeed(TorchPort):
         grads = reentrant.backward(out, x, parameters, as_tensor(cotangent))
         return out_in.to_grads(grads[1:], grads[0], to_host_array)
 
+    # -- evidence: torch's instrument on the port's own calls (`reentrant.observe`) --------
+
+    @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
-        x = leaf_input(x)
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`,
+        with what its checkpoint nodes keep out of the hooks' sight."""
+        ones = np.ones(params.features, np.float32)
+        return reentrant.observe(
+            lambda: self.vjp(params, x, ones, checkpoint=checkpoint),
+            x,
+            CHECKPOINT_NODE,
+            KEPT_ON_NODE,
+        )
 
-        def run() -> tuple[torch.Tensor, MLP]:
-            model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
-            return self.run(model, x), model
-
-        return reentrant.record(run, x, CHECKPOINT_NODE, KEPT_ON_NODE)
-
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)`, x a
+        leaf that requires grad, and the backward pass of its output."""
         x = leaf_input(x)
-        return reentrant.record(
-            lambda: self.exercise(seed, x, features), x, CHECKPOINT_NODE, KEPT_ON_NODE
+        return reentrant.observe(
+            lambda: backward_of(self.nn_checkpoint_forward(seed, x, features)),
+            x,
+            CHECKPOINT_NODE,
+            KEPT_ON_NODE,
         )
 
 

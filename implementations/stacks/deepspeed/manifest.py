@@ -28,6 +28,14 @@ MANIFEST = Manifest(
     ),
     mutants=(
         MutantEntry(
+            "deepspeed_own_model_no_checkpoint",
+            f"{_HERE}.deepspeed_mutants:OwnModelWithoutCheckpoint",
+            "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
+            "while the base's model goes through deepspeed.checkpointing.checkpoint",
+            "deepspeed",
+            "e_evidence",
+        ),
+        MutantEntry(
             "deepspeed_no_checkpoint",
             f"{_HERE}.deepspeed_mutants:DeepSpeedNoCheckpoint",
             "torch MLP without deepspeed.checkpointing.checkpoint",

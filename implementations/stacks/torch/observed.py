@@ -212,11 +212,21 @@ def _watching(watch: Watch) -> Iterator[None]:
         _active.pop()
 
 
-def observe(call: Callable[[], Any], x: Any) -> BackwardRecord:
+def observe(
+    call: Callable[[], Any],
+    x: Any,
+    *,
+    kept: Callable[[], dict[int, torch.Tensor]] = dict,
+    kept_note: str = "",
+    regions: Callable[[], int] | None = None,
+) -> BackwardRecord:
     """torch's instrument on `call()`, a forward and a backward pass of the port's own code.
 
     **Arguments:** `call`, the port's call (its `vjp`; or its `nn_checkpoint_forward`, then
-    the backward pass); `x`, the values of the call's input (a tensor or an array).
+    the backward pass); `x`, the values of the call's input (a tensor or an array). For a
+    checkpoint that keeps tensors where no saved-tensor hook sees them (a reentrant one's
+    node attribute, `reentrant.observe`): `kept()`, those tensors by storage, noted
+    `kept_note`, and `regions()`, its regions as counted where it ran (called after the call).
     """
     x_values = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
     watch, saves = Watch(x_values), _ForwardSaves()
@@ -225,17 +235,21 @@ def observe(call: Callable[[], Any], x: Any) -> BackwardRecord:
     cached: dict[int, torch.Tensor] = {}
     for cache in watch.caches:
         cached.update(cache.cached())
+    outside = kept()
 
     def note(ptr: int) -> str:
-        return "cached by the selective checkpoint" if ptr in cached else ""
+        if ptr in cached:
+            return "cached by the selective checkpoint"
+        return kept_note if ptr in outside else ""
 
-    saved = watch.classify({**cached, **saves.by_storage}, note)
+    saved = watch.classify({**outside, **cached, **saves.by_storage}, note)
+    if regions is None:  # only a checkpoint that took the watch's context_fn; else unknown
+        regions = (lambda: watch.regions.forward) if watch.handed else (lambda: None)
     return BackwardRecord(
         instrument=INSTRUMENT,
         saved=saved,
         recomputed=dict(watch.recomputed),
-        # Only a checkpoint that took the watch's context_fn is counted; else unknown.
-        checkpoint_regions=watch.regions.forward if watch.handed else None,
+        checkpoint_regions=regions(),
         backward_matmuls=watch.backward_matmuls,
         tags=(SAVED_NAME,) if watch.roles.tagged else (),
         forward_matmuls=watch.forward_matmuls,

@@ -1,40 +1,33 @@
 """torch's instrument for a *reentrant* checkpoint (an `autograd.Function` that reruns its block
-in backward), such as DeepSpeed's. Imports torch only.
+in backward), such as DeepSpeed's, on the port's own call. Imports torch only.
 
 A reentrant checkpoint runs its own `torch.autograd.backward` inside its
 backward, so it refuses `torch.autograd.grad` ("Checkpointing is not
-compatible with .grad()"): the pass here is `output.backward(cotangent)`,
-and the gradients are read off `.grad`. The rest is the eager instrument
-(`evidence`): an outer `saved_tensors_hooks` around the forward pass (what
-autograd keeps), a `TorchDispatchMode` over the backward pass (what reruns
-with grad mode on). Such a checkpoint takes no `context_fn`, so its regions
-are counted in the autograd graph itself: the nodes whose class is the
-checkpoint's backward (`CheckpointFunctionBackward`).
-
-**Roles** are named as the eager instrument names them (`evidence.Roles`, a
-`TorchDispatchMode` over the forward pass); **backward matmuls** are every
-aten matmul of the backward pass, the rerun block's included. A reentrant
-checkpoint may keep its inputs on its node as a plain attribute, where no
-saved-tensor hook sees them (DeepSpeed's `ctx.deepspeed_saved_tensors`):
-`kept_on_node` names that attribute, and the record reads it off each
-checkpoint node of the autograd graph, as what the checkpoint keeps.
+compatible with .grad()"): a port's pass is `output.backward(cotangent)`
+(`backward` reads the gradients off `.grad`). `observe` is the eager
+instrument on the port's own call (`observed`: saved-tensor hooks and one
+`TorchDispatchMode`, origins by dataflow from x, grad-enabled aten ops and
+matmuls in backward), and adds what only the autograd graph shows. Such a
+checkpoint takes no `context_fn`, so its regions are the nodes whose class
+is the checkpoint's backward (`CheckpointFunctionBackward`) behind the roots
+of the call's backward passes (`torch.autograd.backward` and `grad` watched
+for the call's length). It may keep its inputs on its node as a plain
+attribute, where no saved-tensor hook sees them (DeepSpeed's
+`ctx.deepspeed_saved_tensors`): `kept_on_node` names that attribute, read
+off each checkpoint node as its backward pass starts, as what the
+checkpoint keeps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from ...contract import BackwardRecord
-from .evidence import GradModeOps, Roles, SavedTensors, classify
-
-INSTRUMENT = (
-    "outer saved_tensors_hooks (storages, deduplicated) and the tensors kept on the checkpoint "
-    "nodes; roles by a TorchDispatchMode over the forward; grad-enabled aten ops and all "
-    "matmuls in backward (TorchDispatchMode); checkpoint nodes in the autograd graph"
-)
+from . import observed
 
 
 def nodes_of(output: torch.Tensor, kind: str) -> list[Any]:
@@ -49,11 +42,6 @@ def nodes_of(output: torch.Tensor, kind: str) -> list[Any]:
             found.append(node)
         stack.extend(child for child, _ in node.next_functions)
     return found
-
-
-def graph_nodes(output: torch.Tensor, kind: str) -> int:
-    """How many nodes of the autograd graph behind `output` have the class name `kind`."""
-    return len(nodes_of(output, kind))
 
 
 def kept_on_nodes(nodes: list[Any], attribute: str) -> dict[int, torch.Tensor]:
@@ -82,36 +70,58 @@ def backward(
     return grads
 
 
-def record(
-    run_forward: Callable[[], tuple[torch.Tensor, torch.nn.Module]],
-    x: torch.Tensor,
-    node: str,
-    kept_on_node: str = "",
-) -> BackwardRecord:
-    """Run `run_forward() -> (output, model)` under the hooks, then `output.backward(ones)`.
+class _Roots:
+    """The checkpoint nodes behind the roots of a call's backward passes, and what they keep
+    on themselves, read as each outermost pass starts (before it drops them)."""
 
-    `x` is the leaf input (it requires grad); `node` is the class name of the
-    checkpoint's node in the autograd graph; `kept_on_node`, the attribute where that node
-    keeps its inputs out of the hooks' sight ("": none).
-    """
-    saved, roles = SavedTensors(), Roles()
-    with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack), roles:
-        out, model = run_forward()
-    parameters = list(model.parameters())
-    checkpoints = nodes_of(out, node)
-    # Read before the backward pass, which drops them.
-    kept = kept_on_nodes(checkpoints, kept_on_node) if kept_on_node else {}
-    cotangent = torch.ones_like(out)  # made outside the mode, so it is not counted
-    with GradModeOps() as ops:
-        backward(out, x, [p for p in parameters if p.requires_grad], cotangent)
+    def __init__(self, node: str, kept_on_node: str):
+        self.node, self.kept_on_node = node, kept_on_node
+        self.nodes: list[Any] = []
+        self.kept: dict[int, torch.Tensor] = {}
 
-    def where(ptr: int) -> str:
-        return f"kept on the checkpoint node ({kept_on_node})" if ptr in kept else ""
+    def note(self, roots: Any) -> None:
+        if observed.in_backward():  # a reentrant checkpoint's own inner pass
+            return
+        for root in (roots,) if isinstance(roots, torch.Tensor) else tuple(roots):
+            if isinstance(root, torch.Tensor) and root.grad_fn is not None:
+                found = [n for n in nodes_of(root, self.node) if n not in self.nodes]
+                self.nodes.extend(found)
+                if self.kept_on_node:
+                    self.kept.update(kept_on_nodes(found, self.kept_on_node))
 
-    return BackwardRecord(
-        instrument=INSTRUMENT,
-        saved=classify({**kept, **saved.by_storage}, x, parameters, where, roles.role),
-        recomputed=dict(ops.counts),
-        checkpoint_regions=len(checkpoints),
-        backward_matmuls=ops.matmuls,
-    )
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """`torch.autograd.backward` and `torch.autograd.grad` (behind `Tensor.backward`)
+        noting their roots, for the call's length; put back whatever happens."""
+        autograd = torch.autograd
+        backward, grad = autograd.backward, autograd.grad
+
+        def backward_noted(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+            self.note(tensors)
+            return backward(tensors, *args, **kwargs)
+
+        def grad_noted(outputs: Any, *args: Any, **kwargs: Any) -> Any:
+            self.note(outputs)
+            return grad(outputs, *args, **kwargs)
+
+        try:
+            autograd.backward, autograd.grad = backward_noted, grad_noted
+            yield
+        finally:
+            autograd.backward, autograd.grad = backward, grad
+
+
+def observe(call: Callable[[], Any], x: Any, node: str, kept_on_node: str = "") -> BackwardRecord:
+    """torch's instrument on `call()`, the port's own call (`observed.observe`), for a reentrant
+    checkpoint: its regions are the nodes whose class name is `node` behind the roots of the
+    call's backward passes, and what those nodes keep in their attribute `kept_on_node` ("":
+    none), out of the hooks' sight, counts as kept."""
+    roots = _Roots(node, kept_on_node)
+    with roots.watching():
+        return observed.observe(
+            call,
+            x,
+            kept=lambda: roots.kept,
+            kept_note=f"kept on the checkpoint node ({kept_on_node})",
+            regions=lambda: len(roots.nodes),
+        )
