@@ -203,7 +203,8 @@ def bench(
 
     **Returns:** a `BenchReport`: `.results`, `.skipped`, `.load`, and
     `.to_json()`, the data of `bench --json`. Writes no files:
-    `conformance.benchmark.render` has the Markdown and the plot.
+    `conformance.benchmark.render` has the Markdown (its document:
+    `conformance.tables.kinds.bench`) and the plot.
     """
     import time
 

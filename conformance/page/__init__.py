@@ -5,13 +5,16 @@ it reads `run --json`, `compare --json`, `bench.json`, `bench-policies.json`
 and `scale.json` reports (the command can make them first), and returns a
 `Report` holding the HTML and the Markdown, written to files when asked.
 
-- `documents`: read a report and tell its kind;
+- `documents`: a report as read (`conformance.tables.reports`, the one reader) and its kind;
 - `grids`: the conformance and policy matrices, compact cells with details;
-- `tables`: the tables as plain strings (HTML, Markdown and CSV share them);
+- `tables`: the page's own tables (failures, compare, precision, machine, plain versions
+  rows) as model tables (`conformance.tables.model`); the others are the report kinds'
+  own (`conformance.tables.kinds`), the same the terminal and Markdown draw;
+- `versions`: a sweep's sets and degradations, and the runs' version sets;
 - `pictures`: the compare, bench, policy-bench and scale pictures, PNG bytes, in each
   engine's colour and marker (`conformance.colours`);
 - `sections`: what the report shows, in order;
-- `html`, `markdown`: the two renderings.
+- `html`, `markdown`: the two renderings (their tables drawn by `conformance.tables.render`).
 """
 
 from __future__ import annotations

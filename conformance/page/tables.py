@@ -1,10 +1,10 @@
-"""The report's tables as plain data, from the JSON reports: one source for HTML, Markdown, CSV.
+"""The page's own tables, from the JSON reports: a run's failures, compare's table and its
+precision bits, the machines and versions, plain versions rows.
 
-Every builder takes a report's parsed JSON (a `dict`, as `run --json`,
-`compare --json` and `bench.json` hold it) and returns a `Table` of strings,
-with no markup: each renderer styles the cells its own way. Symbols read
-without colour: ✓ within the bound / met, ✗ not, `inconclusive` for a time
-ratio whose spread is too wide to say.
+Every builder takes a report's parsed JSON (a `dict`) and returns a model `Table`
+(`conformance.tables.model`) that every renderer draws. Symbols read without colour: ✓
+within the bound / met, ✗ not, `inconclusive` for a time ratio whose spread is too wide to
+say; each cell's mark is what its words say (`marked`).
 """
 
 from __future__ import annotations
