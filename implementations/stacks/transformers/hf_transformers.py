@@ -1,0 +1,140 @@
+"""The Hugging Face switch: the exercise's MLP as a transformers model (`model.py`), remat
+switched on by `PreTrainedModel.activation_checkpointing_enable(activation_checkpointing_kwargs)`
+(transformers 5.23; the deprecated `gradient_checkpointing_enable` is held to the same results
+by tests/transformers). Imports torch, transformers and numpy.
+
+transformers checkpoints a `GradientCheckpointingLayer`'s `forward` with
+`torch.utils.checkpoint` and the kwargs given, **only while the layer is in training mode**
+(`modeling_layers.GradientCheckpointingLayer.__init_subclass__`): the port's model is
+`train()`-ed, and a model left in `eval()` keeps every activation (the mutant
+`hf_eval_mode`). The kwargs carry `use_reentrant=False` and, for `save_dots`, torch's
+selective checkpointing (`context_fn`, as `implementations.stacks.torch.policies` spells it);
+while the instrument observes the call, its `context_fn` (regions counted) instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from implementations.contract import Grads, Params
+from implementations.stacks.numpy import out_in
+from implementations.stacks.torch import TorchPort, leaf_input, state_to_params, to_host_array
+from implementations.stacks.torch.mlp import tensor as as_tensor
+from implementations.stacks.torch.torch_ac_wrapper import (
+    CheckpointImpl,
+    context_for,
+    exercise_inputs,
+    gradients,
+    wrap,
+)
+
+from .model import RematMLPBlock, RematMLPModel, build_model, parameters
+
+
+class HfTransformers(TorchPort):
+    """The MLP as a `PreTrainedModel`, remat by `activation_checkpointing_enable`."""
+
+    name = "hf_transformers"
+    framework = "transformers"
+    checkpoint_api = "PreTrainedModel.activation_checkpointing_enable"
+    distributions = ("torch", "transformers")
+    instrument_family = "transformers"
+    policies: ClassVar[dict[str, str]] = {
+        "none": "the switch off (activation_checkpointing_enable never called)",
+        "full": 'activation_checkpointing_enable({"use_reentrant": False})',
+        "save_dots": 'activation_checkpointing_enable({"use_reentrant": False, "context_fn": '
+        "partial(create_selective_checkpoint_contexts, policy_fn)}): addmm/mm -> MUST_SAVE",
+    }
+    inexpressible: ClassVar[dict[str, str]] = {
+        "save_named": "torch has no tensor names, and transformers' layer offers no hook to "
+        "route h through a tag op",
+        "offload_dots": "offload=True wraps the checkpoint in save_on_cpu: it moves what the "
+        "checkpoint keeps (the layer's input), not the dots",
+        "budget": "no memory budget: every_n_layers picks whole layers, and the exercise has one",
+    }
+    compositions: ClassVar[dict[str, str]] = {
+        "once": 'activation_checkpointing_enable({"use_reentrant": False})',
+        "under_trainer": "the switch on, and apply_activation_checkpointing(model, "
+        "checkpoint_wrapper_fn=partial(checkpoint_wrapper, NO_REENTRANT), check_fn=isinstance "
+        "RematMLPBlock) on top",
+    }
+    not_composable: ClassVar[dict[str, str]] = {
+        "twice": "one switch per layer: enabling it again replaces the layer's "
+        "_gradient_checkpointing_func, it does not nest (PreTrainedModel._set_gradient_"
+        "checkpointing)",
+    }
+    #: The checkpoint kwargs every switch carries (transformers' own default is the same).
+    use_reentrant: ClassVar[bool] = False
+
+    def switch(self, model: RematMLPModel, kwargs: dict[str, Any]) -> None:
+        """Flip transformers' switch on `model` with `kwargs` for `torch.utils.checkpoint`."""
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+
+    def checkpoint_kwargs(self, context_fn: Callable | None) -> dict[str, Any]:
+        """What the switch hands `torch.utils.checkpoint` (a reentrant one takes no
+        `context_fn`)."""
+        kwargs: dict[str, Any] = {"use_reentrant": self.use_reentrant}
+        if context_fn is not None and not self.use_reentrant:
+            kwargs["context_fn"] = context_fn
+        return kwargs
+
+    def model(
+        self,
+        params: Params,
+        checkpoint: Any,
+        context_fn: Callable[[], tuple[Any, Any]] | None = None,
+        device: Any = None,
+    ) -> RematMLPModel:
+        policy = self.policy(checkpoint)
+        model = build_model(params, device)
+        if policy.name == "none":
+            return model
+        self.switch(
+            model, self.checkpoint_kwargs(context_fn or context_for(self.policy_function(policy)))
+        )
+        if self.nesting(checkpoint) == "under_trainer":  # the trainer's wrapper on top
+            wrap(model, _is_block, CheckpointImpl.NO_REENTRANT, context_for(None))
+        return model
+
+    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
+        # Loaded into the transformers model and exported again: the converters are checked.
+        params = self.stack.canonical_params(seed, dim, features)
+        return state_to_params(_block(build_model(params)).state_dict())
+
+    def input_of(self, x: np.ndarray) -> torch.Tensor:
+        """x as the model gets it: a new leaf that requires grad."""
+        return leaf_input(x)
+
+    def vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
+    ) -> Grads:
+        model, x = self.model(params, checkpoint), self.input_of(x)
+        leaves = [x, *parameters(_block(model))]
+        grads = gradients(self.run(model, x), leaves, as_tensor(cotangent))
+        return out_in.to_grads(grads[1:], grads[0], to_host_array)
+
+    def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, Any]:
+        x, params = exercise_inputs(seed, x, features)
+        model = self.model(params, True, device=x.device)
+        if not x.requires_grad:  # as the torch stack's exercise: only x is differentiable
+            model.requires_grad_(False)
+        return self.run(model, x), model
+
+
+def _is_block(module: torch.nn.Module) -> bool:
+    return isinstance(module, RematMLPBlock)
+
+
+def _block(model: RematMLPModel) -> RematMLPBlock:
+    # The block, under the trainer's CheckpointWrapper where one is applied.
+    block = model.block
+    while not isinstance(block, RematMLPBlock):
+        block = block._checkpoint_wrapped_module
+    return block
+
+
+nn_checkpoint_forward = HfTransformers.exported()
