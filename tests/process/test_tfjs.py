@@ -113,8 +113,8 @@ def test_the_tape_names_the_role_of_each_kept_tensor(tfjs, policy, matmuls):
     assert record.backward_matmuls == matmuls
 
 
-def test_hello_speaks_protocol_2_and_declares_none_and_full_and_why_not_the_rest(tfjs):
-    assert tfjs.protocol == 2
+def test_hello_speaks_protocol_3_and_declares_none_and_full_and_why_not_the_rest(tfjs):
+    assert tfjs.protocol == 3
     assert set(tfjs.policies) == {"none", "full"}
     assert set(tfjs.inexpressible) == {"save_dots", "save_named", "offload_dots", "budget"}
     assert all("tfjs" in why and "protocol" not in why for why in tfjs.inexpressible.values())
@@ -392,7 +392,10 @@ const tf = require(path.join(dir, "load.js")).loadTf();
   const dy = Float32Array.from([1, -1]);
   mlp.forward(params, x, true);  // tfjs's first call keeps tensors of its own
   const before = tf.memory().numTensors;
-  const first = { on: mlp.vjp(params, x, dy, true), off: mlp.vjp(params, x, dy, false) };
+  const first = {
+    on: mlp.vjp(params, x, dy, true), off: mlp.vjp(params, x, dy, false),
+    twice: mlp.vjp(params, x, dy, "twice"),
+  };
   const y = mlp.forward(params, x, true);
   const yOff = mlp.forward(params, x, false);
   const leaked = tf.memory().numTensors - before;
@@ -405,6 +408,7 @@ const tf = require(path.join(dir, "load.js")).loadTf();
     leaked, kinds, y: list(mlp.forward(params, x, true)), yOff: list(yOff),
     on: Object.fromEntries(Object.entries(again).map(([k, v]) => [k, list(v)])),
     off: Object.fromEntries(Object.entries(first.off).map(([k, v]) => [k, list(v)])),
+    twice: Object.fromEntries(Object.entries(first.twice).map(([k, v]) => [k, list(v)])),
   }));
 })();
 """
@@ -429,4 +433,123 @@ def test_forward_and_vjp_leave_no_tensor_behind_and_return_owned_copies(node):
     }  # fmt: skip
     for name, values in expected.items():
         np.testing.assert_allclose(got["on"][name], values, rtol=1e-6, err_msg=name)
-    assert got["on"] == got["off"]
+    assert got["on"] == got["off"] == got["twice"]
+
+
+# -- composition (k), protocol 3 --------------------------------------------------------------
+# Written from tfjs-core 4.22's engine.js, not from the port: a tf.customGrad's function runs
+# with the tape off (runKernelFunc raises kernelDepth; isTapeOn() needs it 0), so a region
+# inside another saves nothing (its save() returns at once) and leaves no tape node. Forward:
+# x @ W1 and a @ W2 (2 BatchMatMul); backward: 4 gradient matmuls, and the port's gradFunc
+# reruns x @ W1 (5). Identity kernels in backward are the clones of what save() keeps: the
+# outer region's five inputs, never the inner's.
+COMPOSED_ROWS = {
+    "once": (["x"], 2, 5, 1, "Identity 5"),
+    "twice": (["x"], 2, 5, 1, "Identity 5"),
+}
+
+
+def test_hello_declares_once_and_twice_and_why_not_under_a_trainer(tfjs):
+    assert set(tfjs.compositions) == {"once", "twice"}
+    assert set(tfjs.not_composable) == {"under_trainer"}
+    assert "tf.grads" in tfjs.not_composable["under_trainer"]
+    assert tfjs.composition_expectations == {}  # held to the suite's table for its family
+
+
+@pytest.mark.parametrize("case", sorted(COMPOSED_ROWS))
+def test_each_composition_case_keeps_x_and_reruns_x_at_w1_once(tfjs, case):
+    from implementations.composition import Nesting
+
+    params, x = _params_and_x()
+    record = tfjs.backward_record(params, x, checkpoint=Nesting(case))
+    roles, forward, backward, regions, clones = COMPOSED_ROWS[case]
+    assert sorted(record.saved_roles) == roles
+    assert (record.forward_matmuls, record.backward_matmuls) == (forward, backward)
+    assert record.checkpoint_regions == regions  # the inner region never reaches the tape
+    assert clones in record.instrument, record.instrument
+    plain = tfjs.backward_record(params, x, checkpoint=False)
+    assert (plain.forward_matmuls, plain.backward_matmuls) == (2, 4)
+
+
+def test_the_suites_table_for_tfjs_is_the_measured_rows():
+    from conformance.checking.composition import tables
+
+    table = tables()["@tensorflow/tfjs"]
+    assert set(table) == set(COMPOSED_ROWS)
+    for case, (roles, forward, backward, _, _) in COMPOSED_ROWS.items():
+        row = (sorted(table[case].roles), table[case].forward_matmuls, table[case].rerun_matmuls)
+        assert row == (roles, forward, backward - 4), case
+
+
+def test_k_runs_and_passes_on_tfjs(tfjs):
+    """(k) on the port as the suite runs it: canonical values and the declared rows, per case."""
+    pytest.importorskip("flax")
+    from conformance.checking import composition as records
+    from conformance.checking.properties import check_composition, prepare_composition
+
+    class Case:
+        params = canonical_params(3, 6, 5)
+        x = np.linspace(-2, 2, 6).astype(np.float32)
+        cotangent = np.linspace(1, -1, 5).astype(np.float32)
+
+    assert records.not_expressible(tfjs) is None
+    worst = check_composition(
+        tfjs, prepare_composition(implementations.load("flax_linen"), Case), Case
+    )
+    assert 0 <= worst < 1
+
+
+# A trainer's region over a model call it did not write: tf.customGrad needs the model's VJP in
+# its gradFunc, and tfjs's tf.grads there ends the one global tape (engine.gradients sets
+# activeTape to null at gradientDepth 0), so the outer backward crashes on it.
+_TRAINER_REGION = """
+const path = require("path");
+const tf = require(path.join(process.argv[1], "load.js")).loadTf();
+(async () => {
+  await tf.setBackend("cpu");
+  const model = (x, w) => tf.relu(tf.matMul(x, w));
+  const trainer = tf.customGrad((x, w, save) => {
+    save([x, w]);
+    return { value: model(x, w), gradFunc: (dy, saved) => tf.grads(model)(saved, dy) };
+  });
+  try {
+    tf.grads(trainer)([tf.tensor2d([[1, 2]]), tf.eye(2)]);
+    console.log("no error");
+  } catch (error) {
+    console.log(error.message);
+  }
+})();
+"""
+
+
+def test_a_trainers_region_over_a_model_call_crashes_tfjs_so_it_is_not_composable(node):
+    done = subprocess.run(
+        [node, "-e", _TRAINER_REGION, str(TFJS)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = done.stdout.strip().splitlines()[-1]
+    assert said == "Cannot read properties of null (reading 'forEach')"
+
+
+@pytest.mark.parametrize("version", [2, 1])
+def test_an_older_conversation_still_runs_with_k_not_expressible(node, monkeypatch, version):
+    from conformance.checking import composition as records
+    from implementations.composition import Nesting
+    from implementations.process import adapter
+    from implementations.stacks.tfjs.manifest import COMMAND
+
+    monkeypatch.setattr(adapter, "PROTOCOL_VERSION", version)  # offered: [1, ..., version]
+    port = ProcessPort.from_command("tfjs", COMMAND)
+    try:
+        assert port.protocol == version
+        assert "compositions" not in port.hello
+        cannot = f"protocol {version} carries no nesting (protocol 3 does)"
+        assert records.not_expressible(port) == (
+            f"not expressible: twice: {cannot}; under_trainer: {cannot}"
+        )
+        params, x = _params_and_x()
+        assert port.backward_record(params, x, checkpoint=True).backward_matmuls == 5
+        with pytest.raises(ValueError, match="checkpoint=twice: port tfjs cannot"):
+            port.forward(params, x, checkpoint=Nesting("twice"))
+    finally:
+        port.close()

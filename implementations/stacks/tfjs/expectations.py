@@ -1,10 +1,11 @@
 """What the tfjs port's tape shows under each remat policy.
 
 A process port's family is its hello's framework. Its tape saves by role (the
-evidence's `role`, docs/PROTOCOL.md); backward matmuls are tf.profile's
+evidence's `role`, docs/PROTOCOL.md); forward and backward matmuls are tf.profile's
 BatchMatMul kernels.
 """
 
+from implementations.composition import composed
 from implementations.expectations import Expectations, expect
 
 EXPECTATIONS = Expectations(
@@ -18,6 +19,27 @@ EXPECTATIONS = Expectations(
             ),
             "full": expect(
                 "x", 5, why="tf.customGrad keeps x; its gradient reruns the first BatchMatMul"
+            ),
+        },
+    },
+    # Measured on the port (tests/process/test_tfjs.py pins them); under_trainer is not
+    # composable in tfjs (the port's hello says why).
+    compositions={
+        "@tensorflow/tfjs": {
+            "once": composed(
+                "x",
+                2,
+                1,
+                why="tf.customGrad keeps what save() is given (x, params); the port's gradFunc "
+                "reruns x @ W1 alone (tfjs-core engine.js customGrad)",
+            ),
+            "twice": composed(
+                "x",
+                2,
+                1,
+                why="tfjs runs a tf.customGrad's function with the tape off (engine.js "
+                "runKernelFunc, kernelDepth > 0): the inner region saves nothing and leaves "
+                "no tape node, so the outer's gradFunc alone reruns x @ W1",
             ),
         },
     },

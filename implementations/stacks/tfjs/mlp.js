@@ -16,33 +16,39 @@
 
   // Remat with the public API only: the forward pass keeps its inputs (save), and the gradient
   // recomputes the hidden layer, then runs the MLP's VJP by hand. (A nested tf.grads here would
-  // replace tfjs's one global tape and crash the outer one.)
-  const remat = tf.customGrad((x, w1, b1, w2, b2, save) => {
-    save([x, w1, b1, w2, b2]);
-    return {
-      value: plain(x, w1, b1, w2, b2),
-      gradFunc: (dy, saved) => {
-        const [sx, sw1, sb1, sw2] = saved;
-        const h = tf.add(tf.matMul(sx, sw1), sb1); // recomputed
-        const a = tf.relu(h); // recomputed
-        const dw2 = tf.matMul(a, dy, true, false);
-        const db2 = tf.sum(dy, 0);
-        const dh = tf.mul(tf.matMul(dy, sw2, false, true), tf.step(h));
-        return [
-          tf.matMul(dh, sw1, false, true),
-          tf.matMul(sx, dh, true, false),
-          tf.sum(dh, 0),
-          dw2,
-          db2,
-        ];
-      },
-    };
-  });
+  // replace tfjs's one global tape and crash the outer one: tests/process/test_tfjs.py.)
+  function pullback(dy, saved) {
+    const [sx, sw1, sb1, sw2] = saved;
+    const h = tf.add(tf.matMul(sx, sw1), sb1); // recomputed
+    const a = tf.relu(h); // recomputed
+    const dw2 = tf.matMul(a, dy, true, false);
+    const db2 = tf.sum(dy, 0);
+    const dh = tf.mul(tf.matMul(dy, sw2, false, true), tf.step(h));
+    return [tf.matMul(dh, sw1, false, true), tf.matMul(sx, dh, true, false), tf.sum(dh, 0), dw2, db2];
+  }
+
+  // A recompute region around `body` (the MLP, or a region of it): tf.customGrad keeps the
+  // block's inputs and its gradient is the hand-written pullback above.
+  function region(body) {
+    return tf.customGrad((x, w1, b1, w2, b2, save) => {
+      save([x, w1, b1, w2, b2]);
+      return { value: body(x, w1, b1, w2, b2), gradFunc: pullback };
+    });
+  }
+
+  const remat = region(plain);
+  // Composition (k): the region wrapped again the same way. tfjs runs a tf.customGrad's
+  // function with the tape off (engine.js runKernelFunc: kernelDepth > 0, so isTapeOn() is
+  // false), so the inner region's save() keeps nothing and its node never reaches the tape:
+  // the outer region's gradient alone runs in backward.
+  const composed = { once: remat, twice: region(remat) };
 
   // x (1, D) -> y (1, F), tensors in, tensor out. The row shape stays outside the
-  // differentiated function, so that no reshape on the tape keeps the output.
+  // differentiated function, so that no reshape on the tape keeps the output. `checkpoint`:
+  // false (plain ops), true or "once" (the region), "twice" (the region wrapped again).
   function model(checkpoint) {
-    return checkpoint && useCustomGrad ? remat : plain;
+    if (!checkpoint || !useCustomGrad) return plain;
+    return checkpoint === true ? remat : composed[checkpoint];
   }
 
   function tensors(params, x) {
@@ -192,6 +198,7 @@
       saved,
       recomputed,
       checkpoint_regions: regions,
+      forward_matmuls: forwardCounts.BatchMatMul || 0,
       backward_matmuls: backward.BatchMatMul || 0,
     };
   }
@@ -219,5 +226,5 @@
     }
   }
 
-  return { forward, vjp, vjpRecord, exerciseRecord, model, record, tensors, remat };
+  return { forward, vjp, vjpRecord, exerciseRecord, model, record, tensors, remat, region };
 });

@@ -13,9 +13,9 @@ const path = require("path");
 const { RequestError, decodeArray, encodeArray, serve, writeAnswer } = require("./serve.js");
 const load = require("./load.js");
 
-// docs/PROTOCOL.md: version 2 carries the policy's name; the adapter offers every version it
-// speaks, and this port answers the newest it shares.
-const PROTOCOLS = [2, 1];
+// docs/PROTOCOL.md: version 2 carries the policy's name, 3 a composition case (`nesting`); the
+// adapter offers every version it speaks, and this port answers the newest it shares.
+const PROTOCOLS = [3, 2, 1];
 const NAME = "tfjs";
 const MUTANT = (process.argv.find((a) => a.startsWith("--mutant=")) || "").slice(9);
 
@@ -114,8 +114,26 @@ let mlp = null;
 let init = null;
 let speaks = 1;
 
-// The request's checkpoint: on or off (protocol 1), or its policy, which must be one declared.
+// Composition (protocol 3): the cases this port runs, by their tfjs spelling, and why not the
+// other (docs/PROTOCOL.md, Composition; implementations/stacks/tfjs/README.md).
+const COMPOSITIONS = {
+  once: "tf.customGrad(mlp), save([x, params]), its gradFunc reruns x @ W1",
+  twice: "tf.customGrad(tf.customGrad(mlp)), each saving [x, params] with the same gradFunc",
+};
+const NOT_COMPOSABLE = {
+  under_trainer:
+    "a trainer's tf.customGrad over a model call it did not write needs the model's VJP in its gradFunc, and tf.grads there crashes tfjs's one global tape (engine.gradients sets activeTape to null)",
+};
+
+// The request's checkpoint: off (false), on (true), or its composition case ("once",
+// "twice": protocol 3's `nesting`); a policy must be one declared.
 function checkpointOf(request) {
+  if (speaks >= 3 && request.nesting !== undefined) {
+    if (!Object.prototype.hasOwnProperty.call(COMPOSITIONS, request.nesting)) {
+      throw new RequestError("ValueError", `checkpoint: nesting ${request.nesting} is not a case tfjs declares`);
+    }
+    return request.nesting;
+  }
   if (speaks >= 2 && request.policy !== undefined) {
     if (request.policy !== "none" && request.policy !== "full") {
       throw new RequestError("ValueError", `checkpoint: policy ${request.policy} is not one tfjs declares`);
@@ -142,7 +160,9 @@ const handlers = {
       throw new RequestError("ProtocolError", `speaks protocols ${PROTOCOLS}, offered ${offered}`);
     }
     speaks = protocol;
+    const composition = protocol >= 3 ? { compositions: COMPOSITIONS, not_composable: NOT_COMPOSABLE } : {};
     return {
+      ...composition,
       name: NAME,
       framework: "@tensorflow/tfjs",
       versions: { "@tensorflow/tfjs": tf.version.tfjs, node: process.versions.node },
