@@ -1,7 +1,8 @@
 """A process port in plain Node.js (`js_port/port.js`, no npm packages), written from
 docs/PROTOCOL.md alone, under its own instrument family (`js_plain`) and the expectations its
-hello declares: it passes all ten properties and `vectors check`, as a user's port would,
-registered through an `exec:` entry point.
+hello declares: it passes all eleven properties and `vectors check`, as a user's port would,
+registered through an `exec:` entry point. It speaks protocol 3 (composition, (k)), and 2 where
+only 1 and 2 are offered.
 
 Its variants show where the trust boundary lies: one keeps its activations under the
 checkpoint but reports what an honest checkpoint would (it passes: its evidence reads
@@ -39,7 +40,7 @@ def js_distribution(node, tmp_path_factory) -> Path:
 
 
 #: What the variants differ in: the evidence they report (e) and the policies they run (j).
-#: The other properties are the plain port's code, which runs all ten.
+#: The other properties are the plain port's code, which runs all eleven.
 VARIANT_PROPERTIES = ("e", "j")
 
 
@@ -60,7 +61,7 @@ def _run(js_distribution: Path, names: list[str], extra: list[str]) -> dict:
 
 @pytest.fixture(scope="module")
 def suite_run(js_distribution) -> dict:
-    """The plain port on all ten properties; its variants on the two they differ in."""
+    """The plain port on all eleven properties; its variants on the two they differ in."""
     variants = [name for name in VARIANTS if name != "js_plain"]
     only = [flag for key in VARIANT_PROPERTIES for flag in ("--property", key)]
     # Their failures are in every call: a minimal example would say no more (--no-shrink).
@@ -75,10 +76,11 @@ def _statuses(port: dict) -> dict[str, str]:
 
 
 @pytest.mark.timeout(1800)
-def test_the_plain_node_port_passes_all_ten_under_its_own_family(suite_run):
+def test_the_plain_node_port_passes_all_eleven_under_its_own_family(suite_run):
     port = suite_run["js_plain"]
     statuses = _statuses(port)
-    assert len(statuses) == 10
+    assert len(statuses) == 11
+    assert statuses["k_composition"] == "pass"  # run, not skipped
     assert set(statuses.values()) == {"pass"}, {
         o["property"]: o["message"] for o in port["outcomes"] if o["status"] != "pass"
     }
@@ -166,3 +168,78 @@ def test_compares_policy_matrix_runs_every_policy_the_process_port_declares(node
     assert (
         cells["offload_dots"].spelling == "one process, one memory: there is no host to offload to"
     )
+
+
+# Written from the port's recompute, not read off it: the forward pass runs x @ W1 and a @ W2
+# (2); the gradient's own matmuls are dW2, da, dW1 and dx (4); one region reruns x @ W1 (5);
+# a nested case's outer region reruns its whole body (2) before the inner reruns x @ W1 (7).
+COMPOSED_ROWS = {
+    "once": (["x"], 2, 5),
+    "twice": (["x"], 2, 7),
+    "under_trainer": (["x"], 2, 7),
+}
+
+
+@pytest.fixture(scope="module")
+def js_port(node):
+    from implementations.process import ProcessPort
+
+    port = ProcessPort("js_plain", [node, str(PORT)])
+    yield port
+    port.close()
+
+
+def _params_and_x():
+    import numpy as np
+
+    from implementations.stacks.numpy import canonical_params
+
+    return canonical_params(4, 5, 6), np.linspace(-1, 1, 5).astype(np.float32)
+
+
+@pytest.mark.parametrize("case", sorted(COMPOSED_ROWS))
+def test_each_composition_case_shows_the_measured_row(js_port, case):
+    from implementations.composition import Nesting
+
+    params, x = _params_and_x()
+    record = js_port.backward_record(params, x, checkpoint=Nesting(case))
+    roles, forward, backward = COMPOSED_ROWS[case]
+    assert (sorted(record.saved_roles), record.forward_matmuls) == (roles, forward)
+    assert record.backward_matmuls == backward
+    plain = js_port.backward_record(params, x, checkpoint=False)
+    assert (plain.forward_matmuls, plain.backward_matmuls) == (2, 4)
+
+
+def test_hello_declares_the_measured_rows_and_they_keep_the_rules(js_port):
+    from implementations.composition import contradictions
+
+    assert js_port.protocol == 3
+    table = js_port.composition_expectations
+    assert contradictions(table) == []
+    for case, (roles, forward, backward) in COMPOSED_ROWS.items():
+        row = (sorted(table[case].roles), table[case].forward_matmuls, table[case].rerun_matmuls)
+        assert row == (roles, forward, backward - 4), case
+    assert [c for c in COMPOSED_ROWS if table[c].degradation] == ["twice", "under_trainer"]
+
+
+def test_a_protocol_2_conversation_still_runs_with_k_not_expressible(node, monkeypatch):
+    from conformance.checking import composition as records
+    from implementations.composition import Nesting
+    from implementations.process import ProcessPort, adapter
+
+    monkeypatch.setattr(adapter, "PROTOCOL_VERSION", 2)  # the adapter offers [1, 2]
+    port = ProcessPort("js_plain", [node, str(PORT)])
+    try:
+        assert port.protocol == 2
+        assert "compositions" not in port.hello
+        assert port.composition_expectations == {}
+        cannot = "protocol 2 carries no nesting (protocol 3 does)"
+        assert records.not_expressible(port) == (
+            f"not expressible: twice: {cannot}; under_trainer: {cannot}"
+        )
+        params, x = _params_and_x()
+        assert port.backward_record(params, x, checkpoint=True).backward_matmuls == 5
+        with pytest.raises(ValueError, match="checkpoint=twice: port js_plain cannot"):
+            port.forward(params, x, checkpoint=Nesting("twice"))
+    finally:
+        port.close()

@@ -230,7 +230,21 @@ function canonicalParams(seed, D, F) {
 // backward pass recomputes from x.
 const KEEPS = { none: ["h", "a"], full: [], save_dots: ["d1"], save_named: ["h"] };
 
+// The instrument: the forward ops run (by name), and the gradient's own matmuls, counted where
+// they run; a record reads what one phase (forward, backward) added.
+const ops = { matmul: 0, add: 0, relu: 0 };
+let gradientMatmuls = 0;
+const snapshot = () => ({ ...ops, gradient: gradientMatmuls });
+function ranSince(before) {
+  const ran = {};
+  for (const name of Object.keys(ops)) if (ops[name] > before[name]) ran[name] = ops[name] - before[name];
+  return { forwardOps: ran, gradientMatmuls: gradientMatmuls - before.gradient };
+}
+
 function hidden(p, x) {
+  ops.matmul += 1;
+  ops.add += 1;
+  ops.relu += 1;
   const d1 = new Float32Array(p.F), h = new Float32Array(p.F), a = new Float32Array(p.F);
   for (let j = 0; j < p.F; j++) {
     let s = 0;
@@ -244,6 +258,8 @@ function hidden(p, x) {
 
 function forward(p, x) {
   const { d1, h, a } = hidden(p, x);
+  ops.matmul += 1;
+  ops.add += 1;
   const y = new Float32Array(p.F);
   for (let j = 0; j < p.F; j++) {
     let s = 0;
@@ -253,36 +269,79 @@ function forward(p, x) {
   return { d1, h, a, y };
 }
 
-// The policy this request runs: `policy` (protocol 2), else `checkpoint`.
+// Composition (protocol 3's `nesting`): each case runs full remat, composed. A nested case's
+// outer region reruns its whole body in backward (the inner region's forward), then the inner
+// region reruns its hidden layer, as a generic nested recompute does.
+const COMPOSITIONS = {
+  once: "one region: keep x, rerun the hidden layer in backward",
+  twice: "the region wrapped again: the outer keeps x and reruns its body, the inner region",
+  under_trainer: "a trainer's region over the whole model call, which holds the region",
+};
+const NESTED_RERUNS_BODY = ["twice", "under_trainer"];
+const COMPOSED = {
+  once: { roles: ["x"], forward_matmuls: 2, rerun_matmuls: 1, why: "x kept; the backward pass reruns x @ W1, the bias and relu" },
+  twice: {
+    roles: ["x"],
+    forward_matmuls: 2,
+    rerun_matmuls: 3,
+    degradation: true,
+    why: "the outer region reruns its body (both matmuls), then the inner reruns x @ W1: this port's nested recompute spends 2 matmuls for nothing",
+  },
+  under_trainer: {
+    roles: ["x"],
+    forward_matmuls: 2,
+    rerun_matmuls: 3,
+    degradation: true,
+    why: "the trainer's region reruns the model call (both matmuls), then the model's region reruns x @ W1, as twice does",
+  },
+};
+let speaks = 2;
+
+// The composition case this request runs (protocol 3), or "" for none.
+function nestingOf(request) {
+  if (speaks < 3 || request.nesting === undefined) return "";
+  if (!Object.prototype.hasOwnProperty.call(COMPOSITIONS, request.nesting)) {
+    throw new PortError("ValueError", `checkpoint: nesting ${request.nesting} is not a declared case`);
+  }
+  return request.nesting;
+}
+
+// The policy this request runs: full under a composition case, else `policy` (protocol 2),
+// else `checkpoint`.
 function policyOf(request) {
+  if (nestingOf(request)) return "full";
   if (VARIANT === "ignore_policy" || request.policy === undefined) return request.checkpoint ? "full" : "none";
   if (!(request.policy in KEEPS)) throw new PortError("ValueError", `checkpoint: policy ${request.policy} is not declared`);
   return request.policy;
 }
 
-function vjp(p, x, dy, policy) {
-  const tape = { saved: [{ shape: [p.D], dtype: "float32", origin: "input", note: "x", role: "x" }], recomputed: {}, matmuls: 0 };
+function vjp(p, x, dy, policy, nesting = "") {
+  const tape = { saved: [{ shape: [p.D], dtype: "float32", origin: "input", note: "x", role: "x" }], recomputed: {}, matmuls: 0, forwardMatmuls: 0 };
+  const forwardStart = snapshot();
   const forwardValues = forward(p, x);
+  tape.forwardMatmuls = ranSince(forwardStart).forwardOps.matmul || 0;
   let keeps = KEEPS[policy];
   if (policy === "full" && (VARIANT === "cheat" || VARIANT === "keeper")) keeps = ["h", "a"];
   for (const role of keeps) tape.saved.push({ shape: [p.F], dtype: "float32", origin: "activation", note: role, role });
+  const backwardStart = snapshot();
+  // A nested case: the outer region reruns its body (the inner region's forward, which keeps
+  // x alone again), before the inner region's own backward below.
+  if (NESTED_RERUNS_BODY.includes(nesting)) forward(p, x);
   // Backward: what was not kept is recomputed from x (or from the kept d1 or h).
   let { h, a } = forwardValues;
   if (!keeps.includes("a")) {
     if (keeps.includes("h")) {
       a = h.map((v) => (v > 0 ? v : 0));
+      ops.relu += 1;
     } else if (keeps.includes("d1")) {
       h = forwardValues.d1.map((v, j) => f32(v + p.b1[j]));
       a = h.map((v) => (v > 0 ? v : 0));
-      tape.recomputed.add = 1;
+      ops.add += 1;
+      ops.relu += 1;
     } else {
       ({ h, a } = hidden(p, x));
-      tape.recomputed.matmul = 1;
-      tape.recomputed.add = 1;
     }
-    tape.recomputed.relu = 1;
   }
-  tape.matmuls = 4 + (tape.recomputed.matmul || 0);
   const g = { w1: new Float32Array(p.D * p.F), b1: new Float32Array(p.F), w2: new Float32Array(p.F * p.F), b2: Float32Array.from(dy), x: new Float32Array(p.D) };
   const dh = new Float32Array(p.F);
   for (let i = 0; i < p.F; i++) {
@@ -293,6 +352,7 @@ function vjp(p, x, dy, policy) {
     }
     dh[i] = h[i] > 0 ? f32(s) : 0;
   }
+  gradientMatmuls += 2; // dW2 = a dy^T and da = dy W2^T
   g.b1 = dh;
   for (let i = 0; i < p.D; i++) {
     let s = 0;
@@ -302,6 +362,10 @@ function vjp(p, x, dy, policy) {
     }
     g.x[i] = f32(s);
   }
+  gradientMatmuls += 2; // dW1 = x dh^T and dx = dh W1^T
+  const backward = ranSince(backwardStart);
+  tape.recomputed = backward.forwardOps;
+  tape.matmuls = (backward.forwardOps.matmul || 0) + backward.gradientMatmuls;
   return { g, tape, policy };
 }
 
@@ -313,6 +377,7 @@ function record({ tape, policy }) {
     saved: lies ? tape.saved.slice(0, 1) : tape.saved,
     recomputed: lies ? { matmul: 1, add: 1, relu: 1 } : tape.recomputed,
     checkpoint_regions: policy === "none" ? 0 : 1,
+    forward_matmuls: tape.forwardMatmuls,
     backward_matmuls: lies ? 5 : tape.matmuls,
   };
 }
@@ -334,12 +399,16 @@ const EXPECT = {
 const handlers = {
   hello(r) {
     const offered = Array.isArray(r.protocols) ? r.protocols : [r.protocol];
-    if (!offered.includes(2)) throw new PortError("ProtocolError", "this port speaks protocol 2");
+    speaks = [3, 2].find((v) => offered.includes(v));
+    if (speaks === undefined) throw new PortError("ProtocolError", "this port speaks protocols 3 and 2");
+    // Protocol 3 adds composition: the cases it runs and what its instrument shows under each.
+    const composition = speaks >= 3 ? { compositions: COMPOSITIONS, not_composable: {}, composition_expectations: COMPOSED } : {};
     return {
+      ...composition,
       name: NAME,
       framework: "plain Node.js",
       versions: { node: process.versions.node },
-      protocol: 2,
+      protocol: speaks,
       checkpoint_api: "a hand-written backward pass that reruns what the policy did not keep",
       policies: { none: "keep h and a", full: "keep x only", save_dots: "keep d1", save_named: "keep h" },
       inexpressible: {
@@ -366,7 +435,7 @@ const handlers = {
   },
   vjp(r) {
     const p = decodeParams(r.params);
-    const { g } = vjp(p, decodeFloats(r.x, "x"), decodeFloats(r.cotangent, "cotangent"), policyOf(r));
+    const { g } = vjp(p, decodeFloats(r.x, "x"), decodeFloats(r.cotangent, "cotangent"), policyOf(r), nestingOf(r));
     return { w1: encode(g.w1, [p.D, p.F]), b1: encode(g.b1, [p.F]), w2: encode(g.w2, [p.F, p.F]), b2: encode(g.b2, [p.F]), x: encode(g.x, [p.D]) };
   },
   nn_checkpoint_forward(r) {
@@ -376,7 +445,7 @@ const handlers = {
   evidence(r) {
     if (r.of === "vjp") {
       const p = decodeParams(r.params);
-      return record(vjp(p, decodeFloats(r.x, "x"), new Float32Array(p.F).fill(1), policyOf(r)));
+      return record(vjp(p, decodeFloats(r.x, "x"), new Float32Array(p.F).fill(1), policyOf(r), nestingOf(r)));
     }
     if (r.of === "exercise") {
       const { p, x } = seeded(r);
