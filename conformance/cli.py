@@ -51,6 +51,7 @@ from .commands import (
 )
 from .distribution import version
 from .running import environment, interrupts, isolation
+from .terminal import streams
 from .terminal import style as terminal_style
 
 COMMANDS = {
@@ -93,6 +94,7 @@ def _not_a_command(word: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    streams.degrade_to_ascii()  # an ASCII stdout (LC_ALL=C) prints stand-ins, never fails
     if argv and (problem := _not_a_command(argv[0])):
         arguments.usage_exit("python -m conformance", problem)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
