@@ -243,3 +243,17 @@ def test_a_protocol_2_conversation_still_runs_with_k_not_expressible(node, monke
             port.forward(params, x, checkpoint=Nesting("twice"))
     finally:
         port.close()
+
+
+def test_the_documented_protocol_version_is_the_adapters_and_the_plain_port_speaks_it(js_port):
+    import re
+
+    from implementations.process.wire import PROTOCOL_VERSION, PROTOCOL_VERSIONS
+    from tests.helpers import ROOT
+
+    text = (ROOT / "docs" / "PROTOCOL.md").read_text()
+    found = re.search(r"Protocol version: \*\*(\d)\*\*; the\s+adapter still speaks (.*?) \(", text)
+    assert found, "docs/PROTOCOL.md no longer states its protocol version"
+    older = [int(v) for v in re.findall(r"\*\*(\d)\*\*", found.group(2))]
+    assert (int(found.group(1)), sorted(older)) == (PROTOCOL_VERSION, list(PROTOCOL_VERSIONS[:-1]))
+    assert js_port.protocol == PROTOCOL_VERSION
