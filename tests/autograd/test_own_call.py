@@ -4,6 +4,8 @@ right values and fails (e), while the base's block still checkpoints."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,16 @@ def test_an_array_made_outside_any_primitive_is_never_taken_for_harmless():
     record = load("autograd_upstream_checkpoint").port.backward_record(PARAMS, X)
     assert len(record.saved_by_origin("activation")) == 4
     assert not record.saved_by_origin("constant")
+
+
+def test_the_instrument_puts_back_the_profiler_it_found():
+    from implementations.stacks.autograd import observed
+
+    def failing():
+        raise RuntimeError("the port's own error")
+
+    before = sys.getprofile()
+    HipsAutograd().backward_record(PARAMS, X)
+    with pytest.raises(RuntimeError, match="the port's own error"):
+        observed.observe(failing, X, ())
+    assert sys.getprofile() is before

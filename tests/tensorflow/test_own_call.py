@@ -5,6 +5,8 @@ fails (e), while the base's block still checkpoints."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,21 @@ def test_the_backward_record_observes_the_port_s_own_vjp():
 
     with pytest.raises(ConformanceError, match=r"VJP with checkpoint on: saves 1 activation"):
         check_evidence(OwnVjpOnly(), None, (_Case(), 3))
+
+
+def test_the_instrument_puts_back_what_it_turns_on():
+    """The record runs the call eagerly under an op callback and a profiler: all three are as
+    it found them after, also when the call raises."""
+    from tensorflow.python.framework import op_callbacks
+
+    from implementations.stacks.tensorflow import observed, tf
+
+    def failing():
+        raise RuntimeError("the port's own error")
+
+    before = (tf.config.functions_run_eagerly(), sys.getprofile())
+    TensorFlow().backward_record(PARAMS, X)
+    with pytest.raises(RuntimeError, match="the port's own error"):
+        observed.observe(failing, X, ())
+    assert (tf.config.functions_run_eagerly(), sys.getprofile()) == before
+    assert not op_callbacks.should_invoke_op_callbacks()
