@@ -12,9 +12,10 @@ numpy init (`implementations.porting.numpy`). Both give the same bits.
 
 `nn_checkpoint_forward` runs eagerly, or inside a `tf.function` (traced
 inline; `seed` and `features` are then Python values, one trace each),
-also with `jit_compile=True`. Evidence comes from TensorFlow's own graph
-(the TensorFlow stack's `record`). Imports TensorFlow, numpy and the project's
-numpy-only modules, never JAX or torch.
+also with `jit_compile=True`. Evidence is read off the port's own calls: its
+`vjp` run eagerly under an op callback (`observed`), its `nn_checkpoint_forward`
+traced into one graph (the TensorFlow stack's `record`). Imports TensorFlow, numpy
+and the project's numpy-only modules, never JAX or torch.
 """
 
 from __future__ import annotations
