@@ -53,21 +53,26 @@ class _Table:
         self.steps = np.zeros((1, 2), dtype=np.int64)  # steps[c, l]; l = 0 is unused
         self.splits = np.zeros((1, 2), dtype=np.int64)
 
-    def ensure(self, L: int, c: int) -> None:
+    def ensure(self, length: int, snapshots: int) -> None:
         have_c, have_l = self.steps.shape[0] - 1, self.steps.shape[1] - 1
-        if have_c >= c and have_l >= L:
+        if snapshots <= have_c and length <= have_l:
             return
-        L, c = max(L, have_l), max(c, have_c)
-        steps = np.full((c + 1, L + 1), _INF, dtype=np.int64)
-        splits = np.zeros((c + 1, L + 1), dtype=np.int64)
+        # grown by doubling: a loop over L (or c) rebuilds it log(L) times, not L times
+        if length > have_l:
+            length = max(length, 2 * have_l)
+        if snapshots > have_c:
+            snapshots = max(snapshots, 2 * have_c)
+        length, snapshots = max(length, have_l), max(snapshots, have_c)
+        steps = np.full((snapshots + 1, length + 1), _INF, dtype=np.int64)
+        splits = np.zeros((snapshots + 1, length + 1), dtype=np.int64)
         steps[:, 1] = 0
-        for snaps in range(1, c + 1):
-            for length in range(2, L + 1):
-                k = np.arange(1, length)
-                cost = k + steps[snaps - 1, length - k] + steps[snaps, k]
+        for c in range(1, snapshots + 1):
+            for n in range(2, length + 1):
+                k = np.arange(1, n)
+                cost = k + steps[c - 1, n - k] + steps[c, k]
                 best = int(np.argmin(cost))  # the first minimum: the smallest split
-                steps[snaps, length] = cost[best]
-                splits[snaps, length] = k[best]
+                steps[c, n] = cost[best]
+                splits[c, n] = k[best]
         self.steps, self.splits = steps, splits
 
 
