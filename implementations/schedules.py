@@ -217,17 +217,18 @@ class Schedule:
             return tuple(Region((i,)) for i in range(L))
         if self.name == "segments":
             size = L // self.args[0]
-            regions = tuple(
+            checkpointed = tuple(
                 Region(tuple(range(start, start + size)))
                 for start in range(0, size * (self.args[0] - 1), size)
             )
-            return regions + tuple(range(size * (self.args[0] - 1), L))
+            return checkpointed + tuple(range(size * (self.args[0] - 1), L))  # the tail: plain
         if self.name == "nested":
             return _nested(self.args, 0)
         return _binomial(L, self.args[0], 0)
 
     def peak_activations(self, L: int) -> Activations:
-        """The most kept at once during the backward pass (the derivation: docs/SCHEDULES.md)."""
+        """The most kept at once during the backward pass, in block inputs and blocks'
+        internals (`.bytes(B, F)`: B*F*4 bytes each); derived in docs/SCHEDULES.md."""
         L = self._depth(L)
         if self.name == "none":
             return Activations(L, L)
