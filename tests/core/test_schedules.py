@@ -8,6 +8,7 @@ block forwards run. It never calls the formulas it checks.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import re
@@ -232,6 +233,11 @@ def test_nested_is_remat_scan():
     assert Schedule.parse("nested(6)").placement(6) == Schedule.parse("none").placement(6)
     assert Schedule.parse("nested(6,1)").placement(6) == Schedule.parse("every").placement(6)
     assert Schedule.parse("nested(3,2)").forward_evaluations(6) == 2 * 6
+    # a level of one above the innermost: a region around a region, L forwards for nothing
+    for once, twice in (("none", "nested(1,64)"), ("nested(8,8)", "nested(8,1,8)")):
+        once, twice = Schedule.parse(once), Schedule.parse(twice)
+        assert twice.peak_activations(64) == once.peak_activations(64)
+        assert twice.forward_evaluations(64) == once.forward_evaluations(64) + 64
     assert sqrt_segments(64) == Schedule.parse("segments(8)")
     assert sqrt_segments(1) == Schedule.parse("segments(1)")
 
@@ -274,6 +280,20 @@ def test_a_bad_depth_names_l(bad):
         Schedule.parse("every").placement(bad)
     with pytest.raises((TypeError, ValueError), match=r"\bL\b"):
         revolve_forward_steps(bad, 2)
+
+
+def test_the_vocabulary_imports_numpy_at_most():
+    allowed = {"__future__", "collections", "dataclasses", "math", "numbers", "re", "typing"}
+    for name in ("schedules", "revolve"):
+        tree = ast.parse((ROOT / "implementations" / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found = {node.module.split(".")[0]}
+            else:
+                continue
+            assert found <= allowed | {"numpy"}, (name, found)
 
 
 # -- bytes ----------------------------------------------------------------------------------
