@@ -50,7 +50,7 @@ from .commands import (
     versions,
 )
 from .distribution import version
-from .running import environment, interrupts, isolation
+from .running import environment, interrupts, isolation, scratch
 from .terminal import streams
 from .terminal import style as terminal_style
 
@@ -126,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                 return code
             except BrokenPipeError:
                 return _closed_pipe()
+            except scratch.RunError as error:  # the machine's (a full disk), not a port's
+                isolation.kill_all()
+                print(f"python -m conformance: error: {error}", file=sys.stderr)
+                return 2
         except interrupts.Interrupted as stop:  # not inside a run's supervisor: stop here
             isolation.kill_all()
             print(f"{stop}: stopped", file=sys.stderr)

@@ -31,7 +31,7 @@ from implementations.contract import Implementation
 from ..checking.checks import ConformanceError
 from ..checking.properties import Property
 from ..checking.strategies import describe, shape_key
-from . import example_bank, framework_caches
+from . import example_bank, framework_caches, scratch
 
 # Hypothesis's note with the blob that replays a failure exactly.
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
@@ -190,6 +190,8 @@ def _run_property(
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared
         return run.finish("fail", error.__cause__, str(error)), error
     except Exception as error:  # a ConformanceError, or the port raised: a failure
+        if scratch.disk_full(error):  # Hypothesis's own report met the full disk too
+            raise scratch.DiskFull(error) from error
         if isinstance(error, ConformanceError):
             failure = run.finish("fail", error, f"{error}")
         else:
@@ -240,6 +242,8 @@ def prepare(prop: Property, canonical: Implementation | None, case: Any) -> Any:
     try:
         return prop.prepare(canonical, case)
     except Exception as error:
+        if scratch.disk_full(error):  # the machine's, not the canonical port's
+            raise scratch.DiskFull(error) from error
         who = f"the canonical port {canonical.name!r}" if canonical is not None else "the suite"
         raise CanonicalFailed(
             f"{who} raised {type(error).__name__} while making the reference for "
@@ -266,6 +270,8 @@ class _Run:
         except Exception as error:
             if getattr(error, "suite_status", None) in ("crashed", "timeout"):
                 raise _ProcessLost(error) from error
+            if scratch.disk_full(error):  # a print or a cache write met a full disk
+                raise scratch.DiskFull(error) from error
             raise
         self.tally.add(case, ratio, time.perf_counter() - start)
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import tempfile
 import time
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -45,7 +44,7 @@ import implementations
 from implementations import manifests
 
 from ..mutants import MUTANTS
-from . import environment, expectations, interrupts, profiles
+from . import environment, expectations, interrupts, profiles, scratch
 from .config import BUSY_LIMIT, Progress, RunConfig, examples_per_property
 from .results import OUTPUT_LIMIT, SCHEMA, PortReport, SuiteReport
 from .supervisor import BUSY_SHARE, PortRun, Supervisor, WorkerRun
@@ -147,8 +146,8 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
     """Run the suite as configured; never raises for a failing, crashing or hanging port."""
     started = time.perf_counter()
     notify = progress or (lambda task, kind, value: None)
-    with tempfile.TemporaryDirectory(prefix="remat-conformance-run-") as scratch:
-        runs = plan(config, Path(scratch))
+    with scratch.run_directory() as directory:
+        runs = plan(config, directory)
         supervisor = Supervisor(config, runs, notify)
         if config.in_process:
             _run_in_process(supervisor)
@@ -202,6 +201,10 @@ def _run_in_process(supervisor: Supervisor) -> None:
                 session = Session(run.port, supervisor.settings, emit, shared)
                 if session.port is not None or run.port is None:
                     canonical_failure = supervisor.canonical_failure
-                    session.run(list(run.properties), list(run.mutants), canonical_failure)
+                    try:
+                        session.run(list(run.properties), list(run.mutants), canonical_failure)
+                    except scratch.DiskFull as full:  # the run's error, as a worker says it
+                        message = scratch.full_disk_message(run.output, full.error)
+                        raise scratch.RunError(message) from full.error
                 emit(("idle",))
             supervisor._finish(run)

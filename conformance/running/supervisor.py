@@ -17,7 +17,7 @@ from multiprocessing import connection
 from pathlib import Path
 
 from ..mutants import MUTANTS
-from . import environment, interrupts, isolation
+from . import environment, interrupts, isolation, scratch
 from .config import Patience, Progress, RunConfig
 from .mutation import MutantResult
 from .results import OUTPUT_LIMIT, PortReport
@@ -133,6 +133,8 @@ class Supervisor:
             run.state_changed = message[1]
             if run.report is not None:
                 run.report.warnings.append(message[1])
+        elif kind == "fatal":  # the machine's, not the port's: the run ends, exit 2
+            raise scratch.RunError(message[1])
         elif kind == "idle":
             run.current = None
             if not run.remaining:

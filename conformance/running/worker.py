@@ -27,7 +27,8 @@ parent side is `Worker`. Messages, child to parent:
 - `("outcome", Outcome)`, `("mutant", MutantResult)`: one finished;
 - `("state", text)`: the request's port changed process-wide state (what);
 - `("idle",)`: the request is done;
-- `("warning", text, key)`: a line about the cache (the parent says it, once per key).
+- `("warning", text, key)`: a line about the cache (the parent says it, once per key);
+- `("fatal", text)`: the run cannot go on (a full disk): the parent ends it (`RunError`).
 
 Requests, parent to child: `("run", port, properties, mutants,
 canonical_failure, output)` (`port` None: mutants only; `output`: the file
@@ -73,6 +74,7 @@ from . import (
     isolation,
     process_state,
     profiles,
+    scratch,
 )
 from .mutation import MUTANT_EXAMPLES, run_mutants
 from .runner import Outcome, run_property
@@ -272,7 +274,11 @@ def serve(settings: Settings) -> None:
             loaded = process_state.capture()
             framework_caches.TURNED_OFF.clear()
             if session.port is not None or port_name is None:
-                session.run(properties, mutants, canonical_failure)
+                try:
+                    session.run(properties, mutants, canonical_failure)
+                except scratch.DiskFull as full:  # the run's error: the parent ends the run
+                    connection.send(("fatal", scratch.full_disk_message(output, full.error)))
+                    return
             after = process_state.capture()
             # A cache the suite turned off meanwhile (a failure in it) is the suite's change:
             # only the stretches of the port's work around it count.
