@@ -158,6 +158,11 @@ class TorchAcWrapper(TorchPort):
         if policy.name == "none":
             return net
         reentrant = self.checkpoint_impl == CheckpointImpl.REENTRANT
+        if reentrant and self.policy_function(policy) is not None:  # never run it as full
+            raise ValueError(
+                f"checkpoint={policy.name}: a REENTRANT checkpoint_wrapper takes no context_fn, "
+                "so no selective policy; use CheckpointImpl.NO_REENTRANT"
+            )
         for _ in range(2 if self.nesting(checkpoint) == "twice" else 1):
             found = context_fn or context_for(self.policy_function(policy))
             wrap(net, self.picks, self.checkpoint_impl, None if reentrant else found)

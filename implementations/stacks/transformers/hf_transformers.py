@@ -52,8 +52,9 @@ class HfTransformers(TorchPort):
     inexpressible: ClassVar[dict[str, str]] = {
         "save_named": "torch has no tensor names, and transformers' layer offers no hook to "
         "route h through a tag op",
-        "offload_dots": "offload=True wraps the checkpoint in save_on_cpu: it moves what the "
-        "checkpoint keeps (the layer's input), not the dots",
+        "offload_dots": "offload=True wraps the checkpoint in save_on_cpu(pin_memory=True): it "
+        "moves what the checkpoint keeps (the layer's input), not the dots, and on a CPU-only "
+        "machine it raises (no pinned memory allocator)",
         "budget": "no memory budget: every_n_layers picks whole layers, and the exercise has one",
     }
     compositions: ClassVar[dict[str, str]] = {
