@@ -412,8 +412,9 @@ class Recorder:
             compiled = compile_fx(gm, example_inputs, inner_compile=inner_compile)
 
         def run(*args: Any) -> Any:  # dynamo's call: the graph's inputs, flat
-            if self._capture is not None:
-                self._capture.calls.append((partition, list(args)))
+            for seen in (self._capture, *_CAPTURES):
+                if seen is not None:
+                    seen.calls.append((partition, list(args)))
             return compiled(*args)
 
         return run
@@ -426,6 +427,22 @@ class Recorder:
             yield self._capture
         finally:
             self._capture = previous
+
+
+#: The captures open on every recorder at once (`capture`).
+_CAPTURES: list[_Seen] = []
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[_Seen]:
+    """Note which partition each compiled call of any `Recorder` inside the block runs, with its
+    arguments: a port's own call, whichever compiled module it goes through."""
+    seen = _Seen()
+    _CAPTURES.append(seen)
+    try:
+        yield seen
+    finally:
+        _CAPTURES.remove(seen)
 
 
 def _roles(gm: torch.fx.GraphModule) -> tuple[str, ...]:

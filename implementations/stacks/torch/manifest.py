@@ -110,6 +110,14 @@ MANIFEST = Manifest(
             "k_composition",
         ),
         MutantEntry(
+            "compiled_own_model_no_checkpoint",
+            f"{_HERE}.torch_compile_mutants:OwnModelWithoutCheckpoint",
+            "forward, vjp and nn_checkpoint_forward overridden by a plain eager MLP of the "
+            "port's own, while the base's compiled model checkpoints",
+            "torch_compile",
+            "e_evidence",
+        ),
+        MutantEntry(
             "compiled_without_checkpoint",
             f"{_HERE}.torch_compile_mutants:CompiledWithoutCheckpoint",
             "torch.compile of the MLP module with no checkpoint in its forward",

@@ -12,7 +12,10 @@ in plain Python before any compiled code.
 partitioned forward and backward graphs, as inductor received them
 (`implementations.stacks.torch.compiled`). With the checkpoint on, the forward graph keeps x (and
 the parameters) and the backward graph recomputes the first layer; with it
-off, the forward graph keeps relu's output.
+off, the forward graph keeps relu's output. The records read the partition
+that the port's own `vjp` or `nn_checkpoint_forward` ran (`compiled.capture`,
+whatever compiled module ran it); a call that compiled nothing is read by
+torch's eager instrument on that same call (`compiled_or_eager`).
 
 **Policies.** `none`: no checkpoint, under a partitioner that recomputes
 nothing. `full`: the checkpoint. `save_dots`, `save_named`: selective
@@ -36,6 +39,7 @@ Imports torch, numpy and the project's numpy-only modules, never jax.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,8 +47,10 @@ import torch
 
 from implementations.contract import BackwardRecord, Params
 from implementations.policies import FULL, NONE, Policy
-from implementations.stacks.torch import MLP, TorchPort, leaf_input
-from implementations.stacks.torch.compiled import CompiledModule, NoRemat
+from implementations.stacks.base import observes
+from implementations.stacks.torch import MLP, TorchPort, leaf_input, observed
+from implementations.stacks.torch.compiled import CompiledModule, NoRemat, capture
+from implementations.stacks.torch.observed import backward_of
 
 # The port's compiled calls, each with the recorder of every graph it compiles:
 # inductor as it comes (the exercise, and every call with the checkpoint on),
@@ -123,24 +129,37 @@ class TorchCompile(TorchPort):
         default = FULL if model.checkpoint else NONE
         return self.compiled_for(getattr(model, "remat_policy", default))(model, x)
 
+    # -- evidence: the partitions of the port's own compiled calls ------------------------
+
+    @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
     ) -> BackwardRecord:
-        policy = self.policy(checkpoint)
-        model = self.model(params, policy)
-        x = leaf_input(x)
-        with self.compiled_for(policy).recorder.capture() as seen:
-            out = self.run(model, x)
-        # The backward graph may be compiled at the first backward pass: run one.
-        torch.autograd.grad(out, [x, *model.parameters()], torch.ones_like(out))
-        return seen.record()
+        """The partition of the compiled call this port's own `vjp(params, x, ones,
+        checkpoint=checkpoint)` ran (its backward graph compiled in that call's own backward
+        pass), whatever a subclass overrides."""
+        ones = np.ones(params.features, np.float32)
+        return compiled_or_eager(lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x)
 
+    @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
+        """The partition of the compiled call this port's own `nn_checkpoint_forward(seed, x,
+        features)` ran, x a leaf that requires grad, and the backward pass of its output."""
         x = leaf_input(x)
-        with self.compiled.recorder.capture() as seen:
-            out, _ = self.exercise(seed, x, features)
-        torch.autograd.grad(out, x, torch.ones_like(out))
+        return compiled_or_eager(
+            lambda: backward_of(self.nn_checkpoint_forward(seed, x, features)), x
+        )
+
+
+def compiled_or_eager(call: Callable[[], Any], x: Any) -> BackwardRecord:
+    """The record of `call()`, a port's own call: the partition of the last compiled call it
+    ran (`compiled.capture`, any recorder's). A call that ran no compiled graph ran eagerly:
+    torch's eager instrument on that same call, run again (`observed.observe`)."""
+    with capture() as seen:
+        call()
+    if seen.calls:
         return seen.record()
+    return observed.observe(call, x)
 
 
 nn_checkpoint_forward = TorchCompile.exported()

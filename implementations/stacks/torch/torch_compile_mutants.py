@@ -12,6 +12,7 @@ from implementations.policies import Policy
 from implementations.stacks.torch import policies as torch_policies
 from implementations.stacks.torch.compiled import CompiledModule
 from implementations.stacks.torch.mlp import MLP
+from implementations.stacks.torch.plain_model import PlainModel
 from implementations.stacks.torch.torch_compile import SELECTIVE, TorchCompile
 
 
@@ -27,6 +28,13 @@ class CompiledWithoutCheckpoint(TorchCompile):
     def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:
         model.checkpoint = False  # the forward pass calls the block directly
         return self.compiled(model, x)
+
+
+class OwnModelWithoutCheckpoint(PlainModel, TorchCompile):
+    """`forward`, `vjp` and `nn_checkpoint_forward` overridden by a plain eager MLP of the
+    port's own (`PlainModel`), while the base's model still runs compiled, checkpoint and all:
+    the values are right, and only evidence read off the port's own call can tell (the call
+    compiles nothing, so torch's eager instrument reads it)."""
 
 
 class BudgetIgnored(TorchCompile):

@@ -70,6 +70,12 @@ class TorchFsdp(TorchPort):
         "(torch 2.13): nothing is offloaded",
         "budget": "activation_memory_budget is a torch.compile option; eager FSDP2 has none",
     }
+    #: The values come from the ranks, and so does the evidence: a value method overridden
+    #: here, in the controller, computes where no rank's instrument sees it, so a subclass
+    #: that overrides one (and not its record) is refused when it is made, naming these.
+    model_methods = (
+        "checkpointed (whether the ranks checkpoint; the ranks' model is fsdp_rank.Rank.sharded)"
+    )
 
     def __init__(self):
         # The ranks every node starts, and the world: all nodes' (what (e) counts records of).
