@@ -13,7 +13,14 @@ import pytest
 from conformance.checking.checks import ConformanceError
 from conformance.checking.properties import check_evidence
 from conformance.mutants import MUTANTS, load
-from implementations.stacks.tensorflow.tensorflow import TensorFlow
+from implementations.contract import Grads
+from implementations.stacks.tensorflow import tf
+from implementations.stacks.tensorflow.tensorflow import (
+    TensorFlow,
+    block,
+    params_to_tensors,
+    tensors_to_params,
+)
 from implementations.stacks.tensorflow.tensorflow_mutants import OwnModelWithoutCheckpoint
 from tests import reference
 
@@ -118,3 +125,23 @@ def test_the_instrument_puts_back_what_it_turns_on():
         observed.observe(failing, X, ())
     assert (tf.config.functions_run_eagerly(), sys.getprofile()) == before
     assert not op_callbacks.should_invoke_op_callbacks()
+
+
+def test_values_read_from_variables_are_labelled_by_their_values():
+    """A port that keeps x in a `tf.Variable` and never checkpoints: what it computes from the
+    variable's value is an activation still (a handle is no source of harmless data)."""
+
+    class XInVariable(TensorFlow):
+        name = "x_in_variable"
+
+        def vjp(self, params, x, cotangent, *, checkpoint=True):
+            held, tensors = tf.Variable(np.asarray(x, np.float32)), params_to_tensors(params)
+            with tf.GradientTape() as tape:
+                tape.watch(tensors)
+                y = block(held, *tensors)
+            dx, *grads = tape.gradient(y, [held, *tensors], output_gradients=cotangent)
+            return Grads.of(tensors_to_params(grads), dx.numpy())
+
+    record = XInVariable().backward_record(PARAMS, X)
+    assert [t.role for t in record.saved_by_origin("activation")] == ["a"]
+    assert record.saved_by_origin("input")

@@ -15,7 +15,8 @@ never builds a model of its own:
   so never taken for harmless). A layout op
   (a reshape, a slice, an identity) hands its input's origin on (a view of x is x); any other
   op's outputs are an *activation* when it read x or an activation, a *parameter* when it
-  read parameters alone, a *constant* when nothing.
+  read parameters alone, a *constant* when nothing. A variable's value (`ReadVariableOp`) is
+  labelled as a source is, by its values, whatever its handle.
 - **Saved:** the forward tensors that a backward op reads as data (shape-only ops such as
   `Shape` read none): TensorFlow keeps exactly those alive between the passes.
 - **Roles** by structure: a matmul of x is d1, d1 plus a bias h, relu's output a, a matmul of
@@ -121,6 +122,10 @@ class Watch:
         if op in _HANDS_ON and inputs:  # a view of x is x, a view of a is a
             first = id(inputs[0])
             origin, role = self.origin[first], self.role[first]
+        elif op == "ReadVariableOp":  # a variable's value is read as a source is: by its values
+            for tensor in outputs:
+                self._label(tensor, self._source(tensor), "", op)
+            return
         else:
             origin, role = found, _role_after(op, roles)
         for tensor in outputs:
