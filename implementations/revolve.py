@@ -47,33 +47,37 @@ def revolve_forward_steps(L: int, c: int) -> int:
 
 
 class _Table:
-    """t(l, c) and its smallest minimising split for l <= L, c <= C; grown on demand."""
+    """t(l, c) and its smallest minimising split, one row per c, each grown on demand (row c
+    needs row c-1 as long), by doubling: a loop over L extends a row log(L) times."""
 
     def __init__(self):
-        self.steps = np.zeros((1, 2), dtype=np.int64)  # steps[c, l]; l = 0 is unused
-        self.splits = np.zeros((1, 2), dtype=np.int64)
+        self.steps: list[np.ndarray] = []  # steps[c][l]; l = 0 is unused
+        self.splits: list[np.ndarray] = []
 
     def ensure(self, length: int, snapshots: int) -> None:
-        have_c, have_l = self.steps.shape[0] - 1, self.steps.shape[1] - 1
-        if snapshots <= have_c and length <= have_l:
+        while len(self.steps) <= snapshots:  # t(1, c) = 0: the step is taped from the state
+            self.steps.append(np.array([_INF, 0], dtype=np.int64))
+            self.splits.append(np.zeros(2, dtype=np.int64))
+        have = len(self.steps[snapshots]) - 1
+        if have >= length:
             return
-        # grown by doubling: a loop over L (or c) rebuilds it log(L) times, not L times
-        if length > have_l:
-            length = max(length, 2 * have_l)
-        if snapshots > have_c:
-            snapshots = max(snapshots, 2 * have_c)
-        length, snapshots = max(length, have_l), max(snapshots, have_c)
-        steps = np.full((snapshots + 1, length + 1), _INF, dtype=np.int64)
-        splits = np.zeros((snapshots + 1, length + 1), dtype=np.int64)
-        steps[:, 1] = 0
-        for c in range(1, snapshots + 1):
-            for n in range(2, length + 1):
+        target = max(length, 2 * have)
+        for c in range(snapshots + 1):
+            if len(self.steps[c]) - 1 < target:
+                self._extend(c, target)
+
+    def _extend(self, c: int, length: int) -> None:
+        have = len(self.steps[c]) - 1
+        steps = np.concatenate([self.steps[c], np.full(length - have, _INF, dtype=np.int64)])
+        splits = np.concatenate([self.splits[c], np.zeros(length - have, dtype=np.int64)])
+        if c > 0:  # row 0 stays infinite past l = 1: no snapshot, no reversal
+            fewer = self.steps[c - 1]
+            for n in range(have + 1, length + 1):
                 k = np.arange(1, n)
-                cost = k + steps[c - 1, n - k] + steps[c, k]
+                cost = k + fewer[n - k] + steps[k]
                 best = int(np.argmin(cost))  # the first minimum: the smallest split
-                steps[c, n] = cost[best]
-                splits[c, n] = k[best]
-        self.steps, self.splits = steps, splits
+                steps[n], splits[n] = cost[best], k[best]
+        self.steps[c], self.splits[c] = steps, splits
 
 
 _TABLE = _Table()
@@ -84,7 +88,7 @@ def optimal_forward_steps(L: int, c: int) -> int:
     L, c = check_depth(L), check_depth(c, "c")
     c = min(c, max(L - 1, 1))  # past L - 1 snapshots, more change nothing
     _TABLE.ensure(L, c)
-    return int(_TABLE.steps[c, L])
+    return int(_TABLE.steps[c][L])
 
 
 def optimal_split(L: int, c: int) -> int:
@@ -93,4 +97,4 @@ def optimal_split(L: int, c: int) -> int:
     L, c = check_depth(L), check_depth(c, "c")
     c = min(c, max(L - 1, 1))
     _TABLE.ensure(L, c)
-    return int(_TABLE.splits[c, L])
+    return int(_TABLE.splits[c][L])

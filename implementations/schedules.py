@@ -28,6 +28,8 @@ the same for every schedule and not counted.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import numbers
 import re
@@ -63,54 +65,96 @@ UNIT_BYTES = 4
 _CALL = re.compile(r"^(?P<name>\w+)\((?P<args>[^()]*)\)$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Region:
     """A checkpoint region over consecutive blocks: its `items`, each a block index (run
-    plain) or a `Region` (nested)."""
+    plain) or a `Region` (nested). Equal when they place the same (`show`)."""
 
     items: tuple[Item, ...]
 
     def __post_init__(self):
-        if not self.items:
-            raise ValueError("a region needs at least one block (items is empty)")
-        blocks = list(_blocks(self.items))
-        if blocks != list(range(blocks[0], blocks[0] + len(blocks))):
-            raise ValueError(f"a region's items must be consecutive blocks, got {blocks}")
+        if not isinstance(self.items, tuple) or not self.items:
+            raise ValueError(
+                f"a region needs a tuple of one item or more, got items={self.items!r}"
+            )
+        spans = []
+        for item in self.items:  # each nested region checked its own when it was made
+            if isinstance(item, Region):
+                spans.append(item.blocks)
+            elif isinstance(item, numbers.Integral) and not isinstance(item, bool) and item >= 0:
+                spans.append(range(int(item), int(item) + 1))
+            else:
+                raise TypeError(f"a region's items are block indices or regions, got {item!r}")
+        for before, after in itertools.pairwise(spans):
+            if after.start != before.stop:
+                raise ValueError(
+                    f"a region's items must be consecutive blocks, got {show(self.items)}"
+                )
+        # not a field: kept so that nothing about a region walks its tree twice
+        object.__setattr__(self, "_blocks", range(spans[0].start, spans[-1].stop))
 
     @property
     def blocks(self) -> range:
         """The blocks it covers."""
-        first = next(_blocks(self.items))
-        return range(first, first + sum(1 for _ in _blocks(self.items)))
+        return self._blocks
+
+    @functools.cached_property
+    def _shown(self) -> str:
+        return show(self.items, region=True)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Region):
+            return NotImplemented
+        return self.blocks == other.blocks and self._shown == other._shown
+
+    def __hash__(self) -> int:
+        return hash(self._shown)
 
     def __str__(self) -> str:
-        return show(self.items, region=True)
+        return self._shown
+
+    def __repr__(self) -> str:
+        return f"Region({self._shown!r})"
 
 
 #: One item of a placement: a block index (run plain) or a region.
 Item = int | Region
 
 
-def _blocks(items: tuple[Item, ...]) -> Iterator[int]:
-    for item in items:
+def _walk(placement: tuple[Item, ...]) -> Iterator[tuple[int, Item | None]]:
+    """The placement in order, without recursion (Revolve nests regions L deep): (depth, item)
+    as each item is met, and (depth, None) as each region closes."""
+    stack = [iter(placement)]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+            if stack:
+                yield len(stack), None
+            continue
+        yield len(stack), item
         if isinstance(item, Region):
-            yield from _blocks(item.items)
-        else:
-            yield item
+            stack.append(iter(item.items))
 
 
 def show(placement: tuple[Item, ...], region: bool = False) -> str:
     """A placement in one line: regions in brackets, `[[0] 1] [2] 3`."""
-    text = " ".join(str(item) for item in placement)
-    return f"[{text}]" if region else text
+    text, fresh = [], True
+    for _, item in _walk(placement):
+        if item is None:
+            text.append("]")
+            fresh = False
+            continue
+        text.append(("" if fresh else " ") + ("[" if isinstance(item, Region) else str(item)))
+        fresh = isinstance(item, Region)
+    return f"[{''.join(text)}]" if region else "".join(text)
 
 
-def regions(placement: tuple[Item, ...], depth: int = 1) -> Iterator[tuple[int, Region]]:
+def regions(placement: tuple[Item, ...]) -> Iterator[tuple[int, Region]]:
     """Every region of `placement` with its nesting depth (1: outermost), outer ones first."""
-    for item in placement:
+    for depth, item in _walk(placement):
         if isinstance(item, Region):
             yield depth, item
-            yield from regions(item.items, depth + 1)
 
 
 @dataclass(frozen=True)
@@ -325,14 +369,23 @@ def _nested(lengths: tuple[int, ...], start: int) -> tuple[Item, ...]:
 
 def _binomial(L: int, c: int, start: int) -> tuple[Item, ...]:
     """Revolve's schedule from the recursion's splits: advance k blocks from a snapshot
-    (a region over them, reversed later with all c snapshots), the rest with c - 1."""
-    items: list[Item] = []
-    while L > 1:
-        k = optimal_split(L, c)
-        items.append(Region(_binomial(k, c, start)))
-        start, L, c = start + k, L - k, c - 1
-    items.append(start)  # the last block is taped straight from the state in hand
-    return tuple(items)
+    (a region over them, reversed later with all c snapshots), the rest with c - 1.
+
+    Built with a stack of open chains, not recursion: binomial(1) nests L-1 regions deep.
+    """
+    chains = [[L, c, start, []]]  # each: blocks left, snapshots left, next block, items
+    while True:
+        left, snaps, first, items = chains[-1]
+        if left > 1:  # open the region over the next k blocks, reversed with all snaps
+            chains.append([optimal_split(left, snaps), snaps, first, []])
+            continue
+        items.append(first)  # the last block is taped straight from the state in hand
+        chains.pop()
+        if not chains:
+            return tuple(items)
+        region = Region(tuple(items))
+        chains[-1][3].append(region)
+        chains[-1][:3] = [chains[-1][0] - len(region.blocks), chains[-1][1] - 1, region.blocks.stop]
 
 
 def sqrt_segments(L: int) -> Schedule:

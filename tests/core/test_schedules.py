@@ -283,7 +283,8 @@ def test_a_bad_depth_names_l(bad):
 
 
 def test_the_vocabulary_imports_numpy_at_most():
-    allowed = {"__future__", "collections", "dataclasses", "math", "numbers", "re", "typing"}
+    allowed = {"__future__", "collections", "dataclasses", "typing"}
+    allowed |= {"functools", "itertools", "math", "numbers", "re"}
     for name in ("schedules", "revolve"):
         tree = ast.parse((ROOT / "implementations" / f"{name}.py").read_text())
         for node in ast.walk(tree):
@@ -392,10 +393,23 @@ def test_bad_spellings_raise_naming_the_argument(text, error, names):
 
 def test_a_region_is_consecutive_blocks():
     assert Region((2, Region((3, 4)))).blocks == range(2, 5)
+    assert Region((0, Region((1,)))) == Region((0, Region((1,))))
+    assert Region((0, Region((1,)))) != Region((Region((0,)), 1))
+    assert len({Region((0,)), Region((0,)), Region((1,))}) == 2
     with pytest.raises(ValueError, match="consecutive"):
         Region((0, 2))
     with pytest.raises(ValueError, match="items"):
         Region(())
+    with pytest.raises(TypeError, match="items"):
+        Region((0, "1"))
+
+
+def test_revolve_s_deepest_nesting_needs_no_recursion():
+    # binomial(1) nests L-1 regions; placing, showing and comparing it must not recurse
+    deep = Schedule.parse("binomial(1)").placement(2000)
+    assert max(depth for depth, _ in regions(deep)) == 1999
+    assert deep == Schedule.parse("binomial(1)").placement(2000)
+    assert show(deep).startswith("[" * 1999 + "0] 1] 2]")
 
 
 # -- the docs -------------------------------------------------------------------------------
