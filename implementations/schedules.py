@@ -171,7 +171,8 @@ class Activations:
 
     def bytes(self, batch: int, features: int) -> int:
         """The bytes at batch B and width F: `units * B * F * 4`."""
-        return self.units * check_depth(batch, "batch") * check_depth(features, "features") * 4
+        rows, width = check_depth(batch, "batch"), check_depth(features, "features")
+        return self.units * rows * width * UNIT_BYTES
 
 
 @dataclass(frozen=True)
@@ -383,9 +384,13 @@ def _binomial(L: int, c: int, start: int) -> tuple[Item, ...]:
         chains.pop()
         if not chains:
             return tuple(items)
-        region = Region(tuple(items))
-        chains[-1][3].append(region)
-        chains[-1][:3] = [chains[-1][0] - len(region.blocks), chains[-1][1] - 1, region.blocks.stop]
+        region, parent = Region(tuple(items)), chains[-1]
+        parent[3].append(region)  # the rest of the parent's blocks, with a snapshot fewer
+        parent[0], parent[1], parent[2] = (
+            parent[0] - len(region.blocks),
+            parent[1] - 1,
+            region.blocks.stop,
+        )
 
 
 def sqrt_segments(L: int) -> Schedule:
