@@ -33,7 +33,6 @@ import hashlib
 import os
 import platform
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,12 +44,9 @@ from implementations.contract import Implementation
 
 from ..checking.properties import Property
 from ..checking.strategies import describe
-from . import cache_files, environment
+from . import cache_files, environment, locks
 
 T = TypeVar("T")
-# While another worker makes an entry, the waiting one says so this often: a wait is not a
-# hang (its supervisor would stop a worker silent for a short --timeout; the maker is judged).
-WAIT_NOTE_SECONDS = 0.5
 _RECEIVERS: list[Callable[[Any], None]] = []
 
 
@@ -148,7 +144,8 @@ def canonical_identity(port: Implementation) -> tuple:
 
 def _kept(path: Path, make: Callable[[], T], waiting: Callable[[], None] | None = None) -> T:
     """The value kept at `path`, or `make()`'s, written there first (once, under a lock;
-    `waiting()` is called every `WAIT_NOTE_SECONDS` while another process holds it).
+    `waiting()` is called every `locks.NOTE_SECONDS` while another process holds it, and a
+    holder that is gone or stopped is given up on: `locks.held`).
 
     The cache is never a verdict: a file that does not verify is made again,
     and a cache that cannot be read or written is done without (one warning
@@ -161,7 +158,7 @@ def _kept(path: Path, make: Callable[[], T], waiting: Callable[[], None] | None 
     with contextlib.ExitStack() as stack:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(_locked(path.with_name(f"{key}.lock"), waiting))
+            stack.enter_context(locks.held(path.with_name(f"{key}.lock"), waiting))
         except OSError as error:
             _unusable(path, "cannot be written", error)
             return make()
@@ -223,27 +220,6 @@ def _write(path: Path, key: str, value: Any) -> None:
 
 def _unusable(path: Path, what: str, error: OSError) -> None:
     environment.unusable(path, what, error)
-
-
-@contextlib.contextmanager
-def _locked(path: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): two workers may both make it; both are right
-        yield
-        return
-    with open(path, "w") as lock:
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | (fcntl.LOCK_NB if waiting else 0))
-                break
-            except BlockingIOError:
-                waiting()
-                time.sleep(WAIT_NOTE_SECONDS)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _digest(*parts: Any) -> str:

@@ -119,6 +119,8 @@ class Supervisor:
             run.example, run.call = message[1], None
             if run.current and run.current[0] == "property":
                 self.notify(run.task, "advance", 1)
+        elif kind == "waiting":  # on the cache's lock (`locks`): the port is not judged
+            run.example, run.call = message[1], None
         elif kind == "preparing":
             run.example, run.call = f"the canonical side of {message[1]}", None
         elif kind == "call":

@@ -28,6 +28,8 @@ parent side is `Worker`. Messages, child to parent:
 - `("state", text)`: the request's port changed process-wide state (what);
 - `("idle",)`: the request is done;
 - `("warning", text, key)`: a line about the cache (the parent says it, once per key);
+- `("waiting", text)`: it waits for a lock in the cache, held by another process (whose);
+  progress, as every message is: waiting on the cache never counts against a port;
 - `("fatal", text)`: the run cannot go on (a full disk): the parent ends it (`RunError`).
 
 Requests, parent to child: `("run", port, properties, mutants,
@@ -72,6 +74,7 @@ from . import (
     framework_caches,
     interrupts,
     isolation,
+    locks,
     process_state,
     profiles,
     scratch,
@@ -245,6 +248,7 @@ def serve(settings: Settings) -> None:
     its port (loaded on its first request, then kept), until told to stop."""
     connection = isolation.connection()
     environment.send_warnings_to(lambda text, key: connection.send(("warning", text, key)))
+    locks.wait_notes_to(lambda text: connection.send(("waiting", text)))  # progress, not a hang
     if settings.threads is not None:
         environment.limit_threads(settings.threads)
     if settings.timeout is not None:  # implementations.process: no answer waited for longer
