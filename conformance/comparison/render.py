@@ -305,13 +305,13 @@ def matmul_lines(comparison: Comparison) -> list[str]:
     for row in comparison.ports:
         if _usable(row):
             groups.setdefault(_matmul(row), []).append(row.name)
-    return [f"[bold]{', '.join(names)}[/]: {escape(text)}" for text, names in groups.items()]
+    return [f"{', '.join(names)}: {text}" for text, names in groups.items()]
 
 
 def precision_table(comparison: Comparison) -> Table:
     """One row per port: effective bits of each result (the matmul settings follow it)."""
     table = TableBuilder(
-        "precision: bits of the exact (float64) result each port keeps",
+        "Precision: bits of the exact (float64) result each port keeps",
         [Column("port", wrap=True), *(Column(label, "right") for label, _ in PRECISION_COLUMNS)],
         kind="precision",
     )
@@ -336,7 +336,7 @@ def recomputed_lines(comparison: Comparison) -> list[str]:
     lines = []
     for ops, names in groups.items():
         listed = ", ".join(f"{op} x{n}" for op, n in ops) or "nothing"
-        lines.append(f"[bold]{', '.join(names)}[/]: {escape(listed)}")
+        lines.append(f"{', '.join(names)}: {listed}")
     return lines
 
 
@@ -392,7 +392,7 @@ def print_precision(comparison: Comparison, console: Console) -> None:
             "without the suite's pin → the pin; on a CPU both compute float32)"
         )
         for line in lines:
-            console.print(f"  {line}", highlight=False)
+            console.print(f"  {escape(line)}", highlight=False)
 
 
 def print_recomputed(comparison: Comparison, console: Console) -> None:
@@ -401,7 +401,7 @@ def print_recomputed(comparison: Comparison, console: Console) -> None:
         console.print("\n[bold]recomputed ops[/] (checkpoint on; ports with the same list share "
                       "a line)")  # fmt: skip
         for line in lines:
-            console.print(f"  {line}", highlight=False)
+            console.print(f"  {escape(line)}", highlight=False)
 
 
 def print_policies(comparison: Comparison, console: Console) -> None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..benchmark import with_targets
+from ..comparison import render as compare_render
+from ..comparison import restore
 from ..tables.kinds import bench, bench_policies, scale
 from ..tables.kinds import run as run_tables
 from ..tables.model import Table
@@ -103,7 +105,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                 section.notes.append("No mutation run in this report (--no-mutants).")
         elif doc.kind == "compare":
             section = Section(f"Compare{suffix}", f"compare-{i}")
-            section.tables.append(tables.compare_table(data))
+            comparison = restore.from_json(data)
+            section.tables.append(compare_render.summary_table(comparison))
             policy = grids.policy_grid(data, runs)
             if policy is not None:
                 section.grids.append(policy)
@@ -112,7 +115,11 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     "No policy matrix: this compare report has no per-port policies "
                     "(made by an older version)."
                 )
-            section.tables.append(tables.precision_table(data))
+            section.tables.append(compare_render.precision_table(comparison))
+            section.notes += [
+                f"float32 matmul setting (default → pinned): {line}"
+                for line in compare_render.matmul_lines(comparison)
+            ]
             if can_draw:
                 section.pictures += [
                     Picture(title, png, ALT.get(name, title))

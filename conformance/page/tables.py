@@ -9,11 +9,9 @@ say; each cell's mark is what its words say (`marked`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..tables import numbers
 from ..tables.kinds.spread import relative_spread, spread_words
 from ..tables.model import Cell, Column, Table, TableBuilder
 from ..tables.numbers import number
@@ -84,29 +82,6 @@ def _within(diff: dict[str, Any] | None) -> bool | None:
     return worst is not None and worst <= 1.0
 
 
-def _diff(diff: dict[str, Any] | None) -> str:
-    if not diff:
-        return "-"
-    mark = "✓" if _within(diff) else "✗"
-    return f"{mark} {number(diff['max_abs']):.1e} ≤ {number(diff['bound']):.1e}"
-
-
-def _worst_gradient(row: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    grads = row.get("gradients") or {}
-    if not grads:
-        return None
-    return max(grads.items(), key=lambda item: number(item[1].get("worst_ratio")) or 0.0)
-
-
-def _seconds(value: Any, half_iqr: Any = None, n: Any = None) -> str:
-    # Milliseconds, 3 significant figures: `7.58 ± 0.41 (n=9)` when the spread is known.
-    text = numbers.ms(value)
-    spread = number(half_iqr)
-    if text != "-" and spread is not None and spread == spread:
-        text += f" ± {numbers.ms(spread, 2)}"
-    return f"{text} (n={n})" if n and text != "-" else text
-
-
 def is_matmul(op: str) -> bool:
     """A matrix product, by any framework's name for it (dot_general, aten.addmm, MatMul)."""
     low = op.lower()
@@ -145,102 +120,6 @@ def compare_verdict(row: dict[str, Any]) -> str:
             + ([f"precision tier: {', '.join(tier)}"] if tier else [])
         )
     return "✓ within bounds, float32 precision"
-
-
-def compare_table(compare: dict[str, Any]) -> Table:
-    """One row per port: verdict, differences, residuals, backward matmuls, times."""
-    table = _Builder(
-        title=f"Compare · seed {compare['seed']} · D={compare['dim']} F={compare['features']} · "
-        f"against {compare['canonical']}",
-        header=[
-            "port",
-            "verdict",
-            "output",
-            "worst gradient",
-            "saved off (n · KiB)",
-            "saved on (n · KiB)",
-            "backward matmuls rerun",
-            "warm fwd (ms)",
-            "warm vjp (ms)",
-            "versions",
-        ],
-        caption="output, gradients: ✓ when the largest |port - canonical| is within the "
-        "tolerance bound at that element (shown as difference ≤ bound) · saved: residuals kept "
-        "for the backward pass, checkpoint off and on, parameters left out · backward matmuls "
-        "rerun: matrix products the backward pass recomputes · warm: median ms per call, ± half "
-        "the interquartile range of the samples and their count n where the report has them",
-        kind="compare",
-    )
-    for row in compare["ports"]:
-        if row.get("state") != "available" or row.get("error"):
-            table.row(row["name"], [row["name"], compare_verdict(row), *[""] * 8])
-            continue
-        worst = _worst_gradient(row)
-        residuals = row.get("residuals") or {}
-        saved = [
-            f"{residuals[k]['count']} · {numbers.kib(residuals[k]['bytes'])}"
-            if k in residuals
-            else "-"
-            for k in ("off", "on")
-        ]
-        matmuls = backward_matmuls(row)
-        spread, n = row.get("warm_spread") or {}, row.get("warm_samples")
-        versions = ", ".join(f"{k} {v}" for k, v in (row.get("versions") or {}).items())
-        self_reported = row.get("measured_by") == "port"
-        table.row(
-            row["name"],
-            [
-                row["name"] + (" (evidence self-reported)" if self_reported else ""),
-                compare_verdict(row),
-                "reference" if row.get("reference") else _diff(row.get("output")),
-                "reference"
-                if row.get("reference") or not worst
-                else f"d{worst[0]}: {_diff(worst[1])}",
-                *saved,
-                "-" if matmuls is None else str(matmuls),
-                _seconds(row.get("warm_forward_seconds"), spread.get("forward"), n),
-                _seconds(row.get("warm_vjp_seconds"), spread.get("vjp"), n),
-                versions,
-            ],
-        )
-    return table.build()
-
-
-PRECISION_KEYS = ("output", "exercise", "w1", "b1", "w2", "x")
-
-
-def _bits(found: dict[str, Any] | None) -> str:
-    if not found:
-        return "-"
-    bits = number(found.get("bits"))
-    text = "exact" if bits == math.inf else f"{bits:.1f}"
-    return f"✗ {text}" if (number(found.get("ratio")) or 0) > 1 else text
-
-
-def precision_table(compare: dict[str, Any]) -> Table:
-    """Effective bits of each result per port, and the float32 matmul setting."""
-    table = _Builder(
-        title="Precision: bits of the exact (float64) result each port keeps",
-        header=["port", *PRECISION_KEYS, "matmul default", "matmul pinned"],
-        caption="float32 arithmetic reads 19-24 bits, TF32 and float16 about 11, bfloat16 8; "
-        "✗: fails the precision tier; exact: no error at all",
-        kind="precision",
-    )
-    for row in compare["ports"]:
-        if row.get("state") != "available" or row.get("error"):
-            continue
-        bits = row.get("precision") or {}
-        setting = row.get("matmul_precision") or {}
-        table.row(
-            row["name"],
-            [
-                row["name"],
-                *[_bits(bits.get(k)) for k in PRECISION_KEYS],
-                str(setting.get("default", "-")).split(" (", 1)[0],
-                str(setting.get("pinned", "-")).split(" (", 1)[0],
-            ],
-        )
-    return table.build()
 
 
 # ---------------------------------------------------------------------------

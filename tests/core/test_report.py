@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from conformance import cli, colours
+from conformance.comparison import render as compare_render
+from conformance.comparison import restore
 from conformance.page import (
     DocumentError,
     build,
@@ -65,6 +67,10 @@ def test_an_unknown_report_is_refused_naming_the_file(tmp_path):
         documents.read(broken)
     with pytest.raises(DocumentError, match=r"missing\.json: cannot read it"):
         documents.read(tmp_path / "missing.json")
+
+
+def row_n(data, name: str) -> int:
+    return next(p for p in data["ports"] if p["name"] == name)["warm_samples"]
 
 
 def texts(table) -> list[list[str]]:
@@ -291,10 +297,13 @@ def test_compare_spreads_become_whiskers_and_table_and_csv_figures(tmp_path):
     row.update(warm_vjp_seconds=0.004, warm_forward_seconds=0.002, warm_samples=9)
     row["warm_spread"] = {"forward": 0.0001, "vjp": 0.0005}
     assert pictures.warm_vjp(row) == pytest.approx((0.004, 0.0035, 0.0045))
-    table = tables.compare_table(data)
-    cells = dict(zip(table.header, texts(table)[table.keys.index("pytorch")], strict=True))
-    assert cells["warm vjp (ms)"] == "4 ± 0.5 (n=9)"
-    assert cells["warm fwd (ms)"] == "2 ± 0.1 (n=9)"
+    # The page's compare table is the terminal's, from the same JSON: fwd, then vjp, and n.
+    table = compare_render.summary_table(restore.from_json(data))
+    (warm,) = [c for c in table.columns if c.name.startswith("warm ms")]
+    line = table.rows[table.keys.index("pytorch")]
+    cell = line.cells[table.columns.index(warm)]
+    assert cell.text == "2 ± 0.1\n4 ± 0.5"
+    assert f"n={row_n(data, 'pytorch')}" in warm.name + cell.note
     (found,) = [
         r for r in _csv(csv_files.write_compare(tmp_path / "c.csv", data)) if r["port"] == "pytorch"
     ]

@@ -14,9 +14,9 @@ from ..model import Cell, Table
 
 
 def cell(found: Cell, tag: str = "td") -> str:
-    inner = escape(found.text)
+    inner = escape(found.text).replace("\n", "<br>")
     if found.note:
-        inner += f"<br><small>{escape(found.note)}</small>"
+        inner += f"<br><small>{escape(found.note).replace(chr(10), '<br>')}</small>"
     if found.link:
         inner = f'<a href="{escape(found.link)}">{inner}</a>'
     attributes = f' class="{found.tone}"' if found.tone and found.tone != "strong" else ""
