@@ -101,6 +101,15 @@ def check_record(
         "forward_matmuls": record.forward_matmuls,
         "rerun_matmuls": reruns,
     }
+    regions = record.checkpoint_regions
+    if case in composition.NESTED and regions is not None and regions < 2:
+        # The framework flattened the nesting away: the inner region is gone.
+        fail(
+            port.name,
+            what,
+            f"enters {regions} checkpoint region(s): the inner region was dropped (declare "
+            f"{case} not composable, with the upstream reason, if the framework cannot nest)",
+        )
     if record.saved_roles != expected.roles:
         fail(
             port.name,

@@ -66,3 +66,16 @@ def test_a_port_that_declares_no_case_refuses_it_by_name():
         "not expressible: twice: its trainer never nests; under_trainer: no trainer"
     )
     assert records.not_expressible(PyTorch()) is None  # it declares both nested cases
+
+
+def test_a_nesting_flattened_to_one_region_fails_k_even_when_it_keeps_the_same():
+    """The inner region dropped, the outer alone run: the same kept set and reruns as once,
+    and one region entered (as tfjs does): (k) says the inner region was dropped."""
+    from conformance.checking.checks import ConformanceError
+
+    port = PyTorch()
+    flat = port.backward_record(PARAMS, X, checkpoint=Nesting("once"))
+    plain = port.backward_record(PARAMS, X, checkpoint=False)
+    assert flat.checkpoint_regions == 1
+    with pytest.raises(ConformanceError, match="1 checkpoint region.*inner region was dropped"):
+        records.check_record(port, "twice", flat, plain)

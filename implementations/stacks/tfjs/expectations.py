@@ -33,14 +33,6 @@ EXPECTATIONS = Expectations(
                 why="tf.customGrad keeps what save() is given (x, params); the port's gradFunc "
                 "reruns x @ W1 alone (tfjs-core engine.js customGrad)",
             ),
-            "twice": composed(
-                "x",
-                2,
-                1,
-                why="tfjs runs a tf.customGrad's function with the tape off (engine.js "
-                "runKernelFunc, kernelDepth > 0): the inner region saves nothing and leaves "
-                "no tape node, so the outer's gradFunc alone reruns x @ W1",
-            ),
         },
     },
 )

@@ -118,9 +118,10 @@ let speaks = 1;
 // other (docs/PROTOCOL.md, Composition; implementations/stacks/tfjs/README.md).
 const COMPOSITIONS = {
   once: "tf.customGrad(mlp), save([x, params]), its gradFunc reruns x @ W1",
-  twice: "tf.customGrad(tf.customGrad(mlp)), each saving [x, params] with the same gradFunc",
 };
 const NOT_COMPOSABLE = {
+  twice:
+    "tfjs flattens a tf.customGrad inside another: it runs the inner function with the tape off (tfjs-core engine.js runKernelFunc, kernelDepth > 0), so the inner region saves nothing and leaves no tape node (one region, measured)",
   under_trainer:
     "a trainer's tf.customGrad over a model call it did not write needs the model's VJP in its gradFunc, and tf.grads there crashes tfjs's one global tape (engine.gradients sets activeTape to null)",
 };

@@ -316,7 +316,7 @@ function policyOf(request) {
 }
 
 function vjp(p, x, dy, policy, nesting = "") {
-  const tape = { saved: [{ shape: [p.D], dtype: "float32", origin: "input", note: "x", role: "x" }], recomputed: {}, matmuls: 0, forwardMatmuls: 0 };
+  const tape = { saved: [{ shape: [p.D], dtype: "float32", origin: "input", note: "x", role: "x" }], recomputed: {}, matmuls: 0, forwardMatmuls: 0, regions: policy === "none" ? 0 : nesting ? 2 : 1 };
   const forwardStart = snapshot();
   const forwardValues = forward(p, x);
   tape.forwardMatmuls = ranSince(forwardStart).forwardOps.matmul || 0;
@@ -376,7 +376,7 @@ function record({ tape, policy }) {
     instrument: "js_plain's own bookkeeping (what its forward pass keeps, what its backward reruns)",
     saved: lies ? tape.saved.slice(0, 1) : tape.saved,
     recomputed: lies ? { matmul: 1, add: 1, relu: 1 } : tape.recomputed,
-    checkpoint_regions: policy === "none" ? 0 : 1,
+    checkpoint_regions: tape.regions,
     forward_matmuls: tape.forwardMatmuls,
     backward_matmuls: lies ? 5 : tape.matmuls,
   };
