@@ -224,3 +224,24 @@ def test_no_html_from_a_report_passes_through_any_markdown():
         for raw in ("<script", "</details", "<img"):
             assert raw not in text, raw
         assert "&lt;script&gt;" in text
+
+
+def test_every_report_names_its_kind_and_the_reader_holds_it_to_its_fields():
+    from conformance.benchmark import BenchReport, policies, scale
+    from conformance.benchmark.measure import Settings
+    from conformance.comparison.model import Comparison
+    from conformance.running.results import SuiteReport, to_json
+    from conformance.tables.reports import kind_of
+
+    written = {
+        "run": to_json(SuiteReport("dev", 1, "menu", "flax_linen", [], None)),
+        "compare": Comparison(0, 4, 3, "flax_linen", []).to_json(),
+        "bench": BenchReport(Settings(depths=(1,))).to_json(),
+        "bench-policies": policies.report_data(Settings(depths=(1,)), {}, [], {}),
+        "scale": scale.report_data([], scale.ScaleSettings(), {}),
+    }
+    for kind, data in written.items():
+        assert data["kind"] == kind
+        assert kind_of(data) == kind
+        assert kind_of({k: v for k, v in data.items() if k != "kind"}) == kind  # older files
+        assert kind_of({**data, "kind": "bench" if kind != "bench" else "run"}) is None
