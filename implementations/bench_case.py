@@ -13,6 +13,21 @@ A stack's bench module (named by its manifest's `BenchEntry`) runs L blocks
   cannot, and optionally `policy_case(policy, data)` (default: its depth
   case for `none` and `full`).
 
+For `bench --schedules` (`implementations.schedules`, docs/SCHEDULES.md):
+
+- `SCHEDULES`: schedule label or name (`"every"`, `"segments"`, `"nested(8,8)"`) -> one line
+  saying how it builds it with its own API; a bare name accepts any arguments;
+- `SCHEDULES_NOT_EXPRESSIBLE`: schedule name -> a one-line reason;
+- `schedule_case(schedule, data) -> ScheduleCase`: the depth-L stack, `L = len(data.blocks)`,
+  with its regions where `schedule.placement(L)` puts them, built with the framework's API.
+  Its `measure()` gives `ScheduleStatic` from the framework's instruments: forward matmuls
+  (x @ W1 and a @ W2; two per block evaluation) executed in the forward pass and in the
+  backward pass, and the peak bytes alive during the backward pass with parameters and
+  gradients left out, the method named; `values()` gives the output and the parameters'
+  gradients in canonical layout; `step()` is timed as the depth bench's.
+- the canonical's stack (Flax `nn.remat_scan`) also offers `canonical_values(schedule,
+  data)`: the reference every schedule's values are held to.
+
 What its instruments measure is described in its manifest's entry (`notes`),
 so that the bench's definitions name every stack without loading one.
 """
@@ -72,6 +87,50 @@ class Case(Protocol):
     mode: str
 
     def measure(self) -> Static: ...
+
+    def step(self) -> None:
+        """One forward+backward, finished (synchronised) when it returns."""
+
+
+@dataclass(frozen=True)
+class ScheduleStatic:
+    """What one schedule case measures once, before timing (`bench --schedules`).
+
+    **Arguments:**
+
+    - `forward_matmuls`: `(forward pass, backward pass)`: forward-direction matmuls executed
+      (each block evaluation runs two, x @ W1 and a @ W2; a rerun may skip a region's last
+      a @ W2, whose output no gradient needs); None where the instrument cannot count.
+    - `peak_bytes`: the most bytes alive during the backward pass, parameters and gradients
+      left out; None where the framework cannot measure it.
+    - `peak_method`: the instrument that gave `peak_bytes`, named in every cell.
+    - `regions`: regions the case entered in one step, where the instrument sees them.
+    """
+
+    forward_matmuls: tuple[int, int] | None
+    peak_bytes: int | None
+    peak_method: str
+    regions: int | None = None
+
+
+@dataclass(frozen=True)
+class Values:
+    """A stack's output `y` (B, F) and per block its parameters' gradients `(w1, b1, w2, b2)`
+    in canonical layout (kernels `(in, out)`), float32 numpy."""
+
+    y: np.ndarray
+    grads: list[tuple[np.ndarray, ...]]
+
+
+class ScheduleCase(Protocol):
+    """One schedule at one depth, built by a stack's bench module (`schedule_case`)."""
+
+    framework: str
+    schedule: str  # the schedule's label
+
+    def measure(self) -> ScheduleStatic: ...
+
+    def values(self) -> Values: ...
 
     def step(self) -> None:
         """One forward+backward, finished (synchronised) when it returns."""
