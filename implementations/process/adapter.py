@@ -89,6 +89,15 @@ DEFAULT_TIMEOUT = 120.0
 #: Seconds a port may take to start in all, however much it logs (`_Child.await_answer`).
 START_LIMIT = 900.0
 _STDERR_LINES = 20
+#: What a port may write (docs/PROTOCOL.md, "What the adapter does with a misbehaving port"),
+#: each set in bytes by its variable: the longest line, the most bytes (stdout and stderr)
+#: from one request to the next, and how much of its noise and stderr is kept in the
+#: captured output. A port past one of the first two is killed: a `ProtocolViolation`.
+MAX_LINE = ("REMAT_PROCESS_MAX_LINE", 64 << 20)
+MAX_REQUEST = ("REMAT_PROCESS_MAX_REQUEST", 256 << 20)
+MAX_CAPTURED = ("REMAT_PROCESS_MAX_CAPTURED", 4 << 20)
+#: A kept stderr line (for a fault's message) is cut to this many characters.
+_TAIL_LINE = 2000
 #: A port's stderr line for the user, not for a fault's message: a `PortWarning`.
 WARNING_PREFIX = "remat-conformance: warning: "
 
@@ -148,6 +157,17 @@ def _timeout() -> float:
     return _seconds("REMAT_PROCESS_TIMEOUT") or DEFAULT_TIMEOUT
 
 
+def _bytes(limit: tuple[str, int]) -> int:
+    """A limit in bytes: its variable (a positive integer), else its default."""
+    variable, default = limit
+    setting = os.environ.get(variable, "")
+    if not setting:
+        return default
+    if not setting.isdigit() or int(setting) <= 0:
+        raise ValueError(f"{variable}={setting!r}: expected a positive number of bytes")
+    return int(setting)
+
+
 def _request_timeout(timeout: float) -> float:
     """Seconds to wait for any other answer: `timeout`, at most the suite's `--timeout`
     (`REMAT_SUITE_TIMEOUT`, which the suite's worker sets)."""
@@ -172,8 +192,15 @@ class _Child:
         self.label = label
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
         self.answers: queue.Queue[str | None] = queue.Queue()
-        #: When the program last wrote a line (an answer, noise or a log): its progress.
+        #: When the program last wrote a line on stderr (its log): a start's progress. Noise
+        #: on stdout is not: a port that only floods its protocol channel is not starting.
         self.last_output = time.monotonic()
+        self.max_line, self.max_request = _bytes(MAX_LINE), _bytes(MAX_REQUEST)
+        self.max_captured = _bytes(MAX_CAPTURED)
+        #: Bytes written since the last request was sent; bytes copied to captured output.
+        self.request_bytes = self.captured = 0
+        #: Why the adapter killed it for what it wrote ("" while it has not).
+        self.flooded = ""
         #: Whether a start that did not answer was ended by `START_LIMIT`, not by silence.
         self.start_limit_reached = False
         #: The port's warnings for the user (`WARNING_PREFIX`), not yet passed on.
@@ -190,25 +217,52 @@ class _Child:
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
 
+    def _lines(self, stream, name: str):
+        """`stream`'s lines, decoded, each at most `max_line` bytes; a port past a limit is
+        killed (`flooded` says why) and its lines end."""
+        while raw := stream.readline(self.max_line + 1):
+            self.request_bytes += len(raw)
+            if len(raw) > self.max_line and not raw.endswith(b"\n"):
+                self._flood(f"wrote a line of over {self.max_line} bytes on {name}", MAX_LINE)
+                return
+            if self.request_bytes > self.max_request:
+                self._flood(f"wrote over {self.max_request} bytes in one request", MAX_REQUEST)
+                return
+            yield raw.decode("utf-8", errors="replace").rstrip("\n")
+
+    def _flood(self, what: str, limit: tuple[str, int]) -> None:
+        self.flooded = self.flooded or f"{what} (the limit: {limit[0]})"
+        with contextlib.suppress(OSError):
+            self.process.kill()
+
+    def _capture(self, line: str) -> None:
+        """Copy a line to the captured output (the worker's file), up to `max_captured`."""
+        if self.captured > self.max_captured:
+            return
+        self.captured += len(line) + 1
+        if self.captured > self.max_captured:
+            line = f"[{self.label}] more output not kept: past {self.max_captured} bytes"
+            line += f" ({MAX_CAPTURED[0]})"
+        print(line, file=sys.stderr, flush=True)
+
     def _read_stdout(self) -> None:
-        for raw in self.process.stdout:
-            self.last_output = time.monotonic()
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
-            if line.startswith("{") and '"id"' in line:
-                self.answers.put(line)
-            else:  # noise: the worker's output file keeps it, the protocol ignores it
-                print(f"[{self.label} stdout] {line}", file=sys.stderr, flush=True)
-        self.process.stdout.close()
-        self.answers.put(None)
+        try:
+            for line in self._lines(self.process.stdout, "stdout"):
+                if line.startswith("{") and '"id"' in line:
+                    self.answers.put(line)
+                else:  # noise: the worker's output file keeps it, the protocol ignores it
+                    self._capture(f"[{self.label} stdout] {line}")
+        finally:
+            self.process.stdout.close()
+            self.answers.put(None)
 
     def _read_stderr(self) -> None:
-        for raw in self.process.stderr:
+        for line in self._lines(self.process.stderr, "stderr"):
             self.last_output = time.monotonic()
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
-            self.stderr_tail.append(line)
+            self.stderr_tail.append(line[:_TAIL_LINE])
             if line.startswith(WARNING_PREFIX):
                 self.warnings.append(line.removeprefix(WARNING_PREFIX))
-            print(f"[{self.label} stderr] {line}", file=sys.stderr, flush=True)
+            self._capture(f"[{self.label} stderr] {line}")
         self.process.stderr.close()
 
     def pass_on_warnings(self) -> None:
@@ -237,6 +291,7 @@ class _Child:
 
     def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        self.request_bytes = 0  # each request's answer, and what comes with it, is counted
         self.process.stdin.write(data)
         self.process.stdin.flush()
 
@@ -515,6 +570,13 @@ class ProcessPort(Implementation):
                 f"killed{child.stderr_text(wait=1.0)}"
             ) from None
         child.pass_on_warnings()
+        if line is None and child.flooded:
+            child.kill()
+            self._child = None
+            raise ProtocolViolation(
+                f"{self.name}: stopped while answering {op!r}: it {child.flooded}; killed"
+                f"{child.stderr_text(wait=1.0)}"
+            )
         if line is None:
             how = child.exit_description()
             child.kill()
