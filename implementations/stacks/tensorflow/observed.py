@@ -24,7 +24,7 @@ never builds a model of its own:
 - **Recomputed:** backward ops that a recording tape sees (`evidence.RecordedOps`'s test),
   layout ops left out; **regions:** gradients taken inside the backward pass (a
   `tf.recompute_grad` differentiates its rerun with a tape of its own); **backward
-  matmuls:** `MatMul` ops run in the backward pass.
+  matmuls:** `MatMul` ops run in the backward pass; **forward matmuls:** those run before it.
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ class Watch:
         self.regions = 0
         self.recomputed: Counter = Counter()
         self.backward_matmuls = 0
+        self.forward_matmuls = 0
 
     # -- the profiler: phases -----------------------------------------------------------
 
@@ -113,6 +114,7 @@ class Watch:
             self.recomputed[op] += 1
 
     def _forward(self, op: str, inputs: list, outputs: list) -> None:
+        self.forward_matmuls += op in _MATMULS
         found, roles = "constant", []
         for tensor in inputs:
             if id(tensor) not in self.origin:  # a source: x, or a parameter
@@ -216,4 +218,5 @@ def observe(call: Callable[[], Any], x: Any, parameters: Iterable[np.ndarray]) -
         recomputed=dict(watch.recomputed),
         checkpoint_regions=watch.regions,
         backward_matmuls=watch.backward_matmuls,
+        forward_matmuls=watch.forward_matmuls,
     )

@@ -67,6 +67,23 @@ def block(x: tf.Tensor, w1: tf.Tensor, b1: tf.Tensor, w2: tf.Tensor, b2: tf.Tens
 checkpointed_block = tf.recompute_grad(block)
 
 
+@functools.cache
+def composed(region: Callable, case: str) -> Callable:
+    """`region` (the port's `tf.recompute_grad` block) composed as `case` says
+    (`implementations.composition`), made once per region and case: `once`, as it is;
+    `twice`, wrapped again, `tf.recompute_grad(region)`; `under_trainer`, the model's whole
+    call (which runs `region`) inside a trainer's `tf.recompute_grad`."""
+    if case == "once":
+        return region
+    if case == "twice":
+        return tf.recompute_grad(region)
+
+    def model_call(x, w1, b1, w2, b2):  # the model, its own region inside
+        return region(x, w1, b1, w2, b2)
+
+    return tf.recompute_grad(model_call)
+
+
 def mlp(params: Sequence[tf.Tensor], x: tf.Tensor, *, checkpoint: bool = True) -> tf.Tensor:
     """The MLP, `(D,) -> (F,)`, through `tf.recompute_grad` (`True`) or plain (`False`)."""
     return (checkpointed_block if checkpoint else block)(x, *params)
@@ -157,6 +174,12 @@ class TensorFlow(Port):
         "none": "the plain block",
         "full": "tf.recompute_grad(block)",
     }
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "tf.recompute_grad(block)",
+        "twice": "tf.recompute_grad(tf.recompute_grad(block))",
+        "under_trainer": "tf.recompute_grad(model call) around a model whose call runs "
+        "tf.recompute_grad(block)",
+    }
     inexpressible: ClassVar[dict[str, str]] = {
         "save_dots": "tf.recompute_grad takes no policy: it reruns the whole region, both "
         "matmuls (a documented degradation)",
@@ -173,14 +196,21 @@ class TensorFlow(Port):
         params = self.stack.canonical_params(seed, dim, features)
         return tensors_to_params(params_to_tensors(params))
 
+    def run_region(self, checkpoint: Any) -> Callable:
+        """The block as `checkpoint=` runs it: plain, the port's region, or that region
+        composed (`composed`)."""
+        if not self.policy(checkpoint):
+            return block
+        return composed(self.region, self.nesting(checkpoint))
+
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        run = compiled("forward", self.region if self.policy(checkpoint) else block)
+        run = compiled("forward", self.run_region(checkpoint))
         return to_host_array(run(float32_tensor(x), *params_to_tensors(params)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        run = compiled("vjp", self.region if self.policy(checkpoint) else block)
+        run = compiled("vjp", self.run_region(checkpoint))
         dx, *grads = run(float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
         return Grads.of(tensors_to_params(grads), to_host_array(dx))
 
