@@ -13,6 +13,7 @@ the project's numpy-only modules, never jax or torch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -33,6 +34,7 @@ from implementations.stacks.autograd import (
     STACK,
     as_input,
     block,
+    checkpoint,
     checkpointed_block,
     no_tap,
     observed,
@@ -63,6 +65,24 @@ def arrays_to_params(arrays: tuple[Any, ...]) -> Params:
     """The block's arrays `(w1, b1, w2, b2)` (or their gradients) as canonical params;
     `Params` checks every shape against w1's."""
     return Params(**{name: to_host_array(a) for name, a in zip(NAMES, arrays, strict=True)})
+
+
+@functools.cache
+def composed(region: Callable, case: str) -> Callable:
+    """`region` (the port's checkpointed block) composed as `case` says
+    (`implementations.composition`): `once`, as it is; `twice`, wrapped again,
+    `checkpoint(region)`; `under_trainer`, the model's whole call (which runs `region`) inside a
+    trainer's `checkpoint`. Made once per region and case: each `checkpoint` is a primitive
+    that autograd's tables keep for good (`remat.checkpoint`)."""
+    if case == "once":
+        return region
+    if case == "twice":
+        return checkpoint(region)
+
+    def model_call(w1, b1, w2, b2, x, tap=no_tap):  # the model, its own region inside
+        return region(w1, b1, w2, b2, x, tap=tap)
+
+    return checkpoint(model_call)
 
 
 # ---------------------------------------------------------------------------
@@ -103,11 +123,19 @@ class HipsAutograd(Port):
         "offload_dots": "autograd runs on numpy in host memory: there is nowhere to offload",
         "budget": "autograd.checkpoint has no memory budget",
     }
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "remat.checkpoint(block)",
+        "twice": "remat.checkpoint(remat.checkpoint(block))",
+        "under_trainer": "remat.checkpoint(model call) around a model whose call runs "
+        "remat.checkpoint(block)",
+    }
     #: The block the full policy runs (mutants swap it).
     checkpointed: ClassVar[Callable] = staticmethod(checkpointed_block)
 
     def _block(self, checkpoint: Any) -> Callable:
-        return self.checkpointed if self.policy(checkpoint) else block
+        if not self.policy(checkpoint):
+            return block
+        return composed(self.checkpointed, self.nesting(checkpoint))
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, through the port's arrays and back, so that the

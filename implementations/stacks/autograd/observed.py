@@ -20,7 +20,8 @@ whose values the suite checks. Imports autograd and numpy.
 - **Roles** by structure: a dot of x is d1, d1 plus a bias h, relu's output a, a dot of a
   plus a bias y.
 - **Recomputed, regions, backward matmuls:** as `evidence.Probe` counts them, in the backward
-  pass only (nodes built, traces started, matmul primitives on plain arrays).
+  pass only (nodes built, traces started, matmul primitives on plain arrays); **forward
+  matmuls:** matmul primitives on plain arrays before it.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class Watch:
         self.traced: Counter = Counter()
         self.traces = 0
         self.matmuls = 0
+        self.forward_matmuls = 0
 
     # -- the profiler -------------------------------------------------------------------
 
@@ -92,8 +94,11 @@ class Watch:
         elif code is _PRIMITIVE_CODE:
             local = frame.f_locals
             plain = not any(map(isbox, local.get("args", ())))
-            if event == "call" and self.depth and plain and local.get("f_raw") in MATMULS:
-                self.matmuls += 1
+            if event == "call" and plain and local.get("f_raw") in MATMULS:
+                if self.depth:
+                    self.matmuls += 1
+                else:
+                    self.forward_matmuls += 1
             elif event == "return" and not self.depth and plain:
                 self._label_result(local.get("f_raw"), local.get("args", ()), arg)
         elif event == "call" and self.depth and code is _NODE_CODE:
@@ -211,4 +216,5 @@ def observe(call: Callable[[], Any], x: Any, parameters: Iterable[np.ndarray]) -
         recomputed=dict(watch.traced),
         checkpoint_regions=watch.traces,
         backward_matmuls=watch.matmuls,
+        forward_matmuls=watch.forward_matmuls,
     )
