@@ -29,8 +29,11 @@ with a `Tap`.
   relu's 0, is one value, since the export has no values).
   Operations the backward needs for itself (relu's mask, `Greater`) match no
   forward operation and are not counted. Data movement is left out.
+- **Matmuls**: `Matmul` and `AddMM` primitives (`nn.Linear` fuses its bias into `AddMM`),
+  forward and backward apart.
 - **Regions**: `CustomTransforms` primitives (what `mx.checkpoint` builds)
-  whose outputs a backward `Depends` waits on: the checkpoint's signature.
+  whose outputs a backward `Depends` waits on: the checkpoint's signature. A nested region's
+  inner one is the outer's rerun, in the backward graph: it counts too.
 
 Imports mlx only.
 """
@@ -55,6 +58,8 @@ INSTRUMENT = (
 # Operations that hand their (first) input on as it is, or as a view of it.
 PASS_THROUGH = frozenset({"Copy", "StopGradient"})
 VIEWS = frozenset({"ExpandDims", "Squeeze", "Reshape", "Transpose", "Broadcast", "Flatten"})
+# The matmuls: nn.Linear runs AddMM (the bias fused), a gradient Matmul.
+MATMULS = frozenset({"Matmul", "AddMM"})
 # Left out of the recomputed count: moving data is not recomputing it.
 LAYOUT = PASS_THROUGH | VIEWS | frozenset({"AsType", "Depends"})
 
@@ -288,28 +293,42 @@ def read_vjp(
         if label in LAYOUT or first in off_path or key[first] not in computed:
             continue
         recomputed[label] += 1
+    # A nested region's inner checkpoint is entered when the outer one reruns it, in backward.
     regions = sum(
         1
-        for primitive in dict.fromkeys(graph.producer[a] for a in forward if a in graph.producer)
+        for primitive in dict.fromkeys(
+            graph.producer[a] for a in forward | backward if a in graph.producer
+        )
         if graph.label[primitive] == "CustomTransforms"
         and any(out in ordering for out in graph.outputs[primitive])
     )
-    return BackwardRecord(INSTRUMENT, tuple(records), dict(recomputed), regions)
+    return BackwardRecord(
+        INSTRUMENT,
+        tuple(records),
+        dict(recomputed),
+        regions,
+        backward_matmuls=_matmuls(graph, backward),
+        forward_matmuls=_matmuls(graph, forward),
+    )
+
+
+def _matmuls(graph: Graph, arrays: set[str]) -> int:
+    """The matmul primitives that make `arrays` (each primitive once)."""
+    made = dict.fromkeys(graph.producer[a] for a in arrays if a in graph.producer)
+    return sum(graph.label[primitive] in MATMULS for primitive in made)
 
 
 def _read_by_backward(graph: Graph, forward: set[str], backward: set[str]):
-    """Forward arrays that backward primitives read as data (in export order), and those
-    a `Depends` waits on for ordering only."""
+    """Forward arrays that backward primitives read as data (in export order), and the arrays
+    (forward, or rerun in backward) a backward `Depends` waits on for ordering only."""
     saved, ordering = {}, set()
     for primitive, inputs in graph.inputs.items():
         if not any(out in backward for out in graph.outputs[primitive]):
             continue
         data = len(graph.outputs[primitive]) if graph.label[primitive] == "Depends" else None
         for index, array in enumerate(inputs):
-            if array not in forward:
-                continue
             if data is not None and index >= data:
-                ordering.add(array)
-            else:
+                ordering.add(array)  # a region's outputs, forward or rerun in backward
+            elif array in forward:
                 saved.setdefault(array, None)
     return list(saved), ordering

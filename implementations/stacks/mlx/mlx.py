@@ -54,6 +54,10 @@ class MLP(nn.Module):
     """`Linear(D, F)` -> relu -> `Linear(F, F)`, through `nn.utils.checkpoint` when `checkpoint`.
 
     `tap` names the block's arrays for the evidence instrument (a no-op by default).
+    `nesting` is the composition case (`implementations.composition`): `once`, the block in
+    one checkpoint; `twice`, that checkpoint inside another around the same block;
+    `under_trainer`, the module's whole call inside an outer checkpoint, as a trainer's
+    activation checkpointing wraps a model that checkpoints its own block.
     """
 
     def __init__(
@@ -63,10 +67,11 @@ class MLP(nn.Module):
         *,
         checkpoint: bool = True,
         tap: Callable[[str, mx.array], mx.array] = no_tap,
+        nesting: str = "once",
     ):
         super().__init__()
         self.fc1, self.fc2 = fc1, fc2
-        self.checkpoint, self.tap = checkpoint, tap
+        self.checkpoint, self.tap, self.nesting = checkpoint, tap, nesting
 
     def block(self, x: mx.array) -> mx.array:  # (D,) -> (F,)
         h = self.tap("fc1", self.fc1(x))  # (D,) -> (F,): addmm(b, x, W.T)
@@ -79,6 +84,13 @@ class MLP(nn.Module):
         # mx.checkpoint over the module's trainable parameters and x: the
         # backward pass keeps those and recomputes the block's activations.
         # `nn.utils.checkpoint(self)` would call __call__ again: pass the block.
+        if self.nesting == "under_trainer":  # the trainer's region over the model's call
+            return nn.utils.checkpoint(self, self.model_call)(x)
+        if self.nesting == "twice":  # the same region, wrapped again
+            return nn.utils.checkpoint(self, nn.utils.checkpoint(self, self.block))(x)
+        return self.model_call(x)
+
+    def model_call(self, x: mx.array) -> mx.array:  # the model, its own region in
         return nn.utils.checkpoint(self, self.block)(x)
 
 
@@ -107,21 +119,25 @@ def build_mlp(
     checkpoint: bool = True,
     tap: Callable[[str, mx.array], mx.array] = no_tap,
     mlp: type[MLP] = MLP,
+    nesting: str = "once",
 ) -> MLP:
-    """An `mlp` (`MLP` by default) holding the given parameters (MLX layout, `STATE_NAMES`)."""
+    """An `mlp` (`MLP` by default) holding the given parameters (MLX layout, `STATE_NAMES`),
+    its region composed as `nesting` says."""
     fc1 = CanonicalLinear(state["fc1.weight"], state["fc1.bias"])
     fc2 = CanonicalLinear(state["fc2.weight"], state["fc2.bias"])
-    return mlp(fc1, fc2, checkpoint=checkpoint, tap=tap)
+    return mlp(fc1, fc2, checkpoint=checkpoint, tap=tap, nesting=nesting)
 
 
-def _call(checkpoint: bool, tap: Callable = no_tap, mlp: type[MLP] = MLP) -> Callable:
+def _call(
+    checkpoint: bool, tap: Callable = no_tap, mlp: type[MLP] = MLP, nesting: str = "once"
+) -> Callable:
     """`run(fc1.weight, fc1.bias, fc2.weight, fc2.bias, x) -> (F,)`: the MLP as a function of
     its arrays, as `mx.vjp` differentiates it."""
 
     def run(*flat: mx.array) -> mx.array:
         *arrays, x = flat
         state = dict(zip(STATE_NAMES, arrays, strict=True))
-        return build_mlp(state, checkpoint=checkpoint, tap=tap, mlp=mlp)(x)
+        return build_mlp(state, checkpoint=checkpoint, tap=tap, mlp=mlp, nesting=nesting)(x)
 
     return run
 
@@ -195,6 +211,12 @@ class Mlx(Port):
         "offload_dots": "MLX has unified memory and no offload",
         "budget": "mx.checkpoint has no memory budget",
     }
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "nn.utils.checkpoint(module, block)",
+        "twice": "nn.utils.checkpoint(module, nn.utils.checkpoint(module, block))",
+        "under_trainer": "nn.utils.checkpoint(module, model call) around a model whose call "
+        "runs nn.utils.checkpoint(module, block)",
+    }
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
     #: `vjp` returns evaluated numpy and cannot be observed: a port that overrides it is
@@ -209,8 +231,10 @@ class Mlx(Port):
         return arrays_to_params(dict(nn.utils.tree_flatten(model.parameters())))
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        checkpoint = bool(self.policy(checkpoint))
-        model = build_mlp(params_to_arrays(params), checkpoint=checkpoint, mlp=self.mlp)
+        nesting, checkpoint = self.nesting(checkpoint), bool(self.policy(checkpoint))
+        model = build_mlp(
+            params_to_arrays(params), checkpoint=checkpoint, mlp=self.mlp, nesting=nesting
+        )
         return to_host_array(model(as_input(x)))
 
     def vjp(
@@ -232,7 +256,7 @@ class Mlx(Port):
         """The MLP's `mx.vjp`, unevaluated (MLX is lazy): `vjp` evaluates it, `backward_record`
         reads its graph, so both come from this one call. `tap` names the model's arrays for
         the record. A port with a model of its own overrides this (or `mlp`), never `vjp`."""
-        run = _call(bool(self.policy(checkpoint)), tap, self.mlp)
+        run = _call(bool(self.policy(checkpoint)), tap, self.mlp, self.nesting(checkpoint))
         primals = {**params_to_arrays(params), "x": as_input(x)}
         cotangent = _array(cotangent)
         mx.eval(list(primals.values()), cotangent)  # graph sources, so that names stick
