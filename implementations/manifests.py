@@ -124,6 +124,9 @@ class CacheEntry:
     - `writes_when_off`: the framework writes into its directory even with its cache off
       (inductor: the code it generates); a folder of the run's scratch directory, removed
       when the run ends, takes that, not the framework's default.
+    - `plain_paths`: the framework puts its directory and its temporary files on a tool's
+      command line unquoted (inductor's g++): where either path holds a space or a quote,
+      the suite gives it a plain one (`conformance.running.plain_paths`).
     """
 
     name: str
@@ -136,6 +139,7 @@ class CacheEntry:
     default_directory: str = ""
     follows: str = ""
     writes_when_off: bool = False
+    plain_paths: bool = False
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from implementations import manifests
 from implementations.contract import PortWarning
 from implementations.manifests import CacheEntry
 
-from . import framework_caches
+from . import framework_caches, plain_paths
 
 ROOT_ENV = "REMAT_CACHE"
 _OFF = ("off", "0", "no", "false")
@@ -238,14 +238,19 @@ def prepare() -> None:
     for manifest in manifests.manifests():  # the stacks' own pins, read once at import
         for variable, value in manifest.environment.items():
             os.environ.setdefault(variable, value)
-    for cache in framework_caches.declared().values():
+    caches = framework_caches.declared().values()
+    if any(cache.plain_paths for cache in caches):  # its tools take its temporary files too
+        plain_paths.plain_temporary_directory()
+    for cache in caches:
         directory = _usable_or_warn(cache_dir(cache), f"{cache.name}'s compilation")
         settings = cache.when_off if directory is None else cache.when_on
+        if directory is None and cache.writes_when_off:
+            directory = Path(_scratch()) / cache.folder
+        unset = cache.directory_variable not in os.environ  # a user's own setting wins
+        if directory is not None and cache.plain_paths and unset:
+            directory = plain_paths.stand_in(directory, f"{cache.name}'s compilation cache")
         if directory is not None:
             os.environ.setdefault(cache.directory_variable, str(directory))
-        elif cache.writes_when_off:
-            scratch = Path(_scratch()) / cache.folder
-            os.environ.setdefault(cache.directory_variable, str(scratch))
         for variable, value in settings.items():
             os.environ.setdefault(variable, value)
     tables = _usable_or_warn(init_tables_dir(), "the numpy init's tables")

@@ -15,6 +15,8 @@ Two ways to get the examples, with the same examples either way:
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import time
 from collections.abc import Callable
@@ -33,6 +35,10 @@ from ..checking.properties import Property
 from ..checking.strategies import describe, shape_key
 from . import example_bank, framework_caches, scratch
 
+#: Shrinking one failure stops after this many seconds (`REMAT_SHRINK_SECONDS` sets it): a
+#: port whose every example compiles anew shrank for over 15 minutes (Hypothesis's own bound
+#: is 5). It is read between examples, so a shrink lasts at most this and one example.
+SHRINK_ENV, SHRINK_SECONDS = "REMAT_SHRINK_SECONDS", 60.0
 # Hypothesis's note with the blob that replays a failure exactly.
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
 
@@ -215,6 +221,32 @@ def _run_property(
     return run.finish("pass", None, ""), None
 
 
+def shrink_seconds() -> float:
+    """How long one failure may be shrunk: `$REMAT_SHRINK_SECONDS`, else `SHRINK_SECONDS`."""
+    setting = os.environ.get(SHRINK_ENV, "")
+    try:
+        seconds = float(setting) if setting else SHRINK_SECONDS
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise ValueError(f"{SHRINK_ENV}={setting!r}: expected a number of seconds, 0 or more")
+    return seconds
+
+
+@contextlib.contextmanager
+def _shrinking_for(seconds: float):
+    """Bound Hypothesis's shrinking (its engine's `MAX_SHRINKING_SECONDS`, which it documents
+    as there to be changed) for a while."""
+    from hypothesis.internal.conjecture import engine
+
+    saved = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = seconds
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = saved
+
+
 # Passed as `reproduce` to take the Hypothesis path without replaying a blob.
 _NOT_BANKED = "\0draw"
 
@@ -308,8 +340,26 @@ class _Run:
         test = given(self.prop.strategy(scope))(example_bank.example)
         if reproduce and reproduce != _NOT_BANKED:
             test = reproduce_failure(*reproduce.split(":", 1))(test)
-        with example_bank.sending_cases_to(check):
-            settings(**overrides)(test)()
+        bound, failed_at = shrink_seconds(), []
+
+        def noting(case: Any) -> None:
+            try:
+                check(case)
+            except Exception:
+                if not failed_at:  # when the first failure was met: shrinking starts soon
+                    failed_at.append(time.perf_counter())
+                raise
+
+        try:
+            with example_bank.sending_cases_to(noting), _shrinking_for(bound):
+                settings(**overrides)(test)()
+        except BaseException as error:
+            if shrink and failed_at and time.perf_counter() - failed_at[0] > bound:
+                error.add_note(
+                    f"(shrinking stopped after {bound:g} s, the bound {SHRINK_ENV} sets: the "
+                    "example may not be the smallest)"
+                )
+            raise
 
     def _canonical_or_raise(self) -> Implementation:
         canonical = self.canonical()

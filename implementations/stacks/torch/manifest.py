@@ -166,6 +166,7 @@ MANIFEST = Manifest(
             default_directory=f"{_HERE}.caches:default_directory",
             follows="JAX",
             writes_when_off=True,
+            plain_paths=True,  # its g++ command line is unquoted: a space splits a path
         ),
     ),
     ci=CiJob("linux-cpu-torch", "ubuntu-24.04", CPU_WHEELS),
