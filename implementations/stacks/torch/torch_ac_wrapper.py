@@ -110,7 +110,7 @@ class TorchAcWrapper(TorchPort):
     the model's block."""
 
     name = "torch_ac_wrapper"
-    checkpoint_api = "apply_activation_checkpointing(checkpoint_wrapper, NO_REENTRANT)"
+    checkpoint_api = "apply_activation_checkpointing(model, checkpoint_wrapper, NO_REENTRANT)"
     instrument_family = "torch_ac_wrapper"
     #: How the wrapper runs the block (a port attribute: see the module's docstring).
     checkpoint_impl: ClassVar[CheckpointImpl] = CheckpointImpl.NO_REENTRANT

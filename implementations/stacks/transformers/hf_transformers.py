@@ -40,7 +40,7 @@ class HfTransformers(TorchPort):
 
     name = "hf_transformers"
     framework = "transformers"
-    checkpoint_api = "PreTrainedModel.activation_checkpointing_enable"
+    checkpoint_api = "model.activation_checkpointing_enable()"
     distributions = ("torch", "transformers")
     instrument_family = "transformers"
     policies: ClassVar[dict[str, str]] = {
