@@ -36,6 +36,19 @@ EXPECTATIONS = Expectations(
             # (measured: (3, 4) keeps x; (8, 8) x, a; (33, 7) x, h; (32, 32) x, a, mask): (j)
             # holds budget(0) exactly, and `bench --policies` measures the rest.
         },
+        # torch's checkpoint_wrapper (apply_activation_checkpointing): torch.utils.checkpoint.
+        "torch_ac_wrapper": {
+            "none": expect("x a", 4, why="no wrapper: eager relu's backward reads its output a"),
+            "full": expect(
+                "x", 5, why="checkpoint_wrapper(NO_REENTRANT) keeps x, reruns addmm and relu"
+            ),
+            "save_dots": expect(
+                "x h y",
+                4,
+                why="checkpoint_wrapper passes context_fn on to torch.utils.checkpoint: eager "
+                "selective checkpointing caches every addmm output, y too",
+            ),
+        },
         # Rank 0's saved_tensors_hooks under FSDP2 (gathered weights are parameters, not kept).
         "torch_fsdp": {
             "none": expect(
@@ -69,6 +82,24 @@ EXPECTATIONS = Expectations(
                 1,
                 why="the trainer's region over the model's call nests as twice does "
                 "(NOTE [Nestable Checkpoint], early_stop)",
+            ),
+        },
+        # torch_ac_wrapper's, measured (tests/torch/test_torch_ac_wrapper.py pins them).
+        "torch_ac_wrapper": {
+            "once": composed(
+                "x",
+                2,
+                1,
+                why="checkpoint_wrapper runs torch.utils.checkpoint(use_reentrant=False): keeps x, "
+                "its recompute stops once relu's output is rebuilt (early_stop)",
+            ),
+            "twice": composed(
+                "x",
+                2,
+                1,
+                why="apply_activation_checkpointing again wraps the block inside the first "
+                "CheckpointWrapper; the regions nest and the inner stops early (NOTE [Nestable "
+                "Checkpoint], torch/utils/checkpoint.py)",
             ),
         },
     },

@@ -18,6 +18,13 @@ MANIFEST = Manifest(
     engine="torch",
     ports=(
         PortEntry("pytorch", f"{_HERE}.pytorch:PyTorch", "torch", ("torch",)),
+        # The trainer's switch: torch's apply_activation_checkpointing (checkpoint_wrapper).
+        PortEntry(
+            "torch_ac_wrapper",
+            f"{_HERE}.torch_ac_wrapper:TorchAcWrapper",
+            "torch",
+            ("torch",),
+        ),
         PortEntry(
             "torch_compile",
             f"{_HERE}.torch_compile:TorchCompile",
@@ -108,6 +115,14 @@ MANIFEST = Manifest(
             "a composition declaration in which wrapping twice runs the forward fewer times",
             "pytorch",
             "k_composition",
+        ),
+        MutantEntry(
+            "ac_wrapper_on_children",
+            f"{_HERE}.torch_ac_wrapper_mutants:WrapperOnChildren",
+            "checkpoint_wrapper on each Linear of the block instead of the block: relu's "
+            "output is saved between them",
+            "torch_ac_wrapper",
+            "e_evidence",
         ),
         MutantEntry(
             "compiled_own_model_no_checkpoint",
