@@ -47,7 +47,11 @@ class MLP(paddle.nn.Layer):
     pass that needs grad goes through
     `paddle.distributed.fleet.utils.recompute(block, x)` (reentrant, the
     default: the non-reentrant variant takes the one pair of saved-tensor
-    hooks Paddle allows, which the evidence needs).
+    hooks Paddle allows, which the evidence needs). `nesting` (set per call, a
+    composition case of `implementations.composition`): `once`, the block in one recompute;
+    `twice`, `recompute(lambda y: recompute(block, y), x)`; `under_trainer`, the layer's whole
+    call in an outer recompute, as a trainer's recompute wraps a model that recomputes its
+    own block.
     """
 
     def __init__(self, params: Params, *, checkpoint: bool = True):
@@ -56,6 +60,7 @@ class MLP(paddle.nn.Layer):
         self.relu = paddle.nn.ReLU()
         self.fc2 = _linear(params.w2, params.b2)
         self.checkpoint = checkpoint
+        self.nesting = "once"
 
     def block(self, x: paddle.Tensor) -> paddle.Tensor:  # (D,) -> (F,)
         return self.fc2(self.relu(self.fc1(x)))
@@ -68,6 +73,13 @@ class MLP(paddle.nn.Layer):
     def forward(self, x: paddle.Tensor) -> paddle.Tensor:  # (D,) -> (F,)
         if not (self.checkpoint and self.needs_grad(x)):
             return self.block(x)
+        if self.nesting == "under_trainer":  # the trainer's region over the model's call
+            return recompute(self.model_call, x)
+        if self.nesting == "twice":  # the same region, wrapped again
+            return recompute(lambda y: recompute(self.block, y), x)
+        return recompute(self.block, x)
+
+    def model_call(self, x: paddle.Tensor) -> paddle.Tensor:  # the model, its own region in
         return recompute(self.block, x)
 
 

@@ -12,6 +12,8 @@ paddle, numpy and the project's numpy-only modules, never jax.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -64,16 +66,33 @@ class Paddle(Port):
         # again, so that the conversions are part of what is checked.
         return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
 
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "recompute(block, x)",
+        "twice": "recompute(lambda y: recompute(block, y), x)",
+        "under_trainer": "recompute(model, x) around a layer whose forward recomputes its block",
+    }
+
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         # x requires grad, as in `vjp`: the recompute runs.
-        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+        with self.lent(params, checkpoint) as model:
             return to_host_array(model(leaf_input(x)))
+
+    @contextlib.contextmanager
+    def lent(self, params: Params, checkpoint: Any) -> Iterator[MLP]:
+        """A pooled layer for one call, its recompute composed as `checkpoint=` asks (a
+        composition case this port does not declare is refused by name)."""
+        nesting = self.nesting(checkpoint)
+        if nesting != "once":
+            self.policy(checkpoint)  # refuses an undeclared case, naming it
+        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+            model.nesting = nesting
+            yield model
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
         x = leaf_input(x)
-        with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
+        with self.lent(params, checkpoint) as model:
             model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
             return grads_of(model, x)
 

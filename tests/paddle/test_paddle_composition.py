@@ -1,0 +1,76 @@
+"""Paddle under composition, as measured (Paddle 3.3): a reentrant `recompute` keeps x and
+reruns the whole block in backward (2 matmuls); wrapped twice, or under a trainer's recompute,
+it still keeps x but reruns 4: the outer `RecomputeFunction.backward` reruns the inner
+recompute's forward, whose own backward reruns the block again (a documented degradation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.checking import composition as records
+from implementations.composition import CASES, Nesting
+from implementations.stacks.paddle.loaded import paddle
+from implementations.stacks.paddle.paddle import Paddle
+from tests import reference
+
+X = np.array([0.5, -1.0, 2.0], np.float32)
+PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)
+#: Measured: kept roles, forward matmuls, forward matmuls again in backward.
+ROWS = {"once": (["x"], 2, 2), "twice": (["x"], 2, 4), "under_trainer": (["x"], 2, 4)}
+
+
+def _records(case):
+    port = Paddle()
+    return (
+        port.backward_record(PARAMS, X, checkpoint=Nesting(case)),
+        port.backward_record(PARAMS, X, checkpoint=False),
+    )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_case_keeps_x_and_reruns_as_measured(case):
+    record, plain = _records(case)
+    row = (sorted(record.saved_roles), record.forward_matmuls, records.rerun_matmuls(record, plain))
+    assert row == ROWS[case]
+    assert records.check_record(Paddle(), case, record, plain)["saved_bytes"] == 12  # x, (3,) f32
+
+
+def test_the_plain_backward_pass_reruns_no_forward_matmul():
+    plain = Paddle().backward_record(PARAMS, X, checkpoint=False)
+    assert (plain.forward_matmuls, plain.backward_matmuls) == (2, 0)
+    assert sorted(plain.saved_roles) == ["a", "x"]
+
+
+def test_the_nested_recompute_reruns_the_layers_once_per_level():
+    # The leaf layers run in the backward pass tell the same story as the matmul count.
+    assert _records("once")[0].recomputed == {"Linear": 2, "ReLU": 1}
+    assert _records("twice")[0].recomputed == {"Linear": 4, "ReLU": 2}
+
+
+def test_the_operator_statistics_flag_is_put_back():
+    flag = "FLAGS_low_precision_op_list"
+    before = paddle.get_flags([flag])[flag]
+    _records("twice")
+    assert paddle.get_flags([flag])[flag] == before
+
+
+def test_the_values_do_not_change_under_composition():
+    port, cotangent = Paddle(), np.linspace(-1, 1, 4).astype(np.float32)
+    once = port.vjp(PARAMS, X, cotangent, checkpoint=True).as_dict()
+    for case in CASES:
+        grads = port.vjp(PARAMS, X, cotangent, checkpoint=Nesting(case)).as_dict()
+        out = port.forward(PARAMS, X, checkpoint=Nesting(case))
+        np.testing.assert_array_equal(out, port.forward(PARAMS, X, checkpoint=True))
+        for name, value in grads.items():
+            np.testing.assert_array_equal(value, once[name])
+
+
+def test_an_undeclared_case_is_refused_by_name():
+    class Once(Paddle):
+        name = "paddle_once"
+        compositions = {"once": "recompute(block, x)"}  # noqa: RUF012
+        not_composable = {"twice": "never nested", "under_trainer": "no trainer"}  # noqa: RUF012
+
+    with pytest.raises(ValueError, match=r"checkpoint=twice: port paddle_once .*never nested"):
+        Once().vjp(PARAMS, X, np.ones(4, np.float32), checkpoint=Nesting("twice"))
