@@ -1,0 +1,213 @@
+"""`bench --schedules` on JAX: the depth-L stack with its regions where a schedule places them.
+Imports jax, flax and numpy.
+
+- `nested(l1,...,ld)`: Flax linen `nn.remat_scan(Block, lengths=(l1,...,ld))`, the canonical;
+- `none`, `every`, `segments(s)`: `lax.scan` over the blocks, each region a `jax.checkpoint`
+  (over a block, or over a `lax.scan` of a segment's blocks), the plain tail scanned bare;
+- `binomial(c)`: the placement tree unrolled, each region a nested `jax.checkpoint`. Revolve's
+  regions differ in size, so no scan carries them, and XLA:CPU's CSE merges an unrolled
+  stack's reruns back into the forward pass (docs/BENCHMARKS.md, finding 2): measured, its
+  forward matmuls and memory show it.
+
+**Instruments.** Forward matmuls are the optimized HLO's `dot`s of forward direction
+(contracting x's features with the kernel's rows: x @ W1 and a @ W2), executed as many times as
+their loops run (`hlo_dot_count`): the forward pass's from a compiled forward-only program, the
+backward pass's as the step's less those. Peak bytes are XLA's `memory_analysis()` of the
+compiled step: its temporary buffers, less the stacked gradients where the step builds them in
+temporaries (the parameters are arguments and the returned gradients outputs, never temps).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from implementations.bench_case import Data, ScheduleStatic, Values
+from implementations.schedules import Region, Schedule
+from implementations.stacks.hlo import hlo_dot_count
+from implementations.stacks.jax.bench import block, step_fn
+
+FRAMEWORK = "jax"
+SCHEDULES = {
+    "none": "lax.scan over the plain blocks",
+    "every": "lax.scan over jax.checkpoint(block)",
+    "segments": "lax.scan over s-1 jax.checkpoint(lax.scan over a segment), the tail plain",
+    "nested": "flax.linen.remat_scan(Block, lengths=(l1,...,ld)) (the canonical)",
+    "binomial": "the placement tree unrolled, each region a nested jax.checkpoint",
+}
+SCHEDULES_NOT_EXPRESSIBLE = {
+    "budget": "JAX has no memory-budget solver: jax.checkpoint's policies name what to save "
+    "per op, not how much",
+}
+PEAK_METHOD = "XLA memory_analysis() temp bytes"
+_FORWARD_DOT = re.compile(r"lhs_contracting_dims=\{1\}, rhs_contracting_dims=\{0\}")
+
+
+class FlaxBlock(nn.Module):
+    """The exercise's block, `Dense(F) -> relu -> Dense(F)`, as Flax linen writes it."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, x):  # (B, F) -> (B, F)
+        h = nn.Dense(self.features)(x)  # Dense_0: named first, so made first
+        return nn.Dense(self.features)(nn.relu(h))
+
+
+def flax_stack(lengths: tuple[int, ...], features: int) -> nn.Module:
+    """`nn.remat_scan(FlaxBlock, lengths=lengths)`: one level is Flax's plain scanned stack."""
+    return nn.remat_scan(FlaxBlock, lengths=lengths)(features)
+
+
+def _stacked(data: Data) -> tuple[jax.Array, ...]:
+    return tuple(jnp.stack([b[i] for b in data.blocks]) for i in range(4))  # (L, ...)
+
+
+def _flax_params(stacked: tuple[jax.Array, ...], lengths: tuple[int, ...]) -> dict:
+    # remat_scan's variables carry one leading axis per level, outermost first: block
+    # index i1*l2*...*ld + ... + id, the nested placement's order.
+    w1, b1, w2, b2 = (a.reshape(lengths + a.shape[1:]) for a in stacked)
+    return {"Dense_0": {"kernel": w1, "bias": b1}, "Dense_1": {"kernel": w2, "bias": b2}}
+
+
+def _scan(run: Callable) -> Callable:
+    def stack(params, x):  # stacked (n, ...), (B, F) -> (B, F)
+        return jax.lax.scan(lambda h, p: (run(p, h), None), x, params)[0]
+
+    return stack
+
+
+def _tree(items: tuple) -> Callable:
+    """The placement's items unrolled over stacked params, each region a jax.checkpoint."""
+    runs = [
+        (item.blocks.start, jax.checkpoint(_tree(item.items)))
+        if isinstance(item, Region)
+        else (item, None)
+        for item in items
+    ]
+
+    def run(params, x):
+        for index, region in runs:
+            x = region(params, x) if region else block(tuple(p[index] for p in params), x)
+        return x
+
+    return run
+
+
+def stack_fn(schedule: Schedule, L: int) -> Callable:
+    """`stack(stacked_params, x)` for the schedule at depth L (params `(L, ...)` stacked)."""
+    if schedule.name == "nested":
+        lengths = schedule.args
+
+        def stack(params, x):
+            module = flax_stack(lengths, x.shape[-1])
+            return module.apply({"params": _flax_params(params, lengths)}, x)
+
+        return stack
+    if schedule.name == "none":
+        return _scan(block)
+    if schedule.name == "every":
+        return _scan(jax.checkpoint(block))
+    if schedule.name == "segments":
+        s = schedule.args[0]
+        size = L // s
+        head = size * (s - 1)
+        segment = jax.checkpoint(_scan(block))
+
+        def stack(params, x):
+            if head:
+                grouped = tuple(p[:head].reshape((s - 1, size, *p.shape[1:])) for p in params)
+                x = _scan(segment)(grouped, x)
+            return _scan(block)(tuple(p[head:] for p in params), x)
+
+        return stack
+    if schedule.name == "binomial":
+        return _tree(schedule.placement(L))
+    raise ValueError(f"schedule {schedule.label!r}: {SCHEDULES_NOT_EXPRESSIBLE['budget']}")
+
+
+def forward_dots(text: str) -> int | None:
+    """Forward-direction `dot`s (x @ W1, a @ W2) one run of the HLO module executes."""
+    kept = "\n".join(
+        line if _FORWARD_DOT.search(line) else line.replace(" dot(", " other_dot(")
+        for line in text.splitlines()
+    )
+    return hlo_dot_count(kept)
+
+
+class JaxScheduleCase:
+    """One schedule at one depth on JAX (`schedule_case`)."""
+
+    framework = FRAMEWORK
+
+    def __init__(self, schedule: Schedule, data: Data, stack: Callable | None = None):
+        self.schedule = schedule.label
+        L = len(data.blocks)
+        self.stack = stack or stack_fn(schedule, L)
+        self.args = (_stacked(data), jnp.asarray(data.x), jnp.asarray(data.cotangent))
+        self._compiled = None
+
+    def compiled(self):
+        if self._compiled is None:
+            self._compiled = jax.jit(step_fn(self.stack)).lower(*self.args).compile()
+        return self._compiled
+
+    def measure(self) -> ScheduleStatic:
+        forward = jax.jit(lambda p, x, c: jnp.sum(self.stack(p, x) * c))
+        in_forward = forward_dots(forward.lower(*self.args).compile().as_text())
+        in_step = forward_dots(self.compiled().as_text())
+        counted = None if None in (in_forward, in_step) else (in_forward, in_step - in_forward)
+        analysis = self.compiled().memory_analysis()
+        peak = None if analysis is None else int(analysis.temp_size_in_bytes)
+        return ScheduleStatic(counted, peak, PEAK_METHOD)
+
+    def values(self) -> Values:
+        y, grads = jax.jit(_values(self.stack))(*self.args)
+        return _per_block(y, grads)
+
+    def step(self) -> None:
+        jax.block_until_ready(self.compiled()(*self.args))
+
+
+def _values(stack: Callable) -> Callable:
+    def run(params, x, cotangent):
+        y, pull_back = jax.vjp(lambda p: stack(p, x), params)
+        return y, pull_back(cotangent)[0]
+
+    return run
+
+
+def _per_block(y, grads) -> Values:
+    stacked = [np.asarray(g) for g in grads]
+    L = stacked[0].shape[0]
+    return Values(np.asarray(y), [tuple(g[i] for g in stacked) for i in range(L)])
+
+
+def schedule_case(schedule: str | Schedule, data: Data) -> JaxScheduleCase:
+    """The stack of `len(data.blocks)` blocks under `schedule` (nothing compiled yet)."""
+    parsed = Schedule.parse(schedule)
+    if parsed.name in SCHEDULES_NOT_EXPRESSIBLE:
+        raise ValueError(
+            f"schedule {parsed.label!r} is not expressible in JAX: "
+            f"{SCHEDULES_NOT_EXPRESSIBLE[parsed.name]}"
+        )
+    parsed.placement(len(data.blocks))  # a bad depth is refused here, naming the argument
+    return JaxScheduleCase(parsed, data)
+
+
+def canonical_values(schedule: str | Schedule, data: Data) -> Values:
+    """The canonical's values: Flax's `nn.remat_scan` with the schedule's lengths for
+    `nested`, else Flax's plain scanned stack (`remat_scan` with one level: no remat), which
+    every schedule must equal."""
+    parsed = Schedule.parse(schedule)
+    L = len(data.blocks)
+    lengths = parsed.args if parsed.name == "nested" else (L,)
+    if math.prod(lengths) != L:
+        raise ValueError(f"nested lengths {lengths} do not multiply to L={L}")
+    return JaxScheduleCase(Schedule("nested", lengths), data).values()

@@ -1,0 +1,215 @@
+"""`bench --schedules` on eager torch: the depth-L stack with its regions where a schedule
+places them. Imports torch and numpy.
+
+- `none`: the blocks as they are;
+- `segments(s)`: `torch.utils.checkpoint.checkpoint_sequential(blocks, s, x)`, whose last
+  segment runs unchecked (the vocabulary's convention follows it);
+- `every`, `nested(...)`, `binomial(c)`: the placement tree, each region a non-reentrant
+  `torch.utils.checkpoint.checkpoint` of its items, nested as the tree nests.
+
+**Instruments.** Forward matmuls: a dispatch mode counts `aten.addmm` (a Linear with its
+bias: the backward's products are `aten.mm`), during the forward pass and during
+`torch.autograd.grad`. Regions: the checkpoints entered. Peak bytes: the profiler's memory
+events over the backward pass, from the live bytes at its start (what the forward pass
+left), each allocation that ends up a returned gradient left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+from implementations.bench_case import Data, ScheduleStatic, Values
+from implementations.schedules import Region, Schedule
+from implementations.stacks.torch.bench import block
+
+FRAMEWORK = "torch"
+SCHEDULES = {
+    "none": "the plain blocks",
+    "every": "torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) per block",
+    "segments": "torch.utils.checkpoint.checkpoint_sequential(blocks, s, x, use_reentrant=False)",
+    "nested": "checkpoint(region) nested as the placement nests, use_reentrant=False",
+    "binomial": "Revolve's placement tree, each region a nested checkpoint(use_reentrant=False)",
+}
+SCHEDULES_NOT_EXPRESSIBLE = {
+    "budget": "eager torch has no solver: activation_memory_budget is torch.compile's "
+    "(torch_compile's bench --policies runs budget(b))",
+}
+PEAK_METHOD = "torch profiler memory events, backward pass, gradients left out"
+
+
+class _Blocks:
+    """The stack's blocks as callables, torch layout (weights `(out, in)`)."""
+
+    def __init__(self, data: Data):
+        self.params = [
+            tuple(
+                torch.from_numpy(np.array(a, np.float32, order="C")).requires_grad_()
+                for a in (w1.T, b1, w2.T, b2)
+            )
+            for w1, b1, w2, b2 in data.blocks
+        ]
+        self.flat = [p for ps in self.params for p in ps]
+
+    def run(self, index: int) -> Callable[[torch.Tensor], torch.Tensor]:
+        params = self.params[index]
+        return lambda x: block(x, *params)
+
+
+class _Regions:
+    """Counts the checkpoints entered: the placement as torch ran it."""
+
+    def __init__(self):
+        self.entered = 0
+
+    def checkpoint(self, function: Callable, x: torch.Tensor) -> torch.Tensor:
+        self.entered += 1
+        return checkpoint(function, x, use_reentrant=False)
+
+
+def tree(items: tuple, blocks: _Blocks, regions: _Regions) -> Callable:
+    """The placement's items as one function of x, each region a nested checkpoint."""
+    runs = [
+        (tree(item.items, blocks, regions), True)
+        if isinstance(item, Region)
+        else (blocks.run(item), False)
+        for item in items
+    ]
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        for function, is_region in runs:
+            x = regions.checkpoint(function, x) if is_region else function(x)
+        return x
+
+    return run
+
+
+def stack_fn(schedule: Schedule, blocks: _Blocks, regions: _Regions) -> Callable:
+    """`stack(x)` for the schedule over the blocks."""
+    L = len(blocks.params)
+    if schedule.name == "segments":
+        functions = [blocks.run(i) for i in range(L)]
+        s = schedule.args[0]
+
+        def segmented(x):
+            regions.entered += s - 1  # checkpoint_sequential's checkpointed segments
+            return checkpoint_sequential(functions, s, x, use_reentrant=False)
+
+        return segmented
+    return tree(schedule.placement(L), blocks, regions)
+
+
+class _Matmuls(TorchDispatchMode):
+    """Counts `aten.addmm`, the forward Linear (the backward's products are `aten.mm`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += func is torch.ops.aten.addmm.default
+        return func(*args, **(kwargs or {}))
+
+
+class TorchScheduleCase:
+    """One schedule at one depth on eager torch (`schedule_case`)."""
+
+    framework = FRAMEWORK
+
+    def __init__(self, schedule: Schedule, data: Data, stack: Callable | None = None):
+        self.schedule = schedule.label
+        self.blocks, self.regions = _Blocks(data), _Regions()
+        self.stack = stack or stack_fn(schedule, self.blocks, self.regions)
+        self.x = torch.from_numpy(np.array(data.x, np.float32))
+        self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
+
+    def _grads(self, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.autograd.grad(y, self.blocks.flat, self.cotangent)
+
+    def matmuls(self) -> tuple[tuple[int, int], int]:
+        """Forward matmuls (forward pass, backward pass) and the regions entered."""
+        self.regions.entered = 0
+        with _Matmuls() as counter:
+            y = self.stack(self.x)
+            forward, entered = counter.count, self.regions.entered  # not the reruns' own
+            self._grads(y)
+        return (forward, counter.count - forward), entered
+
+    def peak_bytes(self) -> int | None:
+        """The most bytes alive during the backward pass above none, gradients left out: the
+        profiler's allocations (pointer and size) from the forward pass on, the backward's
+        start marked by an allocation of its own."""
+        from torch.profiler import ProfilerActivity, profile
+
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # as the depth bench: keep kineto quiet
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            y = self.stack(self.x)
+            marker = torch.empty(1, dtype=torch.uint8)
+            mark = marker.untyped_storage().data_ptr()
+            grads = self._grads(y)
+            del y, marker
+        try:
+            allocations = _allocations(prof)
+        except (AttributeError, ImportError):  # the profiler's internals moved
+            return None
+        returned = {g.untyped_storage().data_ptr() for g in grads}
+        live = peak = 0
+        backward = False
+        for address, nbytes in allocations:
+            if address == mark and nbytes > 0 and not backward:
+                backward, peak = True, live  # the backward starts with what forward kept
+                continue
+            if address == mark:
+                continue
+            if backward and address in returned and nbytes > 0:
+                continue  # a returned gradient: not an activation (freed after the step)
+            live += nbytes
+            if backward:
+                peak = max(peak, live)
+        return peak if backward else None
+
+    def measure(self) -> ScheduleStatic:
+        counted, entered = self.matmuls()
+        return ScheduleStatic(counted, self.peak_bytes(), PEAK_METHOD, entered)
+
+    def values(self) -> Values:
+        grads = self._grads(self.stack(self.x))
+        y = self.stack(self.x).detach().numpy()
+        per_block = [
+            (w1.T.numpy(), b1.numpy(), w2.T.numpy(), b2.numpy())
+            for w1, b1, w2, b2 in zip(*(iter(grads),) * 4, strict=True)
+        ]
+        return Values(y, per_block)
+
+    def step(self) -> None:
+        self._grads(self.stack(self.x))  # eager on the CPU: done when it returns
+
+
+def _allocations(prof) -> list[tuple[int, int]]:
+    """(pointer, bytes) of every allocation (bytes < 0: a free) in the order they ran."""
+    from torch._C._profiler import _EventType
+
+    found, stack = [], list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        node = stack.pop()
+        if node.tag == _EventType.Allocation:
+            found.append((node.start_time_ns, node.extra_fields.ptr, node.extra_fields.alloc_size))
+        stack.extend(node.children)
+    return [(address, nbytes) for _, address, nbytes in sorted(found)]
+
+
+def schedule_case(schedule: str | Schedule, data: Data) -> TorchScheduleCase:
+    """The stack of `len(data.blocks)` blocks under `schedule`."""
+    parsed = Schedule.parse(schedule)
+    if parsed.name in SCHEDULES_NOT_EXPRESSIBLE:
+        raise ValueError(
+            f"schedule {parsed.label!r} is not expressible in eager torch: "
+            f"{SCHEDULES_NOT_EXPRESSIBLE[parsed.name]}"
+        )
+    parsed.placement(len(data.blocks))  # a bad depth is refused here, naming the argument
+    return TorchScheduleCase(parsed, data)
