@@ -4,7 +4,8 @@ The port is a program that reads JSON requests on stdin and answers on
 stdout. This adapter starts it, converts the contract's numpy values to the
 wire and back, and contains what a foreign program can do wrong: a crash
 (its process ends before it answers), a hang (no answer in time), noise on
-stdout (copied to stderr), and a protocol violation (an answer that breaks
+stdout (copied to stderr), a flood (a line, or a request's output, past its limit:
+`MAX_LINE`, `MAX_REQUEST`), and a protocol violation (an answer that breaks
 the protocol). Each is an exception that names the request and carries the
 port's last stderr lines; the next call starts a fresh process. The child
 stays in this process's group, so a suite worker that is stopped takes it
@@ -274,7 +275,7 @@ class _Child:
 
     def await_answer(self, wait: float, *, progress: bool = False) -> str | None:
         """The next answer line (None once stdout ends); `queue.Empty` after `wait` seconds.
-        With `progress`, `wait` counts from the program's last line of output, not from
+        With `progress`, `wait` counts from the program's last line on stderr, not from
         the call: a start that logs as it installs its runtime is not a hang. It still
         ends `START_LIMIT` seconds after the call (a port that talks but never answers)."""
         if not progress:
@@ -802,7 +803,7 @@ def _how_long(child: _Child, op: str, wait: float, asked: float) -> str:
     if child.start_limit_reached:
         return f"within {max(START_LIMIT, wait):g} s, the limit of a start, though it logged"
     waited = time.monotonic() - asked
-    return f"after {waited:.0f} s, the last {wait:g} s of them without a line of output"
+    return f"after {waited:.0f} s, the last {wait:g} s of them without a line on stderr"
 
 
 def _b64(data: bytes) -> str:

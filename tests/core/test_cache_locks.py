@@ -131,6 +131,15 @@ def test_a_stopped_or_gone_holder_is_named_then_given_up_on(tmp_path, hold, monk
     assert ("stopped for" if how == "stop" else "which is gone") in warning
 
 
+def test_a_stopped_holder_is_waited_for_10_s_unless_the_variable_says_otherwise(monkeypatch):
+    from conformance.running import locks
+
+    monkeypatch.delenv(locks.STOPPED_ENV, raising=False)
+    assert locks.stopped_seconds() == 10.0  # as docs/USAGE.md says
+    monkeypatch.setenv(locks.STOPPED_ENV, "2.5")
+    assert locks.stopped_seconds() == 2.5
+
+
 def test_the_waiting_notes_name_the_lock_and_its_holder(tmp_path, hold, monkeypatch):
     from conformance.running import locks
 
