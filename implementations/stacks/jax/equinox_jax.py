@@ -10,12 +10,13 @@ bias) is not Flax's, so the parameters are Flax's, reproduced with
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from implementations.composition import Nesting, case_of
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
 from implementations.stacks.jax.layers import TwoLayers
@@ -34,6 +35,11 @@ class MLP(eqx.Module, TwoLayers):
     @eqx.filter_checkpoint
     def checkpointed(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
         return self.plain(x)
+
+
+# Composition `twice` (property (k)): the checkpointed method wrapped again, called as
+# `(model, x)`.
+twice_checkpointed = eqx.filter_checkpoint(MLP.checkpointed)
 
 
 @functools.lru_cache(maxsize=32)
@@ -66,6 +72,11 @@ class EquinoxJax(JaxPort):
         "eqx.filter_checkpoint",
         "eqx.filter_checkpoint(MLP.plain, policy=...)",
     )
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "eqx.filter_checkpoint",
+        "twice": "eqx.filter_checkpoint(eqx.filter_checkpoint(MLP.plain))",
+        "under_trainer": "jax.checkpoint(loss) around a model whose call is filter_checkpoint'ed",
+    }
     # Drawn (out, in) in the exercise: at D = F = 1024 XLA:CPU took twice as
     # long on a drawn kernel transposed as on one drawn in place.
     kernel_layout = "out_in"
@@ -87,7 +98,9 @@ class EquinoxJax(JaxPort):
         assert w2.shape == (features, features), w2.shape
         return w1, model.linear1.bias, w2, model.linear2.bias
 
-    def apply(self, model: MLP, x: jax.Array, checkpoint: Policy) -> jax.Array:
+    def apply(self, model: MLP, x: jax.Array, checkpoint: Policy | Nesting) -> jax.Array:
+        if case_of(checkpoint) == "twice":
+            return twice_checkpointed(model, x)
         policy = as_policy(checkpoint)
         if policy == FULL or not policy:
             return model.checkpointed(x) if policy else model.plain(x)

@@ -25,6 +25,10 @@ here, so all of them are measured the same way:
   (`TransferToMemoryKind(memory_kind='pinned_host')`).
 - **Backward matmuls:** the `dot_general` equations of the backward jaxpr,
   recomputed ones included.
+- **Forward matmuls:** the `dot_general` equations of the forward jaxpr (the
+  output and the residuals of `jax.vjp`). Both counts are the traced program's:
+  XLA's compiled one may drop a dot nothing uses (DCE) or merge a recompute
+  with the forward's (CSE, once the remat's optimization barrier is expanded).
 - **Tags:** the `checkpoint_name` names the block holds, so that a policy
   naming a tag that is not there can be flagged (it silently runs full remat).
 """
@@ -81,7 +85,7 @@ def backward_record(
 
     **Returns:** a `BackwardRecord`.
     """
-    saved, tags = _saved_and_tags(fn, args, origins)
+    saved, tags, forward_matmuls = _saved_and_tags(fn, args, origins)
     backward = backward_jaxpr(fn, args, cotangent)
     instrument = INSTRUMENT
     if any(t.memory_space == "host" for t in saved) and jax.default_backend() == "cpu":
@@ -93,6 +97,7 @@ def backward_record(
         checkpoint_regions=count_remat(backward.jaxpr),
         backward_matmuls=count_primitive(backward.jaxpr, MATMUL_PRIMITIVES),
         tags=tags,
+        forward_matmuls=forward_matmuls,
     )
 
 
@@ -124,7 +129,9 @@ def saved_tensors(
 
 def _saved_and_tags(
     fn: Callable[..., Any], args: Sequence[Any], origins: Sequence[str]
-) -> tuple[tuple[SavedTensor, ...], tuple[str, ...]]:
+) -> tuple[tuple[SavedTensor, ...], tuple[str, ...], int]:
+    """The residuals, the `checkpoint_name` tags and the forward pass's matmuls of
+    `jax.vjp(fn, *args)`, read off one jaxpr of its forward pass (output and residuals)."""
     flat_args, in_tree = jax.tree_util.tree_flatten(tuple(args))
     leaf_origins = [
         origin
@@ -135,9 +142,13 @@ def _saved_and_tags(
         jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(tuple(args))
     ]
 
+    outputs = []
+
     def forward_and_residuals(*leaves):
-        _, pullback = jax.vjp(fn, *jax.tree_util.tree_unflatten(in_tree, leaves))
-        return jax.tree_util.tree_leaves(pullback)
+        out, pullback = jax.vjp(fn, *jax.tree_util.tree_unflatten(in_tree, leaves))
+        outputs.append(len(jax.tree_util.tree_leaves(out)))
+        # The output too: the forward pass computes it, and its matmuls are counted.
+        return [*jax.tree_util.tree_leaves(out), *jax.tree_util.tree_leaves(pullback)]
 
     closed = jax.make_jaxpr(forward_and_residuals)(*flat_args)
     jaxpr = closed.jaxpr
@@ -146,7 +157,7 @@ def _saved_and_tags(
     roles = tensor_roles(jaxpr, ["x" if origin == "input" else "" for origin in leaf_origins])
 
     saved, seen = [], set()
-    for var in jaxpr.outvars:
+    for var in jaxpr.outvars[outputs[0] :]:  # the residuals
         if isinstance(var, core.Literal) or var in seen:
             continue
         seen.add(var)
@@ -166,7 +177,8 @@ def _saved_and_tags(
         if origin not in SavedTensor.KEPT:
             where["role"] = ""  # a parameter or constant plays no role of the MLP's tensors
         saved.append(SavedTensor(shape, dtype, origin, note, **where))
-    return tuple(saved), tuple(sorted(checkpoint_names(jaxpr)))
+    forward_matmuls = count_primitive(jaxpr, MATMUL_PRIMITIVES)
+    return tuple(saved), tuple(sorted(checkpoint_names(jaxpr))), forward_matmuls
 
 
 def _memory_space(var, jaxpr: core.Jaxpr) -> str:

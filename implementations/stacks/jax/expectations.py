@@ -6,7 +6,16 @@ relu's boolean mask next to a; constant residuals (relu's zeros) hold no data
 and are never listed.
 """
 
+from implementations.composition import composed
 from implementations.expectations import Expectations, expect
+
+#: What XLA:CPU's compiled program runs, in every case alike (tests/jax/test_jax_composition.py).
+_COMPILED = (
+    "compiled (XLA:CPU), the port's vjp runs 3 dots in every case, as with no remat: x @ W1 "
+    "once, the dead forward dots dropped (DCE: vjp returns no y); a step returning y runs 4, "
+    "the recompute merged into the forward's x @ W1 (CSE, once XLA's "
+    "OptimizationBarrierExpander drops remat's opt-barrier)"
+)
 
 EXPECTATIONS = Expectations(
     families={
@@ -16,6 +25,34 @@ EXPECTATIONS = Expectations(
             "save_dots": expect("x d1", 4, why="dots_saveable keeps d1 = x @ W1, before the bias"),
             "save_named": expect("x h", 4, why='checkpoint_name(h, "h") + save_only_these_names'),
             "offload_dots": expect("x d1", 4, host="d1", why="as save_dots, d1 in f32<host>"),
+        },
+    },
+    # Measured on the five JAX fronts alike, in the grad jaxpr (the record's instrument).
+    compositions={
+        "jax": {
+            "once": composed(
+                "x",
+                2,
+                1,
+                why="jaxpr: remat_partial_eval (jax/_src/ad_checkpoint.py) keeps the region's "
+                "inputs and DCEs the staged recompute to what the VJP reads: x @ W1 reruns "
+                f"(relu's mask), a @ W2 does not; {_COMPILED}",
+            ),
+            "twice": composed(
+                "x",
+                2,
+                1,
+                why="jaxpr: the inner full-remat region hands the outer no residual but its "
+                "inputs, so remat_partial_eval's pe.dce_jaxpr drops the outer's recompute and "
+                f"x @ W1 reruns once, as once; {_COMPILED}",
+            ),
+            "under_trainer": composed(
+                "x",
+                2,
+                1,
+                why="jaxpr: the trainer's jax.checkpoint over the model's call nests as twice "
+                f"does (remat_partial_eval, pe.dce_jaxpr): x @ W1 reruns once; {_COMPILED}",
+            ),
         },
     },
 )

@@ -8,12 +8,13 @@ rename: `Dense_0/kernel` is `w1`, and so on. Its init is Flax's own.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
 import numpy as np
 
+from implementations.composition import Nesting, case_of
 from implementations.contract import Params, check_dim, check_features, check_seed, check_sizes
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort, checked_x
@@ -34,6 +35,13 @@ class MLP(nn.Module):
 
 # Wrap the class, not an instance: nn.checkpoint(MLP(...)) raises TransformTargetError.
 CheckpointMLP = nn.checkpoint(MLP)
+
+
+@functools.lru_cache(maxsize=32)
+def wrapped_again(module: type[nn.Module]) -> type[nn.Module]:
+    """`nn.checkpoint(module)`: for composition `twice`, the checkpointed class wrapped again
+    (`nn.checkpoint(nn.checkpoint(MLP))`)."""
+    return nn.checkpoint(module)
 
 
 @functools.lru_cache(maxsize=32)
@@ -83,6 +91,11 @@ class FlaxLinen(JaxPort):
     policies, inexpressible = declaration(
         "MLP (no nn.checkpoint)", "nn.checkpoint(MLP)", "nn.checkpoint(MLP, policy=...)"
     )
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "nn.checkpoint(MLP)",
+        "twice": "nn.checkpoint(nn.checkpoint(MLP))",
+        "under_trainer": "jax.checkpoint(loss) around nn.checkpoint(MLP)(F).apply",
+    }
     #: The module classes behind `checkpoint=True` and `checkpoint=False`, and
     #: the one that makes the parameters (mutants swap them).
     checkpointed: type[nn.Module] = CheckpointMLP
@@ -102,7 +115,11 @@ class FlaxLinen(JaxPort):
         dense0, dense1 = variables["params"]["Dense_0"], variables["params"]["Dense_1"]
         return dense0["kernel"], dense0["bias"], dense1["kernel"], dense1["bias"]
 
-    def apply(self, variables: dict, x: jax.Array, checkpoint: Policy) -> jax.Array:
+    def apply(self, variables: dict, x: jax.Array, checkpoint: Policy | Nesting) -> jax.Array:
+        if case_of(checkpoint) == "twice":  # the checkpointed class (a mutant's too), again
+            module = wrapped_again(self.checkpointed)
+            features = variables["params"]["Dense_0"]["kernel"].shape[1]
+            return module(features=features).apply(variables, x)
         policy = as_policy(checkpoint)
         if policy == FULL or not policy:
             module = self.checkpointed if policy else self.plain

@@ -17,10 +17,12 @@ calls linen (though `flax.nnx` imports it internally).
 from __future__ import annotations
 
 import functools
+from typing import ClassVar
 
 import jax
 from flax import nnx
 
+from implementations.composition import Nesting, case_of
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
 from implementations.stacks.jax.layers import TwoLayers
@@ -40,6 +42,11 @@ class MLP(nnx.Module, TwoLayers):
     @nnx.remat
     def checkpointed(self, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
         return self.plain(x)
+
+
+# Composition `twice` (property (k)): the remat'ed method wrapped again, called as
+# `(model, x)`.
+twice_checkpointed = nnx.remat(MLP.checkpointed)
 
 
 @functools.lru_cache(maxsize=32)
@@ -69,6 +76,11 @@ class FlaxNnx(JaxPort):
     policies, inexpressible = declaration(
         "model.plain (no nnx.remat)", "nnx.remat", "nnx.remat(MLP.plain, policy=...)"
     )
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "nnx.remat",
+        "twice": "nnx.remat(nnx.remat(MLP.plain))",
+        "under_trainer": "jax.checkpoint(loss) around a model whose call is nnx.remat'ed",
+    }
 
     def to_native(self, w1, b1, w2, b2) -> dict:
         features = w1.shape[1]  # (D, F): NNX's kernel is (in, out), as the canonical one
@@ -80,7 +92,9 @@ class FlaxNnx(JaxPort):
         layer1, layer2 = pure["linear1"], pure["linear2"]
         return layer1["kernel"], layer1["bias"], layer2["kernel"], layer2["bias"]
 
-    def apply(self, pure: dict, x: jax.Array, checkpoint: Policy) -> jax.Array:
+    def apply(self, pure: dict, x: jax.Array, checkpoint: Policy | Nesting) -> jax.Array:
+        if case_of(checkpoint) == "twice":
+            return twice_checkpointed(merge(pure), x)
         model, policy = merge(pure), as_policy(checkpoint)
         if policy == FULL or not policy:
             return model.checkpointed(x) if policy else model.plain(x)

@@ -13,11 +13,12 @@ Flax's, so the parameters are Flax's, reproduced with `jax.random`
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import haiku as hk
 import jax
 
+from implementations.composition import Nesting, case_of
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
 from implementations.stacks.jax.policies import declaration, policy_function, tag
@@ -50,11 +51,13 @@ def transformed(features: int) -> hk.Transformed:
     No rng: the block draws no random numbers (`hk.without_apply_rng`).
     """
 
-    def forward(x: jax.Array, checkpoint: Policy) -> jax.Array:  # (D,) -> (F,)
+    def forward(x: jax.Array, checkpoint: Policy | Nesting) -> jax.Array:  # (D,) -> (F,)
         mlp = MLP(features)
         # hk.remat is jax.checkpoint with Haiku's state (parameters, state, rng)
         # threaded through it; the backward pass keeps the region's inputs and
         # recomputes the hidden activation. It works only inside a transform.
+        if case_of(checkpoint) == "twice":  # composition (property (k)): wrapped again
+            return hk.remat(hk.remat(mlp))(x)
         if not checkpoint:
             return mlp(x)
         if checkpoint == FULL:
@@ -73,6 +76,11 @@ class Haiku(JaxPort):
     policies, inexpressible = declaration(
         "mlp (no hk.remat)", "hk.remat(mlp)", "hk.remat(mlp, policy=...)"
     )
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "hk.remat(mlp)",
+        "twice": "hk.remat(hk.remat(mlp))",
+        "under_trainer": "jax.checkpoint(loss) around a transformed apply that runs hk.remat(mlp)",
+    }
 
     def to_native(self, w1, b1, w2, b2) -> dict[str, dict[str, Any]]:
         features = w1.shape[1]  # w1 (D, F)
@@ -87,9 +95,11 @@ class Haiku(JaxPort):
         assert second["w"].shape == (features, features), second["w"].shape
         return first["w"], first["b"], second["w"], second["b"]
 
-    def apply(self, params: dict[str, dict[str, Any]], x: jax.Array, checkpoint: Policy):
+    def apply(self, params: dict[str, dict[str, Any]], x: jax.Array, checkpoint: Policy | Nesting):
         features = params[FIRST]["w"].shape[1]
-        return transformed(features).apply(params, x, as_policy(checkpoint))  # (D,) -> (F,)
+        if case_of(checkpoint) != "twice":
+            checkpoint = as_policy(checkpoint)
+        return transformed(features).apply(params, x, checkpoint)  # (D,) -> (F,)
 
 
 nn_checkpoint_forward = Haiku.exported()

@@ -9,10 +9,11 @@ is Flax's, reproduced with `jax.random` (`JaxPort.init_params`).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 
+from implementations.composition import Nesting, case_of
 from implementations.contract import PARAM_NAMES
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
@@ -32,6 +33,8 @@ def block(params: Tree, x: jax.Array) -> jax.Array:  # (D,) -> (F,)
 # the hidden activation. Plain functions of arrays: jax.checkpoint needs
 # nothing static (no module object to hash, unlike `jax.checkpoint(eqx_model)`).
 checkpointed_block = jax.checkpoint(block)
+# Composition `twice` (property (k)): the same region wrapped again.
+twice_checkpointed_block = jax.checkpoint(checkpointed_block)
 
 
 @functools.lru_cache(maxsize=32)
@@ -40,9 +43,11 @@ def policy_block(policy: Policy):
     return jax.checkpoint(block, policy=policy_function(policy))
 
 
-def mlp(params: Tree, x: jax.Array, *, checkpoint: bool | Policy = True) -> jax.Array:
-    """The MLP `(D,) -> (F,)` under a remat policy (`True`: full, `False`: none).
-    Under jit, `checkpoint` is static."""
+def mlp(params: Tree, x: jax.Array, *, checkpoint: bool | Policy | Nesting = True) -> jax.Array:
+    """The MLP `(D,) -> (F,)` under a remat policy (`True`: full, `False`: none), or its
+    full-remat region wrapped twice (`Nesting("twice")`). Under jit, `checkpoint` is static."""
+    if case_of(checkpoint) == "twice":
+        return twice_checkpointed_block(params, x)
     policy = as_policy(checkpoint)
     if policy == FULL or not policy:
         return (checkpointed_block if policy else block)(params, x)
@@ -58,6 +63,11 @@ class JaxCheckpoint(JaxPort):
     policies, inexpressible = declaration(
         "block (no jax.checkpoint)", "jax.checkpoint(block)", "jax.checkpoint(block, policy=...)"
     )
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "jax.checkpoint(block)",
+        "twice": "jax.checkpoint(jax.checkpoint(block))",
+        "under_trainer": "jax.checkpoint(loss) around a model that runs jax.checkpoint(block)",
+    }
 
     def to_native(self, w1, b1, w2, b2) -> Tree:
         return dict(zip(PARAM_NAMES, (w1, b1, w2, b2), strict=True))  # the layout is canonical
@@ -65,7 +75,7 @@ class JaxCheckpoint(JaxPort):
     def to_canonical(self, tree: Tree) -> tuple:
         return tuple(tree[name] for name in PARAM_NAMES)
 
-    def apply(self, tree: Tree, x: jax.Array, checkpoint: Policy) -> jax.Array:
+    def apply(self, tree: Tree, x: jax.Array, checkpoint: Policy | Nesting) -> jax.Array:
         return mlp(tree, x, checkpoint=checkpoint)
 
 

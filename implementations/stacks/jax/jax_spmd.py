@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 from implementations.contract import PARAM_NAMES, StackUnavailable
 from implementations.rank_pool import START_SECONDS
@@ -125,6 +125,12 @@ class JaxSpmd(JaxPort):
     policies, inexpressible = declaration(
         "block (no jax.checkpoint)", "jax.checkpoint(block)", "jax.checkpoint(block, policy=...)"
     )
+    not_composable: ClassVar[dict[str, str]] = {
+        case: "not wired: a controller hands its calls and records to the JAX processes by "
+        "policy alone, and its region is jax_checkpoint's jax.checkpoint, whose composition "
+        "the jax_checkpoint port shows"
+        for case in ("twice", "under_trainer")
+    }
     ranks = DEVICES
     layouts = LAYOUTS
     #: What the contract's single-example calls use (a batch of one cannot be split by rows).

@@ -9,7 +9,14 @@ MLP, so a subclass defines three methods:
   gradients too, which have the parameters' structure;
 - `apply(native, x, checkpoint)`: the MLP, `(D,) -> (F,)`, through the
   framework's checkpoint under the remat policy `checkpoint` (a `Policy`;
-  `True`/`False` from older callers are FULL/NONE: `as_policy`), plain for NONE.
+  `True`/`False` from older callers are FULL/NONE: `as_policy`), plain for NONE;
+  for a port that declares the composition case `twice`, `checkpoint` may be
+  `Nesting("twice")`: its full-remat region wrapped again with its own API.
+
+Composition (property (k)): `under_trainer` is the base's, for every port that
+declares it (`composed`): the port's `apply` under FULL inside an outer
+`jax.checkpoint` over the whole model call, as a training loop's
+`jax.checkpoint` around its loss.
 
 From these the base builds the contract: `forward` and `vjp` (one compiled
 function per shape and path, converting inside the trace), `init_params` and
@@ -35,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ... import composition
 from ...contract import BackwardRecord, Grads, Params
 from ...policies import FULL, Policy
 from ..base import Port
@@ -103,8 +111,8 @@ class JaxPort(Port, abstract=True):
     def forward(
         self, params: Params, x: np.ndarray, *, checkpoint: bool | Policy = True
     ) -> np.ndarray:
-        policy = self.policy(checkpoint)
-        out = self.compiled.forward(_arrays(params), _float32(x), checkpoint=policy)
+        resolved = self.resolved(checkpoint)
+        out = self.compiled.forward(_arrays(params), _float32(x), checkpoint=resolved)
         return np.asarray(out)
 
     def vjp(
@@ -116,7 +124,7 @@ class JaxPort(Port, abstract=True):
         checkpoint: bool | Policy = True,
     ) -> Grads:
         grads, dx = self.compiled.vjp(
-            _arrays(params), _float32(x), _float32(cotangent), checkpoint=self.policy(checkpoint)
+            _arrays(params), _float32(x), _float32(cotangent), checkpoint=self.resolved(checkpoint)
         )
         return Grads.of(Params(*(np.asarray(g) for g in grads)), np.asarray(dx))
 
@@ -149,7 +157,7 @@ class JaxPort(Port, abstract=True):
             )
 
         def forward(arrays: Arrays, x: jax.Array, checkpoint: Policy) -> jax.Array:
-            return self.apply(self.to_native(*arrays), x, checkpoint)
+            return self.composed(self.to_native(*arrays), x, checkpoint)
 
         def vjp(arrays: Arrays, x: jax.Array, cotangent: jax.Array, checkpoint: Policy):
             # The function `backward_record` traces: one path for the values and the evidence.
@@ -167,6 +175,23 @@ class JaxPort(Port, abstract=True):
             ),
         )
 
+    # -- composition (property (k)) ----------------------------------------------------
+
+    def resolved(self, checkpoint: Any) -> Policy | composition.Nesting:
+        """`checkpoint=` as `composed` takes it (static under jit): the declared Policy, or the
+        `Nesting` of a nested case the port declares (`ValueError` naming it otherwise)."""
+        policy = self.policy(checkpoint)
+        return checkpoint if self.nesting(checkpoint) in composition.NESTED else policy
+
+    def composed(self, native: Any, x: jax.Array, checkpoint: Any) -> jax.Array:
+        """`apply`, composed as `checkpoint` asks. `under_trainer`: the port's own region
+        (`apply` under FULL) inside an outer `jax.checkpoint` over the whole model call, as a
+        training loop's `jax.checkpoint` around its loss; any other case is `apply`'s own
+        (`twice` reaches it as the `Nesting`)."""
+        if self.nesting(checkpoint) == "under_trainer":
+            return jax.checkpoint(functools.partial(self.apply, checkpoint=FULL))(native, x)
+        return self.apply(native, x, checkpoint)
+
     # -- evidence ------------------------------------------------------------------------
 
     def differentiable(
@@ -177,7 +202,7 @@ class JaxPort(Port, abstract=True):
         through it, and `backward_record` traces the same function with JAX's instrument."""
         arrays = _arrays(params) if isinstance(params, Params) else params
         native = self.to_native(*(jnp.asarray(a) for a in arrays))
-        run = functools.partial(self.apply, checkpoint=self.policy(checkpoint))
+        run = functools.partial(self.composed, checkpoint=self.resolved(checkpoint))
         return run, (native, jnp.asarray(x, jnp.float32))
 
     def traced_record(self, params: Params, x: np.ndarray, checkpoint: Policy) -> BackwardRecord:
