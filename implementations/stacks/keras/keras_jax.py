@@ -23,6 +23,7 @@ from typing import Any
 
 import jax
 
+from implementations.composition import case_of
 from implementations.stacks import keras as keras_stack
 from implementations.stacks.jax import JaxPort
 
@@ -36,11 +37,13 @@ Weights = list
 
 
 @functools.lru_cache(maxsize=64)
-def _skeleton(dim: int, features: int, mode: str | None) -> model.MLP:
+def _skeleton(
+    dim: int, features: int, mode: str | None, nesting: str = "once"
+) -> model.MLP | model.Nested:
     # A stateless call replaces every weight, so the model's own values are
     # never read. Built eagerly even when first asked for under a trace.
     with jax.ensure_compile_time_eval():
-        return model.skeleton(dim, features, mode=mode)
+        return model.skeleton(dim, features, mode=mode, nesting=nesting)
 
 
 class KerasJax(KerasPort, JaxPort):
@@ -58,9 +61,10 @@ class KerasJax(KerasPort, JaxPort):
     def to_canonical(self, weights: Weights) -> tuple:
         return tuple(weights)
 
-    def apply(self, weights: Weights, x: jax.Array, checkpoint: bool) -> jax.Array:
+    def apply(self, weights: Weights, x: jax.Array, checkpoint: Any) -> jax.Array:
+        # A composition case (`Nesting`) is the model composed in Keras (`model.Nested`).
         mode = self.mode if self.policy(checkpoint) else None
-        mlp = _skeleton(x.shape[0], weights[0].shape[1], mode)
+        mlp = _skeleton(x.shape[0], weights[0].shape[1], mode, case_of(checkpoint))
         # Keras's own code adds a (F,) bias to (1, F) rows and mixes dtypes as
         # numpy does: allow that even where JAX is set to refuse it (this
         # project's tests raise on rank promotion in the ports' own code).

@@ -54,6 +54,14 @@ class MLP(model.MLP):
         return super().call(x)
 
 
+class Nested(model.Nested):
+    """The shared composition, its inner region handed torch's `context_fn` as `run` does
+    (torch's checkpoint takes the outer region's, never passing it on)."""
+
+    def inner_call(self, x: Any) -> Any:
+        return run(self.inner, x)
+
+
 @functools.lru_cache(maxsize=16)
 def _exercise_model(seed: int, dim: int, features: int, mode: str | None = model.FULL) -> MLP:
     # One model per (seed, D, F), never changed, so an output's graph (whose
@@ -92,7 +100,7 @@ class KerasTorch(StatefulKerasPort):
 
     def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
         # The MLP whose call takes `context_fn` (for torch's checkpoint): see `run`.
-        return super().reused(params, checkpoint, **({"cls": MLP} | kwargs))
+        return super().reused(params, checkpoint, **({"cls": MLP, "nested": Nested} | kwargs))
 
     def model_input(self, x: np.ndarray) -> torch.Tensor:
         return as_input(x)  # grad stays on: the checkpoint runs

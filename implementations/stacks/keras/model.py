@@ -68,6 +68,43 @@ class MLP(layers.Layer):
         return ops.reshape(self.dense_1(h), (-1,))  # (1, F) @ (F, F) -> (F,)
 
 
+class Nested(layers.Layer):
+    """The MLP's region composed (`implementations.composition`), with Keras's own API:
+
+    - `twice`: the MLP's call (its `RematScope("full")` region) wrapped again in
+      `keras.remat`, this layer itself made under `RematScope(mode=None)`;
+    - `under_trainer`: this layer made under `RematScope(mode="full")`, so that Keras remats
+      its call, the whole model call, around the MLP's own region, as a trainer's outer
+      region wraps a model that remats its block.
+
+    Its variables are the MLP's, in the same order. `context_fn` (torch's checkpoint
+    argument, for its instrument) goes to both regions; a backend's subclass may run the
+    inner call otherwise (`inner_call`).
+    """
+
+    def __init__(self, inner: MLP, case: str, **kwargs):
+        super().__init__(dtype="float32", **kwargs)  # reads the RematScope in force
+        self.inner, self.case = inner, case
+
+    def build(self, input_shape: tuple[int, ...]) -> None:  # (D,)
+        if not self.inner.built:
+            self.inner.build(input_shape)
+
+    def inner_call(self, x: Any) -> Any:
+        """The MLP's call, its own region inside."""
+        return self.inner(x)
+
+    def call(self, x: Any, context_fn: Any = None) -> Any:  # (D,) -> (F,)
+        if self.case == "twice":
+            extra = {} if context_fn is None else {"context_fn": context_fn}
+            return keras.remat(self.inner_call)(x, **extra)
+        return self.inner_call(x)
+
+
+#: `Nested`'s RematScope mode, per composition case.
+NESTED_MODE = {"twice": None, "under_trainer": "full"}
+
+
 class _Given:
     """A Keras initializer that returns one given array, after checking the shape asked for."""
 
@@ -114,13 +151,21 @@ def skeleton(
     mode: str | None = FULL,
     cls: type[MLP] = MLP,
     weights: Sequence[np.ndarray] | None = None,
-) -> MLP:
+    nesting: str = "once",
+    nested: type[Nested] = Nested,
+) -> MLP | Nested:
     """A built `MLP` (or subclass), made under `RematScope(mode=mode)`, holding `weights`
-    (Keras's own init when None)."""
+    (Keras's own init when None); for a nested composition case, inside a `nested` layer
+    (`Nested`) that composes its region."""
     with keras.RematScope(mode=mode):
         model = cls(features, weights)
     model.build((dim,))
-    return model
+    if nesting == "once":
+        return model
+    with keras.RematScope(mode=NESTED_MODE[nesting]):
+        outer = nested(model, nesting)
+    outer.build((dim,))
+    return outer
 
 
 def to_numpy(array: Any) -> np.ndarray:
@@ -141,7 +186,14 @@ def build(params: Params, *, mode: str | None = FULL, cls: type[MLP] = MLP) -> M
     return skeleton(params.dim, params.features, mode=mode, cls=cls, weights=weights)
 
 
-def reuse(params: Params, *, mode: str | None = FULL, cls: type[MLP] = MLP) -> MLP:
+def reuse(
+    params: Params,
+    *,
+    mode: str | None = FULL,
+    cls: type[MLP] = MLP,
+    nesting: str = "once",
+    nested: type[Nested] = Nested,
+) -> MLP | Nested:
     """A kept model of `params`' shapes, its weights set to `params` now.
 
     Only for work that is finished when the call returns (the contract's
@@ -149,15 +201,18 @@ def reuse(params: Params, *, mode: str | None = FULL, cls: type[MLP] = MLP) -> M
     checkpoint reruns its region from the weights the model holds *then*.
     Making a Keras model costs milliseconds (each layer inspects signatures).
     """
-    return _load(_kept(params.dim, params.features, mode, cls), params)
+    kept = _kept(params.dim, params.features, mode, cls, nesting, nested)
+    return _load(kept, params)
 
 
 @functools.lru_cache(maxsize=32)
-def _kept(dim: int, features: int, mode: str | None, cls: type[MLP]) -> MLP:
-    return skeleton(dim, features, mode=mode, cls=cls)
+def _kept(
+    dim: int, features: int, mode: str | None, cls: type[MLP], nesting: str, nested: type
+) -> MLP | Nested:
+    return skeleton(dim, features, mode=mode, cls=cls, nesting=nesting, nested=nested)
 
 
-def _load(model: MLP, params: Params) -> MLP:
+def _load(model: MLP | Nested, params: Params) -> MLP | Nested:
     for variable, value in zip(model.trainable_variables, params_to_weights(params), strict=True):
         assert tuple(variable.shape) == value.shape, (variable.path, variable.shape, value.shape)
         variable.assign(value)

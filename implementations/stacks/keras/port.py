@@ -14,6 +14,14 @@ from ...contract import Grads, Params
 from ..base import Port
 from . import model
 
+#: The composition cases in Keras's own API (`model.Nested`).
+COMPOSITIONS = {
+    "once": 'the MLP made under keras.RematScope(mode="full")',
+    "twice": 'keras.remat(mlp), mlp made under keras.RematScope(mode="full")',
+    "under_trainer": 'an outer layer made under keras.RematScope(mode="full") whose call runs '
+    "the MLP, made under it too",
+}
+
 
 class KerasPort(Port, abstract=True):
     """A `Port` whose model is `model.MLP`, made under `keras.RematScope(mode)`."""
@@ -39,10 +47,11 @@ class KerasPort(Port, abstract=True):
         # The stack's canonical init (the backend's), loaded into a Keras model and read back.
         return model.model_params(model.reuse(self.stack.canonical_params(seed, dim, features)))
 
-    def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
-        """The kept model of `params`' shapes holding `params`, checkpointed or plain."""
+    def reused(self, params: Params, checkpoint: Any, **kwargs: Any) -> model.MLP | model.Nested:
+        """The kept model of `params`' shapes holding `params`, checkpointed or plain, its
+        region composed as `checkpoint` asks (`model.Nested`)."""
         mode = self.mode if self.policy(checkpoint) else None
-        return model.reuse(params, mode=mode, **kwargs)
+        return model.reuse(params, mode=mode, nesting=self.nesting(checkpoint), **kwargs)
 
 
 class StatefulKerasPort(KerasPort, abstract=True):
@@ -50,8 +59,11 @@ class StatefulKerasPort(KerasPort, abstract=True):
     (torch, TensorFlow): forward and vjp call the kept model of the params.
 
     A port writes `model_input(x)` (x as the backend's input) and
-    `gradients(mlp, x, weights, cotangent) -> (dx, weight grads)`.
+    `gradients(mlp, x, weights, cotangent) -> (dx, weight grads)`. Its model composes its
+    region as `checkpoint=` asks (`model.Nested`, `COMPOSITIONS`).
     """
+
+    compositions: ClassVar[dict[str, str]] = COMPOSITIONS
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
         mlp = self.reused(params, checkpoint)

@@ -54,6 +54,8 @@ INSTRUMENT = (
 
 # Ops that move, relabel or read data without computing: not recomputation
 # worth reporting, and a view of x through them is still x.
+#: The ops a matmul runs as (the block's `tf.matmul`, Keras's `Dense` on a batch of one).
+MATMULS = frozenset({"MatMul", "BatchMatMulV2", "BatchMatMulV3"})
 LAYOUT_OPS = frozenset(
     {
         "Identity",
@@ -156,7 +158,14 @@ def backward_record(
         saved=_saved(graph, marks["boundary"], origins, concrete.variables),
         recomputed=ops.recomputed(),
         checkpoint_regions=_regions(graph, marks["boundary"], marks["output"]),
+        backward_matmuls=_matmuls(graph.get_operations()[marks["boundary"] :]),
+        forward_matmuls=_matmuls(graph.get_operations()[: marks["boundary"]]),
     )
+
+
+def _matmuls(ops) -> int:
+    """The matmul ops among `ops` (the traced graph's, created: nothing is pruned yet)."""
+    return sum(op.type in MATMULS for op in ops)
 
 
 def _saved(

@@ -42,7 +42,7 @@ from tensorflow.python.eager import record as tape_record
 from tensorflow.python.framework import op_callbacks
 
 from ...contract import BackwardRecord, SavedTensor
-from .evidence import LAYOUT_OPS
+from .evidence import LAYOUT_OPS, MATMULS
 from .runtime import tf
 
 INSTRUMENT = (
@@ -55,7 +55,7 @@ _GRADIENT_CODE = imperative_grad.imperative_grad.__code__
 _ORIGINS = ("constant", "parameter", "activation")  # weakest to strongest
 #: Ops that read a tensor's shape, never its data: a tensor they read need not be kept.
 SHAPE_ONLY = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastGradientArgs"})
-_MATMULS = frozenset({"MatMul", "BatchMatMulV2", "BatchMatMulV3"})
+_MATMULS = MATMULS
 #: Layout ops that hand on their first input (a view, a copy, a relabelling).
 _HANDS_ON = LAYOUT_OPS - {"Const", "Shape", "Pack", "NoOp", "ReadVariableOp"}
 
