@@ -10,6 +10,8 @@ modules, never jax.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +31,7 @@ from implementations.stacks.mindspore import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.mindspore.mlp import composed
 from implementations.stacks.mindspore.observed import backward_of
 from implementations.stacks.switch import checkpoint_on
 
@@ -59,15 +62,31 @@ class MindSpore(Port):
         # The numpy canonical init, loaded into the cell and exported again.
         return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
 
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "Cell.recompute() on the MLP cell",
+        "twice": "an outer cell marked recompute() around the recomputed MLP cell",
+        "under_trainer": "mindspore.recompute(model, x) around the recomputed MLP cell",
+    }
+
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
+        with self.lent(params, checkpoint) as (_, run):
+            return to_host_array(run(as_input(x)))
+
+    @contextlib.contextmanager
+    def lent(self, params: Params, checkpoint: Any) -> Iterator[tuple[MLP, Any]]:
+        """A pooled cell for one call, and the call that runs it composed as `checkpoint=`
+        asks (a composition case this port does not declare is refused by name)."""
+        nesting = self.nesting(checkpoint)
+        if nesting != "once":
+            self.policy(checkpoint)  # refuses an undeclared case, naming it
         with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
-            return to_host_array(model(as_input(x)))
+            yield model, composed(model, nesting)
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
-            _, vjp_fn = ms.vjp(model, as_input(x), weights=parameters(model))
+        with self.lent(params, checkpoint) as (model, run):
+            _, vjp_fn = ms.vjp(run, as_input(x), weights=parameters(model))
             (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
             return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
 

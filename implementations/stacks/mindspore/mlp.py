@@ -61,6 +61,31 @@ class MLP(nn.Cell):
         return self.fc2(self.relu(self.fc1(x)))
 
 
+class Recomputed(nn.Cell):
+    """An outer cell marked `recompute()` around `inner` (a cell that may recompute itself):
+    the composition case `twice`'s second region, in MindSpore's own spelling."""
+
+    def __init__(self, inner: nn.Cell):
+        super().__init__(auto_prefix=False)  # the inner cell's parameters keep their names
+        self.inner = inner
+        self.recompute()
+
+    def construct(self, x):
+        return self.inner(x)
+
+
+def composed(model: MLP, nesting: str) -> Any:
+    """`model` (a recomputed MLP) as a composition case runs it (`implementations.composition`):
+    `once`, the cell itself; `twice`, inside an outer cell marked `recompute()`;
+    `under_trainer`, the cell's whole call under the functional `mindspore.recompute`, as a
+    training loop's recompute wraps a model that recomputes its own cell."""
+    if nesting == "twice":
+        return Recomputed(model)
+    if nesting == "under_trainer":
+        return lambda x: ms.recompute(model, x)
+    return model
+
+
 class CellPool(ModelPool):
     """MLP cells lent to the port's own calls (`lend(mlp, params, checkpoint=...)`): building
     one (three cells, four parameters, `recompute()`) costs ~2.5 ms of CPU, more than its VJP.

@@ -16,13 +16,20 @@ a backward pass of its output). Imports mindspore and numpy; builds no cell of i
   recomputes with bare functions, no cells, shows no recompute.
 - **Roles:** the same watch, in the forward phase, names each leaf cell's output by the place
   the cell first ran in (h, a, y); a kept tensor no cell made stays unnamed.
-- **Backward matmuls, regions:** not counted (None): PyNative offers no hook over the
-  backward kernels.
+- **Matmuls:** every call of `mindspore.ops.matmul` (the functional the layers call, looked
+  up at each call) for the call's length: those before the executor's first gradient are the
+  forward pass's (`forward_matmuls`); `backward_matmuls` is those inside it, a recompute's.
+  The gradient's own MatMul kernels run in PyNative's C++ backward, which no hook reaches: a
+  plain backward pass counts 0, so the record less the plain one's is the rerun, as (k) reads
+  it. A port that multiplies by another op shows no matmul.
+- **Regions:** not counted (None).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -36,7 +43,9 @@ from .loaded import ms
 INSTRUMENT = (
     "the port's own call under mindspore.saved_tensors_hooks (storages packed before its "
     "backward pass, deduplicated; x and parameters told by values); leaf cells run during "
-    "_pynative_executor.grad, by class; roles by leaf cells in the forward"
+    "_pynative_executor.grad, by class; roles by leaf cells in the forward; "
+    "mindspore.ops.matmul calls before and during the gradient (a rerun's; the gradient's "
+    "own kernels are C++)"
 )
 
 
@@ -61,6 +70,58 @@ def observe(
     `parameters()`, called after the call, the parameters' values as numpy arrays.
     """
     x_values = to_host_array(x) if isinstance(x, ms.Tensor) else np.asarray(x, np.float32)
+    matmuls = MatmulCount()
+    with matmuls.counting():
+        record = _hooked(call, x_values, parameters)
+    return dataclasses.replace(
+        record, forward_matmuls=matmuls.forward, backward_matmuls=matmuls.backward
+    )
+
+
+class MatmulCount:
+    """The `mindspore.ops.matmul` calls of one call, split at its first gradient: the
+    functional and the executor's `grad` wrapped for the call's length, put back after."""
+
+    def __init__(self):
+        self.at_backward: int | None = None
+        self.total = 0
+
+    @property
+    def forward(self) -> int:
+        return self.total if self.at_backward is None else self.at_backward
+
+    @property
+    def backward(self) -> int:
+        return self.total - self.forward
+
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[None]:
+        matmul, executor = ms.ops.matmul, _executor()
+        grad, own = executor.grad, "grad" in vars(executor)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.total += 1
+            return matmul(*args, **kwargs)
+
+        def entered(*args: Any, **kwargs: Any) -> Any:
+            if self.at_backward is None:
+                self.at_backward = self.total
+            return grad(*args, **kwargs)
+
+        ms.ops.matmul, executor.grad = counted, entered
+        try:
+            yield
+        finally:
+            ms.ops.matmul = matmul
+            if own:
+                executor.grad = grad
+            else:
+                del executor.grad
+
+
+def _hooked(
+    call: Callable[[], Any], x_values: np.ndarray, parameters: Callable[[], Iterable[np.ndarray]]
+) -> BackwardRecord:
     return hooks_evidence.observe(
         call,
         x_values,
