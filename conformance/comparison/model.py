@@ -87,6 +87,8 @@ class PortComparison:
     matmul_precision: dict[str, str] = field(default_factory=dict)
     residuals: dict[str, Residuals] = field(default_factory=dict)  # "off", "on"
     policies: list[Any] = field(default_factory=list)  # policy_matrix.PolicyCell, per policy
+    # composition_matrix.CompositionCell, per composition case
+    compositions: list[Any] = field(default_factory=list)
     warm_forward_seconds: float | None = None  # the median
     warm_vjp_seconds: float | None = None
     # Half the interquartile range of the samples, by "forward" and "vjp", and their count.
@@ -161,6 +163,10 @@ NOTES = {
     "policies": "every remat policy (implementations.policies): expressible or not, the "
     "saved roles and bytes and backward matmuls from the port's instrument, agreement with "
     "the canonical under the same policy, and documented degradations (compare.policy_matrix)",
+    "compositions": "every composition case (implementations.composition): the region once, "
+    "wrapped twice, under a trainer's region; expressible or not, the kept roles and bytes, the "
+    "forward matmuls in the forward pass and again in the backward, agreement with the "
+    "canonical's checkpoint, and the stack's declaration (compare.composition_matrix)",
     "residuals": "backward_record(params, x, checkpoint=off/on): count and bytes leave "
     "parameters out; the list holds everything the instrument saw",
     "warm": "median seconds per call over samples interleaved with the other ports of the "

@@ -15,7 +15,7 @@ from implementations.contract import Implementation, Params
 from ..checking import precision, provenance
 from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
 from ..running.timing import time_interleaved
-from . import policy_matrix
+from . import composition_matrix, policy_matrix
 from .model import Bits, Expected, PortComparison, Timing, diff, residuals
 
 
@@ -82,6 +82,8 @@ def compare_port(
             row.residuals[label] = residuals(provenance.stamped(port, record))
         if getattr(port, "policy_cells", True):  # an extra row (`rows`) has none
             row.policies = policy_matrix.measure(port, canonical.policies, params, x, cotangent)
+            checked = {"output": canonical.forward, "grads": canonical.grads}
+            row.compositions = composition_matrix.measure(port, checked, params, x, cotangent)
     except Exception as error:  # a broken port gets a row that says so, not a crash
         row.error = f"{type(error).__name__}: {error}"
     return row

@@ -31,6 +31,7 @@ from ..tables import numbers
 from ..tables.model import Cell, Column, Table, TableBuilder
 from ..tables.render import terminal as terminal_render
 from ..terminal.style import print_legend
+from .composition_matrix import composition_table
 from .model import Bits, Comparison, Diff, PortComparison
 from .policy_matrix import policy_table
 
@@ -408,6 +409,10 @@ def print_policies(comparison: Comparison, console: Console) -> None:
     terminal_render.print_block(console, policy_table(comparison.ports))
 
 
+def print_compositions(comparison: Comparison, console: Console) -> None:
+    terminal_render.print_block(console, composition_table(comparison.ports))
+
+
 #: What `print_comparison` prints, in order: a module may append a section of its own.
 SECTIONS: list[Callable[[Comparison, Console], None]] = [
     print_summary,
@@ -415,6 +420,7 @@ SECTIONS: list[Callable[[Comparison, Console], None]] = [
     print_precision,
     print_recomputed,
     print_policies,
+    print_compositions,
 ]
 
 

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from ..tables.numbers import number
+from .composition_matrix import CompositionCell
 from .model import Bits, Comparison, Diff, PortComparison, Residuals
 from .policy_matrix import PolicyCell
 
@@ -36,6 +37,9 @@ def _row(found: dict[str, Any]) -> PortComparison:
         k: Residuals(**_known(Residuals, v)) for k, v in (found.get("residuals") or {}).items()
     }
     row.policies = [PolicyCell(**_known(PolicyCell, c)) for c in found.get("policies") or []]
+    row.compositions = [
+        CompositionCell(**_known(CompositionCell, c)) for c in found.get("compositions") or []
+    ]
     for key in ("warm_forward_seconds", "warm_vjp_seconds"):
         setattr(row, key, number(found.get(key)))
     row.warm_spread = {k: number(v) for k, v in (found.get("warm_spread") or {}).items()}

@@ -79,3 +79,33 @@ def test_a_nesting_flattened_to_one_region_fails_k_even_when_it_keeps_the_same()
     assert flat.checkpoint_regions == 1
     with pytest.raises(ConformanceError, match=r"1 checkpoint region.*inner region was dropped"):
         records.check_record(port, "twice", flat, plain)
+
+
+def test_compare_s_composition_matrix_shows_each_case_and_fails_a_broken_one():
+    from conformance.comparison import composition_matrix
+    from conformance.mutants import load
+
+    cotangent = np.linspace(-1, 1, 4).astype(np.float32)
+    port = PyTorch()
+    reference = {
+        "output": port.forward(PARAMS, X, checkpoint=True),
+        "grads": port.vjp(PARAMS, X, cotangent, checkpoint=True).as_dict(),
+    }
+    cells = composition_matrix.measure(port, reference, PARAMS, X, cotangent)
+    assert [(c.case, c.roles, c.forward_matmuls, c.rerun_matmuls) for c in cells] == [
+        (case, ["x"], 2, 1) for case in CASES
+    ]
+    assert not any(composition_matrix.failed(c) for c in cells)
+    assert cells[1].declared_by == "the suite (torch)"
+    assert cells[1].measured_by == "suite"
+    dropped = load("composed_second_wrap_drops_region").port
+    broken = composition_matrix.measure(dropped, reference, PARAMS, X, cotangent)
+    assert [composition_matrix.failed(c) for c in broken] == [False, True, True]
+    assert "0 checkpoint region(s): the inner region was dropped" in broken[1].expected
+
+    class Row:
+        name, compositions = "pytorch", cells
+
+    table = composition_matrix.composition_table([Row()])
+    texts = [[cell.text for cell in row.cells] for row in table.rows]
+    assert ["twice", "{x}", "2", "1", "equal", "as declared"] in texts
