@@ -1,7 +1,9 @@
 """Keras under composition, as measured (keras 3.15.1), each backend in a fresh interpreter
 (Keras keeps its first backend). `twice` is `keras.remat(mlp)`, `under_trainer` an outer layer
-made under `RematScope(mode="full")` (`model.Nested`); each port is held to its backend's
-instrument family, so the rows are torch's and TensorFlow's own: on torch the nested
+made under `RematScope(mode="full")` (`model.Nested`; on JAX, the JAX base's outer
+`jax.checkpoint` over the model call); each port is held to its backend's instrument family,
+so the rows are its backend's: in JAX's grad jaxpr the outer recompute is dead code
+(`remat_partial_eval`'s DCE: x @ W1 reruns once, as once); on torch the nested
 non-reentrant checkpoints stop early (x @ W1 reruns once, as once); on TensorFlow the outer
 `tf.recompute_grad` reruns the inner region's forward for nothing (4 matmuls, where once
 reruns 2). Every nested case enters two regions, and the values do not change."""
@@ -47,6 +49,11 @@ print(json.dumps({"rows": rows, "same": same, "plain": [plain.forward_matmuls,
 
 #: backend -> case -> (kept roles, forward matmuls, matmuls again in backward, regions)
 MEASURED = {
+    "jax": {
+        "once": [["x"], 2, 1, 1],
+        "twice": [["x"], 2, 1, 2],
+        "under_trainer": [["x"], 2, 1, 2],
+    },
     "torch": {
         "once": [["x"], 2, 1, 1],
         "twice": [["x"], 2, 1, 2],

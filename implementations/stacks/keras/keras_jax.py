@@ -19,7 +19,7 @@ Imports jax, keras, numpy and the project's numpy-only modules.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 
@@ -30,7 +30,7 @@ from implementations.stacks.jax import JaxPort
 STACK = keras_stack.on("jax")  # before anything imports keras: it reads its backend once
 
 from implementations.stacks.keras import model  # noqa: E402 - imports keras, now on JAX
-from implementations.stacks.keras.port import KerasPort  # noqa: E402
+from implementations.stacks.keras.port import COMPOSITIONS, KerasPort  # noqa: E402
 
 # [dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]
 Weights = list
@@ -51,6 +51,14 @@ class KerasJax(KerasPort, JaxPort):
 
     name = "keras_jax"
     stack = STACK
+    # twice in Keras's API (`apply`, `model.Nested`); under_trainer is the JAX base's trainer
+    # region, an outer jax.checkpoint over the model call (`JaxPort.composed`).
+    compositions: ClassVar[dict[str, str]] = {
+        "once": COMPOSITIONS["once"],
+        "twice": COMPOSITIONS["twice"],
+        "under_trainer": "jax.checkpoint(model call) around the MLP made under "
+        'keras.RematScope(mode="full")',
+    }
 
     def to_native(self, w1, b1, w2, b2) -> Weights:
         features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical
