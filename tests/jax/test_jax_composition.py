@@ -19,6 +19,7 @@ import pytest
 
 import implementations
 from conformance.checking import composition as records
+from conformance.checking.checks import ConformanceError
 from conformance.checking.properties import check_composition, prepare_composition
 from implementations.composition import CASES, NESTED, Nesting
 from implementations.policies import NONE
@@ -134,3 +135,14 @@ def test_jax_spmd_says_why_it_does_not_compose():
     assert set(refused) == set(NESTED)
     assert "jax_checkpoint" in refused["twice"]
     assert reason.startswith("not expressible: twice: not wired")
+
+
+def test_a_second_wrap_that_is_missing_is_rejected_by_its_count_of_regions():
+    # The mutant's values and kept roles are the canonical's: only the regions tell.
+    from implementations.stacks.jax.flax_linen_mutants import TwiceWrapsOnce
+
+    mutant, canonical = TwiceWrapsOnce(), implementations.load("flax_linen")
+    case = SimpleNamespace(params=PARAMS, x=X, cotangent=COTANGENT)
+    assert _row(mutant, "twice") == ROW
+    with pytest.raises(ConformanceError, match=r"twice: .*1 checkpoint region\(s\): the inner"):
+        check_composition(mutant, prepare_composition(canonical, case), case)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from implementations.composition import case_of
 from implementations.contract import (
     SEED_MAX,
     SizeLimitError,
@@ -24,6 +25,7 @@ from implementations.contract import (
     check_seed,
     check_sizes,
 )
+from implementations.policies import FULL
 from implementations.stacks.jax import checked_x, flax_linen
 from implementations.stacks.jax.flax_linen import MLP, FlaxLinen, init_and_apply
 
@@ -343,3 +345,12 @@ class UncheckedSizes(FlaxLinen):
                 # What the allocation would have raised, raised without making it:
                 # XLA would abort the worker instead (the reason for the limits).
                 raise MemoryError("Unable to allocate the parameters") from None
+
+
+class TwiceWrapsOnce(FlaxLinen):
+    """Declares `twice` (`nn.checkpoint(nn.checkpoint(MLP))`) and wraps once: the values and
+    what is kept are the canonical's, and only (k)'s count of regions sees the second wrap
+    missing."""
+
+    def apply(self, variables: dict, x: jax.Array, checkpoint: Any) -> jax.Array:
+        return super().apply(variables, x, FULL if case_of(checkpoint) == "twice" else checkpoint)

@@ -224,6 +224,12 @@ MANIFEST = Manifest(
             "declares its own expectations, full remat keeping d1 (against the vocabulary)",
             "j_policies",
         ),
+        _canonical_mutant(
+            "twice_wraps_once",
+            f"{_HERE}.flax_linen_mutants:TwiceWrapsOnce",
+            "declares nn.checkpoint(nn.checkpoint(MLP)) and wraps once",
+            "k_composition",
+        ),
         MutantEntry(
             "haiku_no_remat",
             f"{_HERE}.haiku_mutants:HaikuNoRemat",
