@@ -76,6 +76,11 @@ def warn(text: str, once: str | None = None) -> None:
         print(f"remat-conformance: warning: {text}", file=sys.stderr, flush=True)
 
 
+def _say(text: str) -> None:
+    if text:
+        warn(text)
+
+
 def send_warnings_to(sink: Callable[[str, str], None]) -> None:
     """Hand this process's warnings, `(text, key)`, to `sink` (a worker's go to its parent)."""
     _WARNING_SINKS.append(sink)
@@ -240,7 +245,7 @@ def prepare() -> None:
             os.environ.setdefault(variable, value)
     caches = framework_caches.declared().values()
     if any(cache.plain_paths for cache in caches):  # its tools take its temporary files too
-        plain_paths.plain_temporary_directory()
+        _say(plain_paths.plain_temporary_directory())
     for cache in caches:
         directory = _usable_or_warn(cache_dir(cache), f"{cache.name}'s compilation")
         settings = cache.when_off if directory is None else cache.when_on
@@ -248,7 +253,8 @@ def prepare() -> None:
             directory = Path(_scratch()) / cache.folder
         unset = cache.directory_variable not in os.environ  # a user's own setting wins
         if directory is not None and cache.plain_paths and unset:
-            directory = plain_paths.stand_in(directory, f"{cache.name}'s compilation cache")
+            directory, said = plain_paths.stand_in(directory, f"{cache.name}'s compilation cache")
+            _say(said)
         if directory is not None:
             os.environ.setdefault(cache.directory_variable, str(directory))
         for variable, value in settings.items():

@@ -48,13 +48,17 @@ def test_a_path_with_a_space_or_a_quote_is_not_plain_and_gets_a_stand_in(tmp_pat
     for odd in ("/tmp/sp ace", "/tmp/it's", '/tmp/"q"', "/tmp/$HOME", "/tmp/tab\there"):
         assert not plain_paths.plain(odd)
     odd = tmp_path / "it's a dir"
-    first = plain_paths.stand_in(odd, "a test's cache")
+    first, said = plain_paths.stand_in(odd, "a test's cache")
+    assert said == (
+        f"a test's cache: {odd} holds a space or a quote, which its tools cannot take: {first} "
+        "stands in for it"
+    )
     assert plain_paths.plain(first)
     assert first.is_dir()
     assert not first.is_symlink()
     assert first.stat().st_mode & 0o777 == 0o700
-    assert plain_paths.stand_in(odd, "a test's cache") == first  # the same one, every run
-    assert plain_paths.stand_in(tmp_path, "a plain one") == tmp_path
+    assert plain_paths.stand_in(odd, "a test's cache")[0] == first  # the same one, every run
+    assert plain_paths.stand_in(tmp_path, "a plain one") == (tmp_path, "")
     first.rmdir()
 
 
