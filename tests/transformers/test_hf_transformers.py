@@ -17,6 +17,7 @@ from implementations.stacks.transformers.hf_transformers_mutants import (
     LeftInEvalMode,
     ReentrantInputWithoutGrad,
 )
+from implementations.stacks.transformers.model import RematMLPModel, build_model
 from tests import reference
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
@@ -115,3 +116,17 @@ def test_a_reentrant_switch_whose_input_needs_no_grad_gives_no_gradient():
     for name, value in grads.items():
         assert not np.any(value), name  # nothing flowed: not x, not the layer's parameters
         assert np.any(right[name]), name  # where the port's gradients are not zero
+
+
+def test_a_model_whose_input_is_input_ids_warns_without_embeddings(capfd):
+    # Why RematMLPModel's main_input_name is "x": with "input_ids" the switch calls
+    # enable_input_require_grads, which needs input embeddings.
+    class WithInputIds(RematMLPModel):
+        main_input_name = "input_ids"
+
+    for cls, warned in ((RematMLPModel, False), (WithInputIds, True)):
+        model = build_model(PARAMS)
+        model.__class__ = cls
+        capfd.readouterr()
+        model.activation_checkpointing_enable()
+        assert ("does not expose input embeddings" in capfd.readouterr().err) is warned, cls
