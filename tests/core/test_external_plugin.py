@@ -200,7 +200,9 @@ def test_the_suite_checks_an_external_port(suite_run, name):
     outcomes = {o["property"]: o for o in _row(report, name)["outcomes"]}
     assert set(outcomes) == set(report["properties"])
     for key, outcome in outcomes.items():
-        if key == "k_composition":  # it declares no composition case: skipped, saying why
+        # It declares no composition case: skipped, saying why. legacy_port, a variant of
+        # jax_checkpoint, inherits its cases: (k) runs and passes.
+        if key == "k_composition" and name != "legacy_port":
             assert outcome["status"] == "skip", outcome
             assert "twice: not declared" in outcome["message"], outcome["message"]
             continue
