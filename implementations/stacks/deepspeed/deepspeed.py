@@ -22,6 +22,7 @@ deepspeed, numpy and the project's numpy-only modules, never jax.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 import deepspeed
@@ -92,23 +93,51 @@ class DeepSpeed(TorchPort):
     #: pass, x's data is a 0-D placeholder (x.shape == ()), its data kept aside.
     option_side_effect = "the caller's x is a 0-D placeholder between the forward and backward"
 
-    def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "deepspeed.checkpointing.checkpoint(block, x)",
+        "twice": "checkpoint(lambda y: checkpoint(block, y), x)",
+        "under_trainer": "checkpoint(model_call, x) around a model call that checkpoints its block",
+    }
+
+    def run(self, model: MLP, x: torch.Tensor, nesting: str = "once") -> torch.Tensor:
+        """The block on x, checkpointed as `model.checkpoint` and the composition case
+        `nesting` say (`implementations.composition`): `twice`, the region wrapped again;
+        `under_trainer`, the model's call in an outer checkpoint, as a trainer adds."""
         if not (model.checkpoint and model._needs_grad(x)):
             return model.block(x)
         # `deepspeed.checkpointing` is an attribute (the module
         # deepspeed.runtime.activation_checkpointing.checkpointing), not a submodule.
+        checkpoint = deepspeed.checkpointing.checkpoint
+        if nesting == "twice":
+            return checkpoint(lambda y: checkpoint(model.block, y), x)
+        if nesting == "under_trainer":
+            return checkpoint(functools.partial(self.model_call, model), x)
+        return checkpoint(model.block, x)
+
+    @staticmethod
+    def model_call(model: MLP, x: torch.Tensor) -> torch.Tensor:
+        """The model's call as a library writes it: its block in its own checkpoint, whatever
+        the grad mode (the trainer's outer region runs it under no_grad first)."""
         return deepspeed.checkpointing.checkpoint(model.block, x)
 
+    def built(self, params: Params, checkpoint: Any) -> tuple[MLP, str]:
+        """The model for one call and its composition case (an undeclared one refused by
+        name)."""
+        nesting = self.nesting(checkpoint)
+        if nesting != "once":
+            self.policy(checkpoint)
+        return build_mlp(params, checkpoint=checkpoint_on(checkpoint)), nesting
+
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
-        return to_host_array(self.run(model, leaf_input(x)))
+        model, nesting = self.built(params, checkpoint)
+        return to_host_array(self.run(model, leaf_input(x), nesting))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model = build_mlp(params, checkpoint=checkpoint_on(checkpoint))
+        model, nesting = self.built(params, checkpoint)
         x = leaf_input(x)
-        out = self.run(model, x)
+        out = self.run(model, x, nesting)
         parameters = [model.get_parameter(name) for name in STATE_NAMES]
         grads = reentrant.backward(out, x, parameters, as_tensor(cotangent))
         return out_in.to_grads(grads[1:], grads[0], to_host_array)

@@ -80,13 +80,14 @@ class _Roots:
         self.kept: dict[int, torch.Tensor] = {}
 
     def note(self, roots: Any) -> None:
-        if observed.in_backward():  # a reentrant checkpoint's own inner pass
-            return
+        # A reentrant checkpoint's own inner pass: its rerun's graph holds a checkpoint node
+        # only where the region nests another (made by the rerun: a region, never kept).
+        inner = observed.in_backward()
         for root in (roots,) if isinstance(roots, torch.Tensor) else tuple(roots):
             if isinstance(root, torch.Tensor) and root.grad_fn is not None:
                 found = [n for n in nodes_of(root, self.node) if n not in self.nodes]
                 self.nodes.extend(found)
-                if self.kept_on_node:
+                if self.kept_on_node and not inner:
                     self.kept.update(kept_on_nodes(found, self.kept_on_node))
 
     @contextlib.contextmanager
