@@ -19,13 +19,13 @@ from . import benchmark as sweep
 from .benchmark import (
     DEFAULT_FRAMEWORKS,
     DEFAULTS,
-    FRAMEWORKS,
     BenchReport,
     load_average,
     load_frameworks,
 )
 from .benchmark.measure import Settings
 from .commands import arguments
+from .commands.framework_names import bench_framework
 from .comparison import measure
 from .comparison.measure import Comparison
 from .page import Report, build
@@ -196,7 +196,8 @@ def bench(
     **Arguments:**
 
     - `frameworks`: bench names (`conformance.benchmark.FRAMEWORKS`, one or more per
-      stack, as the stacks' manifests declare them; default: all installed but the
+      stack, as the stacks' manifests declare them), or port names, each standing for its
+      stack's bench (`pytorch`: `torch`); default: all installed but the
       opt-in ones, `conformance.benchmark.OPT_IN`, which run only when named).
     - `depths`, `batch`, `features`, `repeats`, `max_repeats`, `seed`: as the
       flags of the same names (defaults: `conformance.benchmark.DEFAULTS`).
@@ -211,9 +212,8 @@ def bench(
     if isinstance(frameworks, str):
         frameworks = [frameworks]
     chosen = list(frameworks) if frameworks is not None else list(DEFAULT_FRAMEWORKS)
-    for name in chosen:
-        if name not in FRAMEWORKS:
-            _check(lambda text: arguments.known_name(text, FRAMEWORKS, "bench"), name, "frameworks")
+    # A port's name stands for its stack's bench, as `bench --framework pytorch` does.
+    chosen = list(dict.fromkeys(_check(bench_framework, name, "frameworks") for name in chosen))
     repeats = _count(repeats, "repeats") or DEFAULTS.repeats
     max_repeats = _count(max_repeats, "max_repeats") or max(DEFAULTS.max_repeats, repeats)
     if max_repeats < repeats:

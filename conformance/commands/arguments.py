@@ -258,9 +258,16 @@ def replay_blob(text: str) -> str:
 # ---------------------------------------------------------------------------
 
 
+#: A flag that takes several values: `--implementation a b` and `--implementation a
+#: --implementation b` alike (argparse's "append" takes one value per flag).
+SEVERAL = {"nargs": "+", "action": "extend"}
+
+
 def add_port_argument(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
-    """`--implementation NAME`, with `--port NAME` as its alias (the pytest plugin's name)."""
-    options = {"action": "append", **kwargs}
+    """`--implementation NAME ...`, with `--port` as its alias (the pytest plugin's name)."""
+    options = {**SEVERAL, **kwargs}
+    if options["action"] == "store":  # one port: no nargs
+        options.pop("nargs")
     parser.add_argument(
         "--implementation",
         "--port",

@@ -26,7 +26,7 @@ from ..page import csv_files
 from ..running import interrupts
 from ..tables.kinds.bench import load_warning
 from ..terminal import style as terminal_style
-from . import arguments, bench_policies
+from . import arguments, bench_policies, bench_schedules, framework_names
 
 HELP = "memory and time against depth, with a plot"
 
@@ -78,10 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--framework",
-        action="append",
-        choices=tuple(FRAMEWORKS),
-        help="bench only this framework (repeatable; default: all installed but "
-        + "; ".join(f"{name}, which runs only when named: {why}" for name, why in OPT_IN.items()),
+        **arguments.SEVERAL,
+        type=framework_names.bench_framework,
+        metavar="NAME",
+        help=f"bench only these frameworks ({', '.join(FRAMEWORKS)}), or the benches of these "
+        "ports (pytorch: torch); several after one flag, or repeated (default: every one "
+        "installed but "
+        + "; ".join(f"{name}, which runs only when named: {why}" for name, why in OPT_IN.items())
+        + ")",
     )
     parser.add_argument(
         "--csv",
@@ -105,6 +109,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="bench every expressible remat policy per framework instead of the depth sweep "
         "(at L=8 unless --depths): bench-policies.json, .md and .png with a time-memory plot",
+    )
+    parser.add_argument(
+        "--schedules",
+        action="store_true",
+        help="bench every expressible remat schedule per framework against its analytic model "
+        "and Revolve's optimum (L = 1 to 64 unless --depths; 5 repeats unless --repeats): "
+        "bench-schedules.json, .md and .png (docs/SCHEDULES.md)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("default", "thorough"),
+        default="default",
+        help="with --schedules: thorough adds L = 128 and 256",
     )
 
 
@@ -153,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.policies:
         return bench_policies.command(args, settings)
+    if args.schedules:
+        return bench_schedules.command(args, settings)
     frameworks, skipped = load_frameworks(args.framework or list(DEFAULT_FRAMEWORKS))
     interrupts.check()  # a signal during an import may have been taken for a missing framework
     for name, reason in skipped.items():

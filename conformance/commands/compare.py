@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     arguments.add_port_argument(
         parser,
-        "compare only this port (repeatable; alias --port; the canonical port is always the "
-        "reference)",
+        "compare only these ports (several after one flag, or repeated; alias --port; the "
+        "canonical port is always the reference)",
     )
     parser.add_argument(
         "--repeats",

@@ -98,10 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--implementation",
         "--port",
-        action="append",
+        **arguments.SEVERAL,
         type=arguments.port_name,
         metavar="NAME",
-        help="with --make run/compare: only this port (repeatable)",
+        help="with --make run/compare: only these ports (several after one flag, or "
+        "repeated; put REPORT.json files before it)",
     )
     parser.add_argument(
         "--profile",

@@ -49,13 +49,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="examples per property per port (default: the profile's)",
     )
-    arguments.add_port_argument(parser, "check only this port (repeatable; alias --port)")
+    arguments.add_port_argument(
+        parser, "check only these ports (several after one flag, or repeated; alias --port)"
+    )
     parser.add_argument(
         "--property",
-        action="append",
+        **arguments.SEVERAL,
         type=arguments.property_key,
         metavar="P",
-        help="run only this property: its letter (c) or key (c_vjp); repeatable",
+        help="run only these properties: a letter (c) or a key (c_vjp); several after one "
+        "flag, or repeated",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     parser.add_argument(

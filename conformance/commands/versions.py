@@ -45,7 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="version sets: lowest, pin, newest, or DIST==VERSION[,DIST==VERSION...] "
         "(default: lowest pin newest)",
     )
-    arguments.add_port_argument(parser, "sweep only this port (repeatable; default: the extra's)")
+    arguments.add_port_argument(
+        parser, "sweep only these ports (several, or repeated; default: the extra's)"
+    )
     parser.add_argument(
         "--profile",
         type=arguments.profile_name,
@@ -57,8 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="examples per property per port (default: the profile's)",
     )  # fmt: skip
     parser.add_argument(
-        "--property", action="append", type=arguments.property_key, metavar="P",
-        help="run only this property (repeatable)",
+        "--property", **arguments.SEVERAL, type=arguments.property_key, metavar="P",
+        help="run only these properties (several after one flag, or repeated)",
     )  # fmt: skip
     parser.add_argument("--no-mutants", action="store_true", help="skip each run's mutants")
     parser.add_argument(

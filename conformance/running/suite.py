@@ -98,7 +98,7 @@ def plan(config: RunConfig, scratch: Path) -> list[WorkerRun]:
     }
     if config.mutants:
         for spec in MUTANTS.values():
-            if _mutant_left_out(spec.family, config):
+            if _mutant_left_out(spec.family, config, spec.name):
                 continue
             if spec.family not in ports:
                 output = scratch / f"mutants-{spec.family}.out"
@@ -115,15 +115,34 @@ def plan(config: RunConfig, scratch: Path) -> list[WorkerRun]:
     return sorted(jobs.values(), key=lambda job: (-took.get(job.group, 0.0), -mutants[job.group]))
 
 
-def _mutant_left_out(family: str, config: RunConfig) -> bool:
+def _mutant_left_out(family: str, config: RunConfig, name: str = "") -> bool:
     """The `scale` profile hunts the sharded ports' mutants only: those of the ports it checks
-    (both where it names none). The other profiles hunt every other mutant, and a sharded
-    port's only with that port. A sharded mutant starts ranks of its own: a run of torch_fsdp
-    alone starts no JAX process."""
+    (both where it names none). The other profiles hunt every other mutant of the checked
+    ports' stacks, and a sharded port's only with that port. A sharded mutant starts ranks of
+    its own: a run of torch_fsdp alone starts no JAX process. A suite-wide mutant (no stack
+    declares it) is hunted where a checked port shares its family's worker: naming pytorch
+    and jax_checkpoint hunts no TensorFlow mutant, and starts no TensorFlow worker."""
     sharded = family in implementations.SHARDED
     if config.profile == profiles.SCALE:
         return not sharded or (bool(config.ports) and family not in config.ports)
-    return sharded and family not in config.ports
+    if sharded and family not in config.ports:
+        return True
+    stack = _declared_by().get(name)
+    if stack is None:  # suite-wide: only in a worker the checked ports start anyway
+        return worker_group(family) not in {worker_group(port) for port in config.ports}
+    return stack not in {_stack_of(port) for port in config.ports}
+
+
+@functools.cache
+def _declared_by() -> dict[str, str]:
+    """Each stack-declared mutant's stack, by the mutant's name."""
+    return {spec.name: m.stack for m in manifests.manifests() for spec in m.mutants}
+
+
+def _stack_of(port: str) -> str:
+    """A port's stack (a port from another package: its own name)."""
+    found = manifests.port(port)
+    return found[0].stack if found is not None else port
 
 
 def _durations() -> dict[str, float]:

@@ -15,6 +15,7 @@ says so.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,16 @@ def parse_word(word: str) -> str | dict[str, str]:
     return pins
 
 
+def _hint(word: str, known: list[str]) -> str:
+    """A did-you-mean: a port's own extra (`pytorch`: torch), else the closest extra."""
+    if manifests.port(word) is not None:
+        extras = [e for e in project.extras_of(word) if e in known]
+        if extras:
+            return f" ({word!r} is a port: did you mean {extras[0]!r}?)"
+    close = difflib.get_close_matches(word, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def make(
     extra: str,
     words: list[str] | None = None,
@@ -142,7 +153,7 @@ def make(
     if extra not in known:
         raise PlanError(
             f"{extra!r} is not an extra a sweep takes (one framework's extra, naming "
-            f"distributions and serving ports); known: {', '.join(known)}"
+            f"distributions and serving ports){_hint(extra, known)}; known: {', '.join(known)}"
         )
     selected = list(dict.fromkeys(ports or project.ports_of(extra)))
     for name in selected:
