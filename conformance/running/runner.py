@@ -45,6 +45,15 @@ _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
 #: Every status an outcome can have; the last three fail a run.
 STATUSES = ("pass", "skip", "reference", "xfail", "xpass", "fail", "crashed", "timeout")
 FAILING = frozenset({"fail", "crashed", "timeout"})
+
+
+def without_decorator_advice(notes: str) -> str:
+    """Hypothesis's notes without its "add @reproduce_failure(...) as a decorator on your
+    test function" line, which means nothing on the command line: the blob goes into the
+    replay command's `--reproduce` instead (`Outcome.reproduce`)."""
+    return "\n".join(line for line in notes.splitlines() if not _BLOB.search(line)).strip()
+
+
 #: How a passing outcome's message starts when `--reproduce` replayed an example that passes now.
 DID_NOT_REPRODUCE = "did not reproduce"
 
@@ -370,6 +379,7 @@ class _Run:
     def finish(self, status: str, error, message: str) -> Outcome:
         notes = "\n".join(getattr(error, "__notes__", [])) if error is not None else ""
         blob = _BLOB.search(notes)
+        notes = without_decorator_advice(notes)
         return Outcome(
             port=self.port.name,
             property=self.prop.key,
