@@ -5,8 +5,8 @@ renderers read files through it.
 - `kind_of`: which command wrote a report (`KINDS`): each names its `kind`; one written before
   reports named it is told by its fields (a run report: `schema` and ports with `outcomes`;
   compare: `canonical`, `ports` and `notes`; bench: `settings` and `results`, `policies` too
-  for `bench --policies`; scale: `settings` and `rows`; versions: `{"kind": "versions",
-  "rows": [...]}`); a `merge --json` document is none of them;
+  for `bench --policies`, `frontier` for `bench --schedules`; scale: `settings` and `rows`;
+  versions: `{"kind": "versions", "rows": [...]}`); a `merge --json` document is none of them;
 - `check_run`: a run report of a schema this version reads, its shape checked once so that
   readers can index it freely.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..running.suite import SCHEMA
 
-KINDS = ("run", "compare", "bench", "bench-policies", "scale", "versions")
+KINDS = ("run", "compare", "bench", "bench-policies", "bench-schedules", "scale", "versions")
 #: The oldest run-report schema read (2: ports, outcomes and "failed" as today; reports
 #: without "machine" are merged under "machine not recorded").
 OLDEST_SCHEMA = 2
@@ -57,6 +57,8 @@ def _shape(data: dict[str, Any]) -> str | None:
     if data.get("kind") == "versions" and isinstance(data.get("rows"), list):
         return "versions"
     if "settings" in data and "results" in data:
+        if "frontier" in data:  # bench --schedules: Revolve's frontier beside its results
+            return "bench-schedules"
         return "bench-policies" if "policies" in data else "bench"
     if "settings" in data and isinstance(data.get("rows"), list):
         return "scale"

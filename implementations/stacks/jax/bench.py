@@ -173,3 +173,24 @@ def policy_case(policy: str, data: Data) -> JaxCase:
     case = JaxCase("scan", "none", data)
     case.stack, case.mode = stack, policy
     return case
+
+
+# bench --schedules: the stack with its regions where a schedule places them (schedules.py,
+# which imports this module: its names are looked up there when first asked for)
+_SCHEDULE_NAMES = frozenset(
+    (
+        "SCHEDULE_DEPARTURES",
+        "SCHEDULES",
+        "SCHEDULES_NOT_EXPRESSIBLE",
+        "schedule_case",
+        "canonical_values",
+    )
+)
+
+
+def __getattr__(name: str):
+    if name in _SCHEDULE_NAMES:
+        from implementations.stacks.jax import schedules
+
+        return getattr(schedules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -45,7 +45,11 @@ SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "JAX has no memory-budget solver: jax.checkpoint's policies name what to save "
     "per op, not how much",
 }
-PEAK_METHOD = "XLA memory_analysis() temp bytes"
+SCHEDULE_DEPARTURES = {
+    "binomial": "XLA:CPU's CSE merges an unrolled stack's reruns into the forward pass "
+    "(docs/BENCHMARKS.md, finding 2): Revolve's uneven regions have no scan to keep them",
+}
+PEAK_METHOD = "XLA memory_analysis() temp bytes less the stacked gradients"
 _FORWARD_DOT = re.compile(r"lhs_contracting_dims=\{1\}, rhs_contracting_dims=\{0\}")
 
 
@@ -164,7 +168,9 @@ class JaxScheduleCase:
         in_step = forward_dots(self.compiled().as_text())
         counted = None if None in (in_forward, in_step) else (in_forward, in_step - in_forward)
         analysis = self.compiled().memory_analysis()
-        peak = None if analysis is None else int(analysis.temp_size_in_bytes)
+        gradients = sum(int(p.size) * p.dtype.itemsize for p in self.args[0])
+        # The backward scan stacks the parameters' gradients in temporaries: not activations.
+        peak = None if analysis is None else max(0, int(analysis.temp_size_in_bytes) - gradients)
         return ScheduleStatic(counted, peak, PEAK_METHOD)
 
     def values(self) -> Values:

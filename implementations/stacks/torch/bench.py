@@ -274,3 +274,18 @@ class PolicyCase(TorchCase):
 
 def policy_case(policy: str, data: Data) -> PolicyCase:
     return PolicyCase(policy, data)
+
+
+# bench --schedules: the stack with its regions where a schedule places them (schedules.py,
+# which imports this module: its names are looked up there when first asked for)
+_SCHEDULE_NAMES = frozenset(
+    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
+)
+
+
+def __getattr__(name: str):
+    if name in _SCHEDULE_NAMES:
+        from implementations.stacks.torch import schedules
+
+        return getattr(schedules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -40,6 +40,12 @@ SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "eager torch has no solver: activation_memory_budget is torch.compile's "
     "(torch_compile's bench --policies runs budget(b))",
 }
+SCHEDULE_DEPARTURES = {
+    name: "torch's non-reentrant checkpoint stops a rerun once what its backward needs is "
+    "recomputed (early stop): a region ending in inner regions skips their blocks, below the "
+    "model's rerun of every block (set_checkpoint_early_stop(False) meets the model)"
+    for name in ("nested", "binomial")
+}
 PEAK_METHOD = "torch profiler memory events, backward pass, gradients left out"
 
 

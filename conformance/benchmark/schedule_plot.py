@@ -1,0 +1,121 @@
+"""The schedule bench's pictures (`bench-schedules.png`), drawn from its JSON.
+
+Top row, per framework at the deepest depth: peak bytes against forward evaluations (measured
+forward matmuls / 2), each schedule a point in the framework's engine colour
+(`conformance.colours`), its analytic model hollow beside it, and Revolve's optimal frontier
+(`revolve_frontier`) as the limit. Bottom row, per framework: measured peak bytes against L
+on log axes, one line per schedule family. Imports matplotlib only when drawing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .. import colours
+
+MIB = 2**20
+
+
+def family(label: str) -> str:
+    """A schedule's line across depths: its name, nested by its depth of nesting, binomial
+    by its snapshots (`nested(2,2,2)` -> `nested binary`, `nested(8,8)` -> `nested 2-level`)."""
+    match = re.match(r"(\w+)\((.*)\)", label)
+    if not match:
+        return label
+    name, args = match.groups()
+    if name == "nested":
+        lengths = args.split(",")
+        return "nested 2-level" if len(lengths) == 2 else "nested binary"
+    return label if name == "binomial" else name
+
+
+def png(data: dict[str, Any]) -> bytes:
+    """The pictures as PNG bytes, for the report page (empty when nothing was measured)."""
+    import io
+
+    buffer = io.BytesIO()
+    return b"" if plot(data, buffer) else buffer.getvalue()
+
+
+def plot(data: dict[str, Any], path: Path | Any) -> str | None:
+    """Draw both rows into `path` (PNG). **Returns:** None, or why nothing was drawn."""
+    try:
+        import matplotlib
+    except ImportError:
+        return "matplotlib is not installed (pip install 'remat-conformance[bench]')"
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = [r for r in data.get("results") or [] if r.get("peak_bytes") is not None]
+    frameworks = list(dict.fromkeys(r["framework"] for r in results))
+    if not frameworks:
+        return "no schedule was measured"
+    deepest = max(r["depth"] for r in results)
+    figure, axes = plt.subplots(
+        2, len(frameworks), figsize=(5.6 * len(frameworks), 9.0), squeeze=False
+    )
+    frontier = (data.get("frontier") or {}).get(str(deepest), [])
+    for column, framework in enumerate(frameworks):
+        colour = colours.colour(colours.bench_engine(framework))
+        mine = [r for r in results if r["framework"] == framework]
+        _trade_off(axes[0][column], framework, deepest, mine, frontier, colour)
+        _against_depth(axes[1][column], framework, mine)
+    figure.suptitle("remat schedules: peak memory against forward evaluations, and against L")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100, format="png")
+    plt.close(figure)
+    return None
+
+
+def _trade_off(axis, framework, depth, mine, frontier, colour) -> None:
+    if frontier:
+        axis.step(
+            [p["forwards"] for p in frontier],
+            [p["peak_bytes"] / MIB for p in frontier],
+            where="post",
+            color="black",
+            linewidth=1,
+            label="Revolve's frontier (model)",
+        )
+    for r in (r for r in mine if r["depth"] == depth):
+        if r.get("forward_matmuls") is None:
+            continue
+        measured = sum(r["forward_matmuls"]) / 2
+        axis.plot(measured, r["peak_bytes"] / MIB, "o", color=colour)
+        axis.plot(
+            r["model_matmuls"] / 2, r["model_peak_bytes"] / MIB, "o", mfc="none", color="grey"
+        )
+        axis.annotate(r["schedule"], (measured, r["peak_bytes"] / MIB), fontsize=7)
+    axis.plot([], [], "o", color=colour, label="measured")
+    axis.plot([], [], "o", mfc="none", color="grey", label="model")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_title(f"{framework} · L = {depth}", fontsize=10)
+    axis.set_xlabel("block forward evaluations per step (forward matmuls / 2)")
+    axis.set_ylabel("peak bytes in the backward pass (MiB)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=7)
+
+
+def _against_depth(axis, framework, mine) -> None:
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for r in mine:
+        lines.setdefault(family(r["schedule"]), []).append((r["depth"], r["peak_bytes"] / MIB))
+    for index, (name, points) in enumerate(sorted(lines.items())):
+        points.sort()
+        axis.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            marker="os^Dv<>Ph"[index % 9],
+            color=f"C{index % 10}",
+            label=name,
+        )
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_title(f"{framework}: peak bytes against L", fontsize=10)
+    axis.set_xlabel("L (blocks)")
+    axis.set_ylabel("peak bytes in the backward pass (MiB)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=7)

@@ -1,0 +1,317 @@
+"""`python -m conformance bench --schedules`: where to recompute, per framework, against the
+analytic model (`implementations.schedules`) and Revolve's optimum.
+
+Each bench module that declares `SCHEDULES` (`implementations/bench_case.py`) builds the
+depth-L stack with its regions where a schedule places them (`schedule_case`). Per framework,
+schedule and depth the sweep records:
+
+- values: the output and gradients against the canonical's (`canonical_values`, Flax's
+  `nn.remat_scan`) within the stack's error-analysis bound (`schedule_values`), on one row;
+- forward matmuls in the forward and the backward pass (two per block evaluation) against the
+  model's `2 * forward_evaluations(L)`: accepted down to one a @ W2 fewer per region (a rerun
+  may skip its region's last one, whose output no gradient needs: docs/SCHEDULES.md, 2);
+- peak bytes of the backward pass (its instrument named) against the model's peak: accepted
+  from `PEAK_LOW` times the model to `PEAK_HIGH` times it plus `PEAK_SLACK_UNITS` units (the
+  output, the cotangent and the working values of the block run, which the model leaves out
+  as the same for every schedule, and masks a framework keeps beside);
+- step time: the median of interleaved repeats, its interquartile range and n.
+
+A figure outside its acceptance is flagged, with the reason where the framework declares it a
+known upstream behaviour (`SCHEDULE_DEPARTURES`), else as unexplained.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from implementations.schedules import Schedule, regions, sqrt_segments
+
+from ..jsonable import to_data
+from ..running import timing
+from . import measure, schedule_values
+from .measure import Settings
+
+DEPTHS = (1, 2, 4, 8, 16, 32, 64)
+THOROUGH_DEPTHS = (*DEPTHS, 128, 256)
+REPEATS = 5
+BATCH = 256  # the sweep's default batch (the depth bench's is 1024): ratios do not depend on B
+SNAPSHOTS = (2, 4, 8)  # binomial(c) run at every depth where c < L - 1
+PEAK_LOW, PEAK_HIGH, PEAK_SLACK_UNITS = 0.9, 1.25, 4
+SCHEMA = 1  # bench-schedules.json's own version: fields only ever added under it
+
+
+def schedules_at(L: int) -> tuple[Schedule, ...]:
+    """The schedules run at depth L: none, every, Chen's sqrt(L) segments, remat_scan's
+    two-level and binary nestings, Revolve with a few snapshot counts."""
+    found = [Schedule("none"), Schedule("every")]
+    root = sqrt_segments(L)
+    if root.args[0] >= 2:
+        found.append(root)
+    power = int(math.log2(L)) if L & (L - 1) == 0 else 0
+    if power >= 2:
+        outer = 2 ** ((power + 1) // 2)
+        found.append(Schedule("nested", (outer, L // outer)))
+    if power >= 3:
+        found.append(Schedule("nested", (2,) * power))
+    found += [Schedule("binomial", (c,)) for c in SNAPSHOTS if c < L - 1]
+    return tuple(found)
+
+
+def expresses(module: Any, schedule: Schedule) -> bool:
+    """Whether a bench module declares the schedule (by its label or by its name)."""
+    declared = getattr(module, "SCHEDULES", {})
+    return schedule.label in declared or schedule.name in declared
+
+
+def with_schedules(frameworks: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Split bench modules into those that declare schedules and those skipped, with why."""
+    kept = {name: m for name, m in frameworks.items() if getattr(m, "SCHEDULES", None)}
+    skipped = {
+        name: "its bench module declares no SCHEDULES, so the schedule bench has no case for it"
+        for name in frameworks
+        if name not in kept
+    }
+    return kept, skipped
+
+
+@dataclass
+class ScheduleResult:
+    """One framework and schedule at one depth."""
+
+    framework: str
+    schedule: str
+    depth: int
+    batch: int
+    features: int
+    forward_matmuls: list[int] | None
+    model_matmuls: int
+    least_matmuls: int
+    peak_bytes: int | None
+    peak_method: str
+    model_peak_bytes: int
+    regions: int | None
+    model_regions: int
+    values_within: bool | None
+    values_worst: float | None
+    departure: str | None = None
+    flags: list[str] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def matmul_ratio(self) -> float | None:
+        return (
+            None if self.forward_matmuls is None else sum(self.forward_matmuls) / self.model_matmuls
+        )
+
+    @property
+    def peak_ratio(self) -> float | None:
+        return None if self.peak_bytes is None else self.peak_bytes / self.model_peak_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        data = to_data(self)
+        quartiles = None
+        if len(self.step_seconds) >= 4:
+            q1, _, q3 = statistics.quantiles(self.step_seconds, n=4)
+            quartiles = [q1, q3]
+        data.update(
+            matmul_ratio=self.matmul_ratio,
+            peak_ratio=self.peak_ratio,
+            step_median=statistics.median(self.step_seconds) if self.step_seconds else None,
+            step_quartiles=quartiles,
+            n=len(self.step_seconds),
+        )
+        return data
+
+
+def judge(result: ScheduleResult) -> list[str]:
+    """What departs from the model beyond its acceptance, each said in a line."""
+    unit = result.batch * result.features * 4
+    found = []
+    if result.values_within is False:
+        found.append(f"values off the canonical's by {result.values_worst:.3g} x the bound")
+    if result.forward_matmuls is not None:
+        total = sum(result.forward_matmuls)
+        if not result.least_matmuls <= total <= result.model_matmuls:
+            found.append(
+                f"forward matmuls {total} outside the model's "
+                f"{result.least_matmuls} to {result.model_matmuls}"
+            )
+    if result.regions is not None and result.regions != result.model_regions:
+        found.append(f"regions entered {result.regions}, the placement has {result.model_regions}")
+    if result.peak_bytes is not None:
+        low = PEAK_LOW * result.model_peak_bytes
+        high = PEAK_HIGH * result.model_peak_bytes + PEAK_SLACK_UNITS * unit
+        if not low <= result.peak_bytes <= high:
+            found.append(
+                f"peak {result.peak_bytes / unit:.2f} units outside "
+                f"{low / unit:.2f} to {high / unit:.2f} (model {result.model_peak_bytes / unit:g})"
+            )
+    return found
+
+
+def result_of(
+    name: str, module: Any, schedule: Schedule, static: Any, depth: int, settings: Settings
+) -> ScheduleResult:
+    """A measured case against the schedule's model at `depth`."""
+    placement = schedule.placement(depth)
+    count = sum(1 for _ in regions(placement))
+    model = schedule.model(depth)
+    departures = getattr(module, "SCHEDULE_DEPARTURES", {})
+    result = ScheduleResult(
+        framework=name,
+        schedule=schedule.label,
+        depth=depth,
+        batch=settings.batch,
+        features=settings.features,
+        forward_matmuls=None if static.forward_matmuls is None else list(static.forward_matmuls),
+        model_matmuls=2 * model.forwards,
+        least_matmuls=2 * model.forwards - count,
+        peak_bytes=static.peak_bytes,
+        peak_method=static.peak_method,
+        model_peak_bytes=model.peak.bytes(settings.batch, settings.features),
+        regions=static.regions,
+        model_regions=count,
+        values_within=None,
+        values_worst=None,
+        departure=departures.get(schedule.label, departures.get(schedule.name)),
+    )
+    return result
+
+
+def check_values(
+    result: ScheduleResult, module: Any, canonical: Any, schedule: Schedule, cache: dict
+) -> None:
+    """The schedule's values on the values data against the canonical's, into `result`
+    (`cache`: the canonical's values and the bound per depth and lengths, made once)."""
+    if canonical is None:
+        return
+    data = schedule_values.values_data(result.depth)
+    key = (result.depth, schedule.args if schedule.name == "nested" else ())
+    if key not in cache:
+        cache[key] = (canonical.canonical_values(schedule, data), schedule_values.bounds(data))
+    reference, bound = cache[key]
+    verdict = schedule_values.compare(
+        module.schedule_case(schedule, data).values(), reference, bound
+    )
+    result.values_within, result.values_worst = verdict.within, verdict.worst
+
+
+def total_steps(depths: tuple[int, ...], frameworks: dict[str, Any], repeats: int) -> int:
+    cases = sum(
+        sum(expresses(m, s) for s in schedules_at(L)) for L in depths for m in frameworks.values()
+    )
+    return cases * (1 + repeats)
+
+
+def run(
+    settings: Settings,
+    frameworks: dict[str, Any],
+    *,
+    progress: Callable[[str, int], None] | None = None,
+) -> tuple[list[ScheduleResult], dict[str, str]]:
+    """Measure every declared schedule per framework and depth, then time a depth's cases
+    interleaved. **Returns:** `(results, failed: label -> error)`."""
+    notify = progress or (lambda description, advance: None)
+    canonical = next((m for m in frameworks.values() if hasattr(m, "canonical_values")), None)
+    results: list[ScheduleResult] = []
+    failed: dict[str, str] = {}
+    references: dict = {}
+    for depth in settings.depths:
+        data = measure.make_data(settings, depth)
+        cases, mine = [], []
+        for name, module in frameworks.items():
+            for schedule in schedules_at(depth):
+                if not expresses(module, schedule):
+                    continue
+                label = f"L={depth} {name} · {schedule.label}"
+                notify(label, 0)
+                try:
+                    case = module.schedule_case(schedule, data)
+                    result = result_of(name, module, schedule, case.measure(), depth, settings)
+                    check_values(result, module, canonical, schedule, references)
+                except Exception as error:  # one schedule's failure is reported, not fatal
+                    failed[label] = f"{type(error).__name__}: {error}"
+                    notify("", 1 + settings.repeats)
+                    continue
+                result.flags = judge(result)
+                mine.append(result)
+                cases.append(case)
+                notify("", 1)
+        notify(f"L={depth} timing, interleaved", 0)
+        samples = timing.time_interleaved(
+            [case.step for case in cases],
+            settings.repeats,
+            on_sample=lambda: notify("", 1),
+            seed=settings.seed + depth,
+        )
+        for result, seconds in zip(mine, samples, strict=True):
+            result.step_seconds = list(seconds)
+        results.extend(mine)
+        del cases  # free this depth's programs and arrays before the next
+    return results, failed
+
+
+def report_data(
+    settings: Settings,
+    frameworks: dict[str, Any],
+    results: list[ScheduleResult],
+    failed: dict[str, str],
+    *,
+    skipped: dict[str, str] | None = None,
+    load: dict[str, float] | None = None,
+    seconds: float = 0.0,
+) -> dict[str, Any]:
+    """The sweep as `bench-schedules.json` holds it (`kind` "bench-schedules")."""
+    return {
+        "kind": "bench-schedules",
+        "schema": SCHEMA,
+        "settings": to_data(settings),
+        "acceptance": {
+            "matmuls": "from 2 x forward_evaluations(L) less one per region, to 2 x it",
+            "peak": f"from {PEAK_LOW} x the model to {PEAK_HIGH} x it + {PEAK_SLACK_UNITS} units",
+            "values": "within the stack's error-analysis bound (tolerance.py, chained), B = 1",
+        },
+        "schedules": {name: dict(m.SCHEDULES) for name, m in frameworks.items()},
+        "not_expressible": {
+            name: dict(getattr(m, "SCHEDULES_NOT_EXPRESSIBLE", {}))
+            for name, m in frameworks.items()
+        },
+        "departures": {
+            name: dict(getattr(m, "SCHEDULE_DEPARTURES", {})) for name, m in frameworks.items()
+        },
+        "frontier": frontier_data(settings),
+        "failed": failed,
+        "skipped": skipped or {},
+        "versions": {n: m.versions() for n, m in frameworks.items() if hasattr(m, "versions")},
+        "load_average_1min": load or {},
+        "wall_seconds": seconds,
+        "results": [r.to_json() for r in results],
+    }
+
+
+def frontier_data(settings: Settings) -> dict[str, list[dict[str, int]]]:
+    """Revolve's frontier at each depth: per snapshot count, peak bytes and forward
+    evaluations (the limit the pictures draw)."""
+    from implementations.schedules import revolve_frontier
+
+    return {
+        str(L): [
+            {
+                "snapshots": p.snapshots,
+                "peak_bytes": p.peak.bytes(settings.batch, settings.features),
+                "forwards": p.forwards,
+            }
+            for p in revolve_frontier(L)
+        ]
+        for L in settings.depths
+    }
+
+
+def unexplained(results: list[ScheduleResult]) -> list[ScheduleResult]:
+    """The results flagged against the model with no known reason declared: the checks fail
+    on these."""
+    return [r for r in results if r.flags and not r.departure]

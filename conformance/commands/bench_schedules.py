@@ -1,0 +1,98 @@
+"""`python -m conformance bench --schedules`: where to recompute, per framework, against the
+analytic model and Revolve's optimum: its table, JSON and pictures
+(`conformance.benchmark.schedules`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
+from ..benchmark.measure import Settings
+from ..benchmark.schedule_plot import plot
+from ..benchmark.schedules import (
+    BATCH,
+    DEPTHS,
+    REPEATS,
+    THOROUGH_DEPTHS,
+    report_data,
+    run,
+    total_steps,
+    with_schedules,
+)
+from ..jsonable import dumps, to_data
+from ..running import interrupts
+from ..tables.kinds import bench_schedules as schedule_tables
+from ..tables.render import markdown as markdown_render
+
+
+def settings_for(args: Any, settings: Settings) -> Settings:
+    """The sweep's depths (the profile's unless `--depths`), repeats (`REPEATS` unless
+    `--repeats`) and batch (`BATCH` unless `--batch`): the schedules, not the timing, are what
+    this bench compares."""
+    depths = tuple(args.depths) if args.depths else None
+    if depths is None:
+        depths = THOROUGH_DEPTHS if getattr(args, "profile", None) == "thorough" else DEPTHS
+    repeats = args.repeats or REPEATS
+    batch = args.batch or BATCH  # a quarter of the depth bench's: the ratios do not depend on B
+    return Settings(
+        **{
+            **to_data(settings),
+            "depths": depths,
+            "repeats": repeats,
+            "batch": batch,
+            "max_repeats": max(repeats, settings.max_repeats),
+        }
+    )
+
+
+def command(args: Any, settings: Settings) -> int:
+    """Run the schedule bench; write `bench-schedules.json`, `.md` and `.png` into `args.out`."""
+    import time
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = Console(stderr=True)
+    settings = settings_for(args, settings)
+    frameworks, skipped = load_frameworks(args.framework or list(DEFAULT_FRAMEWORKS))
+    frameworks, without = with_schedules(frameworks)
+    skipped.update(without)
+    interrupts.check()
+    for name, reason in skipped.items():
+        console.print(f"[yellow]skip[/] {name}: {reason}")
+    load = {"before": load_average()}
+    started = time.perf_counter()
+    with Progress(
+        TextColumn("{task.description:<40}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        total = total_steps(settings.depths, frameworks, settings.repeats)
+        task = bar.add_task("bench --schedules", total=total)
+        results, failed = run(
+            settings,
+            frameworks,
+            progress=lambda description, advance: (
+                interrupts.check(),
+                bar.update(
+                    task, advance=advance, **({"description": description} if description else {})
+                ),
+            ),
+        )
+    seconds = time.perf_counter() - started
+    load["after"] = load_average()
+    args.out.mkdir(parents=True, exist_ok=True)
+    data = report_data(
+        settings, frameworks, results, failed, skipped=skipped, load=load, seconds=seconds
+    )
+    table = markdown_render.document(schedule_tables.document(data))
+    (args.out / "bench-schedules.json").write_text(dumps(data) + "\n")
+    (args.out / "bench-schedules.md").write_text(table)
+    why = plot(data, args.out / "bench-schedules.png")
+    if why is not None:
+        console.print(f"[yellow]no plot[/]: {why}")
+    print(dumps(data) if args.json else table)
+    console.print(f"bench --schedules: {seconds:.0f}s wall, load {load} · wrote {args.out}")
+    return 1 if failed else 0
