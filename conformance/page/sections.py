@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..benchmark import with_targets
+from ..benchmark import schedule_plot, with_targets
 from ..comparison import render as compare_render
 from ..comparison import restore
-from ..tables.kinds import bench, bench_policies, scale
+from ..tables.kinds import bench, bench_policies, bench_schedules, scale
 from ..tables.kinds import run as run_tables
 from ..tables.model import Table
 from . import grids, tables
@@ -141,6 +141,23 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                         "over the same framework's no-remat step, median with its "
                         "interquartile whisker; the text beside each row gives n and says "
                         "noise where the spread is wide.",
+                    )
+                )
+            else:
+                section.notes.append(why_not)
+        elif doc.kind == "bench-schedules":
+            section = Section(f"Bench: remat schedules{suffix}", f"bench-schedules-{i}")
+            section.tables.append(bench_schedules.table(data))
+            section.notes += list(bench_schedules.notes(data).items)
+            if can_draw:
+                section.pictures.append(
+                    Picture(
+                        "Bench: where to recompute, against the model and Revolve's optimum",
+                        schedule_plot.png(data),
+                        "Top, per framework at the deepest L: peak bytes of the backward pass "
+                        "against block forward evaluations, each schedule measured (filled) "
+                        "and modelled (hollow), Revolve's frontier as the limit; bottom: "
+                        "peak bytes against L per schedule, log axes.",
                     )
                 )
             else:
