@@ -11,7 +11,8 @@ Legends are paragraphs of their own, wrapped between words. The console
 (`console`) follows the output options:
 
 - `--width N`: lay out for N columns (default: the terminal's; off a terminal,
-  `$COLUMNS` or 80);
+  `$COLUMNS` or 80 for tables and legends, while a line of text is printed whole:
+  `LogConsole`);
 - `--plain`: for logs: no colour or other escape codes, ASCII rules, no spinners;
 - `--no-color` or the `NO_COLOR` environment variable (any value): no escape
   codes at all, bold included.
@@ -67,7 +68,20 @@ def console(stderr: bool = False, file: TextIO | None = None, **kwargs: Any) -> 
     if not OPTIONS.colour:
         # color_system=None renders no style at all: no colour, and no bold or dim either.
         options.update(color_system=None, no_color=True, highlight=False, emoji=False)
-    return Console(**options, **kwargs)
+    log = OPTIONS.width is None and not target.isatty()
+    return (LogConsole if log else Console)(**options, **kwargs)
+
+
+class LogConsole(Console):
+    """A console off a terminal: a line of text is printed whole, for the reader's viewer to
+    wrap (at 80 columns it broke mid-phrase); tables and legends are still laid out for the
+    width, and a print that asks for its own wrapping (`overflow`, `soft_wrap`) gets it."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        text = all(isinstance(o, (str, Text)) for o in objects)
+        if text and kwargs.get("soft_wrap") is None and kwargs.get("overflow") is None:
+            kwargs["soft_wrap"] = True
+        super().print(*objects, **kwargs)
 
 
 def live(console: Console) -> bool:
