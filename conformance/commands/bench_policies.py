@@ -18,16 +18,24 @@ from ..benchmark.policies import (
 from ..benchmark.policy_plot import plot
 from ..jsonable import dumps, to_data
 from ..running import interrupts
+from ..tables.kinds.bench_policies import document
+from ..tables.render.terminal import print_document
+from ..terminal import style as terminal_style
+
+
+def load_text(load: dict[str, float]) -> str:
+    """The load average before and after, as words ("load 6.45 before, 7.10 after")."""
+    said = [f"{load[when]:.2f} {when}" for when in ("before", "after") if when in load]
+    return "load " + ", ".join(said) if said else "load unknown"
 
 
 def command(args: Any, settings: Settings) -> int:
     """Run the policy bench and write `bench-policies.json`, `.md` and `.png` into `args.out`."""
     import time
 
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    console = Console(stderr=True)
+    console = terminal_style.console(stderr=True)
     if not args.depths:  # one depth unless asked: the policies, not the depths, vary here
         settings = Settings(**{**to_data(settings), "depths": DEPTHS})
     named = args.framework or list(DEFAULT_FRAMEWORKS)
@@ -45,6 +53,7 @@ def command(args: Any, settings: Settings) -> int:
         MofNCompleteColumn(),
         console=console,
         transient=True,
+        disable=not terminal_style.live(console),
     ) as bar:
         task = bar.add_task("bench --policies", total=total_steps(settings, frameworks))
         results, failed = run(
@@ -69,6 +78,12 @@ def command(args: Any, settings: Settings) -> int:
     why = plot(results, args.out / "bench-policies.png", "remat policies: time against memory")
     if why is not None:
         console.print(f"[yellow]no plot[/]: {why}")
-    print(dumps(data) if args.json else table)
-    console.print(f"bench --policies: {seconds:.0f}s wall, load {load} · wrote {args.out}")
+    if args.json:
+        print(dumps(data))
+    else:  # a rich table on a terminal, aligned text off one; the Markdown is in the file
+        print_document(terminal_style.console(), document(data))
+    console.print(
+        f"bench --policies: {seconds:.0f}s wall, {load_text(load)} · wrote {args.out}",
+        highlight=False,
+    )
     return 1 if failed else 0
