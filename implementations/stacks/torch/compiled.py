@@ -244,6 +244,7 @@ class Partition:
             recomputed=dict(self.recomputed()),
             checkpoint_regions=self.regions(),
             backward_matmuls=self.backward_matmuls(),
+            forward_matmuls=matmul_count(self.forward),
             # torch has no names: the `tag` operator on h stands for the one name.
             tags=(SAVED_NAME,) if any(n.target == _TAG for n in self.forward.nodes) else (),
         )

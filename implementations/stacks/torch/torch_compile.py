@@ -60,6 +60,9 @@ COMPILED = CompiledModule()
 PLAIN = CompiledModule(inductor={"custom_partitioner_fn": NoRemat()})
 #: Selective checkpointing, one compiled call per policy.
 SELECTIVE = {name: CompiledModule() for name in ("save_dots", "save_named")}
+#: The nested composition cases, one compiled call each (measured, not declared: see
+#: `TorchCompile.not_composable`).
+NESTED = {case: CompiledModule() for case in ("twice", "under_trainer")}
 #: `budget(b)`: one compiled call per budget, made at its first use.
 BUDGETS: dict[float, CompiledModule] = {}
 
@@ -93,6 +96,18 @@ class TorchCompile(TorchPort):
         "offload_dots": "AOTAutograd's partitioner treats CPU_OFFLOAD as a plain save "
         "(torch 2.13): nothing is offloaded",
     }
+    compositions: ClassVar[dict[str, str]] = {
+        "once": "checkpoint(block, x, use_reentrant=False) under torch.compile",
+    }
+    #: Measured (tests/torch/test_torch_compile_composition.py): dynamo keeps the nested
+    #: tag_activation_checkpoint, AOTAutograd's partition holds one region.
+    not_composable: ClassVar[dict[str, str]] = {
+        "twice": "AOTAutograd traces the inner tag_activation_checkpoint inside the outer's and "
+        "tags every node with one ac_graph_id (torch/_higher_order_ops/wrap.py): the partition "
+        "holds one region, once's (torch 2.13)",
+        "under_trainer": "the trainer's checkpoint over the compiled model's call flattens as "
+        "twice does: one ac_graph_id, one region in the partition (torch 2.13)",
+    }
 
     def __init__(
         self,
@@ -125,6 +140,8 @@ class TorchCompile(TorchPort):
         return self.selective.get(policy.name, self.compiled)
 
     def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
+        if model.checkpoint and model.nesting in NESTED:  # a composition case: its own call
+            return NESTED[model.nesting](model, x)
         # The exercise's model carries no policy: it is the checkpointed one.
         default = FULL if model.checkpoint else NONE
         return self.compiled_for(getattr(model, "remat_policy", default))(model, x)
