@@ -61,8 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also draw the pictures into DIR (made if missing): compare-strip.png (saved and "
         "rerun per port), compare-time-vs-saved.png, compare-bits.png; needs matplotlib",
     )
-    # The default since first calls became opt-in; kept so that old scripts still run.
-    parser.add_argument("--no-first-call", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-first-call",
+        action="store_true",
+        help="no first calls, said explicitly: the default since --first-call became opt-in "
+        "(report --make compare passes it; it wins over --first-call)",
+    )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
 

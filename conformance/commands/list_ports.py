@@ -54,10 +54,16 @@ def run(args: argparse.Namespace) -> int:
             versions = ", ".join(f"{m} {v}" for m, v in found.versions.items())
             detail = f"[green]found[/] (not imported) · {versions}"
         elif found.state in ("unavailable", "broken"):
-            detail = f"{state_markup(found.state)} — {escape(found.reason)}"
+            detail = f"{state_markup(found.state)} — {escape(found.reason + _hint(name, found))}"
         else:
             detail = f"[yellow]unknown[/] — {escape(found.reason)}"
         # One line per port, however long: soft_wrap leaves long lines to the reader.
         console.print(f"{name:16} {detail} ({source})", highlight=False, soft_wrap=True)
     print_legend(console, LEGEND)
     return 0
+
+
+def _hint(name: str, found) -> str:
+    """What installs a module found missing, as a run says it (`implementations.install_hint`)."""
+    missing_module = found.state == "unavailable" and found.reason.endswith("not installed")
+    return implementations.install_hint(name) if missing_module else ""

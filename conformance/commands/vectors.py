@@ -17,13 +17,26 @@ HELP = "golden vectors: export, or check a port"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="vectors_command", required=True)
-    export = commands.add_parser("export", help="write vectors from the canonical port")
+    export = commands.add_parser(
+        "export",
+        help="write vectors from the canonical port",
+        description="Write golden vectors: the canonical port's answers on a fixed set of "
+        "cases (its output and VJP, with their bounds), as PATH.npz (the arrays) and "
+        "PATH.json (the manifest: what each vector holds, the versions that made it, the npz "
+        "file's SHA-256), for `vectors check --vectors PATH.json`.",
+    )
     export.add_argument(
         "path",
         type=arguments.writable_file,
         help="output file stem: PATH.npz and PATH.json (existing files are replaced)",
     )
-    check = commands.add_parser("check", help="check a port against vectors alone")
+    check = commands.add_parser(
+        "check",
+        help="check a port against vectors alone",
+        description="Check a port against golden vectors alone (no canonical port, no JAX): "
+        "its answers on each vector's case, by the suite's tolerance model and the bounds the "
+        "vector stores; exit 1 if one is off.",
+    )
     arguments.add_port_argument(
         check, "the port to check (alias --port)", action="store", required=True
     )
