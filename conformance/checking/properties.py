@@ -69,6 +69,8 @@ class Property:
       verdict turns on the shape, not on the values; None: all of them.
     - `not_applicable`: `port -> reason or None`: why the property has nothing to check on
       a port (it is then reported skipped, with the reason, never passed).
+    - `checks_canonical`: the canonical port is checked too, against its own reference (a
+      property whose port-side check says more than the values: (k)'s records).
     - `cost`: what its check costs a mutant, against the others' (1 the cheapest; each
       property its own): the mutation run tries the cheapest first
       (`conformance.running.mutation.KILL_ORDER`).
@@ -85,6 +87,7 @@ class Property:
     examples: int | None = None
     share: float | None = None
     not_applicable: Callable[[Implementation], str | None] | None = None
+    checks_canonical: bool = False
     cost: int = 0
 
     @property
@@ -678,7 +681,7 @@ PROPERTIES: tuple[Property, ...] = (
     Property("k", "composition", "regions wrapped twice and under a trainer's: canonical "
              "results, declared saves and forward runs", check_composition,
              prepare_composition, strategy=policy_cases, examples=COMPOSITION_EXAMPLES,
-             not_applicable=composed_records.not_expressible, cost=11),
+             not_applicable=composed_records.not_expressible, checks_canonical=True, cost=11),
 )  # fmt: skip
 
 BY_ID = {p.id: p for p in PROPERTIES}

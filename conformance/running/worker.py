@@ -219,7 +219,7 @@ class Session:
     def check(self, key: str, canonical_failure: str) -> Outcome:
         """One property on the port, against the canonical port."""
         prop, port, settings = BY_KEY[key], self.port, self.settings
-        if port.name == settings.canonical and prop.needs_canonical:
+        if port.name == settings.canonical and prop.needs_canonical and not prop.checks_canonical:
             message = "the canonical port is the reference"
             return Outcome(port.name, key, "reference", message=message)
         if prop.needs_canonical and canonical_failure:
