@@ -1,0 +1,56 @@
+"""bench --schedules on JAX at small L: each declared schedule's values equal the canonical's
+(Flax nn.remat_scan), and its forward matmuls meet the model unless a reason is declared."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.benchmark import schedules as bench
+from conformance.benchmark.measure import Settings, make_data
+from implementations.schedules import Schedule
+from implementations.stacks.jax import bench as jax_bench
+
+SETTINGS = Settings(depths=(2, 8), batch=4, features=8, repeats=1, max_repeats=1)
+
+
+def _measured(schedule: Schedule, L: int) -> bench.ScheduleResult:
+    case = jax_bench.schedule_case(schedule, make_data(SETTINGS, L))
+    result = bench.result_of("jax", jax_bench, schedule, case.measure(), L, SETTINGS)
+    bench.check_values(result, jax_bench, jax_bench, schedule, {})
+    result.flags = bench.judge(result)
+    return result
+
+
+CASES = [
+    (schedule, L)
+    for L in SETTINGS.depths
+    for schedule in bench.schedules_at(L)
+    if bench.expresses(jax_bench, schedule)
+]
+
+
+@pytest.mark.parametrize(("schedule", "L"), CASES, ids=[f"{s.label}-L{L}" for s, L in CASES])
+def test_a_declared_schedule_equals_the_canonical_and_meets_the_model(schedule, L):
+    result = _measured(schedule, L)
+    assert result.values_within, f"{schedule.label}: {result.values_worst} x the bound"
+    matmul_flags = [f for f in result.flags if "matmuls" in f]
+    if schedule.name in jax_bench.SCHEDULE_DEPARTURES:
+        return  # its departure is declared with its reason (XLA:CPU's CSE, unrolled)
+    assert matmul_flags == [], matmul_flags
+
+
+def test_scan_keeps_the_reruns_every_region_skipping_one_matmul():
+    # every: L reruns of x @ W1, each block's a @ W2 skipped (no gradient reads its output)
+    result = _measured(Schedule("every"), 8)
+    assert result.forward_matmuls == [16, 8]
+
+
+def test_nested_is_flax_remat_scan_and_reruns_each_level():
+    result = _measured(Schedule("nested", (2, 2, 2)), 8)
+    assert sum(result.forward_matmuls) == result.model_matmuls  # 3 x 8 block evaluations
+    assert "remat_scan" in jax_bench.SCHEDULES["nested"]
+
+
+def test_budget_is_refused_naming_why():
+    with pytest.raises(ValueError, match="not expressible in JAX"):
+        jax_bench.schedule_case("budget(0.5)", make_data(SETTINGS, 2))

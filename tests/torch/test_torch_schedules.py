@@ -1,0 +1,57 @@
+"""bench --schedules on eager torch at small L: each declared schedule's values equal the
+canonical's (Flax nn.remat_scan), and its placement and forward matmuls meet the model: exactly
+with torch's early stop off, within the declared departure with it on."""
+
+from __future__ import annotations
+
+import pytest
+from torch.utils.checkpoint import set_checkpoint_early_stop
+
+from conformance.benchmark import schedules as bench
+from conformance.benchmark.measure import Settings, make_data
+from implementations.stacks.torch import bench as torch_bench
+
+jax_bench = pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
+
+SETTINGS = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
+CASES = [
+    (schedule, L)
+    for L in SETTINGS.depths
+    for schedule in bench.schedules_at(L)
+    if bench.expresses(torch_bench, schedule)
+]
+IDS = [f"{s.label}-L{L}" for s, L in CASES]
+
+
+def _measured(schedule, L, early_stop=True):
+    with set_checkpoint_early_stop(early_stop):
+        case = torch_bench.schedule_case(schedule, make_data(SETTINGS, L))
+        static = case.measure()
+    result = bench.result_of("torch", torch_bench, schedule, static, L, SETTINGS)
+    bench.check_values(result, torch_bench, jax_bench, schedule, {})
+    # peak bytes at B = 4, F = 8 are the allocator's small change: judged by the bench only
+    result.flags = [f for f in bench.judge(result) if not f.startswith("peak")]
+    return result
+
+
+@pytest.mark.parametrize(("schedule", "L"), CASES, ids=IDS)
+def test_without_early_stop_the_placement_and_counts_are_the_model(schedule, L):
+    result = _measured(schedule, L, early_stop=False)
+    assert result.values_within, f"{schedule.label}: {result.values_worst} x the bound"
+    assert result.regions == result.model_regions
+    assert sum(result.forward_matmuls) == result.model_matmuls
+
+
+@pytest.mark.parametrize(("schedule", "L"), CASES, ids=IDS)
+def test_by_default_a_departure_has_its_declared_reason(schedule, L):
+    result = _measured(schedule, L)
+    assert result.values_within
+    if result.flags:
+        assert schedule.name in torch_bench.SCHEDULE_DEPARTURES, result.flags
+
+
+def test_early_stop_departs_on_nested_regions_only():
+    from implementations.schedules import Schedule
+
+    assert _measured(Schedule("nested", (2, 2, 2)), 8).flags  # inner regions skipped
+    assert not _measured(Schedule("segments", (3,)), 8).flags
