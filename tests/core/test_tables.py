@@ -227,7 +227,7 @@ def test_no_html_from_a_report_passes_through_any_markdown():
 
 
 def test_every_report_names_its_kind_and_the_reader_holds_it_to_its_fields():
-    from conformance.benchmark import BenchReport, policies, scale
+    from conformance.benchmark import BenchReport, policies, scale, schedules
     from conformance.benchmark.measure import Settings
     from conformance.comparison.model import Comparison
     from conformance.running.results import SuiteReport, to_json
@@ -238,6 +238,7 @@ def test_every_report_names_its_kind_and_the_reader_holds_it_to_its_fields():
         "compare": Comparison(0, 4, 3, "flax_linen", []).to_json(),
         "bench": BenchReport(Settings(depths=(1,))).to_json(),
         "bench-policies": policies.report_data(Settings(depths=(1,)), {}, [], {}),
+        "bench-schedules": schedules.report_data(Settings(depths=(1,)), {}, [], {}),
         "scale": scale.report_data([], scale.ScaleSettings(), {}),
     }
     for kind, data in written.items():
