@@ -241,3 +241,16 @@ def test_families_join_a_schedule_across_depths():
     assert family("nested(2,2,2)") == "nested binary"
     assert family("segments(8)") == family("segments(4)") == "segments"
     assert family("binomial(4)") == "binomial(4)"
+
+
+def test_the_docs_state_the_bench_s_depths_and_acceptance():
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "SCHEDULES.md").read_text().split())
+    assert f"L = {bench.DEPTHS[0]} to {bench.DEPTHS[-1]}" in text
+    assert f"{', '.join(map(str, bench.THOROUGH_DEPTHS[len(bench.DEPTHS) :]))} too" in text.replace(
+        " and ", ", "
+    )
+    peak = f"from {bench.PEAK_LOW} times the model to {bench.PEAK_HIGH} times it plus "
+    assert peak + f"{bench.PEAK_SLACK_UNITS} units" in text
+    assert "less one per region" in text
