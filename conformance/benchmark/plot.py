@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 MIB = 2**20
 STYLES = {"none": ":", "full": "-", "save-mm": "--"}  # modes, by line style and marker
+#: A mode as the reader sees it: `save-mm` is the bench's internal name for `save_dots`.
+MODE_NAMES = {"save-mm": "save_dots"}
 MARKERS = {"none": "o", "full": "s", "save-mm": "^"}
 FILLS = ("full", "none", "left", "bottom")  # variants of one framework, in order
 
@@ -183,7 +185,14 @@ def figure(report: BenchReport):
             if column == 0:
                 axis.set_ylabel(framework, fontsize=11, fontweight="bold", color=colour)
     handles = [
-        Line2D([], [], color="black", marker=MARKERS[m], linestyle=STYLES[m], label=f"mode {m}")
+        Line2D(
+            [],
+            [],
+            color="black",
+            marker=MARKERS[m],
+            linestyle=STYLES[m],
+            label=f"mode {MODE_NAMES.get(m, m)}",
+        )
         for m in MODES
     ]
     handles += [

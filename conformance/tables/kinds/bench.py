@@ -9,7 +9,7 @@ from implementations.bench_case import MODES
 
 from .. import numbers
 from ..model import Cell, Column, Document, Items, Paragraph, Section, Table, TableBuilder
-from .spread import with_spread
+from .spread import NOISE, with_spread
 
 # How a verdict reads, with or without colour.
 VERDICT_MARKS = {"met": "✓", "missed": "✗", "inconclusive": "inconclusive"}
@@ -29,6 +29,21 @@ COLUMNS = (
     Column("time/none", "right", "ratio", short="xnone"),
 )
 VERDICT_TONES = {"met": "pass", "missed": "fail", "inconclusive": "warn"}
+#: A bench mode as every output spells it: the policy vocabulary's name (`save-mm` is the
+#: bench's internal mode name for `save_dots`).
+MODE_NAMES = {"save-mm": "save_dots"}
+#: Fewer timed repeats than this, and the sweep is a smoke run (it ran; it times nothing).
+MEANINGFUL_REPEATS = 10
+
+
+def mode_name(mode: str) -> str:
+    """A bench mode in the policy vocabulary's spelling: `save_dots` for `save-mm`."""
+    return MODE_NAMES.get(mode, mode)
+
+
+def noisy(spread: float | None) -> bool:
+    """Whether a half-IQR relative spread is noise (its whole IQR over `NOISE` of the median)."""
+    return spread is not None and 2 * spread > NOISE
 
 
 def _order(result: dict[str, Any]) -> tuple:
@@ -39,12 +54,15 @@ def _order(result: dict[str, Any]) -> tuple:
 
 def ratio_with_spread(result: dict[str, Any], target: float = 0.05) -> str:
     """`1.31 ±2%`: a result's median time ratio and its spread; `!` marks a spread over the
-    target, `±?` an unknown one (a single repeat)."""
+    target, `±?` an unknown one (a single repeat); `noise` a spread wider than half the
+    median (the figure says nothing: the picture shows the spread)."""
     if result.get("time_ratio") is None:
         return "-"
     if result["mode"] == "none":  # the baseline's ratio to itself is 1 by definition
         return "1"
     spread = result.get("time_ratio_spread")
+    if noisy(spread):
+        return f"{result['time_ratio']:.2f} noise"
     mark = "!" if spread is None or spread > target else ""
     return with_spread(result["time_ratio"], spread, ".2f") + mark
 
@@ -60,14 +78,16 @@ def rows(results: list[dict[str, Any]], target: float = 0.05) -> list[list[str]]
             [
                 str(r["depth"]),
                 f"{r['framework']} {r.get('variant', '')}".strip(),
-                r["mode"],
+                mode_name(r["mode"]),
                 numbers.mib(r["saved_bytes"]),
                 f"{r['saved_ratio']:.2f}",
                 numbers.mib(r.get("temp_bytes")),
                 numbers.mib(r.get("peak_bytes")),
                 "-" if r.get("matmuls") is None else str(r["matmuls"]),
                 str(r.get("n", len(r.get("step_seconds") or []))),
-                with_spread(step, r.get("step_spread")),
+                f"{step:.2f} noise"
+                if step is not None and noisy(r.get("step_spread"))
+                else with_spread(step, r.get("step_spread")),
                 ratio_with_spread(r, target),
             ]
         )
@@ -81,6 +101,8 @@ def target_ratio(target: dict[str, Any], which: str) -> str:
         return "-"
     spread = target[f"time_ratio_{which}_spread"]
     n = target[f"time_ratio_{which}_n"]
+    if noisy(spread):
+        return f"{ratio:.2f} noise (n={n})"
     return f"{with_spread(ratio, spread, '.2f')} (n={n})"
 
 
@@ -110,11 +132,13 @@ def results_table(data: dict[str, Any]) -> Table:
         "stack's allocator's peak (definitions) · matmuls (mm): per step · n: timed repeats · "
         "step ms (ms): median step ± half its interquartile range, relative · time/none "
         "(xnone): median per-repeat time ratio ± half its interquartile range "
-        f"(! over ±{s.target_spread:.0%}; ±?: one repeat, spread unknown)",
+        f"(! over ±{s.target_spread:.0%}; ±?: one repeat, spread unknown; noise: the "
+        "interquartile range is over half the median, the figure says nothing: the picture "
+        "draws the spread)",
         kind="bench",
     )
     for row in rows(data.get("results") or [], s.target_spread):
-        mark = "warn" if row[-1].endswith("!") else ""
+        mark = "warn" if row[-1].endswith(("!", "noise")) else ""
         table.add([*row[:-1], Cell(row[-1], mark)], key=" ".join(row[:3]))
     return table.build()
 
@@ -162,6 +186,27 @@ def targets_table(data: dict[str, Any]) -> Table:
     return table.build()
 
 
+def smoke(data: dict[str, Any]) -> Paragraph | None:
+    """A plain sentence when the sweep was a smoke run (fewer than `MEANINGFUL_REPEATS`
+    repeats, or most time ratios noise): it shows that each mode ran, not what it costs."""
+    s = _settings(data)
+    ratios = [r for r in data.get("results") or [] if r["mode"] != "none"]
+    noise = sum(noisy(r.get("time_ratio_spread")) for r in ratios)
+    few = isinstance(s.repeats, int) and s.repeats < MEANINGFUL_REPEATS
+    if not few and noise * 2 <= len(ratios):
+        return None
+    why = [
+        f"{s.repeats} timed repeats" if few else "",
+        f"{noise} of {len(ratios)} time ratios noise" if noise else "",
+    ]
+    return Paragraph(
+        "A smoke run (" + ", ".join(w for w in why if w) + "): it shows that each stack and "
+        "mode runs, and what each keeps; its times are not worth comparing. For times, run "
+        "python -m conformance bench (or report --make bench --full-bench) on a quiet machine.",
+        "warn",
+    )
+
+
 def warning(data: dict[str, Any]) -> str:
     """The load warning of a `bench.json`, judged against the cores it records."""
     machine = data.get("machine") or {}
@@ -198,7 +243,7 @@ def document(data: dict[str, Any], *, full: bool = True) -> Document:
     skipped = (data.get("skipped") or {}).items()
     head += [Paragraph(f"Skipped {name}: {reason}.") for name, reason in skipped]
     if full:
-        modes = "; ".join(f"{m}: {t}" for m, t in (data.get("modes") or {}).items())
+        modes = "; ".join(f"{mode_name(m)}: {t}" for m, t in (data.get("modes") or {}).items())
         head.append(Paragraph(f"Modes: {modes}."))
     sections = [
         Section("", (*head, results_table(data))),
