@@ -125,8 +125,17 @@ def _run(cell, port, references, policy, params, x, cotangent) -> None:
         cell.expected = str(error).split(": ", 1)[-1]
 
 
-def policy_table(rows: list[Any]) -> Table:
-    """A heading row per port, one row per policy: the matrix (rows: `PortComparison`s)."""
+#: What a role names, for every legend that shows roles.
+ROLES_LEGEND = (
+    "roles: x the input, d1 = x @ W1, h = d1 + b1 (the first layer's output), a = relu(h), "
+    "mask relu's mask, y = a @ W2 + b2 (the second layer's output); <host>: kept in host memory"
+)
+
+
+def policy_table(rows: list[Any], held: dict[str, str] | None = None) -> Table:
+    """A heading row per port, one row per policy: the matrix (rows: `PortComparison`s; a
+    row that measured no policy, not a port, has none). `held`: port -> whose expectations
+    and whose instrument held it, said in its heading."""
     table = TableBuilder(
         "remat policies: what each port expresses, saves and recomputes",
         [
@@ -136,20 +145,29 @@ def policy_table(rows: list[Any]) -> Table:
             Column("canonical", wrap=True),
             Column("verdict", wrap=True),
         ],
-        caption="saved: roles (x, d1 = x@W1, h = d1 + b1, a = relu(h), mask, y) · KiB kept · "
-        "mm: matmuls in backward · canonical: output and VJP against Flax linen under the "
-        "same policy (rigorous bound)",
+        caption="policy: under it, the port's own spelling · saved: the roles kept and their "
+        f"KiB ({ROLES_LEGEND}) · mm: matmuls in backward · canonical: output and VJP against "
+        "Flax linen under the same policy (rigorous bound) · verdict: as expected; documented "
+        "degradation (shown as such, never as a pass); or not expressible, with why",
         kind="policies",
     )
     for row in rows:
         cells = getattr(row, "policies", None) or []
         if not cells:
             continue
-        table.heading(row.name, key=row.name)
+        said = (held or {}).get(row.name, "")
+        table.heading(f"{row.name} · {said}" if said else row.name, key=row.name)
         for cell in cells:
             matmuls = "-" if cell.backward_matmuls is None else str(cell.backward_matmuls)
+            spelling = cell.spelling if cell.expressible else ""
             table.add(
-                [cell.policy, _saved(cell), matmuls, _agreement(cell), _verdict_cell(cell)],
+                [
+                    Cell(cell.policy, note=spelling),
+                    _saved(cell),
+                    matmuls,
+                    _agreement(cell),
+                    _verdict_cell(cell),
+                ],
                 key=f"{row.name} {cell.policy}",
             )
     return table.build()

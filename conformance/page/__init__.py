@@ -6,10 +6,10 @@ and `scale.json` reports (the command can make them first), and returns a
 `Report` holding the HTML and the Markdown, written to files when asked.
 
 - `documents`: a report as read (`conformance.tables.reports`, the one reader) and its kind;
-- `grids`: the conformance and policy matrices, compact cells with details;
-- `tables`: the page's own tables (failures, compare, precision, machine, plain versions
-  rows) as model tables (`conformance.tables.model`); the others are the report kinds'
-  own (`conformance.tables.kinds`), the same the terminal and Markdown draw;
+- `tables`: the page's own tables (machine, plain versions rows) as model tables
+  (`conformance.tables.model`); every other table, the conformance matrix and the policy
+  matrix included, is its report kind's own (`conformance.tables.kinds`,
+  `conformance.comparison`), the same the terminal draws, each row's details in it;
 - `versions`: a sweep's sets and degradations, and the runs' version sets;
 - `pictures`: the compare, bench, policy-bench and scale pictures, PNG bytes, in each
   engine's colour and marker (`conformance.colours`);

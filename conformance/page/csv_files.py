@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..tables.kinds.bench import mode_name
+from ..tables.kinds.run import install_command, not_installed
 from .tables import backward_matmuls, compare_verdict
 
 RUN_HEADER = [
@@ -25,7 +27,10 @@ RUN_HEADER = [
     "worst_ratio",
     "seconds",
     "first_use_seconds",
+    "reason",
 ]
+#: A port state as every output names it: `unavailable` is a framework not installed.
+STATE_WORDS = {"unavailable": "not installed"}
 COMPARE_RESULTS = ("output", "exercise", "w1", "b1", "w2", "b2", "x")
 BENCH_HEADER = [
     "framework",
@@ -69,12 +74,15 @@ def write(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[Any]]
 
 
 def run_rows(run: dict[str, Any]) -> list[list[Any]]:
-    """One row per port and property (a port that did not load: one row, no property)."""
+    """One row per port and property (a port that did not load: one row, no property, and
+    why in `reason`: for a port whose framework is not installed, its pip command)."""
     rows = []
     for port in run["ports"]:
-        head = [port["name"], port.get("framework", ""), port.get("state", "available")]
+        state = port.get("state", "available")
+        head = [port["name"], port.get("framework", ""), STATE_WORDS.get(state, state)]
         if not port["outcomes"]:
-            rows.append([*head, "", "", "", "", port.get("seconds"), ""])
+            reason = install_command(port) if not_installed(port) else port.get("reason", "")
+            rows.append([*head, "", "", "", "", port.get("seconds"), "", reason])
         for o in port["outcomes"]:
             rows.append(
                 [
@@ -85,6 +93,7 @@ def run_rows(run: dict[str, Any]) -> list[list[Any]]:
                     o.get("worst_ratio"),
                     o.get("seconds"),
                     o.get("first_use_seconds"),
+                    "",
                 ]
             )
     return rows
@@ -168,7 +177,7 @@ def bench_rows(bench: dict[str, Any]) -> list[list[Any]]:
             [
                 r["framework"],
                 r["variant"],
-                r["mode"],
+                mode_name(r["mode"]),
                 r["depth"],
                 r["batch"],
                 r["features"],

@@ -9,18 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..tables.model import Block, Document, Figure, Paragraph, Table
+from ..tables.model import Block, Document, Figure, Paragraph
 from ..tables.model import Section as Part
 from ..tables.render import markdown as markdown_render
-from .grids import Grid, as_table, details_table
 from .sections import Section
-
-
-def grid(found: Grid) -> list[Table]:
-    """A grid as a table of marks, then the details of the rows that have a ✗."""
-    return [as_table(found)] + [
-        details_table(row) for row in found.rows if row.failed and row.details
-    ]
 
 
 def document(
@@ -30,10 +22,7 @@ def document(
     parts = [Part("", (Paragraph(meta),))]
     number = 0
     for section in sections:
-        blocks: list[Block] = [Paragraph(note) for note in section.notes]
-        for found_grid in section.grids:
-            blocks += grid(found_grid)
-        blocks += section.tables
+        blocks: list[Block] = list(section.blocks)
         for picture_title, png, _alt in section.pictures:
             number += 1
             if pictures_dir is None:

@@ -1,15 +1,18 @@
-"""The report's content, renderer-free: sections of notes, grids, tables and pictures.
+"""The report's content, renderer-free: sections of model blocks (tables, paragraphs) and
+pictures.
 
 `sections(documents)` reads every report given and returns what HTML and
-Markdown both show, in the order given: for a run, the conformance grid
-(ports by properties), its failures and the mutation score; for a compare,
-its table, the policy matrix (ports by remat policies, with whose
-expectations each port was held to, from the run reports given), the
-precision bits and pictures; for a bench, its table, targets and plot; for
-`bench --policies` and `bench --scale`, theirs; for a versions document, the
-versions section (`versions_section`: a version sweep's matrix, its sets and
-degradations, or a plain list of rows); then the runs' version sets where they
-differ, and the machines and versions the reports name.
+Markdown both show, in the order given: for a run, its headline, the
+conformance matrix (ports by properties, each row's details in it: the
+terminal's own table, `tables.kinds.run`), what the run left out and the
+mutation score; for a compare, its table, the policy matrix (the terminal's
+`policy_table`, each port's heading saying whose expectations it was held to,
+from the run reports given), the precision bits and pictures; for a bench,
+its table, targets and plot; for `bench --policies` and `bench --scale`,
+theirs; for a versions document, the versions section (`versions_section`:
+a version sweep's matrix, its sets and degradations, or a plain list of
+rows); then the runs' version sets where they differ,
+and the machines and versions the reports name.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from typing import Any, NamedTuple
 from ..benchmark import schedule_plot, with_targets
 from ..comparison import render as compare_render
 from ..comparison import restore
+from ..comparison.policy_matrix import policy_table
 from ..tables.kinds import bench, bench_policies, bench_schedules, scale
 from ..tables.kinds import run as run_tables
-from ..tables.model import Table
-from . import grids, tables
+from ..tables.model import Block, Paragraph, Table
 from . import pictures as drawing
+from . import tables
 from . import versions as versions_page
 from .documents import Document
 
@@ -44,10 +48,12 @@ class Section:
 
     title: str
     anchor: str
-    notes: list[str] = field(default_factory=list)
-    grids: list[grids.Grid] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
     pictures: list[Picture] = field(default_factory=list)
+
+    @property
+    def tables(self) -> list[Table]:
+        return [b for b in self.blocks if isinstance(b, Table)]
 
 
 def _suffix(documents: Sequence[Document], doc: Document) -> str:
@@ -88,36 +94,29 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
         data, suffix = doc.data, _suffix(documents, doc)
         if doc.kind == "run":
             section = Section(f"Conformance matrix{suffix}", f"run-{i}")
-            failed = "failed" if data.get("failed") else "passed"
-            section.notes.append(
-                f"The run {failed} · {data.get('seconds', 0):.0f} s wall · canonical port "
-                f"{data.get('canonical', '?')}"
-                + (" · interrupted: partial results" if data.get("interrupted") else "")
-            )
-            section.grids.append(grids.run_grid(data))
-            failed_outcomes = tables.failures(data)
-            if failed_outcomes is not None:
-                section.tables.append(failed_outcomes)
+            section.blocks.append(run_tables.headline(data))
+            section.blocks.append(run_tables.matrix(data))
             mutants = run_tables.mutants(data)
             if mutants is not None:
-                section.tables.append(mutants)
+                section.blocks.append(mutants)
             else:
-                section.notes.append("No mutation run in this report (--no-mutants).")
+                section.blocks.append(Paragraph("No mutation run in this report (--no-mutants)."))
         elif doc.kind == "compare":
             section = Section(f"Compare{suffix}", f"compare-{i}")
             comparison = restore.from_json(data)
-            section.tables.append(compare_render.summary_table(comparison))
-            policy = grids.policy_grid(data, runs)
-            if policy is not None:
-                section.grids.append(policy)
+            section.blocks.append(compare_render.summary_table(comparison))
+            if any(row.policies for row in comparison.ports):
+                section.blocks.append(policy_table(comparison.ports, held_to(data, runs)))
             else:
-                section.notes.append(
-                    "No policy matrix: this compare report has no per-port policies "
-                    "(made by an older version)."
+                section.blocks.append(
+                    Paragraph(
+                        "No policy matrix: this compare report has no per-port policies "
+                        "(made by an older version)."
+                    )
                 )
-            section.tables.append(compare_render.precision_table(comparison))
-            section.notes += [
-                f"float32 matmul setting (default → pinned): {line}"
+            section.blocks.append(compare_render.precision_table(comparison))
+            section.blocks += [
+                Paragraph(f"float32 matmul setting (default → pinned): {line}")
                 for line in compare_render.matmul_lines(comparison)
             ]
             if can_draw:
@@ -126,11 +125,11 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     for name, (title, png) in drawing.compare_pictures(data).items()
                 ]
             else:
-                section.notes.append(why_not)
+                section.blocks.append(Paragraph(why_not))
         elif doc.kind == "bench-policies":
             section = Section(f"Bench: remat policies{suffix}", f"bench-policies-{i}")
-            section.tables.append(bench_policies.table(data))
-            section.notes += list(bench_policies.notes(data).items)
+            section.blocks.append(bench_policies.table(data))
+            section.blocks += [Paragraph(n) for n in bench_policies.notes(data).items]
             if can_draw:
                 section.pictures.append(
                     Picture(
@@ -144,11 +143,11 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     )
                 )
             else:
-                section.notes.append(why_not)
+                section.blocks.append(Paragraph(why_not))
         elif doc.kind == "bench-schedules":
             section = Section(f"Bench: remat schedules{suffix}", f"bench-schedules-{i}")
-            section.tables.append(bench_schedules.table(data))
-            section.notes += list(bench_schedules.notes(data).items)
+            section.blocks.append(bench_schedules.table(data))
+            section.blocks += [Paragraph(n) for n in bench_schedules.notes(data).items]
             if can_draw:
                 section.pictures.append(
                     Picture(
@@ -161,11 +160,13 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     )
                 )
             else:
-                section.notes.append(why_not)
+                section.blocks.append(Paragraph(why_not))
         elif doc.kind == "scale":
             section = Section(f"Bench: scale over ranks{suffix}", f"scale-{i}")
-            section.tables.append(scale.table(data))
-            section.notes += [f"{what} failed: {why}" for what, why in data["failed"].items()]
+            section.blocks.append(scale.table(data))
+            section.blocks += [
+                Paragraph(f"{what} failed: {why}", "fail") for what, why in data["failed"].items()
+            ]
             if can_draw:
                 section.pictures.append(
                     Picture(
@@ -179,13 +180,16 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     )
                 )
             else:
-                section.notes.append(why_not)
+                section.blocks.append(Paragraph(why_not))
         elif doc.kind == "versions":
             section = versions_section(data, "versions" + (f"-{i}" if suffix else ""), suffix)
         else:
             section = Section(f"Bench{suffix}", f"bench-{i}")
             data = with_targets(data)
-            section.tables += [bench.results_table(data), bench.targets_table(data)]
+            smoke = bench.smoke(data)
+            if smoke is not None:
+                section.blocks.append(smoke)
+            section.blocks += [bench.results_table(data), bench.targets_table(data)]
             if can_draw:
                 section.pictures.append(
                     Picture(
@@ -194,17 +198,17 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                         "One row of panels per framework, against the depth L (log scale): "
                         "the saved residuals, the compiled temp or allocation peak, the step "
                         "time with its interquartile band, and the time over no checkpoint; "
-                        "one line per mode (none, full, save-mm), told apart by marker and "
+                        "one line per mode (none, full, save_dots), told apart by marker and "
                         "line style, in the framework's engine colour.",
                     )
                 )
             else:
-                section.notes.append(why_not)
+                section.blocks.append(Paragraph(why_not))
         found.append(section)
     run_versions = versions_page.run_versions(documents)
     if run_versions is not None:
-        found.append(Section("Versions of the runs", "run-versions", tables=[run_versions]))
-    found.append(Section("Machine and versions", "machine", tables=[tables.machine(documents)]))
+        found.append(Section("Versions of the runs", "run-versions", blocks=[run_versions]))
+    found.append(Section("Machine and versions", "machine", blocks=[tables.machine(documents)]))
     return found
 
 
@@ -221,12 +225,42 @@ def versions_section(
     section = Section(f"Versions{suffix}", anchor)
     rows = data.get("rows") or []
     if "sets" in data:
-        section.tables += versions_page.tables(dict(data))
+        section.blocks += versions_page.tables(dict(data))
     elif rows:
-        section.tables.append(tables.versions_table(rows))
+        section.blocks.append(tables.versions_table(rows))
     else:
-        section.notes.append("No versions were swept.")
+        section.blocks.append(Paragraph("No versions were swept."))
     return section
+
+
+def held_to(compare: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Port -> whose expectations its records were held to and who measured them, from the
+    run reports' `environment.evidence` (compare says only who measured)."""
+    evidence: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for port in run.get("ports") or []:
+            found = (port.get("environment") or {}).get("evidence")
+            if found:
+                evidence[port["name"]] = found
+    measured = {"suite": "the suite's instrument", "port": "self-reported by the port"}
+    said = {}
+    for row in compare.get("ports") or []:
+        found = evidence.get(row["name"], {})
+        who = found.get("measured_by") or row.get("measured_by") or ""
+        held = _held(found.get("expectations", "")) or (
+            "see the run report" if not runs else "none written"
+        )
+        said[row["name"]] = f"held to {held} · evidence: {measured.get(who, who or '-')}"
+    return said
+
+
+def _held(words: str) -> str:
+    # "the jax instrument's, declared by the suite (path)" -> "the suite: path"
+    if ", declared by the suite (" in words:
+        return "the suite: " + words.split(", declared by the suite (", 1)[1].rstrip(")")
+    if ", declared by the port itself (" in words:
+        return "the port itself (" + words.split(", declared by the port itself (", 1)[1]
+    return words
 
 
 def _has_matplotlib() -> bool:

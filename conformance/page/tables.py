@@ -1,5 +1,5 @@
-"""The page's own tables, from the JSON reports: a run's failures, compare's table and its
-precision bits, the machines and versions, plain versions rows.
+"""The page's own tables, from the JSON reports: the machines and versions, plain versions
+rows, and the compare verdict's words.
 
 Every builder takes a report's parsed JSON (a `dict`) and returns a model `Table`
 (`conformance.tables.model`) that every renderer draws. Symbols read without colour: ✓
@@ -42,32 +42,6 @@ class _Builder(TableBuilder):
 
     def row(self, key: str, cells: Sequence[Any]) -> None:
         self.add([marked(c) for c in cells], key)
-
-
-# ---------------------------------------------------------------------------
-# run
-# ---------------------------------------------------------------------------
-
-
-def failures(run: dict[str, Any]) -> Table | None:
-    """One row per failed, crashed or hung outcome: its message and replay command."""
-    table = _Builder(
-        title="Failures",
-        header=["port", "property", "status", "message", "replay"],
-        caption="replay: the command that runs the property on the port again, failing "
-        "example first",
-        kind="failures",
-    )
-    for port in run["ports"]:
-        for o in port["outcomes"]:
-            if o["status"] in ("fail", "crashed", "timeout"):
-                message = o.get("message", "").strip()
-                short = message if len(message) <= 600 else message[:600] + " …"
-                table.row(
-                    port["name"],
-                    [port["name"], o["property"], FAILING[o["status"]], short, o.get("replay", "")],
-                )
-    return table.build() if table.rows else None
 
 
 # ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ MARKS = {
     "warn": "warn",
     "skip": "warn",
     "unavailable": "warn",
+    "not-installed": "muted",
     "muted": "muted",
     "reference": "muted",
     "heading": "strong",
@@ -36,13 +37,15 @@ ALIGNS = ("left", "right", "center")
 class Cell:
     """One cell: its text (the whole verdict in words or symbols), an optional mark (its
     state, `MARKS`), a note (a secondary line: dim in a terminal, after a line break
-    elsewhere), a link (an anchor or URL) and a title (a tooltip)."""
+    elsewhere), a link (an anchor or URL), a title (a tooltip) and a bar (`fill`, 0 to 1: HTML
+    draws it under the text; a renderer that cannot draw it shows the text alone)."""
 
     text: str = ""
     mark: str = ""
     note: str = ""
     link: str = ""
     title: str = ""
+    fill: float | None = None
 
     def __post_init__(self):
         if self.mark not in MARKS:
@@ -75,22 +78,32 @@ class Column:
 @dataclass(frozen=True)
 class Row:
     """A row of cells; `key` names what it is about (a port, a mutant, a bench line: HTML's
-    `data-key`); `heading`: a group's title spanning the row (its first cell's text)."""
+    `data-key`); `heading`: a group's title spanning the row (its first cell's text).
+    `details`: a table about the row (one line per cell: its message, its replay command),
+    which HTML shows on demand under the table (open where `failed`), Markdown after it for
+    a failed row, and a terminal leaves to its own details list."""
 
     cells: tuple[Cell, ...]
     key: str = ""
     heading: bool = False
+    details: Table | None = None
+
+    @property
+    def failed(self) -> bool:
+        return any(c.mark == "fail" for c in self.cells)
 
 
 @dataclass(frozen=True)
 class Table:
-    """A titled table. `caption`: what its symbols mean, under it; `kind`: a name for its
-    rows' ids (`matrix`, `compare`...); `collapsed`: HTML shows it on demand."""
+    """A titled table. `note`: one line right under it (what it left out, and why);
+    `caption`: what its symbols mean, under that; `kind`: a name for its rows' ids
+    (`matrix`, `compare`...); `collapsed`: HTML shows it on demand."""
 
     title: str
     columns: tuple[Column, ...]
     rows: tuple[Row, ...] = ()
     caption: str = ""
+    note: str = ""
     kind: str = ""
     collapsed: bool = False
 
@@ -174,9 +187,14 @@ class TableBuilder:
         self.rows: list[Row] = []
         self.options = options
 
-    def add(self, cells: Iterable[Cell | str | int | float], key: str = "") -> None:
+    def add(
+        self,
+        cells: Iterable[Cell | str | int | float],
+        key: str = "",
+        details: Table | None = None,
+    ) -> None:
         found = tuple(c if isinstance(c, Cell) else Cell(str(c)) for c in cells)
-        self.rows.append(Row(found, key))
+        self.rows.append(Row(found, key, details=details))
 
     def heading(self, text: str, key: str = "") -> None:
         self.rows.append(Row((Cell(text, "heading"),), key, heading=True))

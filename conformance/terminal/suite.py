@@ -11,10 +11,14 @@ from .style import state_markup
 
 def print_details(report: SuiteReport, console: Console) -> None:
     """What follows the matrix (`conformance.tables.kinds.run.print_report` prints it all):
-    the ports that did not load, the failures with their replay commands, the warnings
+    the ports that did not load, the failures with their replay commands, why a property
+    was skipped on a port, the warnings
     (then come the mutants and the time: `print_timing`)."""
     for port in report.ports:
-        if port.state not in ("available",):
+        if port.state == "unavailable":  # not a failure: the matrix counts it apart
+            console.print(f"[dim]not installed[/] {port.name}: ", end="")
+            console.print(port.reason, markup=False, highlight=False)
+        elif port.state != "available":
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")
             console.print(port.reason, markup=False, highlight=False)
     if report.canonical_failure:
@@ -31,6 +35,12 @@ def print_details(report: SuiteReport, console: Console) -> None:
             console.print(f"[dim]replay:[/] {escape(command)}", highlight=False, soft_wrap=True)
         if (failures or port.state not in ("available", "unavailable")) and port.output.strip():
             _print_output(port, console)
+    for port in report.ports:  # why a property did not run on a port: said, never silent
+        for outcome in port.outcomes:
+            if outcome.status == "skip" and outcome.message.strip():
+                why = outcome.message.strip().splitlines()[0]
+                console.print(f"[dim]skipped {port.name} · {outcome.property}:[/] ", end="")
+                console.print(why, markup=False, highlight=False, soft_wrap=True)
     for port in report.ports:
         for warning in port.warnings:
             console.print(f"[magenta]warning[/]: {warning}")

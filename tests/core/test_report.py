@@ -25,17 +25,19 @@ import pytest
 from conformance import cli, colours
 from conformance.comparison import render as compare_render
 from conformance.comparison import restore
+from conformance.comparison.policy_matrix import policy_table
 from conformance.page import (
     DocumentError,
     build,
     chromium,
     csv_files,
     documents,
-    grids,
     pictures,
     tables,
 )
+from conformance.page.sections import held_to
 from conformance.tables.kinds import bench_policies, outcomes, scale
+from conformance.tables.kinds import run as run_tables
 from conformance.tables.kinds.spread import spread_words
 from tests.helpers import ROOT
 
@@ -160,7 +162,7 @@ def test_the_page_is_self_contained_and_holds_every_section(tmp_path):
     for port in _ports(RUN):
         assert f'id="matrix-{port}"' in page
     for port in _ports(COMPARE):
-        assert f'<tr data-key="{port}"' in page
+        assert f' data-key="{port}"' in page
     tags = re.findall(r"<img [^>]*>", page)  # every picture says what it shows
     assert tags
     assert all(re.search(r'alt="[^"]{40,}"', tag) for tag in tags)
@@ -343,23 +345,28 @@ def test_a_failed_outcome_shows_its_message_and_replay_command():
     data = _load(RUN)
     outcome = data["ports"][1]["outcomes"][2]
     outcome.update(status="fail", examples=3, message="VJP differs at w1", replay="python -m x")
-    assert tables.failures(_load(RUN)) is None  # the recorded run passed
-    found = tables.failures(data)
     name = data["ports"][1]["name"]
-    assert texts(found) == [
-        [name, outcome["property"], "✗ fail", "VJP differs at w1", "python -m x"]
-    ]
+    row = {r.key: r for r in run_tables.matrix(data).rows}[name]
+    assert row.failed
+    line = {r.key: r for r in row.details.rows}[f"case-{name}-{outcome['property']}"]
+    seconds = f"{outcome['seconds']:.1f}"
+    assert [c.text for c in line.cells][1:] == ["✗ FAIL", "3", "0.27", seconds,
+                                                "VJP differs at w1", "python -m x"]  # fmt: skip
     page = build([data], pictures=False).html
-    assert "VJP differs at w1" in page
     # It stands out without colour: a ✗ in its cell, the row marked, its details open.
-    row = re.search(rf'<tr id="matrix-{name}"[^>]*>(.*?)</tr>', page).group(1)
-    assert 'class="failed"' in re.search(rf'<tr id="matrix-{name}"[^>]*>', page).group(0)
-    assert '<td class="cell bad" title="FAIL at example 3 · worst error/bound 0.27">' in row
-    assert '<span class="mark" aria-hidden="true">✗</span>' in row
+    opened = re.search(rf'<tr [^>]*id="matrix-{name}"[^>]*>', page).group(0)
+    assert 'class="failed"' in opened
+    cells = re.search(rf'<tr [^>]*id="matrix-{name}"[^>]*>(.*?)</tr>', page).group(1)
+    assert '<td class="bad"><a href="#case-' in cells
+    assert "✗fail" in cells
     details = re.search(rf'<details class="row failed" id="matrix-details-{name}" open>', page)
     assert details is not None
+    assert "VJP differs at w1" in page[details.end() :]
     assert "<code>python -m x</code>" in page[details.end() :]
-    assert page.count('class="cell bad"') == 1
+    assert page.count('<td class="bad"><a href="#case-') == 1
+    # Markdown: the failed row's details follow the matrix.
+    text = build([data], pictures=False).markdown
+    assert "| VJP differs at w1 | python -m x |" in text
 
 
 def test_without_matplotlib_the_page_says_why_its_pictures_are_missing(monkeypatch):
@@ -407,33 +414,38 @@ def test_the_bench_policies_and_scale_reports_are_told_apart():
     assert found == "versions"
 
 
-def test_the_grid_has_one_compact_cell_per_port_and_property():
+def test_the_matrix_has_one_compact_cell_per_port_and_property_and_its_details():
     data = _load(RUN_ALL)
-    grid = grids.run_grid(data)
-    assert grid.keys == _ports(RUN_ALL)
-    assert all(len(row.cells) == len(data["properties"]) for row in grid.rows)
-    canonical = grid.rows[0]
-    assert [c.mark for c in canonical.cells][:3] == ["ref", "ref", "ref"]
-    cell = grids.outcome("p", {"property": "c_vjp", "status": "pass", "examples": 20,
-                               "worst_ratio": 0.25})  # fmt: skip
-    assert (cell.mark, cell.tone, cell.fill) == ("✓", "good", 0.25)
-    assert cell.words == "pass · 20 examples · worst error/bound 0.25"
-    assert cell.anchor == "case-p-c_vjp"
-    hung = grids.outcome("p", {"property": "c_vjp", "status": "timeout", "examples": 3})
-    assert (hung.mark, hung.tone, hung.fill) == ("✗", "bad", None)
-    assert hung.words == "HANG at example 3"
+    table = run_tables.matrix(data)
+    assert table.keys == _ports(RUN_ALL)
+    assert all(len(row.cells) == len(data["properties"]) + 2 for row in table.rows)
+    canonical = table.rows[0]
+    assert [c.text for c in canonical.cells][1:4] == ["ref", "ref", "ref"]
+    # A passing cell's bar is its worst error/bound; each row's details, a line a property.
+    pytorch = {r.key: r for r in table.rows}["pytorch"]
+    by_key = {o["property"]: o for o in _ports_data(data)["pytorch"]["outcomes"]}
+    assert pytorch.cells[3].fill == pytest.approx(by_key["c_vjp"]["worst_ratio"])
+    assert [line.key for line in pytorch.details.rows] == [
+        f"case-pytorch-{key}" for key in data["properties"]
+    ]
 
 
-def test_the_page_holds_every_ports_row_in_the_grid_and_the_policy_matrix():
+def _ports_data(data):
+    return {p["name"]: p for p in data["ports"]}
+
+
+def test_the_page_holds_every_ports_row_in_the_matrix_and_the_policy_matrix():
     page = build(EVERYTHING, pictures=False).html
     for port in _ports(RUN_ALL):
-        assert f'<tr id="matrix-{port}"' in page
-    for port in _ports(COMPARE_ALL):
-        assert f'<tr id="policies-{port}"' in page
-    # 17 ports by 10 properties, and not one of the cells repeats its verdict in words.
-    assert page.count('<td class="cell good"') >= 150
-    assert "✓ pass · 20 ex" not in page
-    # Details on demand, with no script: every passing row's details are one click away.
+        assert f' id="matrix-{port}"' in page
+    measured = [r["name"] for r in _load(COMPARE_ALL)["ports"] if r.get("policies")]
+    for port in measured:
+        assert f' id="policies-{port}"' in page
+    # Only ports get a policy row: a comparison row that measured no policy is not one.
+    assert "mindspore_graph" in _ports(COMPARE_ALL)
+    assert 'id="policies-mindspore_graph"' not in page
+    # Bars under the passing cells, and no script: details are one click away.
+    assert page.count('<span class="bar"') >= 100
     assert "<script" not in page
     assert page.count('<details class="row" id="matrix-details-') == len(_ports(RUN_ALL))
     # Headings and a table of contents to navigate by.
@@ -445,42 +457,49 @@ def test_the_page_holds_every_ports_row_in_the_grid_and_the_policy_matrix():
 
 def test_the_policy_matrix_says_expressible_degraded_and_who_measured():
     data = _load(COMPARE_ALL)
-    grid = grids.policy_grid(data, [_load(RUN_ALL)])
-    assert grid.keys == _ports(COMPARE_ALL)
-    assert grid.columns == ["none", "full", "save_dots", "save_named", "offload_dots", "budget"]
-    rows = {row.key: row for row in grid.rows}
-    flax = dict(zip(grid.columns, rows["flax_linen"].cells, strict=True))
-    assert flax["full"].mark == "✓"
-    assert flax["full"].short == "x · 1 KiB · 5 mm"
-    assert flax["budget"].mark == "—"
-    assert flax["budget"].words.startswith("not expressible: ")
+    comparison = restore.from_json(data)
+    held = held_to(data, [_load(RUN_ALL)])
+    table = policy_table(comparison.ports, held)
+    headings = {row.key: row.cells[0].text for row in table.rows if row.heading}
+    assert list(headings) == [r["name"] for r in data["ports"] if r.get("policies")]
+    lines = {row.key: [c.text for c in row.cells] for row in table.rows if not row.heading}
+    assert lines["flax_linen full"][1:] == ["{x}", "5", "equal", "as expected"]
+    assert lines["flax_linen budget"][4].startswith("not expressible: ")
+    # The port's own spelling is under the policy's name.
+    notes = {row.key: row.cells[0].note for row in table.rows if not row.heading}
+    assert notes["flax_linen full"] == "nn.checkpoint(MLP)"
     # A documented degradation is shown as such, never as a pass.
-    tensorflow = dict(zip(grid.columns, rows["tensorflow"].cells, strict=True))
-    assert (tensorflow["full"].mark, tensorflow["full"].tone) == ("⚠", "warn")
-    assert "documented degradation" in tensorflow["full"].words
+    marks = {row.key: row.cells[4].mark for row in table.rows if not row.heading}
+    assert marks["tensorflow full"] == "warn"
+    assert "documented degradation" in lines["tensorflow full"][4]
     # Whose expectations, and who measured the evidence.
-    assert rows["pytorch"].trail == [
-        "the suite: implementations/stacks/torch/expectations.py",
-        "the suite's instrument",
-    ]
-    assert rows["tfjs"].trail[1] == "self-reported by the port"
-    # A comparison row that is not a port says why it has no policies.
-    assert rows["mindspore_graph"].cells[0].mark == "·"
+    assert headings["pytorch"] == (
+        "pytorch · held to the suite: implementations/stacks/torch/expectations.py · "
+        "evidence: the suite's instrument"
+    )
+    assert headings["tfjs"].endswith("evidence: self-reported by the port")
     # Without a run report, compare still says who measured.
-    alone = {row.key: row for row in grids.policy_grid(data).rows}
-    assert alone["tfjs"].trail == ["see the run report", "self-reported by the port"]
-    assert grids.policy_grid(_load(COMPARE)) is None  # an older compare: no policies
+    assert held_to(data, [])["tfjs"] == (
+        "held to see the run report · evidence: self-reported by the port"
+    )
+    # Every role a cell shows is in the legend (y, the second layer's output, too).
+    roles = {role for r in data["ports"] for c in r.get("policies") or [] for role in c["roles"]}
+    assert "y" in roles
+    for role in roles:
+        assert re.search(rf"(^|[ (,]){role}( =| the|'s| relu)", table.caption), role
 
 
 def test_a_policy_cell_that_differs_from_the_canonical_is_a_failure():
     cell = {"policy": "full", "expressible": True, "spelling": "jax.checkpoint", "roles": ["x"],
             "kib": 1.0, "backward_matmuls": 5, "agrees": False, "worst_ratio": 3.5,
             "expected": "", "degradations": [], "error": ""}  # fmt: skip
-    found = grids.policy_cell("p", cell)
-    assert (found.mark, found.tone) == ("✗", "bad")
-    assert "differs from the canonical: error/bound 3.5" in found.words
-    cell.update(agrees=True, expected="keeps d1, expected only x")
-    assert grids.policy_cell("p", cell).words == "not as expected: keeps d1, expected only x"
+    compare = {"kind": "compare", "canonical": "flax_linen", "notes": [], "seed": 0, "dim": 4,
+               "features": 4, "ports": [
+        {"name": "p", "state": "available", "policies": [cell]}]}  # fmt: skip
+    table = policy_table(restore.from_json(compare).ports)
+    (line,) = [row for row in table.rows if not row.heading]
+    assert (line.cells[3].text, line.cells[3].mark) == ("off x3.5", "fail")
+    assert line.failed
 
 
 def test_the_bench_policies_and_scale_sections_say_n_and_noise():
@@ -508,9 +527,9 @@ def test_a_versions_section_takes_a_plain_list_of_rows():
     assert texts(table)[0] == ["torch", "2.5.1", "pytorch", "✓ passed", "✓ pass", "✗ fail"]
     page = build([], versions=rows, pictures=False).html
     assert '<section id="versions"><h2>Versions</h2>' in page
-    assert '<tr data-key="torch 2.4.0 pytorch">' in page
+    assert '<tr data-key="torch 2.4.0 pytorch"' in page
     from_file = build([{"kind": "versions", "rows": rows}], pictures=False).html
-    assert '<tr data-key="torch 2.5.1 pytorch">' in from_file
+    assert '<tr data-key="torch 2.5.1 pytorch"' in from_file
 
 
 def test_make_bench_is_quick_unless_asked_and_makes_policies_and_scale(tmp_path):
@@ -624,12 +643,16 @@ def test_the_report_in_chromium_fits_the_width_and_shows_every_row(shown, width)
     assert look.too_wide == []
     assert len(look.images) == len(pictures.PICTURES) + 3
     assert look.broken_images == []
-    assert all(0 < image["shown_width"] <= width for image in look.images)
+    if width == chromium.DESKTOP:
+        assert all(0 < image["shown_width"] <= width for image in look.images)
+    else:  # a phone keeps each picture readable, in a box that pans (the body does not)
+        assert all(image["shown_width"] >= min(image["natural_width"], 2 * width) - 1
+                   for image in look.images)  # fmt: skip
     assert all(image["alt"] for image in look.images)
     assert look.errors == []
     rows = [f"matrix-{port}" for port in _ports(RUN_ALL)]
-    rows += [f"policies-{port}" for port in _ports(COMPARE_ALL)]
-    assert look.rows == rows
+    rows += [f"policies-{r['name']}" for r in _load(COMPARE_ALL)["ports"] if r.get("policies")]
+    assert [row for row in look.rows if row in rows] == rows
     assert look.contents >= 6
     assert look.headings[0] == "h1 remat-conformance report"
     assert "h2 Compare" in look.headings
@@ -698,3 +721,62 @@ def test_starting_the_browser_runs_no_python_between_fork_and_exec(tmp_path, exe
     with chromium.Browser(executable) as browser:
         browser.open(page)
     assert _FORK_HANDLERS_RAN == []
+
+
+def test_the_quick_bench_says_it_was_a_smoke_run_and_spells_save_dots(tmp_path):
+    pytest.importorskip("matplotlib")
+    # The recorded bench is a quick sweep on a loaded machine: five repeats, every ratio noise.
+    page = build([BENCH]).html
+    assert "A smoke run (5 timed repeats, 18 of 18 time ratios noise)" in page
+    assert not re.search(r"±\d{3,}%", page)  # "±684%!": a spread past half the median is noise
+    assert "28.75 noise" in page
+    assert "save-mm" not in page  # the tables, the captions and the picture's alt text
+    assert "<td>save_dots</td>" in page
+    rows = _csv(csv_files.write_bench(tmp_path / "bench.csv", _load(BENCH)))
+    assert {r["mode"] for r in rows} == {"none", "full", "save_dots"}
+
+
+#: Run in the page: each failed row's message and replay cells (their left and right edges),
+#: and every short figure (no space in it) of the tables split over more than one line.
+PHONE_PROBE = """(() => {
+  const cells = Array.from(document.querySelectorAll("details.row.failed td"))
+    .filter(td => td.textContent.includes("VJP differs") || td.querySelector("code"))
+    .map(td => { const b = td.getBoundingClientRect(); return [b.left, b.right]; });
+  const split = [];
+  for (const td of document.querySelectorAll("table td")) {
+    if (td.classList.contains("message") || td.querySelector("code")) continue;
+    const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.textContent.split(/\\s+/)) {
+        if (!/\\d/.test(word) || word.length > 24) continue;
+        const start = node.textContent.indexOf(word);
+        const range = document.createRange();
+        range.setStart(node, start);
+        range.setEnd(node, start + word.length);
+        const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+        if (tops.size > 1) split.push(word);
+      }
+    }
+  }
+  return JSON.stringify({cells, split});
+})()"""
+
+
+def test_at_phone_width_a_failing_row_shows_its_message_and_replay_and_no_number_splits(
+    tmp_path, executable
+):
+    data = _load(RUN)
+    outcome = data["ports"][1]["outcomes"][2]
+    replay = "python -m conformance run --implementation pytorch --property c_vjp --profile dev"
+    outcome.update(status="fail", examples=3, message="VJP differs at w1 by 4.5e-03 over",
+                   replay=replay + " --reproduce 6.170.17:AXicc2RwhEIkAgAcRAJK")  # fmt: skip
+    page = tmp_path / "page.html"
+    build([data, COMPARE], html_path=page, pictures=False)
+    with chromium.Browser(executable) as browser:
+        browser.open(page, chromium.PHONE)
+        look = browser.look(chromium.PHONE)
+        found = json.loads(browser.evaluate(PHONE_PROBE))
+    assert not look.scrolls_sideways
+    assert len(found["cells"]) == 2  # the message, the replay command
+    assert all(left >= 0 and right <= chromium.PHONE for left, right in found["cells"])
+    assert found["split"] == []

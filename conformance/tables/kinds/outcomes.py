@@ -20,8 +20,23 @@ STATUSES = {
     "xpass": ("xpass", "fail"),
 }
 FAILED_AT = ("fail", "crashed", "timeout")
+#: The statuses that fail a run.
+FAILING = ("fail", "crashed", "timeout", "xpass")
+#: A status in words, for a row's details.
+WORDS = {
+    "pass": "✓ pass",
+    "reference": "ref: the canonical port",
+    "skip": "skipped",
+    "xfail": "xfail: an expected failure (an expectations file)",
+    "fail": "✗ FAIL",
+    "crashed": "✗ CRASH",
+    "timeout": "✗ HANG",
+    "xpass": "✗ XPASS: a stale expected failure",
+}
 #: A port that did not load: its cells.
 NOT_LOADED = Cell("·", "muted")
+#: A port whose framework is not installed: its cells (neutral: not a failure).
+NOT_INSTALLED_CELL = Cell("○", "not-installed", title="not installed")
 
 LEGEND = (
     "✓N: passed on all N examples it ran. A smaller N than the others is never a partial "
@@ -30,7 +45,8 @@ LEGEND = (
     "fail). ✗fail, ✗crash, ✗hang @N: failed at its Nth example (crash: its worker died; "
     "hang: it was stopped after the timeout). ref: the canonical port, the reference. skip: "
     "not run here. xfail, xpass: failed, passed where an expectations file expects a "
-    "failure. ·: the port did not load."
+    "failure. ·: the port did not load. ○: not installed (its framework is not in this "
+    "environment: not a failure)."
 )
 
 

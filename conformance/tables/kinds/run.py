@@ -3,17 +3,23 @@ outcome's status and examples with the worst error/bound under it."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
 
+import implementations
+
 from ...checking.properties import PROPERTIES
 from ...jsonable import to_data
 from ...running.mutation import MUTANT_EXAMPLES_NOTE, score
+from ...running.profiles import SCALE
 from ...running.results import SuiteReport
 from ...terminal.suite import print_details, print_timing
-from ..model import Cell, Column, Table, TableBuilder
-from ..numbers import wall
+from ..model import Cell, Column, Paragraph, Table, TableBuilder
+from ..numbers import number, ratio, wall
 from ..render import terminal as terminal_render
 from . import outcomes
 
@@ -22,9 +28,22 @@ CAPTION = (
     "the port's own word (a process port, or a Python port that overrides its records), not "
     "the suite's instrument (docs/PROTOCOL.md, the trust boundary). wall: the port's worker, "
     "start to finish (loading the framework and restarts included); the time line splits out "
-    "the checking itself."
+    "the checking itself. not installed: the port's framework is not in this environment (the "
+    "pip command under its name installs it): not a failure, counted apart."
 )
-STATE_MARKS = {"available": "pass", "unavailable": "unavailable"}
+STATE_MARKS = {"available": "pass", "unavailable": "not-installed"}
+#: A port whose framework is missing: `run --json`'s state, in the words every output uses.
+NOT_INSTALLED = "not installed"
+#: The details of a port's row: one line per property.
+DETAIL_COLUMNS = (
+    Column("property"),
+    Column("verdict"),
+    Column("examples", "right", "count"),
+    Column("worst error/bound", "right", "error/bound"),
+    Column("seconds", "right", "seconds"),
+    Column("message, or why it was skipped", wrap=True),
+    Column("replay", wrap=True),
+)
 
 
 def self_reported(port: dict[str, Any]) -> bool:
@@ -33,8 +52,64 @@ def self_reported(port: dict[str, Any]) -> bool:
     return evidence.get("measured_by") == "port"
 
 
-def matrix(run: dict[str, Any]) -> Table:
-    """Ports as rows, properties as columns; narrow enough for an 80-column terminal."""
+def not_installed(port: dict[str, Any]) -> bool:
+    """Whether a port was left out because its framework is not installed (not a failure)."""
+    return port.get("state") == "unavailable"
+
+
+def install_command(port: dict[str, Any]) -> str:
+    """The pip command in a not-installed port's reason ("needs 'paddle', not installed (pip
+    install ...)"), or the reason itself when it names none."""
+    reason = port.get("reason", "")
+    found = re.search(r"\((pip install [^)]*)\)", reason)
+    return found.group(1) if found else reason
+
+
+def _fill(worst: Any) -> float | None:
+    value = number(worst)
+    if value is None:
+        return None
+    return 1.0 if value != value else max(0.0, min(value, 1.0))
+
+
+def _details(run: dict[str, Any], port: dict[str, Any], keys: list[str]) -> Table:
+    """A port's row in full: each property's verdict, examples, worst case, time, message (or
+    why it was skipped) and the command that replays a failure."""
+    titles = run.get("properties") or {}
+    by_key = {o["property"]: o for o in port["outcomes"]}
+    failing = sum(o["status"] in outcomes.FAILING for o in port["outcomes"])
+    framework = port.get("framework", "")
+    said = f"{failing} ✗ failed" if failing else "every property passed"
+    table = TableBuilder(
+        f"{port['name']} ({framework}) · {said} · {wall(port.get('seconds'))} s", DETAIL_COLUMNS
+    )
+    for key in keys:
+        found = by_key.get(key)
+        if found is None:
+            continue
+        shown = outcomes.cell(found)
+        message = (found.get("message") or "").strip()
+        message = message if len(message) <= 1200 else message[:1200] + " …"
+        table.add(
+            [
+                f"{outcomes.column(key)} {titles.get(key, key)}",
+                Cell(outcomes.WORDS.get(found["status"], found["status"]), shown.mark),
+                str(found.get("examples", "")),
+                ratio(found.get("worst_ratio"), digits=2) or "-",
+                f"{number(found.get('seconds')) or 0:.1f}",
+                message,
+                Cell(found.get("replay", ""), note=""),
+            ],
+            key=f"case-{port['name']}-{key}",
+        )
+    return table.build()
+
+
+def matrix(run: dict[str, Any], registered: Sequence[str] | None = None) -> Table:
+    """Ports as rows, properties as columns; narrow enough for an 80-column terminal. Each
+    row holds its details (`_details`); a passing cell's bar is its worst error/bound; the
+    line under it names the ports the run left out (`left_out`; `registered`: the registry's
+    names, by default this environment's)."""
     keys = list(run.get("properties") or {})
     examples = run.get("max_examples")
     examples = "the profile's" if examples is None else examples
@@ -47,19 +122,94 @@ def matrix(run: dict[str, Any]) -> Table:
         ],
         caption=f"{outcomes.names(keys)}. {outcomes.LEGEND} {CAPTION}",
         kind="matrix",
+        note=left_out(run, registered),
     )
     for port in run["ports"]:
         state = port.get("state", "available")
+        if not_installed(port):
+            label = Cell(port["name"], "not-installed", note=install_command(port))
+            cells = [outcomes.NOT_INSTALLED_CELL] * len(keys)
+            table.add([label, *cells, ""], key=port["name"])
+            continue
         if state != "available":
-            label = Cell(port["name"], note=state)
+            label = Cell(port["name"], "fail", note=f"{state}: {port.get('reason', '')}")
             table.add([label, *[outcomes.NOT_LOADED] * len(keys), ""], key=port["name"])
             continue
         by_key = {o["property"]: o for o in port["outcomes"]}
         note = port.get("framework", "") + ("\nself-reported" if self_reported(port) else "")
-        cells = [outcomes.cell(by_key.get(key)) for key in keys]
+        cells = []
+        for key in keys:
+            found = by_key.get(key)
+            shown = outcomes.cell(found)
+            if found is not None and found["status"] == "pass":
+                shown = replace(shown, fill=_fill(found.get("worst_ratio")))
+            cells.append(shown)
         seconds = f"{wall(port.get('seconds'))}s"
-        table.add([Cell(port["name"], note=note), *cells, seconds], key=port["name"])
+        table.add(
+            [Cell(port["name"], note=note), *cells, seconds],
+            key=port["name"],
+            details=_details(run, port, keys),
+        )
     return table.build()
+
+
+def counts(run: dict[str, Any]) -> dict[str, int]:
+    """Ports by what became of them: conform, failed (a ✗ or did not load), not installed."""
+    found = {"conform": 0, "failed": 0, NOT_INSTALLED: 0}
+    for port in run["ports"]:
+        if not_installed(port):
+            found[NOT_INSTALLED] += 1
+        elif port.get("state", "available") != "available" or any(
+            o["status"] in outcomes.FAILING for o in port["outcomes"]
+        ):
+            found["failed"] += 1
+        else:
+            found["conform"] += 1
+    return found
+
+
+def headline(run: dict[str, Any]) -> Paragraph:
+    """The run's verdict in one line: "The run passed · 14 conform · 3 not installed"."""
+    found = counts(run)
+    parts = [f"The run {'failed' if run.get('failed') else 'passed'}"]
+    parts.append(f"{found['conform']} conform")
+    if found["failed"]:
+        parts.append(f"{found['failed']} with a ✗")
+    if found[NOT_INSTALLED]:
+        parts.append(f"{found[NOT_INSTALLED]} {NOT_INSTALLED}")
+    parts.append(f"{number(run.get('seconds')) or 0:.0f} s wall")
+    parts.append(f"canonical port {run.get('canonical', '?')}")
+    if run.get("interrupted"):
+        parts.append("interrupted: partial results")
+    return Paragraph(" · ".join(parts), "fail" if run.get("failed") else "pass")
+
+
+def left_out(run: dict[str, Any], registered: Sequence[str] | None = None) -> str:
+    """One line naming the registered ports this run did not check, and the command that
+    checks them: the sharded ones (`--profile scale`), and the ones the profile or the
+    command left out. `registered`: the registry's names (default: this environment's)."""
+    names = list(implementations.registered()) if registered is None else list(registered)
+    ran = {port["name"] for port in run["ports"]}
+    missing = [name for name in names if name not in ran]
+    if not missing:
+        return ""
+    sharded = [n for n in missing if n in implementations.SHARDED]
+    other = [n for n in missing if n not in implementations.SHARDED]
+    parts = []
+    if sharded:
+        parts.append(
+            f"sharded ports {', '.join(sharded)} (the scale profile runs them: "
+            "python -m conformance --profile scale)"
+        )
+    if other:
+        flags = " ".join(f"--implementation {n}" for n in other)
+        why = (
+            "the scale profile runs the sharded ports only"
+            if run.get("profile") == SCALE
+            else ("not asked for")
+        )
+        parts.append(f"{', '.join(other)} ({why}: python -m conformance {flags})")
+    return "Not in this run: " + "; ".join(parts) + "."
 
 
 def mutants(run: dict[str, Any]) -> Table | None:
@@ -111,8 +261,11 @@ def print_mutants(report: SuiteReport, console: Console) -> None:
 
 
 def print_report(report: SuiteReport, console: Console) -> None:
-    """The whole human-readable report: the matrix, the details, the mutants, the time."""
-    terminal_render.print_block(console, matrix(_data(report)))
+    """The whole human-readable report: the matrix, what it left out, the details, the
+    mutants, the time."""
+    data = _data(report)
+    terminal_render.print_block(console, matrix(data))
+    terminal_render.print_block(console, headline({**data, "failed": report.failed}))
     print_details(report, console)
     print_mutants(report, console)
     print_timing(report, console)

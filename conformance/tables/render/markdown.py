@@ -3,7 +3,8 @@
 Every cell, title and paragraph comes from data (port names, messages, paths), so each is
 escaped: `&`, `<`, `>` become entities (no HTML passes through a job summary: not a
 `<script>`, not a `</details>` that would close the page's own), `|` cannot end a cell, and
-a line break stays in its cell (`<br>`, the one tag written).
+a line break stays in its cell (`<br>`, the one tag written). A failed row's details follow
+its table; a cell's bar (`fill`) is left out (its text says the figure).
 """
 
 from __future__ import annotations
@@ -40,9 +41,15 @@ def table(found: Table, level: int = 3) -> list[str]:
             lines.append(f"| {_cell(row.cells[0])} |" + " |" * (width - 1))
             continue
         lines.append("| " + " | ".join(_cell(c) for c in row.cells) + " |")
+    if found.note:
+        lines += ["", escape(found.note)]
     if found.caption:
         lines += ["", escape(found.caption)]
-    return [*lines, ""]
+    lines.append("")
+    for row in found.rows:  # a failed row's details follow (HTML shows every row's)
+        if row.failed and row.details is not None:
+            lines += table(row.details, level + 1)
+    return lines
 
 
 def items(found: Items) -> list[str]:
