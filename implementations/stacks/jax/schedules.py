@@ -11,8 +11,8 @@ Imports jax, flax and numpy.
 
 **Instruments.** Forward matmuls are the optimized HLO's `dot`s of forward direction
 (contracting x's features with the kernel's rows: x @ W1 and a @ W2), executed as many times as
-their loops run (`hlo_dot_count`): the forward pass's from a compiled forward-only program, the
-backward pass's as the step's less those. Peak bytes are XLA's `memory_analysis()` of the
+their loops run (`hlo_dot_count`), the backward pass's told by JAX's op names
+(`transpose(jvp())`: the reruns). Peak bytes are XLA's `memory_analysis()` of the
 compiled step: its temporary buffers, less the stacked gradients where the step builds them in
 temporaries (the parameters are arguments and the returned gradients outputs, never temps).
 """
@@ -136,13 +136,17 @@ def stack_fn(schedule: Schedule, L: int) -> Callable:
     raise ValueError(f"schedule {schedule.label!r}: {SCHEDULES_NOT_EXPRESSIBLE['budget']}")
 
 
-def forward_dots(text: str) -> int | None:
-    """Forward-direction `dot`s (x @ W1, a @ W2) one run of the HLO module executes."""
-    kept = "\n".join(
-        line if _FORWARD_DOT.search(line) else line.replace(" dot(", " other_dot(")
-        for line in text.splitlines()
+def forward_dots(text: str, backward: bool) -> int | None:
+    """Forward-direction `dot`s (x @ W1, a @ W2) one run of the HLO module executes, in the
+    backward pass (JAX names its ops `transpose(jvp())` there: the reruns) or in the forward."""
+
+    def kept(line: str) -> bool:
+        return bool(_FORWARD_DOT.search(line)) and ("transpose(jvp" in line) == backward
+
+    lines = text.splitlines()
+    return hlo_dot_count(
+        "\n".join(line if kept(line) else line.replace(" dot(", " other_dot(") for line in lines)
     )
-    return hlo_dot_count(kept)
 
 
 class JaxScheduleCase:
@@ -163,10 +167,9 @@ class JaxScheduleCase:
         return self._compiled
 
     def measure(self) -> ScheduleStatic:
-        forward = jax.jit(lambda p, x, c: jnp.sum(self.stack(p, x) * c))
-        in_forward = forward_dots(forward.lower(*self.args).compile().as_text())
-        in_step = forward_dots(self.compiled().as_text())
-        counted = None if None in (in_forward, in_step) else (in_forward, in_step - in_forward)
+        text = self.compiled().as_text()
+        counted = (forward_dots(text, backward=False), forward_dots(text, backward=True))
+        counted = None if None in counted else counted
         analysis = self.compiled().memory_analysis()
         gradients = sum(int(p.size) * p.dtype.itemsize for p in self.args[0])
         # The backward scan stacks the parameters' gradients in temporaries: not activations.
