@@ -1,0 +1,145 @@
+"""`bench --schedules` on TensorFlow (eager): the depth-L stack with its regions where a
+schedule places them. Imports TensorFlow (quietly) and numpy.
+
+- `none`: the blocks as they are;
+- `every`, `segments(s)`, `nested(...)`, `binomial(c)`: the placement tree, each region
+  `tf.recompute_grad` of a function of its input and its blocks' parameters, nested as the
+  tree nests (`segments`' plain tail, as torch's `checkpoint_sequential` leaves it).
+
+**Instruments.** Forward matmuls: an op callback counts the eager `MatMul` ops of forward
+direction (neither operand transposed: the backward's products transpose one), during the
+forward pass and during `tape.gradient`. Regions: the recompute_grad regions entered in the
+forward pass. Peak bytes: none, TensorFlow's CPU allocator reports no peak
+(`tf.config.experimental.get_memory_info("CPU:0")` gives zeros).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from implementations.bench_case import Data, ScheduleStatic, Values
+from implementations.schedules import Region, Schedule
+from implementations.stacks.tensorflow import tf  # TensorFlow, quietly
+from implementations.stacks.tensorflow.bench import block
+
+FRAMEWORK = "tensorflow"
+SCHEDULES = {
+    "none": "the plain blocks",
+    "every": "tf.recompute_grad(block) per block",
+    "segments": "tf.recompute_grad over each of the first s-1 segments, the tail plain",
+    "nested": "tf.recompute_grad(region) nested as the placement nests",
+    "binomial": "Revolve's placement tree, each region a nested tf.recompute_grad",
+}
+SCHEDULES_NOT_EXPRESSIBLE = {
+    "budget": "TensorFlow has no memory-budget solver: tf.recompute_grad takes no budget",
+}
+PEAK_METHOD = "none: TensorFlow's CPU allocator reports no peak (get_memory_info gives zeros)"
+
+
+def _forward_matmul(attrs) -> bool:
+    """Whether a MatMul's attributes say forward direction (no operand transposed)."""
+    found = dict(zip(attrs[::2], attrs[1::2], strict=True))
+    return not found.get("transpose_a") and not found.get("transpose_b")
+
+
+class _Counter:
+    """An op callback: the forward-direction MatMuls executed eagerly."""
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        name = op_type.decode() if isinstance(op_type, bytes) else op_type
+        if name == "MatMul" and _forward_matmul(attrs):
+            self.count += 1
+        return None
+
+
+def tree(items: tuple, regions: list[int]) -> tuple[Callable, int]:
+    """The placement's items as `run(x, *params)` and its count of parameters, each region a
+    `tf.recompute_grad` of its own items (its parameters passed in, so gradients reach them)."""
+    parts = []
+    for item in items:
+        if isinstance(item, Region):
+            inner, count = tree(item.items, regions)
+            parts.append((_region(inner, regions), count))
+        else:
+            parts.append((block, 4))
+
+    def run(x, *params):
+        start = 0
+        for function, count in parts:
+            x = function(x, *params[start : start + count])
+            start += count
+        return x
+
+    return run, sum(count for _, count in parts)
+
+
+def _region(inner: Callable, regions: list[int]) -> Callable:
+    recomputed = tf.recompute_grad(inner)
+
+    def entered(x, *params):
+        regions[0] += 1
+        return recomputed(x, *params)
+
+    return entered
+
+
+class TensorFlowScheduleCase:
+    """One schedule at one depth on eager TensorFlow (`schedule_case`)."""
+
+    framework = FRAMEWORK
+
+    def __init__(self, schedule: Schedule, data: Data):
+        self.schedule = schedule.label
+        self.regions = [0]
+        self.stack, _ = tree(schedule.placement(len(data.blocks)), self.regions)
+        self.flat = [tf.constant(np.asarray(a, np.float32)) for b in data.blocks for a in b]
+        self.x = tf.constant(np.asarray(data.x, np.float32))
+        self.cotangent = tf.constant(np.asarray(data.cotangent, np.float32))
+
+    def _forward(self) -> tuple[tf.GradientTape, tf.Tensor]:
+        with tf.GradientTape() as tape:
+            tape.watch(self.flat)
+            y = self.stack(self.x, *self.flat)
+        return tape, y
+
+    def measure(self) -> ScheduleStatic:
+        from tensorflow.python.framework import op_callbacks
+
+        counter = _Counter()
+        self.regions[0] = 0
+        op_callbacks.add_op_callback(counter)
+        try:
+            tape, y = self._forward()
+            forward, entered = counter.count, self.regions[0]
+            tape.gradient(y, self.flat, output_gradients=self.cotangent)
+        finally:
+            op_callbacks.remove_op_callback(counter)
+        return ScheduleStatic((forward, counter.count - forward), None, PEAK_METHOD, entered)
+
+    def values(self) -> Values:
+        tape, y = self._forward()
+        grads = tape.gradient(y, self.flat, output_gradients=self.cotangent)
+        arrays = [g.numpy() for g in grads]
+        return Values(y.numpy(), [tuple(arrays[i : i + 4]) for i in range(0, len(arrays), 4)])
+
+    def step(self) -> None:
+        tape, y = self._forward()
+        grads = tape.gradient(y, self.flat, output_gradients=self.cotangent)
+        grads[0].numpy()  # eager: done when it returns
+
+
+def schedule_case(schedule: str | Schedule, data: Data) -> TensorFlowScheduleCase:
+    """The stack of `len(data.blocks)` blocks under `schedule`."""
+    parsed = Schedule.parse(schedule)
+    if parsed.name in SCHEDULES_NOT_EXPRESSIBLE:
+        raise ValueError(
+            f"schedule {parsed.label!r} is not expressible in TensorFlow: "
+            f"{SCHEDULES_NOT_EXPRESSIBLE[parsed.name]}"
+        )
+    parsed.placement(len(data.blocks))  # a bad depth is refused here, naming the argument
+    return TensorFlowScheduleCase(parsed, data)
