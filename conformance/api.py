@@ -3,7 +3,9 @@
 `conformance.run`, `conformance.compare`, `conformance.bench` and
 `conformance.report` are these functions (`conformance/__init__.py` exports
 them lazily). Each returns the report the command prints, with `.to_json()`
-giving exactly the data of the command's `--json`. Nothing is printed.
+giving exactly the data of the command's `--json`. Nothing is printed on stdout;
+`compare` and `bench`, which take minutes, show their progress on stderr (a bar on a
+terminal, a line every few seconds off one; `progress=False`: none).
 
 Bad arguments raise `ValueError` (or `TypeError`) naming the argument, before
 any work, with the command line's own messages.
@@ -31,6 +33,8 @@ from .comparison.measure import Comparison
 from .page import Report, build
 from .running.config import RunConfig, run_config
 from .running.suite import SuiteReport, run_suite
+from .terminal import style as terminal_style
+from .terminal.progress import Steps
 
 
 def _check(kind, value: Any, name: str) -> Any:
@@ -49,6 +53,11 @@ def _names(values: str | Iterable[str] | None, kind, name: str) -> list[str] | N
         values = [values]
     checked = [_check(kind, value, name) for value in values]
     return list(dict.fromkeys(checked)) or None
+
+
+def _steps(shown: bool, title: str, total: int | None = None) -> Steps:
+    """The progress of a long call on stderr (`shown` False: a console that prints nothing)."""
+    return Steps(terminal_style.console(stderr=True, quiet=not shown), title, total)
 
 
 def _count(value: int | None, name: str) -> int | None:
@@ -150,6 +159,7 @@ def compare(
     features: int = 256,
     repeats: int = 9,
     first_calls: bool = False,
+    progress: bool = True,
 ) -> Comparison:
     """Compare ports side by side, as `python -m conformance compare` does.
 
@@ -163,6 +173,7 @@ def compare(
     - `repeats`: interleaved samples per warm timing.
     - `first_calls`: also time each port's first call in a fresh process
       (about a minute per port on a 2-core machine).
+    - `progress`: show what runs now on stderr (`conformance.terminal.progress`).
 
     **Returns:** a `Comparison`: `.ports` (a `PortComparison` each: the
     differences, bits, residuals and times), `.load`, and `.to_json()`,
@@ -171,14 +182,17 @@ def compare(
     prints the report.
     """
     names = _names(ports, arguments.port_name, "ports")
-    return measure.run(
-        _check(arguments.seed, seed, "seed"),
-        _count(dim, "dim"),
-        _count(features, "features"),
-        names,
-        repeats=_count(repeats, "repeats"),
-        first_calls=bool(first_calls),
-    )
+    checked = (_check(arguments.seed, seed, "seed"), _count(dim, "dim"))
+    repeats, features = _count(repeats, "repeats"), _count(features, "features")
+    with _steps(progress, "compare") as steps:
+        return measure.run(
+            *checked,
+            features,
+            names,
+            repeats=repeats,
+            first_calls=bool(first_calls),
+            progress=lambda message: steps.update(description=message),
+        )
 
 
 def bench(
@@ -190,6 +204,7 @@ def bench(
     repeats: int | None = None,
     max_repeats: int | None = None,
     seed: int | None = None,
+    progress: bool = True,
 ) -> BenchReport:
     """Memory and time of an L-block stack against L, as `python -m conformance bench` does.
 
@@ -201,6 +216,7 @@ def bench(
       opt-in ones, `conformance.benchmark.OPT_IN`, which run only when named).
     - `depths`, `batch`, `features`, `repeats`, `max_repeats`, `seed`: as the
       flags of the same names (defaults: `conformance.benchmark.DEFAULTS`).
+    - `progress`: show the steps done and what runs now on stderr.
 
     **Returns:** a `BenchReport`: `.results`, `.skipped`, `.load`, and
     `.to_json()`, the data of `bench --json`. Writes no files:
@@ -231,7 +247,12 @@ def bench(
     report.versions = {name: module.versions() for name, module in loaded.items()}
     report.load["before"] = load_average()
     started = time.perf_counter()
-    report.results = sweep.run(settings, loaded)
+    with _steps(progress, "bench", sweep.total_steps(settings, loaded)) as steps:
+        report.results = sweep.run(
+            settings,
+            loaded,
+            progress=lambda description, advance: steps.update(advance, description),
+        )
     report.seconds = time.perf_counter() - started
     report.load["after"] = load_average()
     return report

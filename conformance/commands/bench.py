@@ -26,6 +26,7 @@ from ..page import csv_files
 from ..running import interrupts
 from ..tables.kinds.bench import load_warning
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from . import arguments, bench_policies, bench_schedules, framework_names
 
 HELP = "memory and time against depth, with a plot"
@@ -154,15 +155,6 @@ def validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the bench and write `bench.json`, `bench.md` and `bench.png` into `args.out`."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     if getattr(args, "scale", False):
         return _run_scale(args)
 
@@ -180,25 +172,14 @@ def run(args: argparse.Namespace) -> int:
     report.versions = {name: module.versions() for name, module in frameworks.items()}
     report.load["before"] = load_average()
     started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description:<36}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not terminal_style.live(console),
-    ) as bar:
-        task = bar.add_task("bench", total=total_steps(settings, frameworks))
+    # A bar on a terminal, a line every few seconds off one (a log is never silent for long).
+    with Steps(console, "bench", total_steps(settings, frameworks)) as steps:
         report.results = sweep(
             settings,
             frameworks,
             progress=lambda description, advance: (
                 interrupts.check(),  # a framework's import may have swallowed a signal
-                bar.update(
-                    task, advance=advance, **({"description": description} if description else {})
-                ),
+                steps.update(advance, description),
             ),
         )
     report.seconds = time.perf_counter() - started

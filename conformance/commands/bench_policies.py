@@ -21,6 +21,7 @@ from ..running import interrupts
 from ..tables.kinds.bench_policies import document
 from ..tables.render.terminal import print_document
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 
 
 def load_text(load: dict[str, float]) -> str:
@@ -32,8 +33,6 @@ def load_text(load: dict[str, float]) -> str:
 def command(args: Any, settings: Settings) -> int:
     """Run the policy bench and write `bench-policies.json`, `.md` and `.png` into `args.out`."""
     import time
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     console = terminal_style.console(stderr=True)
     if not args.depths:  # one depth unless asked: the policies, not the depths, vary here
@@ -47,23 +46,13 @@ def command(args: Any, settings: Settings) -> int:
         console.print(f"[yellow]skip[/] {name}: {reason}")
     load = {"before": load_average()}
     started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description:<40}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=True,
-        disable=not terminal_style.live(console),
-    ) as bar:
-        task = bar.add_task("bench --policies", total=total_steps(settings, frameworks))
+    with Steps(console, "bench --policies", total_steps(settings, frameworks)) as steps:
         results, failed = run(
             settings,
             frameworks,
             progress=lambda description, advance: (
                 interrupts.check(),
-                bar.update(
-                    task, advance=advance, **({"description": description} if description else {})
-                ),
+                steps.update(advance, description),
             ),
         )
     seconds = time.perf_counter() - started

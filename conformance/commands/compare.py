@@ -12,6 +12,7 @@ from ..jsonable import dumps
 from ..page import csv_files, pictures
 from ..running import interrupts
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from . import arguments
 
 HELP = "one table: outputs, gradients, residuals, time"
@@ -76,14 +77,10 @@ def run(args: argparse.Namespace) -> int:
     import shlex
 
     console = terminal_style.console(stderr=True)
-    live = terminal_style.live(console)
     # What the ports print goes to stderr (DeepSpeed logs to stdout when imported), so that
     # stdout holds the report alone: `--json` is exactly one JSON document.
     try:
-        with (
-            contextlib.redirect_stdout(sys.stderr),
-            console.status("comparing") if live else contextlib.nullcontext() as status,
-        ):
+        with contextlib.redirect_stdout(sys.stderr), Steps(console, "compare") as steps:
             comparison = compare.run(
                 args.seed,
                 args.dim,
@@ -93,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 first_calls=args.first_call and not args.no_first_call,
                 progress=lambda message: (
                     interrupts.check(),
-                    status.update(message) if status is not None else None,
+                    steps.update(description=message),
                 ),
             )
     except implementations.PortUnavailable as error:

@@ -81,6 +81,7 @@ def test_the_apis_compare_defaults_are_the_clis():
     assert defaults.pop("ports") is None
     assert args.implementation is None
     assert defaults.pop("first_calls") == (args.first_call and not args.no_first_call)
+    assert defaults.pop("progress") is True  # as the command, which always shows it
     assert defaults == {name: getattr(args, name) for name in defaults}
 
 
