@@ -99,10 +99,11 @@ class DeepSpeed(TorchPort):
         "under_trainer": "checkpoint(model_call, x) around a model call that checkpoints its block",
     }
 
-    def run(self, model: MLP, x: torch.Tensor, nesting: str = "once") -> torch.Tensor:
-        """The block on x, checkpointed as `model.checkpoint` and the composition case
-        `nesting` say (`implementations.composition`): `twice`, the region wrapped again;
-        `under_trainer`, the model's call in an outer checkpoint, as a trainer adds."""
+    def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:  # (D,) -> (F,)
+        """The block on x, checkpointed as `model.checkpoint` and its composition case
+        `model.nesting` say (`implementations.composition`): `twice`, the region wrapped
+        again; `under_trainer`, the model's call in an outer checkpoint, as a trainer adds."""
+        nesting = model.nesting
         if not (model.checkpoint and model._needs_grad(x)):
             return model.block(x)
         # `deepspeed.checkpointing` is an attribute (the module
@@ -120,24 +121,24 @@ class DeepSpeed(TorchPort):
         the grad mode (the trainer's outer region runs it under no_grad first)."""
         return deepspeed.checkpointing.checkpoint(model.block, x)
 
-    def built(self, params: Params, checkpoint: Any) -> tuple[MLP, str]:
-        """The model for one call and its composition case (an undeclared one refused by
-        name)."""
+    def built(self, params: Params, checkpoint: Any) -> MLP:
+        """The model for one call, carrying its composition case (an undeclared one refused
+        by name)."""
         nesting = self.nesting(checkpoint)
         if nesting != "once":
             self.policy(checkpoint)
-        return build_mlp(params, checkpoint=checkpoint_on(checkpoint)), nesting
+        return build_mlp(params, checkpoint=checkpoint_on(checkpoint), nesting=nesting)
 
     def forward(self, params: Params, x: np.ndarray, *, checkpoint: bool = True) -> np.ndarray:
-        model, nesting = self.built(params, checkpoint)
-        return to_host_array(self.run(model, leaf_input(x), nesting))
+        model = self.built(params, checkpoint)
+        return to_host_array(self.run(model, leaf_input(x)))
 
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model, nesting = self.built(params, checkpoint)
+        model = self.built(params, checkpoint)
         x = leaf_input(x)
-        out = self.run(model, x, nesting)
+        out = self.run(model, x)
         parameters = [model.get_parameter(name) for name in STATE_NAMES]
         grads = reentrant.backward(out, x, parameters, as_tensor(cotangent))
         return out_in.to_grads(grads[1:], grads[0], to_host_array)
