@@ -16,7 +16,8 @@ Commands (each in `conformance.commands`, which owns its flags):
   own and run there: one matrix of port x version.
 
 Every command but `vectors` (whose `export` and `check` take them) has the
-output flags `--width N`, `--plain` and `--no-color`
+output flags `--width N`, `--plain`, `--no-color` and `--verbose` (what the frameworks
+print, kept in a log otherwise: `conformance.terminal.noise`)
 (`conformance.terminal.style`); `--version` prints the version.
 A word that is not a command is refused with the closest command named.
 
@@ -51,7 +52,7 @@ from .commands import (
 )
 from .distribution import version
 from .running import environment, interrupts, isolation, scratch
-from .terminal import streams
+from .terminal import noise, streams
 from .terminal import style as terminal_style
 
 COMMANDS = {
@@ -120,9 +121,14 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 with _broken_pipes_raise():
                     environment.prepare()
-                    # A signal whose exception a library swallowed still decides the exit code.
-                    code = interrupts.exit_code(command.run(args))
-                    sys.stdout.flush()  # a closed pipe shows here, not at exit
+                    with _framework_output_kept(args) as log:
+                        # A signal whose exception a library swallowed still decides the code.
+                        code = interrupts.exit_code(command.run(args))
+                        sys.stdout.flush()  # a closed pipe shows here, not at exit
+                    if log is not None and code == 0:
+                        log.unlink(missing_ok=True)
+                    else:
+                        noise.show_tail(log)
                 return code
             except BrokenPipeError:
                 return _closed_pipe()
@@ -134,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
             isolation.kill_all()
             print(f"{stop}: stopped", file=sys.stderr)
             return stop.exit_code
+
+
+def _framework_output_kept(args: argparse.Namespace):
+    """Frameworks' log lines kept out of the terminal (`terminal.noise`) for the commands
+    that load frameworks here, unless `--verbose`; a run's workers keep theirs already."""
+    quiet = args.command in noise.FRAMEWORK_COMMANDS and not getattr(args, "verbose", False)
+    return noise.kept() if quiet else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

@@ -17,7 +17,6 @@ import dataclasses
 import importlib
 import os
 import platform
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -28,6 +27,7 @@ from implementations.contract import StackUnavailable
 
 from ..jsonable import to_data
 from ..running import interrupts, timing
+from ..terminal import noise
 from . import measure, targets
 from .isolated import IsolatedStack
 from .measure import Result, Settings
@@ -126,9 +126,15 @@ def load_frameworks(names: Iterable[str]) -> tuple[dict[str, ModuleType], dict[s
             skipped[name] = f"no bench for {name!r}; known: {', '.join(FRAMEWORKS)}"
             continue
         try:
-            # What a framework prints as it loads goes to stderr (DeepSpeed logs to stdout):
-            # stdout is the report's (`bench --json`). A signal waits for the import's end.
-            with interrupts.deferred(), contextlib.redirect_stdout(sys.stderr):
+            # What a framework prints as it loads goes to the log of its output (DeepSpeed
+            # logs to stdout; `terminal.noise`), else stderr: stdout is the report's (`bench
+            # --json`). A signal waits for the import's end.
+            sink = noise.sink()
+            with (
+                interrupts.deferred(),
+                contextlib.redirect_stdout(sink),
+                contextlib.redirect_stderr(sink),
+            ):
                 if name in ISOLATED:
                     found[name] = IsolatedStack(FRAMEWORKS[name])
                 else:

@@ -280,7 +280,8 @@ def add_port_argument(parser: argparse.ArgumentParser, help: str, **kwargs: Any)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--width`, `--plain`, `--no-color`: how a report is laid out (`reporting.terminal_style`)."""
+    """`--width`, `--plain`, `--no-color`: how a report is laid out (`terminal.style`);
+    `--verbose`: the frameworks' own output shown (`terminal.noise`)."""
     group = parser.add_argument_group("output")
     group.add_argument(
         "--width",
@@ -299,4 +300,10 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-color",
         action="store_true",
         help="no colour or any other escape code (as the NO_COLOR variable does)",
+    )
+    group.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show what the frameworks print as they load and run (log lines); without it "
+        "they are kept in a log, whose last lines a failed command shows",
     )
