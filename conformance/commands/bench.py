@@ -214,9 +214,7 @@ def _run_scale(args: argparse.Namespace) -> int:
     """The scaling bench (`conformance.benchmark.scale`), written into `args.out`."""
     import json
 
-    from rich.console import Console
-
-    console = Console(stderr=True)
+    console = terminal_style.console(stderr=True)
     settings = scale.ScaleSettings()
     started = time.perf_counter()
     rows, failed = scale.run(
@@ -230,5 +228,11 @@ def _run_scale(args: argparse.Namespace) -> int:
     why = scale.plot(rows, args.out / "scale.png")
     if why:
         console.print(f"[yellow]no plot[/]: {why}")
-    print(json.dumps(data) if args.json else table)
+    if args.json:
+        print(json.dumps(data))
+    else:  # a rich table on a terminal, aligned text off one; the Markdown is in scale.md
+        from ..tables.kinds import scale as scale_tables
+        from ..tables.render.terminal import print_document
+
+        print_document(terminal_style.console(), scale_tables.document(data))
     return 1 if failed else 0

@@ -21,3 +21,17 @@ def test_the_policies_command_prints_a_table_and_no_repr(tmp_path, capsys, monke
     assert "|---" not in out
     assert "| ---" not in out
     assert (tmp_path / "out" / "bench-policies.md").read_text().strip()  # the file keeps it
+
+
+def test_the_scale_command_prints_a_table_not_markdown(tmp_path, capsys, monkeypatch):
+    from conformance.benchmark import scale
+    from conformance.commands import bench
+
+    monkeypatch.setattr(scale, "run", lambda settings, ports, say: ([], {"torch_fsdp": "x"}))
+    monkeypatch.setattr(scale, "plot", lambda rows, path: None)
+    args = argparse.Namespace(out=tmp_path / "out", json=False)
+    assert bench._run_scale(args) == 1
+    out = capsys.readouterr().out
+    assert "Bench · scale over ranks" in out
+    assert "| ---" not in out
+    assert "| --- |" in (tmp_path / "out" / "scale.md").read_text()  # the file keeps it
