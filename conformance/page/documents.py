@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..tables.reports import ReportError, kind_of, load
+from ..tables.reports import ReportError, check_run, kind_of, load
 
 #: A file the report cannot use: the message starts with the file's name.
 DocumentError = ReportError
@@ -57,4 +57,6 @@ def from_data(data: Any, source: str = "<data>") -> Document:
             "make one with `run --json`, `compare --json` or `bench --out DIR` "
             "(`--policies`, `--scale` too)"
         )
+    if kind == "run":  # held to the writer's fields and schema, as merge holds it
+        check_run(data, source)
     return Document(kind, source, data)
