@@ -133,3 +133,18 @@ NOT_EXPRESSIBLE = {
     "offload_dots": "checkpoint_in_cpu offloads the inputs, not the dots, and fails upstream "
     "on the CPU (implementations/stacks/deepspeed/deepspeed.py, DeepSpeed.options)",
 }
+
+
+# bench --schedules: the stack with its regions where a schedule places them (schedules.py,
+# which imports this module: its names are looked up there when first asked for)
+_SCHEDULE_NAMES = frozenset(
+    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
+)
+
+
+def __getattr__(name: str):
+    if name in _SCHEDULE_NAMES:
+        from implementations.stacks.deepspeed import schedules
+
+        return getattr(schedules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
