@@ -67,8 +67,11 @@ def not_expressible(port: Any) -> str | None:
 
 
 def rerun_matmuls(record: BackwardRecord, plain: BackwardRecord) -> int | None:
-    """The forward matmuls `record`'s backward pass runs again: its matmuls beyond the
-    gradient's own, which `plain` (the same port without a checkpoint) runs."""
+    """The forward matmuls `record`'s backward pass runs again: as its instrument counts them
+    apart, else its matmuls beyond the gradient's own, which `plain` (the same port without a
+    checkpoint) runs."""
+    if record.rerun_matmuls is not None:
+        return record.rerun_matmuls
     if record.backward_matmuls is None or plain.backward_matmuls is None:
         return None
     return record.backward_matmuls - plain.backward_matmuls

@@ -164,6 +164,9 @@ class BackwardRecord:
       gradient's and the recomputed ones), or None where it is not counted.
     - `forward_matmuls`: how many matmuls the forward pass runs, or None where it is not
       counted (property (k) reads how often a composed region runs the forward).
+    - `rerun_matmuls`: the forward matmuls the backward pass runs again, where the instrument
+      counts them apart (a stack that cannot count the gradient's own matmuls); None: (k)
+      reads them as `backward_matmuls` beyond the no-checkpoint pass's.
     - `tags`: the names the block tags tensors with (JAX's `checkpoint_name`),
       or None where the framework has no names; a policy that saves a name
       not among them saves nothing.
@@ -179,6 +182,7 @@ class BackwardRecord:
     backward_matmuls: int | None = None
     tags: tuple[str, ...] | None = None
     forward_matmuls: int | None = None
+    rerun_matmuls: int | None = None
     measured_by: str = ""
 
     @property

@@ -214,7 +214,10 @@ def outcomes_of(report: dict, name: str) -> dict[str, dict]:
         pytest.fail(f"{name}: no outcomes, state {port['state']}: {port.get('reason')}\n"
                     f"{port.get('output', '')[-2000:]}")  # fmt: skip
     composed = outcomes.get("k_composition")
-    if composed and composed["status"] == "skip":
-        assert composed["message"].startswith("not expressible: "), composed
+    if (
+        composed
+        and composed["status"] == "skip"
+        and composed["message"].startswith("not expressible: ")
+    ):
         del outcomes["k_composition"]
     return outcomes

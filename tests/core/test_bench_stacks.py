@@ -118,7 +118,7 @@ def test_the_plot_and_the_report_have_a_row_per_engine():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from conformance.benchmark import plot
-    from conformance.page import tables
+    from conformance.tables.kinds import bench as bench_tables
 
     peaks = {"paddle": 4096, "mindspore": None, "deepspeed": 8192}
     results = [
@@ -141,6 +141,6 @@ def test_the_plot_and_the_report_have_a_row_per_engine():
     ]
     for name in ("paddle", "deepspeed"):
         assert len(row[name][peak_column].get_lines()) == 2  # none and full
-    table = tables.bench_table(report.to_json())
-    stacks = {cells[1] for cells in table.rows}
+    table = bench_tables.results_table(report.to_json())
+    stacks = {row.cells[1].text for row in table.rows}
     assert set(ENGINES) <= stacks

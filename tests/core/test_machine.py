@@ -63,7 +63,7 @@ def test_run_json_carries_the_machine():
     report = SuiteReport("dev", 2, "menu", "flax_linen", [], None)
     data = to_json(report)
     assert data["machine"] == machine.describe()
-    assert list(data)[:2] == ["schema", "machine"]
+    assert list(data)[:3] == ["kind", "schema", "machine"]  # what it is, then where it ran
 
 
 X86 = """processor\t: 0

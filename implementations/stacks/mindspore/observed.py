@@ -19,7 +19,7 @@ a backward pass of its output). Imports mindspore and numpy; builds no cell of i
 - **Matmuls:** every call of `mindspore.ops.matmul` (the functional the layers call, looked
   up at each call) for the call's length: those before the executor's first gradient are the
   forward pass's (`forward_matmuls`); those inside it are a recompute's (`MatmulCount.backward`,
-  which the tests read). `backward_matmuls` stays None: the gradient's own MatMul kernels run
+  `rerun_matmuls`). `backward_matmuls` stays None: the gradient's own MatMul kernels run
   in PyNative's C++ backward, which no hook reaches. A port that multiplies by another op
   shows no matmul.
 - **Regions:** not counted (None).
@@ -74,7 +74,9 @@ def observe(
     with matmuls.counting():
         record = _hooked(call, x_values, parameters)
     # backward_matmuls stays None: the gradient's own matmuls are not in the count.
-    return dataclasses.replace(record, forward_matmuls=matmuls.forward)
+    return dataclasses.replace(
+        record, forward_matmuls=matmuls.forward, rerun_matmuls=matmuls.backward
+    )
 
 
 class MatmulCount:

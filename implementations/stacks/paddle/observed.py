@@ -21,7 +21,7 @@ of its output). Imports paddle and numpy; builds no model of its own.
   `core.get_low_precision_op_list`) count every forward kernel it runs (`matmul_v2`), and no
   grad kernel: the forward pass's matmuls are those counted before the engine's first entry
   (`forward_matmuls`). Those inside the backward pass are a recompute's (`MatmulCount.backward`,
-  which the tests read); `backward_matmuls` stays None, since the gradient's own
+  `rerun_matmuls`); `backward_matmuls` stays None, since the gradient's own
   `matmul_v2_grad` kernels are not in the statistics.
 - **Regions:** not counted (None).
 """
@@ -69,7 +69,9 @@ def observe(
     with matmuls.counting():
         record = _hooked(matmuls.marking(call), x_values, parameters)
     # backward_matmuls stays None: the gradient's own matmuls are not in the count.
-    return dataclasses.replace(record, forward_matmuls=matmuls.forward)
+    return dataclasses.replace(
+        record, forward_matmuls=matmuls.forward, rerun_matmuls=matmuls.backward
+    )
 
 
 def _hooked(
