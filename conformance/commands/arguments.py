@@ -279,6 +279,33 @@ def add_port_argument(parser: argparse.ArgumentParser, help: str, **kwargs: Any)
     )
 
 
+#: Where `PortsThenFiles` puts the files after the ports, for the command to add to its
+#: positional's (`report.validate`).
+FILES_AFTER_PORTS = "files_after_ports"
+
+
+class PortsThenFiles(argparse.Action):
+    """`--implementation a b REPORT.json`: port names, then, from the first value that is an
+    existing file and no port, files for the positional (`FILES_AFTER_PORTS`): argparse's
+    "+" would take them as ports, though the user put the positional after the flag."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        ports, files = list(getattr(namespace, self.dest, None) or []), []
+        registered = implementations.registered()
+        try:
+            for value in values:
+                if files or (value not in registered and Path(value).is_file()):
+                    files.append(existing_file(value))
+                else:
+                    ports.append(port_name(value))
+        except Invalid as error:
+            raise argparse.ArgumentError(self, str(error)) from None
+        setattr(namespace, self.dest, ports)
+        # Kept apart: argparse sets the positional after the flags, over anything put there.
+        later = getattr(namespace, FILES_AFTER_PORTS, None) or []
+        setattr(namespace, FILES_AFTER_PORTS, [*later, *files])
+
+
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """`--width`, `--plain`, `--no-color`: how a report is laid out (`terminal.style`);
     `--verbose`: the frameworks' own output shown (`terminal.noise`)."""

@@ -98,11 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--implementation",
         "--port",
-        **arguments.SEVERAL,
-        type=arguments.port_name,
+        nargs="+",
+        action=arguments.PortsThenFiles,
         metavar="NAME",
         help="with --make run/compare: only these ports (several after one flag, or "
-        "repeated; put REPORT.json files before it)",
+        "repeated); REPORT.json files may follow them",
     )
     parser.add_argument(
         "--profile",
@@ -116,7 +116,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> None:
-    """A report needs something to show."""
+    """A report needs something to show; files given after `--implementation`'s ports are
+    reports too."""
+    args.reports = [*args.reports, *(getattr(args, arguments.FILES_AFTER_PORTS, None) or [])]
     if not args.reports and not args.make:
         raise arguments.UsageError("give REPORT.json files, or --make run/compare/bench")
 

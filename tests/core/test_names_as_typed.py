@@ -46,6 +46,32 @@ def test_a_positional_before_the_ports_is_still_the_reports(tmp_path, monkeypatc
     assert args.implementation == TWO
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "--implementation", *TWO, "a.json"],
+        ["report", "--implementation", TWO[0], "--port", TWO[1], "a.json", "--out", "x.html"],
+    ],
+)
+def test_a_positional_after_the_ports_is_still_the_reports(argv, tmp_path, monkeypatch):
+    from conformance.commands import report
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.json").write_text("{}")
+    args = _parse(argv)
+    report.validate(args)
+    assert [str(p) for p in args.reports] == ["a.json"]
+    assert args.implementation == TWO
+
+
+def test_a_misspelt_port_before_a_report_is_still_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        _parse(["report", "--implementation", "pytorh", "a.json"])
+    assert "did you mean 'pytorch'" in capsys.readouterr().err
+
+
 def test_several_properties_after_one_flag():
     args = _parse(["run", "--property", "c", "d_on_off", "--property", "e"])
     assert args.property == ["c_vjp", "d_on_off", "e_evidence"]
