@@ -201,14 +201,14 @@ def left_out(run: dict[str, Any], registered: Sequence[str] | None = None) -> st
             f"sharded ports {', '.join(sharded)} (the scale profile runs them: "
             "python -m conformance --profile scale)"
         )
-    if other:
+    if other and run.get("profile") == SCALE:
         flags = " ".join(f"--implementation {n}" for n in other)
-        why = (
-            "the scale profile runs the sharded ports only"
-            if run.get("profile") == SCALE
-            else ("not asked for")
+        parts.append(
+            f"{', '.join(other)} (the scale profile runs the sharded ports only: "
+            f"python -m conformance {flags})"
         )
-        parts.append(f"{', '.join(other)} ({why}: python -m conformance {flags})")
+    elif other:  # the run named its ports: the rest are one plain run away
+        parts.append(f"{len(other)} more not named (python -m conformance runs every port)")
     return "Not in this run: " + "; ".join(parts) + "."
 
 
