@@ -125,10 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                         # A signal whose exception a library swallowed still decides the code.
                         code = interrupts.exit_code(command.run(args))
                         sys.stdout.flush()  # a closed pipe shows here, not at exit
-                    if log is not None and code == 0:
-                        log.unlink(missing_ok=True)
-                    else:
-                        noise.show_tail(log)
+                        if code != 0:
+                            noise.show_tail(log)
                 return code
             except BrokenPipeError:
                 return _closed_pipe()

@@ -5,8 +5,8 @@ The commands that load frameworks in this process (`FRAMEWORK_COMMANDS`) run ins
 file descriptors 1 and 2, where native code writes, point at a log file, while `sys.stdout`
 and `sys.stderr` are copies of the user's, so the command's own output still reaches them.
 A framework's Python-level prints go to `sink()` (the log too). `--verbose` shows everything
-as it comes; a command that fails shows the log's last lines. A run's workers keep their
-output already, per port (`conformance.running.worker.printing_to`).
+as it comes; a command that fails shows the log's last lines; the log is always removed. A
+run's workers keep their output already, per port (`conformance.running.worker.printing_to`).
 """
 
 from __future__ import annotations
@@ -50,8 +50,10 @@ def kept(verbose: bool = False) -> Iterator[Path | None]:
     for descriptor in (1, 2):
         os.dup2(handle, descriptor)
     os.close(handle)
+    failed = True
     try:
         yield path
+        failed = False
     finally:
         _flush()
         for stream in (_sink, sys.stdout, sys.stderr):
@@ -62,10 +64,14 @@ def kept(verbose: bool = False) -> Iterator[Path | None]:
         for descriptor, copy in zip((1, 2), saved, strict=True):
             os.dup2(copy, descriptor)
             os.close(copy)
+        if failed:  # stopped by an exception (a signal, a crash): what they printed may say why
+            with contextlib.suppress(OSError):
+                show_tail(path)
+        path.unlink(missing_ok=True)  # nothing left in the temporary directory
 
 
 def show_tail(path: Path | None, file: TextIO | None = None) -> None:
-    """After a failure: the log's last lines, saying where the whole of it is."""
+    """After a failure: the log's last lines."""
     if path is None:
         return
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -73,8 +79,8 @@ def show_tail(path: Path | None, file: TextIO | None = None) -> None:
         return
     target = file or sys.stderr
     shown = lines[-TAIL:]
-    more = f", the last {len(shown)} of {len(lines)}" if len(lines) > len(shown) else ""
-    print(f"what the frameworks printed ({path}{more}; --verbose shows it live):", file=target)
+    more = f" (the last {len(shown)} of {len(lines)} lines)" if len(lines) > len(shown) else ""
+    print(f"what the frameworks printed{more}; --verbose shows it live:", file=target)
     for line in shown:
         print(f"  | {line}", file=target)
 

@@ -26,13 +26,15 @@ def _speak() -> None:
 def test_native_lines_go_to_the_log_and_the_commands_output_to_the_user(capfd):
     with noise.kept() as log:
         _speak()
+        sys.stdout.flush()
+        os.fsync(1)
+        kept = log.read_text()
     out, err = capfd.readouterr()
     assert out == "the report\n"
     assert err == "the command's own line\n"
-    kept = log.read_text()
     assert "oneDNN" in kept
     assert "a framework's Python print" in kept
-    log.unlink()
+    assert not log.exists()  # nothing left in the temporary directory
 
 
 def test_verbose_shows_everything(capfd):
@@ -62,3 +64,18 @@ def test_the_cli_shows_it_with_verbose(capfd, monkeypatch):
     monkeypatch.setattr(bench, "run", lambda args: (_speak(), 0)[1])
     assert cli.main(["bench", "--framework", "jax", "--verbose"]) == 0
     assert "oneDNN" in capfd.readouterr().err
+
+
+def test_a_command_stopped_by_an_exception_shows_the_tail_and_leaves_no_log(capfd):
+    def stopped() -> None:
+        with noise.kept() as log:
+            logs.append(log)
+            os.write(2, NATIVE)
+            raise KeyboardInterrupt
+
+    logs = []
+    with pytest.raises(KeyboardInterrupt):
+        stopped()
+    (log,) = logs
+    assert "oneDNN" in capfd.readouterr().err
+    assert not log.exists()
