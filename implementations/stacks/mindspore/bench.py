@@ -139,3 +139,18 @@ POLICIES = ("none", "full")
 NOT_EXPRESSIBLE = dict.fromkeys(
     ("save_dots", "save_named", "offload_dots"), "Cell.recompute takes no policy"
 )
+
+
+# bench --schedules: the stack with its regions where a schedule places them (schedules.py,
+# which imports this module: its names are looked up there when first asked for)
+_SCHEDULE_NAMES = frozenset(
+    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
+)
+
+
+def __getattr__(name: str):
+    if name in _SCHEDULE_NAMES:
+        from implementations.stacks.mindspore import schedules
+
+        return getattr(schedules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
