@@ -19,8 +19,7 @@ from conformance.checking.properties import PROPERTIES
 from conformance.running.runner import run_property
 from implementations import _template
 from implementations.contract import Implementation, Params
-
-from .test_external_plugin import make_distribution, run_python
+from tests.helpers import make_distribution, run_python
 
 TEMPLATE = Path(_template.__file__)
 COPY = "unfinished_port"  # the module a user's copy becomes
