@@ -1,6 +1,9 @@
 """Hypothesis profiles, chosen with `--profile` or the environment variable `REMAT_PROFILE`.
 
-- `dev`: few examples, for a quick look while editing.
+- `dev`: few examples (20), for a quick look while editing: derandomized, as `ci`, so that
+  it is served by the example bank and draws the shapes `ci` draws, which the compilation
+  caches hold already (random, it drew new shapes each run: `torch_compile` compiled them
+  anew, and a warm `dev` run was slower than a warm `ci` one).
 - `ci` (the default): 100 examples per property, derandomized, so a run is
   reproducible and a red CI run stays red.
 - `thorough`: many random examples, on shapes of every size up to 300, for
@@ -36,21 +39,21 @@ SCALE = "scale"
 #: Seconds one example may take, per profile.
 TIMEOUTS = {"dev": 120.0, "ci": 120.0, "thorough": 300.0, "scale": 120.0}
 #: Profiles whose random examples are worth keeping in the example database.
-KEEPS_EXAMPLES = frozenset({"dev", "thorough"})
+KEEPS_EXAMPLES = frozenset({"thorough"})
 
 # Examples draw arrays of up to a few hundred floats and each runs several
 # compiled functions; Hypothesis's timing checks would flag that as "slow".
 # The parent is Hypothesis's own "default" profile, not whatever profile is
 # active: where a CI variable is set (`CI`, `GITHUB_ACTIONS`, ...) Hypothesis
 # loads its "ci" profile on import, and a profile registered on top of it
-# would inherit `derandomize=True`, so `dev` would no longer be random in CI.
+# would inherit `derandomize=True`, so `thorough` would no longer be random in CI.
 _common = dict(
     parent=settings.get_profile("default"),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
-settings.register_profile("dev", max_examples=20, **_common)
+settings.register_profile("dev", max_examples=20, derandomize=True, **_common)
 settings.register_profile("ci", max_examples=100, derandomize=True, **_common)
 settings.register_profile("thorough", max_examples=1000, **_common)
 settings.register_profile("scale", max_examples=20, derandomize=True, **_common)
