@@ -27,6 +27,7 @@ import numpy as np
 
 from implementations.contract import PARAM_NAMES, Implementation, Params
 
+from .. import outputs
 from .checks import ConformanceError, within, within_ulps
 from .tolerance import INIT_ULPS, forward_bound, vjp_bounds, vjp_comparison
 
@@ -143,7 +144,8 @@ def export(canonical: Implementation, stem: Path, specs=SPECS) -> Path:
         )
     npz_path = stem.with_suffix(".npz")
     npz_path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(npz_path, **arrays)
+    with outputs.replacing(npz_path) as temporary, open(temporary, "wb") as file:
+        np.savez_compressed(file, **arrays)  # whole or not at all
     manifest = {
         "format": FORMAT,
         "version": VERSION,
@@ -160,7 +162,7 @@ def export(canonical: Implementation, stem: Path, specs=SPECS) -> Path:
         "vectors": entries,
     }
     manifest_path = stem.with_suffix(".json")
-    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    outputs.write_text(manifest_path, json.dumps(manifest, indent=1) + "\n")
     return manifest_path
 
 

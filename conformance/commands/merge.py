@@ -6,7 +6,9 @@ reports disagree on the same machine and device is marked, never hidden.
 Exit codes: 0 when every report passed; 1 when any report failed (judged
 from its ports' states, outcomes and mutants, never from its "failed"
 flag); 2 for a usage error (a file unreadable, not JSON, or of a schema this version does
-not read).
+not read; an output that is a symlink, an input or another output's path). A `--markdown`
+or `--out` that cannot be written (a full disk) is said on stderr, and the verdict's code
+stands; the file is written whole or not at all (`conformance.outputs`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import merge
+from .. import merge, outputs
 from ..jsonable import dumps
 from ..terminal import style as terminal_style
 from . import arguments
@@ -48,18 +50,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        outputs.check_paths({"--markdown": args.markdown, "--out": args.out}, args.reports)
+    except outputs.OutputError as error:
+        arguments.usage_exit(PROG, str(error))
+    try:
         merged = merge.combine(merge.read_all(args.reports))
     except merge.ReportError as error:
         arguments.usage_exit(PROG, str(error))
-    try:
-        if args.markdown is not None:
-            args.markdown.write_text(merge.markdown(merged), encoding="utf-8")
-        if args.out is not None:
-            args.out.write_text(dumps(merge.to_json(merged)) + "\n", encoding="utf-8")
-    except OSError as error:
-        arguments.usage_exit(PROG, f"cannot write {error.filename}: {error.strerror}")
+    verdict = 1 if merged.failed else 0
+    # Side outputs: one that cannot be written is said beside the verdict, whose code stands.
+    for flag, path, text in (
+        ("--markdown", args.markdown, lambda: merge.markdown(merged)),
+        ("--out", args.out, lambda: dumps(merge.to_json(merged)) + "\n"),
+    ):
+        if path is not None:
+            try:
+                outputs.write_text(path, text())
+            except OSError as error:
+                outputs.say_side_output_failed(PROG, flag, path, error, verdict)
     if args.json:
         print(dumps(merge.to_json(merged)))
     else:
         merge.print_merged(merged, terminal_style.console())
-    return 1 if merged.failed else 0
+    return verdict

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from implementations.manifests import CANONICAL_PORT
 
-from .. import merge
+from .. import merge, outputs
 from ..jsonable import dumps
 from ..mutants import MUTANTS
 from ..page import csv_files
@@ -31,6 +31,7 @@ from ..tables.kinds.run import print_report
 from ..terminal import style as terminal_style
 from . import arguments
 
+PROG = "python -m conformance run"
 HELP = "run the suite (the default command)"
 
 
@@ -157,6 +158,10 @@ def validate(args: argparse.Namespace) -> None:
                 f"--compute-timeout must be at least the timeout ({timeout:g} s), "
                 f"got {args.compute_timeout:g}"
             )
+    try:  # before the run: its side outputs never share a path or write through a link
+        outputs.check_paths({"--markdown": args.markdown, "--csv": args.csv})
+    except outputs.OutputError as error:
+        raise arguments.UsageError(str(error)) from None
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
@@ -209,9 +214,13 @@ def run(args: argparse.Namespace) -> int:
 
         report = run_suite(config, progress)
     data = to_json(report)
-    # Before the report is printed: a reader that closes the pipe early cannot lose it.
-    written = args.markdown is None or _write_markdown(data, args.markdown)
-    written = (args.csv is None or _write_csv(data, args.csv)) and written
+    verdict = 1 if report.failed else 0
+    # Before the report is printed: a reader that closes the pipe early cannot lose it. A
+    # side output that cannot be written is said beside the verdict, whose code stands.
+    if args.markdown is not None:
+        _write_side_output("--markdown", args.markdown, _write_markdown, data, verdict)
+    if args.csv is not None:
+        _write_side_output("--csv", args.csv, csv_files.write_run, data, verdict)
     try:
         if args.json:
             out.write(dumps(data) + "\n")
@@ -222,7 +231,11 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         _to_devnull(out)  # its buffer would raise again when it is closed
         raise
-    if not written:
+    except OSError as error:  # a full disk under `--json > file`: the report is lost, say so
+        _to_devnull(out)
+        words = "failed" if verdict else "passed"
+        print(f"{PROG}: error: cannot write the report to stdout: "
+              f"{error.strerror or error}; the run {words}", file=sys.stderr)  # fmt: skip
         return 2
     if report.interrupted:
         print("interrupted: the report holds what finished", file=sys.stderr)
@@ -238,27 +251,20 @@ def _say_what_did_not_reproduce(report, console) -> None:
                 console.print(outcome.message, markup=False, highlight=False)
 
 
-def _write_markdown(data: dict, path: Path) -> bool:
-    """Write the run's matrix as Markdown, by the writer `merge` uses; False if it cannot."""
+def _write_side_output(flag: str, path: Path, write, data: dict, verdict: int) -> bool:
+    """`write(path, data)`; False, said on stderr beside the verdict, if it cannot."""
+    try:
+        write(path, data)
+    except OSError as error:
+        outputs.say_side_output_failed(PROG, flag, path, error, verdict)
+        return False
+    return True
+
+
+def _write_markdown(path: Path, data: dict) -> None:
+    """Write the run's matrix as Markdown, by the writer `merge` uses, whole or not at all."""
     merged = merge.combine([merge.Source(1, "this run", data)])
-    try:
-        path.write_text(merge.markdown(merged), encoding="utf-8")
-    except OSError as error:
-        message = f"--markdown: cannot write {path}: {error.strerror}"
-        print(f"python -m conformance run: error: {message}", file=sys.stderr)
-        return False
-    return True
-
-
-def _write_csv(data: dict, path: Path) -> bool:
-    """Write the matrix as CSV (`conformance.page.csv_files`); False if it cannot."""
-    try:
-        csv_files.write_run(path, data)
-    except OSError as error:
-        message = f"--csv: cannot write {path}: {error.strerror}"
-        print(f"python -m conformance run: error: {message}", file=sys.stderr)
-        return False
-    return True
+    outputs.write_text(path, merge.markdown(merged))
 
 
 def _to_devnull(stream: TextIO) -> None:

@@ -69,7 +69,13 @@ def run(args: argparse.Namespace) -> int:
         with interrupts.deferred():  # a Ctrl-C waits for the framework's import
             canonical = implementations.load(implementations.CANONICAL)
         canonical.pin_matmul_precision()
-        path = vectors.export(canonical, args.path)
+        try:
+            path = vectors.export(canonical, args.path)
+        except OSError as error:  # a full disk: each file is whole or absent (outputs)
+            arguments.usage_exit(
+                "python -m conformance vectors export",
+                f"cannot write {error.filename or args.path}: {error.strerror or error}",
+            )
         console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(vectors.SPECS)} vectors)")
         return 0
     try:

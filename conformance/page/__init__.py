@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import outputs
 from . import html, markdown
 from .documents import Document, DocumentError, from_data, read
 from .sections import Section, sections
@@ -92,8 +93,16 @@ def build(
       in `reports`.
 
     **Returns:** a `Report`. **Raises:** `DocumentError` naming a report it
-    cannot read, `ValueError` when there is none.
+    cannot read, or an output path it must not write (a symlink, an input, another
+    output's: `outputs.check_paths`), `ValueError` when there is none.
     """
+    md_path = None if markdown_path is None else Path(markdown_path)
+    pictures_dir = None if md_path is None else md_path.parent / f"{md_path.stem}-pictures"
+    paths = {"--out": html_path, "--markdown": md_path, "--markdown's pictures": pictures_dir}
+    try:  # before anything is read or drawn
+        outputs.check_paths(paths, [r for r in reports if isinstance(r, (str, Path))])
+    except outputs.OutputError as error:
+        raise DocumentError(str(error)) from None
     documents = [_document(r, i) for i, r in enumerate(reports, 1)]
     if versions is not None:  # the same section a {"kind": "versions"} report makes
         rows = {"kind": "versions", "rows": [dict(row) for row in versions]}
@@ -105,16 +114,20 @@ def build(
     kinds = ", ".join(f"{d.kind} ({Path(d.source).name})" for d in documents)
     meta = f"Made {stamp} from: {kinds}."
     page = html.page(title, meta, found)
-    md_path = None if markdown_path is None else Path(markdown_path)
-    pictures_dir = None if md_path is None else md_path.parent / f"{md_path.stem}-pictures"
-    text = markdown.document(title, meta, found, pictures_dir)
-    report = Report(documents, page, text, found)
-    if html_path is not None:
-        report.html_path = Path(html_path)
-        report.html_path.write_text(page, encoding="utf-8")
-    if md_path is not None:
-        md_path.write_text(text, encoding="utf-8")
-        report.markdown_path = md_path
+    where = f"--markdown's pictures {pictures_dir}"
+    try:  # each file whole or not at all; a full disk names the file, never a traceback
+        text = markdown.document(title, meta, found, pictures_dir)
+        report = Report(documents, page, text, found)
+        if html_path is not None:
+            where = f"--out {html_path}"
+            report.html_path = Path(html_path)
+            outputs.write_text(report.html_path, page)
+        if md_path is not None:
+            where = f"--markdown {md_path}"
+            outputs.write_text(md_path, text)
+            report.markdown_path = md_path
+    except OSError as error:
+        raise DocumentError(f"{where}: cannot write it: {error.strerror or error}") from None
     return report
 
 

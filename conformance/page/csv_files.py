@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import outputs
 from ..tables.kinds.bench import mode_name
 from ..tables.kinds.run import install_command, not_installed
 from .tables import backward_matmuls, compare_verdict
@@ -66,7 +67,11 @@ def _value(value: Any) -> Any:
 def write(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
     """Write `header` then `rows` to `path` as CSV (UTF-8). **Returns:** the path."""
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    # Whole or not at all: a temporary file beside it, renamed once closed.
+    with (
+        outputs.replacing(path) as temporary,
+        temporary.open("w", newline="", encoding="utf-8") as handle,
+    ):
         writer = csv.writer(handle)
         writer.writerow(header)
         writer.writerows([_value(v) for v in row] for row in rows)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import outputs
 from ..tables.model import Block, Document, Figure, Paragraph
 from ..tables.model import Section as Part
 from ..tables.render import markdown as markdown_render
@@ -31,7 +32,7 @@ def document(
                 continue
             pictures_dir.mkdir(parents=True, exist_ok=True)
             name = f"report-{number}.png"
-            (pictures_dir / name).write_bytes(png)
+            outputs.write_bytes(pictures_dir / name, png)
             blocks.append(Figure(picture_title, f"{pictures_dir.name}/{name}"))
         parts.append(Part(section.title, tuple(blocks)))
     return markdown_render.document(Document("report", title, tuple(parts)))

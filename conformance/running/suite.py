@@ -43,6 +43,7 @@ from pathlib import Path
 import implementations
 from implementations import manifests
 
+from .. import outputs
 from ..mutants import MUTANTS
 from . import environment, expectations, interrupts, profiles, scratch
 from .config import BUSY_LIMIT, Progress, RunConfig, examples_per_property
@@ -158,7 +159,7 @@ def _keep_durations(jobs: list[WorkerRun]) -> None:
     path = environment.cache_root() / "durations.json"
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(took, indent=1))
+        outputs.write_text(path, json.dumps(took, indent=1))  # a full disk keeps the old
 
 
 def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteReport:

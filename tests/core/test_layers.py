@@ -27,7 +27,12 @@ PACKAGES = ("conformance", "implementations")
 #: `conformance/` (`implementations` is one room: the ports, under everything).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("implementations",),
-    ("conformance/distribution", "conformance/jsonable", "conformance/colours"),
+    (
+        "conformance/distribution",
+        "conformance/jsonable",
+        "conformance/colours",
+        "conformance/outputs",
+    ),
     ("conformance/checking",),
     ("conformance/mutants",),
     ("conformance/running",),

@@ -335,10 +335,15 @@ def test_compare_writes_its_csv_and_pictures_where_asked(tmp_path):
 def test_run_writes_its_csv_and_names_the_flag_when_it_cannot(tmp_path, capsys):
     from conformance.commands import run as command
 
-    assert command._write_csv(_load(RUN), tmp_path / "run.csv")
+    def write(path):
+        return command._write_side_output("--csv", path, csv_files.write_run, _load(RUN), 1)
+
+    assert write(tmp_path / "run.csv")
     assert len(_csv(tmp_path / "run.csv")) == sum(len(p["outcomes"]) for p in _load(RUN)["ports"])
-    assert not command._write_csv(_load(RUN), tmp_path / "missing" / "run.csv")
-    assert "--csv: cannot write" in capsys.readouterr().err
+    assert not write(tmp_path / "missing" / "run.csv")
+    said = capsys.readouterr().err
+    assert "--csv: cannot write" in said
+    assert "the verdict stands: failed (exit 1)" in said
 
 
 def test_a_failed_outcome_shows_its_message_and_replay_command():
