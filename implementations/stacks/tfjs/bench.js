@@ -11,10 +11,13 @@
 // It speaks JSON lines on stdin/stdout in the shape of docs/PROTOCOL.md (ids, `result` or
 // `error: {type, message}`, float32 arrays as base64), with its own requests: `hello`, `build`
 // (a case: mode, blocks, x, cotangent), `measure` (what the forward pass saves, from tfjs's tape;
-// matmuls and peak bytes from tf.profile), `step` (one forward+VJP), `drop` and `shutdown`.
+// matmuls and peak bytes from tf.profile), `step` (one forward+VJP), `drop` and `shutdown`;
+// for bench --schedules (docs/PROTOCOL.md, Schedules; schedules.js), hello's `schedules` and
+// `schedules_not_expressible`, `schedule` (a case: placement, blocks, x, cotangent), whose
+// `measure` answers forward_matmuls, regions and peak_bytes, and `schedule_values`.
 "use strict";
 // The JSON-lines loop, the answered errors and the wire's arrays, as the port's (port.js).
-const { RequestError, decodeArray, serve } = require("./serve.js");
+const { RequestError, decodeArray, encodeArray, serve } = require("./serve.js");
 const load = require("./load.js");
 
 const PROTOCOL = 1;
@@ -22,6 +25,7 @@ const NAME = "tfjs-bench";
 
 let tf = null;
 let mlp = null;
+let schedules = null;
 
 // tfjs on its CPU backend, and the blocks' code: if this throws, serve.js answers every request
 // but shutdown with Unavailable, saying why.
@@ -29,7 +33,20 @@ async function start() {
   tf = load.loadTf();
   await tf.setBackend("cpu");
   mlp = require("./mlp.js")(tf, { customGrad: true });
+  schedules = require("./schedules.js")(tf, RequestError);
 }
+
+// bench --schedules (docs/PROTOCOL.md, Schedules): what hello declares, by schedule name.
+const SCHEDULES = {
+  none: "the plain blocks",
+  every: "tf.customGrad(block) per block",
+  segments: "tf.customGrad over each of the first s-1 segments, the tail plain",
+  nested: "tf.customGrad over each outermost region, inner regions rerun by hand in its gradient",
+  binomial: "Revolve's placement tree: outermost regions tf.customGrad, inner ones by hand",
+};
+const SCHEDULES_NOT_EXPRESSIBLE = {
+  budget: "tfjs has no memory-budget solver: tf.customGrad takes no budget",
+};
 
 // An array of the request as a float32 tensor of its shape; `name` is what an error names.
 function tensorOf(value, name) {
@@ -148,6 +165,81 @@ class Case {
   }
 }
 
+// One schedule at one depth: the placement tree the request sends, over its blocks.
+class ScheduleCase {
+  constructor(placement, blocks, x, cotangent) {
+    this.params = [];
+    for (const [i, arrays] of (blocks || []).entries()) {
+      if (!Array.isArray(arrays) || arrays.length !== 4) {
+        throw new RequestError("ProtocolError", `blocks[${i}] must be [w1, b1, w2, b2]`);
+      }
+      for (const [j, name] of ["w1", "b1", "w2", "b2"].entries()) {
+        this.params.push(tensorOf(arrays[j], `blocks[${i}].${name}`));
+      }
+    }
+    this.stack = schedules.stackOf(schedules.checked(placement, this.params.length / 4));
+    this.x = tensorOf(x, "x");
+    this.cotangent = tensorOf(cotangent, "cotangent");
+  }
+
+  // The gradients of sum(stack * c), the output beside: [y, ...grads], inside a tidy's caller.
+  gradients() {
+    const { value, grads } = tf.valueAndGrads((...p) => this.stack.run(this.x, p))(
+      this.params,
+      this.cotangent,
+    );
+    return [value, ...grads];
+  }
+
+  step() {
+    tf.tidy(() => {
+      for (const g of this.gradients()) g.dataSync();
+    });
+  }
+
+  async measure() {
+    const notes = schedules.notes;
+    notes.matmuls = 0;
+    notes.regions = 0;
+    let forward = 0;
+    let regions = 0;
+    tf.tidy(() => {
+      const grads = tf.grads((...p) => {
+        const y = this.stack.run(this.x, p);
+        forward = notes.matmuls; // the forward pass ends here; the tape's gradients follow
+        regions = notes.regions;
+        return y;
+      })(this.params, this.cotangent);
+      for (const g of grads) g.dataSync();
+    });
+    const backward = notes.matmuls - forward;
+    const gradientBytes = this.params.reduce((sum, p) => sum + 4 * p.size, 0);
+    const before = tf.memory().numBytes;
+    const info = await tf.profile(() => this.step());
+    return {
+      forward_matmuls: [forward, backward],
+      regions,
+      peak_bytes: Math.max(0, info.peakBytes - before - gradientBytes),
+    };
+  }
+
+  values() {
+    const kept = tf.tidy(() => this.gradients());
+    try {
+      const arrays = kept.map((t) => encodeArray(t.dataSync(), t.shape));
+      const grads = [];
+      for (let i = 1; i < arrays.length; i += 4) grads.push(arrays.slice(i, i + 4));
+      return { y: arrays[0], grads };
+    } finally {
+      tf.dispose(kept);
+    }
+  }
+
+  dispose() {
+    tf.dispose([...this.params, this.x, this.cotangent]);
+  }
+}
+
 function theCase(request) {
   const found = cases.get(request.case);
   if (!found) throw new RequestError("ValueError", `no case ${JSON.stringify(request.case)}`);
@@ -166,6 +258,8 @@ const handlers = {
       },
       protocol: PROTOCOL,
       modes: MODES,
+      schedules: SCHEDULES,
+      schedules_not_expressible: SCHEDULES_NOT_EXPRESSIBLE,
     };
   },
   build(request) {
@@ -176,6 +270,19 @@ const handlers = {
   },
   measure(request) {
     return theCase(request).measure();
+  },
+  schedule(request) {
+    const made = new ScheduleCase(request.placement, request.blocks, request.x, request.cotangent);
+    nextCase += 1;
+    cases.set(nextCase, made);
+    return { case: nextCase };
+  },
+  schedule_values(request) {
+    const found = theCase(request);
+    if (!(found instanceof ScheduleCase)) {
+      throw new RequestError("ValueError", `case ${request.case} is not a schedule case`);
+    }
+    return found.values();
   },
   step(request) {
     const started = process.hrtime.bigint();

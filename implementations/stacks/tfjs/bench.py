@@ -38,10 +38,11 @@ import shutil
 import weakref
 from typing import Any
 
-from implementations.bench_case import MODES, Data, Static
+from implementations.bench_case import MODES, Data, ScheduleStatic, Static, Values
 from implementations.process import ProcessPort, ProcessPortError, ProtocolViolation
 from implementations.process.adapter import _timeout, expand_command
-from implementations.process.wire import decode_saved, encode_array, field
+from implementations.process.wire import decode_array, decode_saved, encode_array, field
+from implementations.schedules import Region, Schedule
 
 FRAMEWORK = "tfjs"
 VARIANTS = ("",)  # the CPU backend, eager: one way to run the stack
@@ -155,3 +156,85 @@ NOT_EXPRESSIBLE = {
     "save_named": "tfjs cannot name a tensor for a policy: it has no policy API",
     "offload_dots": "tfjs has no host offload of saved tensors",
 }
+
+
+# bench --schedules (docs/PROTOCOL.md, Schedules): the child declares them in its hello and
+# builds a case from the placement tree the suite sends (bench.js, schedules.js).
+def _declared(key: str) -> dict[str, str]:
+    found = _process.hello.get(key, {})
+    if not isinstance(found, dict):
+        raise ProtocolViolation(f"tfjs-bench: hello's {key!r} must be an object, got {found!r}")
+    return {str(k): str(v) for k, v in found.items()}
+
+
+SCHEDULES = _declared("schedules")
+SCHEDULES_NOT_EXPRESSIBLE = _declared("schedules_not_expressible")
+
+
+def _tree(items: tuple) -> list:
+    """A placement as JSON: a block index as it is, a region as the array of its items."""
+    return [_tree(item.items) if isinstance(item, Region) else int(item) for item in items]
+
+
+class TfjsScheduleCase:
+    """One schedule at one depth, its tensors and regions held by the child (`schedule_case`)."""
+
+    framework = FRAMEWORK
+
+    def __init__(self, schedule: Schedule, data: Data):
+        self.schedule = schedule.label
+        answer = _process.call(
+            "schedule",
+            placement=_tree(schedule.placement(len(data.blocks))),
+            blocks=[[encode_array(a) for a in arrays] for arrays in data.blocks],
+            x=encode_array(data.x),
+            cotangent=encode_array(data.cotangent),
+        )
+        self.case = int(field(answer, "case", "tfjs-bench: the answer to 'schedule'"))
+        weakref.finalize(self, _drop, _process, self.case).atexit = False
+
+    def measure(self) -> ScheduleStatic:
+        what = "tfjs-bench: the answer to 'measure' (a schedule case)"
+        answer = _process.call("measure", case=self.case)
+        try:
+            forward, backward = (int(n) for n in field(answer, "forward_matmuls", what))
+            regions = int(field(answer, "regions", what))
+            peak = int(field(answer, "peak_bytes", what))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ProtocolViolation(
+                f"{what}: malformed ({type(error).__name__}: {error})"
+            ) from None
+        return ScheduleStatic((forward, backward), peak, PEAK_METHOD, regions)
+
+    def values(self) -> Values:
+        what = "tfjs-bench: the answer to 'schedule_values'"
+        answer = _process.call("schedule_values", case=self.case)
+        try:
+            y = decode_array(field(answer, "y", what), f"{what}: y")
+            grads = [
+                tuple(decode_array(a, f"{what}: grads") for a in block)
+                for block in field(answer, "grads", what)
+            ]
+        except (KeyError, TypeError, ValueError) as error:
+            raise ProtocolViolation(
+                f"{what}: malformed ({type(error).__name__}: {error})"
+            ) from None
+        return Values(y, grads)
+
+    def step(self) -> None:
+        _process.call("step", case=self.case)
+
+
+PEAK_METHOD = "tf.profile peakBytes over one step, less the gradients' bytes (self-reported)"
+
+
+def schedule_case(schedule: str | Schedule, data: Data) -> TfjsScheduleCase:
+    """The stack of `len(data.blocks)` blocks under `schedule`, built in the child."""
+    parsed = Schedule.parse(schedule)
+    if parsed.name in SCHEDULES_NOT_EXPRESSIBLE:
+        raise ValueError(
+            f"schedule {parsed.label!r} is not expressible in tfjs: "
+            f"{SCHEDULES_NOT_EXPRESSIBLE[parsed.name]}"
+        )
+    parsed.placement(len(data.blocks))  # a bad depth is refused here, naming the argument
+    return TfjsScheduleCase(parsed, data)
