@@ -54,3 +54,11 @@ def test_nested_is_flax_remat_scan_and_reruns_each_level():
 def test_budget_is_refused_naming_why():
     with pytest.raises(ValueError, match="not expressible in JAX"):
         jax_bench.schedule_case("budget(0.5)", make_data(SETTINGS, 2))
+
+
+def test_xla_cpu_undoes_the_unrolled_binomial_as_declared():
+    # docs/BENCHMARKS.md: CSE merges the reruns back into the forward pass: none is left
+    result = _measured(Schedule("binomial", (2,)), 8)
+    assert result.forward_matmuls == [16, 0]
+    assert result.flags
+    assert "CSE" in jax_bench.SCHEDULE_DEPARTURES["binomial"]
