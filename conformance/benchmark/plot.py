@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from implementations.bench_case import MODES
 
-from .. import colours
+from .. import colours, outputs
 from .measure import TIME_TARGET, Result
 
 if TYPE_CHECKING:
@@ -84,7 +84,8 @@ def plot(report: BenchReport, path) -> str | None:
     if not report.results:
         return "no results to plot"
     drawn = figure(report)
-    drawn.savefig(path, dpi=80)
+    with outputs.replacing(path) as temporary:  # whole or not at all
+        drawn.savefig(temporary, dpi=80, format="png")
     plt.close(drawn)
     return None
 

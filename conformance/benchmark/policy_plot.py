@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import outputs
 from .policies import PolicyResult
 
 
@@ -59,6 +60,7 @@ def plot(results: Sequence[PolicyResult], path: Path, title: str = "") -> str | 
     if title:
         figure.suptitle(title, fontsize=11)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    with outputs.replacing(path) as temporary:  # whole or not at all
+        figure.savefig(temporary, dpi=110, format="png")
     plt.close(figure)
     return None

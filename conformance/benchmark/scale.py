@@ -32,6 +32,7 @@ import implementations
 from implementations import manifests
 from implementations.stacks.numpy import canonical_params
 
+from .. import outputs
 from ..running import isolation
 from ..tables.kinds import scale as scale_tables
 from ..tables.render import markdown as markdown_render
@@ -207,6 +208,7 @@ def plot(rows: list[ScaleRow], path) -> str | None:
         axis.legend(fontsize=7)
     time.set_title("step time, ms (bars: IQR)")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    with outputs.replacing(path) as temporary:  # whole or not at all
+        figure.savefig(temporary, dpi=100, format="png")
     plt.close(figure)
     return None

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import colours
+from .. import colours, outputs
 
 MIB = 2**20
 
@@ -64,7 +64,8 @@ def plot(data: dict[str, Any], path: Path | Any) -> str | None:
         _against_depth(axes[1][column], framework, mine)
     figure.suptitle("remat schedules: peak memory against forward evaluations, and against L")
     figure.tight_layout()
-    figure.savefig(path, dpi=100, format="png")
+    with outputs.replacing(path) as temporary:  # whole or not at all
+        figure.savefig(temporary, dpi=100, format="png")
     plt.close(figure)
     return None
 

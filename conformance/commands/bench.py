@@ -7,6 +7,7 @@ import time
 
 from implementations import manifests
 
+from .. import outputs
 from ..benchmark import (
     DEFAULT_FRAMEWORKS,
     DEFAULTS,
@@ -187,8 +188,8 @@ def run(args: argparse.Namespace) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     data = report.to_json()
-    (args.out / "bench.json").write_text(dumps(data) + "\n")
-    (args.out / "bench.md").write_text(render.markdown(report))
+    outputs.write_text(args.out / "bench.json", dumps(data) + "\n")  # whole or not at all
+    outputs.write_text(args.out / "bench.md", render.markdown(report))
     written = [args.out / "bench.json", args.out / "bench.md"]
     if args.csv is not None:
         written.append(csv_files.write_bench(args.csv, data))
@@ -222,9 +223,9 @@ def _run_scale(args: argparse.Namespace) -> int:
     )
     args.out.mkdir(parents=True, exist_ok=True)
     data = scale.report_data(rows, settings, failed, time.perf_counter() - started)
-    (args.out / "scale.json").write_text(json.dumps(data, indent=1) + "\n")
+    outputs.write_text(args.out / "scale.json", json.dumps(data, indent=1) + "\n")
     table = scale.markdown(rows, settings, failed)
-    (args.out / "scale.md").write_text(table)
+    outputs.write_text(args.out / "scale.md", table)
     why = scale.plot(rows, args.out / "scale.png")
     if why:
         console.print(f"[yellow]no plot[/]: {why}")

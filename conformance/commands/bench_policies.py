@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import outputs
 from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
 from ..benchmark.measure import Settings
 from ..benchmark.policies import (
@@ -62,8 +63,8 @@ def command(args: Any, settings: Settings) -> int:
         settings, frameworks, results, failed, skipped=skipped, load=load, seconds=seconds
     )
     table = markdown(data)
-    (args.out / "bench-policies.json").write_text(dumps(data) + "\n")
-    (args.out / "bench-policies.md").write_text(table)
+    outputs.write_text(args.out / "bench-policies.json", dumps(data) + "\n")
+    outputs.write_text(args.out / "bench-policies.md", table)
     why = plot(results, args.out / "bench-policies.png", "remat policies: time against memory")
     if why is not None:
         console.print(f"[yellow]no plot[/]: {why}")

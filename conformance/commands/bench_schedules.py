@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import outputs
 from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
 from ..benchmark.measure import Settings
 from ..benchmark.schedule_plot import plot
@@ -88,8 +89,8 @@ def command(args: Any, settings: Settings) -> int:
         settings, frameworks, results, failed, skipped=skipped, load=load, seconds=seconds
     )
     table = markdown_render.document(schedule_tables.document(data))
-    (args.out / "bench-schedules.json").write_text(dumps(data) + "\n")
-    (args.out / "bench-schedules.md").write_text(table)
+    outputs.write_text(args.out / "bench-schedules.json", dumps(data) + "\n")
+    outputs.write_text(args.out / "bench-schedules.md", table)
     why = plot(data, args.out / "bench-schedules.png")
     if why is not None:
         console.print(f"[yellow]no plot[/]: {why}")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from implementations import manifests
 
+from .. import outputs
 from ..page import DocumentError, build
 from ..page.documents import Document, read
 from ..running import interrupts, profiles
@@ -161,7 +162,7 @@ def make(kind: str, args: argparse.Namespace, scratch: Path):
     saved = getattr(args, "save_reports", None)
     if saved is not None:
         saved.mkdir(parents=True, exist_ok=True)
-        (saved / path.name).write_bytes(path.read_bytes())
+        outputs.write_bytes(saved / path.name, path.read_bytes())  # whole or not at all
     return Document(found.kind, "made now: " + " ".join(command[3:]), found.data)
 
 

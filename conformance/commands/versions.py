@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import versions
+from .. import outputs, versions
 from ..jsonable import dumps
 from ..running import interrupts, profiles
 from ..terminal import style as terminal_style
@@ -132,9 +132,9 @@ def run(args: argparse.Namespace) -> int:
     data = summary.to_json(sweep)
     try:
         if args.out is not None:
-            args.out.write_text(dumps(data) + "\n", encoding="utf-8")
+            outputs.write_text(args.out, dumps(data) + "\n")
         if args.markdown is not None:
-            args.markdown.write_text(render.markdown(data), encoding="utf-8")
+            outputs.write_text(args.markdown, render.markdown(data))
     except OSError as error:
         arguments.usage_exit(PROG, f"cannot write {error.filename}: {error.strerror}")
     if args.json:

@@ -26,7 +26,7 @@ from typing import Any
 
 from implementations import manifests
 
-from .. import colours
+from .. import colours, outputs
 from ..benchmark import from_json, plot
 from . import tables
 from .tables import is_matmul, number, relative_spread
@@ -407,7 +407,7 @@ def write_compare_pictures(compare: dict[str, Any], directory: str | Path) -> li
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, (_, png) in compare_pictures(compare).items():
-        (directory / name).write_bytes(png)
+        outputs.write_bytes(directory / name, png)
         written.append(directory / name)
     return written
 

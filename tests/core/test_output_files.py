@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,33 @@ def test_report_markdown_escapes_html_from_the_data(tmp_path):
     for raw in ("<script", "<iframe", "<img"):
         assert raw not in text, raw
     assert text.count("</details>") == text.count("<details")  # none closed by the data
+
+
+#: Writes that are not outputs a user keeps, and why they need not be atomic.
+NOT_OUTPUTS = {
+    "conformance/outputs.py": "the helper itself",
+    "conformance/commands/arguments.py": "a probe that a path is writable: it writes nothing",
+    "conformance/page/chromium.py": "screenshots for the docs' own check, in a scratch dir",
+    "conformance/running/scratch.py": "the run's scratch directory's owner record",
+    "conformance/running/isolation.py": "a worker's captured output, in the run's scratch",
+    "conformance/comparison/measure.py": "inputs for the first-call children, in a scratch dir",
+    "conformance/commands/report.py": "--make's child writes into the scratch directory",
+    "conformance/versions/venvs.py": "a sweep's venv state and lock, rebuilt when unreadable",
+    "conformance/versions/sweep.py": "a sweep child's report and log, in its own directory",
+    "conformance/versions/probe.py": "a sweep child's own result, read back by the sweep",
+}
+_WRITES = re.compile(
+    r"(?<!outputs)\.write_(text|bytes)\(|savefig\((?!temporary|buffer)"
+    r"|np\.savez(_compressed)?\((?!file)|(?<!temporary\.)open\((?!temporary)[^)]*[\"'][wa]b?[\"']"
+)
+
+
+def test_every_file_the_project_writes_goes_through_outputs():
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in sorted((root / "conformance").rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _WRITES.search(line) and name not in NOT_OUTPUTS:
+                found.append(f"{name}:{number}: {line.strip()}")
+    assert not found, "writes not through conformance.outputs:\n" + "\n".join(found)
