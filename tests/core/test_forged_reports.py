@@ -198,3 +198,17 @@ def test_conflicts_walk_a_groups_rows_once_whatever_their_number():
         found = combine_module._conflicts(group)
         assert _CountingRows.walks == 1, (ports, _CountingRows.walks)
         assert [(c.port, c.differs, c.sources) for c in found] == [("p0", ("state",), (1, 2))]
+
+
+def test_the_docs_state_the_readers_bounds_and_statuses_as_the_code_has_them():
+    text = " ".join((Path(__file__).parents[2] / "docs" / "REPORT.md").read_text().split())
+    assert f"over {reports.MAX_BYTES // 2**20} MiB" in text
+    assert f"deeper than {reports.MAX_DEPTH} levels" in text
+    assert f"more than {reports.MAX_DIGITS} digits" in text
+    for name, values in [
+        ("an outcome's `status`", reports.STATUSES),
+        ("a port's `state`", reports.PORT_STATES),
+        ("a mutant's `status`", reports.MUTANT_STATUSES),
+    ]:
+        listed = ", ".join(f"`{v}`" for v in values)
+        assert f"{name} one of {listed}" in text, name
