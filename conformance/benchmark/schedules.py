@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from implementations.schedules import Schedule, regions, sqrt_segments
+from implementations.schedules import Schedule, regions, revolve_frontier, sqrt_segments
 
 from ..jsonable import to_data
 from ..running import timing
@@ -296,8 +296,6 @@ def report_data(
 def frontier_data(settings: Settings) -> dict[str, list[dict[str, int]]]:
     """Revolve's frontier at each depth: per snapshot count, peak bytes and forward
     evaluations (the limit the pictures draw)."""
-    from implementations.schedules import revolve_frontier
-
     return {
         str(L): [
             {
