@@ -39,3 +39,18 @@ def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
     assert set(pd_bench.SCHEDULES) == {"none", "every", "segments", "nested", "binomial"}
     with pytest.raises(ValueError, match="not expressible in Paddle"):
         pd_bench.schedule_case(Schedule.parse("budget(0.5)"), make_data(SETTINGS, 2))
+
+
+def test_the_peak_departs_with_deep_nesting_only_and_is_declared():
+    # one level (nested(4,4)) stays within the peak's acceptance; Revolve's deep chain does not
+    settings = Settings(depths=(16,), batch=128, features=128, repeats=1, max_repeats=1)
+
+    def peak_flags(label):
+        schedule = Schedule.parse(label)
+        static = pd_bench.schedule_case(schedule, make_data(settings, 16)).measure()
+        result = bench.result_of("paddle", pd_bench, schedule, static, 16, settings)
+        return [f for f in bench.judge(result) if f.startswith("peak")]
+
+    assert peak_flags("nested(4,4)") == []
+    assert peak_flags("binomial(2)") != []
+    assert "binomial" in pd_bench.SCHEDULE_DEPARTURES

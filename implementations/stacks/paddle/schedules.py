@@ -44,6 +44,13 @@ SCHEDULES = {
 SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "Paddle's dygraph has no memory-budget solver: recompute takes no budget",
 }
+SCHEDULE_DEPARTURES = {
+    name: "a reentrant recompute's backward runs paddle.autograd.backward over its rerun inside "
+    "the outer one's: each open level holds its rerun's output and cotangent meanwhile "
+    "(measured at L = 64: about 2 units more per level of nesting, past the peak's slack "
+    "from 3 levels on)"
+    for name in ("nested", "binomial")
+}
 PEAK_METHOD = "Paddle host allocator peak over a backward pass to x, above before the forward"
 
 
