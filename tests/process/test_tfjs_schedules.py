@@ -54,6 +54,7 @@ def test_each_declared_schedule_equals_the_canonical_and_is_the_model(tfjs_bench
         assert result.regions == result.model_regions, label
         assert result.forward_matmuls[0] == 2 * L, label  # the forward pass: each block once
         assert sum(result.forward_matmuls) == result.model_matmuls, label
+        assert static.peak_bytes is None, label  # tf.tidy frees at its end only
 
 
 def test_a_placement_that_skips_a_block_is_refused_naming_it(tfjs_bench):

@@ -199,7 +199,8 @@ class TfjsScheduleCase:
         try:
             forward, backward = (int(n) for n in field(answer, "forward_matmuls", what))
             regions = int(field(answer, "regions", what))
-            peak = int(field(answer, "peak_bytes", what))
+            peak = field(answer, "peak_bytes", what)
+            peak = None if peak is None else int(peak)
         except (KeyError, TypeError, ValueError) as error:
             raise ProtocolViolation(
                 f"{what}: malformed ({type(error).__name__}: {error})"
@@ -225,7 +226,10 @@ class TfjsScheduleCase:
         _process.call("step", case=self.case)
 
 
-PEAK_METHOD = "tf.profile peakBytes over one step, less the gradients' bytes (self-reported)"
+PEAK_METHOD = (
+    "none: tfjs frees a step's intermediates only when its tf.tidy ends, so tf.profile's "
+    "peakBytes is all the step allocated"
+)
 
 
 def schedule_case(schedule: str | Schedule, data: Data) -> TfjsScheduleCase:

@@ -13,9 +13,8 @@
 // Instruments: forward matmuls are this module's own calls of x @ W1 and a @ W2 (the tape's
 // and the reruns'; the backward's products are tfjs's matMul gradients and the hand-written
 // pullback's, never counted), split at the end of the forward pass; regions the customGrad
-// regions entered in the forward pass and the inner regions its forward walks; peak bytes
-// tf.profile's peakBytes over one step above tf.memory().numBytes before it, less the
-// gradients' bytes (all alive at its end).
+// regions entered in the forward pass and the inner regions its forward walks; no peak bytes
+// (bench.js: tfjs frees a step's intermediates only when its tf.tidy ends).
 "use strict";
 
 const PARAMS = 4; // w1, b1, w2, b2 per block
