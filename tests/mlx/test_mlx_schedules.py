@@ -44,7 +44,7 @@ def test_every_reruns_x_at_w1_only():
     assert _measured(Schedule("every"), 8).forward_matmuls == [16, 8]
 
 
-def test_the_peak_departure_is_declared_for_regions_only_and_budget_refused():
-    assert set(mlx_bench.SCHEDULE_DEPARTURES) == set(mlx_bench.SCHEDULES) - {"none"}
+def test_the_peak_departure_is_declared_for_every_schedule_and_budget_refused():
+    assert set(mlx_bench.SCHEDULE_DEPARTURES) == set(mlx_bench.SCHEDULES)
     with pytest.raises(ValueError, match="not expressible in MLX"):
         mlx_bench.schedule_case(Schedule.parse("budget(0.5)"), make_data(SETTINGS, 2))
