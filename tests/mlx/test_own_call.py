@@ -6,63 +6,30 @@ is freed): a port that overrides it is refused when its class is made."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from conformance.checking.checks import ConformanceError
 from conformance.checking.properties import check_evidence
-from conformance.mutants import MUTANTS, load
+from conformance.mutants import load
 from implementations.stacks.mlx import mlx as port_module
 from implementations.stacks.mlx import to_host_array
 from implementations.stacks.mlx.mlx import Mlx
 from implementations.stacks.mlx.mlx_mutants import OwnModelWithoutCheckpoint
-from tests import reference
-
-X = np.array([0.5, -1.0, 2.0], np.float32)
-PARAMS = reference.random_params(np.random.default_rng(2), 3, 4)
+from tests.support.own_call_kit import Case, OwnCallKit, X
 
 
-class _Case:
-    """An evidence case as property (e) draws them."""
+class TestOwnCall(OwnCallKit):
+    PORT, MUTANT = Mlx, OwnModelWithoutCheckpoint
+    MUTANT_NAME = "mlx_own_model_no_checkpoint"
+    KILLED_WITH = r"VJP with checkpoint on: saves \d activation"
+    native = staticmethod(to_host_array)
 
-    params, x = PARAMS, X
-
-
-def test_the_own_model_mutant_has_the_right_values():
-    port, mutant = Mlx(), OwnModelWithoutCheckpoint()
-    cotangent = np.linspace(-1, 1, 4).astype(np.float32)
-    np.testing.assert_allclose(mutant.forward(PARAMS, X), port.forward(PARAMS, X), rtol=1e-6)
-    ours, theirs = mutant.vjp(PARAMS, X, cotangent), port.vjp(PARAMS, X, cotangent)
-    for name, value in ours.as_dict().items():
-        np.testing.assert_allclose(value, theirs.as_dict()[name], rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(
-        to_host_array(mutant.nn_checkpoint_forward(3, X, 4)),
-        to_host_array(port.nn_checkpoint_forward(3, X, 4)),
-        rtol=1e-6,
-    )
-
-
-def test_property_e_kills_the_own_model_mutant_and_passes_the_port():
-    assert MUTANTS["mlx_own_model_no_checkpoint"].killed_by == "e_evidence"
-    mutant = load("mlx_own_model_no_checkpoint").port
-    with pytest.raises(ConformanceError, match=r"VJP with checkpoint on: saves \d activation"):
-        check_evidence(mutant, None, (_Case(), 3))
-    check_evidence(Mlx(), None, (_Case(), 3))
-
-
-def test_the_exercise_record_observes_the_port_s_own_exercise():
-    class OwnExerciseOnly(Mlx):
-        name = "own_exercise_only"
-        nn_checkpoint_forward = OwnModelWithoutCheckpoint.nn_checkpoint_forward
-
-    with pytest.raises(ConformanceError, match=r"grad of nn_checkpoint_forward: saves"):
-        check_evidence(OwnExerciseOnly(), None, (_Case(), 3))
-    record = OwnExerciseOnly().exercise_record(3, X, 4)
-    assert record.recomputed == {}
-    assert record.checkpoint_regions == 0
-    checked = Mlx().exercise_record(3, X, 4)
-    assert checked.saved_roles == {"x"}
-    assert checked.checkpoint_regions == 1
+    def check_own_exercise(self, port):
+        with pytest.raises(ConformanceError, match=r"grad of nn_checkpoint_forward: saves"):
+            check_evidence(port, None, (Case(), 3))
+        record = port.exercise_record(3, X, 4)
+        assert record.recomputed == {}
+        assert record.checkpoint_regions == 0
 
 
 def test_the_port_s_own_exercise_names_its_arrays_for_the_record_only():

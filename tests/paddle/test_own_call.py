@@ -7,59 +7,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_evidence
-from conformance.mutants import MUTANTS, load
 from implementations.stacks.paddle import observed
 from implementations.stacks.paddle.loaded import paddle
 from implementations.stacks.paddle.paddle import Paddle
 from implementations.stacks.paddle.paddle_mutants import OwnModelWithoutRecompute
-from tests import reference
-
-X = np.array([0.5, -1.0, 2.0], np.float32)
-PARAMS = reference.random_params(np.random.default_rng(2), 3, 4)
+from tests.support.own_call_kit import PARAMS, OwnCallKit, X
 
 
-class _Case:
-    """An evidence case as property (e) draws them."""
+class TestOwnCall(OwnCallKit):
+    PORT, MUTANT = Paddle, OwnModelWithoutRecompute
+    MUTANT_NAME = "paddle_own_model_no_recompute"
+    KILLED_WITH = r"saves 1 activation.*output of ReluGradNode"
 
-    params, x = PARAMS, X
+    @staticmethod
+    def native(out):
+        return out.numpy()
 
+    def check_own_exercise(self, port):
+        record = port.exercise_record(3, X, 4)
+        assert [t.origin for t in record.saved_by_origin("activation")] == ["activation"]
+        assert {t.origin for t in record.saved} == {"input", "parameter", "activation"}
+        assert record.recomputed == {}
 
-def test_the_own_model_mutant_has_the_right_values():
-    port, mutant = Paddle(), OwnModelWithoutRecompute()
-    cotangent = np.linspace(-1, 1, 4).astype(np.float32)
-    np.testing.assert_allclose(mutant.forward(PARAMS, X), port.forward(PARAMS, X), rtol=1e-6)
-    ours, theirs = mutant.vjp(PARAMS, X, cotangent), port.vjp(PARAMS, X, cotangent)
-    for name, value in ours.as_dict().items():
-        np.testing.assert_allclose(value, theirs.as_dict()[name], rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(
-        mutant.nn_checkpoint_forward(3, X, 4).numpy(),
-        port.nn_checkpoint_forward(3, X, 4).numpy(),
-        rtol=1e-6,
-    )
-
-
-def test_property_e_kills_the_own_model_mutant_and_passes_the_port():
-    assert MUTANTS["paddle_own_model_no_recompute"].killed_by == "e_evidence"
-    mutant = load("paddle_own_model_no_recompute").port
-    with pytest.raises(ConformanceError, match=r"saves 1 activation.*output of ReluGradNode"):
-        check_evidence(mutant, None, (_Case(), 3))
-    check_evidence(Paddle(), None, (_Case(), 3))
-
-
-def test_the_exercise_record_observes_the_port_s_own_exercise():
-    class OwnExerciseOnly(Paddle):
-        name = "own_exercise_only"
-        nn_checkpoint_forward = OwnModelWithoutRecompute.nn_checkpoint_forward
-
-    record = OwnExerciseOnly().exercise_record(3, X, 4)
-    assert [t.origin for t in record.saved_by_origin("activation")] == ["activation"]
-    assert {t.origin for t in record.saved} == {"input", "parameter", "activation"}
-    assert record.recomputed == {}
-    checked = Paddle().exercise_record(3, X, 4)
-    assert checked.saved_roles == {"x"}
-    assert checked.recomputed == {"Linear": 2, "ReLU": 1}
+    def check_port_exercise(self, record):
+        assert record.saved_roles == {"x"}
+        assert record.recomputed == {"Linear": 2, "ReLU": 1}
 
 
 @pytest.mark.parametrize("x", [X, np.zeros(3, np.float32)], ids=["x", "zeros"])

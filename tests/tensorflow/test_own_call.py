@@ -12,7 +12,7 @@ import pytest
 
 from conformance.checking.checks import ConformanceError
 from conformance.checking.properties import check_evidence
-from conformance.mutants import MUTANTS, load
+from conformance.mutants import load
 from implementations.contract import Grads
 from implementations.stacks.tensorflow import tf
 from implementations.stacks.tensorflow.tensorflow import (
@@ -22,69 +22,17 @@ from implementations.stacks.tensorflow.tensorflow import (
     tensors_to_params,
 )
 from implementations.stacks.tensorflow.tensorflow_mutants import OwnModelWithoutCheckpoint
-from tests import reference
-
-X = np.array([0.5, -1.0, 2.0], np.float32)
-PARAMS = reference.random_params(np.random.default_rng(2), 3, 4)
+from tests.support.own_call_kit import PARAMS, Case, OriginsFollowXKit, OwnCallKit, X
 
 
-class _Case:
-    """An evidence case as property (e) draws them."""
+class TestOwnCall(OwnCallKit, OriginsFollowXKit):
+    PORT, MUTANT = TensorFlow, OwnModelWithoutCheckpoint
+    MUTANT_NAME = "tf_own_model_no_checkpoint"
+    KILLED_WITH = r"saves 1 activation.*a: output of Relu"
 
-    params, x = PARAMS, X
-
-
-def test_the_own_model_mutant_has_the_right_values():
-    port, mutant = TensorFlow(), OwnModelWithoutCheckpoint()
-    cotangent = np.linspace(-1, 1, 4).astype(np.float32)
-    np.testing.assert_allclose(mutant.forward(PARAMS, X), port.forward(PARAMS, X), rtol=1e-6)
-    ours, theirs = mutant.vjp(PARAMS, X, cotangent), port.vjp(PARAMS, X, cotangent)
-    for name, value in ours.as_dict().items():
-        np.testing.assert_allclose(value, theirs.as_dict()[name], rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(
-        mutant.nn_checkpoint_forward(3, X, 4).numpy(),
-        port.nn_checkpoint_forward(3, X, 4).numpy(),
-        rtol=1e-6,
-    )
-
-
-def test_property_e_kills_the_own_model_mutant_and_passes_the_port():
-    assert MUTANTS["tf_own_model_no_checkpoint"].killed_by == "e_evidence"
-    mutant = load("tf_own_model_no_checkpoint").port
-    with pytest.raises(ConformanceError, match=r"saves 1 activation.*a: output of Relu"):
-        check_evidence(mutant, None, (_Case(), 3))
-    check_evidence(TensorFlow(), None, (_Case(), 3))
-
-
-def test_the_exercise_record_observes_the_port_s_own_exercise():
-    class OwnExerciseOnly(TensorFlow):
-        name = "own_exercise_only"
-        nn_checkpoint_forward = OwnModelWithoutCheckpoint.nn_checkpoint_forward
-
-    record = OwnExerciseOnly().exercise_record(3, X, 4)
-    assert {t.role for t in record.saved_by_origin("activation")} == {"a"}
-    assert record.recomputed == {}
-    assert record.checkpoint_regions == 0
-    checked = TensorFlow().exercise_record(3, X, 4)
-    assert checked.saved_roles == {"x"}
-    assert checked.checkpoint_regions == 1
-
-
-@pytest.mark.parametrize("x", [X, np.zeros(3, np.float32)], ids=["x", "zeros"])
-def test_origins_follow_the_data_from_x(x):
-    """With the checkpoint off, x (a view of it, as the block reshapes it) is the input, the
-    kernels parameters, relu's output the one activation (its role a), whatever x's values;
-    with it on, only the block's inputs."""
-    port = TensorFlow()
-    off = port.backward_record(PARAMS, x, checkpoint=False)
-    assert {(t.origin, t.role) for t in off.saved} == {
-        ("input", "x"),
-        ("parameter", ""),
-        ("activation", "a"),
-    }
-    on = port.backward_record(PARAMS, x, checkpoint=True)
-    assert {t.origin for t in on.saved} == {"input", "parameter"}
-    assert on.saved_roles == {"x"}
+    @staticmethod
+    def native(out):
+        return out.numpy()
 
 
 def test_the_region_mutant_s_own_vjp_is_what_the_record_reads():
@@ -106,7 +54,7 @@ def test_the_backward_record_observes_the_port_s_own_vjp():
         vjp = OwnModelWithoutCheckpoint.vjp
 
     with pytest.raises(ConformanceError, match=r"VJP with checkpoint on: saves 1 activation"):
-        check_evidence(OwnVjpOnly(), None, (_Case(), 3))
+        check_evidence(OwnVjpOnly(), None, (Case(), 3))
 
 
 def test_the_instrument_puts_back_what_it_turns_on():

@@ -7,57 +7,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_evidence
-from conformance.mutants import MUTANTS, load
 from implementations.contract import MEASURED_BY_SUITE
 from implementations.policies import Policy
 from implementations.stacks.torch.pytorch import PyTorch
 from implementations.stacks.torch.pytorch_mutants import OwnModelWithoutCheckpoint
-from tests import reference
-
-X = np.array([0.5, -1.0, 2.0], np.float32)
-PARAMS = reference.random_params(np.random.default_rng(2), 3, 4)
+from tests.support.own_call_kit import PARAMS, OwnCallKit, X
 
 
-class _Case:
-    """An evidence case as property (e) draws them."""
+class TestOwnCall(OwnCallKit):
+    PORT, MUTANT = PyTorch, OwnModelWithoutCheckpoint
+    MUTANT_NAME = "pytorch_own_model_no_checkpoint"
+    KILLED_WITH = r"saves 1 activation.*\ba: output of Relu"
 
-    params, x = PARAMS, X
+    @staticmethod
+    def native(out):
+        return out.detach().numpy()
 
+    def check_own_exercise(self, port):
+        record = port.exercise_record(3, X, 4)
+        assert {t.role for t in record.saved_by_origin("activation")} == {"a"}
+        assert record.recomputed == {}
+        assert record.checkpoint_regions is None
 
-def test_the_own_model_mutant_has_the_right_values():
-    port, mutant = PyTorch(), OwnModelWithoutCheckpoint()
-    cotangent = np.linspace(-1, 1, 4).astype(np.float32)
-    np.testing.assert_allclose(mutant.forward(PARAMS, X), port.forward(PARAMS, X), rtol=1e-6)
-    ours, theirs = mutant.vjp(PARAMS, X, cotangent), port.vjp(PARAMS, X, cotangent)
-    for name, value in ours.as_dict().items():
-        np.testing.assert_allclose(value, theirs.as_dict()[name], rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(
-        mutant.nn_checkpoint_forward(3, X, 4).detach().numpy(),
-        port.nn_checkpoint_forward(3, X, 4).detach().numpy(),
-        rtol=1e-6,
-    )
-
-
-def test_property_e_kills_the_own_model_mutant_and_passes_the_port():
-    assert MUTANTS["pytorch_own_model_no_checkpoint"].killed_by == "e_evidence"
-    mutant = load("pytorch_own_model_no_checkpoint").port
-    with pytest.raises(ConformanceError, match=r"saves 1 activation.*\ba: output of Relu"):
-        check_evidence(mutant, None, (_Case(), 3))
-    check_evidence(PyTorch(), None, (_Case(), 3))
-
-
-def test_the_exercise_record_observes_the_port_s_own_exercise():
-    class OwnExerciseOnly(PyTorch):
-        name = "own_exercise_only"
-        nn_checkpoint_forward = OwnModelWithoutCheckpoint.nn_checkpoint_forward
-
-    record = OwnExerciseOnly().exercise_record(3, X, 4)
-    assert {t.role for t in record.saved_by_origin("activation")} == {"a"}
-    assert record.recomputed == {} and record.checkpoint_regions is None
-    checked = PyTorch().exercise_record(3, X, 4)
-    assert checked.saved_roles == {"x"} and checked.checkpoint_regions == 1
+    def check_port_exercise(self, record):
+        assert record.saved_roles == {"x"}
+        assert record.checkpoint_regions == 1
 
 
 @pytest.mark.parametrize("x", [X, np.zeros(3, np.float32)], ids=["x", "zeros"])
@@ -74,4 +48,5 @@ def test_origins_follow_the_data_from_x(x):
     }
     dots = port.backward_record(PARAMS, x, checkpoint=Policy.parse("save_dots"))
     assert dots.saved_roles == {"x", "h", "y"}
-    assert dots.measured_by == "" and MEASURED_BY_SUITE == "suite"
+    assert dots.measured_by == ""
+    assert MEASURED_BY_SUITE == "suite"
