@@ -6,82 +6,40 @@ recompute's forward, whose own backward reruns the block again (a documented deg
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from conformance.checking import composition as records
-from implementations.composition import CASES, Nesting
 from implementations.stacks.paddle import observed
 from implementations.stacks.paddle.loaded import paddle
 from implementations.stacks.paddle.paddle import Paddle
-from tests import reference
-
-X = np.array([0.5, -1.0, 2.0], np.float32)
-PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)
-#: Measured: kept roles, forward matmuls, forward matmuls again in backward.
-ROWS = {"once": (["x"], 2, 2), "twice": (["x"], 2, 4), "under_trainer": (["x"], 2, 4)}
-
-
-def _records(case):
-    port = Paddle()
-    return (
-        port.backward_record(PARAMS, X, checkpoint=Nesting(case)),
-        port.backward_record(PARAMS, X, checkpoint=False),
-    )
+from tests.support.composition_kit import (
+    PARAMS,
+    CountedRowsKit,
+    UndeclaredCaseKit,
+    X,
+    records_of,
+)
 
 
-def _matmuls(checkpoint):
-    """The instrument's matmul count on the port's own vjp: (forward pass, inside backward)."""
-    port, ones, count = Paddle(), np.ones(4, np.float32), observed.MatmulCount()
-    with count.counting():
-        count.marking(lambda: port.vjp(PARAMS, X, ones, checkpoint=checkpoint))()
-    return count.forward, count.backward
+class TestComposition(CountedRowsKit, UndeclaredCaseKit):
+    PORT, ONCE = Paddle, "recompute(block, x)"
+    #: Measured: kept roles, forward matmuls, forward matmuls again in backward.
+    ROWS = {"once": (["x"], 2, 2), "twice": (["x"], 2, 4), "under_trainer": (["x"], 2, 4)}  # noqa: RUF012
 
-
-@pytest.mark.parametrize("case", CASES)
-def test_each_case_keeps_x_and_reruns_as_measured(case):
-    record, plain = _records(case)
-    assert (sorted(record.saved_roles), record.forward_matmuls) == ROWS[case][:2]
-    assert _matmuls(Nesting(case)) == (ROWS[case][1], ROWS[case][2])
-    assert record.backward_matmuls is None  # the gradient's own kernels are not counted
-    assert records.check_record(Paddle(), case, record, plain)["saved_bytes"] == 12  # x, (3,) f32
-
-
-def test_the_plain_backward_pass_reruns_no_forward_matmul():
-    plain = Paddle().backward_record(PARAMS, X, checkpoint=False)
-    assert (plain.forward_matmuls, plain.backward_matmuls) == (2, None)
-    assert _matmuls(False) == (2, 0)
-    assert sorted(plain.saved_roles) == ["a", "x"]
+    @staticmethod
+    def matmuls(checkpoint):
+        port, ones, count = Paddle(), np.ones(4, np.float32), observed.MatmulCount()
+        with count.counting():
+            count.marking(lambda: port.vjp(PARAMS, X, ones, checkpoint=checkpoint))()
+        return count.forward, count.backward
 
 
 def test_the_nested_recompute_reruns_the_layers_once_per_level():
     # The leaf layers run in the backward pass tell the same story as the matmul count.
-    assert _records("once")[0].recomputed == {"Linear": 2, "ReLU": 1}
-    assert _records("twice")[0].recomputed == {"Linear": 4, "ReLU": 2}
+    assert records_of(Paddle(), "once")[0].recomputed == {"Linear": 2, "ReLU": 1}
+    assert records_of(Paddle(), "twice")[0].recomputed == {"Linear": 4, "ReLU": 2}
 
 
 def test_the_operator_statistics_flag_is_put_back():
     flag = "FLAGS_low_precision_op_list"
     before = paddle.get_flags([flag])[flag]
-    _records("twice")
+    records_of(Paddle(), "twice")
     assert paddle.get_flags([flag])[flag] == before
-
-
-def test_the_values_do_not_change_under_composition():
-    port, cotangent = Paddle(), np.linspace(-1, 1, 4).astype(np.float32)
-    once = port.vjp(PARAMS, X, cotangent, checkpoint=True).as_dict()
-    for case in CASES:
-        grads = port.vjp(PARAMS, X, cotangent, checkpoint=Nesting(case)).as_dict()
-        out = port.forward(PARAMS, X, checkpoint=Nesting(case))
-        np.testing.assert_array_equal(out, port.forward(PARAMS, X, checkpoint=True))
-        for name, value in grads.items():
-            np.testing.assert_array_equal(value, once[name])
-
-
-def test_an_undeclared_case_is_refused_by_name():
-    class Once(Paddle):
-        name = "paddle_once"
-        compositions = {"once": "recompute(block, x)"}  # noqa: RUF012
-        not_composable = {"twice": "never nested", "under_trainer": "no trainer"}  # noqa: RUF012
-
-    with pytest.raises(ValueError, match=r"checkpoint=twice: port paddle_once .*never nested"):
-        Once().vjp(PARAMS, X, np.ones(4, np.float32), checkpoint=Nesting("twice"))
