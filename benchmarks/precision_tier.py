@@ -4,7 +4,7 @@ Three runs, each a deterministic stream of cases (example i is the same
 case on every machine), so a long run can be made in pieces (`--start`):
 
 - `false-alarms`: float32 test ports that differ only in how they sum
-  (tests/precision_ports.py: loops both ways, pairwise, blocked, SIMD lanes,
+  (tests/support/precision_ports.py: loops both ways, pairwise, blocked, SIMD lanes,
   Kahan, FMA, float64 accumulation, numpy's BLAS) through the whole precision
   check, one port per example in turn. Every one must pass: a failure is a
   false alarm. This is the meta-test of docs/PRECISION.md (10^5 examples).
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.precision_ports
+sys.path.insert(0, str(ROOT))  # tests.support.precision_ports
 
 from conformance.running import environment  # noqa: E402
 
@@ -155,7 +155,7 @@ def describe(case) -> str:
 
 def false_alarms(start: int, count: int, progress: bool) -> dict:
     from conformance.checking.properties import prepare_precision
-    from tests.precision_ports import float32_ports
+    from tests.support.precision_ports import float32_ports
 
     ports = float32_ports()
     tallies = {p.name: Tally() for p in ports}
@@ -219,7 +219,7 @@ def mutants(data_seeds: int, names: list[str]) -> dict:
     from conformance import mutants as registry
     from conformance.checking.properties import prepare_precision
     from conformance.checking.strategies import PrecisionCase
-    from tests.precision_ports import low_precision_ports
+    from tests.support.precision_ports import low_precision_ports
 
     ports = list(low_precision_ports())
     out: dict = {"run": "mutants", "ports": {}}

@@ -15,7 +15,7 @@ import pytest
 
 from conformance.running import profiles
 from implementations import manifests
-from tests.helpers import port_or_skip
+from tests.support.helpers import port_or_skip
 
 pytest_plugins = ["conformance.pytest_plugin"]
 
@@ -27,7 +27,7 @@ profiles.load()
 # process; the suite's ports each run in a worker of their own and need none of this.
 # Only a session that collects those stacks' folders imports them: with MindSpore imported, a
 # pytest process stopped by Ctrl-C ends killed by SIGTERM (-15), not with pytest's exit code 2
-# (tests/core/test_interrupts.py runs such a session).
+# (tests/core/running/test_interrupts.py runs such a session).
 _HERE = Path(__file__).resolve().parent
 #: The environment this session started with, before anything below could write to it.
 ENVIRONMENT_AT_START = dict(os.environ)

@@ -31,7 +31,7 @@ about 1.5e-3 of the output's scale, some 2000 times the difference measured
 between XLA and torch. bfloat16 arithmetic breaks it at every size tested
 (1 to 300). float16 arithmetic and a bias off by 1e-3 break it up to
 D = F = 128 and hide under it at 256, so the suite catches those bugs on
-the smaller shapes that every run draws (tests/core/test_tolerance.py measures
+the smaller shapes that every run draws (tests/core/checking/test_tolerance.py measures
 this; the mutants prove it end to end). A probabilistic bound (~sqrt(n) u)
 would be some 20 times tighter, but correlated rounding, which structured
 inputs such as constant vectors produce, brings it within a factor of two

@@ -22,7 +22,7 @@ from implementations.process import ProcessPortUnavailable
 #: A registered mutant: `name`, `target` ("module:Class"), `bug`, `family` (the port whose
 #: worker hunts it) and `first` (property ids tried before the usual order: the precision
 #: tier's mutants break the rigorous bounds on the small shapes the hunt draws, and pass the
-#: forward ones, (b) and (f), at D = F = 256 and 1024 (tests/core/test_precision.py), where
+#: forward ones, (b) and (f), at D = F = 256 and 1024 (tests/core/checking/test_precision.py), where
 #: (i) sees them). The stacks declare theirs in their manifests.
 MutantSpec = MutantEntry
 

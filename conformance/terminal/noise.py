@@ -27,6 +27,14 @@ TAIL = 20
 _sink: TextIO | None = None
 
 
+def _on_descriptor(stream: TextIO, descriptor: int) -> bool:
+    """Whether `stream` writes to the process's file descriptor `descriptor`."""
+    try:
+        return stream.fileno() == descriptor
+    except (AttributeError, OSError, ValueError):  # io.StringIO and the like: no descriptor
+        return False
+
+
 def sink() -> TextIO:
     """Where a framework's Python-level output goes: the log while one is kept, else stderr."""
     return _sink if _sink is not None else sys.stderr
@@ -44,8 +52,12 @@ def kept(verbose: bool = False) -> Iterator[Path | None]:
     _flush()
     saved = [os.dup(1), os.dup(2)]
     streams = (sys.stdout, sys.stderr)
-    sys.stdout = os.fdopen(os.dup(saved[0]), "w", buffering=1, encoding="utf-8")
-    sys.stderr = os.fdopen(os.dup(saved[1]), "w", buffering=1, encoding="utf-8")
+    # Python's own streams keep writing where they did; a caller's stream (a StringIO from
+    # redirect_stdout) is not a descriptor and stays as it is.
+    if _on_descriptor(sys.stdout, 1):
+        sys.stdout = os.fdopen(os.dup(saved[0]), "w", buffering=1, encoding="utf-8")
+    if _on_descriptor(sys.stderr, 2):
+        sys.stderr = os.fdopen(os.dup(saved[1]), "w", buffering=1, encoding="utf-8")
     _sink = os.fdopen(os.dup(handle), "w", buffering=1, encoding="utf-8", errors="replace")
     for descriptor in (1, 2):
         os.dup2(handle, descriptor)
@@ -56,7 +68,7 @@ def kept(verbose: bool = False) -> Iterator[Path | None]:
         failed = False
     finally:
         _flush()
-        for stream in (_sink, sys.stdout, sys.stderr):
+        for stream in {_sink, sys.stdout, sys.stderr} - set(streams):  # only the ones made here
             with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to lose
                 stream.close()
         _sink = None

@@ -1,7 +1,7 @@
 """The HIPS autograd port: its layout, relu at 0, its backward graph, its arrays in and out
-(the tests of `tests.stack_kit.ArrayPortKit` and autograd's own).
+(the tests of `tests.support.stack_kit.ArrayPortKit` and autograd's own).
 
-Expected values come from a float64 numpy MLP (`tests.reference`) under the
+Expected values come from a float64 numpy MLP (`tests.support.reference`) under the
 project's error bounds, from the numpy canonical init, from counts derived by
 hand from autograd's VJP rules, or from tracemalloc (numpy's allocations);
 never from the code under test. The cross-framework properties run in the
@@ -28,9 +28,12 @@ from implementations.contract import Params  # noqa: E402
 from implementations.stacks.autograd import Probe, mlp  # noqa: E402
 from implementations.stacks.autograd import hips_autograd as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from tests import reference  # noqa: E402
-from tests import stack_kit as kit  # noqa: E402
-from tests.helpers import run_python, same_bits, without_frameworks  # noqa: E402
+from tests.support import reference  # noqa: E402
+from tests.support import stack_kit as kit  # noqa: E402
+from tests.support.helpers import run_python, same_bits, without_frameworks  # noqa: E402
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 DIM, FEATURES, X, G = kit.DIM, kit.FEATURES, kit.X, kit.G  # the shared case
 PORT = port_module.HipsAutograd()

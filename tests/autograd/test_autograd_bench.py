@@ -1,5 +1,6 @@
 """The autograd bench stack at small sizes: residuals against hand-derived counts, gradients
-against numpy (`tests.stack_kit.BenchKit`), matmuls against hand-derived counts, tracemalloc's
+against numpy (`tests.support.stack_kit.BenchKit`), matmuls against hand-derived counts,
+tracemalloc's
 peak.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
@@ -14,8 +15,8 @@ import pytest
 pytest.importorskip("autograd")
 
 from implementations.stacks.autograd import bench
-from tests.bench_reference import small_data
-from tests.stack_kit import MODES, BenchKit, gradient_bytes, peaks_at
+from tests.support.bench_reference import small_data
+from tests.support.stack_kit import MODES, BenchKit, gradient_bytes, peaks_at
 
 # Per step: 2 forward dots a block; backward dW1, dW2, da and dx_l (block 0's x is fixed:
 # no dx), so 6L - 1; the checkpoint reruns both dots of every block: 8L - 1.

@@ -1,4 +1,4 @@
-"""autograd under remat policies: none and full only (`tests.stack_kit.NoneAndFullKit`); the
+"""autograd under remat policies: none and full only (`tests.support.stack_kit.NoneAndFullKit`); the
 roles and matmuls its instrument shows."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ pytest.importorskip("autograd")
 from conformance.checking import policy_expectations
 from implementations.policies import FULL, NONE
 from implementations.stacks.autograd import hips_autograd as port_module
-from tests.stack_kit import NoneAndFullKit, record_under
+from tests.support.stack_kit import NoneAndFullKit, record_under
 
 PORT = port_module.HipsAutograd()
 

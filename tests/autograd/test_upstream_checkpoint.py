@@ -26,7 +26,7 @@ from implementations.stacks.autograd.hips_autograd_mutants import (  # noqa: E40
     upstream_checkpointed_block,
 )
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from tests import reference  # noqa: E402
+from tests.support import reference  # noqa: E402
 
 X = np.array([0.5, -1.25, 2.0], np.float32)
 NUMPY_DOMAIN = 389047  # numpy's tracemalloc domain for array data

@@ -1,5 +1,5 @@
 """DeepSpeed's tests: each file is skipped, with the reason, where DeepSpeed is not installed."""
 
-from tests.stack_folder import skip_without
+from tests.support.stack_folder import skip_without
 
 pytest_pycollect_makemodule = skip_without("deepspeed", "DeepSpeed", "deepspeed")

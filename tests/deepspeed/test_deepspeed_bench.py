@@ -1,6 +1,6 @@
 """The DeepSpeed bench stack (`implementations.stacks.deepspeed.bench`) at small sizes:
 residuals and matmuls against hand-derived counts, gradients against numpy
-(`tests.stack_kit.BenchKit`), and `bench --json` kept clean.
+(`tests.support.stack_kit.BenchKit`), and `bench --json` kept clean.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
 """
@@ -15,9 +15,12 @@ from typing import ClassVar
 import pytest
 
 from implementations.stacks.deepspeed import bench as deepspeed_stack
-from tests.bench_reference import B, F, small_data
-from tests.helpers import ROOT
-from tests.stack_kit import MODES, BenchKit, gradient_bytes
+from tests.support.bench_reference import B, F, small_data
+from tests.support.helpers import ROOT
+from tests.support.stack_kit import MODES, BenchKit, gradient_bytes
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 
 class TestDeepSpeedBench(BenchKit):

@@ -2,7 +2,7 @@
 pinned as they behave upstream (deepspeed 0.19.8, torch 2.13, CPU, one gloo rank).
 
 `configure()` needs a process group, so the options run in a process of their own
-(`tests/deepspeed_options_probe.py`, one run for every case: about 5 s of CPU; it does not
+(`tests/support/deepspeed_options_probe.py`, one run for every case: about 5 s of CPU; it does not
 build DeepSpeed's shared-memory all-reduce op, which one rank never uses and whose first
 build in a venv takes about 100 s). Where an option works, its values and gradients are
 bitwise the default checkpoint's; where it fails, the test holds the exact error, so it fails
@@ -18,8 +18,11 @@ import sys
 import pytest
 
 from implementations.stacks.deepspeed.deepspeed import DeepSpeed
-from tests.deepspeed_options_probe import SHAPES, D
-from tests.helpers import ROOT
+from tests.support.deepspeed_options_probe import SHAPES, D
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 PARTITION = {"partition_activations": True}
 IN_CPU = {"checkpoint_in_cpu": True}
@@ -38,7 +41,7 @@ IN_CPU_ERROR = (
 @pytest.fixture(scope="module")
 def probe() -> dict:
     result = subprocess.run(
-        [sys.executable, "-m", "tests.deepspeed_options_probe"],
+        [sys.executable, "-m", "tests.support.deepspeed_options_probe"],
         cwd=ROOT,
         capture_output=True,
         text=True,

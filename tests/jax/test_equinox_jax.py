@@ -10,7 +10,7 @@ eqx = pytest.importorskip("equinox")
 jax = pytest.importorskip("jax")
 ej = pytest.importorskip("implementations.stacks.jax.equinox_jax")
 
-from tests.helpers import same_bits  # noqa: E402
+from tests.support.helpers import same_bits  # noqa: E402
 
 PORT = ej.EquinoxJax()
 ARRAYS = (np.arange(12.0).reshape(3, 4), np.arange(4.0), np.arange(16.0).reshape(4, 4), -np.ones(4))

@@ -14,7 +14,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from conformance.checking.tolerance import analyse_forward  # noqa: E402
 from implementations.stacks.jax import flax_linen  # noqa: E402
-from tests import reference  # noqa: E402
+from tests.support import reference  # noqa: E402
 
 PORT = flax_linen.FlaxLinen()
 SHAPES = [(1, 1), (3, 4), (16, 16), (7, 33), (64, 5)]

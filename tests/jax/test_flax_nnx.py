@@ -19,7 +19,7 @@ fn = pytest.importorskip("implementations.stacks.jax.flax_nnx")
 import jax.numpy as jnp  # noqa: E402
 
 from implementations import contract  # noqa: E402
-from tests.helpers import remat_equations, same_bits  # noqa: E402
+from tests.support.helpers import remat_equations, same_bits  # noqa: E402
 
 PORT = fn.FlaxNnx()
 DIM, FEATURES = 6, 4

@@ -13,7 +13,7 @@ port_module = pytest.importorskip("implementations.stacks.jax.haiku")
 import jax.numpy as jnp  # noqa: E402
 
 from implementations.stacks.jax import init_params  # noqa: E402
-from tests.helpers import remat_equations, same_bits  # noqa: E402
+from tests.support.helpers import remat_equations, same_bits  # noqa: E402
 
 PORT = port_module.Haiku()
 DIM, FEATURES = 3, 4  # D != F, so that a shape tells the layers apart

@@ -24,8 +24,11 @@ from conformance.checking.properties import check_composition, prepare_compositi
 from implementations.composition import CASES, NESTED, Nesting
 from implementations.policies import NONE
 from implementations.stacks.hlo import hlo_dot_count
-from tests import reference
-from tests.helpers import ROOT
+from tests.support import reference
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 FRONTS = ("flax_linen", "equinox_jax", "flax_nnx", "jax_checkpoint", "haiku")
 X = np.array([0.5, -1.0, 2.0], np.float32)

@@ -16,7 +16,7 @@ from conformance.checking.checks import ConformanceError
 from conformance.checking.properties import check_policy_record
 from implementations.contract import Params
 from implementations.policies import Policy
-from tests import reference
+from tests.support import reference
 
 FRONTS = ("flax_linen", "flax_nnx", "equinox_jax", "haiku", "jax_checkpoint")
 D, F = 3, 4

@@ -1,7 +1,7 @@
 """What every JAX port shares and the suite does not check: jaxprs, jit, grad, vmap, caching.
 
 Parametrized by port. Expected values come from Flax linen (skipped where it
-is not installed) or from the float64 reference in `tests.reference`, never
+is not installed) or from the float64 reference in `tests.support.reference`, never
 from the code under test. One shape, (D, F) = (6, 4), keeps compiles few.
 """
 
@@ -22,8 +22,8 @@ from implementations import contract  # noqa: E402
 from implementations.contract import Params  # noqa: E402
 from implementations.stacks import jax as porting  # noqa: E402
 from implementations.stacks.jax.flax_init import jitted_init  # noqa: E402
-from tests import reference  # noqa: E402
-from tests.helpers import port_or_skip, remat_equations, same_bits  # noqa: E402
+from tests.support import reference  # noqa: E402
+from tests.support.helpers import port_or_skip, remat_equations, same_bits  # noqa: E402
 
 JAX_PORTS = ["flax_linen", "equinox_jax", "flax_nnx", "jax_checkpoint", "haiku"]
 NON_CANONICAL = [name for name in JAX_PORTS if name != "flax_linen"]

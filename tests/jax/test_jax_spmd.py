@@ -1,7 +1,7 @@
 """The JAX SPMD port (`jax_spmd`): per-device evidence, the one-jit merge, the device setting.
 
 The port needs its forced host devices, made only where it imports jax
-first: `tests/spmd_probe.py` runs in a fresh interpreter and the tests here
+first: `tests/support/spmd_probe.py` runs in a fresh interpreter and the tests here
 judge what it saw. Expected byte counts are computed here from the shapes.
 """
 
@@ -15,8 +15,11 @@ import sys
 import pytest
 
 import implementations
-from tests.helpers import ROOT
-from tests.spmd_probe import B, D, F
+from tests.support.helpers import ROOT
+from tests.support.spmd_probe import B, D, F
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 FLOAT32 = 4
 
@@ -25,7 +28,7 @@ def probe(devices: int) -> dict:
     env = {**os.environ, "REMAT_SPMD_DEVICES": str(devices)}
     env.pop("XLA_FLAGS", None)
     done = subprocess.run(
-        [sys.executable, "-m", "tests.spmd_probe"],
+        [sys.executable, "-m", "tests.support.spmd_probe"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

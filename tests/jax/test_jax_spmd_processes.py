@@ -2,10 +2,10 @@
 as a cluster user runs it (docs/SCALE.md's commands, with 127.0.0.1 for the hosts).
 
 The port's process is the controller of two JAX processes, each with 2 forced host
-devices (a mesh of 4): it sends every call to both. The probes (`tests/spmd_probe.py`,
+devices (a mesh of 4): it sends every call to both. The probes (`tests/support/spmd_probe.py`,
 in fresh interpreters: the processes are the port's children) print who ran where;
-`tests/nodes.py` kills and stops processes, and checks every pid. What `torch_fsdp`'s
-nodes are held to as well is `tests/multinode_kit.py`'s; what is JAX's alone is here.
+`tests/support/nodes.py` kills and stops processes, and checks every pid. What `torch_fsdp`'s
+nodes are held to as well is `tests/support/multinode_kit.py`'s; what is JAX's alone is here.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests import nodes
-from tests.multinode_kit import TwoNodeKit
-from tests.spmd_probe import B, D, F
+from tests.support import nodes
+from tests.support.multinode_kit import TwoNodeKit
+from tests.support.spmd_probe import B, D, F
 
 FLOAT32 = 4
 DEVICES, PROCESSES = 4, 2
@@ -24,18 +24,18 @@ DEVICES, PROCESSES = 4, 2
 @pytest.fixture(scope="module")
 def runs() -> list[dict]:
     """Two two-process runs at once: each picks its own free ports."""
-    return nodes.probes("tests.spmd_probe", "processes", 2)
+    return nodes.probes("tests.support.spmd_probe", "processes", 2)
 
 
 @pytest.fixture(scope="module")
 def one_process() -> dict:
     """The same contract calls on one process with 4 devices (`REMAT_SCALE_NODES=1`)."""
-    (seen,) = nodes.probes("tests.spmd_probe", "values", 1, REMAT_SCALE_NODES="1")
+    (seen,) = nodes.probes("tests.support.spmd_probe", "values", 1, REMAT_SCALE_NODES="1")
     return seen["values"]
 
 
 class TestSpmdProcesses(TwoNodeKit):
-    PROBE = "tests.spmd_probe"
+    PROBE = "tests.support.spmd_probe"
     VICTIM = "process 1"
     RANKS, FIRST = DEVICES, "process 0"
     TITLE = "jax_spmd on two hosts"

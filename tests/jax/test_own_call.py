@@ -20,7 +20,7 @@ from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint, block
 from implementations.stacks.jax.jax_checkpoint_mutants import (
     OwnExerciseWithoutCheckpoint,
 )
-from tests import reference
+from tests.support import reference
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(2), 3, 4)

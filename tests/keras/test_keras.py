@@ -1,10 +1,10 @@
 """The Keras ports, one backend per process: what the suite cannot see.
 
 Keras keeps the backend it was first imported with, and pytest-xdist runs
-many test files in one process, so each backend runs `tests/keras_probe.py`
+many test files in one process, so each backend runs `tests/support/keras_probe.py`
 in a fresh interpreter (one per backend: Keras and TensorFlow take seconds
 to import) and the tests here judge its observations. Expected values come
-from the float64 numpy MLP (`tests.reference`) under the project's bounds.
+from the float64 numpy MLP (`tests.support.reference`) under the project's bounds.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ import pytest
 from conformance.checking.tolerance import analyse_forward, vjp_bounds
 from conformance.mutants import MUTANTS
 from implementations.stacks.numpy import canonical_params
-from tests import keras_probe, reference
-from tests.helpers import ROOT
+from tests.support import keras_probe, reference
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 D, F, SEED, X = keras_probe.D, keras_probe.F, keras_probe.SEED, keras_probe.X
 ARRAY_MODULE = {"jax": "jaxlib", "torch": "torch", "tensorflow": "tensorflow"}
@@ -33,7 +36,7 @@ def probe(backend: str) -> dict:
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
     done = subprocess.run(
-        [sys.executable, "-m", "tests.keras_probe", backend],
+        [sys.executable, "-m", "tests.support.keras_probe", backend],
         cwd=ROOT,
         capture_output=True,
         text=True,

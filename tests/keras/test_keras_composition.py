@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 _PROBE = """
 import json, sys
@@ -25,7 +25,10 @@ import numpy as np
 import implementations
 from conformance.checking import composition as records
 from implementations.composition import CASES, Nesting
-from tests import reference
+from tests.support import reference
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 
 FOLDER = ROOT / "implementations" / "stacks" / "keras"
 

@@ -1,8 +1,8 @@
 """The MindSpore port (PyNative): its layout, `Cell.recompute()` behaviour, evidence, inputs
-(the tests of `tests.stack_kit.ReferencePortKit` and MindSpore's own), and MindSpore's
+(the tests of `tests.support.stack_kit.ReferencePortKit` and MindSpore's own), and MindSpore's
 first-call glitch, pinned.
 
-Expected values come from a float64 numpy MLP (`tests.reference`) under the
+Expected values come from a float64 numpy MLP (`tests.support.reference`) under the
 project's error bounds, or from the cell without `recompute()`.
 """
 
@@ -22,9 +22,12 @@ from conformance.checking.tolerance import vjp_bounds
 from implementations.stacks.mindspore import FIRST_CALL, MLP, STATE_NAMES, as_input, parameters
 from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.numpy import canonical_params
-from tests import reference
-from tests.helpers import ROOT
-from tests.stack_kit import ReferencePortKit, normal_x
+from tests.support import reference
+from tests.support.helpers import ROOT
+from tests.support.stack_kit import ReferencePortKit, normal_x
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 PORT = port_module.MindSpore()
 

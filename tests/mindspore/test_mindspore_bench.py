@@ -1,5 +1,6 @@
 """The MindSpore bench stack (`implementations.stacks.mindspore.bench`, PyNative) at small sizes:
-residuals against hand-derived counts, gradients against numpy (`tests.stack_kit.BenchKit`), no
+residuals against hand-derived counts, gradients against numpy
+(`tests.support.stack_kit.BenchKit`), no
 memory figure claimed.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
@@ -10,8 +11,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from implementations.stacks.mindspore import bench as mindspore_stack
-from tests.bench_reference import small_data
-from tests.stack_kit import BenchKit
+from tests.support.bench_reference import small_data
+from tests.support.stack_kit import BenchKit
 
 
 class TestMindSporeBench(BenchKit):

@@ -1,6 +1,6 @@
 """The MindSpore port's cell pool: a cell lent to one call at a time, never carrying anything
-from one call to the next (`tests.stack_kit.PoolKit`). Expected values come from a freshly
-built cell (no pool) or from a float64 numpy MLP (`tests.reference`) under the project's
+from one call to the next (`tests.support.stack_kit.PoolKit`). Expected values come from a freshly
+built cell (no pool) or from a float64 numpy MLP (`tests.support.reference`) under the project's
 bounds."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import ClassVar
 from implementations.stacks.mindspore import MLP, ms, parameters
 from implementations.stacks.mindspore import mindspore as port_module
 from implementations.stacks.mindspore.mindspore_mutants import MindSporeNoRecompute
-from tests.stack_kit import PoolKit
+from tests.support.stack_kit import PoolKit
 
 
 class TestMindSporeCellPool(PoolKit):

@@ -275,7 +275,10 @@ import json
 import numpy as np
 from conformance.comparison import measure
 from implementations.stacks.numpy import canonical_params
-from tests import reference
+from tests.support import reference
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 params = canonical_params(0, 4, 3)
 x, cotangent = measure.make_inputs(0, 4, 3)
@@ -294,7 +297,7 @@ def test_the_row_loads_mindspore_alone_with_every_other_framework_blocked(tmp_pa
     import subprocess
     import sys
 
-    from tests.helpers import ROOT, without_frameworks
+    from tests.support.helpers import ROOT, without_frameworks
 
     others = ["jax", "jaxlib", "flax", "torch", "tensorflow", "keras", "paddle", "mlx"]
     env = without_frameworks(tmp_path / "blocked", others)

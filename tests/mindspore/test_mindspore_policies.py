@@ -1,5 +1,5 @@
 """MindSpore's remat policies: its declaration, and the roles its instrument names per policy
-(`tests.stack_kit.HookPolicyKit`).
+(`tests.support.stack_kit.HookPolicyKit`).
 
 The expected sets are derived by hand from MindSpore's kernels, not read off the
 instrument: without remat, autograd keeps x (matmul's grad reads it) and a
@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from implementations.stacks.mindspore import as_input, classify
 from implementations.stacks.mindspore import mindspore as port_module
-from tests.stack_kit import HookPolicyKit
+from tests.support.stack_kit import HookPolicyKit
 
 
 class TestMindSporePolicies(HookPolicyKit):

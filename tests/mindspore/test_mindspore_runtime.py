@@ -14,7 +14,10 @@ import pytest
 
 from implementations.stacks.mindspore import numpy_dtype, stack
 from implementations.stacks.mindspore.quiet import captured_stderr
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 #: What the stack's import and a port's calls must not print (the lines they printed before).
 NOISE = ("compiled using NumPy 1.x", "Numpy init failed", "is deprecated", "Traceback")

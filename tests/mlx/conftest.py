@@ -1,5 +1,5 @@
 """MLX's tests: each file is skipped, with the reason, where MLX is not installed."""
 
-from tests.stack_folder import skip_without
+from tests.support.stack_folder import skip_without
 
 pytest_pycollect_makemodule = skip_without("mlx.core", "MLX", "mlx")

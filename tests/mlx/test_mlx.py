@@ -1,7 +1,7 @@
 """The MLX port: its layout, its graph, MLX's allocator, its arrays in and out, its pitfalls
-(the tests of `tests.stack_kit.ArrayPortKit` and MLX's own).
+(the tests of `tests.support.stack_kit.ArrayPortKit` and MLX's own).
 
-Expected values come from a float64 numpy MLP (`tests.reference`) under the
+Expected values come from a float64 numpy MLP (`tests.support.reference`) under the
 project's error bounds, from the numpy canonical init, or from MLX itself
 without the checkpoint; never from the code under test. The cross-framework
 properties run in the conformance suite.
@@ -23,8 +23,8 @@ from hypothesis import given, settings  # noqa: E402
 from implementations import contract  # noqa: E402
 from implementations.stacks.mlx import mlx as port_module  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
-from tests import stack_kit as kit  # noqa: E402
-from tests.helpers import same_bits  # noqa: E402
+from tests.support import stack_kit as kit  # noqa: E402
+from tests.support.helpers import same_bits  # noqa: E402
 
 DIM, FEATURES, X, G = kit.DIM, kit.FEATURES, kit.X, kit.G  # the shared case
 PORT = port_module.Mlx()

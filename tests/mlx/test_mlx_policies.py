@@ -1,4 +1,5 @@
-"""MLX under remat policies: none and full only (`tests.stack_kit.NoneAndFullKit`); the roles
+"""MLX under remat policies: none and full only (`tests.support.stack_kit.NoneAndFullKit`); the
+roles
 its instrument names (issue 21)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ pytest.importorskip("mlx")
 
 from implementations.policies import FULL, NONE
 from implementations.stacks.mlx import mlx as port_module
-from tests.stack_kit import NoneAndFullKit, record_under
+from tests.support.stack_kit import NoneAndFullKit, record_under
 
 PORT = port_module.Mlx()
 

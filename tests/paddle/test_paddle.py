@@ -1,8 +1,8 @@
 """The PaddlePaddle port: its layout, `recompute` behaviour, evidence, inputs (the tests of
-`tests.stack_kit.ReferencePortKit` and Paddle's own), and Paddle's pitfalls pinned (the
+`tests.support.stack_kit.ReferencePortKit` and Paddle's own), and Paddle's pitfalls pinned (the
 TensorFlow-first segfault, the non-reentrant recompute's hooks).
 
-Expected values come from a float64 numpy MLP (`tests.reference`) under the
+Expected values come from a float64 numpy MLP (`tests.support.reference`) under the
 project's error bounds, or from the checkpoint-free Paddle module.
 """
 
@@ -22,9 +22,12 @@ from conformance.checking.tolerance import vjp_bounds
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.paddle import MLP, STATE_NAMES, leaf_input
 from implementations.stacks.paddle import paddle as port_module
-from tests import reference
-from tests.helpers import ROOT
-from tests.stack_kit import ReferencePortKit, normal_x
+from tests.support import reference
+from tests.support.helpers import ROOT
+from tests.support.stack_kit import ReferencePortKit, normal_x
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 PORT = port_module.Paddle()
 

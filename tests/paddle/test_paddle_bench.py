@@ -1,5 +1,6 @@
 """The Paddle bench stack (`implementations.stacks.paddle.bench`) at small sizes: residuals against
-hand-derived counts, gradients against numpy (`tests.stack_kit.BenchKit`), Paddle's allocator
+hand-derived counts, gradients against numpy (`tests.support.stack_kit.BenchKit`), Paddle's
+allocator
 peak.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
@@ -10,8 +11,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from implementations.stacks.paddle import bench as paddle_stack
-from tests.bench_reference import small_data
-from tests.stack_kit import BenchKit, gradient_bytes, peaks_at
+from tests.support.bench_reference import small_data
+from tests.support.stack_kit import BenchKit, gradient_bytes, peaks_at
 
 
 class TestPaddleBench(BenchKit):

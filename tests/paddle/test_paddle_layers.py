@@ -1,7 +1,7 @@
 """The Paddle port's layer pool: a layer lent to one call at a time, never carrying anything
-(parameters, gradients, hooks) from one call to the next (`tests.stack_kit.PoolKit`, and
+(parameters, gradients, hooks) from one call to the next (`tests.support.stack_kit.PoolKit`, and
 Paddle's own tests). Expected values come from a freshly built layer (no pool), from a
-float64 numpy MLP (`tests.reference`) under the project's bounds, or are written out."""
+float64 numpy MLP (`tests.support.reference`) under the project's bounds, or are written out."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import paddle
 from implementations.stacks.paddle import MLP, STATE_NAMES, grads_of, leaf_input
 from implementations.stacks.paddle import paddle as port_module
 from implementations.stacks.paddle.paddle_mutants import PaddleNoRecompute
-from tests.stack_kit import PoolKit, pool_case
+from tests.support.stack_kit import PoolKit, pool_case
 
 PORT = port_module.Paddle()
 

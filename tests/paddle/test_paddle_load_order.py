@@ -9,7 +9,10 @@ import textwrap
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 
 def test_paddle_after_tensorflow_is_skipped_with_the_reason_never_a_segfault():

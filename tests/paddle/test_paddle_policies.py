@@ -1,5 +1,5 @@
 """Paddle's remat policies: its declaration, and the roles its instrument names per policy
-(`tests.stack_kit.HookPolicyKit`).
+(`tests.support.stack_kit.HookPolicyKit`).
 
 The expected sets are derived by hand from Paddle's kernels, not read off the
 instrument: without remat, autograd keeps x (matmul's grad reads it) and a
@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from implementations.stacks.paddle import classify, leaf_input
 from implementations.stacks.paddle import paddle as port_module
-from tests.stack_kit import HookPolicyKit
+from tests.support.stack_kit import HookPolicyKit
 
 
 class TestPaddlePolicies(HookPolicyKit):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_distribution
+from tests.support.helpers import make_distribution
 
 CPP_SOURCE = Path(__file__).parent / "cpp_port" / "port.cpp"
 #: The C++ port's registrations: the port itself, and one per fault at `forward`.

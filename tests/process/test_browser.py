@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 
 from conformance.checking.vectors import committed_manifest
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 TFJS = ROOT / "implementations" / "stacks" / "tfjs"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

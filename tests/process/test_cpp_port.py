@@ -11,7 +11,10 @@ import json
 
 import pytest
 
-from tests.helpers import run_python
+from tests.support.helpers import run_python
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 
 @pytest.mark.timeout(900)

@@ -25,6 +25,9 @@ X = np.array([0.5, -1.0, 2.0], np.float32)
 PORT = r"""
 import json, sys, time
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 how = sys.argv[1]
 out = sys.stdout.buffer
 
@@ -115,7 +118,7 @@ def test_noise_on_stdout_is_not_a_starts_progress(tmp_path, monkeypatch):
 
 
 def test_the_limits_are_documented_and_a_bad_setting_names_its_variable(monkeypatch):
-    from tests.helpers import ROOT
+    from tests.support.helpers import ROOT
 
     doc = (ROOT / "docs" / "PROTOCOL.md").read_text()
     section = doc.split("## What the adapter does with a misbehaving port")[1].split("\n## ")[0]

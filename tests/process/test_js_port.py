@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_distribution, run_python
+from tests.support.helpers import make_distribution, run_python
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 PORT = Path(__file__).parent / "js_port" / "port.js"
 VARIANTS = {
@@ -249,7 +252,7 @@ def test_the_documented_protocol_version_is_the_adapters_and_the_plain_port_spea
     import re
 
     from implementations.process.wire import PROTOCOL_VERSION, PROTOCOL_VERSIONS
-    from tests.helpers import ROOT
+    from tests.support.helpers import ROOT
 
     text = (ROOT / "docs" / "PROTOCOL.md").read_text()
     found = re.search(r"Protocol version: \*\*(\d)\*\*; the\s+adapter still speaks (.*?) \(", text)

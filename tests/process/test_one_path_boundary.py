@@ -19,7 +19,10 @@ from conformance.mutants import wire_port
 from implementations import manifests
 from implementations.contract import MEASURED_BY_PORT
 from implementations.process import ProcessPort
-from tests import reference
+from tests.support import reference
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 
 class _Case:

@@ -14,6 +14,9 @@ import pytest
 from implementations.contract import PortWarning
 from implementations.process import ProcessPort, ProcessPortTimeout, adapter
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 HELLO = '{"id":1,"result":{"name":"sh_port","framework":"sh","versions":{},"protocol":1}}'
 
 

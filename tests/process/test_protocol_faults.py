@@ -21,7 +21,10 @@ from implementations.process import (
     ProtocolViolation,
 )
 from implementations.stacks.numpy import canonical_params
-from tests.helpers import run_python
+from tests.support.helpers import run_python
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 PARAMS = canonical_params(0, 3, 2)
 X = np.array([0.5, -1.0, 2.0], np.float32)

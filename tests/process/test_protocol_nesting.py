@@ -18,7 +18,10 @@ from conformance.mutants import wire_port
 from implementations import load
 from implementations.composition import Nesting
 from implementations.process import ProcessPort
-from tests import reference
+from tests.support import reference
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 WIRE = [sys.executable, str(Path(wire_port.__file__).resolve())]
 

@@ -2,8 +2,9 @@
 itself (and the tfjs internals that evidence reads), its mutant, and how it is unavailable.
 
 Expected init values come from the numpy canonical init (itself held bit for bit to Flax in
-tests/core/test_canonical_init.py), never from the port. The cross-framework properties run in
-the conformance suite (tests/core/test_conformance.py collects every registered port).
+tests/core/implementations/test_canonical_init.py), never from the port. The cross-framework
+properties run in
+the conformance suite (tests/core/running/test_conformance.py collects every registered port).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from conformance.mutants import load as load_mutant
 from implementations.contract import PortWarning
 from implementations.process import ProcessPort
 from implementations.stacks.numpy import canonical_params
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 TFJS = ROOT / "implementations" / "stacks" / "tfjs"
 

@@ -17,7 +17,10 @@ import pytest
 
 from conformance import benchmark as bench
 from conformance import cli
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 B, F = 8, 4
 UNIT = B * F * 4  # one (B, F) float32 tensor, in bytes

@@ -72,7 +72,7 @@ def test_a_placement_that_skips_a_block_is_refused_naming_it(tfjs_bench):
 def test_protocol_doc_names_what_the_python_side_sends_and_reads(tfjs_bench):
     import inspect
 
-    from tests.helpers import ROOT
+    from tests.support.helpers import ROOT
 
     doc = (ROOT / "docs" / "PROTOCOL.md").read_text().split("### Schedules", 1)[1]
     doc = doc.split("\n### ", 1)[0]

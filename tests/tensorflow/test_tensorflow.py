@@ -1,6 +1,6 @@
 """The TensorFlow port and TensorFlow's instrument: what the suite cannot see.
 
-Expected values come from the float64 numpy MLP (`tests.reference`) under the
+Expected values come from the float64 numpy MLP (`tests.support.reference`) under the
 project's error bounds, from op counts derived by hand, or from TensorFlow's
 own graph read directly (not through the instrument under test). The
 cross-framework properties run in the conformance suite.
@@ -28,8 +28,11 @@ from implementations.stacks.numpy import init as numpy_init
 from implementations.stacks.tensorflow import evidence, flax_init, tf
 from implementations.stacks.tensorflow import runtime as stack
 from implementations.stacks.tensorflow import tensorflow as port_module
-from tests import reference
-from tests.helpers import same_bits
+from tests.support import reference
+from tests.support.helpers import same_bits
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 PORT = port_module.TensorFlow()
 D, F = 3, 4

@@ -14,7 +14,7 @@ from conformance.checking import policy_expectations
 from implementations import manifests
 from implementations.policies import FULL, NONE, Policy
 from implementations.stacks.tensorflow import tensorflow as port_module
-from tests import reference
+from tests.support import reference
 
 PORT = port_module.TensorFlow()
 D, F = 3, 4

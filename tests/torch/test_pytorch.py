@@ -1,6 +1,6 @@
 """The PyTorch port: its layout converters, checkpoint behaviour, evidence and inputs.
 
-Expected values come from a float64 numpy MLP (`tests.reference`) under the
+Expected values come from a float64 numpy MLP (`tests.support.reference`) under the
 project's error bounds, from Flax where it is installed, or from the
 checkpoint-free torch module. The cross-framework properties run in the
 conformance suite; these tests cover what is particular to torch.
@@ -22,7 +22,7 @@ from conformance.checking.tolerance import analyse_forward, vjp_bounds  # noqa: 
 from implementations.contract import Params  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import pytorch  # noqa: E402
-from tests import reference  # noqa: E402
+from tests.support import reference  # noqa: E402
 
 PORT = pytorch.PyTorch()
 SHAPES = [(1, 1), (3, 4), (16, 16), (7, 33)]

@@ -17,7 +17,7 @@ from conformance.checking.checks import ConformanceError
 from conformance.checking.properties import check_evidence
 from implementations.contract import MEASURED_BY_SUITE
 from implementations.stacks.torch.pytorch import PyTorch
-from tests import reference
+from tests.support import reference
 
 PAGE = Path(__file__).resolve().parents[2] / "implementations/stacks/torch/README.md"
 X = np.array([0.5, -1.0, 2.0], np.float32)

@@ -18,7 +18,7 @@ from implementations.stacks.torch.mlp import MLP
 from implementations.stacks.torch.pytorch import PyTorch
 from implementations.stacks.torch.torch_ac_wrapper import CheckpointImpl, TorchAcWrapper
 from implementations.stacks.torch.torch_ac_wrapper_mutants import WrapperOnChildren
-from tests import reference
+from tests.support import reference
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)

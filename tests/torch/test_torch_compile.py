@@ -6,7 +6,7 @@ forward graph keeps and the backward graph recomputes with and without the
 checkpoint, what inductor's min-cut partitioner and its
 `activation_memory_budget` choose on their own, and the inputs' side of the
 exercise. Expected values are derived by hand for `relu(x W1^T + b1) W2^T + b2`
-(or come from the float64 reference in `tests.reference`).
+(or come from the float64 reference in `tests.support.reference`).
 
 Compiling costs about a second a graph, so the tests share two shapes, one
 in each of the ranges inductor treats differently: SMALL (every size <= 16:
@@ -28,7 +28,7 @@ from implementations.stacks.torch import torch_compile  # noqa: E402
 from implementations.stacks.torch.arrays import leaf_input  # noqa: E402
 from implementations.stacks.torch.compiled import CompiledModule, NoRemat  # noqa: E402
 from implementations.stacks.torch.mlp import build_mlp  # noqa: E402
-from tests import reference  # noqa: E402
+from tests.support import reference  # noqa: E402
 
 PORT = torch_compile.TorchCompile()
 SMALL, LARGE = (3, 4), (24, 20)  # (D, F)

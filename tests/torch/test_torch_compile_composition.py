@@ -15,7 +15,7 @@ from conformance.checking import composition as records
 from conformance.checking.checks import ConformanceError
 from implementations.composition import CASES, NESTED, Nesting, composed
 from implementations.stacks.torch.torch_compile import TorchCompile
-from tests import reference
+from tests.support import reference
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)

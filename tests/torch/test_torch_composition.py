@@ -12,7 +12,7 @@ from torch.utils.checkpoint import set_checkpoint_early_stop
 from conformance.checking import composition as records
 from implementations.composition import CASES, Nesting
 from implementations.stacks.torch.pytorch import PyTorch
-from tests import reference
+from tests.support import reference
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)

@@ -1,6 +1,6 @@
 """The FSDP2 port (`torch_fsdp`): per-rank evidence and owned rank processes.
 
-Each test runs `tests/fsdp_probe.py` in a fresh interpreter: it starts the
+Each test runs `tests/support/fsdp_probe.py` in a fresh interpreter: it starts the
 ranks through the port (torch's `elastic_launch`), and the tests judge what
 it saw. Expected byte counts are computed here from the shapes.
 """
@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fsdp_probe import B, D, F
-from tests.helpers import ROOT
-from tests.nodes import alive, still_alive
+from tests.support.fsdp_probe import B, D, F
+from tests.support.helpers import ROOT
+from tests.support.nodes import alive, still_alive
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 FLOAT32 = 4
 RANKS = 2
@@ -26,7 +29,7 @@ RANKS = 2
 
 def probe(mode: str, **env: str) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.fsdp_probe", mode],
+        [sys.executable, "-m", "tests.support.fsdp_probe", mode],
         cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS), **env},
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
@@ -116,7 +119,7 @@ def test_a_controller_killed_by_sigkill_leaves_no_rank(tmp_path):
     """The worker dies without a word (SIGKILL): each rank sees its parent go, and exits.
     (Its log directory, which it cannot remove, is left in the test's TMPDIR.)"""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fsdp_probe", "serve"],
+        [sys.executable, "-m", "tests.support.fsdp_probe", "serve"],
         cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS), "TMPDIR": str(tmp_path)},
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip

@@ -3,9 +3,10 @@ cluster user runs it (docs/SCALE.md's commands, with 127.0.0.1 for the nodes' ad
 
 Node 0 is the port's process (its ranks under `elastic_launch`, the c10d store, the
 controller); node 1 is a `torchrun` the port starts. One rank per node: a world of 2.
-The probes (`tests/fsdp_probe.py`) print who ran where; `tests/nodes.py` kills and stops
+The probes (`tests/support/fsdp_probe.py`) print who ran where; `tests/support/nodes.py` kills and
+stops
 nodes, and checks every pid. What `jax_spmd`'s processes are held to as well is
-`tests/multinode_kit.py`'s; what is torch's alone is here.
+`tests/support/multinode_kit.py`'s; what is torch's alone is here.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import nodes
-from tests.fsdp_probe import B, D, F
-from tests.multinode_kit import TwoNodeKit
+from tests.support import nodes
+from tests.support.fsdp_probe import B, D, F
+from tests.support.multinode_kit import TwoNodeKit
 
 FLOAT32 = 4
 WORLD = 2
@@ -31,7 +32,7 @@ def temporary(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def runs(temporary) -> list[dict]:
     """Two two-node runs at once: each picks its own free ports."""
-    return nodes.probes("tests.fsdp_probe", "evidence", 2, TMPDIR=str(temporary))
+    return nodes.probes("tests.support.fsdp_probe", "evidence", 2, TMPDIR=str(temporary))
 
 
 def _remote(seen: dict) -> dict:
@@ -42,7 +43,7 @@ def _remote(seen: dict) -> dict:
 
 
 class TestFsdpNodes(TwoNodeKit):
-    PROBE = "tests.fsdp_probe"
+    PROBE = "tests.support.fsdp_probe"
     VICTIM = "torchrun 1"
     RANKS, FIRST = WORLD, "node 0"
     TITLE = "torch_fsdp on two nodes"

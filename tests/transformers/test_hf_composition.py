@@ -15,7 +15,7 @@ from implementations.composition import Nesting
 from implementations.stacks.torch import reentrant
 from implementations.stacks.torch.torch_ac_wrapper import CheckpointImpl, wrap
 from implementations.stacks.transformers.hf_transformers import HfTransformers, _is_block
-from tests import reference
+from tests.support import reference
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)

@@ -18,7 +18,7 @@ from implementations.stacks.transformers.hf_transformers_mutants import (
     ReentrantInputWithoutGrad,
 )
 from implementations.stacks.transformers.model import RematMLPModel, build_model
-from tests import reference
+from tests.support import reference
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)

@@ -171,7 +171,7 @@ class Float16Compute(FlaxLinen):
 
 
 # --- lower-precision arithmetic: the precision tier's mutants ---------------------------
-# Each passes the rigorous bound at D = F = 256 and 1024 (tests/core/test_precision.py),
+# Each passes the rigorous bound at D = F = 256 and 1024 (tests/core/checking/test_precision.py),
 # where only the precision tier (i) sees it.
 
 

@@ -61,7 +61,7 @@ MANIFEST = Manifest(
     ),
     # The canonical port's mutants: `killed_by` is the property that looks at the bug. The
     # precision tier's are hunted by it first: it must kill them at D = F = 256 or 1024
-    # (tests/core/test_precision.py proves both sizes). The policy ones are exact under
+    # (tests/core/checking/test_precision.py proves both sizes). The policy ones are exact under
     # checkpoint=True/False and wrong under a policy.
     mutants=(
         _canonical_mutant(

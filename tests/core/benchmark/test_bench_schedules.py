@@ -1,0 +1,256 @@
+"""`bench --schedules`, framework-free: a numpy stack that runs a placement as a framework
+would (reruns included, every matmul counted), and schedule mutants the bench must catch."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from conformance.benchmark import schedule_values
+from conformance.benchmark import schedules as bench
+from conformance.benchmark.measure import Settings
+from conformance.benchmark.schedule_plot import family
+from conformance.tables import reports
+from conformance.tables.kinds import bench_schedules as kind
+from conformance.tables.render import markdown
+from implementations.bench_case import Data, ScheduleStatic, Values
+from implementations.schedules import Region, Schedule
+
+
+class NumpyCase:
+    """The stack over `items`, run as the placement says: a region keeps its input and reruns
+    its items in the backward pass. Counts each matmul x @ W1 and a @ W2 it executes."""
+
+    framework = "numpy"
+
+    def __init__(self, label, items, data, rerun_shift=0.0):
+        self.schedule, self.items, self.data = label, items, data
+        self.rerun_shift = rerun_shift  # a mutant's: what a rerun adds to a block's output
+        self.matmuls, self.entered = 0, 0
+
+    def _block(self, i, x, rerun):
+        w1, b1, w2, b2 = self.data.blocks[i]
+        self.matmuls += 2
+        return np.maximum(x @ w1 + b1, 0) @ w2 + b2 + (self.rerun_shift if rerun else 0.0)
+
+    def _run(self, items, x, rerun):
+        for item in items:
+            if isinstance(item, Region):
+                self.entered += not rerun
+                x = self._run(item.items, x, rerun)
+            else:
+                x = self._block(item, x, rerun)
+        return x
+
+    def _backward(self, items, x, g, grads, rerun):
+        inputs = []
+        for item in items:  # the items' inputs: from the region's own, rerun
+            inputs.append(x)
+            x = self._run((item,), x, rerun) if rerun else x
+        for item, x_in in reversed(list(zip(items, inputs, strict=True))):
+            if isinstance(item, Region):
+                g = self._backward(item.items, x_in, g, grads, True)
+                continue
+            w1, b1, w2, _ = self.data.blocks[item]
+            h = x_in @ w1 + b1
+            a = np.maximum(h, 0)
+            g_h = (g @ w2.T) * (h > 0)
+            grads[item] = (x_in.T @ g_h, g_h.sum(0), a.T @ g, g.sum(0))
+            g = g_h @ w1.T
+        return g
+
+    def _step(self):
+        x = self.data.x
+        self.matmuls = self.entered = 0
+        inputs, y = [], x
+        for item in self.items:  # the forward pass keeps each top-level item's input
+            inputs.append(y)
+            y = self._run((item,), y, False)
+        forward = self.matmuls
+        grads = [None] * len(self.data.blocks)
+        g = self.data.cotangent
+        for item, x_in in reversed(list(zip(self.items, inputs, strict=True))):
+            g = self._backward((item,), x_in, g, grads, False)
+        return y, grads, forward
+
+    def measure(self):
+        _, _, forward = self._step()
+        return ScheduleStatic((forward, self.matmuls - forward), None, "none", self.entered)
+
+    def values(self):
+        y, grads, _ = self._step()
+        return Values(y, grads)
+
+    def step(self):
+        self._step()
+
+
+class NumpyStack:
+    """A bench module over the numpy stack; its mutants override `items`."""
+
+    FRAMEWORK = "numpy"
+    SCHEDULES: ClassVar = {n: "-" for n in ("none", "every", "segments", "nested", "binomial")}
+    SCHEDULES_NOT_EXPRESSIBLE: ClassVar = {"budget": "no solver"}
+    SCHEDULE_DEPARTURES: ClassVar[dict[str, str]] = {}
+    rerun_shift = 0.0
+
+    def items(self, schedule, L):
+        return schedule.placement(L)
+
+    def schedule_case(self, schedule, data):
+        parsed = Schedule.parse(schedule)
+        items = self.items(parsed, len(data.blocks))
+        return NumpyCase(parsed.label, items, data, self.rerun_shift)
+
+    def canonical_values(self, schedule, data):
+        return NumpyCase("none", tuple(range(len(data.blocks))), data).values()
+
+    def versions(self):
+        return {}
+
+
+class EverywhereAsSegments(NumpyStack):
+    """Claims segments(s), places a region on every block."""
+
+    def items(self, schedule, L):
+        return (
+            Schedule("every").placement(L)
+            if schedule.name == "segments"
+            else super().items(schedule, L)
+        )
+
+
+class FlatNested(NumpyStack):
+    """nested(...) whose inner levels are not remat'd: only the outer regions."""
+
+    def items(self, schedule, L):
+        if schedule.name != "nested":
+            return super().items(schedule, L)
+        size = L // schedule.args[0]
+        return tuple(Region(tuple(range(s, s + size))) for s in range(0, L, size))
+
+
+class ShiftingRerun(NumpyStack):
+    """A rerun that changes the values: it adds 1e-3 to each rerun block's output."""
+
+    rerun_shift = 1e-3
+
+
+class EarlyStopUndeclared(NumpyStack):
+    """Counts below the model (binomial placed as segments(L), fewer reruns), no reason."""
+
+    def items(self, schedule, L):
+        if schedule.name == "binomial":
+            return Schedule("segments", (L,)).placement(L)
+        return super().items(schedule, L)
+
+
+SETTINGS = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
+
+
+def _swept(module):
+    results, failed = bench.run(SETTINGS, {"numpy": module})
+    assert not failed
+    return results
+
+
+def test_a_faithful_stack_meets_the_model_everywhere():
+    results = _swept(NumpyStack())
+    assert {r.depth for r in results} == set(SETTINGS.depths)
+    assert len(results) == sum(len(bench.schedules_at(L)) for L in SETTINGS.depths)
+    for r in results:
+        assert r.values_within, r
+        assert sum(r.forward_matmuls) == r.model_matmuls, r  # it reruns every block
+        assert r.regions == r.model_regions, r
+        assert r.flags == [], r
+    assert bench.unexplained(results) == []
+
+
+@pytest.mark.parametrize(
+    ("mutant", "schedule", "says"),
+    [
+        (EverywhereAsSegments(), "segments", "forward matmuls"),
+        (FlatNested(), "nested(2,2,2)", "forward matmuls"),
+        (ShiftingRerun(), "segments", "values off"),
+        (EarlyStopUndeclared(), "binomial", "forward matmuls"),
+    ],
+)
+def test_each_schedule_mutant_is_caught(mutant, schedule, says):
+    caught = [r for r in bench.unexplained(_swept(mutant)) if r.schedule.startswith(schedule)]
+    assert caught, f"{type(mutant).__name__} passed the schedule bench"
+    assert all(any(says in flag for flag in r.flags) for r in caught)
+
+
+def test_a_declared_departure_is_flagged_with_its_reason_not_unexplained():
+    mutant = EarlyStopUndeclared()
+    mutant.SCHEDULE_DEPARTURES = {"binomial": "an early stop, upstream"}  # this instance's
+    results = _swept(mutant)
+    flagged = [r for r in results if r.flags]
+    assert flagged
+    assert all(r.departure == "an early stop, upstream" for r in flagged)
+    assert bench.unexplained(results) == []
+
+
+def test_the_values_bound_catches_a_changed_value_and_holds_float64():
+    data = schedule_values.values_data(4)
+    bound = schedule_values.bounds(data)
+    exact = NumpyCase("none", tuple(range(4)), _as(data, np.float64)).values()
+    found = NumpyCase("none", tuple(range(4)), data).values()
+    assert schedule_values.compare(found, exact, bound).within  # float32 against exact
+    shifted = Values(found.y + 1e-3, found.grads)
+    assert not schedule_values.compare(shifted, exact, bound).within
+
+
+def _as(data: Data, dtype) -> Data:
+    return Data(
+        [tuple(a.astype(dtype) for a in b) for b in data.blocks],
+        data.x.astype(dtype),
+        data.cotangent.astype(dtype),
+    )
+
+
+def test_the_values_bound_is_per_row():
+    data = bench.measure.make_data(SETTINGS, 2)
+    with pytest.raises(ValueError, match=r"data\.x must have one row"):
+        schedule_values.bounds(data)
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 4, 8, 64, 128, 256])
+def test_the_schedules_run_are_valid_at_their_depth(L):
+    for schedule in bench.schedules_at(L):
+        assert len(schedule.placement(L)) >= 1  # a bad depth would raise, naming L
+
+
+def test_the_report_names_its_kind_and_renders():
+    results = _swept(EverywhereAsSegments())
+    data = json.loads(json.dumps(bench.report_data(SETTINGS, {"numpy": NumpyStack()}, results, {})))
+    assert data["kind"] == "bench-schedules"
+    assert data["schema"] == bench.SCHEMA
+    assert reports.kind_of(data) == "bench-schedules"
+    text = markdown.document(kind.document(data))
+    assert "segments(2)" in text
+    assert "✗ forward matmuls" in text
+    assert "numpy · budget: not expressible (no solver)" in text
+
+
+def test_families_join_a_schedule_across_depths():
+    assert family("nested(8,8)") == family("nested(4,2)") == "nested 2-level"
+    assert family("nested(2,2,2)") == "nested binary"
+    assert family("segments(8)") == family("segments(4)") == "segments"
+    assert family("binomial(4)") == "binomial(4)"
+
+
+def test_the_docs_state_the_bench_s_depths_and_acceptance():
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[3] / "docs" / "SCHEDULES.md").read_text().split())
+    assert f"L = {bench.DEPTHS[0]} to {bench.DEPTHS[-1]}" in text
+    assert f"{', '.join(map(str, bench.THOROUGH_DEPTHS[len(bench.DEPTHS) :]))} too" in text.replace(
+        " and ", ", "
+    )
+    peak = f"from {bench.PEAK_LOW} times the model to {bench.PEAK_HIGH} times it plus "
+    assert peak + f"{bench.PEAK_SLACK_UNITS} units" in text
+    assert "less one per region" in text

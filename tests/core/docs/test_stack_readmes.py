@@ -1,0 +1,52 @@
+"""Each stack folder's README.md, held to its manifest and expectations: a framework is one
+folder, docs included. The README names every port of the stack and every documented
+degradation of its expectations (with its probe); the porting guide links every README."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from implementations import manifests
+from tests.support.helpers import ROOT
+
+GUIDE = (ROOT / "docs" / "PORTING.md").read_text()
+STACKS = sorted(path.parent.name for path in ROOT.glob("implementations/stacks/*/manifest.py"))
+
+
+def _readme(stack: str) -> str:
+    return (ROOT / "implementations" / "stacks" / stack / "README.md").read_text()
+
+
+def test_every_manifest_is_a_stack_folder_found_here():
+    assert sorted(m.stack for m in manifests.manifests()) == STACKS
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_readme_names_every_port_and_links_the_guide(stack):
+    text = _readme(stack)
+    assert text.startswith("# "), stack
+    assert "](../../../docs/PORTING.md)" in text
+    (manifest,) = [m for m in manifests.manifests() if m.stack == stack]
+    for port in manifest.ports:
+        assert f"`{port.name}`" in text, port.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_readme_lists_every_documented_degradation(stack):
+    (manifest,) = [m for m in manifests.manifests() if m.stack == stack]
+    module, _, attr = manifest.expectations.partition(":")
+    expectations = getattr(importlib.import_module(module), attr)  # imports no framework
+    section = _readme(stack).split("## Degradations", 1)[1]
+    for degradation in expectations.degradations:
+        probe = degradation.probe.rpartition(":")[2]
+        line = next((ln for ln in section.splitlines() if f"`{probe}`" in ln), "")
+        assert f"`{degradation.family}`, `{degradation.policy}`" in line, probe
+    if not expectations.degradations:
+        assert "None documented" in section
+
+
+def test_the_guide_links_every_stack_readme():
+    for stack in STACKS:
+        assert f"](../implementations/stacks/{stack}/README.md)" in GUIDE, stack

@@ -1,0 +1,81 @@
+"""A dying canonical port, the text report of a crash, and pytest's run of hostile ports.
+
+The ports are tests/support/hostile.py's; each test is a run of its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support.helpers import run_python
+from tests.support.hostile import TIMEOUT, outcomes_of, run_json, write_hostile_ports
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    return write_hostile_ports(tmp_path_factory.mktemp("hostile"))
+
+
+def test_a_crash_of_the_canonical_port_skips_what_needs_it(hostile):
+    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+    args += ["--examples", "3", "--timeout", TIMEOUT, "--jobs", "1"]
+    args += ["--implementation", "jax_checkpoint", "--canonical", "dying_canonical"]
+    done = run_python(args, hostile, timeout=600)
+    report = run_json(done)
+    assert done.returncode == 1
+    failure = report["canonical_failure"]
+    assert "dying_canonical" in failure
+    assert "exit code 3" in failure
+    assert "the canonical port's forward" in failure
+    outcomes = outcomes_of(report, "jax_checkpoint")
+    for key in ("b_forward", "c_vjp", "f_end_to_end"):
+        assert outcomes[key]["status"] == "skip", outcomes[key]
+        assert "dying_canonical" in outcomes[key]["message"]
+    for key in ("d_on_off", "e_evidence", "g_bad_inputs", "h_hygiene"):
+        assert outcomes[key]["status"] == "pass", outcomes[key]
+
+
+def test_the_text_report_names_the_crash_and_gives_a_replay_command(hostile):
+    args = ["-m", "conformance", "--no-mutants", "--profile", "dev", "--examples", "2"]
+    args += ["--implementation", "segv_port", "--property", "b", "--timeout", TIMEOUT]
+    done = run_python(args, hostile, timeout=600)
+    assert done.returncode == 1
+    text = " ".join(done.stdout.split())  # rich wraps long lines
+    assert "CRASHED segv_port · b_forward" in text
+    assert "killed by SIGSEGV" in text
+    assert "replay: python -m conformance run --implementation segv_port" in text
+    assert "segv_port printed" in text
+
+
+def test_pytest_keeps_the_other_ports_results(hostile):
+    command = ["-m", "pytest", "tests/core/running/test_conformance.py", "-n", "2", "-rA", "-q"]
+    command += ["-p", "no:cacheprovider", "--conformance-timeout", TIMEOUT]
+    command += ["--conformance-examples", "3", "-k", "b_forward or c_vjp or h_hygiene"]
+    for name in ("jax_checkpoint", "segv_port", "hang_port"):
+        command += ["--port", name]
+    done = run_python(command, hostile, timeout=900)
+    lines = done.stdout.splitlines()
+
+    def status(port: str, key: str) -> str:
+        found = [
+            line.split()[0]
+            for line in lines
+            if re.match(r"(PASSED|FAILED|SKIPPED|ERROR)", line)
+            and f"test_property[{port}-{key}]" in line
+        ]
+        return found[0] if found else "missing"
+
+    assert done.returncode == 1, done.stdout[-3000:]
+    for key in ("b_forward", "c_vjp", "h_hygiene"):
+        assert status("jax_checkpoint", key) == "PASSED", done.stdout[-3000:]
+    assert status("segv_port", "b_forward") == "FAILED"
+    assert status("segv_port", "h_hygiene") == "PASSED"
+    assert status("hang_port", "c_vjp") == "FAILED"
+    assert status("hang_port", "h_hygiene") == "PASSED"
+    assert "SIGSEGV" in done.stdout
+    assert f"no progress for {TIMEOUT} s" in done.stdout

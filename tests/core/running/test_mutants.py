@@ -1,0 +1,43 @@
+"""The suite rejects every mutant, with the property aimed at its bug (100% required).
+
+The mutants are hunted as a run hunts them, by the pytest plugin's `test_mutant`: each in
+the worker process of its family's framework, the one that checks that framework's ports in
+this session (tests/core/running/test_conformance.py), after them. Keras allows one backend per
+process, so each Keras port's mutants run in its backend's worker.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import implementations
+from conformance import mutants
+from conformance.pytest_plugin import (
+    hunted_mutants,
+    test_mutant,  # noqa: F401
+)
+from conformance.running import profiles
+
+pytest.importorskip("jax")
+pytest.importorskip("flax")
+
+
+def test_every_mutant_names_the_property_that_must_reject_it():
+    from conformance.checking.properties import BY_KEY
+
+    assert len(mutants.MUTANTS) >= 10
+    for name, spec in mutants.MUTANTS.items():
+        assert spec.killed_by in BY_KEY, name
+
+
+def test_every_mutant_is_hunted_here_or_by_the_scale_profile_test():
+    """The plugin hunts the mutants of the ports it checks (every port but the sharded ones,
+    as the default run); the sharded ports' mutants are hunted by the scale profile, with
+    their ports, in tests/core/running/test_scale_profile.py (one start-up of their ranks for
+    both)."""
+    from tests.core.running.test_scale_profile import SHARDED_MUTANTS
+
+    default = profiles.default_ports(profiles.load(), implementations.registered())
+    hunted = hunted_mutants(default)
+    assert not set(hunted) & set(SHARDED_MUTANTS)
+    assert sorted(hunted + SHARDED_MUTANTS) == sorted(mutants.MUTANTS)

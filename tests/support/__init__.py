@@ -1,0 +1,1 @@
+"""What the tests share: helpers, references, kits and fakes."""
