@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from implementations.contract import BackwardRecord, Grads, Params
-from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.mindspore import (
     MLP,
@@ -33,10 +32,11 @@ from implementations.stacks.mindspore import (
 )
 from implementations.stacks.mindspore.mlp import composed
 from implementations.stacks.mindspore.observed import backward_of
+from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
 
 
-class MindSpore(Port):
+class MindSpore(PooledHookPort):
     """The MindSpore port: `Cell.recompute()` on the MLP, PyNative, CPU."""
 
     name = "mindspore"
@@ -76,9 +76,7 @@ class MindSpore(Port):
     def lent(self, params: Params, checkpoint: Any) -> Iterator[tuple[MLP, Any]]:
         """A pooled cell for one call, and the call that runs it composed as `checkpoint=`
         asks (a composition case this port does not declare is refused by name)."""
-        nesting = self.nesting(checkpoint)
-        if nesting != "once":
-            self.policy(checkpoint)  # refuses an undeclared case, naming it
+        nesting = self.composed_as(checkpoint)
         with self.cells.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
             yield model, composed(model, nesting)
 
@@ -90,21 +88,7 @@ class MindSpore(Port):
             (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
             return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
 
-    # -- evidence: MindSpore's instrument on the port's own calls (`observed`) ------------
-
-    @observes("vjp")
-    def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
-    ) -> BackwardRecord:
-        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
-        whatever a subclass overrides, the evidence is read off the call whose values (c)
-        checks."""
-        ones = np.ones(params.features, np.float32)
-        return self.stack.record(
-            lambda: self.vjp(params, x, ones, checkpoint=checkpoint),
-            x,
-            lambda: params.as_dict().values(),
-        )
+    # -- evidence: MindSpore's `observed` on the port's own calls (backward_record: the base's)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from implementations.contract import BackwardRecord, Grads, Params
-from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.paddle import (
     MLP,
@@ -33,13 +32,14 @@ from implementations.stacks.paddle import (
     to_host_array,
 )
 from implementations.stacks.paddle.observed import backward_of
+from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
 
 if TYPE_CHECKING:  # imported by the stack, under its warning filter
     import paddle
 
 
-class Paddle(Port):
+class Paddle(PooledHookPort):
     """The PaddlePaddle port: `recompute(block, x)` around an MLP, dygraph, CPU."""
 
     name = "paddle"
@@ -81,9 +81,7 @@ class Paddle(Port):
     def lent(self, params: Params, checkpoint: Any) -> Iterator[MLP]:
         """A pooled layer for one call, its recompute composed as `checkpoint=` asks (a
         composition case this port does not declare is refused by name)."""
-        nesting = self.nesting(checkpoint)
-        if nesting != "once":
-            self.policy(checkpoint)  # refuses an undeclared case, naming it
+        nesting = self.composed_as(checkpoint)
         with self.layers.lend(self.mlp, params, checkpoint=checkpoint_on(checkpoint)) as model:
             model.nesting = nesting
             yield model
@@ -96,21 +94,7 @@ class Paddle(Port):
             model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
             return grads_of(model, x)
 
-    # -- evidence: Paddle's instrument on the port's own calls (`observed`) ---------------
-
-    @observes("vjp")
-    def backward_record(
-        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
-    ) -> BackwardRecord:
-        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
-        whatever a subclass overrides, the evidence is read off the call whose values (c)
-        checks."""
-        ones = np.ones(params.features, np.float32)
-        return self.stack.record(
-            lambda: self.vjp(params, x, ones, checkpoint=checkpoint),
-            x,
-            lambda: params.as_dict().values(),
-        )
+    # -- evidence: Paddle's `observed` on the port's own calls (backward_record: the base's)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

@@ -1,0 +1,41 @@
+"""`PooledHookPort`: what the ports whose calls lend a pooled model and read their evidence
+with a stack's hook instrument share (MindSpore, Paddle). Imports the project's own modules
+only: the stack (its `record`, its pool) comes from the subclass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from implementations.contract import BackwardRecord, Params
+from implementations.stacks import Port
+from implementations.stacks.base import observes
+
+
+class PooledHookPort(Port, abstract=True):
+    """A subclass sets `stack` (with `record(call, x, parameters)`: its instrument around a
+    call) and defines `vjp`, which lends a pooled model for the call."""
+
+    def composed_as(self, checkpoint: Any) -> str:
+        """The nesting `checkpoint=` asks for; a composition case this port does not declare
+        is refused, naming it."""
+        nesting = self.nesting(checkpoint)
+        if nesting != "once":
+            self.policy(checkpoint)  # refuses an undeclared case, naming it
+        return nesting
+
+    @observes("vjp")
+    def backward_record(
+        self, params: Params, x: np.ndarray, *, checkpoint: bool = True
+    ) -> BackwardRecord:
+        """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
+        whatever a subclass overrides, the evidence is read off the call whose values (c)
+        checks."""
+        ones = np.ones(params.features, np.float32)
+        return self.stack.record(
+            lambda: self.vjp(params, x, ones, checkpoint=checkpoint),
+            x,
+            lambda: params.as_dict().values(),
+        )
