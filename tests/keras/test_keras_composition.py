@@ -19,6 +19,9 @@ import pytest
 
 from tests.support.helpers import ROOT
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 _PROBE = """
 import json, sys
 import numpy as np
@@ -26,9 +29,6 @@ import implementations
 from conformance.checking import composition as records
 from implementations.composition import CASES, Nesting
 from tests.support import reference
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 PARAMS = reference.random_params(np.random.default_rng(5), 3, 4)

@@ -18,12 +18,12 @@ import pytest
 from conformance.checking import policy_expectations
 from tests.support.helpers import ROOT
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 _PROBE = """
 import json
 from implementations.stacks.keras import degradations
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 holds, seen = degradations.activations_saves_more_than_none()
 print(json.dumps({"none": degradations.kept(None), "activations": degradations.kept("activations"),

@@ -20,6 +20,9 @@ from conformance.comparison import measure
 from conformance.running import isolation
 from implementations.stacks.mindspore import graph
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 PROBE = "tests.mindspore.graph_probe"
 D, F = 8, 16
 
@@ -276,9 +279,6 @@ import numpy as np
 from conformance.comparison import measure
 from implementations.stacks.numpy import canonical_params
 from tests.support import reference
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 params = canonical_params(0, 4, 3)
 x, cotangent = measure.make_inputs(0, 4, 3)

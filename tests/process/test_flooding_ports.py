@@ -19,14 +19,14 @@ import pytest
 from implementations.process import ProcessPort, ProcessPortTimeout, ProtocolViolation, adapter
 from implementations.stacks.numpy import canonical_params
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 PARAMS = canonical_params(0, 3, 2)
 X = np.array([0.5, -1.0, 2.0], np.float32)
 
 PORT = r"""
 import json, sys, time
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 how = sys.argv[1]
 out = sys.stdout.buffer

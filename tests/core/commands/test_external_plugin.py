@@ -27,6 +27,9 @@ import pytest
 
 from tests.support.helpers import ROOT, make_distribution, run_python
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 PORT_MODULE = '''
 """External ports on the stable API: a whole plain-JAX port, and a deliberately wrong one."""
 
@@ -89,9 +92,6 @@ from implementations import jax_flax_init
 from implementations._jax.inputs import checked_x
 from implementations.canonical_init import canonical_params
 from implementations.porting.jax import JaxPort
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 
 class OldLayoutsPort(JaxPort):

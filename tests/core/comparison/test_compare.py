@@ -16,6 +16,9 @@ from conformance.comparison import rows as rows_module
 from implementations.contract import BackwardRecord, SavedTensor
 from implementations.policies import POLICY_NAMES
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 
 def test_diff_reports_the_largest_difference_and_the_bound_there():
     actual = np.array([1.0, 2.0, 3.0], np.float32)
@@ -267,9 +270,6 @@ import json, torch
 torch.set_float32_matmul_precision("high")
 torch.backends.cuda.matmul.allow_tf32 = True
 import implementations
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 port = implementations.load("pytorch")
 before = port.matmul_precision()
 port.pin_matmul_precision()

@@ -17,6 +17,9 @@ import pytest
 from implementations import _moved
 from tests.support.helpers import ROOT, run_python
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 GUIDE = (ROOT / "docs" / "PORTING.md").read_text()
 
 
@@ -65,9 +68,6 @@ def test_a_gone_name_is_really_gone_and_its_replacement_exists(old):
 # imported once does not warn again), and a gone name.
 PROBE = """
 import json, warnings
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 warnings.simplefilter("always")
 found = {}
 with warnings.catch_warnings(record=True) as seen:

@@ -23,14 +23,14 @@ from conformance.checking.properties import BY_KEY
 from conformance.running import environment, example_bank, profiles
 from tests.support.helpers import ROOT, run_python
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 pytest.importorskip("fcntl")
 
 HOLDER = r"""
 import os, signal, sys, time
 from pathlib import Path
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 lock, marker, how = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 lock.parent.mkdir(parents=True, exist_ok=True)

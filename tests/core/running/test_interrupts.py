@@ -23,6 +23,9 @@ import pytest
 
 from tests.support.helpers import ROOT, make_distribution
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 psutil = pytest.importorskip("psutil")
 
 SIGNAL_PORTS = '''
@@ -270,9 +273,6 @@ def test_a_killed_run_leaves_no_worker_either(signal_ports, tmp_path):
 _SIGNAL_IN_A_CALLBACK = """
 import os, signal, sys
 from conformance.running import interrupts
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 class Collected:
     def __del__(self):  # Python cannot raise from here: the exception is "unraisable"

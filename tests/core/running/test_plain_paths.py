@@ -15,14 +15,14 @@ import pytest
 
 from conformance.running import framework_caches, plain_paths
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[3]
 
 PROBE = """
 import json, os, tempfile
 from conformance.running import environment
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 environment.prepare()
 print(json.dumps({"env": dict(os.environ), "tempdir": tempfile.gettempdir()}))
 """

@@ -23,15 +23,15 @@ import pytest
 from conformance.running import scratch
 from tests.support.helpers import make_distribution, run_python
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 QUICK = ["--profile", "dev", "--examples", "1", "--no-mutants", "--plain"]
 
 FULL_DISK_PORT = '''
 import os
 
 from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 
 class FullDiskPort(JaxCheckpoint):

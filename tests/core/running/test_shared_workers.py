@@ -25,15 +25,15 @@ from conformance.running.suite import SHARED_WORKERS, worker_group
 from conformance.running.worker import Settings
 from tests.support.helpers import make_distribution, run_python
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 FLIPPER = '''
 """A JAX port that changes process-wide state after its first forward pass."""
 
 import jax
 
 from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 
 def leaky_relu(x):  # a monkeypatch this port wanted for itself

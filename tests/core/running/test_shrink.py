@@ -9,6 +9,9 @@ import pytest
 
 from tests.support.helpers import make_distribution, run_python
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 WRONG_ON_LARGE_X = '''
 """The JAX port, off by one wherever some |x| > 1, and counting its forward calls."""
 
@@ -17,9 +20,6 @@ import os
 import numpy as np
 
 from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint
-
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
 
 
 class WrongOnLargeX(JaxCheckpoint):
