@@ -158,6 +158,7 @@ _SCHEDULE_NAMES = frozenset(
 
 def __getattr__(name: str):
     if name in _SCHEDULE_NAMES:
+        # Imported when first asked for: it loads what only bench --schedules needs.
         from implementations.stacks.autograd import schedules
 
         return getattr(schedules, name)

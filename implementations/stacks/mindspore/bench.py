@@ -30,6 +30,7 @@ The whole default sweep of this stack alone took 702 s of CPU on that machine
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -150,7 +151,9 @@ _SCHEDULE_NAMES = frozenset(
 
 def __getattr__(name: str):
     if name in _SCHEDULE_NAMES:
-        from implementations.stacks.mindspore import schedules
+        # Looked up by name when first asked for, as the manifests resolve their targets:
+        # schedules.py imports this module for its block.
+        schedules = importlib.import_module(f"{__package__}.schedules")
 
         return getattr(schedules, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

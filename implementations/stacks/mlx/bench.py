@@ -20,6 +20,7 @@ so MLX's absolute times are not comparable with the others'; its ratios are.
 from __future__ import annotations
 
 import gc
+import importlib
 from collections.abc import Callable
 
 import mlx.core as mx
@@ -181,7 +182,9 @@ _SCHEDULE_NAMES = frozenset(
 
 def __getattr__(name: str):
     if name in _SCHEDULE_NAMES:
-        from implementations.stacks.mlx import schedules
+        # Looked up by name when first asked for, as the manifests resolve their targets:
+        # schedules.py imports this module for its block.
+        schedules = importlib.import_module(f"{__package__}.schedules")
 
         return getattr(schedules, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

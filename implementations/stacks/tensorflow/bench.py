@@ -29,6 +29,7 @@ Each runs three ways: `eager` (a Python `GradientTape`), `function` (one
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -188,7 +189,9 @@ _SCHEDULE_NAMES = frozenset(
 
 def __getattr__(name: str):
     if name in _SCHEDULE_NAMES:
-        from implementations.stacks.tensorflow import schedules
+        # Looked up by name when first asked for, as the manifests resolve their targets:
+        # schedules.py imports this module for its block.
+        schedules = importlib.import_module(f"{__package__}.schedules")
 
         return getattr(schedules, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

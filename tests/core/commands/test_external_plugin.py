@@ -180,7 +180,9 @@ def suite_run(plugin) -> tuple[subprocess.CompletedProcess, dict]:
     pytest.importorskip("flax")  # the canonical port
     pytest.importorskip("equinox")  # the worked example's library
     args = ["-m", "conformance", "--profile", "dev", "--examples", "3", "--no-mutants", "--json"]
-    args += ["--no-shrink"]  # wrong_port's missing checkpoint is in every example
+    # Shrunk: a failure drawn from the derandomized example bank comes back through Hypothesis,
+    # which gives its replay command a --reproduce blob (wrong_port fails on every example, so
+    # the shrink is short).
     for name in PORTS:
         args += ["--implementation", name]
     done = run_python(args, plugin)
