@@ -84,8 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=framework_names.bench_framework,
         metavar="NAME",
         help=f"bench only these frameworks ({', '.join(FRAMEWORKS)}), or the benches of these "
-        "ports (pytorch: torch); several after one flag, or repeated (default: every one "
-        "installed but "
+        "ports (a port names the bench of its stack); several after one flag, or repeated "
+        "(default: every one installed but "
         + "; ".join(f"{name}, which runs only when named: {why}" for name, why in OPT_IN.items())
         + ")",
     )
