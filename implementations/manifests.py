@@ -94,6 +94,7 @@ class BenchEntry:
     - `isolated`: the module holds process-wide state (MindSpore's graph mode): the bench
       imports it in a process of its own and speaks to its cases there.
     - `quick`: part of `report --make bench`'s quick sweep (under a minute on two cores).
+    - `schedules_opt_in`: why `bench --schedules` runs it only when named (empty: by default).
     - `notes`: what its instruments measure, by the bench's definition (`saved_bytes`,
       `temp_bytes`, `peak_bytes`, `matmuls`) and how it runs the mode `save-mm`: one clause
       each, which the bench's definitions gather (a stack without a figure says why not).
@@ -105,6 +106,7 @@ class BenchEntry:
     why: str = ""
     isolated: bool = False
     quick: bool = False
+    schedules_opt_in: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
 
 

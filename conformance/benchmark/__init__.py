@@ -41,6 +41,10 @@ _STACK_OF = {e.name: m for m in manifests.manifests() for e in m.bench}
 #: Bench stacks that hold process-wide state: each runs in a process of its own.
 ISOLATED = frozenset(e.name for m in manifests.manifests() for e in m.bench if e.isolated)
 DEFAULT_FRAMEWORKS = tuple(name for name in FRAMEWORKS if name not in OPT_IN)
+#: `bench --schedules` runs these only when named, each entry says why.
+SCHEDULES_OPT_IN = {
+    e.name: e.schedules_opt_in for m in manifests.manifests() for e in m.bench if e.schedules_opt_in
+}
 DEFAULTS = Settings()
 
 

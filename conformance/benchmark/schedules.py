@@ -39,6 +39,10 @@ DEPTHS = (1, 2, 4, 8, 16, 32, 64)
 THOROUGH_DEPTHS = (*DEPTHS, 128, 256)
 REPEATS = 5
 BATCH = 256  # the sweep's default batch (the depth bench's is 1024): ratios do not depend on B
+#: The sweep's default width: a block's activations (x_i and a, 2*B*F) are then four times its
+#: parameters (2*F*F), as a stack that needs a schedule has them, and the slowest CPU backends
+#: (MLX's, MindSpore's: seconds per step at F = 256, L = 64) finish the sweep in minutes.
+FEATURES = 64
 SNAPSHOTS = (2, 4, 8)  # binomial(c) run at every depth where c < L - 1
 PEAK_LOW, PEAK_HIGH, PEAK_SLACK_UNITS = 0.9, 1.25, 4
 SCHEMA = 1  # bench-schedules.json's own version: fields only ever added under it

@@ -13,6 +13,7 @@ from ..benchmark import (
     DEFAULTS,
     FRAMEWORKS,
     OPT_IN,
+    SCHEDULES_OPT_IN,
     BenchReport,
     load_average,
     load_frameworks,
@@ -21,6 +22,7 @@ from ..benchmark import (
     total_steps,
 )
 from ..benchmark import run as sweep
+from ..benchmark import schedules as schedule_sizes
 from ..benchmark.measure import Settings
 from ..jsonable import dumps
 from ..page import csv_files
@@ -52,10 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stack depths to sweep (default: 1 2 4 8 16 32)",
     )
     parser.add_argument(
-        "--batch", type=arguments.positive_int, default=None, metavar="B", help="default: 1024"
+        "--batch",
+        type=arguments.positive_int,
+        default=None,
+        metavar="B",
+        help=f"default: {DEFAULTS.batch} ({schedule_sizes.BATCH} with --schedules)",
     )
     parser.add_argument(
-        "--features", type=arguments.positive_int, default=None, metavar="F", help="default: 256"
+        "--features",
+        type=arguments.positive_int,
+        default=None,
+        metavar="F",
+        help=f"default: {DEFAULTS.features} ({schedule_sizes.FEATURES} with --schedules)",
     )
     parser.add_argument(
         "--repeats",
@@ -117,7 +127,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="bench every expressible remat schedule per framework against its analytic model "
         "and Revolve's optimum (L = 1 to 64 unless --depths; 5 repeats unless --repeats): "
-        "bench-schedules.json, .md and .png (docs/SCHEDULES.md)",
+        "bench-schedules.json, .md and .png (docs/SCHEDULES.md); "
+        + "; ".join(
+            f"{name} runs only when named: {why}" for name, why in SCHEDULES_OPT_IN.items()
+        ),
     )
     parser.add_argument(
         "--profile",

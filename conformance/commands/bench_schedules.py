@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from .. import outputs
-from ..benchmark import DEFAULT_FRAMEWORKS, load_average, load_frameworks
+from ..benchmark import DEFAULT_FRAMEWORKS, SCHEDULES_OPT_IN, load_average, load_frameworks
 from ..benchmark.measure import Settings
 from ..benchmark.schedule_plot import plot
 from ..benchmark.schedules import (
     BATCH,
     DEPTHS,
+    FEATURES,
     REPEATS,
     THOROUGH_DEPTHS,
     report_data,
@@ -28,22 +29,33 @@ from ..tables.render import markdown as markdown_render
 
 def settings_for(args: Any, settings: Settings) -> Settings:
     """The sweep's depths (the profile's unless `--depths`), repeats (`REPEATS` unless
-    `--repeats`) and batch (`BATCH` unless `--batch`): the schedules, not the timing, are what
-    this bench compares."""
+    `--repeats`), batch and width (`BATCH`, `FEATURES` unless `--batch`, `--features`): the
+    schedules, not the timing, are what this bench compares."""
     depths = tuple(args.depths) if args.depths else None
     if depths is None:
         depths = THOROUGH_DEPTHS if getattr(args, "profile", None) == "thorough" else DEPTHS
     repeats = args.repeats or REPEATS
     batch = args.batch or BATCH  # a quarter of the depth bench's: the ratios do not depend on B
+    features = args.features or FEATURES
     return Settings(
         **{
             **to_data(settings),
             "depths": depths,
             "repeats": repeats,
             "batch": batch,
+            "features": features,
             "max_repeats": max(repeats, settings.max_repeats),
         }
     )
+
+
+def chosen(named: list[str] | None) -> tuple[list[str], dict[str, str]]:
+    """The frameworks the sweep runs (those named, else the defaults less
+    `SCHEDULES_OPT_IN`), and those it leaves out, with why."""
+    if named:
+        return list(named), {}
+    left_out = {name: f"runs only when named: {why}" for name, why in SCHEDULES_OPT_IN.items()}
+    return [n for n in DEFAULT_FRAMEWORKS if n not in left_out], left_out
 
 
 def command(args: Any, settings: Settings) -> int:
@@ -55,7 +67,9 @@ def command(args: Any, settings: Settings) -> int:
 
     console = Console(stderr=True)
     settings = settings_for(args, settings)
-    frameworks, skipped = load_frameworks(args.framework or list(DEFAULT_FRAMEWORKS))
+    named, left_out = chosen(args.framework)
+    frameworks, skipped = load_frameworks(named)
+    skipped.update(left_out)
     frameworks, without = with_schedules(frameworks)
     skipped.update(without)
     interrupts.check()

@@ -13,8 +13,10 @@ Imports jax, flax and numpy.
 (contracting x's features with the kernel's rows: x @ W1 and a @ W2), executed as many times as
 their loops run (`hlo_dot_count`), the backward pass's told by JAX's op names
 (`transpose(jvp())`: the reruns). Peak bytes are XLA's `memory_analysis()` of the
-compiled step: its temporary buffers, less the stacked gradients where the step builds them in
-temporaries (the parameters are arguments and the returned gradients outputs, never temps).
+compiled step: the part of its temporary buffers that grows with the batch, `temp(2B) -
+temp(B)` (the program at 2B compiled, never run). Activations are linear in B; the parameters'
+gradients are not, and XLA keeps them in temporaries or writes them straight to the outputs as
+it sees fit, so subtracting them would be a guess (at B = F it read 0).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ SCHEDULE_DEPARTURES = {
     "binomial": "XLA:CPU's CSE merges an unrolled stack's reruns into the forward pass "
     "(docs/BENCHMARKS.md, finding 2): Revolve's uneven regions have no scan to keep them",
 }
-PEAK_METHOD = "XLA memory_analysis() temp bytes less the stacked gradients"
+PEAK_METHOD = "XLA memory_analysis(): temp bytes that grow with B, temp(2B) - temp(B)"
 _FORWARD_DOT = re.compile(r"lhs_contracting_dims=\{1\}, rhs_contracting_dims=\{0\}")
 
 
@@ -186,11 +188,20 @@ class JaxScheduleCase:
         text = self.compiled().as_text()
         counted = (forward_dots(text, backward=False), forward_dots(text, backward=True))
         counted = None if None in counted else counted
-        analysis = self.compiled().memory_analysis()
-        gradients = sum(int(p.size) * p.dtype.itemsize for p in self.args[0])
-        # The backward scan stacks the parameters' gradients in temporaries: not activations.
-        peak = None if analysis is None else max(0, int(analysis.temp_size_in_bytes) - gradients)
-        return ScheduleStatic(counted, peak, PEAK_METHOD)
+        return ScheduleStatic(counted, self.peak_bytes(), PEAK_METHOD)
+
+    def peak_bytes(self) -> int | None:
+        """The temporaries that grow with the batch (see the module): the activations."""
+        params, x, cotangent = self.args
+        doubled = [
+            jax.ShapeDtypeStruct((2 * a.shape[0], *a.shape[1:]), a.dtype) for a in (x, cotangent)
+        ]
+        wide = jax.jit(step_fn(self.stack)).lower(params, *doubled).compile()
+        analyses = (self.compiled().memory_analysis(), wide.memory_analysis())
+        if None in analyses:
+            return None
+        at_b, at_2b = (int(a.temp_size_in_bytes) for a in analyses)
+        return max(0, at_2b - at_b)
 
     def values(self) -> Values:
         y, grads = jax.jit(_values(self.stack))(*self.args)

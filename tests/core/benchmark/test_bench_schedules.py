@@ -254,3 +254,14 @@ def test_the_docs_state_the_bench_s_depths_and_acceptance():
     peak = f"from {bench.PEAK_LOW} times the model to {bench.PEAK_HIGH} times it plus "
     assert peak + f"{bench.PEAK_SLACK_UNITS} units" in text
     assert "less one per region" in text
+
+
+def test_a_stack_too_slow_for_the_default_sweep_runs_when_named_and_is_said_otherwise():
+    from conformance.benchmark import DEFAULT_FRAMEWORKS, SCHEDULES_OPT_IN
+    from conformance.commands import bench_schedules
+
+    assert "mindspore" in SCHEDULES_OPT_IN  # PyNative: 336 s for the sweep alone, measured
+    names, left_out = bench_schedules.chosen(None)
+    assert set(names) == set(DEFAULT_FRAMEWORKS) - set(SCHEDULES_OPT_IN)
+    assert left_out == {n: f"runs only when named: {w}" for n, w in SCHEDULES_OPT_IN.items()}
+    assert bench_schedules.chosen(["mindspore"]) == (["mindspore"], {})
