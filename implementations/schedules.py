@@ -33,7 +33,7 @@ import itertools
 import math
 import numbers
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ __all__ = [
     "Model",
     "Region",
     "Schedule",
+    "flat_stack",
     "regions",
     "revolve_forward_steps",
     "revolve_frontier",
@@ -155,6 +156,29 @@ def regions(placement: tuple[Item, ...]) -> Iterator[tuple[int, Region]]:
     for depth, item in _walk(placement):
         if isinstance(item, Region):
             yield depth, item
+
+
+def flat_stack(
+    items: tuple[Item, ...], block: Callable, region: Callable[[Callable], Callable]
+) -> Callable:
+    """The placement's `items` as `run(x, *params)`, the parameters flat, four per block
+    in block order: a block index runs `block(x, *its params)`, a `Region` runs
+    `region(run of its items)`, the framework's checkpoint over them."""
+    parts = [
+        (region(flat_stack(item.items, block, region)), 4 * len(item.blocks))
+        if isinstance(item, Region)
+        else (block, 4)
+        for item in items
+    ]
+
+    def run(x, *params):
+        start = 0
+        for function, count in parts:
+            x = function(x, *params[start : start + count])
+            start += count
+        return x
+
+    return run
 
 
 @dataclass(frozen=True)

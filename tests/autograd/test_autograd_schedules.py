@@ -7,46 +7,32 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.benchmark import schedules as bench
-from conformance.benchmark.measure import Settings, make_data
+from conformance.benchmark.measure import make_data
 from implementations.schedules import Schedule
 from implementations.stacks.autograd import bench as ag_bench
+from tests.support import schedules_kit as kit
 
-jax_bench = pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
-
-SETTINGS = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
-CASES = [
-    (schedule, L)
-    for L in SETTINGS.depths
-    for schedule in bench.schedules_at(L)
-    if bench.expresses(ag_bench, schedule)
-]
+kit.canonical()
+CASES, IDS = kit.cases(ag_bench)
 
 
-@pytest.mark.parametrize(("schedule", "L"), CASES, ids=[f"{s.label}-L{L}" for s, L in CASES])
+@pytest.mark.parametrize(("schedule", "L"), CASES, ids=IDS)
 def test_a_declared_schedule_equals_the_canonical_and_is_the_model(schedule, L):
-    static = ag_bench.schedule_case(schedule, make_data(SETTINGS, L)).measure()
-    result = bench.result_of("autograd", ag_bench, schedule, static, L, SETTINGS)
-    bench.check_values(result, ag_bench, jax_bench, schedule, {})
-    assert result.values_within, f"{schedule.label}: {result.values_worst} x the bound"
-    assert result.regions == result.model_regions
-    assert sum(result.forward_matmuls) == result.model_matmuls
-    assert result.forward_matmuls[0] == 2 * L  # the forward pass runs each block once
+    static, result = kit.measured("autograd", ag_bench, schedule, L)
+    kit.assert_the_model_exactly(static, result, "tracemalloc")
     assert static.peak_bytes > 0
-    assert "tracemalloc" in static.peak_method
 
 
 def test_one_primitive_runs_every_region():
     # autograd keeps each primitive for good: a case must not make new ones
     from autograd.core import primitive_vjps
 
-    ag_bench.schedule_case(Schedule("every"), make_data(SETTINGS, 2)).values()
+    ag_bench.schedule_case(Schedule("every"), make_data(kit.SMALL, 2)).values()
     before = len(primitive_vjps)
-    ag_bench.schedule_case(Schedule("nested", (2, 2, 2)), make_data(SETTINGS, 8)).values()
+    ag_bench.schedule_case(Schedule("nested", (2, 2, 2)), make_data(kit.SMALL, 8)).values()
     assert len(primitive_vjps) == before
 
 
 def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
-    assert set(ag_bench.SCHEDULES) == {"none", "every", "segments", "nested", "binomial"}
-    with pytest.raises(ValueError, match="not expressible in autograd"):
-        ag_bench.schedule_case(Schedule.parse("budget(0.5)"), make_data(SETTINGS, 2))
+    assert set(ag_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
+    kit.assert_budget_refused(ag_bench, "autograd")

@@ -8,19 +8,13 @@ import pytest
 from torch.utils.checkpoint import set_checkpoint_early_stop
 
 from conformance.benchmark import schedules as bench
-from conformance.benchmark.measure import Settings, make_data
+from conformance.benchmark.measure import make_data
 from implementations.stacks.torch import bench as torch_bench
+from tests.support import schedules_kit as kit
 
-jax_bench = pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
-
-SETTINGS = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
-CASES = [
-    (schedule, L)
-    for L in SETTINGS.depths
-    for schedule in bench.schedules_at(L)
-    if bench.expresses(torch_bench, schedule)
-]
-IDS = [f"{s.label}-L{L}" for s, L in CASES]
+jax_bench = kit.canonical()
+SETTINGS = kit.SMALL
+CASES, IDS = kit.cases(torch_bench)
 
 
 def _measured(schedule, L, early_stop=True):

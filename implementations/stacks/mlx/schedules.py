@@ -23,7 +23,7 @@ import mlx.core as mx
 import numpy as np
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Schedule, flat_stack
 from implementations.stacks.mlx import Graph
 from implementations.stacks.mlx.bench import block
 
@@ -47,27 +47,6 @@ SCHEDULE_DEPARTURES = {
 PEAK_METHOD = "mx.get_peak_memory() over one evaluated step, less its gradients"
 
 
-def tree(items: tuple, regions: list[int]) -> tuple[Callable, int]:
-    """The placement's items as `run(x, *params)` (MLX layout, 4 per block) and its count of
-    parameters, each region an `mx.checkpoint` of its own items."""
-    parts = []
-    for item in items:
-        if isinstance(item, Region):
-            inner, count = tree(item.items, regions)
-            parts.append((_region(inner, regions), count))
-        else:
-            parts.append((lambda x, *p: block(*p, x), 4))
-
-    def run(x, *params):
-        start = 0
-        for function, count in parts:
-            x = function(x, *params[start : start + count])
-            start += count
-        return x
-
-    return run, sum(count for _, count in parts)
-
-
 def _region(inner: Callable, regions: list[int]) -> Callable:
     checkpointed = mx.checkpoint(inner)
 
@@ -86,7 +65,12 @@ class MlxScheduleCase:
     def __init__(self, schedule: Schedule, data: Data):
         self.schedule = schedule.label
         self.regions = [0]
-        self.stack, _ = tree(schedule.placement(len(data.blocks)), self.regions)
+        regions = self.regions
+        self.stack = flat_stack(
+            schedule.placement(len(data.blocks)),
+            lambda x, *p: block(*p, x),
+            lambda inner: _region(inner, regions),
+        )
         self.params = [
             mx.array(a.T.copy() if a.ndim == 2 else a)  # (in, out) -> MLX's (out, in)
             for arrays in data.blocks

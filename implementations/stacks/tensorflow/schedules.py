@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Schedule, flat_stack
 from implementations.stacks.tensorflow import tf  # TensorFlow, quietly
 from implementations.stacks.tensorflow.bench import block
 
@@ -57,27 +57,6 @@ class _Counter:
         return None
 
 
-def tree(items: tuple, regions: list[int]) -> tuple[Callable, int]:
-    """The placement's items as `run(x, *params)` and its count of parameters, each region a
-    `tf.recompute_grad` of its own items (its parameters passed in, so gradients reach them)."""
-    parts = []
-    for item in items:
-        if isinstance(item, Region):
-            inner, count = tree(item.items, regions)
-            parts.append((_region(inner, regions), count))
-        else:
-            parts.append((block, 4))
-
-    def run(x, *params):
-        start = 0
-        for function, count in parts:
-            x = function(x, *params[start : start + count])
-            start += count
-        return x
-
-    return run, sum(count for _, count in parts)
-
-
 def _region(inner: Callable, regions: list[int]) -> Callable:
     recomputed = tf.recompute_grad(inner)
 
@@ -96,7 +75,12 @@ class TensorFlowScheduleCase:
     def __init__(self, schedule: Schedule, data: Data):
         self.schedule = schedule.label
         self.regions = [0]
-        self.stack, _ = tree(schedule.placement(len(data.blocks)), self.regions)
+        regions = self.regions
+        self.stack = flat_stack(
+            schedule.placement(len(data.blocks)),
+            block,
+            lambda inner: _region(inner, regions),
+        )
         self.flat = [tf.constant(np.asarray(a, np.float32)) for b in data.blocks for a in b]
         self.x = tf.constant(np.asarray(data.x, np.float32))
         self.cotangent = tf.constant(np.asarray(data.cotangent, np.float32))

@@ -1,0 +1,62 @@
+"""What every stack's `bench --schedules` test does at small L: the cases its bench module
+declares, each measured and its values held to the canonical's (Flax `nn.remat_scan`), and
+the refusal of a schedule it cannot express. The canonical is JAX's: a test module using this
+kit skips where JAX is not installed (`canonical()`)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from conformance.benchmark import schedules as bench
+from conformance.benchmark.measure import Settings, make_data
+from implementations.schedules import Schedule
+
+#: Small enough for the test command: L up to 8, B = 4, F = 8.
+SMALL = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
+#: Every schedule name but `budget`, which no eager stack's own API has.
+ALL_BUT_BUDGET = {"none", "every", "segments", "nested", "binomial"}
+
+
+def canonical() -> ModuleType:
+    """JAX's bench module (the canonical's), or the calling test module skips."""
+    return pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
+
+
+def cases(module: Any, settings: Settings = SMALL) -> tuple[list, list[str]]:
+    """`(schedule, L)` for every schedule the module declares at each depth, and their ids."""
+    found = [
+        (schedule, L)
+        for L in settings.depths
+        for schedule in bench.schedules_at(L)
+        if bench.expresses(module, schedule)
+    ]
+    return found, [f"{s.label}-L{L}" for s, L in found]
+
+
+def measured(
+    framework: str, module: Any, schedule: Schedule, L: int, settings: Settings = SMALL
+) -> tuple[Any, bench.ScheduleResult]:
+    """The case's instruments (`ScheduleStatic`) and its result, values checked."""
+    static = module.schedule_case(schedule, make_data(settings, L)).measure()
+    result = bench.result_of(framework, module, schedule, static, L, settings)
+    bench.check_values(result, module, canonical(), schedule, {})
+    return static, result
+
+
+def assert_budget_refused(module: Any, says: str) -> None:
+    """`budget(b)` is refused before anything runs, naming the framework."""
+    with pytest.raises(ValueError, match=f"not expressible in {says}"):
+        module.schedule_case(Schedule.parse("budget(0.5)"), make_data(SMALL, 2))
+
+
+def assert_the_model_exactly(static: Any, result: bench.ScheduleResult, method: str) -> None:
+    """Values within the bound, the placement's regions, the model's matmuls exactly (the
+    forward pass running each block once), and a peak by the named method."""
+    assert result.values_within, f"{result.schedule}: {result.values_worst} x the bound"
+    assert result.regions == result.model_regions
+    assert sum(result.forward_matmuls) == result.model_matmuls
+    assert result.forward_matmuls[0] == 2 * result.depth
+    assert method in static.peak_method
