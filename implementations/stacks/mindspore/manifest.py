@@ -23,10 +23,10 @@ MANIFEST = Manifest(
         BenchEntry(
             "mindspore",
             f"{_HERE}.bench",
-            # Measured: `bench --schedules --framework mindspore` 336 s at the defaults, on two
-            # cores, where the seven other stacks take about 40 s each.
-            schedules_opt_in="PyNative dispatches every op from Python, about 25 ms per block "
-            "step whatever its size: 5 to 6 minutes for the schedule sweep alone",
+            # Its step costs Python dispatch per op, whatever the size: the sweep's defaults
+            # cannot make it shorter.
+            schedules_opt_in="PyNative dispatches every op from Python, so its sweep at the "
+            "defaults takes longer than all the other stacks' together",
             notes={
                 "saved_bytes": "its own saved_tensors_hooks around the forward pass (PyNative), "
                 "one per "
