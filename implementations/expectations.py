@@ -32,8 +32,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The largest weight dimension inductor still decomposes (`torch._inductor.decomposition.addmm`).
-WIDE = 16
 #: The reason an instrument that counts no backward matmuls gives.
 NOT_COUNTED = "this stack's instrument does not count backward matmuls"
 
@@ -47,31 +45,17 @@ class Expected:
       included; None where the stack's instrument does not count them (`why`).
     - `host`: roles kept in host memory (offload).
     - `why`: the per-stack equivalence or gap, in one line.
-    - `wide`: roles kept in addition when F > `WIDE` (inductor writes a matmul on a
-      vector with both weight dimensions <= 16 as multiplies and a sum; with
-      the second layer one addmm, it also keeps relu's mask).
     """
 
     roles: frozenset[str]
     backward_matmuls: int | None
     host: frozenset[str] = frozenset()
     why: str = ""
-    wide: frozenset[str] = frozenset()
-
-    def roles_at(self, features: int | None) -> frozenset[str]:
-        """The expected roles for width `features` (None: unknown, `roles` alone)."""
-        if features is not None and features > WIDE:
-            return self.roles | self.wide
-        return self.roles
 
 
-def expect(
-    roles: str, matmuls: int | None, host: str = "", why: str = "", wide: str = ""
-) -> Expected:
+def expect(roles: str, matmuls: int | None, host: str = "", why: str = "") -> Expected:
     """An `Expected` from space-separated role names: `expect("x a", 4, why=...)`."""
-    return Expected(
-        frozenset(roles.split()), matmuls, frozenset(host.split()), why, frozenset(wide.split())
-    )
+    return Expected(frozenset(roles.split()), matmuls, frozenset(host.split()), why)
 
 
 @dataclass(frozen=True)
@@ -140,8 +124,7 @@ def contradictions(
     """What in `table` (policy label -> `Expected`, or a function of (dim, features) giving
     one) contradicts the policy vocabulary, one line each; `[]` when nothing does.
 
-    A function is called at each `(dim, features)` of `features` (the sizes (j) draws); a
-    static entry is read at those widths too (`Expected.wide`)."""
+    A function is called at each `(dim, features)` of `features` (the sizes (j) draws)."""
     problems: list[str] = []
     sizes = [size if isinstance(size, tuple) else (None, size) for size in features]
     for label, entry in table.items():
@@ -154,14 +137,14 @@ def contradictions(
             if not isinstance(found, Expected):
                 problems.append(f"{label}: not an Expected record ({type(found).__name__})")
                 break
-            problems += [f"{label}: {p}" for p in _entry_problems(label, found, width)]
+            problems += [f"{label}: {p}" for p in _entry_problems(label, found)]
     for dim, width in sizes:
         problems += _pair_problems(table, dim, width)
     return list(dict.fromkeys(problems))
 
 
-def _entry_problems(label: str, found: Expected, features: int | None) -> list[str]:
-    roles, host = found.roles_at(features), found.host
+def _entry_problems(label: str, found: Expected) -> list[str]:
+    roles, host = found.roles, found.host
     problems = []
     unknown = sorted((roles | host) - set(_ROLES))
     if unknown:
@@ -207,10 +190,10 @@ def _pair_problems(table: Mapping[str, Any], dim: int | None, features: int | No
     if none is None or full is None:
         return []
     problems = []
-    if not full.roles_at(features) <= none.roles_at(features):
+    if not full.roles <= none.roles:
         problems.append(
-            f"none keeps {_listed(none.roles_at(features))}, less than full's "
-            f"{_listed(full.roles_at(features))} (no remat keeps every input full remat keeps)"
+            f"none keeps {_listed(none.roles)}, less than full's "
+            f"{_listed(full.roles)} (no remat keeps every input full remat keeps)"
         )
     if (
         isinstance(none.backward_matmuls, int)

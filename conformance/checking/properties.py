@@ -562,7 +562,7 @@ def check_policy_record(
     if unnamed:
         listed = ", ".join(f"{t.shape} {t.dtype} ({t.note})" for t in unnamed)
         fail(port.name, what, f"{record.instrument} cannot name the role of: {listed}")
-    roles, wanted = record.saved_roles, expected.roles_at(features)
+    roles, wanted = record.saved_roles, expected.roles
     if roles != wanted:
         fail(
             port.name,

@@ -25,9 +25,9 @@ from implementations.contract import SEED_MAX, Params
 # actually use. Each new shape
 # costs every compiling port a trace and compile (a second for a JAX port, more
 # for inductor), so the menu is one shape per way a framework's choices differ:
-# the degenerate (1, 1); D < F and D > F at F <= 16, where inductor writes a
-# small matmul as multiplies and a sum (implementations/stacks/torch/README.md, compiled); and
-# F > 16, where it keeps relu's mask too. The thorough profile adds more shapes
+# the degenerate (1, 1), which compilers specialise; D < F and D > F at small sizes,
+# where a compiler may rewrite a small matmul (inductor as it comes does: multiplies and
+# a sum); and a width people use. The thorough profile adds more shapes
 # (the menu's former (16, 16) and (7, 300) among them) and any size from 1 to 300.
 SMALL_SHAPES = [(1, 1), (3, 4), (33, 7)]
 LARGE_SHAPES = [(256, 256)]

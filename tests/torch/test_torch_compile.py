@@ -1,17 +1,17 @@
 """The compiled torch port: compile counts, the partitioned graphs, the partitioner on its own.
 
 What the suite cannot see: how many graphs torch.compile builds (a new seed
-or a new shape in a compiled range must not compile again), what the
+or a new shape must not compile again), what the
 forward graph keeps and the backward graph recomputes with and without the
 checkpoint, what inductor's min-cut partitioner and its
 `activation_memory_budget` choose on their own, and the inputs' side of the
 exercise. Expected values are derived by hand for `relu(x W1^T + b1) W2^T + b2`
 (or come from the float64 reference in `tests.support.reference`).
 
-Compiling costs about a second a graph, so the tests share two shapes, one
-in each of the ranges inductor treats differently: SMALL (every size <= 16:
-inductor turns the matrix-vector products into multiplies and a sum) and
-LARGE (sizes > 16: the products stay `aten.addmm`).
+Compiling costs about a second a graph, so the tests share two shapes: SMALL
+(every size <= 16, where inductor as it comes would rewrite the matrix-vector
+products as multiplies and a sum) and LARGE (sizes > 16). The port compiles
+without those rewrites (`compiled.decompositions`): both compile alike.
 """
 
 from __future__ import annotations
@@ -32,13 +32,8 @@ from tests.support import reference  # noqa: E402
 
 PORT = torch_compile.TorchCompile()
 SMALL, LARGE = (3, 4), (24, 20)  # (D, F)
-# The first layer, as inductor writes it for sizes <= 16: addmm(b1, x, W1^T)
-# becomes x * W1^T summed over D, times alpha, plus b1 times beta (3 mul, 1 sum,
-# 1 add), then relu. Above 16 it stays one addmm.
-FIRST_LAYER = {
-    SMALL: {"aten.mul": 3, "aten.sum": 1, "aten.add": 1, "aten.relu": 1},
-    LARGE: {"aten.addmm": 1, "aten.relu": 1},
-}
+# The first layer, at every size: one addmm (the bias in), then relu.
+FIRST_LAYER = {"aten.addmm": 1, "aten.relu": 1}
 
 
 def _x(seed: int, dim: int) -> np.ndarray:
@@ -76,7 +71,7 @@ def _kept(record: BackwardRecord) -> list[tuple]:
 
 
 # ---------------------------------------------------------------------------
-# Compiling: once per range of shapes, never per seed
+# Compiling: once per kind of call (and for a size of 1), never per seed or shape
 # ---------------------------------------------------------------------------
 
 
@@ -97,32 +92,48 @@ def test_a_new_seed_never_compiles_again(shape):
     assert _compiles() == before
 
 
-def test_a_new_shape_in_a_compiled_range_does_not_compile():
-    # Dynamic shapes: one graph serves D and F from 2 to 16, another every
-    # size above 16 (the decompositions inductor picks differ there).
-    for dim, features in (SMALL, LARGE):
-        PORT.nn_checkpoint_forward(0, _x(0, dim), features)
-    before = _compiles()
-    for dim, features in [(5, 9), (16, 16), (2, 2), (300, 128), (17, 300), (64, 64)]:
-        out = PORT.nn_checkpoint_forward(0, _x(0, dim), features)
+def test_a_new_shape_does_not_compile_again():
+    # Dynamic shapes, and no size-dependent rewrites: the graph SMALL compiled
+    # serves every size above 1, on both sides of 16.
+    port = torch_compile.TorchCompile(CompiledModule(), CompiledModule())  # caches of its own
+    port.nn_checkpoint_forward(0, _x(0, SMALL[0]), SMALL[1])
+    for dim, features in [LARGE, (5, 9), (16, 16), (2, 2), (300, 128), (17, 300), (64, 64)]:
+        out = port.nn_checkpoint_forward(0, _x(0, dim), features)
         assert out.shape == (features,)
-    assert _compiles() == before
+    assert port.compiled.recorder.compiles == 1
 
 
-def test_any_shape_compiles_one_of_a_few_graphs():
-    # The suite's menu, then sizes from all over 1..300 (the thorough profile's):
-    # a few ranges (size 1, 2 to 16, above 16, for D and F) bound the graphs.
+def test_any_shape_compiles_one_of_two_graphs_per_kind_of_call():
+    # The suite's menu, then sizes from all over 2..300 (the thorough profile's):
+    # dynamo specialises a size of 1, and nothing else splits the sizes. Per
+    # kind of call (inference, VJP), two graphs serve them all.
+    port = torch_compile.TorchCompile(CompiledModule(), CompiledModule())
     menu = [(1, 1), (3, 4), (16, 16), (33, 7), (7, 300), (256, 256)]
     rng = np.random.default_rng(0)
-    anywhere = [tuple(int(n) for n in rng.integers(1, 301, 2)) for _ in range(12)]
+    anywhere = [tuple(int(n) for n in rng.integers(2, 301, 2)) for _ in range(12)]
     counts = []
     for shapes in (menu, anywhere):
-        before = PORT.compiled.recorder.compiles
+        before = port.compiled.recorder.compiles
         for dim, features in shapes:
-            PORT.nn_checkpoint_forward(0, _x(0, dim), features)
-        counts.append(PORT.compiled.recorder.compiles - before)
-    assert counts[0] <= len(menu)
-    assert counts[1] <= 1, counts  # here F = 1 at D > 16, a range the menu lacks
+            port.nn_checkpoint_forward(0, _x(0, dim), features)
+            params = canonical_params(0, dim, features)
+            port.vjp(params, _x(0, dim), np.ones(features, np.float32), checkpoint=True)
+        counts.append(port.compiled.recorder.compiles - before)
+    assert counts == [4, 0]
+
+
+def test_inductor_compiles_without_its_small_matrix_vector_rewrites():
+    from torch._inductor.decomposition import select_decomp_table
+
+    from implementations.stacks.torch.compiled import decompositions
+
+    ours, inductors = decompositions(), select_decomp_table()
+    rewrites = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
+    assert rewrites <= set(inductors)  # inductor as it comes has them
+    assert not rewrites & set(ours)
+    assert set(inductors) - set(ours) <= {
+        getattr(p, o) for p in (torch.ops.aten.mm, torch.ops.aten.addmm) for o in p.overloads()
+    }
 
 
 def test_dynamo_settings_hold_only_around_the_port_s_calls():
@@ -162,7 +173,7 @@ def test_with_the_checkpoint_the_forward_keeps_x_and_the_backward_recomputes_lay
     # The backward reads W1 (for dx), b1 (to recompute h) and W2; never b2.
     params = sorted(t.shape for t in record.saved_by_origin("parameter"))
     assert params == sorted([(features, dim), (features,), (features, features)])
-    assert record.recomputed == FIRST_LAYER[shape]  # the second layer is not needed again
+    assert record.recomputed == FIRST_LAYER  # the second layer is not needed again
     assert record.checkpoint_regions == 1
     partition = seen.last()[0]
     forward_outputs = {n.name: n.target for n in partition.forward.nodes}
@@ -174,9 +185,9 @@ def test_with_the_checkpoint_the_forward_keeps_x_and_the_backward_recomputes_lay
 def test_without_the_checkpoint_the_forward_keeps_relu_and_nothing_is_recomputed(shape):
     dim, features = shape
     record = _record(PORT.plain, shape, checkpoint=False)  # the port's checkpoint-off path
+    # relu's output, and its mask (a > 0, a byte each) made in the forward graph.
     kept = [((dim,), "float32", "input"), ((features,), "float32", "activation")]
-    if shape == LARGE:  # min-cut moves relu's mask (h > 0) into the forward: 1 byte each
-        kept.append(((features,), "bool", "activation"))
+    kept.append(((features,), "bool", "activation"))
     assert _kept(record) == sorted(kept)
     assert record.recomputed == {}
     assert record.checkpoint_regions == 0
@@ -197,20 +208,17 @@ def test_a_record_has_the_sizes_of_its_call_not_of_the_compile():
 # ---------------------------------------------------------------------------
 
 
-def test_min_cut_recomputes_the_first_layer_on_its_own_for_small_sizes():
-    # No checkpoint, inductor as it comes. Where inductor writes the first
-    # layer as multiplies and a sum (sizes <= 16), min-cut finds that keeping
-    # x (D floats, and the weights, free to keep) costs less than keeping
-    # relu's output (F floats), and recomputes the layer: for D < F, the very
-    # partition a checkpoint makes. Only the checkpoint region tells them apart.
-    small = _record(PORT.compiled, SMALL, checkpoint=False)
-    assert _kept(small) == [((SMALL[0],), "float32", "input")]
-    assert small.recomputed == FIRST_LAYER[SMALL]
-    assert small.checkpoint_regions == 0
-    # A matmul is never recomputed unless a checkpoint says so: relu and its mask are kept.
-    large = _record(PORT.compiled, LARGE, checkpoint=False)
-    assert large.recomputed == {}
-    assert sorted(t.dtype for t in large.saved_by_origin("activation")) == ["bool", "float32"]
+@pytest.mark.parametrize("shape", [SMALL, LARGE])
+def test_min_cut_on_its_own_recomputes_no_matmul_without_a_checkpoint(shape):
+    # No checkpoint, min-cut as it comes: a matmul is never recomputed unless
+    # a checkpoint says so; relu and its mask are kept, as under `NoRemat`.
+    # (With inductor's small matrix-vector rewrites, min-cut recomputed the
+    # first layer at sizes <= 16; `NoRemat` keeps "off" a control wherever a
+    # partitioner judges something free.)
+    record = _record(PORT.compiled, shape, checkpoint=False)
+    assert record.recomputed == {}
+    assert sorted(t.dtype for t in record.saved_by_origin("activation")) == ["bool", "float32"]
+    assert record.checkpoint_regions == 0
 
 
 @pytest.mark.parametrize(("budget", "recomputes"), [(0.5, False), (0.0, True)])
@@ -223,7 +231,7 @@ def test_activation_memory_budget_without_a_checkpoint(budget, recomputes):
     record = _record(compiled, LARGE, checkpoint=False)
     if recomputes:
         assert _kept(record) == [((LARGE[0],), "float32", "input")]
-        assert record.recomputed == FIRST_LAYER[LARGE]
+        assert record.recomputed == FIRST_LAYER
     else:
         assert len(record.saved_by_origin("activation")) == 2
         assert record.recomputed == {}

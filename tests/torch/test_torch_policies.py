@@ -12,7 +12,7 @@ x -> h = addmm(b1, x, W1^T) -> a = relu(h) -> y = addmm(b2, a, W2^T):
   and reruns relu only.
 - Compiled, the partitioner keeps only what the backward graph reads:
   `save_dots` and `save_named` keep x and h, reruns relu; `none` keeps x, a
-  and, above 16 features, relu's mask (below, inductor rebuilds it from a).
+  and relu's mask.
 """
 
 from __future__ import annotations

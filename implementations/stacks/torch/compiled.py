@@ -5,9 +5,11 @@ Imports torch only (inductor is part of it; on Linux it needs a C++ compiler).
 **The backend.** `Recorder.backend` is inductor itself, `compile_fx`, with
 one difference: its `inner_compile` hook, the function inductor hands each
 graph that AOTAutograd has traced and partitioned, first notes the graph and
-then calls inductor's own `compile_fx_inner`. So the decompositions, the
-partitioner (min-cut), the joint-graph passes and the generated kernels are
-inductor's, and the graphs noted are exactly the ones it compiled. The
+then calls inductor's own `compile_fx_inner`. So the partitioner (min-cut), the
+joint-graph passes and the generated kernels are inductor's, and the graphs
+noted are exactly the ones it compiled. The decompositions are inductor's
+too, less two: its rewrites of small matrix-vector products
+(`decompositions`). The
 callable it returns notes which compiled graph each call ran, so a record
 always describes the partition that the call itself used.
 
@@ -33,11 +35,9 @@ part.
   (`graph_roles`): before relu, a bare matmul's output is d1 and what has
   a bias in it (or went through the `tag` operator) h; relu's output is a,
   a boolean relu's mask, and what follows relu the second layer, y.
-- **backward matmuls**: the matmuls of the backward graph. Inductor
-  decomposes a matmul with a dimension of 1 (here every matmul: x is one
-  vector) into multiplies and sums; each node keeps the operator it was
-  decomposed from (`original_aten`), and a decomposed matmul counts once,
-  at the node that finishes it.
+- **backward matmuls**: the matmul operators of the backward graph
+  (`aten.mm`, `aten.addmm`, ...): the port compiles without inductor's
+  matrix-vector rewrites (`decompositions`), so every product stays one.
 - **checkpoint regions**: `torch.utils.checkpoint` under `torch.compile`
   becomes the higher-order op `tag_activation_checkpoint`; AOTAutograd tags
   every node it traced from it with the region's `ac_graph_id` and a
@@ -67,6 +67,7 @@ with warnings.catch_warnings():
     from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
     from torch._inductor.custom_graph_pass import CustomPartitionerFn
+    from torch._inductor.decomposition import select_decomp_table
 
 from ...contract import BackwardRecord, SavedTensor
 from ...policies import SAVED_NAME
@@ -99,7 +100,6 @@ class Node:
     dtype: str
     region: Any = None  # the checkpoint region's ac_graph_id, if any
     size: Any = None  # a size input's symbol (sympy), under dynamic shapes
-    original: str = ""  # the operator a decomposition made it from (`original_aten`)
 
 
 @dataclass(frozen=True)
@@ -153,9 +153,7 @@ def _node(node: torch.fx.Node) -> Node:
     size = value.node.expr if isinstance(value, torch.SymInt) else None
     inputs = tuple(arg.name for arg in node.all_input_nodes)
     region = node.meta.get("ac_graph_id")
-    original = node.meta.get("original_aten")
-    original = str(getattr(original, "overloadpacket", "")) if original is not None else ""
-    return Node(node.name, node.op, target, view, inputs, shape, dtype, region, size, original)
+    return Node(node.name, node.op, target, view, inputs, shape, dtype, region, size)
 
 
 def _size(size: Any) -> Any:
@@ -288,15 +286,8 @@ def graph_roles(graph: Graph, origins: dict[str, str]) -> dict[str, str]:
 
 
 def matmul_count(graph: Graph) -> int:
-    """The matmuls a graph runs: matmul nodes, and each decomposed matmul once (at the node
-    of its decomposition that no other node of the same decomposition reads)."""
-    compute, nodes = graph.compute, graph.by_name()
-    decomposed = [n for n in compute if n.target not in MATMUL_NAMES and n.original in MATMUL_NAMES]
-    read_by_same = {
-        name for n in decomposed for name in n.inputs if nodes[name].original == n.original
-    }
-    whole = sum(n.target in MATMUL_NAMES for n in compute)
-    return whole + sum(n.name not in read_by_same for n in decomposed)
+    """The matmuls a graph runs: its matmul operator nodes."""
+    return sum(node.target in MATMUL_NAMES for node in graph.compute)
 
 
 def _base(node: Node, nodes: dict[str, Node]) -> str:
@@ -410,7 +401,9 @@ class Recorder:
             return compile_fx_inner(graph_module, inputs, **kwargs)
 
         with functorch_config.patch(**self.functorch), inductor_config.patch(**self.inductor):
-            compiled = compile_fx(gm, example_inputs, inner_compile=inner_compile)
+            compiled = compile_fx(
+                gm, example_inputs, inner_compile=inner_compile, decompositions=decompositions()
+            )
 
         def run(*args: Any) -> Any:  # dynamo's call: the graph's inputs, flat
             for seen in (self._capture, *_CAPTURES):
@@ -446,6 +439,26 @@ def capture() -> Iterator[_Seen]:
         _CAPTURES.remove(seen)
 
 
+def decompositions() -> dict[Any, Callable]:
+    """inductor's decomposition table, less its rewrites of `aten.mm` and `aten.addmm`.
+
+    On the CPU, inductor rewrites a matrix-vector product whose sizes are at
+    most 16 (or whose two operands hold at most 32 numbers) as multiplies and
+    a sum, and guards on those sizes (torch/_inductor/decomposition.py, `mm`
+    and `addmm`, torch 2.13): every range of D and F compiled a graph of its
+    own. Without the rewrites, every size compiles as those above 16 do,
+    where the exercise's models live, and one graph serves them all (two:
+    dynamo specialises a size of 1). A product with a batch (the
+    benchmarks') is never rewritten either way; the rewrites of outer
+    products, which accelerators get, go too, and no product here is one.
+    """
+    table = dict(select_decomp_table())
+    for packet in (torch.ops.aten.mm, torch.ops.aten.addmm):
+        for overload in packet.overloads():
+            table.pop(getattr(packet, overload), None)
+    return table
+
+
 def _roles(gm: torch.fx.GraphModule) -> tuple[str, ...]:
     """Each input of a dynamo graph: x ("input"), a parameter, or a size."""
     roles = []
@@ -468,9 +481,8 @@ def _roles(gm: torch.fx.GraphModule) -> tuple[str, ...]:
 #
 # - Parameters get dynamic shapes too. By default dynamo keeps a parameter's
 #   shape static, and x's size must equal fc1's, so every new (D, F) would
-#   compile again; with `dynamic=True` and these two off, one graph serves a
-#   whole range of sizes (inductor's decompositions still split the sizes
-#   into a few ranges: 1, up to 16, above; see `tests/torch/test_torch_compile.py`).
+#   compile again; with `dynamic=True` and these two off, one graph serves every
+#   size but 1 (`decompositions`; see `tests/torch/test_torch_compile.py`).
 # - Running out of cache entries must fail loudly: by default dynamo then
 #   runs the function eagerly, without a word, and the port would no
 #   longer be compiled.

@@ -30,10 +30,12 @@ for another.
 
 **Compiling.** One compiled function serves every call: dynamo caches a
 graph per set of guards (grad mode, which inputs require grad, the
-checkpoint flag, and, with dynamic shapes, ranges of D and F), so a new
-seed never compiles again, and a new shape only when it falls in a new
-range. The first call in a process costs seconds (inductor's own start-up
-and a C++ compile); inductor's on-disk cache makes the next process faster.
+checkpoint flag, and whether a size is 1), so neither a new seed nor a new
+shape compiles again: inductor compiles here without its rewrites of small
+matrix-vector products, which guard on the sizes and so compiled a graph
+per range of them (`compiled.decompositions`). The first call in a process
+costs seconds (inductor's own start-up and a C++ compile); inductor's
+on-disk cache makes the next process faster.
 Imports torch, numpy and the project's numpy-only modules, never jax.
 """
 
@@ -129,11 +131,11 @@ class TorchCompile(TorchPort):
     def compiled_for(self, policy: Policy) -> CompiledModule:
         """The compiled call that runs `policy`."""
         if policy.name == "none":
-            # With the checkpoint off, inductor's min-cut partitioner would still
-            # recompute whatever it judges free (here the first layer, when D < F
-            # <= 16), and "off" would not be the control that (e) needs: off runs
-            # under a partitioner that recomputes nothing, so what the forward
-            # keeps is what eager autograd keeps.
+            # With the checkpoint off, inductor's min-cut partitioner may still
+            # recompute whatever it judges free (under inductor's small
+            # matrix-vector rewrites it recomputed the first layer at D < F <= 16),
+            # and "off" would not be the control that (e) needs: off runs under a
+            # partitioner that recomputes nothing.
             return self.plain
         if policy.name == "budget":
             return budget_module(policy.budget)

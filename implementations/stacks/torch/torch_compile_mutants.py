@@ -19,10 +19,10 @@ from implementations.stacks.torch.torch_compile import SELECTIVE, TorchCompile
 class CompiledWithoutCheckpoint(TorchCompile):
     """`torch.compile` of the module with its checkpoint left out (inductor's partitioner as is).
 
-    The values are right. Inductor's min-cut partitioner still recomputes the
-    first layer on its own where it judges that free (D < F <= 16), so there
-    the backward keeps no activation either: only the checkpoint region that
-    AOTAutograd tags, absent here, tells a checkpoint from the compiler.
+    The values are right. Inductor's min-cut partitioner then recomputes no
+    matmul and keeps relu's output and mask, which (e) sees. (Under inductor's
+    small matrix-vector rewrites it recomputed the first layer on its own at
+    D < F <= 16: there only the checkpoint region, absent here, told them apart.)
     """
 
     def run(self, model: MLP, x: torch.Tensor) -> torch.Tensor:
@@ -42,7 +42,7 @@ class BudgetIgnored(TorchCompile):
 
     The values are right. The budget never reaches the partitioner: the
     module without a checkpoint runs through the port's no-remat compile,
-    which keeps a (and relu's mask above 16 features) where budget 0 asks to
+    which keeps a and relu's mask where budget 0 asks to
     recompute all it can and keep x alone. Only property (j), which asks
     each declared policy for its saved roles, sees it.
     """

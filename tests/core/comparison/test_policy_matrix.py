@@ -51,16 +51,3 @@ def test_a_port_that_drops_the_policy_is_shown_so():
     assert "drops_policy" in text
     assert "as expected" in text  # none and full
     assert "saves {x}, expected {d1, x}" in policy_matrix._verdict(cells["save_dots"])
-
-
-def test_a_wide_comparison_expects_what_the_stack_keeps_at_that_width():
-    # At F > 16 inductor keeps relu's mask beside a with no checkpoint (policy_expectations'
-    # `wide`): the matrix must hold the port to the expectation at the comparison's sizes.
-    port = implementations.load("torch_compile")
-    canonical = implementations.load("flax_linen")
-    rng = np.random.default_rng(5)
-    params = reference.random_params(rng, 32, 32)
-    x, cotangent = rng.normal(size=32).astype(np.float32), rng.normal(size=32).astype(np.float32)
-    cells = {c.policy: c for c in policy_matrix.measure(port, canonical, params, x, cotangent)}
-    assert cells["none"].roles == ["a", "mask", "x"]
-    assert cells["none"].expected == ""
