@@ -185,7 +185,7 @@ def test_with_the_checkpoint_the_forward_keeps_x_and_the_backward_recomputes_lay
 def test_without_the_checkpoint_the_forward_keeps_relu_and_nothing_is_recomputed(shape):
     dim, features = shape
     record = _record(PORT.plain, shape, checkpoint=False)  # the port's checkpoint-off path
-    # relu's output, and its mask (a > 0, a byte each) made in the forward graph.
+    # relu's output, and its mask (a <= 0, a byte each) made in the forward graph.
     kept = [((dim,), "float32", "input"), ((features,), "float32", "activation")]
     kept.append(((features,), "bool", "activation"))
     assert _kept(record) == sorted(kept)
