@@ -342,8 +342,10 @@ class _Run:
         overrides: dict[str, Any] = {
             "database": DirectoryBasedExampleDatabase(database) if database else None
         }
-        if not shrink:
-            overrides["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+        # Never Hypothesis's explain phase: its "Explanation" lists lines of the suite's own
+        # code that only failing examples ran, which says nothing about the port.
+        phases = [Phase.explicit, Phase.reuse, Phase.generate]
+        overrides["phases"] = [*phases, Phase.target, Phase.shrink] if shrink else phases
         if max_examples is not None:
             overrides["max_examples"] = max_examples
         test = given(self.prop.strategy(scope))(example_bank.example)
