@@ -169,20 +169,7 @@ class TorchScheduleCase:
         except (AttributeError, ImportError):  # the profiler's internals moved
             return None
         returned = {g.untyped_storage().data_ptr() for g in grads}
-        live = peak = 0
-        backward = False
-        for address, nbytes in allocations:
-            if address == mark and nbytes > 0 and not backward:
-                backward, peak = True, live  # the backward starts with what forward kept
-                continue
-            if address == mark:
-                continue
-            if backward and address in returned and nbytes > 0:
-                continue  # a returned gradient: not an activation (freed after the step)
-            live += nbytes
-            if backward:
-                peak = max(peak, live)
-        return peak if backward else None
+        return _backward_peak(allocations, mark, returned)
 
     def measure(self) -> ScheduleStatic:
         counted, entered = self.matmuls()
@@ -199,6 +186,34 @@ class TorchScheduleCase:
 
     def step(self) -> None:
         self._grads(self.stack(self.x))  # eager on the CPU: done when it returns
+
+
+def _backward_peak(allocations: list[tuple[int, int]], mark: int, returned: set[int]) -> int | None:
+    """The most bytes alive from the marker's allocation on (what the forward kept, then the
+    backward's), the returned gradients left out. Addresses are reused once freed, so each
+    is told apart by its pairing: the marker is the last allocation at its address (it lives
+    to the end of the step), a returned gradient one still open at the end; an earlier
+    tensor at either address is counted as any other."""
+    open_at: dict[int, int] = {}  # address -> index of its allocation not yet freed
+    for index, (address, nbytes) in enumerate(allocations):
+        if nbytes > 0:
+            open_at[address] = index
+        else:
+            open_at.pop(address, None)
+    start = max((i for i, (a, n) in enumerate(allocations) if a == mark and n > 0), default=None)
+    if start is None:
+        return None
+    left_out = {i for a, i in open_at.items() if a in returned} | {start}
+    live = peak = 0
+    for index, (address, nbytes) in enumerate(allocations):
+        if index == start:
+            peak = live  # the backward starts with what the forward kept
+        if index in left_out or (nbytes < 0 and address == mark and index > start):
+            continue
+        live += nbytes
+        if index > start:
+            peak = max(peak, live)
+    return peak
 
 
 def _allocations(prof) -> list[tuple[int, int]]:
