@@ -35,8 +35,9 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     def vjp_maker(argnums: tuple[int, ...], ans: Any, args: tuple, kwargs: dict) -> Callable:
         # Called in the forward pass: hold the region's inputs only (not `ans`).
         def vjp(g: Any) -> Any:
-            # The recomputation: `fun` traced again, now that the backward pass needs it.
-            pullback, _ = make_vjp(fun, tuple(argnums))(*args, **kwargs)
+            # The recomputation: `fun` traced again, now that the backward pass needs it. Its
+            # output is dropped here, not held while the cotangent is pulled back.
+            pullback = make_vjp(fun, tuple(argnums))(*args, **kwargs)[0]
             return pullback(g)  # one gradient per argnum, in order
 
         return vjp
