@@ -19,8 +19,9 @@ For `bench --schedules` (`implementations.schedules`, docs/SCHEDULES.md):
   saying how it builds it with its own API; a bare name accepts any arguments;
 - `SCHEDULES_NOT_EXPRESSIBLE`: schedule name -> a one-line reason;
 - optionally `SCHEDULE_DEPARTURES`: schedule label or name -> the known upstream behaviour that
-  takes its measured figures outside the model's acceptance (else a departure is unexplained,
-  and the checks fail on it);
+  takes its measured figures outside the model's acceptance, an
+  `implementations.schedules.Departure` (which may state its count) or its reason alone
+  (else a departure is unexplained, and the checks fail on it);
 - `schedule_case(schedule, data) -> ScheduleCase`: the depth-L stack, `L = len(data.blocks)`,
   with its regions where `schedule.placement(L)` puts them, built with the framework's API.
   Its `measure()` gives `ScheduleStatic` from the framework's instruments: forward matmuls

@@ -47,11 +47,13 @@ from .revolve import (
 __all__ = [
     "SCHEDULE_NAMES",
     "Activations",
+    "Departure",
     "FrontierPoint",
     "Model",
     "Region",
     "Schedule",
     "flat_stack",
+    "nesting_depth",
     "regions",
     "revolve_forward_steps",
     "revolve_frontier",
@@ -158,6 +160,11 @@ def regions(placement: tuple[Item, ...]) -> Iterator[tuple[int, Region]]:
             yield depth, item
 
 
+def nesting_depth(placement: tuple[Item, ...]) -> int:
+    """The most regions open at once: 0 for no region, 1 for regions side by side."""
+    return max((depth for depth, _ in regions(placement)), default=0)
+
+
 def flat_stack(
     items: tuple[Item, ...], block: Callable, region: Callable[[Callable], Callable]
 ) -> Callable:
@@ -214,6 +221,82 @@ class FrontierPoint:
     snapshots: int
     peak: Activations
     forwards: int
+
+
+@dataclass(frozen=True)
+class Departure:
+    """A known upstream behaviour that takes a schedule's measured figures outside its model.
+
+    `reason`: one line. Where the behaviour is a count, it is stated, and the bench then
+    explains a peak only up to what it predicts (`peak_units`):
+
+    - `held_per_level`: units each open region holds beside the model while the backward
+      pass is inside it (a reentrant backward's rerun output and cotangent);
+    - `tape_to_the_end`: a backward pass frees nothing of what its trace keeps until it
+      returns (autograd's), so a region's rerun adds to all its level kept.
+
+    With neither, the reason explains any peak and count, as a reason in words must. Values
+    and regions are never explained.
+    """
+
+    reason: str
+    held_per_level: int | None = None
+    tape_to_the_end: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise ValueError(f"a departure needs its reason in words, got {self.reason!r}")
+        held = self.held_per_level
+        if held is not None and (
+            isinstance(held, bool) or not isinstance(held, numbers.Integral) or held < 1
+        ):
+            raise ValueError(f"held_per_level must be a positive integer or None, got {held!r}")
+        if not isinstance(self.tape_to_the_end, bool):
+            raise TypeError(f"tape_to_the_end must be a bool, got {self.tape_to_the_end!r}")
+
+    @classmethod
+    def of(cls, declared: Any) -> Departure:
+        """A stack's declaration: a `Departure`, or its reason alone."""
+        return declared if isinstance(declared, Departure) else cls(declared)
+
+    @property
+    def counted(self) -> bool:
+        """Whether it states its count (then it explains a peak up to `peak_units` only)."""
+        return self.held_per_level is not None or self.tape_to_the_end
+
+    def peak_units(self, placement: tuple[Item, ...]) -> int:
+        """The peak it predicts over `placement`, in units: the model's conventions, with
+        `held_per_level` more units per open region and, with `tape_to_the_end`, nothing of a
+        level freed while its backward runs. Without recursion: binomial(1) nests L-1 deep."""
+        held, tape = self.held_per_level or 0, self.tape_to_the_end
+
+        def peak(kept: int, freed: int, extra: int) -> int:
+            return kept + extra if tape else max(kept, freed)
+
+        # per open level: units kept so far; the largest rerun peak with what precedes it
+        # kept (freed as the backward passes), and the largest alone (all kept to the end)
+        frames = [[0, 0, 0]]
+        opened = []  # per open region: the units its level had kept when it opened
+        for _, item in _walk(placement):
+            if item is None:  # a region closes: its rerun's peak, less the input it shares
+                rerun = peak(*frames.pop()) + held - 1
+                frames[-1][1] = max(frames[-1][1], opened.pop() + rerun)
+                frames[-1][2] = max(frames[-1][2], rerun)
+            elif isinstance(item, Region):
+                frames[-1][0] += 1
+                opened.append(frames[-1][0])
+                frames.append([0, 0, 0])
+            else:
+                frames[-1][0] += 2
+        return peak(*frames[0])
+
+    def __str__(self) -> str:
+        counts = []
+        if self.tape_to_the_end:
+            counts.append("each trace's tape kept until its backward returns")
+        if self.held_per_level is not None:
+            counts.append(f"{self.held_per_level} units more per level of nesting")
+        return self.reason + (f" (accepted: {'; '.join(counts)})" if counts else "")
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ def _trade_off(axis, framework, depth, mine, frontier, colour) -> None:
             where="post",
             color="black",
             linewidth=1,
-            label="Revolve's frontier (model)",
+            label="Revolve's frontier (model: one block taped at a time)",
         )
     for r in (r for r in mine if r["depth"] == depth):
         if r.get("forward_matmuls") is None:

@@ -19,6 +19,7 @@ from ..benchmark.schedules import (
     report_data,
     run,
     total_steps,
+    unexplained,
     with_schedules,
 )
 from ..jsonable import dumps, to_data
@@ -59,7 +60,8 @@ def chosen(named: list[str] | None) -> tuple[list[str], dict[str, str]]:
 
 
 def command(args: Any, settings: Settings) -> int:
-    """Run the schedule bench; write `bench-schedules.json`, `.md` and `.png` into `args.out`."""
+    """Run the schedule bench; write `bench-schedules.json`, `.md` and `.png` into `args.out`.
+    Exits 1 if a case failed to run or departs from the model unexplained."""
     import time
 
     from rich.console import Console
@@ -110,4 +112,14 @@ def command(args: Any, settings: Settings) -> int:
         console.print(f"[yellow]no plot[/]: {why}")
     print(dumps(data) if args.json else table)
     console.print(f"bench --schedules: {seconds:.0f}s wall, load {load} · wrote {args.out}")
-    return 1 if failed else 0
+    off = unexplained(results)
+    for r in off:
+        console.print(
+            f"[red]✗[/] L={r.depth} {r.framework} · {r.schedule}: {'; '.join(r.unexplained_flags)}"
+        )
+    if off or failed:
+        console.print(
+            f"[red]bench --schedules failed[/]: {len(off)} unexplained against the model, "
+            f"{len(failed)} failed to run"
+        )
+    return 1 if failed or off else 0

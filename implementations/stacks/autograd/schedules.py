@@ -26,7 +26,7 @@ import numpy as np
 from autograd import make_vjp
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Departure, Region, Schedule
 from implementations.stacks.autograd.mlp import block
 from implementations.stacks.autograd.remat import checkpoint
 
@@ -40,6 +40,16 @@ SCHEDULES = {
 }
 SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "autograd has no memory-budget solver: its checkpoint takes no budget",
+}
+SCHEDULE_DEPARTURES = {
+    name: Departure(
+        "autograd's backward_pass keeps every node of its trace until it returns (toposort's "
+        "child counts): a level's blocks stay alive while its regions rerun, and each open "
+        "level holds its node's cotangent",
+        held_per_level=1,
+        tape_to_the_end=True,
+    )
+    for name in ("every", "segments", "nested", "binomial")
 }
 PEAK_METHOD = "tracemalloc peak over a backward pass to x, above the bytes before the forward"
 _FORWARD_MATMULS = frozenset({"d1", "y"})  # the block's notes of x @ W1 and a @ W2

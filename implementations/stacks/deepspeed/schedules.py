@@ -28,7 +28,7 @@ import deepspeed
 import torch
 
 from implementations.bench_case import Data
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Departure, Region, Schedule
 from implementations.stacks.torch import schedules as torch_schedules
 from implementations.stacks.torch.bench import block
 
@@ -44,6 +44,14 @@ SCHEDULES = {
 }
 SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "DeepSpeed has no memory-budget solver: its checkpoint takes no budget",
+}
+SCHEDULE_DEPARTURES = {
+    name: Departure(
+        "a reentrant checkpoint's backward runs torch.autograd.backward over its rerun inside "
+        "the outer one's: each open level holds its rerun's output and cotangent meanwhile",
+        held_per_level=2,
+    )
+    for name in ("nested", "binomial")
 }
 PEAK_METHOD = torch_schedules.PEAK_METHOD
 

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Departure, Region, Schedule
 from implementations.stacks.hlo import hlo_dot_count
 
 FRAMEWORK = "jax"
@@ -47,6 +47,16 @@ SCHEDULES_NOT_EXPRESSIBLE = {
     "per op, not how much",
 }
 SCHEDULE_DEPARTURES = {
+    "segments": "XLA's scheduler places a rerun where it likes: with one region (s = 2) the "
+    "rerun needs no cotangent, and it runs while the plain tail's activations are alive "
+    "(segments(2) peaks as none does: measured at L = 4 to 16); beside the tail's blocks JAX "
+    "keeps relu's mask, a quarter unit each (segments(4) at L = 16: 18 units where the "
+    "acceptance ends at 17.75)",
+    "nested": Departure(
+        "remat_scan's backward is a scan per level: each open level's loop holds its carry, "
+        "the cotangent, while the level inside it runs",
+        held_per_level=1,
+    ),
     "binomial": "XLA:CPU's CSE merges an unrolled stack's reruns into the forward pass "
     "(docs/BENCHMARKS.md, finding 2): Revolve's uneven regions have no scan to keep them",
 }

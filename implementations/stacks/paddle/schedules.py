@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Departure, Region, Schedule
 from implementations.stacks.paddle.bench import STAT, _parameter, _tensor, block, core
 from implementations.stacks.paddle.mlp import recompute
 
@@ -45,10 +45,11 @@ SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "Paddle's dygraph has no memory-budget solver: recompute takes no budget",
 }
 SCHEDULE_DEPARTURES = {
-    name: "a reentrant recompute's backward runs paddle.autograd.backward over its rerun inside "
-    "the outer one's: each open level holds its rerun's output and cotangent meanwhile "
-    "(measured at L = 64: about 2 units more per level of nesting, past the peak's slack "
-    "from 3 levels on)"
+    name: Departure(
+        "a reentrant recompute's backward runs paddle.autograd.backward over its rerun inside "
+        "the outer one's: each open level holds its rerun's output and cotangent meanwhile",
+        held_per_level=2,
+    )
     for name in ("nested", "binomial")
 }
 PEAK_METHOD = "Paddle host allocator peak over a backward pass to x, above before the forward"

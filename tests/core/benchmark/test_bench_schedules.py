@@ -17,7 +17,7 @@ from conformance.tables import reports
 from conformance.tables.kinds import bench_schedules as kind
 from conformance.tables.render import markdown
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Departure, Region, Schedule, nesting_depth
 
 
 class NumpyCase:
@@ -30,6 +30,7 @@ class NumpyCase:
         self.schedule, self.items, self.data = label, items, data
         self.rerun_shift = rerun_shift  # a mutant's: what a rerun adds to a block's output
         self.matmuls, self.entered = 0, 0
+        self.peak_bytes = None  # no peak instrument, unless a mutant's says one
 
     def _block(self, i, x, rerun):
         w1, b1, w2, b2 = self.data.blocks[i]
@@ -78,7 +79,8 @@ class NumpyCase:
 
     def measure(self):
         _, _, forward = self._step()
-        return ScheduleStatic((forward, self.matmuls - forward), None, "none", self.entered)
+        forwards = (forward, self.matmuls - forward)
+        return ScheduleStatic(forwards, self.peak_bytes, "none", self.entered)
 
     def values(self):
         y, grads, _ = self._step()
@@ -139,6 +141,19 @@ class ShiftingRerun(NumpyStack):
     rerun_shift = 1e-3
 
 
+class HoldsEightPerLevel(NumpyStack):
+    """Its peak instrument reads the model plus 8 units per level of nesting, as a reentrant
+    backward holding much per open region would."""
+
+    def schedule_case(self, schedule, data):
+        case = super().schedule_case(schedule, data)
+        L, (rows, width) = len(data.blocks), data.x.shape
+        placement = Schedule.parse(schedule).placement(L)
+        units = Schedule.parse(schedule).peak_activations(L).units + 8 * nesting_depth(placement)
+        case.peak_bytes = units * rows * width * 4
+        return case
+
+
 class EarlyStopUndeclared(NumpyStack):
     """Counts below the model (binomial placed as segments(L), fewer reruns), no reason."""
 
@@ -192,6 +207,37 @@ def test_a_declared_departure_is_flagged_with_its_reason_not_unexplained():
     assert flagged
     assert all(r.departure == "an early stop, upstream" for r in flagged)
     assert bench.unexplained(results) == []
+
+
+def _held(declared):
+    mutant = HoldsEightPerLevel()
+    mutant.SCHEDULE_DEPARTURES = {"binomial": declared} if declared else {}  # this instance's
+    return [r for r in _swept(mutant) if r.schedule.startswith("binomial")]
+
+
+def test_a_peak_past_the_model_is_caught_unless_a_departure_counts_it():
+    caught = [r for r in _held(None) if r.unexplained_flags]
+    assert caught, "a peak 8 units a level past the model passed"
+    assert all("peak" in flag for r in caught for flag in r.unexplained_flags)
+    counted = _held(Departure("a reentrant backward, upstream", held_per_level=8))
+    assert any(r.flags for r in counted)
+    assert bench.unexplained(counted) == []
+
+
+def test_a_departure_explains_no_more_than_its_count():
+    # the same peaks, declared as one unit a level: a reason that understates is caught
+    results = _held(Departure("a reentrant backward, upstream", held_per_level=1))
+    caught = bench.unexplained(results)
+    assert caught
+    assert all("past its departure's" in r.unexplained_flags[0] for r in caught)
+
+
+def test_a_departure_never_explains_values():
+    mutant = ShiftingRerun()
+    mutant.SCHEDULE_DEPARTURES = {"segments": "an early stop, upstream"}  # this instance's
+    caught = [r for r in bench.unexplained(_swept(mutant)) if r.schedule.startswith("segments")]
+    assert caught
+    assert all(r.unexplained_flags[0].startswith("values off") for r in caught)
 
 
 def test_the_values_bound_catches_a_changed_value_and_holds_float64():
@@ -265,3 +311,56 @@ def test_a_stack_too_slow_for_the_default_sweep_runs_when_named_and_is_said_othe
     assert set(names) == set(DEFAULT_FRAMEWORKS) - set(SCHEDULES_OPT_IN)
     assert left_out == {n: f"runs only when named: {w}" for n, w in SCHEDULES_OPT_IN.items()}
     assert bench_schedules.chosen(["mindspore"]) == (["mindspore"], {})
+
+
+@pytest.mark.parametrize(("module", "status"), [(NumpyStack(), 0), (EverywhereAsSegments(), 1)])
+def test_the_command_fails_on_an_unexplained_departure(module, status, tmp_path, monkeypatch):
+    import argparse
+
+    from conformance.commands import bench_schedules
+
+    monkeypatch.setattr(bench_schedules, "load_frameworks", lambda names: ({"numpy": module}, {}))
+    args = argparse.Namespace(
+        depths=[2, 4],
+        profile=None,
+        repeats=1,
+        batch=4,
+        features=8,
+        framework=["numpy"],
+        out=tmp_path,
+        json=False,
+    )
+    assert bench_schedules.command(args, SETTINGS) == status
+    assert (tmp_path / "bench-schedules.json").exists()
+
+
+def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forwards():
+    frontier = [
+        {"snapshots": 1, "peak_bytes": 300, "forwards": 10},
+        {"snapshots": 2, "peak_bytes": 400, "forwards": 7},
+        {"snapshots": 3, "peak_bytes": 500, "forwards": 6},
+    ]
+
+    def row(schedule, matmuls, peak, depth=8):
+        return {"framework": "numpy", "schedule": schedule, "depth": depth,
+                "forward_matmuls": [matmuls, 0], "peak_bytes": peak}  # fmt: skip
+
+    data = {
+        "settings": {"depths": [4, 8]},
+        "frontier": {"8": frontier},
+        "results": [
+            row("a", 14, 800),  # 7 forwards: Revolve's 400 at most -> 2.0
+            row("b", 20, 450),  # 10 forwards: Revolve's 300 -> 1.5, the best
+            row("c", 8, 10),  # 4 forwards: fewer than any Revolve point, outside its model
+            row("d", 20, 1, depth=4),  # not the deepest
+        ],
+    }
+    table = kind.frontier_table(data)
+    assert [[c.text for c in r.cells] for r in table.rows] == [
+        ["numpy", "b", "10", _mib(450), f"binomial(1): {_mib(300)} MiB, 10 forwards", "1.50"]
+    ]  # fmt: skip
+    assert kind.frontier_table({**data, "results": [row("c", 8, 10)]}) is None
+
+
+def _mib(nbytes):
+    return f"{nbytes / 2**20:.2f}"

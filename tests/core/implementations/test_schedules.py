@@ -21,6 +21,7 @@ from implementations.revolve import optimal_forward_steps, optimal_split, revolv
 from implementations.schedules import (
     SCHEDULE_NAMES,
     Activations,
+    Departure,
     Region,
     Schedule,
     regions,
@@ -42,7 +43,9 @@ class _Simulation:
     block, and when the backward reaches it, reruns its items, then backs through them.
     """
 
-    def __init__(self, placement):
+    def __init__(self, placement, tape_to_the_end=False, held_per_level=0):
+        self.tape_to_the_end, self.held_per_level = tape_to_the_end, held_per_level
+        self.depth = 0  # regions open in the backward pass
         self.held = Counter()
         self.alive = Counter()  # distinct tensors held, by kind ("x" or "a")
         self.forwards = 0
@@ -56,7 +59,9 @@ class _Simulation:
         for name in names:
             self.held[name] += 1
             self.alive[name[0]] += self.held[name] == 1
-        self.peak = max(self.peak, (self.alive["x"], self.alive["a"]), key=sum)
+        # what a departure holds beside the model ("g": per open level) counts as internals
+        now = (self.alive["x"], self.alive["a"] + self.alive["g"])
+        self.peak = max(self.peak, now, key=sum)
 
     def _release(self, *names):
         for name in names:
@@ -78,13 +83,23 @@ class _Simulation:
         return self.lengths[id(region)]
 
     def _backward(self, items):
+        kept = []  # with the tape kept to the end: released only once this level is done
         for item in reversed(items):
             if isinstance(item, int):
-                self._release(("x", item), ("a", item))
+                kept.append((("x", item), ("a", item)))
             else:
+                self.depth += 1
+                levels = [("g", self.depth, n) for n in range(self.held_per_level)]
+                self._hold(*levels)
                 self._forward(item.items)
                 self._backward(item.items)
-                self._release(("x", _first(item)))
+                self._release(*levels)
+                self.depth -= 1
+                kept.append((("x", _first(item)),))
+            if not self.tape_to_the_end:
+                self._release(*kept.pop())
+        for names in kept:
+            self._release(*names)
 
 
 def _flat(items):
@@ -402,6 +417,50 @@ def test_a_region_is_consecutive_blocks():
         Region(())
     with pytest.raises(TypeError, match="items"):
         Region((0, "1"))
+
+
+@pytest.mark.parametrize("held", [0, 1, 2])
+@pytest.mark.parametrize("tape", [False, True])
+def test_a_departure_s_count_is_the_simulated_count(tape, held):
+    departure = Departure("upstream", held_per_level=held or None, tape_to_the_end=tape)
+    checked = 0
+    for schedule, L in _cases():
+        placement = schedule.placement(L)
+        simulated = _Simulation(placement, tape_to_the_end=tape, held_per_level=held).peak
+        model = schedule.peak_activations(L).units
+        predicted = departure.peak_units(placement) if departure.counted else model
+        assert sum(simulated) == predicted, f"{schedule.label} at L={L}: {show(placement)}"
+        checked += 1
+    assert checked > 1000
+
+
+def test_a_departure_s_count_needs_no_recursion():
+    deep = Schedule.parse("binomial(1)").placement(2000)
+    # each of 1999 levels keeps its plain block (2) and its cotangent (1); the innermost, 2
+    assert Departure("why", 1, tape_to_the_end=True).peak_units(deep) == 3 * 1999 + 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "names"),
+    [
+        (("",), ValueError, "reason"),
+        (("why", 0), ValueError, "held_per_level"),
+        (("why", True), ValueError, "held_per_level"),
+        (("why", None, "yes"), TypeError, "tape_to_the_end"),
+    ],
+)
+def test_a_bad_departure_names_its_argument(arguments, error, names):
+    with pytest.raises(error, match=names):
+        Departure(*arguments)
+
+
+def test_a_departure_says_its_count():
+    assert str(Departure("why")) == "why"
+    assert Departure.of("why") == Departure("why")
+    both = str(Departure("why", held_per_level=2, tape_to_the_end=True))
+    assert both == "why (accepted: each trace's tape kept until its backward returns; " + (
+        "2 units more per level of nesting)"
+    )
 
 
 def test_revolve_s_deepest_nesting_needs_no_recursion():
