@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from implementations.stacks.tensorflow import bench as tf_bench
+from implementations.stacks.tensorflow import schedules as tf_schedules
 from tests.support import schedules_kit as kit
 
 kit.canonical()
@@ -16,10 +17,28 @@ CASES, IDS = kit.cases(tf_bench)
 @pytest.mark.parametrize(("schedule", "L"), CASES, ids=IDS)
 def test_a_declared_schedule_equals_the_canonical_and_is_the_model(schedule, L):
     static, result = kit.measured("tensorflow", tf_bench, schedule, L)
-    kit.assert_the_model_exactly(static, result, "reports no peak")
+    kit.assert_the_model_exactly(static, result, "leave out allocations under 256 KiB")
     assert static.peak_bytes is None
 
 
 def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
     assert set(tf_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
     kit.assert_budget_refused(tf_bench, "TensorFlow")
+
+
+def test_the_cpu_allocator_statistics_leave_out_the_sweep_s_tensors():
+    # why TensorFlow's cells name no peak: a 64 KiB activation (B = 256, F = 64) goes uncounted
+    from implementations.stacks.tensorflow import tf
+
+    memory = tf.config.experimental
+
+    def counted(rows):
+        before = memory.get_memory_info("CPU:0")["current"]
+        tensor = tf.random.normal((rows, 64))
+        grew = memory.get_memory_info("CPU:0")["current"] - before
+        del tensor
+        return grew
+
+    assert counted(256) == 0  # 64 KiB
+    assert counted(1024) == 256 * 1024  # 256 KiB
+    assert "256 KiB" in tf_schedules.PEAK_METHOD

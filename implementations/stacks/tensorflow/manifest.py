@@ -23,8 +23,8 @@ MANIFEST = Manifest(
                 "graph read, one"
                 " figure for eager, tf.function and XLA",
                 "temp_bytes": "none: its XLA path does not expose its buffer assignment",
-                "peak_bytes": "none: its CPU allocator reports no peak (get_memory_info gives "
-                "zeros)",
+                "peak_bytes": "none: its CPU allocator statistics (get_memory_info) leave "
+                "out allocations under 256 KiB",
                 "matmuls": "MatMul ops executed (eager, an op callback), MatMul ops in the "
                 "traced step "
                 "graph (tf.function), or dot ops in the optimized HLO (XLA)",
