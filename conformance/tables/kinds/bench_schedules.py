@@ -95,37 +95,52 @@ def table(data: dict[str, Any]) -> Table:
 
 
 def revolve_at(frontier: list[dict[str, int]], forwards: float) -> dict[str, int] | None:
-    """Revolve's leanest point that runs at most `forwards` block forwards (None: Revolve
-    cannot, as a schedule keeping several blocks' internals at once can)."""
+    """Revolve's leanest point that runs at most `forwards` block forwards (None: none does)."""
     within = [p for p in frontier if p["forwards"] <= forwards]
     return min(within, key=lambda p: p["peak_bytes"]) if within else None
 
 
+def revolve_within(frontier: list[dict[str, int]], peak: float) -> dict[str, int] | None:
+    """Revolve's fewest-forwards point that keeps at most `peak` bytes (None: none does)."""
+    within = [p for p in frontier if p["peak_bytes"] <= peak]
+    return min(within, key=lambda p: p["forwards"]) if within else None
+
+
+def _point(p: dict[str, int] | None, measure: str) -> str:
+    if p is None:
+        return "-"
+    shown = f"{mib(p['peak_bytes'])} MiB" if measure == "peak" else f"{p['forwards']} forwards"
+    return f"{shown} (binomial({p['snapshots']}))"
+
+
 def frontier_table(data: dict[str, Any]) -> Table | None:
-    """Per framework at the deepest depth: its measured point nearest Revolve's frontier, its
-    peak over the least Revolve keeps for no more forwards."""
+    """Per framework at the deepest depth: its measured point with the least peak over
+    Revolve's at no more forwards, beside Revolve's at no more forwards and no more peak."""
     depths = (data.get("settings") or {}).get("depths") or []
-    frontier = (data.get("frontier") or {}).get(str(max(depths, default=0))) or []
+    deepest = max(depths, default=0)
+    frontier = (data.get("frontier") or {}).get(str(deepest)) or []
     found = TableBuilder(
         f"Bench · remat schedules · each framework's best against Revolve's frontier, "
-        f"L = {max(depths, default='?')}",
+        f"L = {deepest}",
         [
             Column("framework"),
             Column("schedule"),
             Column("forwards (measured)", "right", "count"),
             Column("peak MiB", "right", "bytes"),
-            Column("Revolve at no more forwards", "right"),
-            Column("ratio", "right", "ratio"),
+            Column("Revolve's peak, no more forwards", "right"),
+            Column("Revolve's forwards, no more peak", "right"),
+            Column("peak / Revolve's", "right", "ratio"),
         ],
-        caption="forwards: measured forward matmuls / 2 · Revolve: binomial(c), the least "
-        "c whose forward evaluations are no more, its model's peak · ratio: the framework's "
-        "peak over Revolve's (1: on the frontier) · schedules that run fewer forwards than "
-        "any Revolve point keep several blocks' internals at once: outside its model",
+        caption="forwards: measured forward matmuls / 2 · Revolve: binomial(c), its model · "
+        "best: the framework's least peak over Revolve's at no more forwards · below 1: the "
+        "schedule tapes several blocks at once (nested's innermost level, segments' tail), "
+        "which Revolve's model, one block taped at a time, does not (docs/SCHEDULES.md, "
+        "The frontier)",
         kind="bench-schedules",
     )
     best: dict[str, tuple[float, dict[str, Any], dict[str, int]]] = {}
     for r in data.get("results") or []:
-        if r["depth"] != max(depths) or not r.get("forward_matmuls") or not r.get("peak_bytes"):
+        if r["depth"] != deepest or not r.get("forward_matmuls") or not r.get("peak_bytes"):
             continue
         revolve = revolve_at(frontier, sum(r["forward_matmuls"]) / 2)
         if revolve is None:
@@ -142,8 +157,8 @@ def frontier_table(data: dict[str, Any]) -> Table | None:
                 r["schedule"],
                 f"{sum(r['forward_matmuls']) / 2:g}",
                 mib(r["peak_bytes"]),
-                f"binomial({revolve['snapshots']}): {mib(revolve['peak_bytes'])} MiB, "
-                f"{revolve['forwards']} forwards",
+                _point(revolve, "peak"),
+                _point(revolve_within(frontier, r["peak_bytes"]), "forwards"),
                 f"{ratio:.2f}",
             ],
             key=framework,

@@ -357,7 +357,8 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
     }
     table = kind.frontier_table(data)
     assert [[c.text for c in r.cells] for r in table.rows] == [
-        ["numpy", "b", "10", _mib(450), f"binomial(1): {_mib(300)} MiB, 10 forwards", "1.50"]
+        ["numpy", "b", "10", _mib(450), f"{_mib(300)} MiB (binomial(1))",
+         "7 forwards (binomial(2))", "1.50"]
     ]  # fmt: skip
     assert kind.frontier_table({**data, "results": [row("c", 8, 10)]}) is None
 

@@ -510,3 +510,22 @@ def test_the_docs_cite_the_published_revolve_values():
     text = (ROOT / "docs" / "SCHEDULES.md").read_text()
     for (L, c), forwards in PUBLISHED.items():
         assert f"({L}, {c}) -> {forwards}" in text
+
+
+def test_the_docs_figures_below_the_frontier_are_the_code_s():
+    text = " ".join((ROOT / "docs" / "SCHEDULES.md").read_text().split())
+    segments, nested = (Schedule.parse(s).model(64) for s in ("segments(8)", "nested(8,8)"))
+    assert segments.peak == nested.peak
+    frontier = revolve_frontier(64)
+    same_peak = min((p for p in frontier if p.peak.units <= segments.peak.units),
+                    key=lambda p: p.forwards)  # fmt: skip
+    same_forwards = min((p for p in frontier if p.forwards <= nested.forwards),
+                        key=lambda p: p.peak.units)  # fmt: skip
+    assert same_peak.forwards > nested.forwards  # below the curve
+    assert (
+        f"keep {segments.peak.units} units for {segments.forwards} and {nested.forwards} "
+        f"forwards, where Revolve needs {same_peak.forwards} forwards for "
+        f"{same_peak.peak.units} (`binomial({same_peak.snapshots})`) and "
+        f"{same_forwards.peak.units} units for {same_forwards.forwards} "
+        f"(`binomial({same_forwards.snapshots})`)"
+    ) in text
