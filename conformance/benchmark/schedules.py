@@ -180,7 +180,7 @@ def judge(result: ScheduleResult) -> tuple[list[str], list[str]]:
                 explained = in_words
             beyond = (
                 f", and past its departure's {predicted / unit:.2f}"
-                if counted and result.peak_bytes > high
+                if counted and result.peak_bytes > predicted
                 else ""
             )
             flag(

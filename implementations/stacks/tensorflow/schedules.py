@@ -9,9 +9,13 @@ schedule places them. Imports TensorFlow (quietly) and numpy.
 **Instruments.** Forward matmuls: an op callback counts the eager `MatMul` ops of forward
 direction (neither operand transposed: the backward's products transpose one), during the
 forward pass and during `tape.gradient`. Regions: the recompute_grad regions entered in the
-forward pass. Peak bytes: none, TensorFlow's CPU allocator statistics
-(`tf.config.experimental.get_memory_info("CPU:0")`) leave out allocations under 256 KiB,
-the sweep's every activation (B*F*4 = 64 KiB).
+forward pass. Peak bytes: TensorFlow's CPU allocator statistics
+(`tf.config.experimental.get_memory_info("CPU:0")`), which leave out allocations under 256
+KiB (oneDNN's small-size allocator): the peak of a backward pass to x, its statistics reset as
+it starts, run at k*B and 2k*B rows, k the least power of two that puts a (k*B, F) float32
+tensor at 256 KiB or more; their difference over k is what grows with the batch at B rows,
+the activations (the parameters' and their gradients' bytes do not grow, and cancel), as
+JAX's temp(2B) - temp(B).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Schedule, flat_stack
+from implementations.schedules import Departure, Schedule, flat_stack
 from implementations.stacks.tensorflow import tf  # TensorFlow, quietly
 from implementations.stacks.tensorflow.bench import block
 
@@ -36,7 +40,22 @@ SCHEDULES = {
 SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "TensorFlow has no memory-budget solver: tf.recompute_grad takes no budget",
 }
-PEAK_METHOD = "none: TensorFlow's CPU allocator statistics leave out allocations under 256 KiB"
+SCHEDULE_DEPARTURES = {
+    name: Departure(
+        "tf.recompute_grad's gradient reruns its region under a tape of its own, inside the "
+        "outer backward, on tf.identity copies of its inputs: each open level holds its "
+        "input's copy, its rerun's output and the cotangent",
+        held_per_level=3,
+    )
+    for name in ("nested", "binomial")
+}
+PEAK_METHOD = (
+    "TF CPU allocator peak over a backward pass to x that grows with B: "
+    "(peak(2kB) - peak(kB)) / k, as allocations under 256 KiB go uncounted"
+)
+#: oneDNN's CPU allocator serves smaller allocations apart, uncounted (measured in a test).
+COUNTED_FROM = 256 * 1024
+_DEVICE = "CPU:0"
 
 
 def _forward_matmul(attrs) -> bool:
@@ -104,7 +123,34 @@ class TensorFlowScheduleCase:
             tape.gradient(y, self.flat, output_gradients=self.cotangent)
         finally:
             op_callbacks.remove_op_callback(counter)
-        return ScheduleStatic((forward, counter.count - forward), None, PEAK_METHOD, entered)
+        counted = (forward, counter.count - forward)
+        return ScheduleStatic(counted, self.peak_bytes(), PEAK_METHOD, entered)
+
+    def peak_bytes(self) -> int:
+        """What grows with the batch in a backward pass's peak, at this case's B rows."""
+        rows, width = self.x.shape
+        scale = 1
+        while scale * rows * width * 4 < COUNTED_FROM:
+            scale *= 2
+        low, high = (self._backward_peak(scale * k) for k in (1, 2))
+        return max(0, round((high - low) / scale))
+
+    def _backward_peak(self, copies: int) -> int:
+        """The allocator's peak in a backward pass to x over `copies` times the rows, above
+        what was in use before the forward (its statistics reset as the backward starts,
+        when all the forward kept is alive)."""
+        memory = tf.config.experimental
+        x = tf.tile(self.x, (copies, 1))
+        cotangent = tf.tile(self.cotangent, (copies, 1))
+        before = memory.get_memory_info(_DEVICE)["current"]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = self.stack(x, *self.flat)
+        memory.reset_memory_stats(_DEVICE)
+        gradient = tape.gradient(y, x, output_gradients=cotangent)
+        peak = memory.get_memory_info(_DEVICE)["peak"]
+        del gradient, y, tape
+        return peak - before
 
     def values(self) -> Values:
         tape, y = self._forward()
