@@ -147,6 +147,9 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
         elif doc.kind == "bench-schedules":
             section = Section(f"Bench: remat schedules{suffix}", f"bench-schedules-{i}")
             section.blocks.append(bench_schedules.table(data))
+            best = bench_schedules.frontier_table(data)
+            if best is not None:
+                section.blocks.append(best)
             section.blocks += [Paragraph(n) for n in bench_schedules.notes(data).items]
             if can_draw:
                 section.pictures.append(
@@ -155,8 +158,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                         schedule_plot.png(data),
                         "Top, per framework at the deepest L: peak bytes of the backward pass "
                         "against block forward evaluations, each schedule measured (filled) "
-                        "and modelled (hollow), Revolve's frontier as the limit; bottom: "
-                        "peak bytes against L per schedule, log axes.",
+                        "and modelled (hollow), Revolve's frontier (one block taped at a time); "
+                        "bottom: peak bytes against L per schedule, log axes.",
                     )
                 )
             else:

@@ -365,3 +365,50 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
 
 def _mib(nbytes):
     return f"{nbytes / 2**20:.2f}"
+
+
+def test_the_benchmarks_page_is_the_recorded_schedule_run():
+    from tests.support.helpers import ROOT
+
+    data = json.loads((ROOT / "docs" / "bench-schedules.json").read_text())
+    text = (ROOT / "docs" / "BENCHMARKS.md").read_text()
+    assert "\n".join(markdown.table(kind.frontier_table(data), level=3)) in text
+    assert (ROOT / "docs" / "bench-schedules.md").read_text() == markdown.document(
+        kind.document(data)
+    )
+    assert f"took **{data['wall_seconds']:.0f} s** and passed" in text
+    assert not data["failed"]
+    assert all(r["values_within"] and not r["unexplained_flags"] for r in data["results"])
+    at = {(r["framework"], r["schedule"]): r for r in data["results"] if r["depth"] == 64}
+    units = data["settings"]["batch"] * data["settings"]["features"] * 4
+    prose = " ".join(text.split())
+    nested = at["torch", "nested(2,2,2,2,2,2)"]
+    assert (
+        f"{sum(nested['forward_matmuls']) // 2} forwards where the model counts "
+        + (f"{nested['model_matmuls'] // 2}")
+        in prose
+    )
+    folded, plain = at["jax", "binomial(2)"], at["jax", "none"]
+    assert (
+        f"({sum(folded['forward_matmuls']) // 2} forwards, "
+        + (
+            f"{folded['peak_bytes'] / units:.0f} units where none keeps "
+            f"{plain['peak_bytes'] / units:.0f})"
+        )
+        in prose
+    )
+    exact = ("autograd", "deepspeed", "paddle", "tensorflow")
+    assert all(r["matmul_ratio"] == 1 for (f, _), r in at.items() if f in exact)
+    near = [
+        r["peak_ratio"]
+        for (f, s), r in at.items()
+        if (f != "mlx" and not (f == "autograd" and s.startswith("segments"))
+        and s.split("(")[0] in ("none", "every", "segments")) or (s == "nested(8,8)" and f != "mlx")
+    ]  # fmt: skip
+    assert f"within {max(near):.2f} times the model" in prose
+    assert f"`segments` ({at['autograd', 'segments(8)']['peak_ratio']:.2f}:" in prose
+    counts = {"deepspeed": 2, "paddle": 2, "tensorflow": 3, "jax": 1}
+    for framework, held in counts.items():
+        assert f"{held} units more per level" in data["departures"][framework]["nested"]
+    assert "tape kept" in data["departures"]["autograd"]["segments"]
+    assert "2 units for the reentrant checkpoints (DeepSpeed, Paddle), 3 for" in prose

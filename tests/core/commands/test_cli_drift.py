@@ -102,3 +102,16 @@ def test_the_apis_bench_defaults_are_the_clis(monkeypatch):
     args = cli.parser().parse_args(["bench"])
     assert seen["settings"] == bench_command.settings_from(args)
     assert seen["frameworks"] == list(args.framework or bench_command.DEFAULT_FRAMEWORKS)
+
+
+def test_usage_s_bench_synopsis_names_every_mode():
+    parser = argparse.ArgumentParser()
+    bench_command.add_arguments(parser)
+    modes = [
+        a.option_strings[0] for a in parser._actions if a.dest in ("policies", "scale", "schedules")
+    ]
+    synopsis = next(
+        line for line in USAGE.splitlines() if line.startswith("python -m conformance bench")
+    )
+    assert len(modes) == 3
+    assert all(f"[{mode}]" in synopsis for mode in modes), synopsis
