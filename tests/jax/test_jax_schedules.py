@@ -9,6 +9,7 @@ from conformance.benchmark import schedules as bench
 from conformance.benchmark.measure import Settings, make_data
 from implementations.schedules import Schedule
 from implementations.stacks.jax import bench as jax_bench
+from tests.support import schedules_kit as kit
 
 SETTINGS = Settings(depths=(2, 8), batch=4, features=8, repeats=1, max_repeats=1)
 
@@ -16,7 +17,7 @@ SETTINGS = Settings(depths=(2, 8), batch=4, features=8, repeats=1, max_repeats=1
 def _measured(schedule: Schedule, L: int) -> bench.ScheduleResult:
     case = jax_bench.schedule_case(schedule, make_data(SETTINGS, L))
     result = bench.result_of("jax", jax_bench, schedule, case.measure(), L, SETTINGS)
-    bench.check_values(result, jax_bench, jax_bench, schedule, {})
+    bench.check_values(result, jax_bench, jax_bench, schedule, kit.REFERENCES)
     result.flags = bench.judge(result)
     return result
 

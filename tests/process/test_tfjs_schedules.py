@@ -12,6 +12,7 @@ from conformance import benchmark
 from conformance.benchmark import schedules as bench
 from conformance.benchmark.measure import Settings, make_data
 from implementations.schedules import Schedule
+from tests.support import schedules_kit as kit
 
 jax_bench = pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
 
@@ -48,7 +49,7 @@ def test_each_declared_schedule_equals_the_canonical_and_is_the_model(tfjs_bench
     for schedule, L in cases:
         static = tfjs_bench.schedule_case(schedule, make_data(SETTINGS, L)).measure()
         result = bench.result_of("tfjs", tfjs_bench, schedule, static, L, SETTINGS)
-        bench.check_values(result, tfjs_bench, jax_bench, schedule, {})
+        bench.check_values(result, tfjs_bench, jax_bench, schedule, kit.REFERENCES)
         label = f"{schedule.label} at L={L}"
         assert result.values_within, f"{label}: {result.values_worst} x the bound"
         assert result.regions == result.model_regions, label

@@ -16,6 +16,9 @@ from implementations.schedules import Schedule
 
 #: Small enough for the test command: L up to 8, B = 4, F = 8.
 SMALL = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
+#: The canonical's values and bound per depth and nesting, made once per test process: each a
+#: JAX compile (0.3 s), which every stack's test module would otherwise make again.
+REFERENCES: dict = {}
 #: Every schedule name but `budget`, which no eager stack's own API has.
 ALL_BUT_BUDGET = {"none", "every", "segments", "nested", "binomial"}
 
@@ -42,7 +45,7 @@ def measured(
     """The case's instruments (`ScheduleStatic`) and its result, values checked."""
     static = module.schedule_case(schedule, make_data(settings, L)).measure()
     result = bench.result_of(framework, module, schedule, static, L, settings)
-    bench.check_values(result, module, canonical(), schedule, {})
+    bench.check_values(result, module, canonical(), schedule, REFERENCES)
     return static, result
 
 

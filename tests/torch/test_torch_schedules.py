@@ -22,7 +22,7 @@ def _measured(schedule, L, early_stop=True):
         case = torch_bench.schedule_case(schedule, make_data(SETTINGS, L))
         static = case.measure()
     result = bench.result_of("torch", torch_bench, schedule, static, L, SETTINGS)
-    bench.check_values(result, torch_bench, jax_bench, schedule, {})
+    bench.check_values(result, torch_bench, jax_bench, schedule, kit.REFERENCES)
     # peak bytes at B = 4, F = 8 are the allocator's small change: judged by the bench only
     result.flags = [f for f in bench.judge(result)[0] if not f.startswith("peak")]
     return result
