@@ -53,7 +53,6 @@ __all__ = [
     "Region",
     "Schedule",
     "flat_stack",
-    "nesting_depth",
     "regions",
     "revolve_forward_steps",
     "revolve_frontier",
@@ -158,11 +157,6 @@ def regions(placement: tuple[Item, ...]) -> Iterator[tuple[int, Region]]:
     for depth, item in _walk(placement):
         if isinstance(item, Region):
             yield depth, item
-
-
-def nesting_depth(placement: tuple[Item, ...]) -> int:
-    """The most regions open at once: 0 for no region, 1 for regions side by side."""
-    return max((depth for depth, _ in regions(placement)), default=0)
 
 
 def flat_stack(

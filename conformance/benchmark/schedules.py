@@ -19,9 +19,10 @@ schedule and depth the sweep records:
 A figure outside its acceptance is flagged, with the reason where the framework declares it a
 known upstream behaviour (`SCHEDULE_DEPARTURES`, each an `implementations.schedules.Departure`
 or its reason alone), else as unexplained. A reason in words explains counts and peaks; one
-that states its count (`held_per_level`) explains a peak only up to the model plus that many
-units per level of nesting. Values off the canonical's, and regions other than the
-placement's, are never explained. `bench --schedules` fails on any unexplained flag.
+that states its count (`held_per_level`, `tape_to_the_end`) explains a peak only up to what it
+predicts (`Departure.peak_units`), with the model's acceptance. Values off the canonical's, and
+regions other than the placement's, are never explained. `bench --schedules` fails on any
+unexplained flag.
 """
 
 from __future__ import annotations

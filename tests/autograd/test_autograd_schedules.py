@@ -36,3 +36,8 @@ def test_one_primitive_runs_every_region():
 def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
     assert set(ag_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
     kit.assert_budget_refused(ag_bench, "autograd")
+
+
+@pytest.mark.parametrize("label", ["segments(3)", "nested(2,2,2)", "binomial(2)"])
+def test_at_the_sweep_s_size_a_departure_stays_within_its_declared_count(label):
+    kit.assert_within_the_model_or_its_count("autograd", ag_bench, label, 8)

@@ -23,3 +23,8 @@ def test_a_declared_schedule_equals_the_canonical_and_is_the_model(schedule, L):
 def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
     assert set(ds_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
     kit.assert_budget_refused(ds_bench, "DeepSpeed")
+
+
+@pytest.mark.parametrize("label", ["nested(2,2,2)", "binomial(2)"])
+def test_at_the_sweep_s_size_a_departure_stays_within_its_declared_count(label):
+    kit.assert_within_the_model_or_its_count("deepspeed", ds_bench, label, 8)

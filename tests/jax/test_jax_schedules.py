@@ -75,3 +75,20 @@ def test_the_peak_is_the_part_of_xla_temporaries_that_grows_with_the_batch(sched
     result = bench.result_of("jax", jax_bench, parsed, case.measure(), 8, settings)
     assert "temp(2B) - temp(B)" in result.peak_method
     assert [f for f in bench.judge(result) if "peak" in f] == [], result
+
+
+@pytest.mark.parametrize("label", ["segments(3)", "nested(2,2,2)"])
+def test_at_the_sweep_s_size_a_departure_stays_within_its_declared_count(label):
+    kit.assert_within_the_model_or_its_count("jax", jax_bench, label, 8)
+
+
+def test_one_region_s_rerun_is_scheduled_beside_the_tail_and_declared():
+    # segments(2): the lone region's rerun needs no cotangent, and XLA runs it while the
+    # plain tail is alive: the peak of none, as the declared departure says
+    data = make_data(kit.SWEEP, 8)
+    one, plain = (
+        jax_bench.schedule_case(Schedule.parse(s), data).measure().peak_bytes
+        for s in ("segments(2)", "none")
+    )
+    assert one >= 0.9 * plain
+    assert "segments(2) peaks as none does" in jax_bench.SCHEDULE_DEPARTURES["segments"]

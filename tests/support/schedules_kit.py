@@ -63,3 +63,16 @@ def assert_the_model_exactly(static: Any, result: bench.ScheduleResult, method: 
     assert sum(result.forward_matmuls) == result.model_matmuls
     assert result.forward_matmuls[0] == 2 * result.depth
     assert method in static.peak_method
+
+
+#: The sweep's own batch and width (`bench --schedules`' defaults), where peaks are activations
+#: and not the allocators' small change: a declared count is checked there.
+SWEEP = Settings(depths=(8,), batch=256, features=64, repeats=1, max_repeats=1)
+
+
+def assert_within_the_model_or_its_count(framework: str, module: Any, label: str, L: int) -> None:
+    """At the sweep's size, the schedule's figures are within the model's acceptance or
+    explained by the departure the module declares, within the count it states."""
+    _, result = measured(framework, module, Schedule.parse(label), L, SWEEP)
+    flags, unexplained = bench.judge(result)
+    assert unexplained == [], flags

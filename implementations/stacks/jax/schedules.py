@@ -48,10 +48,9 @@ SCHEDULES_NOT_EXPRESSIBLE = {
 }
 SCHEDULE_DEPARTURES = {
     "segments": "XLA's scheduler places a rerun where it likes: with one region (s = 2) the "
-    "rerun needs no cotangent, and it runs while the plain tail's activations are alive "
-    "(segments(2) peaks as none does: measured at L = 4 to 16); beside the tail's blocks JAX "
-    "keeps relu's mask, a quarter unit each (segments(4) at L = 16: 18 units where the "
-    "acceptance ends at 17.75)",
+    "rerun needs no cotangent, and it runs while the plain tail's activations are alive, so "
+    "segments(2) peaks as none does; beside the tail's blocks JAX keeps relu's mask, a "
+    "quarter unit each",
     "nested": Departure(
         "remat_scan's backward is a scan per level: each open level's loop holds its carry, "
         "the cotangent, while the level inside it runs",

@@ -17,7 +17,7 @@ from conformance.tables import reports
 from conformance.tables.kinds import bench_schedules as kind
 from conformance.tables.render import markdown
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Departure, Region, Schedule, nesting_depth
+from implementations.schedules import Departure, Region, Schedule, regions
 
 
 class NumpyCase:
@@ -149,7 +149,8 @@ class HoldsEightPerLevel(NumpyStack):
         case = super().schedule_case(schedule, data)
         L, (rows, width) = len(data.blocks), data.x.shape
         placement = Schedule.parse(schedule).placement(L)
-        units = Schedule.parse(schedule).peak_activations(L).units + 8 * nesting_depth(placement)
+        deepest = max((depth for depth, _ in regions(placement)), default=0)
+        units = Schedule.parse(schedule).peak_activations(L).units + 8 * deepest
         case.peak_bytes = units * rows * width * 4
         return case
 
