@@ -22,7 +22,7 @@ printed) and nothing else, and Keras backends never share a process. A mutant is
 hunted in its family's worker, as a run hunts it. Under pytest-xdist with
 `--dist loadscope` (this project's config), every test of one framework's worker
 (its ports' and its mutants') goes to the same xdist worker, so each framework
-is loaded once; other tests are grouped by module, as loadscope does.
+is loaded once; other tests are grouped by module (a class with its module).
 (`--dist loadgroup` and `xdist_group` marks would do it too, but pytest 9.2
 broke them: pytest-dev/pytest-xdist#1386.)
 """
@@ -133,17 +133,26 @@ def worker_scope(nodeid: str) -> str | None:
     return None
 
 
+def xdist_scope(nodeid: str) -> str:
+    """The xdist scope of any test: its port's worker's (`worker_scope`), else its module.
+
+    loadscope's own split makes a class a scope apart from its module's functions, so a
+    module-scoped fixture they share was made once for each (a two-node run, 10 s, twice)."""
+    return worker_scope(nodeid) or nodeid.split("::", 1)[0]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under `--dist loadscope`, the tests of the ports that share a worker (a framework's)
-    are one scope: one xdist worker starts that worker, once."""
+    are one scope: one xdist worker starts that worker, once. Any other test's scope is its
+    module."""
     if config.getoption("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class PortScopes(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return worker_scope(nodeid) or super()._split_scope(nodeid)
+            return xdist_scope(nodeid)
 
     return PortScopes(config, log)
 

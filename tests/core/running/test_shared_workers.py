@@ -106,6 +106,17 @@ def test_under_xdist_the_ports_of_one_worker_are_one_scope():
     assert worker_scope(mutant.format("not_a_mutant")) is None
 
 
+def test_under_xdist_a_class_is_one_scope_with_its_module():
+    """A module-scoped fixture that a class and the module's functions share is made once."""
+    from conformance.pytest_plugin import xdist_scope
+
+    module = "tests/torch/test_torch_fsdp_nodes.py"
+    assert xdist_scope(f"{module}::TestFsdpNodes::test_x") == module
+    assert xdist_scope(f"{module}::test_y[a::b]") == module
+    port = "tests/core/running/test_conformance.py::test_property[pytorch-c_vjp]"
+    assert xdist_scope(port) == xdist_scope(port.replace("c_vjp", "b_forward")) != port
+
+
 def test_a_port_that_flips_state_leaves_the_next_port_s_verdict_its_own(flipper):
     report = _run(flipper)
     assert _failed(report, "jax_checkpoint") == set()
