@@ -87,9 +87,15 @@ def send_warnings_to(sink: Callable[[str, str], None]) -> None:
 
 
 def unusable(path: Path, what: str, error: OSError) -> None:
-    """Warn that the cache at `path` `what` (cannot be read, written): one line per cache root."""
+    """Warn that the cache at `path` `what` (cannot be read, written): one line per cache root.
+
+    The line stands for every cache under the root, so where the root itself cannot be
+    written (a read-only mount), it names the root, not the first folder found so."""
     root = cache_root()
-    key = f"cache {root}" if root == path or root in path.parents else f"cache {path}"
+    under_root = root == path or root in path.parents
+    key = f"cache {root}" if under_root else f"cache {path}"
+    if under_root and path != root and key not in _WARNED and (found := usable(root)):
+        path, what, error = root, "cannot be written", found
     reason = error.strerror or type(error).__name__
     warn(f"the cache at {path} {what} ({reason}): the run goes on without it", once=key)
 

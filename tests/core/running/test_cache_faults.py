@@ -91,6 +91,33 @@ def test_an_unusable_cache_gives_the_same_cases_one_warning_and_no_leak(
         assert leftovers(root) == []  # the temporary file is removed, not left (61 MB a run)
 
 
+def test_a_read_only_cache_is_named_by_its_root_once(tmp_path, monkeypatch, warnings):
+    """A read-only mount (as root, no mode bit stops a write): one line names the root, not
+    the first of its folders to be found so (JAX's, which the others' silence hid)."""
+    root = tmp_path / "mounted"
+    monkeypatch.setenv(environment.ROOT_ENV, str(root))
+    read_only = OSError(errno.EROFS, os.strerror(errno.EROFS))
+    monkeypatch.setattr(environment, "usable", lambda directory: read_only)
+    for folder in ("jax", "examples"):
+        environment.unusable(root / folder, f"({folder}) cannot be written", read_only)
+    assert warnings == [
+        f"the cache at {root} cannot be written (Read-only file system): the run goes on without it"
+    ]
+
+
+def test_a_folder_that_cannot_be_written_under_a_usable_root_is_named_itself(
+    tmp_path, monkeypatch, warnings
+):
+    root = tmp_path / "cache"
+    monkeypatch.setenv(environment.ROOT_ENV, str(root))
+    denied = OSError(errno.EACCES, os.strerror(errno.EACCES))
+    environment.unusable(root / "jax", "(JAX's compilation) cannot be written", denied)
+    assert warnings == [
+        f"the cache at {root / 'jax'} (JAX's compilation) cannot be written (Permission denied): "
+        "the run goes on without it"
+    ]
+
+
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES])
 def test_a_failing_write_leaves_no_file_and_gives_one_warning(
     tmp_path, monkeypatch, warnings, code
