@@ -5,6 +5,7 @@ drawn one row each. Their measurements are tested in their own folders (tests/<s
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -75,6 +76,24 @@ def test_every_installed_bench_stack_loads_in_order_and_declares_its_policies():
     for name, (runs, cannot) in declared.items():
         assert runs[:2] == ["none", "full"], name
         assert not set(runs) & set(cannot), name
+
+
+def test_loading_pauses_the_collector_and_freezes_what_was_loaded():
+    """`load_frameworks` leaves the collector as it found it, and what is alive after the
+    loading (here, objects made just before) frozen out of its scans."""
+    pytest.importorskip("autograd")
+    made_before = [[] for _ in range(1000)]  # lists: the collector tracks them
+    before = gc.get_freeze_count()
+    loaded, _ = bench.load_frameworks(["autograd"])
+    assert list(loaded) == ["autograd"]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= before + len(made_before)
+    gc.disable()
+    try:
+        bench.load_frameworks(["autograd"])
+        assert not gc.isenabled()  # a caller's choice stands
+    finally:
+        gc.enable()
 
 
 def test_a_missing_framework_s_bench_stack_is_skipped_with_the_reason():
