@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import importlib
 import os
 import platform
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from implementations import manifests
+from implementations import collector, manifests
 from implementations.contract import StackUnavailable
 
 from ..jsonable import to_data
@@ -126,29 +125,12 @@ def load_frameworks(names: Iterable[str]) -> tuple[dict[str, ModuleType], dict[s
     names = list(dict.fromkeys(names))
     order = manifests.load_order(names, _STACK_OF.get)
     found, skipped = {}, {}
-    with _collector_paused():
+    # Off while they load, and what they loaded frozen out of its scans after: loading the
+    # default bench's frameworks took 7.0 CPU-s with it on, 5.2 so.
+    with collector.paused(freeze=True):
         _load_in_order(order, found, skipped)
     loaded = {name: found[name] for name in names if name in found}
     return loaded, {name: skipped[name] for name in names if name in skipped}
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Python's cyclic collector off while the frameworks load, and what they loaded frozen
-    out of its scans after.
-
-    Loading every framework, the collector walked the growing heap again and again (7.0
-    CPU-s to load the default bench's, 5.2 with it off), and each `gc.collect()` the autograd
-    and MLX instruments make before a measurement walked every framework's objects."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-        gc.collect()
-        gc.freeze()
 
 
 def _load_in_order(order: list[str], found: dict, skipped: dict) -> None:

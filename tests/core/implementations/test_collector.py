@@ -1,0 +1,72 @@
+"""The cyclic collector while a port's framework loads (`implementations.collector`): off in
+`implementations.load`, and in the suite's workers what the load brought frozen out of its
+later scans."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import implementations
+from conformance.running import worker
+from implementations import collector
+
+
+@pytest.fixture
+def collector_on():
+    """The collector on for the test, and as it was after."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+def test_paused_turns_the_collector_off_and_back_on(collector_on):
+    with collector.paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector.paused():
+        raise RuntimeError("a port that fails to import")
+    assert gc.isenabled()
+
+
+def test_paused_leaves_a_collector_the_caller_turned_off_off(collector_on):
+    gc.disable()
+    with collector.paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_only_freeze_moves_what_is_alive_out_of_the_scans(collector_on):
+    kept = [[] for _ in range(1000)]  # lists: the collector tracks them
+    before = gc.get_freeze_count()
+    with collector.paused():
+        pass
+    assert gc.get_freeze_count() == before
+    with collector.paused(freeze=True):
+        pass
+    assert gc.get_freeze_count() >= before + len(kept)
+
+
+def test_load_imports_the_port_with_the_collector_off(collector_on, monkeypatch):
+    seen = []
+
+    def import_and_build(name, target):
+        seen.append((name, gc.isenabled()))
+        return "built"
+
+    monkeypatch.setattr(implementations, "_import_and_build", import_and_build)
+    assert implementations.load.__wrapped__("jax_checkpoint") == "built"
+    assert seen == [("jax_checkpoint", False)]
+    assert gc.isenabled()
+
+
+def test_a_worker_freezes_what_loading_its_port_left_alive(collector_on):
+    pytest.importorskip("autograd")
+    kept = [[] for _ in range(1000)]
+    before = gc.get_freeze_count()
+    session = worker.Session("hips_autograd", worker.Settings(), lambda message: None)
+    assert session.info.state == "available", session.info.reason
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= before + len(kept)
