@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import implementations
-from implementations import manifests
+from implementations import collector, manifests
 
 from ..running import environment, isolation
 from . import model, port_row, rows
@@ -205,7 +205,11 @@ def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
     to_parent = isolation.connection()
     params, x, cotangent, seed, repeats, exact, expected = args
     ports = []
-    for status in implementations.status(names):
+    # The lane keeps what its ports' frameworks load to its end: frozen out of the collector's
+    # scans (`implementations.collector`), as in the suite's workers.
+    with collector.paused(freeze=True):
+        statuses = implementations.status(names)
+    for status in statuses:
         if status.elsewhere:
             to_parent.send(("held", status.name))
             continue
@@ -229,7 +233,8 @@ def serve_row(names: list[str], *args) -> None:
     params, x, cotangent, seed, repeats, exact, expected = args
     (name,) = names
     try:
-        row_port = rows.load(name)
+        with collector.paused(freeze=True):
+            row_port = rows.load(name)
         row_port.pin_matmul_precision()
     except Exception as error:  # its framework does not load: the row says why
         to_parent.send(("row", model.PortComparison(name, "unavailable", reason=str(error))))

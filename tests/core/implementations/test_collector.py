@@ -1,6 +1,6 @@
 """The cyclic collector while a port's framework loads (`implementations.collector`): off in
-`implementations.load`, and in the suite's workers what the load brought frozen out of its
-later scans."""
+`implementations.load`, and in the suite's workers and compare's lanes what the load brought
+frozen out of its later scans."""
 
 from __future__ import annotations
 
@@ -68,5 +68,37 @@ def test_a_worker_freezes_what_loading_its_port_left_alive(collector_on):
     before = gc.get_freeze_count()
     session = worker.Session("hips_autograd", worker.Settings(), lambda message: None)
     assert session.info.state == "available", session.info.reason
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= before + len(kept)
+
+
+class _Parent:
+    """A lane's connection to the comparison, in this process: no timing asked."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, message):
+        self.sent.append(message)
+
+    def recv(self):
+        if self.sent[-1][0] == "timed":
+            raise EOFError  # the comparison closed the connection
+        return "no timing"
+
+
+def test_a_compare_lane_loads_its_ports_paused_and_freezes_what_they_left(
+    collector_on, monkeypatch
+):
+    from conformance.comparison import lanes
+
+    seen = []
+    monkeypatch.setattr(lanes.environment, "prepare", lambda: None)
+    monkeypatch.setattr(lanes.isolation, "connection", _Parent)
+    monkeypatch.setattr(implementations, "status", lambda names: seen.append(gc.isenabled()) or [])
+    kept = [[] for _ in range(1000)]
+    before = gc.get_freeze_count()
+    lanes.serve(["pytorch"], *[None] * 7)
+    assert seen == [False]
     assert gc.isenabled()
     assert gc.get_freeze_count() >= before + len(kept)
