@@ -23,6 +23,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from implementations import collector
 from implementations.contract import StackUnavailable
 
 from ..running import isolation
@@ -127,7 +128,9 @@ def serve(module_name: str) -> None:
     """Import the module, say hello, then answer one request at a time until `stop`."""
     to_parent = isolation.connection()
     try:
-        module = importlib.import_module(module_name)
+        # As the bench's own process loads its stacks (`load_frameworks`).
+        with collector.paused(freeze=True):
+            module = importlib.import_module(module_name)
     except (ImportError, StackUnavailable) as error:  # not installed, or blocked here
         to_parent.send(("unavailable", f"{module_name} does not load: {error}"))
         return

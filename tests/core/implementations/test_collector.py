@@ -1,6 +1,6 @@
 """The cyclic collector while a port's framework loads (`implementations.collector`): off in
-`implementations.load`, and in the suite's workers and compare's lanes what the load brought
-frozen out of its later scans."""
+`implementations.load`, and in the suite's own processes (its workers, compare's lanes, a bench
+stack's process) what the load brought frozen out of its later scans."""
 
 from __future__ import annotations
 
@@ -100,5 +100,31 @@ def test_a_compare_lane_loads_its_ports_paused_and_freezes_what_they_left(
     before = gc.get_freeze_count()
     lanes.serve(["pytorch"], *[None] * 7)
     assert seen == [False]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= before + len(kept)
+
+
+def test_a_bench_stack_s_own_process_imports_it_paused_and_freezes_what_it_left(
+    collector_on, monkeypatch
+):
+    from types import SimpleNamespace
+
+    from conformance.benchmark import isolated
+
+    seen = []
+
+    def import_module(name):
+        seen.append((name, gc.isenabled()))
+        return SimpleNamespace(FRAMEWORK="f", versions=dict, configurations=list)
+
+    parent = SimpleNamespace(sent=[], recv=lambda: ("stop", ()))
+    parent.send = parent.sent.append
+    monkeypatch.setattr(isolated.isolation, "connection", lambda: parent)
+    monkeypatch.setattr(isolated.importlib, "import_module", import_module)
+    kept = [[] for _ in range(1000)]
+    before = gc.get_freeze_count()
+    isolated.serve("a_bench_stack")
+    assert seen == [("a_bench_stack", False)]
+    assert [kind for kind, _ in parent.sent] == ["hello"]
     assert gc.isenabled()
     assert gc.get_freeze_count() >= before + len(kept)
