@@ -49,7 +49,9 @@ def test_only_freeze_moves_what_is_alive_out_of_the_scans(collector_on):
     assert gc.get_freeze_count() >= before + len(kept)
 
 
-def test_load_imports_the_port_with_the_collector_off(collector_on, monkeypatch):
+def test_load_imports_the_port_with_the_collector_off_and_freezes_nothing(
+    collector_on, monkeypatch
+):
     seen = []
 
     def import_and_build(name, target):
@@ -57,9 +59,12 @@ def test_load_imports_the_port_with_the_collector_off(collector_on, monkeypatch)
         return "built"
 
     monkeypatch.setattr(implementations, "_import_and_build", import_and_build)
+    kept = [[] for _ in range(1000)]  # a caller's objects: a load never freezes them
+    before = gc.get_freeze_count()
     assert implementations.load.__wrapped__("jax_checkpoint") == "built"
     assert seen == [("jax_checkpoint", False)]
     assert gc.isenabled()
+    assert gc.get_freeze_count() <= before, len(kept)  # frozen objects freed since: fewer
 
 
 def test_a_worker_freezes_what_loading_its_port_left_alive(collector_on):
