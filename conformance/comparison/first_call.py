@@ -10,6 +10,7 @@ child loads the port, runs its first `nn_checkpoint_forward` and its first
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,15 @@ def first_call(name: str, inputs: Path, seed: int) -> dict[str, Any]:
         env[cache.setting] = "off"
         for variable in (cache.directory_variable, *cache.when_on):
             env.pop(variable, None)
-    done = isolation.run(
-        f"{__name__}:measure", (name, str(inputs), seed), env=env, timeout=TIMEOUT_SECONDS
-    )
+    # A cache that writes even when off (inductor's generated code) writes to the child's
+    # scratch directory. Made here, it is removed here, when the child is killed too (a
+    # SIGTERM to the comparison kills it, and its own exit handler never runs); and it is
+    # the child's alone: nothing one port's first call wrote is there for the next.
+    with tempfile.TemporaryDirectory(prefix="remat-conformance-first-call-") as scratch:
+        env[environment.SCRATCH_ENV] = scratch
+        done = isolation.run(
+            f"{__name__}:measure", (name, str(inputs), seed), env=env, timeout=TIMEOUT_SECONDS
+        )
     if done.status == "returned":
         return done.value
     if done.status in ("timeout", "raised"):

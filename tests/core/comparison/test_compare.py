@@ -4,6 +4,7 @@ import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from conformance import cli
 from conformance import comparison as compare
 from conformance.comparison import measure, policy_matrix, render
 from conformance.comparison import rows as rows_module
+from conformance.running import environment
 from implementations.contract import BackwardRecord, SavedTensor
 from implementations.policies import POLICY_NAMES
 
@@ -162,8 +164,12 @@ def test_the_first_call_child_has_every_compilation_cache_off(monkeypatch, tmp_p
         pass
 
     def run(target, args, env, timeout):
+        scratch = Path(env[environment.SCRATCH_ENV])
+        assert scratch.is_dir()
+        assert not list(scratch.iterdir())
         raise Started(env)
 
+    monkeypatch.setenv(environment.SCRATCH_ENV, str(tmp_path))  # this process's own
     monkeypatch.setattr(first_call.isolation, "run", run)
     with pytest.raises(Started) as started:
         first_call.first_call(implementations.CANONICAL, tmp_path / "inputs.npz", 0)
@@ -172,6 +178,10 @@ def test_the_first_call_child_has_every_compilation_cache_off(monkeypatch, tmp_p
         (cache.setting for cache in caches), "off"
     )
     assert not [c.directory_variable for c in caches if c.directory_variable in env]
+    # What a cache writes even when off goes to a directory of the child's alone, which the
+    # parent removes, however the child ended (its own exit handler does not run on SIGKILL).
+    assert env[environment.SCRATCH_ENV] != str(tmp_path)
+    assert not Path(env[environment.SCRATCH_ENV]).exists()
 
 
 def test_a_port_that_raises_gets_an_error_row_and_fails_the_run():

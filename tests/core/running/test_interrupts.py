@@ -29,7 +29,7 @@ pytestmark = pytest.mark.subprocess
 psutil = pytest.importorskip("psutil")
 
 SIGNAL_PORTS = '''
-"""A port that hangs in its vjp after starting a process of its own, and says so."""
+"""Ports that hang where a test needs them to, and say so."""
 
 import os
 import subprocess
@@ -46,6 +46,19 @@ class MarkedHangPort(JaxCheckpoint):
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         open(os.environ["SIGNAL_TEST_MARKER"], "w").close()
         time.sleep(3600)
+
+
+class FirstCallHangPort(JaxCheckpoint):
+    """Hangs in its exercise in compare's first-call process only (where every compilation
+    cache is off), which has set up its environment by then."""
+
+    name = "first_call_hang_port"
+
+    def nn_checkpoint_forward(self, seed, x, features):
+        if os.environ.get("REMAT_JAX_CACHE") == "off":
+            open(os.environ["SIGNAL_TEST_MARKER"], "w").close()
+            time.sleep(3600)
+        return super().nn_checkpoint_forward(seed, x, features)
 '''
 
 
@@ -53,7 +66,10 @@ class MarkedHangPort(JaxCheckpoint):
 def signal_ports(tmp_path_factory):
     pytest.importorskip("flax")  # the canonical port
     root = tmp_path_factory.mktemp("signal_ports")
-    ports = {"marked_hang_port": "signal_ports:MarkedHangPort"}
+    ports = {
+        "marked_hang_port": "signal_ports:MarkedHangPort",
+        "first_call_hang_port": "signal_ports:FirstCallHangPort",
+    }
     return make_distribution(root, "signal-ports", ports, {"signal_ports.py": SIGNAL_PORTS})
 
 
@@ -202,19 +218,17 @@ def test_a_finished_run_is_not_marked_interrupted(signal_ports, tmp_path):
     assert json.loads(done.stdout)["interrupted"] is False
 
 
-def test_sigterm_stops_compare_and_its_fresh_process(tmp_path):
-    pytest.importorskip("flax")
-    env = _environment(tmp_path, tmp_path)
-    args = ["conformance", "compare", "--implementation", "jax_checkpoint"]
+def test_sigterm_stops_compare_and_its_fresh_process(signal_ports, tmp_path):
+    """Sent once the first-call process has set itself up (its compilation caches off, it
+    made a temporary directory for what inductor writes all the same): that goes too."""
+    env = _environment(tmp_path, signal_ports)
+    args = ["conformance", "compare", "--implementation", "first_call_hang_port"]
     args += ["--dim", "8", "--features", "8", "--repeats", "3", "--first-call"]
     process = _start(args, env)
-
-    def first_call_running() -> bool:
-        commands = [" ".join(_cmdline(child)) for child in _tree(process)]
-        return any("conformance.comparison.first_call" in command for command in commands)
-
-    _wait_until(first_call_running, process, "its first-call process started")
+    marker = Path(env["SIGNAL_TEST_MARKER"])
+    _wait_until(marker.exists, process, "its first-call process hung in the port's exercise")
     tree = _tree(process)
+    assert any("conformance.comparison.first_call" in " ".join(_cmdline(p)) for p in tree)
     _, stderr = _finish(process, os.kill, signal.SIGTERM)
     assert process.returncode == 143, stderr[-3000:]
     _assert_clean(tree, tmp_path, stderr)
