@@ -33,6 +33,7 @@ import os
 import re
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -148,11 +149,32 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     module."""
     if config.getoption("dist") != "loadscope":
         return None
+    return port_scopes(config, log)
+
+
+def port_scopes(config: pytest.Config, log, first: Callable[[str], bool] = lambda _: False):
+    """loadscope's scheduler on `xdist_scope`'s scopes, handing out the ports' worker scopes
+    first, then the scopes `first` names, then the rest (each group in xdist's own order: the
+    most tests first). Long grains go first and short ones fill the end, so that no xdist
+    worker is left with a framework's worker to start while the other has nothing to do."""
     from xdist.scheduler import LoadScopeScheduling
 
     class PortScopes(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the queue is whole by the first hand-out
+                self.ordered = True
+                queue = sorted(self.workqueue.items(), key=lambda item: _rank(item[0]))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+            super()._assign_work_unit(node)
+
+    def _rank(scope: str) -> int:
+        return 0 if scope.startswith("worker ") else 1 if first(scope) else 2
 
     return PortScopes(config, log)
 

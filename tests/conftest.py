@@ -6,6 +6,7 @@ profile, the canonical port, and Flax linen's own exercise (the source of expect
 
 import compileall
 import contextlib
+import functools
 import gc
 import importlib
 import os
@@ -135,6 +136,30 @@ def pytest_collection(session: pytest.Session):
         gc.enable()
         gc.collect()
         gc.freeze()
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """The plugin's scheduler, with the modules whose tests start processes handed out after
+    the ports' workers and before the rest: those are the long grains (a version sweep, a
+    hostile run waiting out its timeouts), and xdist's own order (the most tests first) left
+    them to the end, one xdist worker running them half idle while the other had finished."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from conformance.pytest_plugin import port_scopes  # registered by now (pytest_plugins)
+
+    return port_scopes(config, log, first=_starts_processes)
+
+
+#: How a test module says that its tests start processes (`-m 'not subprocess'`).
+_STARTS_PROCESSES = "\npytestmark = pytest.mark.subprocess\n"
+
+
+@functools.cache
+def _starts_processes(scope: str) -> bool:
+    """Whether the test module `scope` (a path from the root) marks its tests `subprocess`."""
+    module = _HERE.parent / scope
+    return module.is_file() and _STARTS_PROCESSES in module.read_text(encoding="utf-8")
 
 
 def _starts_xdist_workers(config: pytest.Config) -> bool:

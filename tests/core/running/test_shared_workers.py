@@ -17,6 +17,7 @@ the same way, so the next request gets a fresh worker.
 from __future__ import annotations
 
 import json
+import types
 
 import pytest
 
@@ -156,3 +157,49 @@ def test_a_mutant_that_flips_state_is_reported_like_a_port(tmp_path):
     assert said, messages
     assert f"the mutant {NAME} changed process-wide state" in said[0]
     assert "numpy errors: under 'ignore' -> 'warn'" in said[0]
+
+
+class _Node:
+    """An xdist worker as its scheduler sees it: sent tests by their index (the modules they
+    are in are noted in `sent`, which the workers share, in the order sent)."""
+
+    def __init__(self, name: str, collection: list[str], sent: list[str]):
+        self.gateway, self.shutting_down = types.SimpleNamespace(id=name), False
+        self.collection, self.sent = collection, sent
+
+    def send_runtest_some(self, indexes: list[int]) -> None:
+        self.sent.extend(dict.fromkeys(self.collection[i].split("::")[0] for i in indexes))
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_the_ports_workers_go_first_then_the_modules_that_start_processes():
+    """Long grains first, so that the end of a run is short tests on both xdist workers."""
+    pytest.importorskip("xdist")
+    from conformance.pytest_plugin import port_scopes
+    from tests.conftest import _starts_processes
+
+    port = "tests/core/running/test_conformance.py::test_property[pytorch-c_vjp]"
+    starting = "tests/core/running/test_hostile_timeouts.py::test_one"
+    in_process = [f"tests/core/checking/test_strategies.py::test_{i}" for i in range(9)]
+    in_process += ["tests/jax/test_jax_schedules.py::test_one"]
+    collection = [*in_process, starting, port]
+    assert _starts_processes("tests/core/running/test_hostile_timeouts.py")
+    assert not _starts_processes("tests/core/checking/test_strategies.py")
+
+    # Two xdist workers (`-n 2`), as the README's test command starts them.
+    option = types.SimpleNamespace(tx=["2*popen"], loadscopereorder=True)
+    config = types.SimpleNamespace(option=option, getvalue=lambda name: getattr(option, name))
+    scheduler = port_scopes(config, log=None, first=_starts_processes)
+    sent: list[str] = []
+    for node in (_Node("gw0", collection, sent), _Node("gw1", collection, sent)):
+        scheduler.add_node(node)
+        scheduler.add_node_collection(node, collection)
+    scheduler.schedule()
+    # xdist's own order (the most tests first) sends test_strategies.py first.
+    assert sent[:3] == [
+        "tests/core/running/test_conformance.py",
+        "tests/core/running/test_hostile_timeouts.py",
+        "tests/core/checking/test_strategies.py",
+    ]
