@@ -17,6 +17,9 @@ from tests.support import nodes
 from tests.support.multinode_kit import TwoNodeKit
 from tests.support.spmd_probe import B, D, F
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 FLOAT32 = 4
 DEVICES, PROCESSES = 4, 2
 

@@ -19,6 +19,9 @@ from tests.support import nodes
 from tests.support.fsdp_probe import B, D, F
 from tests.support.multinode_kit import TwoNodeKit
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 FLOAT32 = 4
 WORLD = 2
 

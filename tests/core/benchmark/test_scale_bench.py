@@ -6,6 +6,9 @@ import pytest
 
 from conformance.benchmark import scale
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 pytest.importorskip("jax")
 
 SMALL = scale.ScaleSettings(ranks=(1, 2, 4), nodes=(1,), batch=8, dim=16, features=8, repeats=3)

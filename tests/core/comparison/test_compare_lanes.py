@@ -7,8 +7,13 @@ import signal
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from conformance.comparison import lanes
 from conformance.running import isolation
+
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
 
 
 def test_each_framework_gets_one_lane_and_each_keras_backend_its_own():

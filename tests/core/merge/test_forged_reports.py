@@ -19,6 +19,9 @@ from conformance.running.runner import Outcome
 from conformance.tables import reports
 from tests.support.helpers import run_cli
 
+#: It starts processes (`-m 'not subprocess'` leaves it out).
+pytestmark = pytest.mark.subprocess
+
 #: The module (`merge.combine` is its function).
 combine_module = importlib.import_module("conformance.merge.combine")
 
