@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
+
+import pytest
 
 from tests.support import nodes
 from tests.support.helpers import ROOT
@@ -21,6 +24,11 @@ from tests.support.helpers import ROOT
 #: REMAT_RANK_TIMEOUT in the hang test: the call's deadline, so the stop (once the victims
 #: have computed 0.5 CPU-s of it) must come well within it, on a loaded machine too.
 TIMEOUT = 6
+
+
+def hung(probe: str, victim: str) -> dict:
+    """`nodes.fault` with SIGSTOP, under a call deadline of TIMEOUT seconds."""
+    return nodes.fault(probe, victim, signal.SIGSTOP, REMAT_RANK_TIMEOUT=str(TIMEOUT))
 
 
 class TwoNodeKit:
@@ -77,22 +85,38 @@ class TwoNodeKit:
             assert run["everything_alive_after"] == []
             assert nodes.alive(run["roster"]["everything"]) == []
 
-    def test_a_killed_node_is_reported_by_name_and_nothing_is_left(self):
-        seen = nodes.fault(self.PROBE, self.VICTIM, signal.SIGKILL)
+    @pytest.fixture(scope="class")
+    @classmethod
+    def faults(cls, tmp_path_factory) -> dict:
+        """The three faults, each a run of its own, started at once: each mostly waits (for a
+        timeout, or for processes to see their parent go), and one after another the xdist
+        worker sat idle through those waits. Each test reads its own fault's result (a
+        fault that raised fails its test alone)."""
+        with ThreadPoolExecutor(3) as pool:  # it returns once each has ended
+            return {
+                "killed": pool.submit(nodes.fault, cls.PROBE, cls.VICTIM, signal.SIGKILL),
+                "hung": pool.submit(hung, cls.PROBE, cls.VICTIM),
+                "controller": pool.submit(
+                    nodes.kill_controller, cls.PROBE, tmp_path_factory.mktemp("controller")
+                ),
+            }
+
+    def test_a_killed_node_is_reported_by_name_and_nothing_is_left(self, faults):
+        seen = faults["killed"].result()
         self.check_killed(seen)
         assert nodes.alive(seen["roster"]["everything"]) == []
 
-    def test_a_hung_node_is_reported_within_the_rank_timeout_and_nothing_is_left(self):
-        seen = nodes.fault(self.PROBE, self.VICTIM, signal.SIGSTOP, REMAT_RANK_TIMEOUT=str(TIMEOUT))
+    def test_a_hung_node_is_reported_within_the_rank_timeout_and_nothing_is_left(self, faults):
+        seen = faults["hung"].result()
         assert f"did not answer within {TIMEOUT} s" in seen["error"], seen["error"]
         self.check_hung(seen)
         assert seen["seconds"] >= TIMEOUT  # it waited the timeout out (a bound above: timing)
         assert nodes.alive(seen["roster"]["everything"]) == []
 
-    def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node(self, tmp_path):
+    def test_a_controller_killed_by_sigkill_leaves_nothing_on_either_node(self, faults):
         """The port's process dies without a word: every process it started ends by itself
         (its children watch their parent; node 1's see their connection close)."""
-        seen, seconds = nodes.kill_controller(self.PROBE, tmp_path)
+        seen, seconds = faults["controller"].result()
         assert nodes.alive(seen["roster"]["everything"]) == [], seconds
 
     def test_the_documented_cluster_commands_run_with_local_addresses(self, tmp_path):

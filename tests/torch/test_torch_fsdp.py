@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -100,33 +101,55 @@ def test_the_ranks_stop_with_the_port(evidence):
     assert evidence["alive_after"] == []
 
 
-def test_a_killed_rank_is_reported_by_number_and_no_rank_is_left():
-    seen = probe("crash", REMAT_FSDP_CRASH_RANK="1")
+def _controller_killed(temporary: Path) -> tuple[list[int], list[int]]:
+    """SIGKILL the port's process (the probe's `serve`) once its ranks are up: the ranks' pids,
+    and those still alive after waiting for them to end by themselves."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fsdp_probe", "serve"],
+        cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS), "TMPDIR": str(temporary)},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    pids: list[int] = []
+    try:
+        pids = json.loads(process.stdout.readline())["pids"]
+        up = alive(pids)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    return up, still_alive(pids)
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory) -> dict:
+    """The three faults, each a run of its own, started at once: each mostly waits (for a
+    timeout, or for the ranks to see their parent go), and one after another the xdist worker
+    sat idle through those waits. Each test reads its own fault's result."""
+    with ThreadPoolExecutor(3) as pool:  # it returns once each has ended
+        return {
+            "killed": pool.submit(probe, "crash", REMAT_FSDP_CRASH_RANK="1"),
+            # The ranks are up before the call, so its timeout is the sleep's alone: any will do.
+            "hung": pool.submit(probe, "hang", REMAT_RANK_TIMEOUT="2"),
+            "controller": pool.submit(_controller_killed, tmp_path_factory.mktemp("controller")),
+        }
+
+
+def test_a_killed_rank_is_reported_by_number_and_no_rank_is_left(faults):
+    seen = faults["killed"].result()
     assert "rank 1" in seen["error"]
     assert "SIGKILL" in seen["error"]
     assert seen["alive_after"] == []
 
 
-def test_a_hung_rank_is_reported_after_the_rank_timeout_and_no_rank_is_left():
-    # The ranks are up before the call, so its timeout is the sleep's alone: any will do.
-    seen = probe("hang", REMAT_RANK_TIMEOUT="2")
+def test_a_hung_rank_is_reported_after_the_rank_timeout_and_no_rank_is_left(faults):
+    seen = faults["hung"].result()
     assert "did not answer within 2 s" in seen["error"]
     assert "ranks 0, 1" in seen["error"]
     assert seen["alive_after"] == []
 
 
-def test_a_controller_killed_by_sigkill_leaves_no_rank(tmp_path):
+def test_a_controller_killed_by_sigkill_leaves_no_rank(faults):
     """The worker dies without a word (SIGKILL): each rank sees its parent go, and exits.
     (Its log directory, which it cannot remove, is left in the test's TMPDIR.)"""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.fsdp_probe", "serve"],
-        cwd=ROOT, env={**os.environ, "REMAT_FSDP_RANKS": str(RANKS), "TMPDIR": str(tmp_path)},
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        pids = json.loads(process.stdout.readline())["pids"]
-        assert len(alive(pids)) == RANKS
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    assert still_alive(pids) == []
+    up, left = faults["controller"].result()
+    assert len(up) == RANKS
+    assert left == []
