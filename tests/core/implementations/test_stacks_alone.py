@@ -34,6 +34,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -214,38 +215,63 @@ def _same_stack(name: str) -> list[str]:
     return sorted({n for n, stack in OWN_STACK.items() if stack == OWN_STACK[name]} - SHARDED)
 
 
+#: How many stacks' interpreters run at once: two, so that one computes while the other
+#: waits on the disk or on its framework's import, or while the other xdist worker waits.
+AT_ONCE = 2
+
+
+def _run_probe(names: list[str], blocked: list[str], cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("REMAT_MAX_BYTES", None)  # the machine's budget but where a call sets one
+    arguments = [json.dumps(names), json.dumps(blocked), json.dumps([SEED, X, FEATURES])]
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *arguments],
+        capture_output=True, text=True, cwd=cwd, env=env, timeout=600,
+    )  # fmt: skip
+
+
+def _printed_lines(done: subprocess.CompletedProcess) -> dict[str, dict]:
+    """What the probe printed, by port and kind, among what the frameworks print."""
+    found: dict[str, dict] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith(tuple(f"{kind} " for kind in KINDS)):
+            kind, each, value = line.split(" ", 2)
+            found.setdefault(each, {})[kind] = json.loads(value)
+    return found
+
+
 @pytest.fixture(scope="module")
-def probed(tmp_path_factory):
-    """`probe(name)`: the probe of `name`'s stack (run once per stack), and the lines it
-    printed for `name`, by kind (DECLARED, ISOLATED, SIZES, VECTORS, UNAVAILABLE)."""
-    found: dict[str, tuple] = {}
+def probed(request, tmp_path_factory):
+    """`probe(name)`: the probe of `name`'s stack (run once per stack, AT_ONCE stacks at a
+    time, in the order the session's tests ask for them: only the stacks of the ports they
+    name), and the lines it printed for `name`, by kind (DECLARED, ISOLATED, SIZES,
+    VECTORS, UNAVAILABLE)."""
+    asked = [
+        item.callspec.params.get("name", "")
+        for item in request.session.items
+        if item.path == request.path and hasattr(item, "callspec")
+    ]
+    stacks = list(dict.fromkeys(tuple(_same_stack(n)) for n in asked if n in OWN_STACK))
+    with ThreadPoolExecutor(AT_ONCE) as pool:
+        runs = {}
 
-    def probe(name: str) -> tuple[subprocess.CompletedProcess, dict]:
-        if name not in found:
-            names = _same_stack(name)
-            blocked = [f for f in FRAMEWORKS if f not in OWN_STACK[name]]
-            env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            env.pop("REMAT_MAX_BYTES", None)  # the machine's budget but where a call sets one
-            arguments = [json.dumps(names), json.dumps(blocked), json.dumps([SEED, X, FEATURES])]
-            done = subprocess.run(
-                [sys.executable, "-c", PROBE, *arguments],
-                capture_output=True,
-                text=True,
-                cwd=tmp_path_factory.mktemp("stack"),
-                env=env,
-                timeout=600,
-            )
-            for each in names:
-                found[each] = (done, {})
-            for line in done.stdout.splitlines():  # among what the frameworks print
-                if line.startswith(
-                    ("DECLARED ", "ISOLATED ", "SIZES ", "VECTORS ", "UNAVAILABLE ")
-                ):
-                    kind, each, value = line.split(" ", 2)
-                    found[each][1][kind] = json.loads(value)
-        return found[name]
+        def start(names: list[str]) -> None:
+            blocked = [f for f in FRAMEWORKS if f not in OWN_STACK[names[0]]]
+            run = pool.submit(_run_probe, names, blocked, tmp_path_factory.mktemp("stack"))
+            runs.update(dict.fromkeys(names, run))
 
-    return probe
+        for names in stacks:
+            start(list(names))
+
+        def probe(name: str) -> tuple[subprocess.CompletedProcess, dict]:
+            if name not in runs:  # asked by a test that names no port (every probe's)
+                start(_same_stack(name))
+            done = runs[name].result()
+            return done, _printed_lines(done).get(name, {})
+
+        yield probe
+        for run in runs.values():  # the pool's end waits for them: none is left running
+            run.cancel()
 
 
 def _printed(probed, name: str, kind: str):
