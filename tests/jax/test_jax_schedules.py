@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from conformance.benchmark import schedules as bench
@@ -14,6 +16,7 @@ from tests.support import schedules_kit as kit
 SETTINGS = Settings(depths=(2, 8), batch=4, features=8, repeats=1, max_repeats=1)
 
 
+@functools.cache  # a schedule at a depth is measured once (each compile costs a CPU-second)
 def _measured(schedule: Schedule, L: int) -> bench.ScheduleResult:
     case = jax_bench.schedule_case(schedule, make_data(SETTINGS, L))
     result = bench.result_of("jax", jax_bench, schedule, case.measure(), L, SETTINGS)
