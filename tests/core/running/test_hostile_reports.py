@@ -1,11 +1,13 @@
 """A dying canonical port, the text report of a crash, and pytest's run of hostile ports.
 
-The ports are tests/support/hostile.py's; each test is a run of its own.
+The ports are tests/support/hostile.py's; each test is a run of its own, the three started at
+once (each waits on a crash or a hang for much of its time).
 """
 
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -21,11 +23,32 @@ def hostile(tmp_path_factory):
     return write_hostile_ports(tmp_path_factory.mktemp("hostile"))
 
 
-def test_a_crash_of_the_canonical_port_skips_what_needs_it(hostile):
-    args = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
-    args += ["--examples", "3", "--timeout", TIMEOUT, "--jobs", "1"]
-    args += ["--implementation", "jax_checkpoint", "--canonical", "dying_canonical"]
-    done = run_python(args, hostile, timeout=600)
+DYING_CANONICAL = ["-m", "conformance", "--json", "--no-mutants", "--profile", "dev"]
+DYING_CANONICAL += ["--examples", "3", "--timeout", TIMEOUT, "--jobs", "1"]
+DYING_CANONICAL += ["--implementation", "jax_checkpoint", "--canonical", "dying_canonical"]
+
+TEXT_REPORT = ["-m", "conformance", "--no-mutants", "--profile", "dev", "--examples", "2"]
+TEXT_REPORT += ["--implementation", "segv_port", "--property", "b", "--timeout", TIMEOUT]
+
+PYTEST = ["-m", "pytest", "tests/core/running/test_conformance.py", "-n", "2", "-rA", "-q"]
+PYTEST += ["-p", "no:cacheprovider", "--conformance-timeout", TIMEOUT]
+PYTEST += ["--conformance-examples", "3", "-k", "b_forward or c_vjp or h_hygiene"]
+PYTEST += [a for name in ("jax_checkpoint", "segv_port", "hang_port") for a in ("--port", name)]
+
+
+@pytest.fixture(scope="module")
+def runs(hostile) -> dict:
+    """The three runs, started at once; each test reads its own."""
+    with ThreadPoolExecutor(3) as pool:  # it returns once each has ended
+        return {
+            "dying canonical": pool.submit(run_python, DYING_CANONICAL, hostile, timeout=600),
+            "text report": pool.submit(run_python, TEXT_REPORT, hostile, timeout=600),
+            "pytest": pool.submit(run_python, PYTEST, hostile, timeout=900),
+        }
+
+
+def test_a_crash_of_the_canonical_port_skips_what_needs_it(runs):
+    done = runs["dying canonical"].result()
     report = run_json(done)
     assert done.returncode == 1
     failure = report["canonical_failure"]
@@ -40,10 +63,8 @@ def test_a_crash_of_the_canonical_port_skips_what_needs_it(hostile):
         assert outcomes[key]["status"] == "pass", outcomes[key]
 
 
-def test_the_text_report_names_the_crash_and_gives_a_replay_command(hostile):
-    args = ["-m", "conformance", "--no-mutants", "--profile", "dev", "--examples", "2"]
-    args += ["--implementation", "segv_port", "--property", "b", "--timeout", TIMEOUT]
-    done = run_python(args, hostile, timeout=600)
+def test_the_text_report_names_the_crash_and_gives_a_replay_command(runs):
+    done = runs["text report"].result()
     assert done.returncode == 1
     text = " ".join(done.stdout.split())  # rich wraps long lines
     assert "CRASHED segv_port · b_forward" in text
@@ -52,13 +73,8 @@ def test_the_text_report_names_the_crash_and_gives_a_replay_command(hostile):
     assert "segv_port printed" in text
 
 
-def test_pytest_keeps_the_other_ports_results(hostile):
-    command = ["-m", "pytest", "tests/core/running/test_conformance.py", "-n", "2", "-rA", "-q"]
-    command += ["-p", "no:cacheprovider", "--conformance-timeout", TIMEOUT]
-    command += ["--conformance-examples", "3", "-k", "b_forward or c_vjp or h_hygiene"]
-    for name in ("jax_checkpoint", "segv_port", "hang_port"):
-        command += ["--port", name]
-    done = run_python(command, hostile, timeout=900)
+def test_pytest_keeps_the_other_ports_results(runs):
+    done = runs["pytest"].result()
     lines = done.stdout.splitlines()
 
     def status(port: str, key: str) -> str:
