@@ -279,7 +279,7 @@ def test_cache_off_leaves_nothing_in_the_temporary_directory(tmp_path):
         env.pop(cache.directory_variable, None)
         env.pop(cache.setting, None)
     ports = ["flax_linen", *(["torch_compile"] if importlib.util.find_spec("torch") else [])]
-    quick = ("--no-mutants", "--examples", "2", "--profile", "ci", "--property", "b_forward")
+    quick = ("--no-mutants", "--examples", "1", "--profile", "ci", "--property", "b_forward")
     chosen = [argument for name in ports for argument in ("--implementation", name)]
     result = run_cli(*chosen, *quick, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
