@@ -220,14 +220,18 @@ def _same_stack(name: str) -> list[str]:
 AT_ONCE = 2
 
 
-def _run_probe(names: list[str], blocked: list[str], cwd) -> subprocess.CompletedProcess:
+def _run_probe(
+    names: list[str], blocked: list[str], cwd
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """The probe of `names` (one stack), and what it printed by port and kind."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("REMAT_MAX_BYTES", None)  # the machine's budget but where a call sets one
     arguments = [json.dumps(names), json.dumps(blocked), json.dumps([SEED, X, FEATURES])]
-    return subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-c", PROBE, *arguments],
         capture_output=True, text=True, cwd=cwd, env=env, timeout=600,
     )  # fmt: skip
+    return done, _printed_lines(done)
 
 
 def _printed_lines(done: subprocess.CompletedProcess) -> dict[str, dict]:
@@ -266,8 +270,8 @@ def probed(request, tmp_path_factory):
         def probe(name: str) -> tuple[subprocess.CompletedProcess, dict]:
             if name not in runs:  # asked by a test that names no port (every probe's)
                 start(_same_stack(name))
-            done = runs[name].result()
-            return done, _printed_lines(done).get(name, {})
+            done, printed = runs[name].result()
+            return done, printed.get(name, {})
 
         yield probe
         for run in runs.values():  # the pool's end waits for them: none is left running
