@@ -50,6 +50,26 @@ def _collects_first_stacks(args: list[str]) -> bool:
     )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        help="run the full tier: the fast tier and the tests marked slow (tests/core/docs/test_tiers.py)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The fast tier leaves out the tests marked `slow`, unless `--full` or `-m` asks for them.
+
+    As numpy's and SciPy's `slow` marks: a `-m` expression that names `slow` decides alone."""
+    if config.getoption("full") or "slow" in (config.getoption("markexpr") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # The test command runs two tests at once (-n 2) on the machine's cores, each often with
     # processes of its own: one OpenMP thread per process (unless the shell sets it), as the
