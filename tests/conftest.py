@@ -54,7 +54,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--full",
         action="store_true",
-        help="run the full tier: the fast tier and the tests marked slow (tests/core/docs/test_tiers.py)",
+        help="run the full tier: the fast tier and the tests marked slow (docs/TESTING.md)",
     )
 
 
@@ -62,9 +62,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The fast tier leaves out the tests marked `slow`, unless `--full` or `-m` asks for them.
 
     As numpy's and SciPy's `slow` marks: a `-m` expression that names `slow` decides alone."""
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    for item in slow:
+        if not item.get_closest_marker("slow").kwargs.get("reason"):
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.slow needs reason=... (why)")
     if config.getoption("full") or "slow" in (config.getoption("markexpr") or ""):
         return
-    slow = [item for item in items if item.get_closest_marker("slow") is not None]
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item.get_closest_marker("slow") is None]

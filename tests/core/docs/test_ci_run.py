@@ -1,8 +1,9 @@
-""".ci/run: it installs chromium (the report's browser test) before the README's test command.
+""".ci/run: it installs chromium (the report's browser test) before the README's two test
+commands, the fast tier's and then the full tier's.
 
 Each case runs the real script in a copy of the repository whose README's test
-command is `echo README-COMMAND`, with a PATH that holds only the tools the
-script needs and stand-ins for `apt-get`, `id` and `chromium`: root with
+command is `echo README-COMMAND` (its full test command `echo FULL-COMMAND`), with a PATH that
+holds only the tools the script needs and stand-ins for `apt-get`, `id` and `chromium`: root with
 apt installs, a non-root or apt-less machine says why not and goes on.
 """
 
@@ -19,7 +20,10 @@ from tests.support.helpers import ROOT
 pytestmark = pytest.mark.subprocess
 
 TOOLS = ("bash", "sed", "grep", "dirname", "cat")
-README = "<!-- test-command -->\n```sh\necho README-COMMAND\n```\n<!-- /test-command -->\n"
+README = (
+    "<!-- test-command -->\n```sh\necho README-COMMAND\n```\n<!-- /test-command -->\n"
+    "<!-- full-test-command -->\n```sh\necho FULL-COMMAND\n```\n<!-- /full-test-command -->\n"
+)
 
 
 def _stub(directory, name: str, body: str) -> None:
@@ -28,12 +32,14 @@ def _stub(directory, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
-def _run_ci(tmp_path, *, uid: int, apt: bool, chromium: bool) -> subprocess.CompletedProcess:
+def _run_ci(
+    tmp_path, *, uid: int, apt: bool, chromium: bool, readme: str = README
+) -> subprocess.CompletedProcess:
     repo, bin_dir = tmp_path / "repo", tmp_path / "bin"
     (repo / ".ci").mkdir(parents=True)
     bin_dir.mkdir()
     shutil.copy(ROOT / ".ci" / "run", repo / ".ci" / "run")
-    (repo / "README.md").write_text(README)
+    (repo / "README.md").write_text(readme)
     for tool in TOOLS:
         found = shutil.which(tool)
         if found is None:
@@ -78,3 +84,34 @@ def test_an_installed_chromium_is_used_as_it_is(tmp_path):
     done = _run_ci(tmp_path, uid=0, apt=True, chromium=True)
     assert "chromium is installed" in done.stdout
     assert not (tmp_path / "apt.log").exists()
+
+
+def test_it_runs_the_fast_tier_and_then_the_full_tier(tmp_path):
+    done = _run_ci(tmp_path, uid=0, apt=True, chromium=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines.index("README-COMMAND") < lines.index("FULL-COMMAND")
+
+
+def test_a_failing_fast_tier_ends_the_run_before_the_full_tier(tmp_path):
+    readme = README.replace("echo README-COMMAND", "echo README-COMMAND; exit 1")
+    done = _run_ci(tmp_path, uid=0, apt=True, chromium=True, readme=readme)
+    assert done.returncode == 1
+    assert "README-COMMAND" in done.stdout
+    assert "FULL-COMMAND" not in done.stdout
+    assert "test-command failed (exit 1)" in done.stderr
+
+
+@pytest.mark.parametrize("tier", ["README-COMMAND", "FULL-COMMAND"])
+def test_a_tier_that_collects_no_test_fails_the_run(tmp_path, tier):
+    readme = README.replace(f"echo {tier}", f"echo {tier}; exit 5")
+    done = _run_ci(tmp_path, uid=0, apt=True, chromium=True, readme=readme)
+    assert done.returncode == 1
+    assert "collected no tests; that is a failure" in done.stderr
+
+
+def test_a_readme_without_the_full_test_command_is_an_error(tmp_path):
+    readme = README.split("<!-- full-test-command -->")[0]
+    done = _run_ci(tmp_path, uid=0, apt=True, chromium=True, readme=readme)
+    assert done.returncode == 2
+    assert "no command between <!-- full-test-command --> markers" in done.stderr

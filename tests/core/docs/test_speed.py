@@ -1,0 +1,95 @@
+"""The speed budgets: tools/speed.py's units, docs/speed.json's figures, and what the docs say.
+
+The figures are recorded measurements (the tool writes them); these tests read them, and never
+time anything themselves.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import statistics
+import sys
+
+import pytest
+
+from tests.support.helpers import ROOT
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("speed_tool", ROOT / "tools" / "speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+speed = _load_tool()
+RECORDS = speed.load()
+
+
+def test_benchmarks_md_shows_the_recorded_figures_as_the_tool_renders_them():
+    text = (ROOT / "docs" / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert speed.docs_with_table(text, RECORDS) == text, (
+        "docs/BENCHMARKS.md's speed table differs from docs/speed.json: "
+        "run `python tools/speed.py --write-docs`"
+    )
+
+
+@pytest.mark.parametrize("label", sorted(speed.BUDGETS))
+def test_every_budget_has_a_green_figure_within_it(label):
+    record = RECORDS.get(label)
+    assert record is not None, f"docs/speed.json has no figure for {label!r}"
+    budget = speed.BUDGETS[label][0]
+    assert record["exit_code"] == 0, f"{label}: the measured command failed"
+    assert record["units"] <= budget, f"{label}: {record['units']} units, over {budget}"
+    # The units are the seconds over the unit: a figure cannot be edited alone.
+    assert record["units"] == pytest.approx(record["seconds"] / record["unit_seconds"], abs=0.2)
+    calibration = record["calibration_before"] + record["calibration_after"]
+    assert len(calibration) == 2 * speed.ROUNDS
+    assert record["unit_seconds"] == pytest.approx(statistics.median(calibration), abs=0.002)
+
+
+def test_the_readme_states_the_budgets_the_tool_holds():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## How long it takes")[1].split("\n## ")[0]
+    stated = [int(n) for n in re.findall(r"\b(\d+)\b(?= units|,| cold| warm|\.| under)", section)]
+    budgets = {budget for budget, _ in speed.BUDGETS.values()}
+    assert budgets <= set(stated), f"the README states {stated}, the tool holds {budgets}"
+
+
+def test_a_command_s_time_is_divided_by_the_median_calibration(monkeypatch, tmp_path):
+    times = iter([2.0, 2.2, 2.4, 1.8, 2.0, 2.2])
+    monkeypatch.setattr(speed, "calibration_workload", lambda: next(times))
+    record = speed.measure([sys.executable, "-c", "pass"], "list")
+    assert record["unit_seconds"] == 2.1  # the median of the six: 2.0 and 2.2 in the middle
+    assert record["units"] == pytest.approx(record["seconds"] / 2.1, abs=0.05)
+    assert record["exit_code"] == 0
+
+
+def test_the_tool_records_the_command_s_exit_code_and_keeps_other_labels(tmp_path, monkeypatch):
+    monkeypatch.setattr(speed, "calibration_workload", lambda: 1.0)
+    record_file = tmp_path / "speed.json"
+    record_file.write_text(json.dumps({"list": {"units": 0.3}}))
+    code = speed.main(
+        ["--label", "compare", "--json", str(record_file), "--", sys.executable, "-c", "exit(3)"]
+    )
+    assert code == 3
+    records = json.loads(record_file.read_text())
+    assert records["list"] == {"units": 0.3}
+    assert records["compare"]["exit_code"] == 3
+
+
+def test_a_label_outside_the_budgets_is_refused_naming_the_argument(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        speed.main(["--label", "fast", "--", "true"])
+    assert stopped.value.code == 2
+    assert "--label" in capsys.readouterr().err
+
+
+def test_the_workload_is_the_documented_one():
+    text = " ".join((ROOT / "docs" / "BENCHMARKS.md").read_text(encoding="utf-8").split())
+    assert speed.LOOP_ITERATIONS == 10_000_000
+    assert "ten million additions" in text
+    assert speed.MATMUL_REPEATS == 12
+    assert f"twelve {speed.MATMUL_SIZE} x {speed.MATMUL_SIZE} float64 matmuls" in text

@@ -1,0 +1,162 @@
+"""Time a command in calibration units, so that the host's own speed cancels out.
+
+    python tools/speed.py --label "fast tier" -- .venv/bin/python -m pytest -n 2
+    python tools/speed.py --table            # docs/speed.json as docs/BENCHMARKS.md's table
+    python tools/speed.py --write-docs       # ... written into docs/BENCHMARKS.md
+
+A shared host's speed drifts (a fixed one-second loop took 1.00 to 1.78 s here within
+minutes), so a budget in wall seconds measures the host. This runs a fixed calibration
+workload, a pure-Python loop and a numpy matmul (about 1 s together on the 2-core machine
+the budgets were set on, when it is quiet), three times before the command and three times
+after; the command's time divided by the median of the six is its time in units. The
+result is recorded in docs/speed.json under its label (`--json` elsewhere), newest only:
+the budgets below are held to those figures by tests/core/docs/test_speed.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "docs" / "speed.json"
+BENCHMARKS = ROOT / "docs" / "BENCHMARKS.md"
+
+#: The budgets in calibration units, with what each label measures (issue "two tiers").
+BUDGETS = {
+    "fast tier": (300, "the README's test command's pytest (`pytest -n 2`), fresh clone"),
+    "full tier": (1200, "the README's full command's pytest (`pytest -n 2 --full`), fresh clone"),
+    "default run, cold": (90, "`python -m conformance`, `$REMAT_CACHE` empty"),
+    "default run, warm": (45, "`python -m conformance`, its caches warm"),
+    "compare": (45, "`python -m conformance compare`"),
+    "list": (1, "`python -m conformance list`"),
+}
+#: The workload's size: about 0.5 s each on the machine the budgets were set on, quiet.
+LOOP_ITERATIONS = 10_000_000
+MATMUL_SIZE, MATMUL_REPEATS = 1024, 12
+#: Runs of the workload on each side of the command.
+ROUNDS = 3
+_TABLE_START, _TABLE_END = "<!-- speed-table -->", "<!-- /speed-table -->"
+
+
+def calibration_workload() -> float:
+    """Seconds for one run of the fixed workload: a Python loop and a float64 matmul."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(LOOP_ITERATIONS):
+        total += i
+    matrix = np.random.default_rng(0).standard_normal((MATMUL_SIZE, MATMUL_SIZE))
+    for _ in range(MATMUL_REPEATS):
+        matrix = np.tanh(matrix @ matrix / MATMUL_SIZE)
+    return time.perf_counter() - start
+
+
+def measure(command: list[str], label: str, cwd: Path | None = None) -> dict:
+    """Run `command` between two sets of calibration runs; the record of the measurement."""
+    before = [calibration_workload() for _ in range(ROUNDS)]
+    start = time.perf_counter()
+    completed = subprocess.run(command, cwd=cwd, check=False)
+    seconds = time.perf_counter() - start
+    after = [calibration_workload() for _ in range(ROUNDS)]
+    unit = statistics.median(before + after)
+    return {
+        "label": label,
+        "command": " ".join(command),
+        "exit_code": completed.returncode,
+        "seconds": round(seconds, 2),
+        "unit_seconds": round(unit, 3),
+        "units": round(seconds / unit, 1),
+        "calibration_before": [round(s, 3) for s in before],
+        "calibration_after": [round(s, 3) for s in after],
+        "commit": _commit(cwd or ROOT),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+    }
+
+
+def _commit(where: Path) -> str:
+    result = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True
+    )
+    return result.stdout.strip() or "unknown"
+
+
+def load(path: Path = RECORD) -> dict[str, dict]:
+    """The newest record per label."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def table(records: dict[str, dict]) -> str:
+    """The records against their budgets, as docs/BENCHMARKS.md shows them."""
+    lines = [
+        "| what | units | budget | seconds | unit | commit, date |",
+        "|---|--:|--:|--:|--:|---|",
+    ]
+    for label, (budget, what) in BUDGETS.items():
+        record = records.get(label)
+        if record is None:
+            lines.append(f"| {label}: {what} | not measured | {budget} | | | |")
+            continue
+        mark = "" if record["units"] <= budget and record["exit_code"] == 0 else " ✗"
+        lines.append(
+            f"| {label}: {what} | **{record['units']}**{mark} | {budget} | {record['seconds']} s"
+            f" | {record['unit_seconds']} s | {record['commit']}, {record['date']} |"
+        )
+    return "\n".join(lines)
+
+
+def docs_with_table(text: str, records: dict[str, dict]) -> str:
+    """BENCHMARKS.md's text with the table between its markers made from `records`."""
+    head, rest = text.split(_TABLE_START, 1)
+    _, tail = rest.split(_TABLE_END, 1)
+    return f"{head}{_TABLE_START}\n{table(records)}\n{_TABLE_END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--label", choices=sorted(BUDGETS), help="what the command measures")
+    parser.add_argument("--json", type=Path, default=RECORD, help="the record to update")
+    parser.add_argument("--cwd", type=Path, default=None, help="run the command there")
+    parser.add_argument("--table", action="store_true", help="print the table of the record")
+    parser.add_argument("--write-docs", action="store_true", help="write it into BENCHMARKS.md")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.table or args.write_docs:
+        records = load(args.json)
+        if args.write_docs:
+            BENCHMARKS.write_text(
+                docs_with_table(BENCHMARKS.read_text(encoding="utf-8"), records), encoding="utf-8"
+            )
+        print(table(records))
+        return 0
+    if not command:
+        parser.error("command: give the command to time after --")
+    if args.label is None:
+        parser.error(f"--label: name what the command measures, one of {sorted(BUDGETS)}")
+    record = measure(command, args.label, args.cwd)
+    records = load(args.json)
+    records[args.label] = record
+    args.json.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    budget = BUDGETS[args.label][0]
+    verdict = "within" if record["units"] <= budget else "OVER"
+    print(
+        f"{args.label}: {record['seconds']} s = {record['units']} units of "
+        f"{record['unit_seconds']} s (budget {budget}: {verdict}), exit {record['exit_code']}"
+    )
+    return record["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
