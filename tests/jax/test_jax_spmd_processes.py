@@ -17,8 +17,13 @@ from tests.support import nodes
 from tests.support.multinode_kit import TwoNodeKit
 from tests.support.spmd_probe import B, D, F
 
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+#: It starts processes (`-m 'not subprocess'` leaves it out); the full tier's.
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(
+        reason="37 s alone: two JAX processes per run, and a process killed or stopped"
+    ),
+]
 
 FLOAT32 = 4
 DEVICES, PROCESSES = 4, 2

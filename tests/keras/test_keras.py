@@ -23,6 +23,12 @@ from implementations.stacks.numpy import canonical_params
 from tests.support import keras_probe, reference
 from tests.support.helpers import ROOT
 
+#: A fresh interpreter per backend: Keras and its backend load in each (the Keras ports'
+#: properties run in the fast tier, tests/core/running/test_conformance.py).
+BACKEND_PROCESS = pytest.mark.slow(
+    reason="14 s alone per backend: Keras and its backend load in a new process"
+)
+
 #: It starts processes (`-m 'not subprocess'` leaves it out).
 pytestmark = pytest.mark.subprocess
 
@@ -116,6 +122,7 @@ def check_one_path(seen: dict, backend: str) -> None:
     assert seen["plain_exercise"] == {"activations": [activation], "recomputed": 0}
 
 
+@BACKEND_PROCESS
 def test_keras_on_jax():
     seen = probe("jax")
     check_common(seen, "jax")
@@ -129,6 +136,7 @@ def test_keras_on_jax():
     np.testing.assert_allclose(seen["stateless"]["w2_grad"], stateless_w2_gradient_expected(), 1e-5)
 
 
+@BACKEND_PROCESS
 def test_keras_on_torch():
     seen = probe("torch")
     check_common(seen, "torch")
@@ -143,6 +151,7 @@ def test_keras_on_torch():
     assert not np.allclose(seen["stateless"]["w2_grad"], stateless_w2_gradient_expected())
 
 
+@BACKEND_PROCESS
 def test_keras_on_tensorflow():
     seen = probe("tensorflow")
     check_common(seen, "tensorflow")

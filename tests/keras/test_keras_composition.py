@@ -20,7 +20,10 @@ import pytest
 from tests.support.helpers import ROOT
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="27 s alone: Keras and each backend load in a new process"),
+]
 
 _PROBE = """
 import json, sys

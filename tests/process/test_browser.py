@@ -21,8 +21,11 @@ import pytest
 from conformance.checking.vectors import committed_manifest
 from tests.support.helpers import ROOT
 
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+#: It starts processes (`-m 'not subprocess'` leaves it out); the full tier's.
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="needs Debian's chromium: runs the tfjs port in a headless browser"),
+]
 
 TFJS = ROOT / "implementations" / "stacks" / "tfjs"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

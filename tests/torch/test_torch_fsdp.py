@@ -26,6 +26,8 @@ pytestmark = pytest.mark.subprocess
 
 FLOAT32 = 4
 RANKS = 2
+#: The faults wait on purpose: for a rank's timeout, or for the ranks to see their parent go.
+FAULT = pytest.mark.slow(reason="40 s alone: three faults, each waits for a timeout or a death")
 
 
 def probe(mode: str, **env: str) -> dict:
@@ -133,6 +135,7 @@ def faults(tmp_path_factory) -> dict:
         }
 
 
+@FAULT
 def test_a_killed_rank_is_reported_by_number_and_no_rank_is_left(faults):
     seen = faults["killed"].result()
     assert "rank 1" in seen["error"]
@@ -140,6 +143,7 @@ def test_a_killed_rank_is_reported_by_number_and_no_rank_is_left(faults):
     assert seen["alive_after"] == []
 
 
+@FAULT
 def test_a_hung_rank_is_reported_after_the_rank_timeout_and_no_rank_is_left(faults):
     seen = faults["hung"].result()
     assert "did not answer within 2 s" in seen["error"]
@@ -147,6 +151,7 @@ def test_a_hung_rank_is_reported_after_the_rank_timeout_and_no_rank_is_left(faul
     assert seen["alive_after"] == []
 
 
+@FAULT
 def test_a_controller_killed_by_sigkill_leaves_no_rank(faults):
     """The worker dies without a word (SIGKILL): each rank sees its parent go, and exits.
     (Its log directory, which it cannot remove, is left in the test's TMPDIR.)"""

@@ -19,8 +19,13 @@ from tests.support import nodes
 from tests.support.fsdp_probe import B, D, F
 from tests.support.multinode_kit import TwoNodeKit
 
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+#: It starts processes (`-m 'not subprocess'` leaves it out); the full tier's.
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(
+        reason="52 s alone: two torchrun nodes of gloo ranks per run, and a node killed or stopped"
+    ),
+]
 
 FLOAT32 = 4
 WORLD = 2

@@ -17,7 +17,7 @@ import pytest
 from tests.support.helpers import ROOT
 
 #: What a reason must look like: "25 s alone: ..." or "needs Debian's chromium: ...".
-REASON = re.compile(r"^(?:(?P<seconds>\d+) s alone|needs [^:]+): \S")
+REASON = re.compile(r"^(?:(?P<seconds>\d+) s alone[^:]*|needs [^:]+): \S")
 #: The least time alone that is a reason by itself.
 LEAST_SECONDS = 10
 TESTING = ROOT / "docs" / "TESTING.md"
@@ -55,6 +55,11 @@ def _where(tree: ast.Module, mark: ast.AST) -> str:
             for decorator in node.decorator_list:
                 if any(mark is inner for inner in ast.walk(decorator)):
                     return f"{node.name} (some parameters)"
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(mark is inner for inner in ast.walk(node.value)):
+            names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            if names and names[0] != "pytestmark":
+                return f"the tests marked `{names[0]}`"
     return "the whole module"
 
 

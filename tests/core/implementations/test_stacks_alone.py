@@ -50,12 +50,22 @@ from tests.support.helpers import ROOT, ports_own_stacks, readme_ports_table
 #: It starts processes (`-m 'not subprocess'` leaves it out).
 pytestmark = pytest.mark.subprocess
 
+#: The stack whose interpreter the fast tier starts: numpy's autograd, the quickest to load.
+#: Every other stack's is the full tier's (each loads its framework and traces every size).
+FAST_TIER_PORT = "hips_autograd"
+ALONE = pytest.mark.slow(
+    reason="48 s alone for every stack: one interpreter per stack, each loads its framework"
+)
+
 # Each port's own stack (its manifest entry's modules): everything else in FRAMEWORKS is made
 # unimportable. Keras imports jax, torch or tensorflow when it finds them (e.g. jax for its
 # Orbax callback), and tolerates each being unimportable. A process port (tfjs) is a program
 # of its own: every Python framework is blocked.
 OWN_STACK = ports_own_stacks()
 FRAMEWORKS = tuple(dict.fromkeys(m for modules in OWN_STACK.values() for m in modules))
+PORTS = [
+    pytest.param(name, marks=() if name == FAST_TIER_PORT else ALONE) for name in sorted(OWN_STACK)
+]
 
 SEED, FEATURES = 2**40 + 5, 4
 X = [0.5, -1.25, 2.0, 0.0, 3.0, -0.5]
@@ -288,7 +298,7 @@ def _printed(probed, name: str, kind: str):
     return lines[kind]
 
 
-@pytest.mark.parametrize("name", sorted(OWN_STACK))
+@pytest.mark.parametrize("name", PORTS)
 def test_a_port_runs_with_every_other_framework_unimportable(probed, name):
     # Skip where the port's own stack is missing. Asked of the installed
     # packages, not by loading the port here: a Keras port would claim this
@@ -307,7 +317,7 @@ def test_a_port_runs_with_every_other_framework_unimportable(probed, name):
     assert np.all(error <= analyse_forward(params, x, param_ulps=2).e2)
 
 
-@pytest.mark.parametrize("name", sorted(OWN_STACK))
+@pytest.mark.parametrize("name", PORTS)
 def test_no_size_makes_a_port_abort_and_each_names_its_argument(probed, name):
     value = _printed(probed, name, "SIZES")
     assert len(value) >= 13
@@ -315,7 +325,7 @@ def test_no_size_makes_a_port_abort_and_each_names_its_argument(probed, name):
     assert not wrong, wrong
 
 
-@pytest.mark.parametrize("name", sorted(OWN_STACK))
+@pytest.mark.parametrize("name", PORTS)
 def test_the_golden_vectors_check_the_port_with_every_other_framework_unimportable(probed, name):
     """`vectors check` needs only numpy and the port's own stack: no JAX where the port is
     not a JAX port."""
@@ -328,7 +338,7 @@ def test_the_golden_vectors_check_the_port_with_every_other_framework_unimportab
     assert value["leaked"] == []
 
 
-@pytest.mark.parametrize("name", sorted(OWN_STACK))
+@pytest.mark.parametrize("name", PORTS)
 def test_the_port_declares_what_the_registry_and_the_readme_say(probed, name):
     port = _printed(probed, name, "DECLARED")
     assert port["name"] == name
@@ -345,6 +355,7 @@ def test_the_port_declares_what_the_registry_and_the_readme_say(probed, name):
     assert port["checkpoint_api"] in api, (name, api)
 
 
+@ALONE
 def test_every_probe_ended_cleanly(probed):
     """Each stack's interpreter exited 0 once its ports were done (no crash at exit)."""
     for name in OWN_STACK:

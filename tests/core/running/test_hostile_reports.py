@@ -14,8 +14,11 @@ import pytest
 from tests.support.helpers import run_python
 from tests.support.hostile import TIMEOUT, outcomes_of, run_json, write_hostile_ports
 
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+#: It starts processes (`-m 'not subprocess'` leaves it out); the full tier's.
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="20 s alone: three runs, each waits out a crash or a hang"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,11 @@ from tests.support.hostile import (
     write_hostile_ports,
 )
 
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+#: It starts processes (`-m 'not subprocess'` leaves it out); the full tier's.
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="20 s alone: waits out a slow compile and three hangs"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -50,12 +50,34 @@ def test_the_default_run_leaves_the_sharded_ports_and_their_mutants_out(tmp_path
         }
 
 
-@pytest.fixture(scope="module")
-def scale_run():
+#: The two-node runs: torchrun nodes and JAX processes, each a cluster on this machine.
+TWO_NODE = pytest.mark.slow(reason="37 s alone: two torchrun nodes and two JAX processes")
+#: The sharded ports at their default ranks (2 gloo ranks, 4 host devices) are the full tier's;
+#: the fast tier runs the same code path on one rank and one device.
+RANKS = {"one rank": {"REMAT_FSDP_RANKS": "1", "REMAT_SPMD_DEVICES": "1"}, "default ranks": {}}
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        "one rank",
+        pytest.param(
+            "default ranks",
+            marks=pytest.mark.slow(reason="17 s alone: 2 gloo ranks and 4 host devices per port"),
+        ),
+    ],
+)
+def scale_run(request):
     """The scale profile as a user runs it: the sharded ports and their mutants, hunted in
     the same workers (tests/core/running/test_mutants.py leaves the sharded mutants to this run)."""
     ports = tuple(sorted(implementations.SHARDED))
-    return run_suite(RunConfig(ports=ports, profile=profiles.SCALE, mutants=True, jobs=2))
+    before = dict(os.environ)
+    os.environ.update(RANKS[request.param])  # the workers it starts read them
+    try:
+        return run_suite(RunConfig(ports=ports, profile=profiles.SCALE, mutants=True, jobs=2))
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 SHARDED_MUTANTS = sorted(n for n, s in MUTANTS.items() if s.family in implementations.SHARDED)
@@ -126,6 +148,7 @@ def two_node_run() -> dict:
     return json.loads(done.stdout)
 
 
+@TWO_NODE
 @pytest.mark.parametrize("name", sorted(implementations.SHARDED))
 def test_on_two_nodes_the_sharded_port_passes_every_property(two_node_run, name):
     (report,) = [port for port in two_node_run["ports"] if port["name"] == name]
@@ -136,6 +159,7 @@ def test_on_two_nodes_the_sharded_port_passes_every_property(two_node_run, name)
     assert statuses == _expected(name), (why, report["output"][-3000:])
 
 
+@TWO_NODE
 def test_on_two_nodes_the_ports_say_where_each_rank_ran(two_node_run):
     output = {port["name"]: port["output"] for port in two_node_run["ports"]}
     fsdp = output["torch_fsdp"]
@@ -148,6 +172,7 @@ def test_on_two_nodes_the_ports_say_where_each_rank_ran(two_node_run):
     assert ", process 1 (pid" in spmd
 
 
+@TWO_NODE
 def test_on_two_nodes_the_mutants_are_killed_by_the_evidence(two_node_run):
     assert {(m["name"], m["status"], m["killed_by"]) for m in two_node_run["mutants"]} == {
         ("fsdp_no_checkpoint", "killed", "e_evidence"),

@@ -1,0 +1,56 @@
+"""The thorough profile's hunt: 1,000 random examples a property, shapes up to 300, on one port
+of each kind of stack (a JAX front, eager torch, numpy's autograd).
+
+The fast tier runs every port at the dev profile, derandomized: the same 20 examples each
+time. This hunt draws new ones on every run (the thorough profile stays random), so a bound
+too tight for some shape, or a port wrong on a rare one, is found here first; its failure
+prints the `--reproduce` blob that replays it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.helpers import run_cli
+
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="160 s alone: 1,000 random examples a property on three ports"),
+]
+
+PORTS = ("jax_checkpoint", "pytorch", "hips_autograd")
+
+
+@pytest.fixture(scope="module")
+def hunt():
+    pytest.importorskip("jax")  # the canonical port's framework
+    args = ["run", "--profile", "thorough", "--no-mutants", "--json"]
+    for name in PORTS:
+        args += ["--implementation", name]
+    done = run_cli(*args)
+    return done, json.loads(done.stdout)
+
+
+def test_the_hunt_passes_every_property_on_every_installed_port(hunt):
+    done, report = hunt
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert report["profile"] == "thorough"
+    ran = [port for port in report["ports"] if port["state"] == "available"]
+    assert ran, "no port of the hunt was installed"
+    for port in ran:
+        failed = [o for o in port["outcomes"] if o["status"] not in ("pass", "reference")]
+        assert not failed, (port["name"], failed)
+
+
+def test_the_hunt_ran_the_thorough_number_of_examples(hunt):
+    _, report = hunt
+    assert report["max_examples"] == 1000
+    for port in report["ports"]:
+        if port["state"] != "available":
+            continue
+        counts = {o["property"]: o["examples"] for o in port["outcomes"] if o["status"] == "pass"}
+        # (d) runs half the examples, (e) and (h) a quarter; the rest all of them, unless
+        # the property is one whose example space is smaller than that (Hypothesis stops).
+        assert max(counts.values()) >= 500, (port["name"], counts)
