@@ -174,15 +174,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return port_scopes(config, log, first=_starts_processes)
 
 
-#: How a test module says that its tests start processes (`-m 'not subprocess'`).
-_STARTS_PROCESSES = "\npytestmark = pytest.mark.subprocess\n"
+#: How a test module says that its tests start processes (`-m 'not subprocess'`): the mark
+#: alone, or first in a list of marks (`pytestmark = [pytest.mark.subprocess, ...slow(...)]`).
+_STARTS_PROCESSES = re.compile(r"^pytestmark = (?:\[\s*)?pytest\.mark\.subprocess\b", re.M)
 
 
 @functools.cache
 def _starts_processes(scope: str) -> bool:
     """Whether the test module `scope` (a path from the root) marks its tests `subprocess`."""
     module = _HERE.parent / scope
-    return module.is_file() and _STARTS_PROCESSES in module.read_text(encoding="utf-8")
+    return module.is_file() and bool(_STARTS_PROCESSES.search(module.read_text(encoding="utf-8")))
 
 
 def _starts_xdist_workers(config: pytest.Config) -> bool:
