@@ -18,7 +18,7 @@ import pytest
 from conformance import merge
 from conformance.page import build
 from conformance.running import environment, framework_caches
-from conformance.versions import plan, project, venvs
+from conformance.versions import plan, project, sweep, venvs
 from tests.support.helpers import ROOT
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
@@ -171,3 +171,27 @@ def test_the_installed_set_s_environment_is_this_interpreter_and_remove_spares_i
     assert (environment / "bin").is_dir()
     venvs.remove(venv.path)
     assert not venv.path.exists()
+
+
+def test_a_removed_installed_set_loses_its_folder_and_keeps_this_interpreter(tmp_path, monkeypatch):
+    """`--remove` on the `installed` set, through the sweep itself (its suite stubbed)."""
+    monkeypatch.setenv("REMAT_CACHE", str(tmp_path / "cache"))
+
+    def no_suite(plan_, options, result, venv, env, say):
+        # What the suite's process would be given: this interpreter and this environment.
+        assert venv.python == Path(sys.executable)
+        assert env[environment.ROOT_ENV] == str(tmp_path / "cache")
+        assert (venv.path / venvs.SOURCE / "conformance").is_dir()
+        result.state, result.reason = "no report", "stubbed"
+
+    monkeypatch.setattr(sweep, "_suite", no_suite)
+    swept = plan.make("jax", ["installed"])
+    plan.resolve(swept)
+    said: list[str] = []
+    found = sweep.run(swept, sweep.Options(remove=True), lambda *args: said.append(args[3]))
+    (result,) = found.results
+    assert result.venv == sys.prefix
+    assert Path(sys.executable).exists()
+    assert said[:2] == ["the running interpreter, no install", "removing its folder"]
+    made = sorted(p.name for p in (tmp_path / "cache" / venvs.FOLDER).iterdir())
+    assert made == [".locks"]  # its folder is gone
