@@ -174,9 +174,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return port_scopes(config, log, first=_starts_processes)
 
 
-#: How a test module says that its tests start processes (`-m 'not subprocess'`), alone or
-#: in a list with other marks (`pytestmark = [pytest.mark.subprocess, pytest.mark.slow(...)]`).
-_STARTS_PROCESSES = re.compile(r"^pytestmark = \[?\s*pytest\.mark\.subprocess\b", re.MULTILINE)
+#: How a test module says that its tests start processes (`-m 'not subprocess'`): the mark
+#: alone, or first in a list of marks (`pytestmark = [pytest.mark.subprocess, ...slow(...)]`).
+_STARTS_PROCESSES = re.compile(r"^pytestmark = (?:\[\s*)?pytest\.mark\.subprocess\b", re.M)
 
 
 @functools.cache

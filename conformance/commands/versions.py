@@ -11,6 +11,11 @@ and each documented degradation of its stack is probed. The matrix has a row per
 set; under it, each set, where each documented degradation holds and the first version that
 differs, and every failure. A set that pip cannot install is a row that says why.
 
+`--versions installed` is the versions this interpreter has installed (read from their
+distributions), run with this interpreter itself: no venv is made and nothing is installed
+(no index asked), and the sweep is otherwise the same (the suite, the probes, the reports).
+`--remove` never removes this interpreter's environment.
+
 torch is swept only where named (`--versions torch==2.4.0`): PyPI's Linux torch wheels are
 CUDA builds of several GB, and `lowest` and `newest` hold it at its pin, saying so.
 Exit codes: 0 every set installed and passed; 1 a set failed, or could not be installed; 2 a
@@ -42,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="SET",
         default=None,
-        help="version sets: lowest, pin, newest, or DIST==VERSION[,DIST==VERSION...] "
+        help="version sets: lowest, pin, newest, installed (this interpreter's versions, run "
+        "in it: no venv, no install), or DIST==VERSION[,DIST==VERSION...] "
         "(default: lowest pin newest)",
     )
     arguments.add_port_argument(
@@ -126,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         reports=args.reports,
     )
     with _progress(console) as progress:
-        progress(0, 0, args.extra, "asking the index for the versions it serves")
+        if any(word in ("lowest", "newest") for word in args.plan.words):
+            progress(0, 0, args.extra, "asking the index for the versions it serves")
         versions.resolve(args.plan)
         sweep = versions.run(args.plan, options, progress)
     data = summary.to_json(sweep)

@@ -7,6 +7,10 @@ pins), `newest` (at the newest version the index serves), or `DIST==VERSION[,DIS
 none). Every other distribution stays at the constraints' pin; `venvs` releases a pin
 only where pip says it conflicts.
 
+`installed` is the versions the running interpreter has (its distributions' metadata), run
+with that interpreter itself: nothing is installed (`VersionSet.in_place`). It is never
+joined with another set of the same versions: that one runs in a venv of its own.
+
 A distribution whose stack's manifest says so (`named_only`: torch, whose Linux wheels on
 PyPI are CUDA builds of several GB) keeps its pin in `lowest` and `newest`: other versions
 of it run only when named. A set that holding it makes the pin set again is not run, and
@@ -18,6 +22,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from implementations import manifests
@@ -25,8 +30,10 @@ from implementations import manifests
 from . import project, registry
 from .project import Constraints, Requirement, normalize
 
-KEYWORDS = ("lowest", "pin", "newest")
-DEFAULT = KEYWORDS
+KEYWORDS = ("lowest", "pin", "newest", "installed")
+DEFAULT = ("lowest", "pin", "newest")
+#: The set of the running interpreter's own versions, run in it (no venv, no install).
+INSTALLED = "installed"
 
 
 class PlanError(ValueError):
@@ -45,6 +52,11 @@ class VersionSet:
     wanted: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     skip: str = ""
+
+    @property
+    def in_place(self) -> bool:
+        """Run with the running interpreter, as it is: no venv is made, nothing installed."""
+        return INSTALLED in self.labels
 
     @property
     def label(self) -> str:
@@ -125,7 +137,7 @@ def parse_word(word: str) -> str | dict[str, str]:
         match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9.+!_-]+)\s*", part)
         if match is None:
             raise PlanError(
-                f"{word!r} is not a version set: give lowest, pin, newest, or "
+                f"{word!r} is not a version set: give lowest, pin, newest, installed, or "
                 "DIST==VERSION[,DIST==VERSION...]"
             )
         pins[normalize(match.group(1))] = match.group(2)
@@ -175,7 +187,8 @@ def make(
 
 def resolve(plan: Plan) -> list[VersionSet]:
     """Each word as pins (asking the index for lowest and newest), in version order, the same
-    set given twice once (its labels joined: `pin = newest`). Sets `plan.sets`."""
+    set given twice once (its labels joined: `pin = newest`; never `installed`'s, which runs
+    in no venv). Sets `plan.sets`."""
     resolved = [_keyword(plan, w) if isinstance(w, str) else _named(plan, w) for w in plan.words]
     pinned = {name: _pin(plan, name) for name in plan.distributions}
     for vset in resolved:  # only holding a named-only pin made it the pin set: not run
@@ -184,7 +197,10 @@ def resolve(plan: Plan) -> list[VersionSet]:
             vset.skip = "; ".join(vset.notes)  # the set's state says "not run"
     found: list[VersionSet] = []
     for vset in resolved:
-        twin = next((f for f in found if f.pins == vset.pins and not f.skip), None)
+        twin = next(
+            (f for f in found if (f.pins, f.in_place) == (vset.pins, vset.in_place) and not f.skip),
+            None,
+        )
         if twin is not None and not vset.skip:
             twin.labels += [label for label in vset.labels if label not in twin.labels]
             continue
@@ -199,6 +215,8 @@ def _pin(plan: Plan, name: str) -> str | None:
 
 
 def _keyword(plan: Plan, word: str) -> VersionSet:
+    if word == INSTALLED:
+        return _installed(plan)
     vset = VersionSet([word], {})
     if word == "pin" and plan.constraints is None:
         vset.skip = "no constraints file (give --constraints PATH): the pins are unknown"
@@ -231,6 +249,23 @@ def _keyword(plan: Plan, word: str) -> VersionSet:
             )
             version = pin
         vset.pins[name] = version
+    return vset
+
+
+def _installed(plan: Plan) -> VersionSet:
+    """The running interpreter's versions of the extra's distributions; not run where one is
+    missing (the suite would only find its ports unavailable)."""
+    vset = VersionSet([INSTALLED], {})
+    for requirement in plan.requirements:
+        try:
+            vset.pins[requirement.name] = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            vset.skip = (
+                f"{requirement.name} is not installed in this interpreter: install the extra "
+                f"(pip install '{project.DISTRIBUTION}[{plan.extra}]')"
+            )
+            return vset
+    vset.wanted = dict(vset.pins)
     return vset
 
 

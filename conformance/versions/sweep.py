@@ -7,7 +7,8 @@ set runs), then `python -m conformance run --json` in the venv
 on the extra's ports (its own cache), then, unless turned off, `probe policies` once per
 framework process (the canonical's first: it writes the references the others read) and
 `probe degradation` for each documented degradation of those ports' stacks. A set that is
-not run (a named-only distribution, `plan`) says why and installs nothing.
+not run (a named-only distribution, `plan`) says why and installs nothing. The `installed`
+set takes the same steps with the running interpreter in place of a venv (`venvs.ready`).
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def _run_set(
         ahead.start_after(vset)
         return
     ahead.start_after(vset)  # installed while this set runs
-    result.venv, result.reused = str(venv.path), venv.reused
+    result.venv, result.reused = str(venv.environment), venv.reused
     result.released, result.packages = venv.released, venv.packages
     result.install_seconds = venv.seconds
     try:
@@ -238,7 +239,7 @@ def _run_set(
             result.report_path = str(copy)
     finally:
         if options.remove:
-            say("removing its venv")
+            say("removing its folder" if venv.interpreter else "removing its venv")
             venvs.remove(venv.path)
 
 

@@ -26,6 +26,11 @@ build requirements installed first and is built without build isolation.
 `implementations/` into the venv (`remat-src/`, with a small `.dist-info` that gives its
 version) and puts that on `PYTHONPATH`, so the venv runs this checkout's code as it is now,
 and nothing is written into the source tree.
+
+**The `installed` set** (`VersionSet.in_place`) makes no venv: it runs with the running
+interpreter (`sys.executable`), as it is, and its cache (the versions are the ones its own runs
+use). Its folder under `<cache>/versions/` holds only its runs' outputs and the copy of the
+project; `remove` never deletes the running interpreter's environment, nor a folder holding it.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 try:
@@ -74,17 +80,25 @@ class InstallFailed(RuntimeError):
 
 @dataclass
 class Venv:
-    """A venv ready to run: where, whether it was reused, what pip released and installed."""
+    """A venv ready to run: where, whether it was reused, what pip released and installed.
+    `interpreter`: the running interpreter, for the `installed` set (then `path` is only the
+    folder its runs write in)."""
 
     path: Path
     reused: bool = False
     seconds: float = 0.0
     released: dict[str, str] = field(default_factory=dict)  # distribution -> the pin let go
     packages: dict[str, str] = field(default_factory=dict)  # distribution -> version installed
+    interpreter: Path | None = None
 
     @property
     def python(self) -> Path:
-        return python_of(self.path)
+        return self.interpreter or python_of(self.path)
+
+    @property
+    def environment(self) -> Path:
+        """The Python environment the set runs in: the venv, or the running interpreter's."""
+        return Path(sys.prefix) if self.interpreter else self.path
 
 
 def python_of(path: Path) -> Path:
@@ -97,7 +111,12 @@ def root() -> Path:
 
 
 def key(plan: Plan, vset: VersionSet) -> str:
-    """A hash of everything a venv's contents depend on."""
+    """A hash of everything a venv's contents depend on (for the `installed` set: which
+    interpreter, at which versions)."""
+    if vset.in_place:
+        what = {"python": sys.version, "executable": sys.executable, "prefix": sys.prefix,
+                "pins": vset.pins}  # fmt: skip
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:10]
     what = {
         "python": sys.version,
         "machine": platform.machine(),
@@ -129,8 +148,11 @@ def clean_environment() -> dict[str, str]:
 
 
 def ready(plan: Plan, vset: VersionSet, say: Say) -> Venv:
-    """The set's venv: reused when complete, else made and installed (`InstallFailed`)."""
+    """The set's venv: reused when complete, else made and installed (`InstallFailed`); for
+    the `installed` set, the running interpreter."""
     path = path_of(plan, vset)
+    if vset.in_place:
+        return _in_place(path, say)
     with locked(path, "make", say):
         return _ready(plan, vset, path, say)
 
@@ -182,6 +204,18 @@ def _ready(plan: Plan, vset: VersionSet, path: Path, say: Say) -> Venv:
     return venv
 
 
+def _in_place(path: Path, say: Say) -> Venv:
+    """The running interpreter, as it is: a folder for its runs' outputs, nothing installed."""
+    say("the running interpreter, no install")
+    path.mkdir(parents=True, exist_ok=True)
+    packages = {}
+    for found in metadata.distributions():
+        name = found.metadata["Name"]
+        if name:
+            packages.setdefault(normalize(name), found.version)
+    return Venv(path, packages=packages, interpreter=Path(sys.executable))
+
+
 def _state(path: Path) -> dict | None:
     try:
         state = json.loads((path / STATE).read_text(encoding="utf-8"))
@@ -191,7 +225,17 @@ def _state(path: Path) -> dict | None:
 
 
 def remove(path: Path) -> None:
+    """Delete a set's venv or folder; never the running interpreter's environment, nor a
+    folder that holds it (a guard: the `installed` set's runs write beside no venv)."""
+    if _holds_this_interpreter(path):
+        return
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _holds_this_interpreter(path: Path) -> bool:
+    target = Path(path).resolve()
+    mine = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent}
+    return any(target == p.resolve() or target in p.resolve().parents for p in mine)
 
 
 # ---------------------------------------------------------------------------
@@ -421,10 +465,14 @@ def _version() -> str:
 
 def run_environment(venv: Venv, source: Path) -> dict[str, str]:
     """The environment a venv's suite runs in: this checkout's code on the path, a cache of
-    the venv's own (nothing made at another version is reused)."""
+    the venv's own (nothing made at another version is reused); the `installed` set keeps
+    this process's cache and environment (its versions are the ones it was made with)."""
     env = clean_environment()
     env["PYTHONPATH"] = str(source)
-    env[environment.ROOT_ENV] = str(venv.path / "cache")
-    env["VIRTUAL_ENV"] = str(venv.path)
+    if venv.interpreter is None:
+        env[environment.ROOT_ENV] = str(venv.path / "cache")
+        env["VIRTUAL_ENV"] = str(venv.path)
+    elif sys.prefix != sys.base_prefix:  # this interpreter is a venv's
+        env["VIRTUAL_ENV"] = sys.prefix
     env["PATH"] = os.pathsep.join([str(venv.python.parent), env.get("PATH", "")])
     return env

@@ -25,12 +25,14 @@ POLICY_MARKS = {
 }
 CAPTION = (
     "Rows: each port at each version set (lowest: the lowest each requirement of the extra "
-    "allows and the index serves; pin: constraints.txt; newest: the newest served), every "
-    "other distribution at its pin. Property cells are the run matrix's: ✓N passed on N "
-    "examples (below it the worst error/bound), ✗fail @N, ref, skip. Policy cells (a small "
-    "shape, as compare's policy matrix): ✓ the canonical's results and what the stack "
-    "declares, ✗ not, - not expressible; D a documented degradation holds there, D✗ it does "
-    "not, D? its probe failed. ·: the set was not run or not installed (below: why)."
+    "allows and the index serves; pin: constraints.txt; newest: the newest served; "
+    "installed: this interpreter's, run in it with no install), every other distribution at "
+    "its pin (installed: as this interpreter has it). Property cells are the run matrix's: "
+    "✓N passed on N examples (below it the worst error/bound), ✗fail @N, ref, skip. Policy "
+    "cells (a small shape, as compare's policy matrix): ✓ the canonical's results and what "
+    "the stack declares, ✗ not, - not expressible; D a documented degradation holds there, "
+    "D✗ it does not, D? its probe failed. ·: the set was not run or not installed (below: "
+    "why)."
 )
 
 
@@ -39,9 +41,11 @@ def title(data: dict[str, Any]) -> str:
     examples = "the profile's" if examples is None else examples
     ran = any(found["state"] == "ran" for found in data["sets"])
     verdict = "some failed" if data.get("failed") else "all passed" if ran else "no set ran"
+    sets = len(data["sets"])
+    counted = f"{sets} version set" + ("" if sets == 1 else "s")
     return (
-        f"remat-conformance versions · extra {data['extra']} · {len(data['sets'])} version "
-        f"sets · profile {data['profile']} · {examples} examples per property · {verdict}"
+        f"remat-conformance versions · extra {data['extra']} · {counted} · "
+        f"profile {data['profile']} · {examples} examples per property · {verdict}"
     )
 
 
@@ -109,6 +113,8 @@ def set_lines(data: dict[str, Any]) -> list[str]:
         if found["state"] == "ran":
             seconds = found["install_seconds"]
             how = "venv reused" if found["reused"] else f"installed in {seconds:.0f} s"
+            if "installed" in found["labels"]:  # no venv: `versions --versions installed`
+                how = f"the running interpreter ({found['venv']}), no install"
             parts = [how, f"suite {found['run_seconds']:.0f} s"]
             if found["probe_seconds"]:
                 parts.append(f"probes {found['probe_seconds']:.0f} s")

@@ -186,6 +186,8 @@ def test_the_ports_workers_go_first_then_the_modules_that_start_processes():
     in_process += ["tests/jax/test_jax_schedules.py::test_one"]
     collection = [*in_process, starting, port]
     assert _starts_processes("tests/core/running/test_hostile_timeouts.py")
+    # The mark first in a list of marks (a module of the full tier) counts too.
+    assert _starts_processes("tests/core/versions/test_versions_sweep.py")
     assert not _starts_processes("tests/core/checking/test_strategies.py")
 
     # Two xdist workers (`-n 2`), as the README's test command starts them.

@@ -7,9 +7,11 @@ them and pays only for the two runs; from a fresh clone each is installed first,
 registry. Measured on this 2-core machine, shared with another engineer's timing runs (load
 about 3): 80 to 94 s from an empty cache (about 70 s of CPU: two pip installs, the second
 made while the first set runs, two suite runs at 2 examples, two policy probes), 20 to 23 s
-with the venvs there. A CI may keep `$REMAT_CACHE/versions/` between runs: each venv's name
-holds a hash of the interpreter, the requirements and the constraints, so a kept venv is
-reused only where the same install would be made again, and a changed pin installs anew.
+with the venvs there; 226 s from an empty cache on 2026-12-07 (load 9 to 13, 63 s of CPU),
+the figure its `slow` mark gives. A CI may keep `$REMAT_CACHE/versions/` between runs: each
+venv's name holds a hash of the interpreter, the requirements and the constraints, so a kept
+venv is reused only where the same install would be made again, and a changed pin installs
+anew.
 """
 
 from __future__ import annotations
@@ -25,8 +27,12 @@ from conformance import merge
 from conformance.page import build
 from tests.support.helpers import ROOT
 
-#: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+#: It starts processes (`-m 'not subprocess'` leaves it out), and goes to the full tier: the
+#: fast tier sweeps the installed versions, with no install (test_versions_installed.py).
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="226 s alone: installs two venvs with pip from the registry"),
+]
 
 pytest.importorskip("jax")  # pip itself comes from the test's interpreter
 
