@@ -25,7 +25,6 @@ from ..page import csv_files
 from ..running import interrupts, profiles
 from ..running.config import RunConfig, run_config
 from ..running.results import to_json
-from ..running.runner import DID_NOT_REPRODUCE
 from ..running.suite import examples_per_property, run_suite
 from ..tables.kinds.run import print_report
 from ..terminal import style as terminal_style
@@ -79,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "as CSV, raw numbers; an existing file is replaced",
     )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
+    parser.add_argument(
+        "--legend",
+        action="store_true",
+        help="print the legend (what the symbols mean) with a --reproduce too; a run prints "
+        "it once, under its tables",
+    )
     parser.add_argument(
         "--no-shrink",
         action="store_true",
@@ -225,8 +230,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             out.write(dumps(data) + "\n")
         else:
-            print_report(report, console)
-            _say_what_did_not_reproduce(report, console)
+            print_report(report, console, show_legend=args.legend or not args.reproduce)
         out.flush()
     except BrokenPipeError:
         _to_devnull(out)  # its buffer would raise again when it is closed
@@ -240,15 +244,6 @@ def run(args: argparse.Namespace) -> int:
     if report.interrupted:
         print("interrupted: the report holds what finished", file=sys.stderr)
     return interrupts.exit_code(1 if report.failed else 0)
-
-
-def _say_what_did_not_reproduce(report, console) -> None:
-    """A replayed example that passes now: say so (its outcome passed, with this message)."""
-    for port in report.ports:
-        for outcome in port.outcomes:
-            if outcome.message.startswith(DID_NOT_REPRODUCE):
-                console.print(f"{port.name} · {outcome.property}: ", end="")
-                console.print(outcome.message, markup=False, highlight=False)
 
 
 def _write_side_output(flag: str, path: Path, write, data: dict, verdict: int) -> bool:

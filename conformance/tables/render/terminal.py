@@ -129,8 +129,8 @@ def print_block(console: Console, block, separated: bool = False) -> None:
     """One table (then its caption, wrapped and dim), list or paragraph."""
     if isinstance(block, Table):
         print_table(console, rich_table(block, separated))
-        if block.note:
-            console.print(escape(block.note), highlight=False, soft_wrap=True)
+        if block.note:  # wrapped between words at the width, as the table is laid out
+            console.print(escape(block.note), highlight=False, overflow="fold")
         if block.caption:
             style.print_legend(console, escape(block.caption))
         console.print()
