@@ -1,16 +1,25 @@
-"""Any document on a console (rich): tables whole, then their captions, lists and notes.
+"""Any document on a console (rich): tables fitted to its width, then their notes, lists.
 
-Output never loses data. A table is printed at the console's width when it fits there
-(cells wrap between words), and otherwise at the least width that holds every cell whole
-(`print_table`): wider than the terminal then, but no column dropped and no number cut.
-Captions are paragraphs of their own, wrapped between words. Off a terminal, with `--plain`
-or `NO_COLOR`, the console (`terminal.style.console`) draws no colour: the text is aligned
-plain text, and ASCII rules under `--plain`.
+A table fits the console's width (rich's own width handling, in this order):
+
+1. as the model lays it out: a column that wraps, wraps between words;
+2. every column wrapping between words (a word is never cut);
+3. columns left out, in the stated order (`drop_order`: the highest `Column.drop` first, the
+   rightmost among equals; never the first column), each named in a line under the table
+   with the width that shows them all;
+4. as a last resort, long words folded across lines at the width (nothing is cut).
+
+`print_table` still prints a rich table whole, at the least width that holds every cell
+(for a caller that asks for it). Captions are paragraphs of their own, wrapped between
+words. Off a terminal, with `--plain` or `NO_COLOR`, the console (`terminal.style.console`)
+draws no colour: the text is aligned plain text, and ASCII rules under `--plain`.
 
 A cell's tone is its colour (`TONE_STYLES`); its text says the same without colour.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from rich import box
 from rich.console import Console
@@ -60,13 +69,18 @@ def narrow_table(title: str = "") -> RichTable:
     )
 
 
-def rich_table(found: Table, separated: bool = False) -> RichTable:
+def rich_table(found: Table, separated: bool = False, layout: str = "model") -> RichTable:
     """The model's table as a rich table. `separated`: a rule under every row (rows of
-    several lines read apart); a group heading always starts a section."""
+    several lines read apart); a group heading always starts a section. `layout`: "model"
+    (its columns wrap as declared), "wrap" (every column wraps between words) or "fold"
+    (every column wraps, folding a word longer than its column)."""
     grid = narrow_table(escape(found.title))
     for column in found.columns:
         grid.add_column(
-            escape(column.short or column.name), justify=column.align, no_wrap=not column.wrap
+            escape(column.short or column.name),
+            justify=column.align,
+            no_wrap=layout == "model" and not column.wrap,
+            overflow="fold" if layout == "fold" else "ellipsis",
         )
     width = len(found.columns)
     for index, row in enumerate(found.rows):
@@ -113,6 +127,46 @@ def print_table(console: Console, table: RichTable) -> None:
         console.width = width
 
 
+def drop_order(found: Table) -> list[int]:
+    """The columns a table too wide for the console leaves out, first to last (see the
+    module docstring)."""
+    candidates = [i for i, c in enumerate(found.columns) if i and c.drop >= 0]
+    return sorted(candidates, key=lambda i: (-found.columns[i].drop, -i))
+
+
+def without(found: Table, indexes: list[int]) -> Table:
+    """`found` less the columns at `indexes` (a group heading keeps its one cell)."""
+    kept = [i for i in range(len(found.columns)) if i not in indexes]
+    rows = tuple(
+        row if row.heading else replace(row, cells=tuple(row.cells[i] for i in kept))
+        for row in found.rows
+    )
+    return replace(found, columns=tuple(found.columns[i] for i in kept), rows=rows)
+
+
+def fitted(console: Console, found: Table, separated: bool = False) -> tuple[RichTable, str]:
+    """`found` as a rich table that fits the console's width (the module docstring's order),
+    and the line that names the columns it left out ("" when none)."""
+    for layout in ("model", "wrap"):
+        grid = rich_table(found, separated, layout)
+        if table_width(console, grid) <= console.width:
+            return grid, ""
+    needed = table_width(console, rich_table(found, separated, "wrap"))
+    dropped: list[int] = []
+    for index in drop_order(found):
+        dropped.append(index)
+        grid = rich_table(without(found, dropped), separated, "wrap")
+        if table_width(console, grid) <= console.width:
+            break
+    else:
+        grid = rich_table(without(found, dropped), separated, "fold")
+    if not dropped:
+        return grid, ""
+    names = ", ".join(found.columns[i].name.replace("\n", " ") for i in sorted(dropped))
+    said = f"left out to fit {console.width} columns: {names} (--width {needed} shows them)"
+    return grid, said
+
+
 def print_items(console: Console, found: Items) -> None:
     if found.title:
         console.print(f"[bold]{escape(found.title)}[/]")
@@ -122,13 +176,21 @@ def print_items(console: Console, found: Items) -> None:
 
 
 def print_paragraph(console: Console, found: Paragraph) -> None:
-    console.print(styled(found.text, MARKS[found.mark]), highlight=False, soft_wrap=True)
+    """Wrapped between words at the console's width (off a terminal, a `LogConsole` prints
+    it whole, for the viewer to wrap)."""
+    console.print(styled(found.text, MARKS[found.mark]), highlight=False)
 
 
 def print_block(console: Console, block, separated: bool = False) -> None:
     """One table (then its caption, wrapped and dim), list or paragraph."""
     if isinstance(block, Table):
-        print_table(console, rich_table(block, separated))
+        # The title over the table, wrapped at the console's width, not the table's.
+        if block.title:
+            console.print(f"[bold]{escape(block.title)}[/]", highlight=False, overflow="fold")
+        grid, dropped = fitted(console, replace(block, title=""), separated)
+        console.print(grid)
+        if dropped:
+            console.print(escape(dropped), style="dim", highlight=False, overflow="fold")
         if block.note:  # wrapped between words at the width, as the table is laid out
             console.print(escape(block.note), highlight=False, overflow="fold")
         if block.caption:

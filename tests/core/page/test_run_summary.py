@@ -91,9 +91,12 @@ def test_passing_mutants_are_one_line_and_only_the_others_get_rows():
     report.mutants[0].status, report.mutants[0].killed_by = "survived", ""
     report.mutants[1].killed_by = "h_hygiene"  # killed, but not by the property named
     report.mutants.append(MutantResult("gone", "a bug", "unavailable", message="no port"))
-    text = "\n".join(printed(report))
-    assert f"Mutants: {killed - 1}/{killed} killed; 2 in the table above" in text
-    assert "1 unavailable, not counted: their port did not load (gone)" in text
+    lines = printed(report)
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)  # the table was 109
+    text = "\n".join(lines)
+    flat = " ".join(text.split())
+    assert f"Mutants: {killed - 1}/{killed} killed; 2 in the table above" in flat
+    assert "1 unavailable, not counted: their port did not load (gone)" in flat
     rows = [line.split()[0] for line in text.splitlines() if line.split()[:1]]
     assert report.mutants[0].name in rows
     assert report.mutants[1].name in rows
@@ -114,3 +117,13 @@ def test_the_legend_prints_once_and_a_replay_leaves_it_out():
     assert not any(start in line for line in replay)
     assert f"{report.ports[0].name} · {outcome.property}: {DID_NOT_REPRODUCE}" in "\n".join(replay)
     assert replay[-1].startswith("The run passed")
+
+
+def test_at_80_columns_the_matrix_leaves_out_the_wall_time_says_so_and_keeps_every_verdict():
+    report = recorded_run()
+    lines = printed(report, width=80)
+    assert max(len(line) for line in lines) <= 80, max(lines, key=len)
+    text = "\n".join(lines)
+    assert "left out to fit 80 columns: wall (--width 8" in text
+    header = next(line for line in lines if line.startswith("port "))
+    assert header.split()[1:] == [f"({letter})" for letter in "abcdefghijk"]
