@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from ..running.results import PortReport, SuiteReport, replay_command
 from ..running.runner import DID_NOT_REPRODUCE
@@ -37,9 +38,10 @@ def print_details(report: SuiteReport, console: Console) -> None:
     for port in report.ports:  # why a property did not run on a port: said, never silent
         for outcome in port.outcomes:
             if outcome.status == "skip" and outcome.message.strip():
+                # One line, cut at the width: the whole reason is in --json and the page.
                 why = outcome.message.strip().splitlines()[0]
-                console.print(f"[dim]skipped {port.name} · {outcome.property}:[/] ", end="")
-                console.print(why, markup=False, highlight=False, soft_wrap=True)
+                line = Text.assemble((f"skipped {port.name} · {outcome.property}: ", "dim"), why)
+                console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
     for port in report.ports:
         for warning in port.warnings:
             console.print(f"[magenta]warning[/]: {warning}")

@@ -36,13 +36,12 @@ CAPTION = (
 #: What a terminal's matrix shows, said once under a run (the page and Markdown keep the
 #: matrix's caption: `outcomes.LEGEND` and `CAPTION`, the same in more words).
 TERMINAL_LEGEND = (
-    "✓N: passed on every one of the N examples it ran (a fixed case list, or inputs run out, "
-    "make N smaller: never a partial pass); under it, the worst error/bound (1 fails). "
-    "✗fail, ✗crash, ✗hang @N: failed at example N. ref: the canonical port. skip: not run "
-    "here (why: above). xfail, xpass: as an expectations file expects, or not. ·: did not "
-    "load. ○: not installed, not a failure (its pip command under its name). Under each "
-    "port: its framework; self-reported: its evidence is its own word (docs/PROTOCOL.md). "
-    "wall: the port's worker, loading included."
+    "✓N: passed all N examples it ran (a smaller N: a fixed case list, or inputs ran out; "
+    "never a partial pass); under it, the worst error/bound (1 fails). ✗fail, ✗crash, "
+    "✗hang @N: failed at example N. ref: the canonical port. skip: not run here (why: "
+    "above). xfail, xpass: as an expectations file expects, or not. ·: did not load. ○: not "
+    "installed. Under each port: its framework; self-reported: its evidence is its own word "
+    "(docs/PROTOCOL.md). wall: its worker, loading included."
 )
 STATE_MARKS = {"available": "pass", "unavailable": "not-installed"}
 #: A port whose framework is missing: `run --json`'s state, in the words every output uses.
@@ -294,10 +293,9 @@ def mutant_line(run: dict[str, Any]) -> Paragraph | None:
         text += ", each by the property its stack names"
     else:
         text += f"; {listed} in the table above (not killed, or not by the property named)"
-    unavailable = [m["name"] for m in found if m["status"] == "unavailable"]
+    unavailable = sum(m["status"] == "unavailable" for m in found)
     if unavailable:
-        shown = ", ".join(unavailable[:5]) + (", ..." if len(unavailable) > 5 else "")
-        text += f" · {len(unavailable)} unavailable, not counted: their port did not load ({shown})"
+        text += f" · {unavailable} not run (their port did not load)"
     return Paragraph(text, "pass" if killed == len(counted) else "fail")
 
 
@@ -349,13 +347,35 @@ def legend(run: dict[str, Any]) -> str:
     return f"{found} Mutants: {listed.caption}." if listed is not None else found
 
 
+def terminal_matrix(run: dict[str, Any]) -> tuple[Table, str]:
+    """The matrix as a terminal shows it: a not-installed port's row on one line, and one
+    line under the table with every such port's pip command (the page keeps each command
+    under its port's name: `matrix`); "" when every port is installed."""
+    table = matrix(run)
+    missing = {p["name"]: install_command(p) for p in run["ports"] if not_installed(p)}
+    rows = tuple(
+        replace(row, cells=(replace(row.cells[0], note=""), *row.cells[1:]))
+        if row.key in missing and not row.heading
+        else row
+        for row in table.rows
+    )
+    commands: dict[str, list[str]] = {}
+    for name, command in missing.items():
+        commands.setdefault(command, []).append(name)
+    said = "; ".join(f"{', '.join(names)} ({command})" for command, names in commands.items())
+    line = f"Not installed (○, not a failure): {said}." if missing else ""
+    return replace(table, rows=rows, caption=""), line
+
+
 def print_report(report: SuiteReport, console: Console, show_legend: bool = True) -> None:
     """The whole human-readable report, its verdict last (as pytest's summary is): the
     matrix and what it left out, the details, the mutants, the legend (once: `show_legend`,
     left out of a replay), the time, then the verdict."""
     data = _data(report)
-    table = matrix(data)
-    terminal_render.print_block(console, replace(table, caption=""))
+    table, missing = terminal_matrix(data)
+    if missing:
+        table = replace(table, note=" ".join(filter(None, [table.note, missing])))
+    terminal_render.print_block(console, table)
     print_details(report, console)
     print_mutants(report, console)
     if show_legend:
