@@ -11,6 +11,7 @@ stdout, whatever the ports print.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..running.results import to_json
 from ..running.suite import examples_per_property, run_suite
 from ..tables.kinds.run import print_report
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from . import arguments
 
 PROG = "python -m conformance run"
@@ -200,15 +202,21 @@ def run(args: argparse.Namespace) -> int:
     out = _stream(1)
     console = terminal_style.console(file=_stream(2) if args.json else out)
     per_port = sum(examples_per_property(p, args.examples) for p in config.selected)
-    with Progress(
-        TextColumn("{task.description:<22}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not terminal_style.live(console),
-    ) as bar:
+    live = terminal_style.live(console)
+    total = per_port * len(names) + (len(MUTANTS) if config.mutants else 0)
+    # A bar per port on a terminal; off one, a line every ten seconds (`Steps`).
+    with (
+        Progress(
+            TextColumn("{task.description:<22}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not live,
+        ) as bar,
+        contextlib.nullcontext() if live else Steps(console, "run", total) as steps,
+    ):
         tasks = {name: bar.add_task(name, total=per_port) for name in names}
         if config.mutants:
             tasks["mutants"] = bar.add_task("mutants", total=len(MUTANTS))
@@ -216,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
         def progress(task: str, kind: str, value) -> None:
             if kind == "advance" and task in tasks:
                 bar.advance(tasks[task], value)
+                if steps is not None:
+                    steps.update(value, task)
 
         report = run_suite(config, progress)
     data = to_json(report)

@@ -3,11 +3,13 @@
 A table fits the console's width (rich's own width handling, in this order):
 
 1. as the model lays it out: a column that wraps, wraps between words;
-2. every column wrapping between words (a word is never cut);
-3. columns left out, in the stated order (`drop_order`: the highest `Column.drop` first, the
-   rightmost among equals; never the first column), each named in a line under the table
-   with the width that shows them all;
-4. as a last resort, long words folded across lines at the width (nothing is cut).
+2. less its optional columns (`Column.drop` above 0), the highest `drop` first;
+3. every column wrapping between words (a word is never cut);
+4. less more columns, in the stated order (`drop_order`: the highest `Column.drop` first,
+   the rightmost among equals; never the first column, nor one of `drop` -1);
+5. as a last resort, long words folded across lines at the width (nothing is cut).
+
+A column left out is named in a line under the table, with the width that shows them all.
 
 `print_table` still prints a rich table whole, at the least width that holds every cell
 (for a caller that asks for it). Captions are paragraphs of their own, wrapped between
@@ -24,6 +26,7 @@ from dataclasses import replace
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -127,6 +130,54 @@ def print_table(console: Console, table: RichTable) -> None:
         console.width = width
 
 
+def _lay_out(console: Console, grid: RichTable, wraps: list[bool] | None = None) -> bool:
+    """Give `grid`'s columns widths that fit the console, each at least its longest word (or
+    line, where it does not wrap); the room left goes first to the columns the model keeps
+    on one line (`wraps`: the model's `Column.wrap` of each), the narrowest first, so that
+    short figures stay whole, then to the others in proportion to what each would take
+    more. False when even the least widths do not fit. (rich's own collapsing shrinks the
+    widest columns first, and a table whose least widths fit could come out wider than the
+    console, cropped.)"""
+    _whole_words(grid)
+    options = console.options.update_width(console.width)
+    ranges = [grid._measure_column(console, options, column) for column in grid.columns]
+    room = console.width - grid._extra_width
+    widths = [r.minimum for r in ranges]
+    if sum(widths) > room:
+        return False
+    if sum(r.maximum for r in ranges) <= room:
+        return True  # every cell on its own line: rich's natural widths
+    wants = [r.maximum - r.minimum for r in ranges]
+    wraps = wraps or [True] * len(ranges)
+    # A one-line column needs its cells whole, not its heading (which wraps between words).
+    cells = [
+        max(
+            [
+                widths[i],
+                *(_measure(console, options, c) + grid._get_padding_width(i) for c in column.cells),
+            ]
+        )
+        for i, column in enumerate(grid.columns)
+    ]
+    for index in sorted(range(len(ranges)), key=lambda i: cells[i] - widths[i]):
+        more = cells[index] - widths[index]
+        if not wraps[index] and more <= room - sum(widths):
+            widths[index] = cells[index]
+            wants[index] = ranges[index].maximum - cells[index]
+    spare, wanted = room - sum(widths), sum(wants)
+    for index, (column, want) in enumerate(zip(grid.columns, wants, strict=True)):
+        width = widths[index] + (spare * want // wanted if wanted else 0)
+        column.width = width - grid._get_padding_width(index)
+    return True
+
+
+def _measure(console: Console, options, cell) -> int:
+    """The widest line of a cell (rich markup) as the table prints it."""
+    return Measurement.get(
+        console, options, Text.from_markup(cell) if isinstance(cell, str) else cell
+    ).maximum
+
+
 def drop_order(found: Table) -> list[int]:
     """The columns a table too wide for the console leaves out, first to last (see the
     module docstring)."""
@@ -147,21 +198,22 @@ def without(found: Table, indexes: list[int]) -> Table:
 def fitted(console: Console, found: Table, separated: bool = False) -> tuple[RichTable, str]:
     """`found` as a rich table that fits the console's width (the module docstring's order),
     and the line that names the columns it left out ("" when none)."""
-    for layout in ("model", "wrap"):
-        grid = rich_table(found, separated, layout)
-        if table_width(console, grid) <= console.width:
-            return grid, ""
-    needed = table_width(console, rich_table(found, separated, "wrap"))
-    dropped: list[int] = []
-    for index in drop_order(found):
-        dropped.append(index)
-        grid = rich_table(without(found, dropped), separated, "wrap")
-        if table_width(console, grid) <= console.width:
+    order = drop_order(found)
+    optional = [i for i in order if found.columns[i].drop > 0]
+    attempts = [("model", optional[:count]) for count in range(len(optional) + 1)]
+    attempts += [("wrap", order[:count]) for count in range(len(optional), len(order) + 1)]
+    for layout, dropped in attempts:
+        kept = without(found, dropped)
+        grid = rich_table(kept, separated, layout)
+        if _lay_out(console, grid, [column.wrap for column in kept.columns]):
             break
     else:
         grid = rich_table(without(found, dropped), separated, "fold")
     if not dropped:
         return grid, ""
+    # The width at which every column is back, each cell on one line as the model has it.
+    whole = rich_table(found, separated, "model")
+    needed = console.measure(whole, options=console.options.update_width(10_000)).maximum
     names = ", ".join(found.columns[i].name.replace("\n", " ") for i in sorted(dropped))
     said = f"left out to fit {console.width} columns: {names} (--width {needed} shows them)"
     return grid, said
