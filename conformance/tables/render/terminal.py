@@ -83,7 +83,9 @@ def rich_table(found: Table, separated: bool = False, layout: str = "model") -> 
             escape(column.short or column.name),
             justify=column.align,
             no_wrap=layout == "model" and not column.wrap,
-            overflow="fold" if layout == "fold" else "ellipsis",
+            # A wrapping cell folds a word too long for its column (an API's dotted name),
+            # never cuts it; a one-line cell is laid out whole (`_lay_out`).
+            overflow="fold" if layout == "fold" or column.wrap else "ellipsis",
         )
     width = len(found.columns)
     for index, row in enumerate(found.rows):
@@ -142,13 +144,19 @@ def _lay_out(console: Console, grid: RichTable, wraps: list[bool] | None = None)
     options = console.options.update_width(console.width)
     ranges = [grid._measure_column(console, options, column) for column in grid.columns]
     room = console.width - grid._extra_width
-    widths = [r.minimum for r in ranges]
+    # A word longer than a third of the width may fold in a column of words (`Column.wrap`),
+    # rather than push the other columns out; a number is never folded.
+    wraps = wraps or [False] * len(ranges)
+    longest = max(8, console.width // 3)
+    widths = [
+        min(r.minimum, longest + grid._get_padding_width(i)) if wraps[i] else r.minimum
+        for i, r in enumerate(ranges)
+    ]
     if sum(widths) > room:
         return False
     if sum(r.maximum for r in ranges) <= room:
         return True  # every cell on its own line: rich's natural widths
-    wants = [r.maximum - r.minimum for r in ranges]
-    wraps = wraps or [True] * len(ranges)
+    wants = [r.maximum - width for r, width in zip(ranges, widths, strict=True)]
     # A one-line column needs its cells whole, not its heading (which wraps between words).
     cells = [
         max(
@@ -161,9 +169,9 @@ def _lay_out(console: Console, grid: RichTable, wraps: list[bool] | None = None)
     ]
     for index in sorted(range(len(ranges)), key=lambda i: cells[i] - widths[i]):
         more = cells[index] - widths[index]
-        if not wraps[index] and more <= room - sum(widths):
+        if not wraps[index] and 0 < more <= room - sum(widths):
             widths[index] = cells[index]
-            wants[index] = ranges[index].maximum - cells[index]
+            wants[index] = max(0, ranges[index].maximum - cells[index])
     spare, wanted = room - sum(widths), sum(wants)
     for index, (column, want) in enumerate(zip(grid.columns, wants, strict=True)):
         width = widths[index] + (spare * want // wanted if wanted else 0)
