@@ -217,7 +217,8 @@ def run(
             settled = all(s is not None and s <= settings.target_spread for s in spreads)
             if settled or len(samples[0]) + settings.repeats > settings.max_repeats:
                 # The rounds it did not need, counted done: the count reaches its total.
-                notify("", (most_samples(settings) - len(samples[0])) * len(cases))
+                taken = len(samples[0]) if samples else most_samples(settings)
+                notify("", (most_samples(settings) - taken) * len(cases))
                 break
             notify(f"L={depth} timing, more repeats (spread over target)", 0)
         results.extend(depth_results)

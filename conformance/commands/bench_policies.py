@@ -77,8 +77,15 @@ def command(args: Any, settings: Settings) -> int:
         print(dumps(data))
     else:  # a rich table on a terminal, aligned text off one; the Markdown is in the file
         print_document(terminal_style.console(), document(data))
+    verdict = (
+        f"[red]bench --policies failed[/]: {len(failed)} failed to run"
+        if failed
+        else f"[green]bench --policies passed[/]: {len(results)} policy cases measured"
+        if results
+        else "[yellow]bench --policies measured nothing[/]: every framework skipped"
+    )
     console.print(
-        f"bench --policies: {seconds:.0f}s wall, {load_text(load)} · wrote {args.out}",
+        f"{verdict} · {seconds:.0f}s wall, {load_text(load)} · wrote {args.out}",
         highlight=False,
     )
     return 1 if failed else 0
