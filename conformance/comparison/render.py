@@ -388,11 +388,15 @@ def terminal_summary(comparison: Comparison) -> Table:
     line (the page keeps both as they are)."""
     table = summary_table(comparison)
     by_name = {row.name: row for row in comparison.ports}
-    rows = []
+    rows, missing = [], {}
     for row in table.rows:
         port = by_name.get(row.key)
         label, judged, *rest = row.cells
-        if port is not None and port.versions:
+        if port is not None and port.state == "unavailable" and not port.error:
+            # One line: the reasons, each once, follow the table (`missing`).
+            missing.setdefault(port.reason, []).append(port.name)
+            label = replace(label, note="")
+        elif port is not None and port.versions:
             said = {f"{k} {v}" for k, v in port.versions.items()}
             note = "\n".join(line for line in label.note.split("\n") if line not in said)
             label = replace(label, note=note)
@@ -401,7 +405,9 @@ def terminal_summary(comparison: Comparison) -> Table:
                  for line in judged.text.split("\n")]  # fmt: skip
         judged = replace(judged, text=" ".join(marks))
         rows.append(replace(row, cells=(label, judged, *rest)))
-    note = " ".join(filter(None, [table.note, versions_line(comparison)]))
+    unavailable = "; ".join(f"{', '.join(names)}: {why}" for why, names in missing.items())
+    said = f"Unavailable: {unavailable}." if unavailable else ""
+    note = "\n".join(filter(None, [table.note, said, versions_line(comparison)]))
     return replace(table, rows=tuple(rows), note=note)
 
 
@@ -512,4 +518,4 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
             "compare again on an idle machine to trust them",
             highlight=False,
         )
-    terminal_render.print_paragraph(console, verdict_line(comparison))
+    terminal_render.print_verdict(console, verdict_line(comparison))

@@ -17,7 +17,7 @@ def print_merged(merged: Merged, console: Console) -> None:
     verdict last."""
     data = to_json(merged)
     terminal_render.print_document(console, merge_tables.document(data))
-    terminal_render.print_paragraph(console, merge_tables.verdict(data))
+    terminal_render.print_verdict(console, merge_tables.verdict(data))
 
 
 def markdown(merged: Merged) -> str:

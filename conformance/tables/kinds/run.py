@@ -381,4 +381,4 @@ def print_report(report: SuiteReport, console: Console, show_legend: bool = True
     if show_legend:
         style.print_legend(console, escape(legend(data)))
     print_timing(report, console)
-    terminal_render.print_block(console, headline({**data, "failed": report.failed}))
+    terminal_render.print_verdict(console, headline({**data, "failed": report.failed}))

@@ -241,6 +241,12 @@ def print_paragraph(console: Console, found: Paragraph) -> None:
     console.print(styled(found.text, MARKS[found.mark]), highlight=False)
 
 
+def print_verdict(console: Console, found: Paragraph) -> None:
+    """A command's verdict, its last line: one line however narrow the console (a terminal
+    wraps it on screen; a reader of the output finds it whole in its last line)."""
+    console.print(styled(found.text, MARKS[found.mark]), highlight=False, soft_wrap=True)
+
+
 def print_block(console: Console, block, separated: bool = False) -> None:
     """One table (then its caption, wrapped and dim), list or paragraph."""
     if isinstance(block, Table):
