@@ -15,6 +15,7 @@ import implementations
 from implementations.found import find
 
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from ..terminal.style import print_legend, state_markup
 
 HELP = "list the registered ports and whether their frameworks are installed"
@@ -42,8 +43,17 @@ def run(args: argparse.Namespace) -> int:
 
     console = terminal_style.console()
     if args.load:
+        names = list(implementations.registered())
+        found = []
+        # Every framework imported: a minute or more; a bar on a terminal, a line every 10 s
+        # off one (on stderr, so that stdout holds the list alone).
+        with Steps(terminal_style.console(stderr=True), "list --import", len(names)) as steps:
+            for name in names:
+                steps.update(0, f"importing {name}")
+                found += implementations.status([name])
+                steps.update(1)
         states = []
-        for status in implementations.status():
+        for status in found:
             # A reason is text, not markup: an install hint keeps its "[extra]".
             reason = f" — {escape(status.reason)}" if status.reason else ""
             line = f"{status.name:16} {state_markup(status.state)} ({status.source}){reason}"

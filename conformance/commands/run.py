@@ -215,7 +215,10 @@ def run(args: argparse.Namespace) -> int:
             transient=True,
             disable=not live,
         ) as bar,
-        contextlib.nullcontext() if live else Steps(console, "run", total) as steps,
+        # On stderr, as bench's and compare's: stdout holds the report alone.
+        contextlib.nullcontext()
+        if live
+        else Steps(terminal_style.console(file=_stream(2)), "run", total) as steps,
     ):
         tasks = {name: bar.add_task(name, total=per_port) for name in names}
         if config.mutants:

@@ -175,3 +175,25 @@ def test_the_depth_sweep_counts_to_its_total_exactly(monkeypatch, settles):
     assert total == 3 * 2 * (1 + 9)  # three rounds of three samples fit within ten
     running = [sum(counted[: i + 1]) for i in range(len(counted))]
     assert max(running) == running[-1] == total
+
+
+def test_a_run_off_a_terminal_prints_a_line_every_ten_seconds_on_stderr(plain, monkeypatch, capfd):
+    """A run printed nothing off a terminal until its report, minutes later."""
+    from conformance import cli
+    from conformance.commands import run as run_command
+    from conformance.running.results import SuiteReport
+
+    def suite(config, progress):
+        for _ in range(25):
+            progress("jax_checkpoint", "advance", 1)
+        return SuiteReport("dev", 20, "menu", "flax_linen", [], None)
+
+    monkeypatch.setattr(run_command, "run_suite", suite)
+    argv = ["run", "--implementation", "jax_checkpoint", "--profile", "dev", "--no-mutants"]
+    args = cli.parser().parse_args(argv)
+    run_command.validate(args)
+    run_command.run(args)
+    out, err = capfd.readouterr()
+    lines = [line for line in err.splitlines() if line.startswith("run: ")]
+    assert [line.split("/")[0] for line in lines] == ["run: 10", "run: 20"], err
+    assert not any(line.startswith("run: ") for line in out.splitlines())  # the report alone
