@@ -32,7 +32,7 @@ from ..tables import numbers
 from ..tables.model import Cell, Column, Items, Paragraph, Table, TableBuilder
 from ..tables.render import terminal as terminal_render
 from ..terminal.style import print_legend
-from . import grids, policy_matrix
+from . import grids, measure, policy_matrix
 from .model import Bits, Comparison, Diff, PortComparison
 
 PASS, FAIL = "✓", "✗"
@@ -473,8 +473,6 @@ SECTIONS: list[Callable[[Comparison, Console], None]] = [
 def verdict_line(comparison: Comparison) -> Paragraph:
     """The comparison's verdict in one line, last (`measure.failed` decides it): the ports
     with a ✗ and where, or how many were checked; the ports not installed; the wall time."""
-    from .measure import failed as comparison_failed
-
     broken, checked, missing = [], 0, 0
     for row in comparison.ports:
         if row.state == "unavailable" and not row.error:
@@ -491,7 +489,7 @@ def verdict_line(comparison: Comparison) -> Paragraph:
             crosses.append("policies")
         if crosses:
             broken.append(f"{row.name} (✗ {', '.join(crosses)})")
-    failed = comparison_failed(comparison)
+    failed = measure.failed(comparison)
     parts = [f"compare {'failed' if failed else 'passed'}"]
     parts.append(f"{checked} ports against {comparison.canonical}")
     if broken:
