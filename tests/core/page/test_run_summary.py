@@ -137,3 +137,32 @@ def test_at_80_columns_the_matrix_leaves_out_the_wall_time_says_so_and_keeps_eve
     assert "left out to fit 80 columns: wall (--width 8" in text
     header = next(line for line in lines if line.startswith("port "))
     assert header.split()[1:] == [f"({letter})" for letter in "abcdefghijk"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "shown"), [([], True), (["--reproduce"], False), (["--reproduce", "--legend"], True)]
+)
+def test_the_command_prints_the_legend_unless_replaying_and_on_legend(
+    monkeypatch, capfd, flags, shown
+):
+    import hypothesis
+    from hypothesis.core import encode_failure
+
+    from conformance import cli
+    from conformance.commands import run as run_command
+
+    report = recorded_run()
+    report.mutants = None
+    monkeypatch.setattr(run_command, "run_suite", lambda config, progress: report)
+    monkeypatch.setenv("COLUMNS", "100")
+    if "--reproduce" in flags:
+        blob = f"{hypothesis.__version__}:{encode_failure([b'x']).decode()}"
+        flags = [blob if f == "--reproduce" else f for f in flags]
+        flags.insert(flags.index(blob), "--reproduce")
+    argv = ["run", "--implementation", "pytorch", "--property", "c", *flags]
+    args = cli.parser().parse_args(argv)
+    run_command.validate(args)
+    run_command.run(args)
+    out = capfd.readouterr().out
+    assert ("ref: the canonical port" in out) is shown
+    assert out.splitlines()[-1].startswith("The run passed")
