@@ -197,3 +197,16 @@ def test_a_run_off_a_terminal_prints_a_line_every_ten_seconds_on_stderr(plain, m
     lines = [line for line in err.splitlines() if line.startswith("run: ")]
     assert [line.split("/")[0] for line in lines] == ["run: 10", "run: 20"], err
     assert not any(line.startswith("run: ") for line in out.splitlines())  # the report alone
+
+
+def test_a_version_sweep_off_a_terminal_names_its_step_every_ten_seconds(plain, capsys):
+    """A pip install in a version set said nothing for minutes off a terminal."""
+    from conformance.commands import versions as versions_command
+
+    out = io.StringIO()
+    with versions_command._progress(style.console(file=out)) as said:
+        said(1, 3, "jax 0.7.0", "installing · pip's own words")
+        for _ in range(12):  # the heartbeat's calls, a second apart on the fake clock
+            said.steps.tick()
+    assert out.getvalue().splitlines() == ["versions: · [1/3] jax 0.7.0: installing · 10 s"]
+    assert "versions: [1/3] jax 0.7.0: installing" in capsys.readouterr().err
