@@ -67,16 +67,19 @@ def validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     console = terminal_style.console()
     if args.vectors_command == "export":
-        with interrupts.deferred():  # a Ctrl-C waits for the framework's import
-            canonical = implementations.load(implementations.CANONICAL)
-        canonical.pin_matmul_precision()
-        try:
-            path = vectors.export(canonical, args.path)
-        except OSError as error:  # a full disk: each file is whole or absent (outputs)
-            arguments.usage_exit(
-                "python -m conformance vectors export",
-                f"cannot write {error.filename or args.path}: {error.strerror or error}",
-            )
+        with Steps(terminal_style.console(stderr=True), "vectors export") as steps:
+            steps.update(0, f"loading {implementations.CANONICAL}")
+            with interrupts.deferred():  # a Ctrl-C waits for the framework's import
+                canonical = implementations.load(implementations.CANONICAL)
+            canonical.pin_matmul_precision()
+            steps.update(0, "computing the vectors")
+            try:
+                path = vectors.export(canonical, args.path)
+            except OSError as error:  # a full disk: each file is whole or absent (outputs)
+                arguments.usage_exit(
+                    "python -m conformance vectors export",
+                    f"cannot write {error.filename or args.path}: {error.strerror or error}",
+                )
         console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(vectors.SPECS)} vectors)")
         return 0
     # Loading a framework and checking takes seconds to a minute: progress on stderr.

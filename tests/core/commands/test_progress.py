@@ -5,6 +5,7 @@ sleeping; on a terminal a rich progress bar."""
 from __future__ import annotations
 
 import io
+import sys
 
 import pytest
 from rich.console import Console
@@ -210,3 +211,34 @@ def test_a_version_sweep_off_a_terminal_names_its_step_every_ten_seconds(plain, 
             said.steps.tick()
     assert out.getvalue().splitlines() == ["versions: · [1/3] jax 0.7.0: installing · 10 s"]
     assert "versions: [1/3] jax 0.7.0: installing" in capsys.readouterr().err
+
+
+def test_vectors_and_list_import_show_progress(plain, monkeypatch, capsys):
+    """They load frameworks for seconds to minutes: each shows `Steps` on stderr."""
+    import argparse
+
+    import implementations
+    from conformance.commands import list_ports
+    from conformance.commands import vectors as vectors_command
+
+    made = []
+
+    def recorded(console, title, total=None, **options):
+        made.append((title, total, console.file))
+        return progress.Steps(console, title, total, heartbeat=False, **options)
+
+    def unavailable(name):
+        raise implementations.PortUnavailable(name, "not installed here", missing=True)
+
+    for module in (vectors_command, list_ports):
+        monkeypatch.setattr(module, "Steps", recorded)
+    monkeypatch.setattr(implementations, "load", unavailable)
+    args = argparse.Namespace(vectors_command="check", implementation="pytorch", vectors=None)
+    assert vectors_command.run(args) == 2
+    monkeypatch.setattr(implementations, "status", lambda names: [])
+    assert list_ports.run(argparse.Namespace(load=True)) == 0
+    assert [(title, total) for title, total, _ in made] == [
+        ("vectors check", None),
+        ("list --import", len(implementations.registered())),
+    ]
+    assert all(file is sys.stderr for _, _, file in made)
