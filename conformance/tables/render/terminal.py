@@ -1,6 +1,6 @@
 """Any document on a console (rich): tables fitted to its width, then their notes, lists.
 
-A table fits the console's width (rich's own width handling, in this order):
+A table fits the console's width (`fitted`), trying in this order:
 
 1. as the model lays it out: a column that wraps, wraps between words;
 2. less its optional columns (`Column.drop` above 0), the highest `drop` first;
@@ -10,6 +10,8 @@ A table fits the console's width (rich's own width handling, in this order):
 5. as a last resort, long words folded across lines at the width (nothing is cut).
 
 A column left out is named in a line under the table, with the width that shows them all.
+The widths are laid out here (`_lay_out`, on rich's column measurements: rich is pinned in
+constraints.txt), as rich's own collapsing could crop a table whose least widths fit.
 
 `print_table` still prints a rich table whole, at the least width that holds every cell
 (for a caller that asks for it). Captions are paragraphs of their own, wrapped between
