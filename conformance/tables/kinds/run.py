@@ -286,13 +286,15 @@ def mutant_line(run: dict[str, Any]) -> Paragraph | None:
     counted = [m for m in found if m["status"] != "unavailable"]
     killed = sum(m["status"] == "killed" for m in counted)
     listed = sum(_worth_a_row(m) for m in found)
+    # Said only when true of each: a mutant from outside the registry names no property.
+    named = all(_named_killer(m["name"]) for m in counted)
     text = f"Mutants: {killed}/{len(counted)} killed"
     if not counted:
         text += " (none could run)"
-    elif not listed:
-        text += ", each by the property its stack names"
-    else:
+    elif listed:
         text += f"; {listed} in the table above (not killed, or not by the property named)"
+    elif named:
+        text += ", each by the property its stack names"
     unavailable = sum(m["status"] == "unavailable" for m in found)
     if unavailable:
         text += f" · {unavailable} not run (their port did not load)"
