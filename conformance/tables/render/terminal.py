@@ -29,6 +29,7 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -230,11 +231,16 @@ def fitted(console: Console, found: Table, separated: bool = False) -> tuple[Ric
 
 
 def print_items(console: Console, found: Items) -> None:
+    """A titled list, an item a line, wrapped between words at the console's width under its
+    indent (off a terminal, a `LogConsole` prints each whole, for the viewer to wrap)."""
     if found.title:
         console.print(f"[bold]{escape(found.title)}[/]")
     for index, item in enumerate(found.items):
         tone = MARKS[found.marks[index]] if found.marks else ""
-        console.print(f"  {styled(item, tone)}", highlight=False, soft_wrap=True)
+        if isinstance(console, style.LogConsole):
+            console.print(f"  {styled(item, tone)}", highlight=False, soft_wrap=True)
+        else:
+            console.print(Padding(Text.from_markup(styled(item, tone)), (0, 0, 0, 2), expand=False))
 
 
 def print_paragraph(console: Console, found: Paragraph) -> None:
