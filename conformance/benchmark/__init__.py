@@ -159,10 +159,17 @@ def _load_in_order(order: list[str], found: dict, skipped: dict) -> None:
             skipped[name] = f"not installed ({error})"
 
 
+def most_samples(settings: Settings) -> int:
+    """The most timed samples a case gets at one depth: rounds of `repeats` while they stay
+    within `max_repeats` (`run` stops sooner once every spread is within the target)."""
+    return max(1, settings.max_repeats // settings.repeats) * settings.repeats
+
+
 def total_steps(settings: Settings, frameworks: dict[str, ModuleType]) -> int:
-    """Progress units of a sweep: one per case measured, one per timed sample."""
+    """Progress units of a sweep: one per case measured, one per timed sample it may take
+    (`most_samples`; rounds a depth does not need are counted done when it settles)."""
     cases = sum(len(module.configurations()) for module in frameworks.values())
-    return len(settings.depths) * cases * (1 + settings.repeats)
+    return len(settings.depths) * cases * (1 + most_samples(settings))
 
 
 def run(
@@ -209,6 +216,9 @@ def run(
             spreads = [r.time_ratio_spread for r in depth_results if r.time_ratios]
             settled = all(s is not None and s <= settings.target_spread for s in spreads)
             if settled or len(samples[0]) + settings.repeats > settings.max_repeats:
+                # The rounds it did not need, counted done: the count reaches its total.
+                taken = len(samples[0]) if samples else most_samples(settings)
+                notify("", (most_samples(settings) - taken) * len(cases))
                 break
             notify(f"L={depth} timing, more repeats (spread over target)", 0)
         results.extend(depth_results)

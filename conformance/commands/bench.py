@@ -31,6 +31,7 @@ from ..tables.kinds.bench import load_warning
 from ..terminal import style as terminal_style
 from ..terminal.progress import Steps
 from . import arguments, bench_policies, bench_schedules, framework_names
+from .bench_policies import load_text
 
 HELP = "memory and time against depth, with a plot"
 
@@ -218,8 +219,13 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"[yellow]warning[/]: {warning}")
     else:
         render.print_report(report, terminal_style.console())
+    # The last line: what ran, the time and the load in words, what it wrote.
+    frameworks_said = f"{len(frameworks)} framework{'s' if len(frameworks) != 1 else ''}"
     console.print(
-        f"bench: {report.seconds:.0f}s wall · wrote " + ", ".join(str(p) for p in written)
+        f"bench: {len(report.results)} measurements of {frameworks_said} · "
+        f"{report.seconds:.0f}s wall, {load_text(report.load)} · wrote "
+        + ", ".join(str(p) for p in written),
+        highlight=False,
     )
     return 0
 

@@ -25,10 +25,15 @@ from ..terminal import style as terminal_style
 from ..terminal.progress import Steps
 
 
-def load_text(load: dict[str, float]) -> str:
-    """The load average before and after, as words ("load 6.45 before, 7.10 after")."""
+def load_text(load: dict[str, float], cores: int | None = None) -> str:
+    """The load average before and after, as words, against the cores ("load 6.45 before,
+    7.10 after, of 2 cores"); `cores`: this machine's unless given."""
+    import os
+
     said = [f"{load[when]:.2f} {when}" for when in ("before", "after") if when in load]
-    return "load " + ", ".join(said) if said else "load unknown"
+    cores = cores or os.cpu_count()
+    of = f", of {cores} cores" if cores else ""
+    return "load " + ", ".join(said) + of if said else "load unknown"
 
 
 def command(args: Any, settings: Settings) -> int:
@@ -72,8 +77,15 @@ def command(args: Any, settings: Settings) -> int:
         print(dumps(data))
     else:  # a rich table on a terminal, aligned text off one; the Markdown is in the file
         print_document(terminal_style.console(), document(data))
+    verdict = (
+        f"[red]bench --policies failed[/]: {len(failed)} failed to run"
+        if failed
+        else f"[green]bench --policies passed[/]: {len(results)} policy cases measured"
+        if results
+        else "[yellow]bench --policies measured nothing[/]: every framework skipped"
+    )
     console.print(
-        f"bench --policies: {seconds:.0f}s wall, {load_text(load)} · wrote {args.out}",
+        f"{verdict} · {seconds:.0f}s wall, {load_text(load)} · wrote {args.out}",
         highlight=False,
     )
     return 1 if failed else 0

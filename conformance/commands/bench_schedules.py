@@ -26,6 +26,10 @@ from ..jsonable import dumps, to_data
 from ..running import interrupts
 from ..tables.kinds import bench_schedules as schedule_tables
 from ..tables.render import markdown as markdown_render
+from ..tables.render.terminal import print_document
+from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
+from .bench_policies import load_text
 
 
 def settings_for(args: Any, settings: Settings) -> Settings:
@@ -64,10 +68,7 @@ def command(args: Any, settings: Settings) -> int:
     Exits 1 if a case failed to run or departs from the model unexplained."""
     import time
 
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    console = Console(stderr=True)
+    console = terminal_style.console(stderr=True)
     settings = settings_for(args, settings)
     named, left_out = chosen(args.framework)
     frameworks, skipped = load_frameworks(named)
@@ -79,23 +80,15 @@ def command(args: Any, settings: Settings) -> int:
         console.print(f"[yellow]skip[/] {name}: {reason}")
     load = {"before": load_average()}
     started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description:<40}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        total = total_steps(settings.depths, frameworks, settings.repeats)
-        task = bar.add_task("bench --schedules", total=total)
+    # A bar on a terminal, a line every ten seconds off one (it runs for minutes).
+    total = total_steps(settings.depths, frameworks, settings.repeats)
+    with Steps(console, "bench --schedules", total) as steps:
         results, failed = run(
             settings,
             frameworks,
             progress=lambda description, advance: (
                 interrupts.check(),
-                bar.update(
-                    task, advance=advance, **({"description": description} if description else {})
-                ),
+                steps.update(advance, description),
             ),
         )
     seconds = time.perf_counter() - started
@@ -104,22 +97,32 @@ def command(args: Any, settings: Settings) -> int:
     data = report_data(
         settings, frameworks, results, failed, skipped=skipped, load=load, seconds=seconds
     )
-    table = markdown_render.document(schedule_tables.document(data))
+    document = schedule_tables.document(data)
     outputs.write_text(args.out / "bench-schedules.json", dumps(data) + "\n")
-    outputs.write_text(args.out / "bench-schedules.md", table)
+    outputs.write_text(args.out / "bench-schedules.md", markdown_render.document(document))
     why = plot(data, args.out / "bench-schedules.png")
     if why is not None:
         console.print(f"[yellow]no plot[/]: {why}")
-    print(dumps(data) if args.json else table)
-    console.print(f"bench --schedules: {seconds:.0f}s wall, load {load} · wrote {args.out}")
+    if args.json:
+        print(dumps(data))
+    else:  # the shared renderer: a rich table on a terminal, aligned text off one
+        print_document(terminal_style.console(), document)
     off = unexplained(results)
     for r in off:
         console.print(
             f"[red]✗[/] L={r.depth} {r.framework} · {r.schedule}: {'; '.join(r.unexplained_flags)}"
         )
-    if off or failed:
-        console.print(
-            f"[red]bench --schedules failed[/]: {len(off)} unexplained against the model, "
-            f"{len(failed)} failed to run"
-        )
+    console.print(verdict(len(results), off, failed, seconds, load, args.out), highlight=False)
     return 1 if failed or off else 0
+
+
+def verdict(measured: int, off: list, failed: dict, seconds: float, load: dict, out) -> str:
+    """The last line: passed or failed, and why, with the wall time and the load in words."""
+    said = f"{seconds:.0f}s wall, {load_text(load)} · wrote {out}"
+    if off or failed:
+        why = f"{len(off)} unexplained against the model, {len(failed)} failed to run"
+        return f"[red]bench --schedules failed[/]: {why} · {said}"
+    if not measured:  # said, never a pass (the exit code is the command's own)
+        return f"[yellow]bench --schedules measured nothing[/]: every framework skipped · {said}"
+    passed = f"{measured} cases, none off the model unexplained"
+    return f"[green]bench --schedules passed[/]: {passed} · {said}"

@@ -15,6 +15,7 @@ import implementations
 from implementations.found import find
 
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from ..terminal.style import print_legend, state_markup
 
 HELP = "list the registered ports and whether their frameworks are installed"
@@ -42,12 +43,25 @@ def run(args: argparse.Namespace) -> int:
 
     console = terminal_style.console()
     if args.load:
-        for status in implementations.status():
+        names = list(implementations.registered())
+        found = []
+        # Every framework imported: a minute or more; a bar on a terminal, a line every 10 s
+        # off one (on stderr, so that stdout holds the list alone).
+        with Steps(terminal_style.console(stderr=True), "list --import", len(names)) as steps:
+            for name in names:
+                steps.update(0, f"importing {name}")
+                found += implementations.status([name])
+                steps.update(1)
+        states = []
+        for status in found:
             # A reason is text, not markup: an install hint keeps its "[extra]".
             reason = f" — {escape(status.reason)}" if status.reason else ""
             line = f"{status.name:16} {state_markup(status.state)} ({status.source}){reason}"
             console.print(line, highlight=False, soft_wrap=True)
+            states.append(status.state)
+        console.print(verdict(states), highlight=False)
         return 0
+    states = []
     for name, (target, source) in implementations.registered().items():
         found = find(name, target)
         if found.state == "found":
@@ -59,8 +73,17 @@ def run(args: argparse.Namespace) -> int:
             detail = f"[yellow]unknown[/] — {escape(found.reason)}"
         # One line per port, however long: soft_wrap leaves long lines to the reader.
         console.print(f"{name:16} {detail} ({source})", highlight=False, soft_wrap=True)
+        states.append(found.state)
     print_legend(console, LEGEND)
+    console.print(verdict(states), highlight=False)
     return 0
+
+
+def verdict(states: list[str]) -> str:
+    """The last line: how many ports, by state ("21 ports: 18 found, 3 unavailable")."""
+    counts = {state: states.count(state) for state in dict.fromkeys(states)}
+    said = ", ".join(f"{n} {state}" for state, n in counts.items())
+    return f"{len(states)} ports: {said}" if states else "no port is registered"
 
 
 def _hint(name: str, found) -> str:

@@ -11,6 +11,7 @@ stdout, whatever the ports print.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -25,10 +26,10 @@ from ..page import csv_files
 from ..running import interrupts, profiles
 from ..running.config import RunConfig, run_config
 from ..running.results import to_json
-from ..running.runner import DID_NOT_REPRODUCE
 from ..running.suite import examples_per_property, run_suite
 from ..tables.kinds.run import print_report
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from . import arguments
 
 PROG = "python -m conformance run"
@@ -79,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "as CSV, raw numbers; an existing file is replaced",
     )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
+    parser.add_argument(
+        "--legend",
+        action="store_true",
+        help="print the legend (what the symbols mean) with a --reproduce too; a run prints "
+        "it once, under its tables",
+    )
     parser.add_argument(
         "--no-shrink",
         action="store_true",
@@ -195,15 +202,24 @@ def run(args: argparse.Namespace) -> int:
     out = _stream(1)
     console = terminal_style.console(file=_stream(2) if args.json else out)
     per_port = sum(examples_per_property(p, args.examples) for p in config.selected)
-    with Progress(
-        TextColumn("{task.description:<22}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not terminal_style.live(console),
-    ) as bar:
+    live = terminal_style.live(console)
+    total = per_port * len(names) + (len(MUTANTS) if config.mutants else 0)
+    # A bar per port on a terminal; off one, a line every ten seconds (`Steps`).
+    with (
+        Progress(
+            TextColumn("{task.description:<22}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not live,
+        ) as bar,
+        # On stderr, as bench's and compare's: stdout holds the report alone.
+        contextlib.nullcontext()
+        if live
+        else Steps(terminal_style.console(file=_stream(2)), "run", total) as steps,
+    ):
         tasks = {name: bar.add_task(name, total=per_port) for name in names}
         if config.mutants:
             tasks["mutants"] = bar.add_task("mutants", total=len(MUTANTS))
@@ -211,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
         def progress(task: str, kind: str, value) -> None:
             if kind == "advance" and task in tasks:
                 bar.advance(tasks[task], value)
+                if steps is not None:
+                    steps.update(value, task)
 
         report = run_suite(config, progress)
     data = to_json(report)
@@ -225,8 +243,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             out.write(dumps(data) + "\n")
         else:
-            print_report(report, console)
-            _say_what_did_not_reproduce(report, console)
+            print_report(report, console, show_legend=args.legend or not args.reproduce)
         out.flush()
     except BrokenPipeError:
         _to_devnull(out)  # its buffer would raise again when it is closed
@@ -240,15 +257,6 @@ def run(args: argparse.Namespace) -> int:
     if report.interrupted:
         print("interrupted: the report holds what finished", file=sys.stderr)
     return interrupts.exit_code(1 if report.failed else 0)
-
-
-def _say_what_did_not_reproduce(report, console) -> None:
-    """A replayed example that passes now: say so (its outcome passed, with this message)."""
-    for port in report.ports:
-        for outcome in port.outcomes:
-            if outcome.message.startswith(DID_NOT_REPRODUCE):
-                console.print(f"{port.name} · {outcome.property}: ", end="")
-                console.print(outcome.message, markup=False, highlight=False)
 
 
 def _write_side_output(flag: str, path: Path, write, data: dict, verdict: int) -> bool:

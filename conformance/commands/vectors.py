@@ -10,6 +10,7 @@ from ..checking import vectors
 from ..jsonable import dumps
 from ..running import interrupts
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from . import arguments
 
 HELP = "golden vectors: export, or check a port"
@@ -66,26 +67,36 @@ def validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     console = terminal_style.console()
     if args.vectors_command == "export":
-        with interrupts.deferred():  # a Ctrl-C waits for the framework's import
-            canonical = implementations.load(implementations.CANONICAL)
-        canonical.pin_matmul_precision()
-        try:
-            path = vectors.export(canonical, args.path)
-        except OSError as error:  # a full disk: each file is whole or absent (outputs)
-            arguments.usage_exit(
-                "python -m conformance vectors export",
-                f"cannot write {error.filename or args.path}: {error.strerror or error}",
-            )
+        with Steps(terminal_style.console(stderr=True), "vectors export") as steps:
+            steps.update(0, f"loading {implementations.CANONICAL}")
+            with interrupts.deferred():  # a Ctrl-C waits for the framework's import
+                canonical = implementations.load(implementations.CANONICAL)
+            canonical.pin_matmul_precision()
+            steps.update(0, "computing the vectors")
+            try:
+                path = vectors.export(canonical, args.path)
+            except OSError as error:  # a full disk: each file is whole or absent (outputs)
+                arguments.usage_exit(
+                    "python -m conformance vectors export",
+                    f"cannot write {error.filename or args.path}: {error.strerror or error}",
+                )
         console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(vectors.SPECS)} vectors)")
         return 0
-    try:
-        with interrupts.deferred():
-            port = implementations.load(args.implementation)
-    except implementations.PortUnavailable as error:
-        console.print(f"[bold red]cannot check[/]: {error}")
+    # Loading a framework and checking takes seconds to a minute: progress on stderr.
+    with Steps(terminal_style.console(stderr=True), "vectors check") as steps:
+        steps.update(0, f"loading {args.implementation}")
+        try:
+            with interrupts.deferred():
+                port = implementations.load(args.implementation)
+        except implementations.PortUnavailable as error:
+            port, unavailable = None, error
+        if port is not None:
+            steps.update(0, f"checking {port.name}")
+            port.pin_matmul_precision()
+            results = vectors.check(port, args.vectors)
+    if port is None:
+        console.print(f"[bold red]cannot check[/]: {unavailable}")
         return 2
-    port.pin_matmul_precision()
-    results = vectors.check(port, args.vectors)
     failed = [r for r in results if not r.passed]
     if args.json:
         print(dumps(results))

@@ -31,6 +31,7 @@ from .. import outputs, versions
 from ..jsonable import dumps
 from ..running import interrupts, profiles
 from ..terminal import style as terminal_style
+from ..terminal.progress import Steps
 from ..versions import render, summary
 from . import arguments
 
@@ -161,8 +162,12 @@ class _progress:
     def __init__(self, console):
         self.console, self.live = console, terminal_style.live(console)
         self.bar, self.tasks, self.said = None, {}, {}
+        # Off a terminal, a line every ten seconds too: a pip install says nothing for minutes.
+        self.steps = None if self.live else Steps(console, "versions")
 
     def __enter__(self):
+        if self.steps is not None:
+            self.steps.__enter__()
         if self.live:
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -176,6 +181,8 @@ class _progress:
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.__exit__(*exc)
+        if self.steps is not None:
+            self.steps.__exit__(*exc)
         return False
 
     def __call__(self, number: int, total: int, title: str, text: str) -> None:
@@ -186,6 +193,8 @@ class _progress:
             self.bar.update(self.tasks[number], description=f"{head}: {text}")
             return
         step = text.split(" · ", 1)[0]
+        if self.steps is not None:
+            self.steps.latest = f"{head}: {step}"  # what the heartbeat names
         if text.startswith(self.QUIET) or self.said.get(number) == step:
             return
         self.said[number] = step

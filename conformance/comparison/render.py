@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
@@ -28,12 +29,11 @@ from rich.markup import escape
 from implementations.contract import SavedTensor
 
 from ..tables import numbers
-from ..tables.model import Cell, Column, Table, TableBuilder
+from ..tables.model import Cell, Column, Items, Paragraph, Table, TableBuilder
 from ..tables.render import terminal as terminal_render
 from ..terminal.style import print_legend
-from .composition_matrix import composition_table
+from . import grids, measure, policy_matrix
 from .model import Bits, Comparison, Diff, PortComparison
-from .policy_matrix import policy_table
 
 PASS, FAIL = "✓", "✗"
 
@@ -376,8 +376,43 @@ def _load_line(comparison: Comparison) -> tuple[str, bool]:
     return f"{text}, {comparison.cores} cores", comparison.loaded
 
 
+def versions_line(comparison: Comparison) -> str:
+    """Every distribution the ports ran on, once ("versions: jax 0.10.2 · torch 2.13.0 ...")."""
+    seen = dict.fromkeys(f"{k} {v}" for row in comparison.ports for k, v in row.versions.items())
+    return "versions: " + " · ".join(seen) if seen else ""
+
+
+def terminal_summary(comparison: Comparison) -> Table:
+    """The summary as a terminal shows it, two lines a port: the versions said once under the
+    table (`versions_line`), not under each port's name, and the verdict's three marks on one
+    line (the page keeps both as they are)."""
+    table = summary_table(comparison)
+    by_name = {row.name: row for row in comparison.ports}
+    rows, missing = [], {}
+    for row in table.rows:
+        port = by_name.get(row.key)
+        label, judged, *rest = row.cells
+        if port is not None and port.state == "unavailable" and not port.error:
+            # One line: the reasons, each once, follow the table (`missing`).
+            missing.setdefault(port.reason, []).append(port.name)
+            label = replace(label, note="")
+        elif port is not None and port.versions:
+            said = {f"{k} {v}" for k, v in port.versions.items()}
+            note = "\n".join(line for line in label.note.split("\n") if line not in said)
+            label = replace(label, note=note)
+        # "✓agree ✓tier ✓remat": a mark stays with its word when the line wraps.
+        marks = [line.replace(f"{PASS} ", PASS).replace(f"{FAIL} ", FAIL).replace("- ", "-")
+                 for line in judged.text.split("\n")]  # fmt: skip
+        judged = replace(judged, text=" ".join(marks))
+        rows.append(replace(row, cells=(label, judged, *rest)))
+    unavailable = "; ".join(f"{', '.join(names)}: {why}" for why, names in missing.items())
+    said = f"Unavailable: {unavailable}." if unavailable else ""
+    note = "\n".join(filter(None, [table.note, said, versions_line(comparison)]))
+    return replace(table, rows=tuple(rows), note=note)
+
+
 def print_summary(comparison: Comparison, console: Console) -> None:
-    terminal_render.print_block(console, summary_table(comparison), separated=True)
+    terminal_render.print_block(console, terminal_summary(comparison))
 
 
 def print_agreement(comparison: Comparison, console: Console) -> None:
@@ -405,12 +440,23 @@ def print_recomputed(comparison: Comparison, console: Console) -> None:
             console.print(f"  {escape(line)}", highlight=False)
 
 
+def _print_grid(console: Console, found: tuple[Table | None, Items]) -> None:
+    table, findings = found
+    if table is None:
+        return
+    terminal_render.print_block(console, replace(table, caption=""))  # the legend says it
+    if findings.items:
+        terminal_render.print_items(console, findings)
+
+
 def print_policies(comparison: Comparison, console: Console) -> None:
-    terminal_render.print_block(console, policy_table(comparison.ports))
+    """Port x policy, a line per port (the page has a row per cell: `policy_table`)."""
+    _print_grid(console, grids.policy_grid(comparison.ports))
 
 
 def print_compositions(comparison: Comparison, console: Console) -> None:
-    terminal_render.print_block(console, composition_table(comparison.ports))
+    """Port x case, a line per port (the page has a row per cell: `composition_table`)."""
+    _print_grid(console, grids.composition_grid(comparison.ports))
 
 
 #: What `print_comparison` prints, in order: a module may append a section of its own.
@@ -424,12 +470,43 @@ SECTIONS: list[Callable[[Comparison, Console], None]] = [
 ]
 
 
+def verdict_line(comparison: Comparison) -> Paragraph:
+    """The comparison's verdict in one line, last (`measure.failed` decides it): the ports
+    with a ✗ and where, or how many were checked; the ports not installed; the wall time."""
+    broken, checked, missing = [], 0, 0
+    for row in comparison.ports:
+        if row.state == "unavailable" and not row.error:
+            missing += 1
+            continue
+        if not _usable(row):
+            broken.append(f"{row.name} (error)")
+            continue
+        checked += 1
+        crosses = [key for key, ok in verdict(row).items() if ok is False]
+        if row.reference:
+            crosses = [key for key in crosses if key != "agree"]
+        if any(policy_matrix.failed(cell) for cell in row.policies):
+            crosses.append("policies")
+        if crosses:
+            broken.append(f"{row.name} (✗ {', '.join(crosses)})")
+    failed = measure.failed(comparison)
+    parts = [f"compare {'failed' if failed else 'passed'}"]
+    parts.append(f"{checked} ports against {comparison.canonical}")
+    if broken:
+        parts.append("✗ " + ", ".join(broken).replace("(✗ ", "("))
+    if missing:
+        parts.append(f"{missing} not installed")
+    parts.append(f"{comparison.seconds:.0f} s wall")
+    return Paragraph(" · ".join(parts), "fail" if failed else "pass")
+
+
 def print_comparison(comparison: Comparison, console: Console) -> None:
-    """Every section, the legend, then the wall time and the load (warned when loaded)."""
+    """Every section, the legend, the wall time and the load (warned when loaded), then the
+    verdict, last."""
     for section in SECTIONS:
         section(comparison, console)
     console.print()
-    print_legend(console, *LEGEND)
+    print_legend(console, *LEGEND, grids.GRID_LEGEND)
     load, busy = _load_line(comparison)
     console.print(f"compare: {comparison.seconds:.1f} s wall · {load}", highlight=False)
     if busy:
@@ -439,3 +516,4 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
             "compare again on an idle machine to trust them",
             highlight=False,
         )
+    terminal_render.print_verdict(console, verdict_line(comparison))

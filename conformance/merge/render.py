@@ -13,8 +13,11 @@ from .combine import Merged, to_json
 
 
 def print_merged(merged: Merged, console: Console) -> None:
-    """The matrix, then the machines, the reports, the conflicts and the failures."""
-    terminal_render.print_document(console, merge_tables.document(to_json(merged)))
+    """The matrix, then the machines, the reports, the conflicts and the failures; the
+    verdict last."""
+    data = to_json(merged)
+    terminal_render.print_document(console, merge_tables.document(data))
+    terminal_render.print_verdict(console, merge_tables.verdict(data))
 
 
 def markdown(merged: Merged) -> str:

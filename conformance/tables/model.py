@@ -59,14 +59,17 @@ class Cell:
 @dataclass(frozen=True)
 class Column:
     """A column: its heading, alignment, the kind of number it holds, whether its cells
-    may wrap between words (a terminal keeps a no-wrap column's cells on one line), and a
-    short heading for a narrow renderer (a terminal's 80 columns; empty: the heading)."""
+    may wrap between words (a terminal keeps a no-wrap column's cells on one line), a
+    short heading for a narrow renderer (a terminal's 80 columns; empty: the heading), and
+    `drop`: when a terminal is too narrow for the table, the columns of the highest `drop`
+    are left out first, the rightmost first among equals; -1: never (nor the first column)."""
 
     name: str
     align: str = "left"
     number: str = "text"
     wrap: bool = False
     short: str = ""
+    drop: int = 0
 
     def __post_init__(self):
         if self.align not in ALIGNS:

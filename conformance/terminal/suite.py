@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from ..running.results import PortReport, SuiteReport, replay_command
+from ..running.runner import DID_NOT_REPRODUCE
 from .style import state_markup
 
 
 def print_details(report: SuiteReport, console: Console) -> None:
     """What follows the matrix (`conformance.tables.kinds.run.print_report` prints it all):
     the ports that did not load, the failures with their replay commands, why a property
-    was skipped on a port, the warnings
-    (then come the mutants and the time: `print_timing`)."""
+    was skipped on a port, the warnings, a replay that did not reproduce (then come the
+    mutants, the time (`print_timing`) and the verdict)."""
     for port in report.ports:
-        if port.state == "unavailable":  # not a failure: the matrix counts it apart
-            console.print(f"[dim]not installed[/] {port.name}: ", end="")
-            console.print(port.reason, markup=False, highlight=False)
-        elif port.state != "available":
+        # A port not installed is not a failure: the matrix says so, its pip command under it.
+        if port.state not in ("available", "unavailable"):
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")
             console.print(port.reason, markup=False, highlight=False)
     if report.canonical_failure:
@@ -38,12 +38,18 @@ def print_details(report: SuiteReport, console: Console) -> None:
     for port in report.ports:  # why a property did not run on a port: said, never silent
         for outcome in port.outcomes:
             if outcome.status == "skip" and outcome.message.strip():
+                # One line, cut at the width: the whole reason is in --json and the page.
                 why = outcome.message.strip().splitlines()[0]
-                console.print(f"[dim]skipped {port.name} · {outcome.property}:[/] ", end="")
-                console.print(why, markup=False, highlight=False, soft_wrap=True)
+                line = Text.assemble((f"skipped {port.name} · {outcome.property}: ", "dim"), why)
+                console.print(line, highlight=False, no_wrap=True, overflow="ellipsis")
     for port in report.ports:
         for warning in port.warnings:
             console.print(f"[magenta]warning[/]: {warning}")
+    for port in report.ports:  # a replayed example that passes now: said, by its message
+        for outcome in port.outcomes:
+            if outcome.message.startswith(DID_NOT_REPRODUCE):
+                console.print(f"{port.name} · {outcome.property}: ", end="")
+                console.print(outcome.message, markup=False, highlight=False)
 
 
 def _print_output(port: PortReport, console: Console) -> None:
@@ -55,18 +61,29 @@ def _print_output(port: PortReport, console: Console) -> None:
         console.print(f"  [dim]|[/] {escape(line)}", highlight=False)
 
 
+#: The slowest ports the time line names (every port's wall time is in the matrix).
+SLOWEST = 3
+
+
 def print_timing(report: SuiteReport, console: Console) -> None:
-    """Wall time, then each port's checking time and the part spent on new shapes (tracing,
-    compiling); the matrix's `wall` column is the whole worker, loading included."""
-    parts = []
-    for port in report.ports:
-        first = sum(o.first_use_seconds for o in port.outcomes)
-        total = sum(o.seconds for o in port.outcomes)
-        if total:
-            parts.append(f"{port.name} {total:.0f}s ({first:.0f}s new shapes)")
-    if report.mutants:
-        parts.append(f"mutants {sum(m.seconds for m in report.mutants):.0f}s")
+    """One line: the wall time, the checking time (properties only) and the part spent on
+    new shapes (tracing, compiling), the slowest ports' and the mutants'. The matrix's `wall`
+    column is each port's whole worker, loading included."""
+    checking = {
+        port.name: (
+            sum(o.seconds for o in port.outcomes),
+            sum(o.first_use_seconds for o in port.outcomes),
+        )
+        for port in report.ports
+    }
+    checking = {name: found for name, found in checking.items() if found[0]}
     line = f"time: {report.seconds:.0f}s wall"
-    if parts:
-        line += " · checking (properties only, no loading): " + " · ".join(parts)
+    if checking:
+        total = sum(found[0] for found in checking.values())
+        first = sum(found[1] for found in checking.values())
+        slowest = sorted(checking.items(), key=lambda item: -item[1][0])[:SLOWEST]
+        named = ", ".join(f"{name} {found[0]:.0f}s" for name, found in slowest)
+        line += f" · checking {total:.0f}s ({first:.0f}s new shapes), slowest {named}"
+    if report.mutants:
+        line += f" · mutants {sum(m.seconds for m in report.mutants):.0f}s"
     console.print(line, highlight=False)

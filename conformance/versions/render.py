@@ -13,8 +13,10 @@ from ..tables.render import terminal as terminal_render
 
 
 def print_sweep(data: dict[str, Any], console: Console) -> None:
-    """The matrix, its caption, the sets, the degradations and the failures."""
+    """The matrix, its caption, the sets, the degradations and the failures; the verdict
+    last."""
     terminal_render.print_document(console, versions_tables.document(data))
+    terminal_render.print_verdict(console, versions_tables.verdict(data))
 
 
 def markdown(data: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Cell, Column, Document, Items, Section, Table, TableBuilder
+from ..model import Cell, Column, Document, Items, Paragraph, Section, Table, TableBuilder
 from ..numbers import wall
 from . import outcomes
 
@@ -120,3 +120,21 @@ def document(data: dict[str, Any]) -> Document:
         lines = tuple(f"✗ {line}" for line in found)
         blocks.append(Items("Failures", lines, ("fail",) * len(lines)))
     return Document("merge", "", (Section("", tuple(blocks)),))
+
+
+def verdict(data: dict[str, Any]) -> Paragraph:
+    """The merge's verdict in one line, a terminal's last: "The merge failed · 1 of 3
+    reports failed (#2) · 1 conflict"."""
+    reports = data["reports"]
+    failed = [f"#{r['number']}" for r in reports if r["failed"]]
+    parts = [f"The merge {'failed' if data['failed'] else 'passed'}"]
+    if failed:
+        parts.append(f"{len(failed)} of {len(reports)} reports failed ({', '.join(failed)})")
+    else:
+        parts.append(f"{len(reports)} report{'s' if len(reports) != 1 else ''}, each passed")
+    parts.append(f"{len(data['machines'])} machine{'s' if len(data['machines']) != 1 else ''}")
+    if data["conflicts"]:
+        parts.append(
+            f"{len(data['conflicts'])} conflicting port{'s' if len(data['conflicts']) != 1 else ''}"
+        )
+    return Paragraph(" · ".join(parts), "fail" if data["failed"] else "pass")

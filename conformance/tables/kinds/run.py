@@ -9,14 +9,16 @@ from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 import implementations
 
 from ...checking.properties import PROPERTIES
 from ...jsonable import to_data
-from ...running.mutation import MUTANT_EXAMPLES_NOTE, score
+from ...running.mutation import MUTANT_EXAMPLES_NOTE
 from ...running.profiles import SCALE
 from ...running.results import SuiteReport
+from ...terminal import style
 from ...terminal.suite import print_details, print_timing
 from ..model import Cell, Column, Paragraph, Table, TableBuilder
 from ..numbers import number, ratio, wall
@@ -30,6 +32,16 @@ CAPTION = (
     "start to finish (loading the framework and restarts included); the time line splits out "
     "the checking itself. not installed: the port's framework is not in this environment (the "
     "pip command under its name installs it): not a failure, counted apart."
+)
+#: What a terminal's matrix shows, said once under a run (the page and Markdown keep the
+#: matrix's caption: `outcomes.LEGEND` and `CAPTION`, the same in more words).
+TERMINAL_LEGEND = (
+    "✓N: passed all N examples it ran (a smaller N: a fixed case list, or inputs ran out; "
+    "never a partial pass); under it, the worst error/bound (1 fails). ✗fail, ✗crash, "
+    "✗hang @N: failed at example N. ref: the canonical port. skip: not run here (why: "
+    "above). xfail, xpass: as an expectations file expects, or not. ·: did not load. ○: not "
+    "installed. Under each port: its framework; self-reported: its evidence is its own word "
+    "(docs/PROTOCOL.md). wall: its worker, loading included."
 )
 STATE_MARKS = {"available": "pass", "unavailable": "not-installed"}
 #: A port whose framework is missing: `run --json`'s state, in the words every output uses.
@@ -117,8 +129,10 @@ def matrix(run: dict[str, Any], registered: Sequence[str] | None = None) -> Tabl
         f"remat-conformance · profile {run.get('profile')} · {examples} examples per property",
         [
             Column("port"),
-            *(Column(outcomes.column(key), "center") for key in keys),
-            Column("wall", "right", "seconds"),
+            # Too narrow a terminal leaves out the wall time (the time line has the
+            # slowest), never a property's verdict.
+            *(Column(outcomes.column(key), "center", drop=-1) for key in keys),
+            Column("wall", "right", "seconds", drop=1),
         ],
         caption=f"{outcomes.names(keys)}. {outcomes.LEGEND} {CAPTION}",
         kind="matrix",
@@ -243,29 +257,130 @@ def mutants(run: dict[str, Any]) -> Table | None:
     return table.build()
 
 
+def _named_killer(name: str) -> str:
+    """The property a mutant's stack names to reject it ("" when it names none)."""
+    from ...mutants import MUTANTS  # the registry reads every manifest: only when printing
+
+    spec = MUTANTS.get(name)
+    return spec.killed_by if spec is not None else ""
+
+
+def _worth_a_row(mutant: dict[str, Any]) -> bool:
+    """Whether a terminal lists a mutant: one not killed (survived, crashed, timed out), or
+    killed by another property than the one its stack names. The others (killed as named,
+    or unavailable: not run) are counted in the mutants' line (`mutant_line`)."""
+    if mutant["status"] == "unavailable":
+        return False
+    if mutant["status"] != "killed":
+        return True
+    named = _named_killer(mutant["name"])
+    return bool(named) and mutant.get("killed_by") != named
+
+
+def mutant_line(run: dict[str, Any]) -> Paragraph | None:
+    """The mutation run in one line ("Mutants: 61/61 killed, each by the property its stack
+    names"); None without a mutation run."""
+    found = run.get("mutants")
+    if found is None:
+        return None
+    counted = [m for m in found if m["status"] != "unavailable"]
+    killed = sum(m["status"] == "killed" for m in counted)
+    listed = sum(_worth_a_row(m) for m in found)
+    # Said only when true of each: a mutant from outside the registry names no property.
+    named = all(_named_killer(m["name"]) for m in counted)
+    text = f"Mutants: {killed}/{len(counted)} killed"
+    if not counted:
+        text += " (none could run)"
+    elif listed:
+        text += f"; {listed} in the table above (not killed, or not by the property named)"
+    elif named:
+        text += ", each by the property its stack names"
+    unavailable = sum(m["status"] == "unavailable" for m in found)
+    if unavailable:
+        text += f" · {unavailable} not run (their port did not load)"
+    return Paragraph(text, "pass" if killed == len(counted) else "fail")
+
+
+def mutants_to_read(run: dict[str, Any]) -> Table | None:
+    """The mutants' table as a terminal shows it: only the rows `_worth_a_row` picks (a
+    mutant killed by another property says which one its stack names); None if none."""
+    found = mutants(run)
+    if found is None:
+        return None
+    by_name = {m["name"]: m for m in run["mutants"]}
+    rows = []
+    for row in found.rows:
+        mutant = by_name[row.key]
+        if not _worth_a_row(mutant):
+            continue
+        if mutant["status"] == "killed":
+            said = Cell(
+                f"{mutant.get('killed_by', '')}",
+                "fail",
+                note=f"its stack names {_named_killer(mutant['name'])}",
+            )
+            row = replace(row, cells=(*row.cells[:2], said, *row.cells[3:]))
+        rows.append(row)
+    if not rows:
+        return None
+    return replace(found, title="Mutants to read", rows=tuple(rows), collapsed=False)
+
+
 def _data(report: SuiteReport) -> dict[str, Any]:
     return {**to_data(report), "properties": {p.key: p.title for p in PROPERTIES}}
 
 
 def print_mutants(report: SuiteReport, console: Console) -> None:
-    """The mutants' table, then the score."""
-    found = mutants(_data(report))
-    if found is None:
-        return
-    terminal_render.print_block(console, found)
-    killed, total = score(report.mutants)
-    colour = "green" if killed == total else "bold red"
-    missing = sum(r.status == "unavailable" for r in report.mutants)
-    aside = f" ({missing} unavailable, not counted: their port did not load)" if missing else ""
-    console.print(f"[{colour}]mutants killed {killed}/{total}[/]{aside}")
-
-
-def print_report(report: SuiteReport, console: Console) -> None:
-    """The whole human-readable report: the matrix, what it left out, the details, the
-    mutants, the time."""
+    """The mutants worth reading (`mutants_to_read`), then the mutants' line."""
     data = _data(report)
-    terminal_render.print_block(console, matrix(data))
-    terminal_render.print_block(console, headline({**data, "failed": report.failed}))
+    found = mutants_to_read(data)
+    if found is not None:
+        terminal_render.print_block(console, replace(found, caption=""))
+    line = mutant_line(data)
+    if line is not None:
+        terminal_render.print_paragraph(console, line)
+
+
+def legend(run: dict[str, Any]) -> str:
+    """What the run's tables show, said once: the matrix's symbols, and the mutants' when
+    the mutants' table is shown."""
+    found = f"{outcomes.names(run.get('properties') or {})}. {TERMINAL_LEGEND}"
+    listed = mutants_to_read(run)
+    return f"{found} Mutants: {listed.caption}." if listed is not None else found
+
+
+def terminal_matrix(run: dict[str, Any]) -> tuple[Table, str]:
+    """The matrix as a terminal shows it: a not-installed port's row on one line, and one
+    line under the table with every such port's pip command (the page keeps each command
+    under its port's name: `matrix`); "" when every port is installed."""
+    table = matrix(run)
+    missing = {p["name"]: install_command(p) for p in run["ports"] if not_installed(p)}
+    rows = tuple(
+        replace(row, cells=(replace(row.cells[0], note=""), *row.cells[1:]))
+        if row.key in missing and not row.heading
+        else row
+        for row in table.rows
+    )
+    commands: dict[str, list[str]] = {}
+    for name, command in missing.items():
+        commands.setdefault(command, []).append(name)
+    said = "; ".join(f"{', '.join(names)} ({command})" for command, names in commands.items())
+    line = f"Not installed (○, not a failure): {said}." if missing else ""
+    return replace(table, rows=rows, caption=""), line
+
+
+def print_report(report: SuiteReport, console: Console, show_legend: bool = True) -> None:
+    """The whole human-readable report, its verdict last (as pytest's summary is): the
+    matrix and what it left out, the details, the mutants, the legend (once: `show_legend`,
+    left out of a replay), the time, then the verdict."""
+    data = _data(report)
+    table, missing = terminal_matrix(data)
+    if missing:
+        table = replace(table, note=" ".join(filter(None, [table.note, missing])))
+    terminal_render.print_block(console, table)
     print_details(report, console)
     print_mutants(report, console)
+    if show_legend:
+        style.print_legend(console, escape(legend(data)))
     print_timing(report, console)
+    terminal_render.print_verdict(console, headline({**data, "failed": report.failed}))

@@ -198,3 +198,19 @@ def document(data: dict[str, Any]) -> Document:
     if data.get("interrupted"):
         blocks.append(Paragraph("interrupted: the matrix holds the sets that finished", "warn"))
     return Document("versions", "", (Section("", tuple(blocks)),))
+
+
+def verdict(data: dict[str, Any]) -> Paragraph:
+    """The sweep's verdict in one line, a terminal's last: "The sweep of jax passed · 3 of
+    3 version sets ran · 412 s wall"."""
+    sets = data["sets"]
+    ran = sum(found["state"] == "ran" for found in sets)
+    failed = len(failures(data))
+    word = (
+        "was interrupted" if data.get("interrupted") else ("failed" if data["failed"] else "passed")
+    )
+    parts = [f"The sweep of {data['extra']} {word}", f"{ran} of {len(sets)} version sets ran"]
+    if failed:
+        parts.append(f"{failed} failure{'s' if failed != 1 else ''} (listed above)")
+    parts.append(f"{data.get('seconds') or 0:.0f} s wall")
+    return Paragraph(" · ".join(parts), "fail" if data["failed"] else "pass")

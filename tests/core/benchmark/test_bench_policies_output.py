@@ -4,6 +4,8 @@ renderer (not raw Markdown) and its load as words, never a Python dict's repr.""
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 
 from conformance.benchmark import DEFAULTS
 from conformance.commands import bench_policies
@@ -35,3 +37,50 @@ def test_the_scale_command_prints_a_table_not_markdown(tmp_path, capsys, monkeyp
     assert "Bench · scale over ranks" in out
     assert "| ---" not in out
     assert "| --- |" in (tmp_path / "out" / "scale.md").read_text()  # the file keeps it
+
+
+def test_the_schedules_command_prints_through_the_renderer_method_once_verdict_last(
+    tmp_path, capsys, monkeypatch
+):
+    """`bench --schedules` printed raw Markdown (`values (\\|Δ\\| / bound)`), its peak method
+    on every row, a Python dict for its load, and said nothing for minutes off a terminal."""
+    from conformance.commands import bench_schedules
+    from conformance.terminal import progress
+    from tests.core.benchmark.test_bench_schedules import SETTINGS, NumpyStack
+
+    method = "the numpy stack's own count of the bytes its backward pass holds alive"
+
+    class Stack(NumpyStack):
+        def schedule_case(self, schedule, data):
+            case = super().schedule_case(schedule, data)
+            measured = case.measure
+            case.measure = lambda: dataclasses.replace(measured(), peak_method=method)
+            return case
+
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(bench_schedules, "load_frameworks", lambda n: ({"numpy": Stack()}, {}))
+    monkeypatch.setattr(bench_schedules, "load_average", iter([4.62841796875, 4.9]).__next__)
+    made = []
+    monkeypatch.setattr(
+        bench_schedules, "Steps", lambda *a, **k: made.append(a) or progress.Steps(*a, **k)
+    )
+    args = argparse.Namespace(
+        depths=[2, 4], profile=None, repeats=1, batch=4, features=8, framework=["numpy"],
+        out=tmp_path, json=False,
+    )  # fmt: skip
+    assert bench_schedules.command(args, SETTINGS) == 0
+    out, err = capsys.readouterr()
+    assert [title for _, title, _ in made] == ["bench --schedules"]  # its progress: `Steps`
+    assert "\\|" not in out
+    assert "| ---" not in out
+    assert "(|Δ|" in out  # the heading as written, not escaped
+    data = json.loads((tmp_path / "bench-schedules.json").read_text())
+    assert {r["peak_method"] for r in data["results"]} == {method}
+    assert len(data["results"]) > 1
+    assert " ".join(out.split()).count(method) == 1  # named once, under the table
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "{" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith(f"bench --schedules passed: {len(data['results'])} cases"), last
+    assert "load 4.63 before, 4.90 after, of " in last
+    assert "| --- |" in (tmp_path / "bench-schedules.md").read_text()  # the file keeps it
