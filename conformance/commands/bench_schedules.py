@@ -16,6 +16,7 @@ from ..benchmark.schedules import (
     FEATURES,
     REPEATS,
     THOROUGH_DEPTHS,
+    not_checked,
     report_data,
     run,
     total_steps,
@@ -112,6 +113,8 @@ def command(args: Any, settings: Settings) -> int:
         console.print(f"[yellow]no plot[/]: {why}")
     print(dumps(data) if args.json else table)
     console.print(f"bench --schedules: {seconds:.0f}s wall, load {load} · wrote {args.out}")
+    for why, count in not_checked(results).items():  # a check that could not run: said
+        console.print(f"[yellow]values of {count} of {len(results)} rows {why}[/]")
     off = unexplained(results)
     for r in off:
         console.print(
