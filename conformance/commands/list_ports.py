@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     console = terminal_style.console()
     if args.load:
         for status in implementations.status():
+            if status.elsewhere:  # not imported here: import it where it can be, then say
+                status = imported_alone(status)
             # A reason is text, not markup: an install hint keeps its "[extra]".
             reason = f" — {escape(status.reason)}" if status.reason else ""
             line = f"{status.name:16} {state_markup(status.state)} ({status.source}){reason}"
@@ -61,6 +63,48 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"{name:16} {detail} ({source})", highlight=False, soft_wrap=True)
     print_legend(console, LEGEND)
     return 0
+
+
+#: A child that loads one port, as a run's worker would, and says its state on a line of its
+#: own (a framework may print on import).
+_LOAD_ALONE = (
+    "import json, sys, implementations; "
+    "(s,) = implementations.status([sys.argv[1]]); "
+    "print('\\n' + _MARK + json.dumps([s.state, s.reason]))"
+)
+_MARK = "remat-conformance-status: "
+LOAD_ALONE_TIMEOUT = 600.0  # seconds: one framework's import on a loaded machine
+
+
+def imported_alone(status: implementations.PortStatus) -> implementations.PortStatus:
+    """A port that cannot load beside the others here (its stack is held by another port's:
+    Keras on another backend, Paddle after TensorFlow), loaded in a fresh process: its state
+    is what that import showed, never "available" on its word."""
+    import json
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    code = f"_MARK = {_MARK!r}; {_LOAD_ALONE}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, status.name],
+            capture_output=True,
+            text=True,
+            timeout=LOAD_ALONE_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        reason = f"its import in a process of its own took over {LOAD_ALONE_TIMEOUT:g} s"
+        return replace(status, state="broken", reason=reason, elsewhere=False)
+    said = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+    if not said:
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        reason = f"loading it in a process of its own failed: {last}"
+        return replace(status, state="broken", reason=reason, elsewhere=False)
+    state, reason = json.loads(said[-1][len(_MARK) :])
+    if state == "available":
+        reason = "loaded in a process of its own (it cannot load beside the other ports here)"
+    return replace(status, state=state, reason=reason, elsewhere=False)
 
 
 def _hint(name: str, found) -> str:
