@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import implementations
+
 from ..benchmark import schedule_plot, with_targets
 from ..comparison import render as compare_render
 from ..comparison import restore
@@ -85,7 +87,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
     found: list[Section] = []
     can_draw = pictures and _has_matplotlib()
     why_not = (
-        "pictures left out: matplotlib is not installed (pip install 'remat-conformance[bench]')"
+        "pictures left out: matplotlib is not installed "
+        f"({implementations.install_command('bench')})"
         if pictures and not can_draw
         else "pictures left out on request"
     )

@@ -61,9 +61,10 @@ def not_installed(port: dict[str, Any]) -> bool:
 
 def install_command(port: dict[str, Any]) -> str:
     """The pip command in a not-installed port's reason ("needs 'paddle', not installed (pip
-    install ...)"), or the reason itself when it names none."""
+    install ...)", or "(cd CLONE && pip install ...)" from a clone: `implementations.installing`),
+    or the reason itself when it names none."""
     reason = port.get("reason", "")
-    found = re.search(r"\((pip install [^)]*)\)", reason)
+    found = re.search(r"\(((?:cd .+? && )?pip install [^)]*)\)", reason)
     return found.group(1) if found else reason
 
 
