@@ -65,6 +65,10 @@ class Residuals:
     checkpoint_regions: int | None
     instrument: str
     measured_by: str = ""  # "suite" or "port" (`checking.provenance`)
+    # The matmuls the backward pass runs, and the forward ones it reruns where the instrument
+    # counts them apart (`BackwardRecord`): the reruns' measure, as property (k)'s.
+    backward_matmuls: int | None = None
+    rerun_matmuls: int | None = None
 
 
 @dataclass
@@ -218,6 +222,8 @@ def residuals(record: BackwardRecord) -> Residuals:
         checkpoint_regions=record.checkpoint_regions,
         instrument=record.instrument,
         measured_by=record.measured_by,
+        backward_matmuls=record.backward_matmuls,
+        rerun_matmuls=record.rerun_matmuls,
     )
 
 
