@@ -62,6 +62,9 @@ def test_a_misspelt_command_port_or_property_gets_a_did_you_mean(capsys):
         (["run", "--port", "pytorh"], "did you mean 'pytorch'?"),
         (["compare", "--implementation", "hiaku"], "did you mean 'haiku'?"),
         (["run", "--property", "c_vpj"], "did you mean 'c_vjp'?"),
+        # A framework's name: its ports (issue 76, item 7), Keras's on that backend among them.
+        (["run", "--implementation", "jax"], "did you mean the jax ports: flax_linen, "),
+        (["vectors", "check", "--port", "torch"], "the torch ports: deepspeed, keras_torch, "),
     ):
         with pytest.raises(SystemExit) as stop:
             cli.main(argv)
