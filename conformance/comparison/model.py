@@ -134,6 +134,9 @@ class Comparison:
     cores: int = 0
     first_calls: bool = False  # whether first calls were timed
     command: str = ""  # the command line as run, for the title (empty: from Python)
+    # Where it ran (`running.machine.describe`, as a run report's `machine`), read when it ran;
+    # empty in a report written before the field.
+    machine: dict[str, Any] = field(default_factory=dict)
 
     @property
     def loaded(self) -> bool:

@@ -118,10 +118,10 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     )
                 )
             section.blocks.append(compare_render.precision_table(comparison))
-            section.blocks += [
-                Paragraph(f"float32 matmul setting (default → pinned): {line}")
-                for line in compare_render.matmul_lines(comparison)
-            ]
+            settings = compare_render.matmul_lines(comparison)
+            if settings:  # said once, each setting with the ports that share it
+                heading = "float32 matmul setting (default → pinned)"
+                section.blocks.append(Paragraph(f"{heading}: {' · '.join(settings)}"))
             if can_draw:
                 section.pictures += [
                     Picture(title, png, ALT.get(name, title))
