@@ -273,8 +273,10 @@ def mutants(run: dict[str, Any]) -> Table | None:
         return None
     counted = [m for m in found if m["status"] != "unavailable"]
     killed = sum(m["status"] == "killed" for m in counted)
+    # No score where no mutant could run: "0/0 killed" would read as a result.
+    score_line = f"{killed}/{len(counted)} killed" if counted else "none could run"
     table = TableBuilder(
-        f"Mutation score: {killed}/{len(counted)} killed",
+        f"Mutation score: {score_line}",
         [Column("mutant"), Column("verdict"), Column("killed by"), Column("bug", wrap=True)],
         caption=f"A mutant is a deliberately broken port ({MUTANT_EXAMPLES_NOTE}): ✓ killed, a "
         "property rejected it; · unavailable, its port did not load (not run, not counted); "
@@ -307,8 +309,12 @@ def print_mutants(report: SuiteReport, console: Console) -> None:
         return
     terminal_render.print_block(console, found)
     killed, total = score(report.mutants)
-    colour = "green" if killed == total else "bold red"
     missing = sum(r.status == "unavailable" for r in report.mutants)
+    if not total:  # nothing hunted: no score to give
+        console.print(f"[yellow]mutants: none could run[/] ({missing} unavailable: their port "
+                      "did not load)")  # fmt: skip
+        return
+    colour = "green" if killed == total else "bold red"
     aside = f" ({missing} unavailable, not counted: their port did not load)" if missing else ""
     console.print(f"[{colour}]mutants killed {killed}/{total}[/]{aside}")
 
