@@ -121,3 +121,16 @@ def test_the_readme_says_the_exit_code():
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "5 nothing was checked" in readme
     assert "--allow-empty" in readme
+
+
+def test_merge_never_calls_a_report_that_checked_nothing_passed(tmp_path, monkeypatch, capfd):
+    from conformance import merge
+
+    code, out, _ = _run_cli(tmp_path, monkeypatch, capfd, "--json", "--no-mutants")
+    assert code == 5
+    merged = merge.to_json(merge.combine([merge.Source(1, "run.json", json.loads(out))]))
+    (report,) = merged["reports"]
+    assert report["verdict"] == "nothing checked"
+    text = merge.markdown(merge.combine([merge.Source(1, "run.json", json.loads(out))]))
+    (line,) = [line for line in text.splitlines() if "#1 run.json (" in line]
+    assert line.endswith(": nothing checked"), line  # was ": passed"
