@@ -82,7 +82,10 @@ def _details(run: dict[str, Any], port: dict[str, Any], keys: list[str]) -> Tabl
     by_key = {o["property"]: o for o in port["outcomes"]}
     failing = sum(o["status"] in outcomes.FAILING for o in port["outcomes"])
     framework = port.get("framework", "")
+    not_run = port.get("not_run") or []
     said = f"{failing} ✗ failed" if failing else "every property passed"
+    if not_run:  # an interrupted run's: never "every property passed"
+        said = f"{said if failing else 'no ✗'}, {len(not_run)} not run (interrupted)"
     table = TableBuilder(
         f"{port['name']} ({framework}) · {said} · {wall(port.get('seconds'))} s", DETAIL_COLUMNS
     )

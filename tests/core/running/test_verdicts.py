@@ -75,6 +75,8 @@ def test_an_interrupted_run_counts_what_ran_and_what_did_not(monkeypatch):
     row = next(r for r in shown.rows if r.key == "flax_linen")
     column = 1 + list(data["properties"]).index("c_vjp")
     assert row.cells[column].text == "—"  # not run, never an empty cell that reads as nothing
+    assert "every property passed" not in row.details.title
+    assert "not run (interrupted)" in row.details.title
 
 
 def _run_cli(tmp_path, monkeypatch, capfd, *extra: str) -> tuple[int, str, str]:
