@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from ..running.results import PortReport, SuiteReport, replay_command
+from ..running.results import NOT_RUN, PortReport, SuiteReport, replay_command
 from .style import state_markup
 
 
@@ -18,6 +18,8 @@ def print_details(report: SuiteReport, console: Console) -> None:
         if port.state == "unavailable":  # not a failure: the matrix counts it apart
             console.print(f"[dim]not installed[/] {port.name}: ", end="")
             console.print(port.reason, markup=False, highlight=False)
+        elif port.state == NOT_RUN:  # an interrupt's: the matrix and the verdict line say it
+            continue
         elif port.state != "available":
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")
             console.print(port.reason, markup=False, highlight=False)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import signal
 
+from rich.console import Console
+
 from conformance import cli
 from conformance.mutants import MUTANTS
 from conformance.running import suite
@@ -29,7 +31,7 @@ def _interrupted_run(monkeypatch, feed) -> dict:
 
     monkeypatch.setattr(suite.Supervisor, "run", interrupted)
     config = run_config(PORTS, profile="dev", mutants=False)
-    return suite.run_suite(config).to_json()
+    return suite.run_suite(config)
 
 
 def _item(supervisor, name: str):
@@ -37,7 +39,8 @@ def _item(supervisor, name: str):
 
 
 def test_an_interrupt_before_any_port_loaded_says_nothing_passed(monkeypatch):
-    data = _interrupted_run(monkeypatch, lambda supervisor: None)
+    report = _interrupted_run(monkeypatch, lambda supervisor: None)
+    data = report.to_json()
     assert [port["state"] for port in data["ports"]] == ["not run"] * 3
     assert all(port["not_run"] for port in data["ports"])  # each property asked, unrun
     assert data["verdict"] == "interrupted"
@@ -47,6 +50,12 @@ def test_an_interrupt_before_any_port_loaded_says_nothing_passed(monkeypatch):
     assert "0 conform" in line
     assert "3 not run" in line
     assert "interrupted" in line
+    console = Console(record=True, width=200, color_system=None)
+    run_tables.print_report(report, console)
+    printed = console.export_text()
+    assert "The run passed" not in printed
+    # Each row says it under its name; no list of them repeats it below the matrix.
+    assert printed.count("the run was interrupted before this port loaded") == 3
 
 
 def test_an_interrupted_run_counts_what_ran_and_what_did_not(monkeypatch):
@@ -58,7 +67,7 @@ def test_an_interrupted_run_counts_what_ran_and_what_did_not(monkeypatch):
         reason = "needs 'torch', not installed"
         supervisor.handle(missing, ("loaded", PortInfo("unavailable", reason)))
 
-    data = _interrupted_run(monkeypatch, feed)
+    data = _interrupted_run(monkeypatch, feed).to_json()
     ports = {port["name"]: port for port in data["ports"]}
     assert ports["flax_linen"]["state"] == "available"
     assert "b_forward" not in ports["flax_linen"]["not_run"]
