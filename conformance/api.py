@@ -97,7 +97,8 @@ def run(
     - `expectations`: a directory of `<port>.txt` expected failures.
 
     **Returns:** a `SuiteReport`: `.ports` (each with `.outcomes`), `.mutants`,
-    `.failed`, and `.to_json()`, the data of `run --json`.
+    `.failed`, `.verdict` ("passed" only when something was checked and nothing failed; else
+    "failed", "nothing checked" or "interrupted"), and `.to_json()`, the data of `run --json`.
     """
     config = suite_config(
         ports,

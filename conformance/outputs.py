@@ -109,7 +109,7 @@ def _identity(path: Path) -> Path:
 def say_side_output_failed(prog: str, flag: str, path: Path, error: OSError, verdict: int) -> None:
     """Print that `flag`'s file could not be written, and that the verdict's code stands."""
     reason = error.strerror or str(error)
-    words = {0: "passed", 1: "failed"}.get(verdict, f"exit {verdict}")
+    words = {0: "passed", 1: "failed", 5: "nothing checked"}.get(verdict, f"exit {verdict}")
     print(
         f"{prog}: error: {flag}: cannot write {path}: {reason}; "
         f"the verdict stands: {words} (exit {verdict})",

@@ -27,6 +27,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, requires
 
 from . import _moved, collector, manifests
 from .contract import Implementation, StackUnavailable, installed_versions
+from .installing import install_command
 from .process import ProcessPort, ProcessPortError, ProtocolViolation
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "PortStatus",
     "PortUnavailable",
     "available",
+    "install_command",
     "load",
     "registered",
     "status",
@@ -164,7 +166,7 @@ def install_hint(name: str) -> str:
     """What installs a built-in port's framework, as a parenthesis (empty if unknown)."""
     entry = manifests.port(name)
     extra = None if entry is None else entry[1].extra
-    return f" (pip install 'remat-conformance[{extra}]')" if extra else ""
+    return f" ({install_command(extra)})" if extra else ""
 
 
 def _load_process_port(name: str, command: str) -> Implementation:

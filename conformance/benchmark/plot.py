@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from implementations.bench_case import MODES
+from implementations.installing import install_command
 
 from .. import colours, outputs
 from .measure import TIME_TARGET, Result
@@ -77,7 +78,7 @@ def plot(report: BenchReport, path) -> str | None:
     try:
         import matplotlib
     except ImportError:
-        return "matplotlib is not installed (pip install 'remat-conformance[bench]')"
+        return f"matplotlib is not installed ({install_command('bench')})"
     matplotlib.use("Agg")  # no display needed
     import matplotlib.pyplot as plt
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from implementations.installing import install_command
+
 from .. import outputs
 from .policies import PolicyResult
 
@@ -19,7 +21,7 @@ def plot(results: Sequence[PolicyResult], path: Path, title: str = "") -> str | 
     try:
         import matplotlib
     except ImportError:
-        return "matplotlib is not installed (pip install 'remat-conformance[bench]')"
+        return f"matplotlib is not installed ({install_command('bench')})"
     matplotlib.use("Agg")  # no display needed
     import matplotlib.pyplot as plt
 

@@ -30,6 +30,7 @@ import numpy as np
 
 import implementations
 from implementations import manifests
+from implementations.installing import install_command
 from implementations.stacks.numpy import canonical_params
 
 from .. import outputs
@@ -182,7 +183,7 @@ def plot(rows: list[ScaleRow], path) -> str | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as error:
-        return f"matplotlib is not installed ({error}); pip install -e '.[bench]'"
+        return f"matplotlib is not installed ({error}); {install_command('bench')}"
     figure, (memory, time) = plt.subplots(1, 2, figsize=(10, 4))
     for engine, nodes, checkpoint in dict.fromkeys((r.engine, r.nodes, r.checkpoint) for r in rows):
         mine = [r for r in rows if (r.engine, r.nodes, r.checkpoint) == (engine, nodes, checkpoint)]

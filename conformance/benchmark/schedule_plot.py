@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from implementations.installing import install_command
+
 from .. import colours, outputs
 
 MIB = 2**20
@@ -44,7 +46,7 @@ def plot(data: dict[str, Any], path: Path | Any) -> str | None:
     try:
         import matplotlib
     except ImportError:
-        return "matplotlib is not installed (pip install 'remat-conformance[bench]')"
+        return f"matplotlib is not installed ({install_command('bench')})"
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

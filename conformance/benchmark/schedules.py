@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from implementations import manifests
 from implementations.schedules import (
     Activations,
     Departure,
@@ -113,6 +114,7 @@ class ScheduleResult:
     model_regions: int
     values_within: bool | None
     values_worst: float | None
+    values_not_checked: str = ""  # why the values could not be checked (with `values_within` null)
     departure: str | None = None
     departure_peak_bytes: int | None = None
     flags: list[str] = field(default_factory=list)
@@ -233,8 +235,10 @@ def check_values(
     result: ScheduleResult, module: Any, canonical: Any, schedule: Schedule, cache: dict
 ) -> None:
     """The schedule's values on the values data against the canonical's, into `result`
-    (`cache`: the canonical's values and the bound per depth and lengths, made once)."""
+    (`cache`: the canonical's values and the bound per depth and lengths, made once). Without
+    the canonical in the run the check cannot run: `result` says why (`values_not_checked`)."""
     if canonical is None:
+        result.values_not_checked = values_not_checked()
         return
     data = schedule_values.values_data(result.depth)
     key = (result.depth, schedule.args if schedule.name == "nested" else ())
@@ -245,6 +249,17 @@ def check_values(
         module.schedule_case(schedule, data).values(), reference, bound
     )
     result.values_within, result.values_worst = verdict.within, verdict.worst
+
+
+def values_not_checked() -> str:
+    """Why a sweep without the canonical's bench module checks no values, and what adds it."""
+    manifest, _ = manifests.port(manifests.CANONICAL_PORT)
+    names = " ".join(f"--framework {entry.name}" for entry in manifest.bench)
+    return (
+        f"not checked: the reference values come from the canonical "
+        f"({manifests.CANONICAL_PORT}, Flax's nn.remat_scan), whose framework is not in this "
+        f"run (add {names})"
+    )
 
 
 def total_steps(depths: tuple[int, ...], frameworks: dict[str, Any], repeats: int) -> int:
@@ -334,6 +349,7 @@ def report_data(
         "frontier": frontier_data(settings),
         "failed": failed,
         "skipped": skipped or {},
+        "values_not_checked": not_checked(results),
         "versions": {n: m.versions() for n, m in frameworks.items() if hasattr(m, "versions")},
         "load_average_1min": load or {},
         "wall_seconds": seconds,
@@ -361,6 +377,15 @@ def frontier_data(settings: Settings) -> dict[str, list[dict[str, int]]]:
         ]
         for L in settings.depths
     }
+
+
+def not_checked(results: list[ScheduleResult]) -> dict[str, int]:
+    """Each reason a values check could not run, and on how many rows."""
+    found: dict[str, int] = {}
+    for r in results:
+        if r.values_not_checked:
+            found[r.values_not_checked] = found.get(r.values_not_checked, 0) + 1
+    return found
 
 
 def unexplained(results: list[ScheduleResult]) -> list[ScheduleResult]:

@@ -10,16 +10,22 @@ from .tolerance import ulp_distance
 
 
 class ConformanceError(AssertionError):
-    """A port broke a property. The message says which port, what, where, and by how much."""
+    """A port broke a property. The message says which port, what, where, and by how much;
+    `worst_ratio`, where a bound was broken, its worst error/bound (infinite for a wrong
+    shape or a non-finite value), so that a summary's worst figure includes the failures."""
+
+    worst_ratio: float | None = None
 
 
-def fail(port: str, quantity: str, detail: str) -> None:
-    raise ConformanceError(f"[{port}] {quantity}: {detail}")
+def fail(port: str, quantity: str, detail: str, worst_ratio: float | None = None) -> None:
+    error = ConformanceError(f"[{port}] {quantity}: {detail}")
+    error.worst_ratio = worst_ratio
+    raise error
 
 
 def check_shape(port: str, quantity: str, actual: np.ndarray, shape: tuple[int, ...]) -> None:
     if np.shape(actual) != shape:
-        fail(port, quantity, f"shape {np.shape(actual)}, expected {shape}")
+        fail(port, quantity, f"shape {np.shape(actual)}, expected {shape}", float("inf"))
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,7 @@ def within(
         check_shape(port, quantity, actual, expected.shape)
     if found.non_finite is not None:
         index = _index(found.non_finite)
-        fail(port, quantity, f"non-finite value {actual[index]} at index {index}")
+        fail(port, quantity, f"non-finite value {actual[index]} at index {index}", float("inf"))
     if found.worst_ratio > 1.0:
         index = _index(found.index)
         note = " after a relu unit's side flip is taken out" if found.flipped else ""
@@ -125,6 +131,7 @@ def within(
             f"canonical {_number(expected[index])}, "
             f"error{note} {found.error:.3e} > bound {found.bound:.3e} "
             f"({found.over} of {found.size} entries out of bounds)",
+            found.worst_ratio,
         )
     return found.worst_ratio
 
@@ -146,6 +153,7 @@ def within_ulps(
             f"canonical {_number(expected[worst])}, "
             f"error {int(distance[worst])} ulp > bound {ulps} ulp "
             f"({int((distance > ulps).sum())} of {distance.size} entries out of bounds)",
+            float(distance[worst]) / ulps,
         )
     return float(distance.max()) / ulps if distance.size else 0.0
 

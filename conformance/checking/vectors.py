@@ -168,13 +168,15 @@ def export(canonical: Implementation, stem: Path, specs=SPECS) -> Path:
 
 @dataclass
 class VectorResult:
-    """One check of one vector: passed, or the message saying what differed."""
+    """One check of one vector: passed, or the message saying what differed; `worst_ratio`
+    its worst error/bound, a failure's too (None where none was measured: a crash)."""
 
     vector: int
     check: str
     passed: bool
     message: str = ""
     worst_ratio: float | None = None
+    port: str = ""
 
 
 def load(manifest_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -198,11 +200,14 @@ def check(port: Implementation, manifest_path: Path | None = None) -> list[Vecto
         stored = {key: arrays[entry["prefix"] + key] for key in manifest["arrays"]}
         for name, run in _vector_checks(port, entry, stored).items():
             try:
-                results.append(VectorResult(entry["id"], name, True, worst_ratio=run()))
-            except ConformanceError as error:
-                results.append(VectorResult(entry["id"], name, False, str(error)))
+                found = VectorResult(entry["id"], name, True, worst_ratio=run(), port=port.name)
+            except ConformanceError as error:  # its ratio too: the worst figure includes it
+                found = VectorResult(
+                    entry["id"], name, False, str(error), error.worst_ratio, port.name
+                )
             except Exception as error:  # a crash is a failure too
-                results.append(VectorResult(entry["id"], name, False, f"raised {error!r}"))
+                found = VectorResult(entry["id"], name, False, f"raised {error!r}", port=port.name)
+            results.append(found)
     return results
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import implementations
+from implementations import manifests
 
 from ..checking.properties import BY_ID, BY_KEY
 from ..running.profiles import DEFAULT, ENV_VAR, PROFILES
@@ -208,8 +209,26 @@ def known_name(text: str, known: Iterable[str], what: str) -> str:
 
 
 def port_name(text: str) -> str:
-    """A registered port (built-in or from an entry point); imports no framework."""
-    return known_name(text, implementations.registered(), "port")
+    """A registered port (built-in or from an entry point); imports no framework. A
+    framework's name (`jax`, `torch`) is answered with its ports."""
+    registered = implementations.registered()
+    on = [] if text in registered else ports_on(text)
+    if not on:  # a port, or a misspelt one (the closest is suggested)
+        return known_name(text, registered, "port")
+    raise Invalid(
+        f"is not a known port: {text!r} (did you mean the {text} ports: {', '.join(on)}?); "
+        f"known: {', '.join(registered)}"
+    )
+
+
+def ports_on(framework: str) -> list[str]:
+    """The built-in ports on a framework, named as a stack, an engine or a pip extra is
+    (`jax`: the JAX ports, Keras's on JAX among them)."""
+    return [
+        name
+        for name, (manifest, port) in manifests.ports().items()
+        if framework in (manifest.stack, manifest.engine_of(port), *port.extra.split(","))
+    ]
 
 
 def property_key(text: str) -> str:

@@ -16,6 +16,7 @@ from ..benchmark.schedules import (
     FEATURES,
     REPEATS,
     THOROUGH_DEPTHS,
+    not_checked,
     report_data,
     run,
     total_steps,
@@ -103,10 +104,17 @@ def command(args: Any, settings: Settings) -> int:
     why = plot(data, args.out / "bench-schedules.png")
     if why is not None:
         console.print(f"[yellow]no plot[/]: {why}")
+<<<<<<< HEAD
     if args.json:
         print(dumps(data))
     else:  # the shared renderer: a rich table on a terminal, aligned text off one
         print_document(terminal_style.console(), document)
+=======
+    print(dumps(data) if args.json else table)
+    console.print(f"bench --schedules: {seconds:.0f}s wall, load {load} · wrote {args.out}")
+    for why, count in not_checked(results).items():  # a check that could not run: said
+        console.print(f"[yellow]values of {count} of {len(results)} rows {why}[/]")
+>>>>>>> i76v
     off = unexplained(results)
     for r in off:
         console.print(

@@ -116,9 +116,11 @@ def _write_files(data: dict, args: argparse.Namespace, console) -> None:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
+            from rich.markup import escape
+
             console.print(
                 "[yellow]no pictures[/]: matplotlib is not installed "
-                "(pip install 'remat-conformance[bench]')"
+                f"({escape(implementations.install_command('bench'))})"
             )
             return
 

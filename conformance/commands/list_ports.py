@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = terminal_style.console()
     if args.load:
+<<<<<<< HEAD
         names = list(implementations.registered())
         found = []
         # Every framework imported: a minute or more; a bar on a terminal, a line every 10 s
@@ -54,6 +55,11 @@ def run(args: argparse.Namespace) -> int:
                 steps.update(1)
         states = []
         for status in found:
+=======
+        for status in implementations.status():
+            if status.elsewhere:  # not imported here: import it where it can be, then say
+                status = imported_alone(status)
+>>>>>>> i76v
             # A reason is text, not markup: an install hint keeps its "[extra]".
             reason = f" — {escape(status.reason)}" if status.reason else ""
             line = f"{status.name:16} {state_markup(status.state)} ({status.source}){reason}"
@@ -79,11 +85,54 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+<<<<<<< HEAD
 def verdict(states: list[str]) -> str:
     """The last line: how many ports, by state ("21 ports: 18 found, 3 unavailable")."""
     counts = {state: states.count(state) for state in dict.fromkeys(states)}
     said = ", ".join(f"{n} {state}" for state, n in counts.items())
     return f"{len(states)} ports: {said}" if states else "no port is registered"
+=======
+#: A child that loads one port, as a run's worker would, and says its state on a line of its
+#: own (a framework may print on import).
+_LOAD_ALONE = (
+    "import json, sys, implementations; "
+    "(s,) = implementations.status([sys.argv[1]]); "
+    "print('\\n' + _MARK + json.dumps([s.state, s.reason]))"
+)
+_MARK = "remat-conformance-status: "
+LOAD_ALONE_TIMEOUT = 600.0  # seconds: one framework's import on a loaded machine
+
+
+def imported_alone(status: implementations.PortStatus) -> implementations.PortStatus:
+    """A port that cannot load beside the others here (its stack is held by another port's:
+    Keras on another backend, Paddle after TensorFlow), loaded in a fresh process: its state
+    is what that import showed, never "available" on its word."""
+    import json
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    code = f"_MARK = {_MARK!r}; {_LOAD_ALONE}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, status.name],
+            capture_output=True,
+            text=True,
+            timeout=LOAD_ALONE_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        reason = f"its import in a process of its own took over {LOAD_ALONE_TIMEOUT:g} s"
+        return replace(status, state="broken", reason=reason, elsewhere=False)
+    said = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+    if not said:
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        reason = f"loading it in a process of its own failed: {last}"
+        return replace(status, state="broken", reason=reason, elsewhere=False)
+    state, reason = json.loads(said[-1][len(_MARK) :])
+    if state == "available":
+        reason = "loaded in a process of its own (it cannot load beside the other ports here)"
+    return replace(status, state=state, reason=reason, elsewhere=False)
+>>>>>>> i76v
 
 
 def _hint(name: str, found) -> str:

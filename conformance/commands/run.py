@@ -2,8 +2,10 @@
 
 Exit codes: 0 when everything passes; 1 when a property fails, a port is
 broken, crashed or timed out, the canonical port crashed, or a mutant is not
-killed; 2 for usage errors; 130 (SIGINT) or 143 (SIGTERM) when a signal
-stopped the run (the report then holds what finished). Each port runs in a worker process of its own
+killed; 2 for usage errors; 5 when nothing was checked (every port named is not
+installed, or no property ran: as pytest's "no tests ran"; `--allow-empty` makes it 0);
+130 (SIGINT) or 143 (SIGTERM) when a signal stopped the run (the report then holds what
+finished, and never says passed). Each port runs in a worker process of its own
 (see `conformance.running.suite`); `--json` prints exactly one JSON document on
 stdout, whatever the ports print.
 """
@@ -25,9 +27,14 @@ from ..mutants import MUTANTS
 from ..page import csv_files
 from ..running import interrupts, profiles
 from ..running.config import RunConfig, run_config
+<<<<<<< HEAD
 from ..running.results import to_json
+=======
+from ..running.results import NOTHING_CHECKED_EXIT, to_json
+from ..running.runner import DID_NOT_REPRODUCE
+>>>>>>> i76v
 from ..running.suite import examples_per_property, run_suite
-from ..tables.kinds.run import print_report
+from ..tables.kinds.run import nothing_checked_reason, print_report
 from ..terminal import style as terminal_style
 from ..terminal.progress import Steps
 from . import arguments
@@ -81,10 +88,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
     parser.add_argument(
+<<<<<<< HEAD
         "--legend",
         action="store_true",
         help="print the legend (what the symbols mean) with a --reproduce too; a run prints "
         "it once, under its tables",
+=======
+        "--allow-empty",
+        action="store_true",
+        help=f"exit 0, not {NOTHING_CHECKED_EXIT}, when nothing was checked (every port named "
+        "is not installed, or no property ran): for a CI matrix whose jobs may lack a framework",
+>>>>>>> i76v
     )
     parser.add_argument(
         "--no-shrink",
@@ -232,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
 
         report = run_suite(config, progress)
     data = to_json(report)
-    verdict = 1 if report.failed else 0
+    verdict = _exit_code(report, args.allow_empty)
     # Before the report is printed: a reader that closes the pipe early cannot lose it. A
     # side output that cannot be written is said beside the verdict, whose code stands.
     if args.markdown is not None:
@@ -250,13 +264,27 @@ def run(args: argparse.Namespace) -> int:
         raise
     except OSError as error:  # a full disk under `--json > file`: the report is lost, say so
         _to_devnull(out)
-        words = "failed" if verdict else "passed"
+        words = {"interrupted": "was interrupted", "nothing checked": "checked nothing"}
+        words = words.get(report.verdict, report.verdict)
         print(f"{PROG}: error: cannot write the report to stdout: "
               f"{error.strerror or error}; the run {words}", file=sys.stderr)  # fmt: skip
         return 2
     if report.interrupted:
         print("interrupted: the report holds what finished", file=sys.stderr)
-    return interrupts.exit_code(1 if report.failed else 0)
+    elif report.verdict == "nothing checked":
+        code = f"exit {verdict}" + ("" if verdict else ": --allow-empty")
+        print(f"nothing was checked: {nothing_checked_reason(data)} ({code})", file=sys.stderr)
+    return interrupts.exit_code(verdict)
+
+
+def _exit_code(report, allow_empty: bool) -> int:
+    """1 for a failure; `NOTHING_CHECKED_EXIT` for a run that checked nothing, unless
+    `allow_empty`; else 0 (an interrupt's code wins over each: `interrupts.exit_code`)."""
+    if report.failed:
+        return 1
+    if report.verdict == "nothing checked" and not allow_empty:
+        return NOTHING_CHECKED_EXIT
+    return 0
 
 
 def _write_side_output(flag: str, path: Path, write, data: dict, verdict: int) -> bool:

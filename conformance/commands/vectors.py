@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import implementations
 
@@ -39,18 +40,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "vector stores; exit 1 if one is off.",
     )
     arguments.add_port_argument(
-        check, "the port to check (alias --port)", action="store", required=True
+        check,
+        "the ports to check (several after one flag, or repeated; alias --port)",
+        required=True,
     )
     check.add_argument(
         "--vectors",
-        type=arguments.existing_file,
+        type=manifest_path,
         default=None,
         metavar="PATH",
-        help="the vectors' JSON manifest (default: the committed set)",
+        help="the vectors' JSON manifest, or the PATH `vectors export PATH` was given "
+        "(default: the committed set)",
     )
     check.add_argument("--json", action="store_true", help="print the results as JSON")
     for command in (export, check):
         arguments.add_output_arguments(command)
+
+
+def manifest_path(text: str) -> Path:
+    """`--vectors`: a manifest, or what `vectors export` was given (PATH, PATH.npz): it wrote
+    PATH.json beside PATH.npz, and that is read."""
+    path = Path(text)
+    if path.is_file() and path.suffix != ".npz":
+        return path
+    written = path.with_suffix("").with_suffix(".json")  # as `vectors.export` names it
+    if written.is_file():
+        return written
+    raise arguments.Invalid(
+        f"must be a vectors manifest (PATH.json, as `vectors export PATH` writes it), got "
+        f"{text!r}: neither it nor {str(written)!r} is a file"
+    )
 
 
 def validate(args: argparse.Namespace) -> None:
@@ -82,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(vectors.SPECS)} vectors)")
         return 0
+<<<<<<< HEAD
     # Loading a framework and checking takes seconds to a minute: progress on stderr.
     with Steps(terminal_style.console(stderr=True), "vectors check") as steps:
         steps.update(0, f"loading {args.implementation}")
@@ -98,17 +118,48 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[bold red]cannot check[/]: {unavailable}")
         return 2
     failed = [r for r in results if not r.passed]
+=======
+    code = 0
+    every: list[vectors.VectorResult] = []
+    for name in dict.fromkeys(args.implementation):
+        try:
+            with interrupts.deferred():
+                port = implementations.load(name)
+        except implementations.PortUnavailable as error:
+            console.print(f"[bold red]cannot check[/] {name}: ", end="")
+            console.print(error.reason, markup=False, highlight=False)
+            code = 2
+            continue
+        port.pin_matmul_precision()
+        results = vectors.check(port, args.vectors)
+        every += results
+        if any(not r.passed for r in results):
+            code = max(code, 1)
+        if not args.json:
+            _print_port(console, port.name, results)
+>>>>>>> i76v
     if args.json:
-        print(dumps(results))
-        return 1 if failed else 0
+        print(dumps(every))
+    return code
+
+
+def _print_port(console, name: str, results: list[vectors.VectorResult]) -> None:
+    """A port's failures, one line each, then its count and its worst error/bound: over every
+    check, the failures included (a failure's ratio is past 1)."""
+    failed = [r for r in results if not r.passed]
     for result in failed:
         line = f"✗ vector {result.vector} {result.check}: {result.message}"
         console.print(line, style="red", markup=False, highlight=False)
-    ratios = [r.worst_ratio for r in results if r.worst_ratio is not None]
-    worst = f", worst error/bound {max(ratios):.1e}" if ratios else ""
+    measured = [r for r in results if r.worst_ratio is not None]
+    worst = ""
+    if measured:
+        top = max(measured, key=lambda r: r.worst_ratio)
+        where = f" (vector {top.vector} {top.check})" if not top.passed else ""
+        worst = f", worst error/bound {top.worst_ratio:.1e}{where}"
+    raised = sum(r.worst_ratio is None for r in failed)
+    aside = f", {raised} raised before a measure" if raised else ""
     colour = "red" if failed else "green"
     console.print(
-        f"[{colour}]{port.name}: {len(results) - len(failed)}/{len(results)} vector checks "
-        f"passed[/]{worst}"
+        f"[{colour}]{name}: {len(results) - len(failed)}/{len(results)} vector checks "
+        f"passed[/]{worst}{aside}"
     )
-    return 1 if failed else 0

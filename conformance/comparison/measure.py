@@ -39,6 +39,7 @@ from implementations import found
 from implementations.contract import Implementation, Params
 
 from ..checking import precision
+from ..running import machine
 from . import lanes, policy_matrix
 from . import rows as extra_rows
 from .first_call import first_call
@@ -186,6 +187,7 @@ def run(
         },
         cores=os.cpu_count() or 1,
         first_calls=first_calls,
+        machine=machine.describe(),  # where it ran: the page's "machine" row reads it
     )
 
 

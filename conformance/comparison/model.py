@@ -65,6 +65,10 @@ class Residuals:
     checkpoint_regions: int | None
     instrument: str
     measured_by: str = ""  # "suite" or "port" (`checking.provenance`)
+    # The matmuls the backward pass runs, and the forward ones it reruns where the instrument
+    # counts them apart (`BackwardRecord`): the reruns' measure, as property (k)'s.
+    backward_matmuls: int | None = None
+    rerun_matmuls: int | None = None
 
 
 @dataclass
@@ -130,6 +134,9 @@ class Comparison:
     cores: int = 0
     first_calls: bool = False  # whether first calls were timed
     command: str = ""  # the command line as run, for the title (empty: from Python)
+    # Where it ran (`running.machine.describe`, as a run report's `machine`), read when it ran;
+    # empty in a report written before the field.
+    machine: dict[str, Any] = field(default_factory=dict)
 
     @property
     def loaded(self) -> bool:
@@ -218,6 +225,8 @@ def residuals(record: BackwardRecord) -> Residuals:
         checkpoint_regions=record.checkpoint_regions,
         instrument=record.instrument,
         measured_by=record.measured_by,
+        backward_matmuls=record.backward_matmuls,
+        rerun_matmuls=record.rerun_matmuls,
     )
 
 

@@ -28,12 +28,19 @@ from rich.markup import escape
 
 from implementations.contract import SavedTensor
 
+from ..checking.composition import rerun_matmuls
 from ..tables import numbers
 from ..tables.model import Cell, Column, Items, Paragraph, Table, TableBuilder
 from ..tables.render import terminal as terminal_render
 from ..terminal.style import print_legend
+<<<<<<< HEAD
 from . import grids, measure, policy_matrix
 from .model import Bits, Comparison, Diff, PortComparison
+=======
+from .composition_matrix import composition_table
+from .model import Bits, Comparison, Diff, PortComparison, Residuals
+from .policy_matrix import policy_table
+>>>>>>> i76v
 
 PASS, FAIL = "✓", "✗"
 
@@ -66,6 +73,19 @@ def _dtype(name: str) -> str:
 def matmuls(recomputed: dict[str, int]) -> int:
     """How many of the recomputed ops are matrix multiplies."""
     return sum(n for op, n in recomputed.items() if any(m in op.lower() for m in MATMUL_MARKS))
+
+
+def rerun_ops(off: Residuals, on: Residuals) -> tuple[int, int]:
+    """The ops and the matmuls the backward pass reruns with the checkpoint on. The matmuls by
+    the measure property (k) and the composition matrix use (`checking.composition`): the
+    instrument's own count, else the backward's matmuls beyond the checkpoint-off pass's; by
+    op name only where neither is counted. (A tfjs backward runs BatchMatMul for the gradient
+    too, so its names show no rerun matmul, where its counts show one.) A matmul counted but
+    not named adds to the ops."""
+    named = matmuls(on.recomputed)
+    counted = rerun_matmuls(on, off)
+    reruns = named if counted is None else counted
+    return sum(on.recomputed.values()) + max(0, reruns - named), reruns
 
 
 def roles(saved: Sequence[dict[str, Any]]) -> str:
@@ -241,7 +261,8 @@ def summary_table(comparison: Comparison) -> Table:
             kept = Cell(
                 f"{numbers.kib(off.bytes)} → {numbers.kib(on.bytes)}", note=f"on: {roles(on.saved)}"
             )
-            recomputed = Cell(f"{sum(on.recomputed.values())} ops\n{matmuls(on.recomputed)} matmul")
+            ops, reruns = rerun_ops(off, on)
+            recomputed = Cell(f"{ops} ops\n{reruns} matmul")
         else:
             kept = recomputed = Cell("-")
         cells = [label, _verdict_cell(row), worst, bits, kept, recomputed]
@@ -355,7 +376,9 @@ LEGEND = (
     "kept KiB: bytes of inputs and activations the backward pass keeps (parameters left "
     "out), checkpoint off → on; on: the roles kept with it on. recomp. (on): forward ops "
     "the backward pass runs again with the checkpoint on, and how many are matmuls (listed "
-    "under 'recomputed ops'). warm ms: milliseconds per call of the forward, then of the "
+    "under 'recomputed ops'; the matmuls counted as the composition matrix counts them: its "
+    "backward's matmuls beyond the checkpoint-off pass's, where its instrument counts them). "
+    "warm ms: milliseconds per call of the forward, then of the "
     "VJP, median ± half the interquartile range of n samples, a new seed each call, "
     "interleaved with the other ports of the same framework's process; one process is "
     "timed at a time (a row for a framework's process-wide mode, such as a graph mode, has a "

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from implementations import manifests
+from implementations.installing import install_command
 from implementations.manifests import RowEntry
 
 
@@ -38,7 +39,7 @@ def missing(name: str) -> str:
     for module in dict.fromkeys(m for p in manifest.ports for m in p.modules):
         if importlib.util.find_spec(module) is None:
             extra = manifest.ports[0].extra
-            return f"{module} is not installed (pip install 'remat-conformance[{extra}]')"
+            return f"{module} is not installed ({install_command(extra)})"
     return ""
 
 

@@ -241,6 +241,7 @@ def to_json(merged: Merged) -> dict[str, Any]:
                 "path": source.path,
                 "schema": source.data["schema"],
                 "failed": source.failed,
+                "verdict": source.verdict,
                 "profile": source.data.get("profile"),
                 "max_examples": source.data.get("max_examples"),
                 "machine": merged.machine_of[source.number],

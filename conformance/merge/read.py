@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..running.results import MUTANT_RAN, RAN
 from ..running.runner import FAILING
 from ..tables.reports import OLDEST_SCHEMA, ReportError, check_run, load
 
@@ -37,6 +38,19 @@ class Source:
         if any(m.get("status") not in ("killed", "unavailable") for m in mutants):
             return True
         return bool(self.data.get("canonical_failure"))
+
+    @property
+    def verdict(self) -> str:
+        """ "failed" (as `failed` judges), "interrupted", "nothing checked" (no property ran and
+        no mutant was hunted: its ports were not installed) or "passed": a report that
+        checked nothing never reads passed."""
+        if self.failed:
+            return "failed"
+        if self.data.get("interrupted"):
+            return "interrupted"
+        ran = any(o.get("status") in RAN for p in self.ports for o in p["outcomes"])
+        hunted = any(m.get("status") in MUTANT_RAN for m in self.data.get("mutants") or [])
+        return "passed" if ran or hunted else "nothing checked"
 
     @property
     def machine(self) -> dict[str, Any]:

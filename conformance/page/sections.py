@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import implementations
+
 from ..benchmark import schedule_plot, with_targets
 from ..comparison import render as compare_render
 from ..comparison import restore
@@ -85,7 +87,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
     found: list[Section] = []
     can_draw = pictures and _has_matplotlib()
     why_not = (
-        "pictures left out: matplotlib is not installed (pip install 'remat-conformance[bench]')"
+        "pictures left out: matplotlib is not installed "
+        f"({implementations.install_command('bench')})"
         if pictures and not can_draw
         else "pictures left out on request"
     )
@@ -115,10 +118,10 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     )
                 )
             section.blocks.append(compare_render.precision_table(comparison))
-            section.blocks += [
-                Paragraph(f"float32 matmul setting (default → pinned): {line}")
-                for line in compare_render.matmul_lines(comparison)
-            ]
+            settings = compare_render.matmul_lines(comparison)
+            if settings:  # said once, each setting with the ports that share it
+                heading = "float32 matmul setting (default → pinned)"
+                section.blocks.append(Paragraph(f"{heading}: {' · '.join(settings)}"))
             if can_draw:
                 section.pictures += [
                     Picture(title, png, ALT.get(name, title))

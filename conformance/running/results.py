@@ -15,6 +15,17 @@ from .runner import Outcome
 
 SCHEMA = 3  # the version of the JSON report (`to_json`); docs/REPORT.md
 OUTPUT_LIMIT = 16384  # characters of a port's captured output kept in the report
+#: A port the run stopped before it loaded (interrupted): neither conforming nor failed.
+NOT_RUN = "not run"
+#: Outcome and mutant statuses that mean something was checked (a skip or the canonical's
+#: own reference checks nothing).
+RAN = frozenset({"pass", "fail", "xfail", "xpass", "crashed", "timeout"})
+MUTANT_RAN = frozenset({"killed", "survived", "crashed", "timeout"})
+#: `SuiteReport.verdict`'s values.
+VERDICTS = ("passed", "failed", "nothing checked", "interrupted")
+#: The exit code of a run that checked nothing (pytest's for "no tests ran"): a CI job whose
+#: framework did not install must not go green. `--allow-empty` makes it 0.
+NOTHING_CHECKED_EXIT = 5
 
 
 @dataclass
@@ -22,7 +33,9 @@ class PortReport:
     """One port's row: whether it loaded, its versions, an outcome per property, its output.
 
     `state` is "available", "unavailable", "broken", or "crashed" / "timed
-    out" when its worker died or hung while loading it.
+    out" when its worker died or hung while loading it, or "not run" when the run was
+    interrupted before it loaded. `not_run`: the properties asked for that have no outcome
+    (the run was interrupted first).
     """
 
     name: str
@@ -35,10 +48,11 @@ class PortReport:
     warnings: list[str] = field(default_factory=list)
     output: str = ""  # what the port printed (the end of it)
     seconds: float = 0.0
+    not_run: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return self.state not in ("available", "unavailable") or any(
+        return self.state not in ("available", "unavailable", NOT_RUN) or any(
             o.failed for o in self.outcomes
         )
 
@@ -57,6 +71,7 @@ class SuiteReport:
     timeout: float = 0.0
     seconds: float = 0.0
     interrupted: bool = False  # SIGINT or SIGTERM stopped it: it holds what finished
+    mutants_not_run: list[str] = field(default_factory=list)  # interrupted before they ran
 
     def to_json(self) -> dict[str, Any]:
         """The data of `run --json` (its fields: docs/REPORT.md)."""
@@ -66,6 +81,22 @@ class SuiteReport:
     def failed(self) -> bool:
         not_killed = any(m.status not in ("killed", "unavailable") for m in self.mutants or [])
         return bool(self.canonical_failure) or not_killed or any(p.failed for p in self.ports)
+
+    @property
+    def checked(self) -> int:
+        """How many checks ran: property outcomes that were checked, mutants hunted."""
+        outcomes = sum(o.status in RAN for p in self.ports for o in p.outcomes)
+        return outcomes + sum(m.status in MUTANT_RAN for m in self.mutants or [])
+
+    @property
+    def verdict(self) -> str:
+        """One of `VERDICTS`: an interrupted run never passed, and one that checked nothing
+        did not either."""
+        if self.interrupted:
+            return "interrupted"
+        if self.failed:
+            return "failed"
+        return "passed" if self.checked else "nothing checked"
 
 
 def replay_command(report: SuiteReport, port: str, prop: str, blob: str = "") -> str:
@@ -89,6 +120,7 @@ def to_json(report: SuiteReport) -> dict[str, Any]:
     """
     data = {"kind": "run", "schema": SCHEMA, "machine": machine.describe(), **to_data(report)}
     data["failed"] = report.failed
+    data["verdict"], data["checked"] = report.verdict, report.checked
     if report.mutants is not None:
         killed, total = score(report.mutants)
         data["mutation_score"] = {"killed": killed, "total": total}

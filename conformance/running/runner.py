@@ -27,6 +27,7 @@ from typing import Any
 from hypothesis import Phase, given, reproduce_failure, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import DidNotReproduce, FailedHealthCheck, InvalidArgument
+from hypothesis.reporting import with_reporter
 
 from implementations.contract import Implementation
 
@@ -212,6 +213,8 @@ def _run_property(
         else:
             message = f"[{port.name}] raised {type(error).__name__}: {error}"
             failure = run.finish("fail", error, message)
+        if reproduce and reproduce != _NOT_BANKED and not failure.reproduce:
+            failure.reproduce = reproduce  # a replay's replay command replays it again
         if not (run.banked and shrink):
             return failure, error
         # Hypothesis draws the same cases again, reaches this failure, and shrinks it.
@@ -361,10 +364,22 @@ class _Run:
                     failed_at.append(time.perf_counter())
                 raise
 
+        # What Hypothesis reports (a replayed failure's case, which it prints rather than
+        # notes) goes into the failure's message, never to stdout: the port's output is the
+        # port's own lines only.
+        reported: list[str] = []
         try:
-            with example_bank.sending_cases_to(noting), _shrinking_for(bound):
+            with (
+                example_bank.sending_cases_to(noting),
+                _shrinking_for(bound),
+                with_reporter(lambda text: reported.append(str(text))),
+            ):
                 settings(**overrides)(test)()
         except BaseException as error:
+            notes = "\n".join(getattr(error, "__notes__", []))
+            for text in reported:
+                if text.strip() and text not in notes:
+                    error.add_note(text)
             if shrink and failed_at and time.perf_counter() - failed_at[0] > bound:
                 error.add_note(
                     f"(shrinking stopped after {bound:g} s, the bound {SHRINK_ENV} sets: the "

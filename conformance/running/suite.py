@@ -47,7 +47,7 @@ from .. import outputs
 from ..mutants import MUTANTS
 from . import environment, expectations, interrupts, profiles, scratch
 from .config import BUSY_LIMIT, Progress, RunConfig, examples_per_property
-from .results import OUTPUT_LIMIT, SCHEMA, PortReport, SuiteReport
+from .results import NOT_RUN, OUTPUT_LIMIT, SCHEMA, PortReport, SuiteReport
 from .supervisor import BUSY_SHARE, PortRun, Supervisor, WorkerRun
 from .worker import Session, printing_to, tail
 
@@ -93,8 +93,12 @@ def plan(config: RunConfig, scratch: Path) -> list[WorkerRun]:
     """One worker job per framework: each port's work an item of its framework's job, each
     mutant with its family's port (or in an item of its own in that framework's job)."""
     keys = [p.key for p in config.selected]
+    # A port is "not run" until its worker says it loaded: an interrupt before then leaves it
+    # so, never "available" (which would count it as conforming).
     ports = {
-        name: PortRun(name, name, list(keys), [], scratch / f"{name}.out", PortReport(name))
+        name: PortRun(
+            name, name, list(keys), [], scratch / f"{name}.out", PortReport(name, NOT_RUN)
+        )
         for name in config.ports
     }
     if config.mutants:
@@ -181,15 +185,22 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
                 run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
         if supervisor.interrupted is None:  # an interrupted run's times say nothing
             _keep_durations(runs)
+    interrupted = supervisor.interrupted is not None or interrupts.received() is not None
+    for run in items:  # what an interrupt left undone: said, never taken for a pass
+        if run.report is not None:
+            run.report.not_run = list(run.properties)
+            if run.report.state == NOT_RUN:
+                run.report.reason = "the run was interrupted before this port loaded"
     reports = [run.report for run in items if run.report is not None]
     order = {name: i for i, name in enumerate(config.ports)}
     reports.sort(key=lambda report: order[report.name])
     for report in reports:
         _apply_expectations(report, config.expectations_dir)
-    mutant_results = None
+    mutant_results, mutants_not_run = None, []
     if config.mutants:
         by_name = {r.name: r for run in items for r in run.mutant_results}
         mutant_results = [by_name[name] for name in MUTANTS if name in by_name]
+        mutants_not_run = [name for run in items for name in run.mutants]
     return SuiteReport(
         profile=config.profile,
         max_examples=config.max_examples,
@@ -200,7 +211,8 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
         canonical_failure=supervisor.canonical_failure,
         timeout=config.example_timeout,
         seconds=time.perf_counter() - started,
-        interrupted=supervisor.interrupted is not None or interrupts.received() is not None,
+        interrupted=interrupted,
+        mutants_not_run=mutants_not_run,
     )
 
 

@@ -153,7 +153,7 @@ class Supervisor:
                 run.properties = []
         if info.state != "available":
             # Mutants of a family whose port cannot load cannot run either.
-            for name in run.mutants:
+            for name in list(run.mutants):  # each is removed from the list as it is recorded
                 reason = f"its port {run.family!r} is {info.state}: {info.reason}"
                 self._mutant_lost(run, name, "unavailable", reason)
             run.finished = True

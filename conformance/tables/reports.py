@@ -36,7 +36,7 @@ MAX_BYTES = 512 * 2**20
 MAX_DEPTH = 64  # the writer nests 8 deep; JSON deeper than Python's stack raised RecursionError
 MAX_DIGITS = 64  # an integer's digits; 5000 raised Python's "Exceeds the limit"
 #: The values the writer gives each status field (runner.Outcome, supervisor, mutation).
-PORT_STATES = ("available", "unavailable", "broken", "crashed", "timed out")
+PORT_STATES = ("available", "unavailable", "broken", "crashed", "timed out", "not run")
 MUTANT_STATUSES = ("killed", "survived", "unavailable", "crashed", "timeout")
 #: Non-finite floats as the writer spells them (`jsonable.to_data`).
 NON_FINITE = ("inf", "-inf", "nan")

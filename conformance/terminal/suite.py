@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from ..running.results import PortReport, SuiteReport, replay_command
+from ..running.results import NOT_RUN, PortReport, SuiteReport, replay_command
 from ..running.runner import DID_NOT_REPRODUCE
 from .style import state_markup
 
@@ -17,8 +17,9 @@ def print_details(report: SuiteReport, console: Console) -> None:
     was skipped on a port, the warnings, a replay that did not reproduce (then come the
     mutants, the time (`print_timing`) and the verdict)."""
     for port in report.ports:
-        # A port not installed is not a failure: the matrix says so, its pip command under it.
-        if port.state not in ("available", "unavailable"):
+        # A port not installed is not a failure: the matrix says so, its pip command under it;
+        # a port not run (an interrupt's): the matrix and the verdict line say it.
+        if port.state not in ("available", "unavailable", NOT_RUN):
             console.print(f"{state_markup(port.state)} {port.name}: ", end="")
             console.print(port.reason, markup=False, highlight=False)
     if report.canonical_failure:

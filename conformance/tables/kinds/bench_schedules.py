@@ -12,6 +12,8 @@ from ..numbers import mib
 
 
 def _values(r: dict[str, Any]) -> Cell | str:
+    if r.get("values_not_checked"):  # the check could not run: said, never a bare dash
+        return Cell("not checked", "warn", title=r["values_not_checked"])
     if r.get("values_within") is None:
         return "-"
     worst = r.get("values_worst") or 0.0
@@ -197,7 +199,24 @@ def notes(data: dict[str, Any]) -> Items:
     for name, why in (data.get("skipped") or {}).items():
         lines.append(f"{name} skipped: {why}")
         marks.append("warn")
+    rows = len(data.get("results") or [])
+    for why, count in values_not_checked(data).items():
+        lines.append(f"values of {count} of {rows} rows {why}")
+        marks.append("warn")
     return Items("", tuple(lines), tuple(marks))
+
+
+def values_not_checked(data: dict[str, Any]) -> dict[str, int]:
+    """Each reason the values check could not run, and on how many rows (from the rows, for a
+    report written before the summary field)."""
+    found = data.get("values_not_checked")
+    if isinstance(found, dict):
+        return found
+    counted: dict[str, int] = {}
+    for r in data.get("results") or []:
+        if r.get("values_not_checked"):
+            counted[r["values_not_checked"]] = counted.get(r["values_not_checked"], 0) + 1
+    return counted
 
 
 def document(data: dict[str, Any]) -> Document:

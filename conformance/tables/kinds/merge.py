@@ -36,7 +36,8 @@ def title(data: dict[str, Any]) -> str:
         examples = "the profile's" if examples is None else examples
         profile = reports[0].get("profile")
         return f"remat-conformance · profile {profile} · {examples} examples per property"
-    verdict = "some failed" if data["failed"] else "all passed"
+    passed = all(r.get("verdict", "passed") == "passed" for r in reports)
+    verdict = "some failed" if data["failed"] else "all passed" if passed else "none failed"
     return f"remat-conformance · {len(reports)} reports merged · {verdict}"
 
 
@@ -107,10 +108,10 @@ def document(data: dict[str, Any]) -> Document:
     for report in data["reports"]:
         score = report.get("mutation_score")
         mutants = f", mutants killed {score['killed']}/{score['total']}" if score else ""
-        verdict = "failed" if report["failed"] else "passed"
+        verdict = report.get("verdict") or ("failed" if report["failed"] else "passed")
         where = f"{report['machine']}{mutants}"
         reports.append(f"#{report['number']} {report['path']} ({where}): {verdict}")
-        marks.append("fail" if report["failed"] else "pass")
+        marks.append({"failed": "fail", "passed": "pass"}.get(verdict, "warn"))
     blocks.append(Items("Reports", tuple(reports), tuple(marks)))
     if data["conflicts"]:
         lines = tuple(f"⚠ {conflict_text(data, c)}" for c in data["conflicts"])

@@ -35,6 +35,8 @@ WORDS = {
 }
 #: A port that did not load: its cells.
 NOT_LOADED = Cell("·", "muted")
+#: A property the run was interrupted before (`not_run`), and a port it never loaded.
+NOT_RUN_CELL = Cell("—", "muted", title="not run: the run was interrupted first")
 #: A port whose framework is not installed: its cells (neutral: not a failure).
 NOT_INSTALLED_CELL = Cell("○", "not-installed", title="not installed")
 
@@ -45,8 +47,8 @@ LEGEND = (
     "fail). ✗fail, ✗crash, ✗hang @N: failed at its Nth example (crash: its worker died; "
     "hang: it was stopped after the timeout). ref: the canonical port, the reference. skip: "
     "not run here. xfail, xpass: failed, passed where an expectations file expects a "
-    "failure. ·: the port did not load. ○: not installed (its framework is not in this "
-    "environment: not a failure)."
+    "failure. ·: the port did not load. —: not run (the run was interrupted first). ○: not "
+    "installed (its framework is not in this environment: not a failure)."
 )
 
 

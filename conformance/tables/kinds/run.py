@@ -17,7 +17,7 @@ from ...checking.properties import PROPERTIES
 from ...jsonable import to_data
 from ...running.mutation import MUTANT_EXAMPLES_NOTE
 from ...running.profiles import SCALE
-from ...running.results import SuiteReport
+from ...running.results import NOT_RUN, RAN, VERDICTS, SuiteReport
 from ...terminal import style
 from ...terminal.suite import print_details, print_timing
 from ..model import Cell, Column, Paragraph, Table, TableBuilder
@@ -46,6 +46,8 @@ TERMINAL_LEGEND = (
 STATE_MARKS = {"available": "pass", "unavailable": "not-installed"}
 #: A port whose framework is missing: `run --json`'s state, in the words every output uses.
 NOT_INSTALLED = "not installed"
+#: A port an interrupted run checked on some of its properties only.
+PARTLY_RUN = "partly run"
 #: The details of a port's row: one line per property.
 DETAIL_COLUMNS = (
     Column("property"),
@@ -71,9 +73,10 @@ def not_installed(port: dict[str, Any]) -> bool:
 
 def install_command(port: dict[str, Any]) -> str:
     """The pip command in a not-installed port's reason ("needs 'paddle', not installed (pip
-    install ...)"), or the reason itself when it names none."""
+    install ...)", or "(cd CLONE && pip install ...)" from a clone: `implementations.installing`),
+    or the reason itself when it names none."""
     reason = port.get("reason", "")
-    found = re.search(r"\((pip install [^)]*)\)", reason)
+    found = re.search(r"\(((?:cd .+? && )?pip install [^)]*)\)", reason)
     return found.group(1) if found else reason
 
 
@@ -91,7 +94,10 @@ def _details(run: dict[str, Any], port: dict[str, Any], keys: list[str]) -> Tabl
     by_key = {o["property"]: o for o in port["outcomes"]}
     failing = sum(o["status"] in outcomes.FAILING for o in port["outcomes"])
     framework = port.get("framework", "")
+    not_run = port.get("not_run") or []
     said = f"{failing} ✗ failed" if failing else "every property passed"
+    if not_run:  # an interrupted run's: never "every property passed"
+        said = f"{said if failing else 'no ✗'}, {len(not_run)} not run (interrupted)"
     table = TableBuilder(
         f"{port['name']} ({framework}) · {said} · {wall(port.get('seconds'))} s", DETAIL_COLUMNS
     )
@@ -145,16 +151,21 @@ def matrix(run: dict[str, Any], registered: Sequence[str] | None = None) -> Tabl
             cells = [outcomes.NOT_INSTALLED_CELL] * len(keys)
             table.add([label, *cells, ""], key=port["name"])
             continue
+        if state == NOT_RUN:
+            label = Cell(port["name"], "muted", note=f"{NOT_RUN}: {port.get('reason', '')}")
+            table.add([label, *[outcomes.NOT_RUN_CELL] * len(keys), ""], key=port["name"])
+            continue
         if state != "available":
             label = Cell(port["name"], "fail", note=f"{state}: {port.get('reason', '')}")
             table.add([label, *[outcomes.NOT_LOADED] * len(keys), ""], key=port["name"])
             continue
         by_key = {o["property"]: o for o in port["outcomes"]}
+        not_run = set(port.get("not_run") or ())
         note = port.get("framework", "") + ("\nself-reported" if self_reported(port) else "")
         cells = []
         for key in keys:
             found = by_key.get(key)
-            shown = outcomes.cell(found)
+            shown = outcomes.NOT_RUN_CELL if key in not_run else outcomes.cell(found)
             if found is not None and found["status"] == "pass":
                 shown = replace(shown, fill=_fill(found.get("worst_ratio")))
             cells.append(shown)
@@ -168,34 +179,79 @@ def matrix(run: dict[str, Any], registered: Sequence[str] | None = None) -> Tabl
 
 
 def counts(run: dict[str, Any]) -> dict[str, int]:
-    """Ports by what became of them: conform, failed (a ✗ or did not load), not installed."""
-    found = {"conform": 0, "failed": 0, NOT_INSTALLED: 0}
+    """Ports by what became of them: conform (every property asked ran, none failed),
+    failed (a ✗, or did not load), partly run and not run (an interrupted run's), not
+    installed. A port counts as conforming only on what ran."""
+    found = {"conform": 0, "failed": 0, PARTLY_RUN: 0, NOT_RUN: 0, NOT_INSTALLED: 0}
     for port in run["ports"]:
+        state = port.get("state", "available")
         if not_installed(port):
             found[NOT_INSTALLED] += 1
-        elif port.get("state", "available") != "available" or any(
-            o["status"] in outcomes.FAILING for o in port["outcomes"]
-        ):
+        elif state == NOT_RUN:
+            found[NOT_RUN] += 1
+        elif state != "available" or any(o["status"] in outcomes.FAILING for o in port["outcomes"]):
             found["failed"] += 1
+        elif port.get("not_run"):
+            found[PARTLY_RUN] += 1
         else:
             found["conform"] += 1
     return found
 
 
+def verdict(run: dict[str, Any]) -> str:
+    """The run's verdict (`SuiteReport.verdict`), from its JSON; a report written before the
+    field is judged from `interrupted` and `failed` (and passed only if something ran)."""
+    if run.get("verdict") in VERDICTS:
+        return run["verdict"]
+    if run.get("interrupted"):
+        return "interrupted"
+    if run.get("failed"):
+        return "failed"
+    ran = any(o.get("status") in RAN for p in run["ports"] for o in p.get("outcomes") or [])
+    return "passed" if ran else "nothing checked"
+
+
+def nothing_checked_reason(run: dict[str, Any]) -> str:
+    """Why a run checked nothing, in a line: its ports were not installed, or no property ran."""
+    ports = run["ports"]
+    missing = [p["name"] for p in ports if not_installed(p)]
+    if ports and len(missing) == len(ports):
+        named = ", ".join(missing) if len(missing) <= 4 else f"all {len(missing)}"
+        verb = "is" if len(missing) == 1 else "are"
+        return f"{named} {verb} not installed"
+    if not ports:
+        return "no port was checked"
+    return "no property ran on any port (each was skipped or is the canonical's own reference)"
+
+
 def headline(run: dict[str, Any]) -> Paragraph:
-    """The run's verdict in one line: "The run passed · 14 conform · 3 not installed"."""
-    found = counts(run)
-    parts = [f"The run {'failed' if run.get('failed') else 'passed'}"]
-    parts.append(f"{found['conform']} conform")
+    """The run's verdict in one line: "The run passed · 14 conform · 3 not installed". It
+    counts only what ran: an interrupted run says what ran and what did not, and a run
+    that checked nothing says why."""
+    found, said = counts(run), verdict(run)
+    words = {
+        "passed": "The run passed",
+        "failed": "The run failed",
+        "interrupted": "The run was interrupted: partial results",
+        "nothing checked": f"Nothing was checked: {nothing_checked_reason(run)}",
+    }
+    parts = [words[said]]
+    if found["conform"] or said != "nothing checked":
+        parts.append(f"{found['conform']} conform")
     if found["failed"]:
         parts.append(f"{found['failed']} with a ✗")
+    for key in (PARTLY_RUN, NOT_RUN):
+        if found[key]:
+            parts.append(f"{found[key]} {key}")
     if found[NOT_INSTALLED]:
         parts.append(f"{found[NOT_INSTALLED]} {NOT_INSTALLED}")
+    mutants_not_run = len(run.get("mutants_not_run") or ())
+    if mutants_not_run:
+        parts.append(f"{mutants_not_run} mutants not run")
     parts.append(f"{number(run.get('seconds')) or 0:.0f} s wall")
     parts.append(f"canonical port {run.get('canonical', '?')}")
-    if run.get("interrupted"):
-        parts.append("interrupted: partial results")
-    return Paragraph(" · ".join(parts), "fail" if run.get("failed") else "pass")
+    mark = {"passed": "pass", "failed": "fail"}.get(said, "warn")
+    return Paragraph(" · ".join(parts), mark)
 
 
 def left_out(run: dict[str, Any], registered: Sequence[str] | None = None) -> str:
@@ -234,8 +290,10 @@ def mutants(run: dict[str, Any]) -> Table | None:
         return None
     counted = [m for m in found if m["status"] != "unavailable"]
     killed = sum(m["status"] == "killed" for m in counted)
+    # No score where no mutant could run: "0/0 killed" would read as a result.
+    score_line = f"{killed}/{len(counted)} killed" if counted else "none could run"
     table = TableBuilder(
-        f"Mutation score: {killed}/{len(counted)} killed",
+        f"Mutation score: {score_line}",
         [Column("mutant"), Column("verdict"), Column("killed by"), Column("bug", wrap=True)],
         caption=f"A mutant is a deliberately broken port ({MUTANT_EXAMPLES_NOTE}): ✓ killed, a "
         "property rejected it; · unavailable, its port did not load (not run, not counted); "
@@ -289,8 +347,8 @@ def mutant_line(run: dict[str, Any]) -> Paragraph | None:
     # Said only when true of each: a mutant from outside the registry names no property.
     named = all(_named_killer(m["name"]) for m in counted)
     text = f"Mutants: {killed}/{len(counted)} killed"
-    if not counted:
-        text += " (none could run)"
+    if not counted:  # no score where no mutant could run: "0/0 killed" would read as a result
+        text = "Mutants: none could run"
     elif listed:
         text += f"; {listed} in the table above (not killed, or not by the property named)"
     elif named:
@@ -383,4 +441,6 @@ def print_report(report: SuiteReport, console: Console, show_legend: bool = True
     if show_legend:
         style.print_legend(console, escape(legend(data)))
     print_timing(report, console)
-    terminal_render.print_verdict(console, headline({**data, "failed": report.failed}))
+    terminal_render.print_verdict(
+        console, headline({**data, "failed": report.failed, "verdict": report.verdict})
+    )

@@ -7,11 +7,18 @@ oneDNN). Where Paddle is loaded already, this module raises
 process of its own. MindSpore first, then Paddle, works.
 """
 
+import importlib.util
 import sys
 
 from ...contract import StackUnavailable
 
-if sys.modules.get("paddle") is not None and "mindspore" not in sys.modules:
+# Only if MindSpore is installed: a missing one is "not installed" (the import below says so),
+# never "loads in a process of its own".
+if (
+    sys.modules.get("paddle") is not None
+    and "mindspore" not in sys.modules
+    and importlib.util.find_spec("mindspore") is not None
+):
     raise StackUnavailable(
         "MindSpore cannot be imported after Paddle in one process (both ship oneDNN: "
         "undefined symbol dnnl_threadpool_interop_stream_create; MindSpore 2.10.0, "

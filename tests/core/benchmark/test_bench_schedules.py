@@ -414,3 +414,40 @@ def test_the_docs_latest_schedule_run_is_the_recorded_one():
         assert f"{held} units more per level" in data["departures"][framework]["nested"]
     assert "tape kept" in data["departures"]["autograd"]["segments"]
     assert "2 units for the reentrant checkpoints (DeepSpeed, Paddle), 3 for" in prose
+
+
+class WithoutTheCanonical(NumpyStack):
+    """A sweep without the canonical's bench module (JAX's), which makes the reference values:
+    `bench --schedules --framework torch`."""
+
+    def __getattribute__(self, name):
+        if name == "canonical_values":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_values_that_cannot_be_checked_say_why_on_the_row_in_the_summary_and_the_json(
+    tmp_path, monkeypatch, capsys
+):
+    import argparse
+
+    from conformance.commands import bench_schedules
+
+    module = WithoutTheCanonical()
+    monkeypatch.setattr(bench_schedules, "load_frameworks", lambda names: ({"numpy": module}, {}))
+    args = argparse.Namespace(depths=[2], profile=None, repeats=1, batch=4, features=8,
+                              framework=["numpy"], out=tmp_path, json=False)  # fmt: skip
+    assert bench_schedules.command(args, SETTINGS) == 0  # not a failure: said, not hidden
+    data = json.loads((tmp_path / "bench-schedules.json").read_text())
+    why = bench.values_not_checked()
+    assert "--framework jax" in why
+    for row in data["results"]:
+        assert row["values_within"] is None
+        assert row["values_not_checked"] == why  # the reason, never a bare null
+    rows = len(data["results"])
+    assert data["values_not_checked"] == {why: rows}
+    said = f"values of {rows} of {rows} rows {why}"
+    table = (tmp_path / "bench-schedules.md").read_text()
+    assert "| not checked |" in table  # on each row
+    assert said in " ".join(table.split())  # in the notes under the table
+    assert said in " ".join(capsys.readouterr().err.split())  # and in the command's summary

@@ -135,6 +135,7 @@ def test_the_terminal_report_counts_not_installed_apart_says_what_it_left_out_an
         [
             PortReport("flax_linen", framework="flax", outcomes=[
                 Outcome("flax_linen", "a_init", "reference"),
+                Outcome("flax_linen", "b_forward", "pass", 20),  # checked: else nothing ran
                 Outcome("flax_linen", "c_vjp", "skip", message=why)]),
             PortReport("paddle", "unavailable", _reason("paddle")),
         ],

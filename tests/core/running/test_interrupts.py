@@ -198,13 +198,17 @@ def test_a_signal_stops_the_run_and_keeps_what_finished(
     assert process.returncode == 128 + signum, stderr[-3000:]
     _assert_clean(tree, tmp_path, stderr)
     assert "interrupted" in stderr
-    if not json_out:
+    if not json_out:  # never "passed": it says it was interrupted (issue 76)
+        assert "The run passed" not in stdout
+        assert "The run was interrupted" in " ".join(stdout.split())
         return
     report = json.loads(stdout)  # exactly one document
     assert report["interrupted"] is True
+    assert report["verdict"] == "interrupted"
     (hung,) = [port for port in report["ports"] if port["name"] == "marked_hang_port"]
     outcomes = {o["property"]: o["status"] for o in hung["outcomes"]}
     assert outcomes == {"b_forward": "pass"}  # what finished; c_vjp never did
+    assert hung["not_run"] == ["c_vjp"]  # and says so
 
 
 def test_a_finished_run_is_not_marked_interrupted(signal_ports, tmp_path):
