@@ -104,29 +104,32 @@ def command(args: Any, settings: Settings) -> int:
     why = plot(data, args.out / "bench-schedules.png")
     if why is not None:
         console.print(f"[yellow]no plot[/]: {why}")
-<<<<<<< HEAD
     if args.json:
         print(dumps(data))
     else:  # the shared renderer: a rich table on a terminal, aligned text off one
         print_document(terminal_style.console(), document)
-=======
-    print(dumps(data) if args.json else table)
-    console.print(f"bench --schedules: {seconds:.0f}s wall, load {load} · wrote {args.out}")
     for why, count in not_checked(results).items():  # a check that could not run: said
         console.print(f"[yellow]values of {count} of {len(results)} rows {why}[/]")
->>>>>>> i76v
     off = unexplained(results)
     for r in off:
         console.print(
             f"[red]✗[/] L={r.depth} {r.framework} · {r.schedule}: {'; '.join(r.unexplained_flags)}"
         )
-    console.print(verdict(len(results), off, failed, seconds, load, args.out), highlight=False)
+    unchecked = sum(not_checked(results).values())
+    console.print(
+        verdict(len(results), off, failed, seconds, load, args.out, unchecked), highlight=False
+    )
     return 1 if failed or off else 0
 
 
-def verdict(measured: int, off: list, failed: dict, seconds: float, load: dict, out) -> str:
-    """The last line: passed or failed, and why, with the wall time and the load in words."""
+def verdict(
+    measured: int, off: list, failed: dict, seconds: float, load: dict, out, unchecked: int = 0
+) -> str:
+    """The last line: passed or failed, and why, with the wall time and the load in words,
+    and how many rows' values could not be checked (the lines above say why)."""
     said = f"{seconds:.0f}s wall, {load_text(load)} · wrote {out}"
+    if unchecked:
+        said = f"values of {unchecked} of {measured} rows not checked · {said}"
     if off or failed:
         why = f"{len(off)} unexplained against the model, {len(failed)} failed to run"
         return f"[red]bench --schedules failed[/]: {why} · {said}"

@@ -43,7 +43,6 @@ def run(args: argparse.Namespace) -> int:
 
     console = terminal_style.console()
     if args.load:
-<<<<<<< HEAD
         names = list(implementations.registered())
         found = []
         # Every framework imported: a minute or more; a bar on a terminal, a line every 10 s
@@ -55,11 +54,8 @@ def run(args: argparse.Namespace) -> int:
                 steps.update(1)
         states = []
         for status in found:
-=======
-        for status in implementations.status():
             if status.elsewhere:  # not imported here: import it where it can be, then say
                 status = imported_alone(status)
->>>>>>> i76v
             # A reason is text, not markup: an install hint keeps its "[extra]".
             reason = f" — {escape(status.reason)}" if status.reason else ""
             line = f"{status.name:16} {state_markup(status.state)} ({status.source}){reason}"
@@ -85,13 +81,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-<<<<<<< HEAD
 def verdict(states: list[str]) -> str:
     """The last line: how many ports, by state ("21 ports: 18 found, 3 unavailable")."""
     counts = {state: states.count(state) for state in dict.fromkeys(states)}
     said = ", ".join(f"{n} {state}" for state, n in counts.items())
     return f"{len(states)} ports: {said}" if states else "no port is registered"
-=======
+
+
 #: A child that loads one port, as a run's worker would, and says its state on a line of its
 #: own (a framework may print on import).
 _LOAD_ALONE = (
@@ -132,7 +128,6 @@ def imported_alone(status: implementations.PortStatus) -> implementations.PortSt
     if state == "available":
         reason = "loaded in a process of its own (it cannot load beside the other ports here)"
     return replace(status, state=state, reason=reason, elsewhere=False)
->>>>>>> i76v
 
 
 def _hint(name: str, found) -> str:

@@ -27,12 +27,7 @@ from ..mutants import MUTANTS
 from ..page import csv_files
 from ..running import interrupts, profiles
 from ..running.config import RunConfig, run_config
-<<<<<<< HEAD
-from ..running.results import to_json
-=======
 from ..running.results import NOTHING_CHECKED_EXIT, to_json
-from ..running.runner import DID_NOT_REPRODUCE
->>>>>>> i76v
 from ..running.suite import examples_per_property, run_suite
 from ..tables.kinds.run import nothing_checked_reason, print_report
 from ..terminal import style as terminal_style
@@ -88,17 +83,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-mutants", action="store_true", help="skip the mutation run")
     parser.add_argument(
-<<<<<<< HEAD
         "--legend",
         action="store_true",
         help="print the legend (what the symbols mean) with a --reproduce too; a run prints "
         "it once, under its tables",
-=======
+    )
+    parser.add_argument(
         "--allow-empty",
         action="store_true",
         help=f"exit 0, not {NOTHING_CHECKED_EXIT}, when nothing was checked (every port named "
         "is not installed, or no property ran): for a CI matrix whose jobs may lack a framework",
->>>>>>> i76v
     )
     parser.add_argument(
         "--no-shrink",

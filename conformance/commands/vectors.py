@@ -101,43 +101,28 @@ def run(args: argparse.Namespace) -> int:
                 )
         console.print(f"wrote {path} and {path.with_suffix('.npz')} ({len(vectors.SPECS)} vectors)")
         return 0
-<<<<<<< HEAD
+    code = 0
+    every: list[vectors.VectorResult] = []
     # Loading a framework and checking takes seconds to a minute: progress on stderr.
     with Steps(terminal_style.console(stderr=True), "vectors check") as steps:
-        steps.update(0, f"loading {args.implementation}")
-        try:
-            with interrupts.deferred():
-                port = implementations.load(args.implementation)
-        except implementations.PortUnavailable as error:
-            port, unavailable = None, error
-        if port is not None:
+        for name in dict.fromkeys(args.implementation):
+            steps.update(0, f"loading {name}")
+            try:
+                with interrupts.deferred():
+                    port = implementations.load(name)
+            except implementations.PortUnavailable as error:
+                console.print(f"[bold red]cannot check[/] {name}: ", end="")
+                console.print(error.reason, markup=False, highlight=False)
+                code = 2
+                continue
             steps.update(0, f"checking {port.name}")
             port.pin_matmul_precision()
             results = vectors.check(port, args.vectors)
-    if port is None:
-        console.print(f"[bold red]cannot check[/]: {unavailable}")
-        return 2
-    failed = [r for r in results if not r.passed]
-=======
-    code = 0
-    every: list[vectors.VectorResult] = []
-    for name in dict.fromkeys(args.implementation):
-        try:
-            with interrupts.deferred():
-                port = implementations.load(name)
-        except implementations.PortUnavailable as error:
-            console.print(f"[bold red]cannot check[/] {name}: ", end="")
-            console.print(error.reason, markup=False, highlight=False)
-            code = 2
-            continue
-        port.pin_matmul_precision()
-        results = vectors.check(port, args.vectors)
-        every += results
-        if any(not r.passed for r in results):
-            code = max(code, 1)
-        if not args.json:
-            _print_port(console, port.name, results)
->>>>>>> i76v
+            every += results
+            if any(not r.passed for r in results):
+                code = max(code, 1)
+            if not args.json:
+                _print_port(console, port.name, results)
     if args.json:
         print(dumps(every))
     return code

@@ -33,14 +33,8 @@ from ..tables import numbers
 from ..tables.model import Cell, Column, Items, Paragraph, Table, TableBuilder
 from ..tables.render import terminal as terminal_render
 from ..terminal.style import print_legend
-<<<<<<< HEAD
 from . import grids, measure, policy_matrix
-from .model import Bits, Comparison, Diff, PortComparison
-=======
-from .composition_matrix import composition_table
 from .model import Bits, Comparison, Diff, PortComparison, Residuals
-from .policy_matrix import policy_table
->>>>>>> i76v
 
 PASS, FAIL = "✓", "✗"
 
