@@ -151,7 +151,10 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
             if best is not None:
                 section.blocks.append(best)
             section.blocks += [Paragraph(n) for n in bench_schedules.notes(data).items]
-            if can_draw:
+            unmeasured = schedule_plot.why_not(data) if can_draw else None
+            if unmeasured is not None:
+                section.blocks.append(Paragraph(f"picture left out: {unmeasured}"))
+            elif can_draw:
                 section.pictures.append(
                     Picture(
                         "Bench: where to recompute, against the model and Revolve's optimum",
