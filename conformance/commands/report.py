@@ -150,6 +150,13 @@ def validate(args: argparse.Namespace) -> None:
     args.reports = [*args.reports, *(getattr(args, arguments.FILES_AFTER_PORTS, None) or [])]
     if not args.reports and not args.make:
         raise arguments.UsageError(f"give REPORT.json files, or --make {'/'.join(MAKEABLE)}")
+    if "versions" in (args.make or ()):  # the sweep's plan, checked before anything runs
+        from .. import versions
+
+        try:
+            versions.make(args.versions_extra, list(QUICK_VERSIONS[1:3]), args.implementation)
+        except versions.PlanError as error:
+            raise arguments.UsageError(f"--versions-extra: {error}") from None
 
 
 def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[list[str], Path]:

@@ -105,3 +105,12 @@ def test_make_has_a_choice_for_every_kind_and_each_makes_that_kind(tmp_path):
     assert words[words.index("--implementation") + 1] == "equinox_jax"
     assert words[-2:] == ["--out", str(tmp_path / "versions.json")]
     assert path == tmp_path / "versions.json"
+
+
+def test_make_versions_refuses_an_unknown_extra_in_one_line_before_anything_runs(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["report", "--make", "versions", "--versions-extra", "jaxx"])
+    assert exit_info.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said[-1].startswith("python -m conformance report: error: --versions-extra: 'jaxx' is")
+    assert "did you mean 'jax'?" in said[-1]
