@@ -261,3 +261,15 @@ def test_each_grid_fits_a_phone_by_its_longest_words(report, kind):
         longest = max(_longest_word(c) for c in [heading, *texts])
         widths.append(FIRST_COLUMN if index == 0 else longest * CHARACTER + PADDING)
     assert sum(widths) <= PHONE, (kind, [round(w) for w in widths])
+
+
+def test_the_schedules_name_each_framework_s_peak_method_once_under_the_table():
+    data = json.loads((ROOT / "docs" / "bench-schedules.json").read_text())
+    (section,) = [s for s in build([data], pictures=False).sections if s.anchor.startswith("bench")]
+    table = section.tables[0]
+    assert "peak method" not in table.header
+    assert len(table.rows) == len(data["results"])
+    (said,) = [b.text for b in section.blocks if getattr(b, "text", "").startswith("peak method")]
+    for result in data["results"]:  # each framework named once, with its method
+        assert f"{result['framework']}: {result['peak_method']}" in said
+        assert said.count(f"{result['framework']}: ") == 1
