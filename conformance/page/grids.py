@@ -136,8 +136,6 @@ def summary(runs: Sequence[Mapping[str, Any]], compares: Sequence[Any]) -> Table
     for name in names:
         port, row = ported.get(name), rows.get(name)
         framework = (port or {}).get("framework") or getattr(row, "framework", "")
-        if port is None and row is not None and row.state != "available":
-            continue  # neither ran nor was compared: the compare table says why
         table.add(
             [
                 Cell(name, note=framework),
@@ -151,8 +149,9 @@ def summary(runs: Sequence[Mapping[str, Any]], compares: Sequence[Any]) -> Table
 
 
 def _details(lines: Table, title: str, prefix: str) -> Table:
-    """A matrix's lines for one port (its heading row dropped), as a row's details."""
-    rows = tuple(replace(r, key=f"{prefix}-{r.key.replace(' ', '-')}") for r in lines.rows
+    """A matrix's lines for one port (its heading row dropped), as a row's details; a line's
+    key ("pytorch full") becomes `prefix` and its case ("policy-pytorch-full")."""
+    rows = tuple(replace(r, key=f"{prefix}-{r.key.split(' ', 1)[-1]}") for r in lines.rows
                  if not r.heading)  # fmt: skip
     return Table(title, lines.columns, rows)
 
