@@ -114,3 +114,19 @@ def test_make_versions_refuses_an_unknown_extra_in_one_line_before_anything_runs
     said = capsys.readouterr().err.strip().splitlines()
     assert said[-1].startswith("python -m conformance report: error: --versions-extra: 'jaxx' is")
     assert "did you mean 'jax'?" in said[-1]
+
+
+def test_the_schedules_picture_is_the_same_drawing_as_a_file_and_as_the_page_s_bytes(tmp_path):
+    pytest.importorskip("matplotlib")
+    from conformance.benchmark import schedule_plot
+
+    data = _schedules_json()
+    assert schedule_plot.plot(data, tmp_path / "bench-schedules.png") is None
+    written = (tmp_path / "bench-schedules.png").read_bytes()
+    assert written[:8] == PNG
+    inline = schedule_plot.png(data)
+    assert inline[:8] == PNG
+    assert inline[16:24] == written[16:24]  # the same width and height
+    empty = {**data, "results": []}
+    assert schedule_plot.plot(empty, tmp_path / "none.png") == "no schedule was measured"
+    assert not (tmp_path / "none.png").exists()
