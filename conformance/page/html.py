@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from ..tables.model import Paragraph, Table
+from ..tables.model import Items, Paragraph, Table
 from ..tables.render import html as html_render
 from ..tables.render.html import slug
 from .sections import Section
@@ -147,6 +147,12 @@ def paragraph(found: Paragraph) -> str:
     return f"<p>{escape(found.text)}</p>"
 
 
+def items(found: Items) -> str:
+    """A titled list, one item a line."""
+    lines = "".join(f"<li>{escape(item.strip())}</li>" for item in found.items)
+    return f'<p class="note"><strong>{escape(found.title)}</strong></p><ul>{lines}</ul>'
+
+
 def picture(title: str, png: bytes, alt: str = "") -> str:
     """An inline PNG: its alt text (what it shows), its title as caption. On a phone it keeps
     a readable size (its own, up to 2.4 times the screen) in a box that pans sideways."""
@@ -206,6 +212,8 @@ def page(title: str, meta: str, sections: list[Section]) -> str:
                 number += 1
             elif isinstance(block, Paragraph):
                 parts.append(paragraph(block))
+            elif isinstance(block, Items):
+                parts.append(items(block))
         if section.pictures:
             parts.append(f'<h3 id="{escape(section.anchor)}-pictures">Pictures</h3>')
         parts += [picture(p.title, p.png, p.alt) for p in section.pictures]

@@ -30,7 +30,7 @@ from ..comparison import render as compare_render
 from ..comparison import restore
 from ..tables.kinds import bench, bench_policies, bench_schedules, scale
 from ..tables.kinds import run as run_tables
-from ..tables.model import Block, Paragraph, Table
+from ..tables.model import Block, Items, Paragraph, Table
 from . import grids, tables
 from . import pictures as drawing
 from . import versions as versions_page
@@ -133,10 +133,10 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                     )
                 )
             section.blocks.append(compare_render.precision_table(comparison))
-            section.blocks += [
-                Paragraph(f"float32 matmul setting (default → pinned): {line}")
-                for line in compare_render.matmul_lines(comparison)
-            ]
+            settings = compare_render.matmul_lines(comparison)
+            if settings:  # one heading, a line per setting
+                heading = "float32 matmul setting (default → pinned), as each framework reports it"
+                section.blocks.append(Items(heading, tuple(settings)))
             if can_draw:
                 section.pictures += [
                     Picture(title, png, ALT.get(name, title))

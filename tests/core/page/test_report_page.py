@@ -270,3 +270,23 @@ def test_the_schedules_name_each_framework_s_peak_method_once_under_the_table():
     for result in data["results"]:  # each framework named once, with its method
         assert f"{result['framework']}: {result['peak_method']}" in said
         assert said.count(f"{result['framework']}: ") == 1
+
+
+def test_compare_s_machine_is_its_cores_and_load_never_not_recorded():
+    compare = _load(COMPARE)
+    (machine,) = [t for s in build([compare], pictures=False).sections for t in s.tables
+                  if t.kind == "machine"]  # fmt: skip
+    said = machine.rows[0].cells[2].text
+    assert "not recorded" not in said
+    assert said.startswith(f"{compare['cores']} cores · load (1-minute average) ")
+    assert f"{compare['load']['before']:.1f} before" in said
+
+
+def test_the_matmul_settings_are_one_heading_and_a_line_each(report):
+    page = report.html
+    assert page.count("float32 matmul setting") == 1
+    start = page.index("float32 matmul setting")
+    listed = page[start : page.index("</ul>", start)]
+    ports = [r for r in _load(COMPARE)["ports"] if r["state"] == "available"]
+    settings = {json.dumps(r.get("matmul_precision"), sort_keys=True) for r in ports}
+    assert listed.count("<li>") == len(settings) > 1
