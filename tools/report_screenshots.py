@@ -1,22 +1,31 @@
 """Regenerate docs/report.png and docs/report-phone.png: the report of a real run, in Chromium.
 
     python tools/report_screenshots.py
-        runs `python -m conformance report --make run --make compare --make bench
-        --profile dev` (the bench's quick sweep), then opens the page in headless
-        Chromium at 1400 and 390 CSS pixels and saves both screenshots into docs/;
-    python tools/report_screenshots.py --reports run.json compare.json bench.json
-        the same from reports already made (the test does this with tests/data/report).
+        runs `python -m conformance report --make run --make compare --make schedules
+        --profile dev` (the schedules bench's quick sweep; a few minutes on two cores), then
+        opens the page in headless Chromium at 1400 and 390 CSS pixels and saves both
+        screenshots into docs/, with the digest of the page's code they show
+        (docs/report-screenshots.json);
+    python tools/report_screenshots.py --reports run.json compare.json ...
+        the same from reports already made (the browser tests do this with tests/data/report).
 
 Before it saves anything it checks what the issue asks of the page at both
-widths: the body never scrolls sideways, every image decodes, no console
-error, a grid row for every port; it exits 1 (saving nothing) when one fails.
-`--out DIR` writes elsewhere; `--keep DIR` keeps the page and its reports.
-Needs Chromium (`apt-get install chromium`; `$CHROMIUM` names another).
+widths: the body never scrolls sideways, no table scrolls sideways in its box,
+every image decodes, no console error, a grid row for every port; it exits 1
+(saving nothing) when one fails. `--out DIR` writes elsewhere; `--keep DIR`
+keeps the page and its reports. Needs Chromium (`apt-get install chromium`;
+`$CHROMIUM` names another).
+
+`PAGE_CODE` is the code that decides what the page looks like; the digest of it
+is written beside the screenshots, and a fast test (tests/core/page/test_screenshots.py)
+recomputes it: when the page's code changes, the screenshots are older than it, and the
+test says to run this again.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -32,17 +41,40 @@ DOCS = ROOT / "docs"
 #: (file, width, height, the element the picture starts at: None for the page's top)
 SHOTS = (
     ("report.png", chromium.DESKTOP, 1900, None),
-    ("report-phone.png", chromium.PHONE, 1500, "section[id^='run-']"),
+    ("report-phone.png", chromium.PHONE, 1500, "section#summary"),
 )
+#: Where the digest of the page's code the screenshots show is kept, beside them.
+DIGEST = "report-screenshots.json"
+#: The code that decides what the page looks like (relative to the checkout): its sections,
+#: grids, tables, pictures and HTML; not the browser client, the CSV or the Markdown.
+PAGE_CODE = (
+    "conformance/page/__init__.py",
+    "conformance/page/documents.py",
+    "conformance/page/grids.py",
+    "conformance/page/html.py",
+    "conformance/page/pictures.py",
+    "conformance/page/sections.py",
+    "conformance/page/tables.py",
+    "conformance/page/versions.py",
+    "conformance/tables/render/html.py",
+)
+MAKE = ("--make", "run", "--make", "compare", "--make", "schedules", "--profile", "dev")
+
+
+def page_digest(root: Path = ROOT) -> str:
+    """SHA-256 over `PAGE_CODE`'s files, each its path then its bytes."""
+    digest = hashlib.sha256()
+    for name in PAGE_CODE:
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def make_page(scratch: Path) -> Path:
     """Run the report command as a new user would; the page it wrote."""
     page = scratch / "report.html"
     command = [
-        sys.executable, "-m", "conformance", "report",
-        "--make", "run", "--make", "compare", "--make", "bench",
-        "--profile", "dev", "--out", str(page), "--save-reports", str(scratch / "reports"),
+        sys.executable, "-m", "conformance", "report", *MAKE,
+        "--out", str(page), "--save-reports", str(scratch / "reports"),
     ]  # fmt: skip
     print("report_screenshots: " + " ".join(command[1:]), file=sys.stderr)
     subprocess.run(command, check=True, cwd=ROOT)
@@ -59,6 +91,7 @@ def problems(page: Path, browser: chromium.Browser) -> list[str]:
         if look.scrolls_sideways:
             found.append(f"{width} px: the body scrolls sideways ({look.scroll_width} px wide)")
         found += [f"{width} px: an element wider than the page: {e}" for e in look.too_wide]
+        found += [f"{width} px: a table scrolls sideways: {e}" for e in look.scrolling]
         found += [f"{width} px: the image does not decode: {a}" for a in look.broken_images]
         found += [f"{width} px: {error}" for error in look.errors]
         found += [f"{width} px: a picture without alt text" for i in look.images if not i["alt"]]
@@ -68,16 +101,24 @@ def problems(page: Path, browser: chromium.Browser) -> list[str]:
 
 
 def screenshots(page: Path, out: Path, executable: str | None = None) -> list[Path]:
-    """Check the page, then save both screenshots into `out`; RuntimeError naming what is
-    wrong with the page."""
+    """Check the page, then save both screenshots into `out`, and the digest of the page's
+    code beside them; RuntimeError naming what is wrong with the page."""
     out.mkdir(parents=True, exist_ok=True)
     with chromium.Browser(executable) as browser:
         wrong = problems(page, browser)
         if wrong:
             raise RuntimeError("the page is not fit to show:\n  " + "\n  ".join(wrong))
-        return [
+        written = [
             browser.screenshot(out / name, width, height, top) for name, width, height, top in SHOTS
         ]
+    said = {
+        "page_code_sha256": page_digest(),
+        "page_code": list(PAGE_CODE),
+        "screenshots": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in written},
+        "made_by": "python tools/report_screenshots.py",
+    }
+    (out / DIGEST).write_text(json.dumps(said, indent=2) + "\n")
+    return [*written, out / DIGEST]
 
 
 def main(argv: list[str] | None = None) -> int:

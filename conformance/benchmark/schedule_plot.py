@@ -33,29 +33,63 @@ def family(label: str) -> str:
     return label if name == "binomial" else name
 
 
-def png(data: dict[str, Any]) -> bytes:
-    """The pictures as PNG bytes, for the report page (empty when nothing was measured)."""
-    import io
-
-    buffer = io.BytesIO()
-    return b"" if plot(data, buffer) else buffer.getvalue()
-
-
-def plot(data: dict[str, Any], path: Path | Any) -> str | None:
-    """Draw both rows into `path` (PNG). **Returns:** None, or why nothing was drawn."""
+def why_not(data: dict[str, Any]) -> str | None:
+    """Why nothing can be drawn (matplotlib missing, no schedule measured), or None."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401
     except ImportError:
         return f"matplotlib is not installed ({install_command('bench')})"
+    if not _measured(data):
+        return "no schedule was measured"
+    return None
+
+
+def png(data: dict[str, Any]) -> bytes:
+    """The pictures as PNG bytes, for the report page; `why_not(data)` must be None."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    drawn = figure(data)
+    try:
+        buffer = io.BytesIO()
+        drawn.savefig(buffer, dpi=100, format="png")
+        return buffer.getvalue()
+    finally:
+        plt.close(drawn)
+
+
+def plot(data: dict[str, Any], path: Path) -> str | None:
+    """Draw both rows into the file `path` (PNG). **Returns:** None, or why nothing was drawn."""
+    reason = why_not(data)
+    if reason is not None:
+        return reason
+    import matplotlib.pyplot as plt
+
+    drawn = figure(data)
+    try:
+        with outputs.replacing(path) as temporary:  # whole or not at all
+            drawn.savefig(temporary, dpi=100, format="png")
+    finally:
+        plt.close(drawn)
+    return None
+
+
+def _measured(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in data.get("results") or [] if r.get("peak_bytes") is not None]
+
+
+def figure(data: dict[str, Any]):
+    """Both rows as a matplotlib figure (Agg); the caller closes it."""
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    results = [r for r in data.get("results") or [] if r.get("peak_bytes") is not None]
+    results = _measured(data)
     frameworks = list(dict.fromkeys(r["framework"] for r in results))
-    if not frameworks:
-        return "no schedule was measured"
     deepest = max(r["depth"] for r in results)
-    figure, axes = plt.subplots(
+    drawn, axes = plt.subplots(
         2, len(frameworks), figsize=(5.6 * len(frameworks), 9.0), squeeze=False
     )
     frontier = (data.get("frontier") or {}).get(str(deepest), [])
@@ -64,12 +98,9 @@ def plot(data: dict[str, Any], path: Path | Any) -> str | None:
         mine = [r for r in results if r["framework"] == framework]
         _trade_off(axes[0][column], framework, deepest, mine, frontier, colour)
         _against_depth(axes[1][column], framework, mine)
-    figure.suptitle("remat schedules: peak memory against forward evaluations, and against L")
-    figure.tight_layout()
-    with outputs.replacing(path) as temporary:  # whole or not at all
-        figure.savefig(temporary, dpi=100, format="png")
-    plt.close(figure)
-    return None
+    drawn.suptitle("remat schedules: peak memory against forward evaluations, and against L")
+    drawn.tight_layout()
+    return drawn
 
 
 def _trade_off(axis, framework, depth, mine, frontier, colour) -> None:

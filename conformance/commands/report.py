@@ -1,21 +1,24 @@
-"""`python -m conformance report`: one self-contained HTML page from run, compare, bench and
-version-sweep reports.
+"""`python -m conformance report`: one self-contained HTML page from every kind of result
+the project writes (`tables.reports.KINDS`): run, compare, the benches and version sweeps.
 
 Give it the JSON reports (`run --json > run.json`, `compare --json >
 compare.json`, `bench --out DIR` writes DIR/bench.json, `bench --policies`
-DIR/bench-policies.json, `bench --scale` DIR/scale.json, `versions EXTRA --out
-sweep.json` a version sweep), or let it make them:
-`--make run`, `--make compare`, `--make bench`, `--make policies`, `--make
-scale` run those commands now, each in a child process of its own
-(`--implementation` narrows the ports, `--profile` the run), and report on what
-they wrote. `--make bench` and `--make policies` run a quick sweep by default
-(`QUICK_BENCH`: JAX and torch, small shapes, five repeats; under a minute on
-two cores), `--full-bench` the bench's own defaults (minutes); `--make scale`
-is the whole scale bench (a few minutes). The page holds the conformance grid
-and its details, the mutation score, the compare table, the policy matrix, the
-precision bits and pictures, the benches' tables and pictures, a version
-sweep's matrix, and the machine and versions; CSS and images are inline, so it
-opens from `file://` with no network. `--markdown PATH` writes the same
+DIR/bench-policies.json, `bench --schedules` DIR/bench-schedules.json, `bench
+--scale` DIR/scale.json, `versions EXTRA --out sweep.json` a version sweep), or
+let it make them: `--make` takes one choice per kind (`MAKES`: run, compare,
+bench, policies, schedules, scale, versions) and runs that command now, each in
+a child process of its own (`--implementation` narrows the ports, `--profile`
+the run), and reports on what it wrote. `--make bench`, `policies` and
+`schedules` run a quick sweep by default (`QUICK_BENCH`: JAX and torch, small
+shapes, five repeats; under a minute each on two cores), `--make versions` the
+lowest and pinned sets of `--versions-extra` (default jax) at the dev profile;
+`--full-bench` runs each command's own defaults (many minutes); `--make scale`
+is the whole scale bench (a few minutes). The page opens with one row per port
+(conforms, policies honoured, the cost of wrapping twice), then the conformance
+grid and its details, the mutation score, the compare table, the policy grid,
+the composition grid, the precision bits and pictures, the benches' tables and
+pictures, a version sweep's matrix, and the machine and versions; CSS and
+images are inline, so it opens from `file://` with no network. `--markdown PATH` writes the same
 content as Markdown (for a CI summary), its pictures beside it.
 """
 
@@ -36,7 +39,17 @@ from ..running import interrupts, profiles
 from . import arguments
 
 HELP = "one self-contained HTML page (and Markdown) from run, compare and bench reports"
-MAKEABLE = ("run", "compare", "bench", "policies", "scale")
+#: `--make CHOICE` -> the kind of report it makes (`tables.reports.KINDS`): one for each.
+MAKES = {
+    "run": "run",
+    "compare": "compare",
+    "bench": "bench",
+    "policies": "bench-policies",
+    "schedules": "bench-schedules",
+    "scale": "scale",
+    "versions": "versions",
+}
+MAKEABLE = tuple(MAKES)
 #: `--make bench` and `--make policies` unless `--full-bench`: a sweep of under a minute on
 #: two cores over the bench stacks their manifests mark quick (those not installed are
 #: skipped, with the reason).
@@ -47,7 +60,12 @@ QUICK_BENCH = (
     *(word for name in QUICK_FRAMEWORKS for word in ("--framework", name)),
     *("--batch", "64", "--features", "32", "--repeats", "5", "--max-repeats", "5"),
 )
-QUICK_DEPTHS = {"bench": ("1", "2", "4"), "policies": ("2",)}
+QUICK_DEPTHS = {"bench": ("1", "2", "4"), "policies": ("2",), "schedules": ("1", "2", "4", "8")}
+#: `--make versions` unless `--full-bench`: the lowest and the pinned versions of the extra,
+#: each set's run at the dev profile, no mutants (a few minutes: two venvs to install).
+QUICK_VERSIONS = ("--versions", "lowest", "pin", "--profile", "dev", "--no-mutants")
+#: `--make versions` sweeps this extra unless `--versions-extra` names another.
+VERSIONS_EXTRA = "jax"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,13 +98,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run this command now and report on it (repeatable): run (the suite), "
         f"compare (without first calls), bench (a quick sweep: {', '.join(QUICK_FRAMEWORKS)}, "
         "depths 1 2 4, batch 64, F 32, 5 repeats; under a minute), policies (bench "
-        "--policies, as quick, at L=2), scale (bench --scale: a few minutes)",
+        "--policies, as quick, at L=2), schedules (bench --schedules, as quick, depths 1 to "
+        "8), scale (bench --scale: a few minutes), versions (versions EXTRA --versions lowest "
+        "pin at the dev profile: installs two venvs, minutes)",
+    )
+    parser.add_argument(
+        "--versions-extra",
+        default=VERSIONS_EXTRA,
+        metavar="EXTRA",
+        help=f"with --make versions: the framework extra to sweep (default: {VERSIONS_EXTRA})",
     )
     parser.add_argument(
         "--full-bench",
         action="store_true",
-        help="with --make bench/policies: the bench's own defaults (every framework, "
-        "depths to 32, batch 1024: many minutes) instead of the quick sweep",
+        help="with --make bench/policies/schedules/versions: the command's own defaults "
+        "(every framework, the bench's depths and batch; every version set: many minutes) "
+        "instead of the quick sweep",
     )
     parser.add_argument(
         "--save-reports",
@@ -94,7 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="with --make: keep the JSON reports it made in DIR (run.json, compare.json, "
-        "bench.json, bench-policies.json, scale.json), to build the page again from them",
+        "bench.json, bench-policies.json, bench-schedules.json, scale.json, versions.json), "
+        "to build the page again from them",
     )
     parser.add_argument(
         "--implementation",
@@ -102,7 +130,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         action=arguments.PortsThenFiles,
         metavar="NAME",
-        help="with --make run/compare: only these ports (several after one flag, or "
+        help="with --make run/compare/versions: only these ports (several after one flag, or "
         "repeated); REPORT.json files may follow them",
     )
     parser.add_argument(
@@ -121,7 +149,14 @@ def validate(args: argparse.Namespace) -> None:
     reports too."""
     args.reports = [*args.reports, *(getattr(args, arguments.FILES_AFTER_PORTS, None) or [])]
     if not args.reports and not args.make:
-        raise arguments.UsageError("give REPORT.json files, or --make run/compare/bench")
+        raise arguments.UsageError(f"give REPORT.json files, or --make {'/'.join(MAKEABLE)}")
+    if "versions" in (args.make or ()):  # the sweep's plan, checked before anything runs
+        from .. import versions
+
+        try:
+            versions.make(args.versions_extra, list(QUICK_VERSIONS[1:3]), args.implementation)
+        except versions.PlanError as error:
+            raise arguments.UsageError(f"--versions-extra: {error}") from None
 
 
 def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[list[str], Path]:
@@ -133,6 +168,11 @@ def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[li
         return [*command, "--json", *profile, *ports], scratch / "run.json"
     if kind == "compare":
         return [*command, "--json", "--no-first-call", *ports], scratch / "compare.json"
+    if kind == "versions":
+        quick = [] if args.full_bench else list(QUICK_VERSIONS)
+        extra = getattr(args, "versions_extra", None) or VERSIONS_EXTRA
+        sweep = [*command, extra, *quick, *ports]
+        return [*sweep, "--out", str(scratch / "versions.json")], scratch / "versions.json"
     command[3] = "bench"
     out = scratch / kind
     quick = [] if args.full_bench else [*QUICK_BENCH, "--depths", *QUICK_DEPTHS.get(kind, ())]
@@ -140,6 +180,8 @@ def make_command(kind: str, args: argparse.Namespace, scratch: Path) -> tuple[li
         return [*command, "--scale", "--out", str(out)], out / "scale.json"
     if kind == "policies":
         return [*command, "--policies", "--out", str(out), *quick], out / "bench-policies.json"
+    if kind == "schedules":
+        return [*command, "--schedules", "--out", str(out), *quick], out / "bench-schedules.json"
     return [*command, "--out", str(out), *quick], out / "bench.json"
 
 

@@ -1,17 +1,21 @@
 """`python -m conformance report`: one self-contained HTML page (and Markdown) from JSON reports.
 
 `build(...)` is the entry point, for the CLI and for `conformance.page`:
-it reads `run --json`, `compare --json`, `bench.json`, `bench-policies.json`
-and `scale.json` reports (the command can make them first), and returns a
+it reads every kind of report the project writes (`run --json`, `compare --json`,
+`bench.json`, `bench-policies.json`, `bench-schedules.json`, `scale.json`, a version
+sweep's JSON) (the command can make them first), and returns a
 `Report` holding the HTML and the Markdown, written to files when asked.
 
 - `documents`: a report as read (`conformance.tables.reports`, the one reader) and its kind;
 - `tables`: the page's own tables (machine, plain versions rows) as model tables
-  (`conformance.tables.model`); every other table, the conformance matrix and the policy
-  matrix included, is its report kind's own (`conformance.tables.kinds`,
-  `conformance.comparison`), the same the terminal draws, each row's details in it;
+  (`conformance.tables.model`);
+- `grids`: the page's compact grids: one summary row per port, port x policy, port x
+  composition case, and the mutants collapsed; every other table, the conformance matrix
+  included, is its report kind's own (`conformance.tables.kinds`, `conformance.comparison`),
+  the same the terminal draws, each row's details in it;
 - `versions`: a sweep's sets and degradations, and the runs' version sets;
-- `pictures`: the compare, bench, policy-bench and scale pictures, PNG bytes, in each
+- `pictures`: the compare, bench, policy-bench and scale pictures (the schedules' is
+  `conformance.benchmark.schedule_plot`'s), PNG bytes, in each
   engine's colour and marker (`conformance.colours`);
 - `sections`: what the report shows, in order;
 - `html`, `markdown`: the two renderings (their tables drawn by `conformance.tables.render`).

@@ -4,7 +4,8 @@ No Python dependency: Chromium started with `--remote-debugging-pipe` reads
 DevTools commands on file descriptor 3 and writes answers and events on 4,
 each a JSON message ending in a NUL byte. `Browser` opens one page, and for
 each width asked (`look(width)`) reports what a reader would meet: whether the
-body scrolls sideways, which images failed to decode, the console errors and
+body scrolls sideways, which tables scroll sideways in their boxes, which images failed to
+decode, the console errors and
 uncaught exceptions, every grid row's id, the pictures' alt texts, the
 headings; `screenshot(path)` saves what is shown. The tests, and
 `tools/report_screenshots.py` that makes docs/report.png and
@@ -58,8 +59,20 @@ PROBE = """(() => {
                 + (element.className ? "." + String(element.className).split(" ")[0] : ""));
     }
   }
+  // A visible box whose table is wider than it (it scrolls sideways); a picture's box may
+  // pan on a phone, by design, and is left out.
+  const scrolling = [];
+  for (const box of document.querySelectorAll(".scroll")) {
+    if (!box.checkVisibility() || box.classList.contains("picture")) continue;
+    if (box.scrollWidth > box.clientWidth + 1) {
+      const table = box.querySelector("table");
+      scrolling.push((table ? "table." + table.className.split(" ")[0] : "div")
+                     + " " + box.scrollWidth + " > " + box.clientWidth + " px");
+    }
+  }
   return JSON.stringify({
     width: root.clientWidth,
+    scrolling: scrolling.slice(0, 20),
     scroll_width: Math.max(root.scrollWidth, document.body.scrollWidth),
     too_wide: wide.slice(0, 20),
     images: Array.from(document.images).map(img => ({
@@ -86,6 +99,7 @@ class Look:
     width: int
     scroll_width: int
     too_wide: list[str]
+    scrolling: list[str]
     images: list[dict[str, Any]]
     rows: list[str]
     headings: list[str]

@@ -8,7 +8,10 @@ reader (or a browser test) can find them; a row's details are a `<details>`
 element below its table, opened where the row failed. The body never scrolls
 sideways: every table sits in a box of its own that scrolls, long words wrap,
 pictures shrink to the width; on a phone a row's details stack, one line per
-field, so that a failure's message and replay command need no sideways scroll.
+field, so that a failure's message and replay command need no sideways scroll. The compact
+grids (`GRIDS`: the summary, the property, policy and composition grids) keep their columns
+on a phone, their notes hidden (the details hold them); every other table stacks its rows
+there, each field under its column's name (`table.stack`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from ..tables.model import Paragraph, Table
+from ..tables.model import Items, Paragraph, Table
 from ..tables.render import html as html_render
 from ..tables.render.html import slug
 from .sections import Section
@@ -52,17 +55,17 @@ td.message { white-space: pre-wrap; max-width: 48em; overflow-wrap: anywhere; }
       clip: rect(0 0 0 0); white-space: nowrap; }
 td.muted { background: #f6f6f6; color: #555; }
 td small { color: #444; }
-table.matrix td, table.matrix th { white-space: nowrap; }
-table.matrix td { text-align: center; }
-table.matrix td:first-child { text-align: left; position: sticky; left: 0; background: #fff;
+GRID td, GRID th { white-space: nowrap; }
+GRID td { text-align: center; }
+GRID td:first-child { text-align: left; position: sticky; left: 0; background: #fff;
       z-index: 1; }
-table.matrix td:first-child small { white-space: normal; }
-table.matrix td.bad { background: #b3261e; color: #fff; outline: 3px solid #000;
+GRID td:first-child small { white-space: normal; }
+GRID td.bad { background: #b3261e; color: #fff; outline: 3px solid #000;
                       outline-offset: -3px; }
-table.matrix td.bad small { color: #fff; }
-table.matrix tr.failed td:first-child { font-weight: 700; }
-table.matrix tr.failed td:first-child::before { content: "✗ "; color: #b3261e; }
-table.matrix a { color: inherit; text-decoration: none; display: block; }
+GRID td.bad small { color: #fff; }
+GRID tr.failed td:first-child { font-weight: 700; }
+GRID tr.failed td:first-child::before { content: "✗ "; color: #b3261e; }
+GRID a { color: inherit; text-decoration: none; display: block; }
 .bar { display: block; height: 4px; background: #d9d9d9; margin: 2px auto 0; width: 2em; }
 .bar > i { display: block; height: 100%; background: #1e7a3c; }
 p.note { margin: 0.3em 0; }
@@ -86,13 +89,23 @@ tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
 @media (max-width: 600px) {
   body { font-size: 14px; padding: 0 0.5em; margin: 0.8em auto; }
   th, td { padding: 2px 4px; }
-  table.matrix { font-size: 0.72em; }
-  table.matrix td { padding: 1px 1px; }
+  GRID { font-size: 0.72em; }
+  GRID td, GRID th { padding: 1px 2px; }
   /* The worst error/bound is the bar (and its figure is in the row's details). */
-  table.matrix td:not(:first-child) small { display: none; }
-  table.matrix td:first-child { max-width: 8.5em; white-space: normal; }
+  GRID td:not(:first-child) small { display: none; }
+  GRID td:first-child { max-width: 8.5em; white-space: normal; }
+  GRID th { white-space: normal; }
   /* The wall time is in each row's details' heading. */
   table.matrix th:last-child, table.matrix td:last-child { display: none; }
+  /* Every other table's rows stack, one field a line, its column's name before it. */
+  table.stack, table.stack tbody, table.stack tr, table.stack td, table.stack tr > th {
+    display: block; width: auto; }
+  table.stack thead { display: none; }
+  table.stack tr { border-top: 2px solid #999; margin-top: 0.4em; }
+  table.stack td { border: none; border-bottom: 1px solid #eee; white-space: normal; }
+  table.stack td[data-label]::before { content: attr(data-label) ": "; font-weight: 600;
+    color: #444; }
+  table.stack td:empty { display: none; }
   .bar { width: 1.4em; }
   h1 { font-size: 1.35em; }
   /* A row's details stack, one field a line, its heading before it: no sideways scroll. */
@@ -111,13 +124,19 @@ tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
 """
 
 
+#: The tables drawn as compact grids (a short cell per column, narrow enough for a phone);
+#: every other table stacks its rows on a phone (`table.stack`).
+GRIDS = ("matrix", "summary", "policies", "compositions")
+CSS = CSS.replace("GRID", ":is(" + ", ".join(f"table.{kind}" for kind in GRIDS) + ")")
+
+
 def heading_id(kind: str, title: str) -> str:
     return f"t-{slug(kind or 'table')}-{abs(hash(title)) % 10**8}"
 
 
 def table(found: Table, anchor: str) -> str:
     """One table, its title and caption (`conformance.tables.render.html`)."""
-    return html_render.table(found, anchor)
+    return html_render.table(found, anchor, stack=found.kind not in GRIDS)
 
 
 def paragraph(found: Paragraph) -> str:
@@ -126,6 +145,12 @@ def paragraph(found: Paragraph) -> str:
     if tone:
         return f'<p class="headline {tone}"><strong>{escape(found.text)}</strong></p>'
     return f"<p>{escape(found.text)}</p>"
+
+
+def items(found: Items) -> str:
+    """A titled list, one item a line."""
+    lines = "".join(f"<li>{escape(item.strip())}</li>" for item in found.items)
+    return f'<p class="note"><strong>{escape(found.title)}</strong></p><ul>{lines}</ul>'
 
 
 def picture(title: str, png: bytes, alt: str = "") -> str:
@@ -187,6 +212,8 @@ def page(title: str, meta: str, sections: list[Section]) -> str:
                 number += 1
             elif isinstance(block, Paragraph):
                 parts.append(paragraph(block))
+            elif isinstance(block, Items):
+                parts.append(items(block))
         if section.pictures:
             parts.append(f'<h3 id="{escape(section.anchor)}-pictures">Pictures</h3>')
         parts += [picture(p.title, p.png, p.alt) for p in section.pictures]

@@ -340,18 +340,46 @@ def _two_five():
     return FuncFormatter(label)
 
 
+#: Where an exact result (infinite bits) is drawn, past float32's 24.
+EXACT_AT = 26.0
+
+
+def bit_points(compare: dict[str, Any]) -> list[float]:
+    """Every effective-bits figure the precision picture draws (an exact one at
+    `EXACT_AT`)."""
+    found = []
+    for row in measured_rows(compare):
+        for key in RESULT_MARKERS:
+            value = number(((row.get("precision") or {}).get(key) or {}).get("bits"))
+            if value is not None:
+                found.append(EXACT_AT if value == float("inf") else value)
+    return found
+
+
+def bits_window(points: list[float]) -> tuple[float, float]:
+    """The precision picture's x axis: its points with a bit of margin on each side (a
+    float32 port's sit at 20 to 24 bits; a TF32 or bfloat16 one's far lower), so that no
+    point is off it and no empty stretch of bits fills it."""
+    if not points:
+        return 5.0, EXACT_AT + 1
+    return math.floor(min(points)) - 1.0, max(math.ceil(max(points)) + 1.0, 25.0)
+
+
 def bits(compare: dict[str, Any]) -> bytes:
-    """Effective bits per port and result, with the reduced-precision bands."""
+    """Effective bits per port and result, with the reduced-precision bands its window
+    (`bits_window`) reaches."""
     rows = measured_rows(compare)
+    left, right = bits_window(bit_points(compare))
 
     def draw(figure) -> None:
         axis = figure.add_subplot()
         for label, low, high, colour in BANDS:
+            if high < left or low > right:
+                continue  # off the window: the caption names every band
             axis.axvspan(low, high, color=colour, alpha=0.15)
-            axis.text(
-                (low + high) / 2, -0.7, label, ha="center", va="bottom", fontsize=8, color=colour
-            )
-        exact_at = 26.0
+            middle = (max(low, left) + min(high, right)) / 2
+            axis.text(middle, -0.7, label, ha="center", va="bottom", fontsize=8, color=colour)
+        exact_at = EXACT_AT
         for y, row in enumerate(rows):
             for key, marker in RESULT_MARKERS.items():
                 found = (row.get("precision") or {}).get(key)
@@ -372,17 +400,19 @@ def bits(compare: dict[str, Any]) -> bytes:
             axis.plot([], [], marker, color="black", label=key)
         axis.plot([], [], "o", color="tab:red", label="fails the precision tier")
         axis.axvline(exact_at - 0.5, color="grey", linewidth=0.5)
-        axis.set_xlim(5, exact_at + 1)
-        ticks = list(range(6, 25, 2))
-        axis.set_xticks([*ticks, exact_at], [*map(str, ticks), "exact"])
+        axis.set_xlim(left, right)
+        step = 1 if right - left <= 12 else 2
+        ticks = [t for t in range(math.ceil(left), 25, step) if t <= 24]
+        exact = [exact_at] if right > exact_at else []
+        axis.set_xticks([*ticks, *exact], [*map(str, ticks), *(["exact"] if exact else [])])
         axis.set_ylim(len(rows) - 0.5, -1.2)
         axis.set_yticks(range(len(rows)), [f"{engine(r)} · {r['name']}" for r in rows], fontsize=9)
         axis.set_xlabel("effective bits of the exact (float64) result")
         axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         axis.grid(alpha=0.3, axis="x")
         axis.set_title(
-            "precision per port; bands: what bfloat16, TF32, float16 and float32 "
-            "arithmetic read (docs/PRECISION.md)",
+            "precision per port; bands, where the axis reaches them: what bfloat16, TF32, "
+            "float16 and float32 arithmetic read (docs/PRECISION.md)",
             fontsize=10,
         )
 

@@ -2,17 +2,21 @@
 pictures.
 
 `sections(documents)` reads every report given and returns what HTML and
-Markdown both show, in the order given: for a run, its headline, the
-conformance matrix (ports by properties, each row's details in it: the
+Markdown both show: first, where there are run or compare reports, "At a
+glance" (`grids.summary`: one row per port, conforms, policies honoured, the
+cost of wrapping twice); then, in the order given: for a run, its headline,
+the conformance matrix (ports by properties, each row's details in it: the
 terminal's own table, `tables.kinds.run`), what the run left out and the
-mutation score; for a compare, its table, the policy matrix (the terminal's
-`policy_table`, each port's heading saying whose expectations it was held to,
-from the run reports given), the precision bits and pictures; for a bench,
-its table, targets and plot; for `bench --policies` and `bench --scale`,
-theirs; for a versions document, the versions section (`versions_section`:
-a version sweep's matrix, its sets and degradations, or a plain list of
-rows); then the runs' version sets where they differ,
-and the machines and versions the reports name.
+mutation score in one line (`grids.mutants`: rows only for mutants not
+killed); for a compare, its table, the policy grid and the composition grid
+(`grids`: port x policy, port x case, each port's lines in its details, its
+heading saying whose expectations it was held to, from the run reports
+given), the precision bits and pictures; for a bench, its table, targets and
+plot; for `bench --policies`, `--schedules` and `--scale`, theirs; for a
+versions document, the versions section (`versions_section`: a version
+sweep's matrix, its sets and degradations, or a plain list of rows); then the
+runs' version sets where they differ, and the machines and versions the
+reports name.
 """
 
 from __future__ import annotations
@@ -26,12 +30,11 @@ import implementations
 from ..benchmark import schedule_plot, with_targets
 from ..comparison import render as compare_render
 from ..comparison import restore
-from ..comparison.policy_matrix import policy_table
 from ..tables.kinds import bench, bench_policies, bench_schedules, scale
 from ..tables.kinds import run as run_tables
-from ..tables.model import Block, Paragraph, Table
+from ..tables.model import Block, Items, Paragraph, Table
+from . import grids, tables
 from . import pictures as drawing
-from . import tables
 from . import versions as versions_page
 from .documents import Document
 
@@ -93,23 +96,28 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
         else "pictures left out on request"
     )
     runs = [d.data for d in documents if d.kind == "run"]
+    compares = [restore.from_json(d.data) for d in documents if d.kind == "compare"]
+    glance = grids.summary(runs, compares)
+    if glance is not None:
+        found.append(Section("At a glance", "summary", blocks=[glance]))
     for i, doc in enumerate(documents):
         data, suffix = doc.data, _suffix(documents, doc)
         if doc.kind == "run":
             section = Section(f"Conformance matrix{suffix}", f"run-{i}")
             section.blocks.append(run_tables.headline(data))
             section.blocks.append(run_tables.matrix(data))
-            mutants = run_tables.mutants(data)
-            if mutants is not None:
-                section.blocks.append(mutants)
+            mutants = grids.mutants(data)
+            if mutants:
+                section.blocks += mutants
             else:
                 section.blocks.append(Paragraph("No mutation run in this report (--no-mutants)."))
         elif doc.kind == "compare":
             section = Section(f"Compare{suffix}", f"compare-{i}")
             comparison = restore.from_json(data)
             section.blocks.append(compare_render.summary_table(comparison))
-            if any(row.policies for row in comparison.ports):
-                section.blocks.append(policy_table(comparison.ports, held_to(data, runs)))
+            policies = grids.policy_grid(comparison, held_to(data, runs))
+            if policies is not None:
+                section.blocks.append(policies)
             else:
                 section.blocks.append(
                     Paragraph(
@@ -117,11 +125,21 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                         "(made by an older version)."
                     )
                 )
+            compositions = grids.composition_grid(comparison)
+            if compositions is not None:
+                section.blocks.append(compositions)
+            else:
+                section.blocks.append(
+                    Paragraph(
+                        "No composition matrix: this compare report has no composition cases "
+                        "(made by an older version)."
+                    )
+                )
             section.blocks.append(compare_render.precision_table(comparison))
             settings = compare_render.matmul_lines(comparison)
-            if settings:  # said once, each setting with the ports that share it
-                heading = "float32 matmul setting (default → pinned)"
-                section.blocks.append(Paragraph(f"{heading}: {' · '.join(settings)}"))
+            if settings:  # one heading, a line per setting
+                heading = "float32 matmul setting (default → pinned), as each framework reports it"
+                section.blocks.append(Items(heading, tuple(settings)))
             if can_draw:
                 section.pictures += [
                     Picture(title, png, ALT.get(name, title))
@@ -149,12 +167,20 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                 section.blocks.append(Paragraph(why_not))
         elif doc.kind == "bench-schedules":
             section = Section(f"Bench: remat schedules{suffix}", f"bench-schedules-{i}")
-            section.blocks.append(bench_schedules.table(data))
+            table, methods = grids.said_once(
+                bench_schedules.table(data), "peak method", "framework"
+            )
+            section.blocks.append(table)
+            if methods is not None:
+                section.blocks.append(methods)
             best = bench_schedules.frontier_table(data)
             if best is not None:
                 section.blocks.append(best)
             section.blocks += [Paragraph(n) for n in bench_schedules.notes(data).items]
-            if can_draw:
+            unmeasured = schedule_plot.why_not(data) if can_draw else None
+            if unmeasured is not None:
+                section.blocks.append(Paragraph(f"picture left out: {unmeasured}"))
+            elif can_draw:
                 section.pictures.append(
                     Picture(
                         "Bench: where to recompute, against the model and Revolve's optimum",

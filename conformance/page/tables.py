@@ -116,9 +116,12 @@ def machine(documents: Sequence[Any]) -> Table:
             for k in ("os", "platform", "cpu", "cores", "cpus", "python")
             if found.get(k) is not None
         )
-        load = found.get("load_average_1min")
+        if not where and data.get("cores"):  # compare says its cores, not its machine
+            where = f"{data['cores']} cores"
+        load = found.get("load_average_1min") or data.get("load_average_1min") or data.get("load")
         if load:
-            where += " · load " + ", ".join(f"{v:.1f} {k}" for k, v in load.items())
+            said = ", ".join(f"{v:.1f} {k.replace('_', ' ')}" for k, v in load.items())
+            where += f"{' · ' if where else ''}load (1-minute average) {said}"
         versions: dict[str, str] = {}
         for port in data.get("ports") or []:
             versions.update(port.get("versions") or {})

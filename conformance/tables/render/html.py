@@ -114,9 +114,17 @@ def all_details(found: Table) -> str:
     return f'<div class="details">{shown}</div>'
 
 
-def table(found: Table, anchor: str) -> str:
-    """The table, its title (an `<h3>` with the id `anchor`) and its caption."""
-    head = "".join(f'<th scope="col">{escape(c.name)}</th>' for c in found.columns)
+def _heading(name: str) -> str:
+    """A column's heading; it may break after an underscore (`offload_dots`), no elsewhere."""
+    return escape(name).replace("_", "_<wbr>")
+
+
+def table(found: Table, anchor: str, stack: bool = False) -> str:
+    """The table, its title (an `<h3>` with the id `anchor`) and its caption. `stack`: the
+    class `stack` and each cell its column's name (`data-label`), for a narrow screen that
+    stacks the rows' fields."""
+    head = "".join(f'<th scope="col">{_heading(c.name)}</th>' for c in found.columns)
+    labels = [c.name if stack else "" for c in found.columns]
     body = []
     for row in found.rows:
         key = f' data-key="{escape(row.key)}"' if row.key else ""
@@ -128,13 +136,14 @@ def table(found: Table, anchor: str) -> str:
             continue
         ident = f' id="{escape(found.kind)}-{escape(slug(row.key))}"' if found.kind else ""
         failed = ' class="failed"' if row.failed else ""
-        cells = "".join(cell(_linked(row, i, c)) for i, c in enumerate(row.cells))
+        cells = "".join(cell(_linked(row, i, c), label=labels[i]) for i, c in enumerate(row.cells))
         body.append(f"<tr{key}{ident}{failed}>{cells}</tr>")
+    classes = " ".join(c for c in (found.kind, "stack" if stack else "") if c)
     caption = f'<p class="caption">{escape(found.caption)}</p>' if found.caption else ""
     if found.note:
         caption = f'<p class="note">{escape(found.note)}</p>{caption}'
     shown = (
-        f'<div class="scroll"><table class="{escape(found.kind)}">'
+        f'<div class="scroll"><table class="{escape(classes)}">'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
         f"\n{caption}{all_details(found)}"
     )

@@ -8,7 +8,8 @@ jax --framework torch --depths 1 2 4 --batch 128 --features 32 --repeats 5
 (run-all.json) and `compare --json --no-first-call` with its policy matrix
 (compare-all.json); `bench --policies` on a tiny shape (bench-policies.json)
 and `bench --scale` with its two-node rows (scale.json). The browser tests
-(tests/core/page/test_report.py) open the page in headless Chromium.
+(here, and tests/core/page/test_report_browser.py) open the page in headless Chromium:
+the full tier (`--full`), marked slow.
 """
 
 from __future__ import annotations
@@ -597,6 +598,12 @@ def test_every_picture_of_every_report_is_a_png_with_alt_text():
 # ---------------------------------------------------------------------------
 
 
+#: The browser tests are the full tier's: Chromium is no pip package.
+CHROMIUM = pytest.mark.slow(
+    reason="needs Debian's chromium (apt-get install chromium): opens the page in headless Chromium"
+)
+
+
 def _script():
     import importlib.util
 
@@ -639,6 +646,7 @@ def shown(executable, tmp_path_factory):
     return where, looks
 
 
+@CHROMIUM
 @pytest.mark.parametrize("width", [chromium.DESKTOP, chromium.PHONE])
 def test_the_report_in_chromium_fits_the_width_and_shows_every_row(shown, width):
     _, looks = shown
@@ -663,6 +671,7 @@ def test_the_report_in_chromium_fits_the_width_and_shows_every_row(shown, width)
     assert "h2 Compare" in look.headings
 
 
+@CHROMIUM
 def test_the_tests_save_both_screenshots(shown):
     where, _ = shown
     desktop, phone = where / "report.png", where / "report-phone.png"
@@ -671,6 +680,7 @@ def test_the_tests_save_both_screenshots(shown):
     print(f"screenshots: {desktop} {phone}")
 
 
+@CHROMIUM
 def test_the_browser_check_catches_a_wide_page_a_broken_image_and_an_error(tmp_path, executable):
     # The check itself can fail: a body wider than the phone, an image that does not
     # decode, a console error and an uncaught exception.
@@ -697,6 +707,7 @@ def test_the_browser_check_catches_a_wide_page_a_broken_image_and_an_error(tmp_p
         assert script.problems(page, browser)
 
 
+@CHROMIUM
 def test_a_closed_browser_leaves_no_folder_behind(tmp_path, executable):
     # Chromium's singleton socket folder (TMPDIR/org.chromium.Chromium.*) outlived every
     # stopped browser: four a test run, on and on.
@@ -715,6 +726,7 @@ def test_a_closed_browser_leaves_no_folder_behind(tmp_path, executable):
 _FORK_HANDLERS_RAN: list[int] = []
 
 
+@CHROMIUM
 def test_starting_the_browser_runs_no_python_between_fork_and_exec(tmp_path, executable):
     # A `preexec_fn` made Python fork: it ran every fork handler, JAX's too, which warns that
     # its threads may deadlock the child (three warnings a test run). A plain fork and exec
@@ -736,7 +748,7 @@ def test_the_quick_bench_says_it_was_a_smoke_run_and_spells_save_dots(tmp_path):
     assert not re.search(r"±\d{3,}%", page)  # "±684%!": a spread past half the median is noise
     assert "28.75 noise" in page
     assert "save-mm" not in page  # the tables, the captions and the picture's alt text
-    assert "<td>save_dots</td>" in page
+    assert re.search(r"<td[^>]*>save_dots</td>", page)
     rows = _csv(csv_files.write_bench(tmp_path / "bench.csv", _load(BENCH)))
     assert {r["mode"] for r in rows} == {"none", "full", "save_dots"}
 
@@ -767,6 +779,7 @@ PHONE_PROBE = """(() => {
 })()"""
 
 
+@CHROMIUM
 def test_at_phone_width_a_failing_row_shows_its_message_and_replay_and_no_number_splits(
     tmp_path, executable
 ):
