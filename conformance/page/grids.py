@@ -5,9 +5,7 @@ column, each row's full lines one click away (its details).
   remat policies honoured out of those it declares, and the cost of wrapping its region twice;
 - `policy_grid`: port x remat policy (compare's policy matrix, one cell a policy);
 - `composition_grid`: port x composition case (once, twice, under a trainer's region);
-- `mutants`: the mutation score in one line, rows only for the mutants not killed;
-- `said_once`: a column whose cells repeat one value per group (the schedules' peak
-  method, one per framework) taken out of the table and said once under it.
+- `mutants`: the mutation score in one line, rows only for the mutants not killed.
 
 A cell says its verdict in its text (✓ ✗ ⚠ ·), its mark only colours it; its details' lines
 are the row's cells in order, so a cell links to its line (`tables.render.html`).
@@ -273,26 +271,3 @@ def mutants(run: Mapping[str, Any]) -> list[Table | Paragraph]:
 def _only(table: Table, keys: set[str], title: str, collapsed: bool) -> Table:
     rows = tuple(r for r in table.rows if r.key in keys)
     return replace(table, title=title, rows=rows, collapsed=collapsed)
-
-
-def said_once(table: Table, column: str, by: str) -> tuple[Table, Paragraph | None]:
-    """`table` without `column`, and a line naming that column's value for each value of
-    the column `by` (`peak method` by `framework`: one line for a method each row
-    repeated); the table as it is, and None, when it has no such column."""
-    names = table.header
-    if column not in names or by not in names:
-        return table, None
-    index, group = names.index(column), names.index(by)
-    found: dict[str, list[str]] = {}
-    for row in table.rows:
-        if not row.heading:
-            said = found.setdefault(row.cells[group].text, [])
-            if row.cells[index].text not in said:
-                said.append(row.cells[index].text)
-    rows = tuple(
-        row if row.heading else replace(row, cells=row.cells[:index] + row.cells[index + 1 :])
-        for row in table.rows
-    )
-    columns = table.columns[:index] + table.columns[index + 1 :]
-    line = "; ".join(f"{key}: {' / '.join(values)}" for key, values in found.items())
-    return replace(table, columns=columns, rows=rows), Paragraph(f"{column}, per {by}: {line}")

@@ -167,12 +167,8 @@ def sections(documents: Sequence[Document], *, pictures: bool = True) -> list[Se
                 section.blocks.append(Paragraph(why_not))
         elif doc.kind == "bench-schedules":
             section = Section(f"Bench: remat schedules{suffix}", f"bench-schedules-{i}")
-            table, methods = grids.said_once(
-                bench_schedules.table(data), "peak method", "framework"
-            )
-            section.blocks.append(table)
-            if methods is not None:
-                section.blocks.append(methods)
+            # The peak's method is named once under the table, per framework (its note).
+            section.blocks.append(bench_schedules.table(data))
             best = bench_schedules.frontier_table(data)
             if best is not None:
                 section.blocks.append(best)
