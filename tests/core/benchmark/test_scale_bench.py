@@ -61,6 +61,7 @@ def two_node_rows():
     return rows
 
 
+@pytest.mark.slow(reason="10 s alone: two torchrun nodes and two JAX processes, timed")
 def test_two_node_rows_split_the_batch_over_the_nodes_with_n_and_iqr(two_node_rows):
     assert {(r.engine, r.nodes, r.ranks, r.checkpoint) for r in two_node_rows} == {
         (engine, 2, 2, checkpoint)

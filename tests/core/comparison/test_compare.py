@@ -70,6 +70,7 @@ def _compare_json(capsys, *extra: str) -> dict:
     return data
 
 
+@pytest.mark.slow(reason="13 s alone: compares every installed port, a process per framework")
 def test_compare_json_has_a_row_per_port(capsys):
     pytest.importorskip("flax")
     data = _compare_json(capsys)
@@ -85,36 +86,56 @@ def test_compare_json_has_a_row_per_port(capsys):
     measured = [row["lane"] for row in keras if row["state"] == "available"]
     assert len(set(measured)) == len(measured), measured
     for name, row in rows.items():
-        if row["state"] != "available":
-            assert row["reason"], name
-            continue
-        assert not row["error"], (name, row["error"])
-        assert row["versions"]
-        assert all(row["versions"].values())
-        assert row["output"]["worst_ratio"] <= 1.0, name
-        assert set(row["gradients"]) == {"w1", "b1", "w2", "b2", "x"}
-        assert all(g["worst_ratio"] <= 1.0 for g in row["gradients"].values()), name
-        off, on = row["residuals"]["off"], row["residuals"]["on"]
-        # Checkpointed, every port keeps only x: (4,) float32, 16 bytes.
-        assert (on["count"], on["bytes"]) == (1, 16), (name, on)
-        assert off["bytes"] > on["bytes"], name
-        assert all({"shape", "dtype", "origin"} <= set(t) for t in off["saved"])
-        assert row["warm_forward_seconds"] > 0
-        assert row["warm_vjp_seconds"] > 0
-        assert row["first_call"] == {}  # --no-first-call
-        # Bits against the exact result, for every port, the canonical one too.
-        assert set(row["precision"]) == {"output", "exercise", "w1", "b1", "w2", "b2", "x"}
-        assert all(b["ratio"] <= 1.0 for b in row["precision"].values()), name
-        assert {"default", "pinned"} <= set(row["matmul_precision"]), name
-        # Every policy the port expresses ran, agrees with the canonical under it, and saves
-        # what its instrument family is expected to (an extra row is no port: none).
-        policies = [] if name in rows_module.declared() else list(POLICY_NAMES)
-        assert [c["policy"] for c in row["policies"]] == policies, name
-        for cell in row["policies"]:
-            if cell["expressible"]:
-                assert not cell["error"], (name, cell)
-                assert cell["agrees"], (name, cell)
-                assert not cell["expected"], (name, cell)
+        _check_row(name, row, extra=name in rows_module.declared())
+
+
+def test_compare_json_of_two_ports_of_two_frameworks(capsys):
+    """The fast tier's compare: the same row checks on two cheap lanes (JAX, numpy's autograd)."""
+    pytest.importorskip("flax")
+    pytest.importorskip("autograd")
+    data = _compare_json(capsys, "--implementation", "jax_checkpoint", "hips_autograd")
+    rows = {row["name"]: row for row in data["ports"]}
+    assert {"jax_checkpoint", "hips_autograd"} <= set(rows)
+    assert rows[implementations.CANONICAL]["reference"]
+    assert rows["jax_checkpoint"]["lane"] != rows["hips_autograd"]["lane"]
+    for name, row in rows.items():
+        assert row["state"] == "available", (name, row["reason"])
+        _check_row(name, row, extra=False)
+
+
+def _check_row(name: str, row: dict, extra: bool) -> None:
+    """A compare row agrees with the canonical, keeps only x checkpointed, and ran every
+    policy its port expresses (an extra row, a framework's graph mode, is no port: none)."""
+    if row["state"] != "available":
+        assert row["reason"], name
+        return
+    assert not row["error"], (name, row["error"])
+    assert row["versions"]
+    assert all(row["versions"].values())
+    assert row["output"]["worst_ratio"] <= 1.0, name
+    assert set(row["gradients"]) == {"w1", "b1", "w2", "b2", "x"}
+    assert all(g["worst_ratio"] <= 1.0 for g in row["gradients"].values()), name
+    off, on = row["residuals"]["off"], row["residuals"]["on"]
+    # Checkpointed, every port keeps only x: (4,) float32, 16 bytes.
+    assert (on["count"], on["bytes"]) == (1, 16), (name, on)
+    assert off["bytes"] > on["bytes"], name
+    assert all({"shape", "dtype", "origin"} <= set(t) for t in off["saved"])
+    assert row["warm_forward_seconds"] > 0
+    assert row["warm_vjp_seconds"] > 0
+    assert row["first_call"] == {}  # --no-first-call
+    # Bits against the exact result, for every port, the canonical one too.
+    assert set(row["precision"]) == {"output", "exercise", "w1", "b1", "w2", "b2", "x"}
+    assert all(b["ratio"] <= 1.0 for b in row["precision"].values()), name
+    assert {"default", "pinned"} <= set(row["matmul_precision"]), name
+    # Every policy the port expresses ran, agrees with the canonical under it, and saves
+    # what its instrument family is expected to (an extra row is no port: none).
+    policies = [] if extra else list(POLICY_NAMES)
+    assert [c["policy"] for c in row["policies"]] == policies, name
+    for cell in row["policies"]:
+        if cell["expressible"]:
+            assert not cell["error"], (name, cell)
+            assert cell["agrees"], (name, cell)
+            assert not cell["expected"], (name, cell)
 
 
 def test_compare_reports_an_unavailable_port_without_crashing(monkeypatch):
