@@ -155,14 +155,16 @@ def run_python(
     )
 
 
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     """`python -m conformance *args` in a subprocess, with a wide terminal for the report."""
     env = {**(os.environ if env is None else env), "COLUMNS": "200"}
     return subprocess.run(
         [sys.executable, "-m", "conformance", *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         env=env,
     )
 

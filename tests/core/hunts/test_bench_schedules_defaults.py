@@ -23,7 +23,8 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
     out = tmp_path_factory.mktemp("schedules")
-    done = run_cli("bench", "--schedules", "--out", str(out), "--plain")
+    # Minutes on an idle machine; a loaded one (the full tier's other worker) takes longer.
+    done = run_cli("bench", "--schedules", "--out", str(out), "--plain", timeout=1800)
     written = out / "bench-schedules.json"
     return done, json.loads(written.read_text()) if written.exists() else None
 
