@@ -236,10 +236,14 @@ def _run_scale(args: argparse.Namespace) -> int:
 
     console = terminal_style.console(stderr=True)
     settings = scale.ScaleSettings()
+    engines = list(manifests.sharded())
     started = time.perf_counter()
-    rows, failed = scale.run(
-        settings, list(manifests.sharded()), lambda text: console.print(f"bench --scale: {text}")
-    )
+    # A bar on a terminal, a line every ten seconds off one: each run starts its ranks.
+    with Steps(console, "bench --scale", len(engines) * len(settings.runs())) as steps:
+        # A run is said as it starts: the one before it has ended.
+        rows, failed = scale.run(
+            settings, engines, lambda text: steps.update(1 if steps.latest else 0, text)
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     data = scale.report_data(rows, settings, failed, time.perf_counter() - started)
     outputs.write_text(args.out / "scale.json", json.dumps(data, indent=1) + "\n")
@@ -255,4 +259,16 @@ def _run_scale(args: argparse.Namespace) -> int:
         from ..tables.render.terminal import print_document
 
         print_document(terminal_style.console(), scale_tables.document(data))
+    console.print(scale_verdict(len(rows), failed, data["seconds"], args.out), highlight=False)
     return 1 if failed else 0
+
+
+def scale_verdict(measured: int, failed: dict[str, str], seconds: float, out) -> str:
+    """`bench --scale`'s last line: passed or failed, with what ran and where it wrote."""
+    said = f"{measured} rows · {seconds:.0f}s wall · wrote {out}"
+    if failed:
+        runs = ", ".join(failed)
+        return f"[red]bench --scale failed[/]: {len(failed)} runs failed ({runs}) · {said}"
+    if not measured:
+        return f"[yellow]bench --scale measured nothing[/]: no sharded port is installed · {said}"
+    return f"[green]bench --scale passed[/]: {said}"

@@ -99,3 +99,22 @@ def test_the_depth_bench_says_what_it_measured_last_with_its_load_in_words(
     assert last.startswith("bench: 0 measurements of 0 frameworks · ")
     assert "load 4.63 before, 4.90 after, of " in last
     assert "{" not in last
+
+
+def test_the_scale_bench_says_its_verdict_last_and_counts_its_runs(tmp_path, capsys, monkeypatch):
+    def fake_run(settings, engines, progress):
+        for engine in engines:
+            progress(f"{engine} on 1 rank(s)")
+        return [], {"torch_fsdp at N=2": "rank 1 died"}
+
+    monkeypatch.setattr(bench.scale, "run", fake_run)
+    monkeypatch.setattr(bench.scale, "plot", lambda rows, path: "no matplotlib here")
+    args = argparse.Namespace(
+        scale=True, policies=False, schedules=False, framework=None, out=tmp_path, json=False,
+        csv=None, depths=None, batch=None, features=None, repeats=None, max_repeats=None,
+        seed=None,
+    )  # fmt: skip
+    assert bench.run(args) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("bench --scale failed: 1 runs failed (torch_fsdp at N=2) · 0 rows · ")
+    assert last.endswith(f"wrote {tmp_path}")
