@@ -14,6 +14,7 @@ import argparse
 import implementations
 from implementations.found import find
 
+from ..running import environment
 from ..terminal import style as terminal_style
 from ..terminal.style import print_legend, state_markup
 
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     console = terminal_style.console()
+    for clash in implementations.name_clashes():
+        environment.warn(clash)
     if args.load:
         for status in implementations.status():
             # A reason is text, not markup: an install hint keeps its "[extra]".

@@ -33,7 +33,8 @@ from implementations.contract import Implementation
 from ..checking.checks import ConformanceError
 from ..checking.properties import Property
 from ..checking.strategies import describe, shape_key
-from . import example_bank, framework_caches, scratch
+from . import example_bank, framework_caches, replays, scratch
+from .sealed import is_read_only_error, sealed
 
 #: Shrinking one failure stops after this many seconds (`REMAT_SHRINK_SECONDS` sets it): a
 #: port whose every example compiles anew shrank for over 15 minutes (Hypothesis's own bound
@@ -193,20 +194,23 @@ def _run_property(
     except (InvalidArgument, FailedHealthCheck):
         raise  # a bug in the suite's own strategies, not in the port
     except DidNotReproduce as error:  # the replayed example passes now (or is of another test)
+        if "shape of the test data has changed" in str(error).lower():  # not this test's blob
+            message = replays.cannot_replay(reproduce, port.name, prop.key, error)
+            raise scratch.RunFault(message) from None
         message = f"{DID_NOT_REPRODUCE}: the replayed example does not fail now ({error})"
         return run.finish("pass", None, message), None
     except _NoCanonical:
         return run.finish("skip", None, "the canonical port is not available"), None
     except _ProcessLost as lost:  # the port's own process crashed or hung: said as such
         error = lost.error
+        raise_if_the_run_s(error)
         status = error.suite_status
         message = f"[{port.name}] {status}: {type(error).__name__}: {error}"
         return run.finish(status, error, message), error
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared
         return run.finish("fail", error.__cause__, str(error)), error
     except Exception as error:  # a ConformanceError, or the port raised: a failure
-        if scratch.disk_full(error):  # Hypothesis's own report met the full disk too
-            raise scratch.DiskFull(error) from error
+        raise_if_the_run_s(error)  # Hypothesis's own report met the full disk too
         if isinstance(error, ConformanceError):
             failure = run.finish("fail", error, f"{error}")
         else:
@@ -274,6 +278,16 @@ class _ProcessLost(BaseException):
         self.error = error
 
 
+def raise_if_the_run_s(error: BaseException) -> None:
+    """A failure that is the machine's, not the port's, raised as the run's: a full disk
+    (`scratch.DiskFull`), or a working or temporary directory gone (`scratch.RunFault`)."""
+    if scratch.disk_full(error):
+        raise scratch.DiskFull(error) from error
+    fault = scratch.environment_fault()
+    if fault:
+        raise scratch.RunFault(fault) from error
+
+
 class CanonicalFailed(Exception):
     """Making the canonical side of an example raised: the reference, not the port, failed."""
 
@@ -283,8 +297,7 @@ def prepare(prop: Property, canonical: Implementation | None, case: Any) -> Any:
     try:
         return prop.prepare(canonical, case)
     except Exception as error:
-        if scratch.disk_full(error):  # the machine's, not the canonical port's
-            raise scratch.DiskFull(error) from error
+        raise_if_the_run_s(error)  # the machine's, not the canonical port's
         who = f"the canonical port {canonical.name!r}" if canonical is not None else "the suite"
         raise CanonicalFailed(
             f"{who} raised {type(error).__name__} while making the reference for "
@@ -307,12 +320,19 @@ class _Run:
             self.on_example(describe(case))
         start = time.perf_counter()
         try:
-            ratio = self.prop.check(self.port, reference, case)
+            # Its own copy, sealed: no write of the port's reaches what another port (or
+            # this check, after the call) reads.
+            ratio = self.prop.check(self.port, reference, sealed(case))
         except Exception as error:
             if getattr(error, "suite_status", None) in ("crashed", "timeout"):
                 raise _ProcessLost(error) from error
-            if scratch.disk_full(error):  # a print or a cache write met a full disk
-                raise scratch.DiskFull(error) from error
+            raise_if_the_run_s(error)  # a print or a cache write met a full disk
+            if is_read_only_error(error):  # the port's own: said as what it is
+                raise ConformanceError(
+                    f"[{self.port.name}] wrote to an array it was handed read-only (params, x "
+                    f"or cotangent: the contract hands them read-only): "
+                    f"{type(error).__name__}: {error}"
+                ) from error
             raise
         self.tally.add(case, ratio, time.perf_counter() - start)
 
@@ -350,7 +370,7 @@ class _Run:
             overrides["max_examples"] = max_examples
         test = given(self.prop.strategy(scope))(example_bank.example)
         if reproduce and reproduce != _NOT_BANKED:
-            test = reproduce_failure(*reproduce.split(":", 1))(test)
+            test = reproduce_failure(*replays.parse(reproduce).hypothesis)(test)
         bound, failed_at = shrink_seconds(), []
 
         def noting(case: Any) -> None:
@@ -389,7 +409,7 @@ class _Run:
             examples=self.tally.examples,
             worst_ratio=self.tally.worst_ratio,
             message=f"{message}\n{notes}" if notes else message,  # the notes whole
-            reproduce=f"{blob.group(1)}:{blob.group(2)}" if blob else "",
+            reproduce=replays.make(self.port.name, self.prop.key, *blob.groups()) if blob else "",
             seconds=time.perf_counter() - self.started,
             first_use_seconds=self.tally.first_use_seconds,
         )

@@ -166,6 +166,8 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
     """Run the suite as configured; never raises for a failing, crashing or hanging port."""
     started = time.perf_counter()
     notify = progress or (lambda task, kind, value: None)
+    for clash in implementations.name_clashes():
+        environment.warn(clash)
     with scratch.run_directory() as directory:
         runs = plan(config, directory)
         supervisor = Supervisor(config, runs, notify)
@@ -226,5 +228,7 @@ def _run_in_process(supervisor: Supervisor) -> None:
                     except scratch.DiskFull as full:  # the run's error, as a worker says it
                         message = scratch.full_disk_message(run.output, full.error)
                         raise scratch.RunError(message) from full.error
+                    except scratch.RunFault as fault:
+                        raise scratch.RunError(str(fault)) from None
                 emit(("idle",))
             supervisor._finish(run)

@@ -178,7 +178,10 @@ class Supervisor:
     # -- deaths and hangs ----------------------------------------------------------------
 
     def lost(self, run: PortRun, status: str, how: str) -> None:
-        """The worker died (`status` "crashed") or was stopped ("timeout"): say where."""
+        """The worker died (`status` "crashed") or was stopped ("timeout"): say where. A
+        working or temporary directory gone meanwhile is the run's error, not the port's."""
+        if fault := scratch.environment_fault():
+            raise scratch.RunError(fault)
         # faulthandler: ~25 lines for the crashing thread, 3 for the parent watcher
         last_lines = tail(run.output, lines=45)
         printed = f"\nlast lines it printed:\n{_indent(last_lines)}" if last_lines else ""

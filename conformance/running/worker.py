@@ -166,6 +166,8 @@ class Session:
             with interrupts.deferred(), collector.paused(freeze=True):
                 port = implementations.load(port_name)
         except PortUnavailable as error:
+            if fault := scratch.environment_fault():  # the import met the machine's fault
+                raise scratch.RunFault(fault) from error
             return PortInfo("unavailable" if error.missing else "broken", error.reason)
         port.pin_matmul_precision()
         self.port = port
@@ -272,20 +274,23 @@ def serve(settings: Settings) -> None:
             # Read before the port loads, once it has (what its import changed of what was
             # there), and after its work (what it changed since).
             before = process_state.capture()
-            session = sessions.get(port_name)
-            if session is None:
-                session = Session(port_name, settings, connection.send, shared)
-                sessions[port_name] = session
-            else:
-                connection.send(("loaded", session.info))
-            loaded = process_state.capture()
-            framework_caches.TURNED_OFF.clear()
-            if session.port is not None or port_name is None:
-                try:
+            try:
+                session = sessions.get(port_name)
+                if session is None:
+                    session = Session(port_name, settings, connection.send, shared)
+                    sessions[port_name] = session
+                else:
+                    connection.send(("loaded", session.info))
+                loaded = process_state.capture()
+                framework_caches.TURNED_OFF.clear()
+                if session.port is not None or port_name is None:
                     session.run(properties, mutants, canonical_failure)
-                except scratch.DiskFull as full:  # the run's error: the parent ends the run
-                    connection.send(("fatal", scratch.full_disk_message(output, full.error)))
-                    return
+            except scratch.DiskFull as full:  # the run's error: the parent ends the run
+                connection.send(("fatal", scratch.full_disk_message(output, full.error)))
+                return
+            except scratch.RunFault as fault:  # likewise: a directory gone, a foreign replay
+                connection.send(("fatal", str(fault)))
+                return
             after = process_state.capture()
             # A cache the suite turned off meanwhile (a failure in it) is the suite's change:
             # only the stretches of the port's work around it count.
