@@ -132,10 +132,23 @@ def load(name: str) -> Implementation:
             "(module:attr), as pip would",
             missing=False,
         )
+    if name not in BUILTIN:  # its code runs from the first line of its import, even if it fails
+        OUTSIDE_LOADED[name] = target.partition(":")[0].split(".")[0]
     # The collector off while the port's framework loads: a third less CPU for TensorFlow's
     # import (`collector`'s docstring has the figures).
     with collector.paused():
         return _import_and_build(name, target)
+
+
+#: The Python ports from other packages this process has imported (or tried to), by name:
+#: the top-level package of each. Code the suite does not ship has run here: the canonical
+#: side of an example is then made in a process of its own (`conformance.running.clean`).
+OUTSIDE_LOADED: dict[str, str] = {}
+
+
+def outside_code(but: str = "") -> dict[str, str]:
+    """`OUTSIDE_LOADED` without the port `but` (the canonical port, which may be outside)."""
+    return {name: top for name, top in OUTSIDE_LOADED.items() if name != but}
 
 
 def _import_and_build(name: str, target: str) -> Implementation:

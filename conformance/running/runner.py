@@ -155,7 +155,10 @@ def run_property(
         canonical_identity=canonical_identity, shrink=shrink, database=database,
         reproduce=reproduce,
     )  # fmt: skip
-    outcome, error = _run_property(prop, port, canonical, **arguments)
+    try:
+        outcome, error = _run_property(prop, port, canonical, **arguments)
+    except _StaleReference:  # dropped: made again, once (a second one is made here, now)
+        outcome, error = _run_property(prop, port, canonical, **arguments)
     blamed = framework_caches.blamed(error) if error is not None else None
     if blamed is None:
         return outcome
@@ -264,6 +267,11 @@ def _shrinking_for(seconds: float):
 _NOT_BANKED = "\0draw"
 
 
+class _StaleReference(BaseException):
+    """A kept reference disagreed with one made now (`_Run._recheck`): run the property again.
+    A BaseException: no verdict, and nothing for Hypothesis to shrink."""
+
+
 class _NoCanonical(Exception):
     """The property needs the canonical port, and it cannot load."""
 
@@ -295,7 +303,9 @@ class CanonicalFailed(Exception):
 def prepare(prop: Property, canonical: Implementation | None, case: Any) -> Any:
     """`prop.prepare(canonical, case)`, with its failures said to be the canonical port's."""
     try:
-        return prop.prepare(canonical, case)
+        # Made in the canonical's clean process where this one ran outside code (`clean`).
+        remote = getattr(canonical, "remote_prepare", None)
+        return remote(prop.key, case) if remote is not None else prop.prepare(canonical, case)
     except Exception as error:
         raise_if_the_run_s(error)  # the machine's, not the canonical port's
         who = f"the canonical port {canonical.name!r}" if canonical is not None else "the suite"
@@ -350,7 +360,25 @@ class _Run:
                 identity=self.canonical_identity,
             )
         for case, reference in zip(cases, references, strict=True):
-            self.one(case, reference)
+            try:
+                self.one(case, reference)
+            except Exception:
+                if getattr(references, "read", False):
+                    self._recheck(case, reference, references.path)
+                raise
+
+    def _recheck(self, case: Any, kept: Any, path: Path) -> None:
+        """A port failed against a kept reference: make that reference again, here and now.
+        One that disagrees is not the port's failure: the entry is dropped, with a warning,
+        and the property is run again on references made now (`_StaleReference`)."""
+        fresh = prepare(self.prop, self._canonical_or_raise(), case)
+        if not example_bank.agrees(fresh, kept):
+            why = (
+                f"disagrees with the canonical side of {describe(case)} made now (a process "
+                "that ran other code made it)"
+            )
+            example_bank.drop(path, why)
+            raise _StaleReference
 
     def from_hypothesis(self, scope, max_examples, shrink, database, reproduce) -> None:
         canonical = self._canonical_or_raise() if self.prop.needs_canonical else None

@@ -215,8 +215,17 @@ def _apply_expectations(report: PortReport, directory: Path | None) -> None:
 def _run_in_process(supervisor: Supervisor) -> None:
     """Every job here, one after another (a crash ends the run; output still captured)."""
     shared: dict = {}
+    try:
+        _run_jobs_here(supervisor, shared)
+    finally:
+        if shared.get("clean") is not None:  # the canonical's clean process (`clean`)
+            shared["clean"].close()
+
+
+def _run_jobs_here(supervisor: Supervisor, shared: dict) -> None:
     for job in supervisor.runs:
         for run in job.items:
+            shared.setdefault("clean output", run.output.with_name("clean-canonical.out"))
             run.started = time.monotonic()
             with printing_to(run.output):
                 emit = lambda message, run=run: supervisor.handle(run, message)  # noqa: E731

@@ -24,6 +24,8 @@ from .results import OUTPUT_LIMIT, PortReport
 from .runner import Outcome
 from .worker import PortInfo, Worker, tail
 
+HYGIENE = "h_hygiene"
+
 # Computing means: at least this share of one core, over the last half timeout. A process
 # asleep (a hang) uses next to none; one compiling on a shared, loaded machine far more.
 BUSY_SHARE = 0.02
@@ -351,11 +353,23 @@ class Supervisor:
         return ""
 
     def _finish(self, run: PortRun) -> None:
-        """An item is done: its wall time and what it printed go into its report."""
+        """An item is done: its wall time and what it printed go into its report; a change it
+        made to process-wide state fails its (h), the property of a call's side effects."""
         run.seconds = time.monotonic() - run.started
         if run.report is not None:
             run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
             run.report.seconds = run.seconds
+            if run.state_changed:
+                _fail_hygiene(run.report, run.state_changed)
+
+
+def _fail_hygiene(report: PortReport, change: str) -> None:
+    """Turn the port's passing (h) into a failure naming what it changed (a port whose (h)
+    did not run keeps the change as its report's warning)."""
+    for outcome in report.outcomes:
+        if outcome.property == HYGIENE and not outcome.failed:
+            said = change.removeprefix(f"{report.name} ")
+            outcome.status, outcome.message = "fail", f"[{report.name}] {said}"
 
 
 def _indent(text: str) -> str:

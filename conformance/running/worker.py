@@ -68,6 +68,7 @@ from implementations import Implementation, PortUnavailable, collector
 from ..checking import provenance
 from ..checking.properties import BY_KEY
 from . import (
+    clean,
     devices,
     environment,
     example_bank,
@@ -95,6 +96,7 @@ _ANNOUNCED = frozenset(
         "nn_checkpoint_forward",
         "to_numpy",
         "from_numpy",
+        "remote_prepare",  # the canonical side, made in the clean process (`clean`)
     }
 )
 
@@ -176,8 +178,19 @@ class Session:
         environment["evidence"] = provenance.describe(port)  # who measures, whose expectations
         return PortInfo("available", "", port.framework, port.versions(), environment)
 
-    def canonical(self) -> Implementation | None:
-        """The canonical port, loaded on first use (None when it cannot load); one per worker."""
+    def canonical(self) -> Implementation | clean.CleanCanonical | None:
+        """The canonical port, loaded on first use (None when it cannot load); one per worker.
+        Once this process has imported a port from another package, the canonical port of a
+        clean process of its own (`clean`): no outside code makes the canonical side."""
+        if implementations.outside_code(but=self.settings.canonical):
+            if "clean" not in self.shared:
+                try:
+                    self.shared["clean"] = clean.CleanCanonical(
+                        self.settings, self.shared.get("clean output")
+                    )
+                except PortUnavailable:
+                    self.shared["clean"] = None
+            return self.shared["clean"]
         if "canonical" not in self.shared:
             if self.port is not None and self.port.name == self.settings.canonical:
                 self.shared["canonical"] = self.port
@@ -203,7 +216,8 @@ class Session:
             if canonical is None:
                 return (self.settings.canonical,)
             return example_bank.canonical_identity(canonical)
-        return (self.settings.canonical, tuple(sorted(versions.items())))
+        code = example_bank.canonical_code(self.settings.canonical)
+        return (self.settings.canonical, tuple(sorted(versions.items())), code)
 
     def run(self, properties: Iterable[str], mutants: Iterable[str], canonical_failure: str):
         """Run the named properties on the port, then hunt the named mutants."""
@@ -270,6 +284,7 @@ def serve(settings: Settings) -> None:
         if request[0] == "stop":
             return
         _, port_name, properties, mutants, canonical_failure, output = request
+        shared.setdefault("clean output", Path(output).with_name(f"clean-{os.getpid()}.out"))
         with printing_to(Path(output)):
             # Read before the port loads, once it has (what its import changed of what was
             # there), and after its work (what it changed since).
