@@ -92,7 +92,8 @@ def test_a_process_that_ran_outside_code_writes_no_entry(private_cache, monkeypa
             return {"fake": "1"}
 
     made = example_bank.references(prop, cases, Reference, lambda p, c, case: 1.0)
-    assert list(made) == [1.0, 1.0] and made.read is False
+    assert list(made) == [1.0, 1.0]
+    assert made.read is False
     assert not list(private_cache.rglob("*.entry"))  # neither the cases nor the references
 
 
@@ -100,7 +101,8 @@ def test_the_canonical_s_code_is_part_of_a_reference_s_key():
     canonical = port_or_skip(implementations.CANONICAL)
     name, versions, code = example_bank.canonical_identity(canonical)
     assert (name, dict(versions)) == (canonical.name, canonical.versions())
-    assert code == example_bank.canonical_code(implementations.CANONICAL) and len(code) == 16
+    assert code == example_bank.canonical_code(implementations.CANONICAL)
+    assert len(code) == 16
 
 
 # -- what a port is handed -------------------------------------------------------------------
@@ -237,9 +239,7 @@ def _outside(monkeypatch, name: str, target: str, dist: str = "hunt-ports"):
     )
 
 
-def test_an_outside_port_without_its_own_dependency_is_broken_with_the_error(
-    tmp_path, monkeypatch
-):
+def test_an_outside_port_without_its_own_dependency_is_broken_with_the_error(tmp_path, monkeypatch):
     (tmp_path / "needs_dep_mod.py").write_text("import definitely_missing_dep_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     _outside(monkeypatch, "needs_dep_port", "needs_dep_mod:Port")
