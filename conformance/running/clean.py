@@ -24,7 +24,7 @@ from typing import Any
 import implementations
 from implementations import PortUnavailable, collector
 
-from . import environment, isolation, process_state, profiles
+from . import environment, example_bank, isolation, process_state, profiles
 
 
 class CleanCanonicalLost(RuntimeError):
@@ -65,6 +65,21 @@ class CleanCanonical:
             raise RuntimeError(value)
         return value
 
+    def remote_references(
+        self, key: str, scope: str, max_examples: int | None, identity: tuple
+    ) -> tuple[list, list]:
+        """A property's cases and their references from the example bank, as the clean process
+        reads them or makes and keeps them (it ran no outside code: what it makes is kept).
+        The references come back as `example_bank.Kept`."""
+        self.child.send(("references", key, scope, max_examples, identity))
+        status, value = self._answer(f"making the canonical side of {key}")
+        if status == "raised":
+            raise RuntimeError(value)
+        cases, references, read, path = value
+        kept = example_bank.Kept(references)
+        kept.read, kept.path = read, Path(path)
+        return cases, kept
+
     def _answer(self, doing: str) -> tuple:
         try:
             return self.child.connection.recv()
@@ -80,8 +95,10 @@ class CleanCanonical:
 
 
 def serve(settings: Any) -> None:
-    """The clean process: the canonical port alone, answering `("prepare", key, case)`."""
+    """The clean process: the canonical port alone, answering `("prepare", key, case)` and
+    `("references", key, scope, max_examples, identity)`."""
     from ..checking.properties import BY_KEY
+    from .runner import prepare
 
     connection = isolation.connection()
     environment.send_warnings_to(lambda text, key: None)  # the worker says the cache's
@@ -104,9 +121,18 @@ def serve(settings: Any) -> None:
             return
         if request[0] == "stop":
             return
-        _, key, case = request
         try:
-            answer = ("made", BY_KEY[key].prepare(canonical, case))
+            if request[0] == "references":
+                _, key, scope, count, identity = request
+                prop = BY_KEY[key]
+                cases = example_bank.cases(prop, scope, count)
+                made = example_bank.references(
+                    prop, cases, lambda: canonical, prepare, identity=lambda i=identity: i
+                )
+                answer = ("made", (cases, list(made), made.read, str(made.path)))
+            else:
+                _, key, case = request
+                answer = ("made", BY_KEY[key].prepare(canonical, case))
         except Exception as error:
             answer = ("raised", f"{type(error).__name__}: {error}")
         connection.send(answer)

@@ -28,6 +28,7 @@ from hypothesis import Phase, given, reproduce_failure, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import DidNotReproduce, FailedHealthCheck, InvalidArgument
 
+import implementations
 from implementations.contract import Implementation
 
 from ..checking.checks import ConformanceError
@@ -348,9 +349,14 @@ class _Run:
 
     def from_bank(self, scope: str, max_examples: int | None) -> None:
         self.banked = True
-        cases = example_bank.cases(self.prop, scope, max_examples)
-        references = [None] * len(cases)
-        if self.prop.prepare is not None:
+        remote = self._clean_bank()
+        if remote is not None:  # this process ran outside code: the clean one makes them
+            identity = (self.canonical_identity or self._identity)()
+            cases, references = remote(self.prop.key, scope, max_examples, identity)
+        else:
+            cases = example_bank.cases(self.prop, scope, max_examples)
+            references = [None] * len(cases)
+        if remote is None and self.prop.prepare is not None:
             references = example_bank.references(
                 self.prop,
                 cases,
@@ -366,6 +372,19 @@ class _Run:
                 if getattr(references, "read", False):
                     self._recheck(case, reference, references.path)
                 raise
+
+    def _clean_bank(self) -> Callable | None:
+        """The clean process's bank (`clean.CleanCanonical.remote_references`), where this
+        process ran a port from another package and the property needs the canonical side."""
+        if not (self.prop.needs_canonical and self.prop.prepare is not None):
+            return None
+        identity = (self.canonical_identity or self._identity)()
+        if not implementations.outside_code(but=identity[0]):
+            return None
+        return getattr(self._canonical_or_raise(), "remote_references", None)
+
+    def _identity(self) -> tuple:
+        return example_bank.canonical_identity(self._canonical_or_raise())
 
     def _recheck(self, case: Any, kept: Any, path: Path) -> None:
         """A port failed against a kept reference: make that reference again, here and now.

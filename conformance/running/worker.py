@@ -97,6 +97,7 @@ _ANNOUNCED = frozenset(
         "to_numpy",
         "from_numpy",
         "remote_prepare",  # the canonical side, made in the clean process (`clean`)
+        "remote_references",
     }
 )
 
