@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 import implementations
 
 from ..checking.properties import BY_ID, BY_KEY
+from ..running import replays
 from ..running.profiles import DEFAULT, ENV_VAR, PROFILES
 
 #: The largest seed the contract takes (`docs/PORTING.md`: seeds in [0, 2**63 - 1]).
@@ -238,8 +239,6 @@ def replay_blob(text: str) -> str:
     import hypothesis
     from hypothesis.core import decode_failure
     from hypothesis.errors import InvalidArgument
-
-    from ..running import replays
 
     try:
         version, blob = replays.parse(text).hypothesis

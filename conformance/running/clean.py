@@ -24,7 +24,9 @@ from typing import Any
 import implementations
 from implementations import PortUnavailable, collector
 
+from ..checking.properties import BY_KEY
 from . import environment, example_bank, isolation, process_state, profiles
+from .runner import prepare
 
 
 class CleanCanonicalLost(RuntimeError):
@@ -97,9 +99,6 @@ class CleanCanonical:
 def serve(settings: Any) -> None:
     """The clean process: the canonical port alone, answering `("prepare", key, case)` and
     `("references", key, scope, max_examples, identity)`."""
-    from ..checking.properties import BY_KEY
-    from .runner import prepare
-
     connection = isolation.connection()
     environment.send_warnings_to(lambda text, key: None)  # the worker says the cache's
     if settings.threads is not None:
