@@ -262,3 +262,50 @@ def test_an_entry_point_claiming_a_built_in_name_is_said_in_list(monkeypatch, ca
         "the entry point 'pytorch' of hunt-ports (huntports.claim:Claim) claims the built-in "
         "port's name: ignored, the built-in pytorch is the one checked"
     ) in err
+
+
+# -- the canonical's worker --------------------------------------------------------------------
+
+
+def test_the_built_in_ports_beside_the_canonical_leave_its_results_as_a_clean_process_makes_them(
+    private_cache,
+):
+    """The canonical side of a built-in-only worker is made beside its framework's built-in
+    ports: loaded here, they leave it bit for bit what the clean process (which imports no
+    port but the canonical) makes."""
+    from conformance.running.clean import CleanCanonical
+    from conformance.running.worker import Settings
+    from implementations import manifests
+
+    canonical = port_or_skip(implementations.CANONICAL)
+    (jax_stack,) = [m for m in manifests.manifests() if m.stack == "jax"]
+    beside = []
+    for entry in jax_stack.ports:
+        if entry.profile != manifests.SCALE:
+            try:
+                beside.append(implementations.load(entry.name))
+            except implementations.PortUnavailable:
+                continue
+    assert len(beside) > 1, "no built-in port to load beside the canonical"
+    clean = CleanCanonical(Settings(profile="dev"))
+    try:
+        for key in ("b", "c"):
+            prop = BY_ID[key]
+            for case in example_bank.cases(prop, "small", 3):
+                here = prop.prepare(canonical, case)
+                there = clean.remote_prepare(prop.key, case)
+                assert example_bank.agrees(here, there)
+                for name in ("output", "grads"):
+                    pairs = zip(_arrays(here.get(name)), _arrays(there.get(name)), strict=True)
+                    for a, b in pairs:
+                        assert np.array_equal(a, b), (key, name)  # bit for bit
+    finally:
+        clean.close()
+
+
+def _arrays(value) -> list:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [np.asarray(v) for v in value.values()]
+    return [np.asarray(value)]
