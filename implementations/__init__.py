@@ -194,7 +194,8 @@ def _missing_module(name: str, error: ModuleNotFoundError) -> PortUnavailable:
     advice, the shadow named), and a port from another package that lacks its own
     dependency (its package's install is incomplete: a run that names it fails)."""
     top = error.name.split(".")[0]
-    shadow = _shadowing(top)
+    # A submodule missing from a top-level package that imported: maybe not the installed one.
+    shadow = _shadowing(top) if error.name != top else None
     if shadow is not None:
         reason = (
             f"needs {error.name!r}: {type(error).__name__}: {error}; {top} is installed, but "

@@ -85,6 +85,8 @@ def cannot_replay(text: str, port: str, prop: str, why: BaseException) -> str:
     """The run's error for a blob Hypothesis cannot replay on `port`'s `prop`."""
     replay = parse(text)
     whose = f": it was made for {replay.test}" if replay.test else ""
+    if replay.test == f"{port}'s {prop}":  # its own test, as another suite version drew it
+        whose = ": it names this test, as another version of the suite's strategies drew it"
     return (
         f"--reproduce: Hypothesis cannot replay this blob on {port}'s {prop} ({why}){whose}; "
         "a blob replays only the test and the version that wrote it"
