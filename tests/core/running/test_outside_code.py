@@ -243,6 +243,8 @@ def test_an_outside_port_without_its_own_dependency_is_broken_with_the_error(tmp
     (tmp_path / "needs_dep_mod.py").write_text("import definitely_missing_dep_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     _outside(monkeypatch, "needs_dep_port", "needs_dep_mod:Port")
+    # Its import marks this process as having run outside code: that stays this test's.
+    monkeypatch.setattr(implementations, "OUTSIDE_LOADED", {})
     implementations.load.cache_clear()
     with pytest.raises(implementations.PortUnavailable) as raised:
         implementations.load("needs_dep_port")
