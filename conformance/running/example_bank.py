@@ -116,15 +116,7 @@ def references(
     """
     key_of = identity or (lambda: canonical_identity(canonical()))
     identity_key = key_of() if prop.needs_canonical else ()
-    key = _digest(
-        "references",
-        prop.key,
-        _sources("properties", "tolerance", "checks", "precision"),
-        identity_key,
-        platform.machine(),
-        _pins(),
-        cache_files.fingerprint(case_list),
-    )
+    path = _references_path(prop, identity_key, case_list)
 
     def prepare() -> list[Any]:
         reference_port = canonical() if prop.needs_canonical else None
@@ -139,9 +131,29 @@ def references(
         if on_case is not None:
             on_case("its cases, being made by another worker")
 
-    path = environment.cache_root() / "references" / f"{key}.entry"
     keep = not implementations.outside_code(but=identity_key[0] if identity_key else "")
     return _kept(path, prepare, waiting, keep=keep)
+
+
+def kept_references(prop: Property, case_list: list[Any], identity: tuple) -> list[Any] | None:
+    """The references `references` keeps for these cases, if it has them (None otherwise):
+    read, never made (a process that ran outside code reads what a clean one made)."""
+    path = _references_path(prop, identity if prop.needs_canonical else (), case_list)
+    found = _read(path, path.stem)
+    return None if found is None else _noted(found[0], path, read=True)
+
+
+def _references_path(prop: Property, identity_key: tuple, case_list: list[Any]) -> Path:
+    key = _digest(
+        "references",
+        prop.key,
+        _sources("properties", "tolerance", "checks", "precision"),
+        identity_key,
+        platform.machine(),
+        _pins(),
+        cache_files.fingerprint(case_list),
+    )
+    return environment.cache_root() / "references" / f"{key}.entry"
 
 
 class Kept(list):

@@ -352,7 +352,10 @@ class _Run:
         remote = self._clean_bank()
         if remote is not None:  # this process ran outside code: the clean one makes them
             identity = (self.canonical_identity or self._identity)()
-            cases, references = remote(self.prop.key, scope, max_examples, identity)
+            cases = example_bank.cases(self.prop, scope, max_examples)
+            references = example_bank.kept_references(self.prop, cases, identity)
+            if references is None:  # made, and kept, by the clean process, with its cases
+                cases, references = remote()(self.prop.key, scope, max_examples, identity)
         else:
             cases = example_bank.cases(self.prop, scope, max_examples)
             references = [None] * len(cases)
@@ -373,15 +376,27 @@ class _Run:
                     self._recheck(case, reference, references.path)
                 raise
 
-    def _clean_bank(self) -> Callable | None:
-        """The clean process's bank (`clean.CleanCanonical.remote_references`), where this
-        process ran a port from another package and the property needs the canonical side."""
+    def _clean_bank(self) -> Callable[[], Callable] | None:
+        """Where this process ran a port from another package and the property needs the
+        canonical side: what gives the clean process's bank
+        (`clean.CleanCanonical.remote_references`), started only if asked."""
         if not (self.prop.needs_canonical and self.prop.prepare is not None):
             return None
         identity = (self.canonical_identity or self._identity)()
         if not implementations.outside_code(but=identity[0]):
             return None
-        return getattr(self._canonical_or_raise(), "remote_references", None)
+        canonical = self._canonical_or_raise
+        return lambda: getattr(canonical(), "remote_references", None) or self._made_here
+
+    def _made_here(self, key: str, scope: str, max_examples: int | None, identity: tuple):
+        """The bank's path when the canonical port is this process's own (a caller that
+        hands one, as a test does): made here."""
+        cases = example_bank.cases(self.prop, scope, max_examples)
+        references = example_bank.references(
+            self.prop, cases, self._canonical_or_raise, prepare, self.on_prepare,
+            identity=lambda: identity,
+        )  # fmt: skip
+        return cases, references
 
     def _identity(self) -> tuple:
         return example_bank.canonical_identity(self._canonical_or_raise())
