@@ -229,15 +229,15 @@ def _run_jobs_here(supervisor: Supervisor, shared: dict) -> None:
             run.started = time.monotonic()
             with printing_to(run.output):
                 emit = lambda message, run=run: supervisor.handle(run, message)  # noqa: E731
-                session = Session(run.port, supervisor.settings, emit, shared)
-                if session.port is not None or run.port is None:
-                    canonical_failure = supervisor.canonical_failure
-                    try:
-                        session.run(list(run.properties), list(run.mutants), canonical_failure)
-                    except scratch.DiskFull as full:  # the run's error, as a worker says it
-                        message = scratch.full_disk_message(run.output, full.error)
-                        raise scratch.RunError(message) from full.error
-                    except scratch.RunFault as fault:
-                        raise scratch.RunError(str(fault)) from None
+                try:
+                    session = Session(run.port, supervisor.settings, emit, shared)
+                    if session.port is not None or run.port is None:
+                        failure = supervisor.canonical_failure
+                        session.run(list(run.properties), list(run.mutants), failure)
+                except scratch.DiskFull as full:  # the run's error, as a worker says it
+                    message = scratch.full_disk_message(run.output, full.error)
+                    raise scratch.RunError(message) from full.error
+                except scratch.RunFault as fault:  # likewise (a directory gone, a replay)
+                    raise scratch.RunError(str(fault)) from None
                 emit(("idle",))
             supervisor._finish(run)
