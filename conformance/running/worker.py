@@ -220,11 +220,20 @@ class Session:
         code = example_bank.canonical_code(self.settings.canonical)
         return (self.settings.canonical, tuple(sorted(versions.items())), code)
 
-    def run(self, properties: Iterable[str], mutants: Iterable[str], canonical_failure: str):
-        """Run the named properties on the port, then hunt the named mutants."""
+    def run(
+        self,
+        properties: Iterable[str],
+        mutants: Iterable[str],
+        canonical_failure: str,
+        between: Callable[[], None] | None = None,
+    ):
+        """Run the named properties on the port, then hunt the named mutants (`between()` is
+        called in between: what changed before it is the port's doing, after it the mutants')."""
         for key in properties:
             self.emit(("begin", "property", key))
             self.emit(("outcome", self.check(key, canonical_failure)))
+        if between is not None:
+            between()
         for name in mutants:
             self.emit(("begin", "mutant", name))
             (result,) = run_mutants(
@@ -290,6 +299,9 @@ def serve(settings: Settings) -> None:
             # Read before the port loads, once it has (what its import changed of what was
             # there), and after its work (what it changed since).
             before = process_state.capture()
+            split: dict = {}  # the state once the port's properties are done, if mutants follow
+            between = _marking(split) if port_name is not None and mutants else None
+            turned_off = framework_caches.TURNED_OFF
             try:
                 session = sessions.get(port_name)
                 if session is None:
@@ -300,7 +312,7 @@ def serve(settings: Settings) -> None:
                 loaded = process_state.capture()
                 framework_caches.TURNED_OFF.clear()
                 if session.port is not None or port_name is None:
-                    session.run(properties, mutants, canonical_failure)
+                    session.run(properties, mutants, canonical_failure, between)
             except scratch.DiskFull as full:  # the run's error: the parent ends the run
                 connection.send(("fatal", scratch.full_disk_message(output, full.error)))
                 return
@@ -308,15 +320,40 @@ def serve(settings: Settings) -> None:
                 connection.send(("fatal", str(fault)))
                 return
             after = process_state.capture()
-            # A cache the suite turned off meanwhile (a failure in it) is the suite's change:
-            # only the stretches of the port's work around it count.
-            marks = [loaded, *(s for pair in framework_caches.TURNED_OFF for s in pair), after]
-            spans = [(before, loaded), *zip(marks[0::2], marks[1::2], strict=True)]
-            changed = "; ".join(found for a, b in spans if (found := process_state.changes(a, b)))
-        if changed:  # a port's, or a mutant's: no later request may meet it
-            who = port_name or f"the mutant {', '.join(mutants)}"
-            connection.send(("state", f"{who} changed process-wide state: {changed}"))
+            if split:  # the port's work, then the mutants': each its own
+                cut = split["turned"]
+                by_port = _changed(before, loaded, turned_off[:cut], split["state"])
+                by_mutants = _changed(None, split["state"], turned_off[cut:], after)
+            else:
+                by_port, by_mutants = "", _changed(before, loaded, turned_off, after)
+                if port_name is not None:
+                    by_port, by_mutants = by_mutants, ""
+        if by_port:  # no later request may meet it; it is the port's (h) failure
+            message = f"{port_name} changed process-wide state: {by_port}"
+            connection.send(("state", message, port_name))
+        if by_mutants:  # a mutant's: no later request may meet it either
+            message = f"the mutant {', '.join(mutants)} changed process-wide state: {by_mutants}"
+            connection.send(("state", message, None))
         connection.send(("idle",))
+
+
+def _marking(split: dict) -> Callable[[], None]:
+    """What marks the state between a port's properties and the mutants hunted after them."""
+
+    def mark() -> None:
+        split.update(state=process_state.capture(), turned=len(framework_caches.TURNED_OFF))
+
+    return mark
+
+
+def _changed(before: dict | None, loaded: dict, turned: list, after: dict) -> str:
+    """What changed from `before` to `loaded` (the load) and from `loaded` to `after` (the
+    work). A cache the suite turned off meanwhile (a failure in it, `turned`: the states
+    around each) is the suite's change: only the stretches of work around it count."""
+    marks = [loaded, *(state for pair in turned for state in pair), after]
+    spans = [(before, loaded)] if before is not None else []
+    spans += zip(marks[0::2], marks[1::2], strict=True)
+    return "; ".join(found for a, b in spans if (found := process_state.changes(a, b)))
 
 
 @contextlib.contextmanager
