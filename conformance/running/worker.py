@@ -55,6 +55,7 @@ stopped with it (`Worker.kill`), or when the parent dies
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -225,16 +226,16 @@ class Session:
         properties: Iterable[str],
         mutants: Iterable[str],
         canonical_failure: str,
-        between: Callable[[], None] | None = None,
+        mark: Callable[[str], None] | None = None,
     ):
-        """Run the named properties on the port, then hunt the named mutants (`between()` is
-        called in between: what changed before it is the port's doing, after it the mutants')."""
+        """Run the named properties on the port, then hunt the named mutants (`mark(name)` is
+        called before each: what changes from there is that mutant's doing)."""
         for key in properties:
             self.emit(("begin", "property", key))
             self.emit(("outcome", self.check(key, canonical_failure)))
-        if between is not None:
-            between()
         for name in mutants:
+            if mark is not None:
+                mark(name)
             self.emit(("begin", "mutant", name))
             (result,) = run_mutants(
                 lambda: None if canonical_failure else self._announced_canonical(),
@@ -299,9 +300,11 @@ def serve(settings: Settings) -> None:
             # Read before the port loads, once it has (what its import changed of what was
             # there), and after its work (what it changed since).
             before = process_state.capture()
-            split: dict = {}  # the state once the port's properties are done, if mutants follow
-            between = _marking(split) if port_name is not None and mutants else None
-            turned_off = framework_caches.TURNED_OFF
+            marks: list[tuple[str, dict, int]] = []  # where each mutant's work starts
+
+            def mark(name: str, marks=marks) -> None:
+                marks.append((name, process_state.capture(), len(framework_caches.TURNED_OFF)))
+
             try:
                 session = sessions.get(port_name)
                 if session is None:
@@ -312,7 +315,7 @@ def serve(settings: Settings) -> None:
                 loaded = process_state.capture()
                 framework_caches.TURNED_OFF.clear()
                 if session.port is not None or port_name is None:
-                    session.run(properties, mutants, canonical_failure, between)
+                    session.run(properties, mutants, canonical_failure, mark)
             except scratch.DiskFull as full:  # the run's error: the parent ends the run
                 connection.send(("fatal", scratch.full_disk_message(output, full.error)))
                 return
@@ -320,30 +323,19 @@ def serve(settings: Settings) -> None:
                 connection.send(("fatal", str(fault)))
                 return
             after = process_state.capture()
-            if split:  # the port's work, then the mutants': each its own
-                cut = split["turned"]
-                by_port = _changed(before, loaded, turned_off[:cut], split["state"])
-                by_mutants = _changed(None, split["state"], turned_off[cut:], after)
-            else:
-                by_port, by_mutants = "", _changed(before, loaded, turned_off, after)
-                if port_name is not None:
-                    by_port, by_mutants = by_mutants, ""
-        if by_port:  # no later request may meet it; it is the port's (h) failure
-            message = f"{port_name} changed process-wide state: {by_port}"
-            connection.send(("state", message, port_name))
-        if by_mutants:  # a mutant's: no later request may meet it either
-            message = f"the mutant {', '.join(mutants)} changed process-wide state: {by_mutants}"
-            connection.send(("state", message, None))
+        # The port's load and properties, then each mutant's hunt: each change named for whom.
+        turned, ends = framework_caches.TURNED_OFF, [*marks, (None, after, None)]
+        first_end = ends[0]
+        segments = [(port_name, before, loaded, turned[: first_end[2]], first_end[1])]
+        for (name, start, count), (_, end, end_count) in itertools.pairwise(ends):
+            segments.append((name, None, start, turned[count:end_count], end))
+        for who, start, load_end, cache_pairs, end in segments:
+            changed = _changed(start, load_end, cache_pairs, end)
+            if changed and who is not None:  # no later request may meet it
+                name = who if who == port_name else f"the mutant {who}"
+                message = f"{name} changed process-wide state: {changed}"
+                connection.send(("state", message, who if who == port_name else None))
         connection.send(("idle",))
-
-
-def _marking(split: dict) -> Callable[[], None]:
-    """What marks the state between a port's properties and the mutants hunted after them."""
-
-    def mark() -> None:
-        split.update(state=process_state.capture(), turned=len(framework_caches.TURNED_OFF))
-
-    return mark
 
 
 def _changed(before: dict | None, loaded: dict, turned: list, after: dict) -> str:
