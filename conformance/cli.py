@@ -22,8 +22,8 @@ print, kept in a log otherwise: `conformance.terminal.noise`)
 A word that is not a command is refused with the closest command named.
 
 Exit codes: 0 success, 1 a check failed, 2 a usage error (one line naming
-the flag, before any work: `conformance.commands.arguments`); 130 and 143 when SIGINT
-or SIGTERM stopped it (every worker process stopped, no traceback; `run
+the flag, before any work: `conformance.commands.arguments`); 130, 143 and 129 when SIGINT,
+SIGTERM or SIGHUP stopped it (every worker process stopped, no traceback; `run
 --json` still prints its one document, marked `"interrupted": true`). Output
 into a closed pipe (`... --json | head`) ends quietly, with the exit code of
 SIGPIPE.

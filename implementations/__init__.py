@@ -40,6 +40,7 @@ __all__ = [
     "available",
     "install_command",
     "load",
+    "name_clashes",
     "registered",
     "status",
 ]
@@ -93,12 +94,27 @@ class PortStatus:
 
 
 def registered() -> dict[str, tuple[str, str]]:
-    """Every registered port: name -> (target, source). Built-ins win a name clash."""
+    """Every registered port: name -> (target, source). Built-ins win a name clash
+    (`name_clashes` says each)."""
     found = {name: (target, "built-in") for name, target in BUILTIN.items()}
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        dist = point.dist.name if point.dist is not None else "unknown distribution"
-        found.setdefault(point.name, (point.value, f"entry point of {dist}"))
+        found.setdefault(point.name, (point.value, f"entry point of {_distribution(point)}"))
     return found
+
+
+def name_clashes() -> list[str]:
+    """A warning for each entry point that claims a built-in port's name (the built-in runs:
+    a package cannot replace a port the suite ships, nor be replaced without a word)."""
+    return [
+        f"the entry point {point.name!r} of {_distribution(point)} ({point.value}) claims "
+        f"the built-in port's name: ignored, the built-in {point.name} is the one checked"
+        for point in entry_points(group=ENTRY_POINT_GROUP)
+        if point.name in BUILTIN
+    ]
+
+
+def _distribution(point) -> str:
+    return point.dist.name if point.dist is not None else "unknown distribution"
 
 
 @functools.cache
@@ -118,10 +134,23 @@ def load(name: str) -> Implementation:
             "(module:attr), as pip would",
             missing=False,
         )
+    if name not in BUILTIN:  # its code runs from the first line of its import, even if it fails
+        OUTSIDE_LOADED[name] = target.partition(":")[0].split(".")[0]
     # The collector off while the port's framework loads: a third less CPU for TensorFlow's
     # import (`collector`'s docstring has the figures).
     with collector.paused():
         return _import_and_build(name, target)
+
+
+#: The Python ports from other packages this process has imported (or tried to), by name:
+#: the top-level package of each. Code the suite does not ship has run here: the canonical
+#: side of an example is then made in a process of its own (`conformance.running.clean`).
+OUTSIDE_LOADED: dict[str, str] = {}
+
+
+def outside_code(but: str = "") -> dict[str, str]:
+    """`OUTSIDE_LOADED` without the port `but` (the canonical port, which may be outside)."""
+    return {name: top for name, top in OUTSIDE_LOADED.items() if name != but}
 
 
 def _import_and_build(name: str, target: str) -> Implementation:
@@ -136,9 +165,7 @@ def _import_and_build(name: str, target: str) -> Implementation:
     except ModuleNotFoundError as error:
         own = module_name.split(".")[0]
         if error.name and error.name.split(".")[0] != own:
-            raise PortUnavailable(
-                name, f"needs {error.name!r}, not installed{install_hint(name)}", missing=True
-            ) from None
+            raise _missing_module(name, error) from None
         raise PortUnavailable(
             name, f"cannot import {module_name}: {error}", missing=False
         ) from error
@@ -160,6 +187,58 @@ def _import_and_build(name: str, target: str) -> Implementation:
             name, f"{target} calls itself {port.name!r}, registered as {name!r}", missing=False
         )
     return port
+
+
+def _missing_module(name: str, error: ModuleNotFoundError) -> PortUnavailable:
+    """A module the port imports is missing. A built-in port's framework not installed is
+    unavailable, with what installs it. Broken, with the import error as it is: a module
+    that is installed but shadowed (a directory of that name earlier on `sys.path`: no pip
+    advice, the shadow named), and a port from another package that lacks its own
+    dependency (its package's install is incomplete: a run that names it fails)."""
+    top = error.name.split(".")[0]
+    # A submodule missing from a top-level package that imported: maybe not the installed one.
+    shadow = _shadowing(top) if error.name != top else None
+    if shadow is not None:
+        reason = (
+            f"needs {error.name!r}: {type(error).__name__}: {error}; {top} is installed, but "
+            f"{shadow} shadows it (a module named {top} earlier on the path: PYTHONPATH or "
+            "the working directory)"
+        )
+        return PortUnavailable(name, reason, missing=False)
+    if name not in BUILTIN:
+        reason = f"needs {error.name!r}: {type(error).__name__}: {error}"
+        return PortUnavailable(name, reason, missing=False)
+    return PortUnavailable(
+        name, f"needs {error.name!r}, not installed{install_hint(name)}", missing=True
+    )
+
+
+def _shadowing(top: str) -> str | None:
+    """Where the module `top` is found, when an installed distribution provides another one
+    of that name there (None: not installed, or found where it is installed)."""
+    import importlib.util
+    from importlib.metadata import distribution, packages_distributions
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(top)
+        distributions = packages_distributions().get(top) or []
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not distributions:
+        return None
+    found = spec.origin if spec.origin not in (None, "namespace") else None
+    found = found or next(iter(spec.submodule_search_locations or []), None)
+    if found is None:
+        return None
+    for dist in distributions:
+        try:
+            installed = Path(distribution(dist).locate_file(top)).resolve()
+        except PackageNotFoundError:
+            continue
+        if Path(found).resolve().is_relative_to(installed):
+            return None  # the installed one: missing for another reason
+    return found
 
 
 def install_hint(name: str) -> str:

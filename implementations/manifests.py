@@ -74,7 +74,9 @@ class MutantEntry:
     - `target`: `"module:Class"`; `family`: the port whose worker hunts it
       (whose framework it needs); `killed_by`: the property that must reject it, the
       one that looks at its bug (a kill by another property, or by a crash, would be a
-      weaker proof); `first`: property ids tried before the usual order.
+      weaker proof); `first`: property ids tried before the usual order; `outside`: it
+      stands for a port from another package, and is loaded as one (its code marks the
+      process: `implementations.OUTSIDE_LOADED`).
     """
 
     name: str
@@ -83,6 +85,7 @@ class MutantEntry:
     family: str
     killed_by: str
     first: tuple[str, ...] = ()
+    outside: bool = False
 
 
 @dataclass(frozen=True)

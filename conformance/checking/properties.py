@@ -365,7 +365,9 @@ def check_bad_input(port: Implementation, reference: None, case) -> None:
 
 
 def check_call_hygiene(port: Implementation, reference: None, case) -> None:
-    """(h) x is left unchanged, the output is float32 `(F,)`, and calls repeat exactly."""
+    """(h) x is left unchanged, the output is float32 `(F,)`, and calls repeat exactly; the
+    arrays handed to forward and vjp are never written (`check_no_writes`)."""
+    check_no_writes(port, case)
     forms = {
         "numpy": lambda: case.x.copy(),
         "native": lambda: port.from_numpy(case.x.copy()),
@@ -379,6 +381,38 @@ def check_call_hygiene(port: Implementation, reference: None, case) -> None:
         bitwise_equal(port.name, f"x after the call ({form} x)", after, case.x)
         bitwise_equal(port.name, f"a repeated call ({form} x)", second, first)
     return None
+
+
+def check_no_writes(port: Implementation, case) -> None:
+    """The params, x and cotangent handed to forward and vjp stay as handed: read-only, as
+    the contract says, and unchanged. They are handed as read-only arrays that own their
+    memory, so that a port *could* turn the write flag back on: one that does, or writes
+    (through any view), is named with the array. (Elsewhere a port is handed arrays it
+    cannot unseal at all: `conformance.running.sealed`.)"""
+    dim, features = int(case.dim), int(case.features)  # a case may hold them as 7.0
+    params = canonical_params(int(case.seed), dim, features)
+    originals = {f"params.{name}": getattr(params, name) for name in PARAM_NAMES}
+    originals["x"] = np.asarray(case.x, np.float32)
+    originals["cotangent"] = np.ones(features, np.float32)
+    handed = {}
+    for name, array in originals.items():
+        handed[name] = np.array(array, copy=True)
+        handed[name].flags.writeable = False
+    handed_params = object.__new__(Params)  # these very arrays, not Params' own copies
+    for name in PARAM_NAMES:
+        object.__setattr__(handed_params, name, handed[f"params.{name}"])
+    try:
+        port.forward(handed_params, handed["x"], checkpoint=True)
+        port.vjp(handed_params, handed["x"], handed["cotangent"], checkpoint=True)
+    except ValueError as error:
+        if "read-only" not in str(error):
+            raise
+        fail(port.name, "an array it was handed", f"written, though read-only: {error}")
+    for name, array in handed.items():
+        if array.flags.writeable:
+            fail(port.name, name, "its write flag was turned back on (it is handed read-only)")
+        if not np.array_equal(array, originals[name], equal_nan=True):
+            fail(port.name, name, "written by the call (it is handed read-only)")
 
 
 def prepare_precision(canonical: None, case) -> precision.Reference:

@@ -31,6 +31,7 @@ import implementations
 from implementations import manifests
 
 from ..checking.properties import BY_ID, BY_KEY
+from ..running import replays
 from ..running.profiles import DEFAULT, ENV_VAR, PROFILES
 
 #: The largest seed the contract takes (`docs/PORTING.md`: seeds in [0, 2**63 - 1]).
@@ -252,14 +253,16 @@ def profile_from_environment(given: str | None) -> str:
 
 
 def replay_blob(text: str) -> str:
-    """`VERSION:BLOB` from a failure's replay command, for this Hypothesis, and decodable."""
+    """`PORT:PROPERTY:VERSION:BLOB` from a failure's replay command (or the older
+    `VERSION:BLOB`), for this Hypothesis, and decodable (`conformance.running.replays`)."""
     import hypothesis
     from hypothesis.core import decode_failure
     from hypothesis.errors import InvalidArgument
 
-    version, colon, blob = text.partition(":")
-    if not (colon and version and blob):
-        raise Invalid(f"must be VERSION:BLOB, as a failure's replay command gives it, got {text!r}")
+    try:
+        version, blob = replays.parse(text).hypothesis
+    except ValueError as error:
+        raise Invalid(str(error)) from None
     if version != hypothesis.__version__:
         raise Invalid(
             f"is from Hypothesis {version}, and this is Hypothesis {hypothesis.__version__}: "

@@ -14,6 +14,7 @@ import argparse
 import implementations
 from implementations.found import find
 
+from ..running import environment
 from ..terminal import style as terminal_style
 from ..terminal.progress import Steps
 from ..terminal.style import print_legend, state_markup
@@ -42,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     console = terminal_style.console()
+    for clash in implementations.name_clashes():
+        environment.warn(clash)
     if args.load:
         names = list(implementations.registered())
         found = []

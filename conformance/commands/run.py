@@ -4,8 +4,8 @@ Exit codes: 0 when everything passes; 1 when a property fails, a port is
 broken, crashed or timed out, the canonical port crashed, or a mutant is not
 killed; 2 for usage errors; 5 when nothing was checked (every port named is not
 installed, or no property ran: as pytest's "no tests ran"; `--allow-empty` makes it 0);
-130 (SIGINT) or 143 (SIGTERM) when a signal stopped the run (the report then holds what
-finished, and never says passed). Each port runs in a worker process of its own
+130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP) when a signal stopped the run (the report then
+holds what finished, and never says passed). Each port runs in a worker process of its own
 (see `conformance.running.suite`); `--json` prints exactly one JSON document on
 stdout, whatever the ports print.
 """
@@ -25,7 +25,7 @@ from .. import merge, outputs
 from ..jsonable import dumps
 from ..mutants import MUTANTS
 from ..page import csv_files
-from ..running import interrupts, profiles
+from ..running import interrupts, profiles, replays
 from ..running.config import RunConfig, run_config
 from ..running.results import NOTHING_CHECKED_EXIT, to_json
 from ..running.suite import examples_per_property, run_suite
@@ -166,6 +166,14 @@ def validate(args: argparse.Namespace) -> None:
     """What argparse cannot check alone: `$REMAT_PROFILE` when `--profile` is not given, and
     a `--compute-timeout` below the example timeout (it would never be reached)."""
     args.profile = arguments.profile_from_environment(args.profile)
+    if args.reproduce:  # a blob says whose it is: the run must be that test, or name none
+        args.implementation, args.property = replays.ports_and_properties(
+            args.reproduce, args.implementation, args.property
+        )
+        try:
+            replays.check(args.reproduce, args.implementation, args.property)
+        except ValueError as error:
+            raise arguments.UsageError(f"--reproduce: {error}") from None
     if args.compute_timeout is not None:
         timeout = args.timeout if args.timeout is not None else profiles.TIMEOUTS[args.profile]
         if args.compute_timeout < timeout:

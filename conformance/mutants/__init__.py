@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+import implementations
 from implementations import manifests
 from implementations.contract import Implementation, StackUnavailable
 from implementations.manifests import MutantEntry
@@ -61,6 +62,8 @@ def load(name: str) -> Mutant:
     """One mutant, loaded if its framework is installed."""
     spec = MUTANTS[name]
     module_name, _, attr = spec.target.partition(":")
+    if spec.outside:  # as `implementations.load` marks a port from another package
+        implementations.OUTSIDE_LOADED[name] = module_name.split(".")[0]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:

@@ -28,8 +28,10 @@ be read or written is run without, with one warning: never a verdict.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
+import importlib.util
 import os
 import platform
 import tempfile
@@ -37,8 +39,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from hypothesis import given, settings
 
+import implementations
 from implementations import manifests
 from implementations.contract import Implementation
 
@@ -92,7 +96,8 @@ def cases(prop: Property, scope: str, max_examples: int | None) -> list[Any]:
             settings(max_examples=count, database=None)(given(prop.strategy(scope))(example))()
         return drawn
 
-    return _kept(environment.cache_root() / "examples" / f"{key}.entry", draw)
+    path = environment.cache_root() / "examples" / f"{key}.entry"
+    return list(_kept(path, draw, keep=not implementations.outside_code()))
 
 
 def references(
@@ -111,15 +116,7 @@ def references(
     """
     key_of = identity or (lambda: canonical_identity(canonical()))
     identity_key = key_of() if prop.needs_canonical else ()
-    key = _digest(
-        "references",
-        prop.key,
-        _sources("properties", "tolerance", "checks", "precision"),
-        identity_key,
-        platform.machine(),
-        _pins(),
-        cache_files.fingerprint(case_list),
-    )
+    path = _references_path(prop, identity_key, case_list)
 
     def prepare() -> list[Any]:
         reference_port = canonical() if prop.needs_canonical else None
@@ -134,18 +131,122 @@ def references(
         if on_case is not None:
             on_case("its cases, being made by another worker")
 
-    return _kept(environment.cache_root() / "references" / f"{key}.entry", prepare, waiting)
+    keep = not implementations.outside_code(but=identity_key[0] if identity_key else "")
+    return _kept(path, prepare, waiting, keep=keep)
+
+
+def kept_references(prop: Property, case_list: list[Any], identity: tuple) -> list[Any] | None:
+    """The references `references` keeps for these cases, if it has them (None otherwise):
+    read, never made (a process that ran outside code reads what a clean one made)."""
+    path = _references_path(prop, identity if prop.needs_canonical else (), case_list)
+    found = _read(path, path.stem)
+    return None if found is None else _noted(found[0], path, read=True)
+
+
+def _references_path(prop: Property, identity_key: tuple, case_list: list[Any]) -> Path:
+    key = _digest(
+        "references",
+        prop.key,
+        _sources("properties", "tolerance", "checks", "precision"),
+        identity_key,
+        platform.machine(),
+        _pins(),
+        cache_files.fingerprint(case_list),
+    )
+    return environment.cache_root() / "references" / f"{key}.entry"
+
+
+class Kept(list):
+    """An entry's values, and where they came from: `path`, and `read` (True: read from the
+    cache, made by an earlier process; False: made now)."""
+
+    path: Path
+    read: bool
+
+
+def agrees(fresh: Any, kept: Any) -> bool:
+    """Whether a reference made now agrees with the one kept: the same structure, the same
+    numbers (to a relative 1e-5 of each array's largest: the canonical's arithmetic under
+    another thread count may round otherwise; a changed function is far off)."""
+    if isinstance(fresh, np.ndarray) or isinstance(kept, np.ndarray):
+        fresh, kept = np.asarray(fresh), np.asarray(kept)
+        if fresh.shape != kept.shape or fresh.dtype != kept.dtype:
+            return False
+        if fresh.dtype.kind not in "fc":
+            return bool(np.array_equal(fresh, kept))
+        scale = float(np.max(np.abs(np.nan_to_num(kept)), initial=0.0))
+        return bool(np.allclose(fresh, kept, rtol=1e-5, atol=1e-5 * scale, equal_nan=True))
+    if dataclasses.is_dataclass(fresh) and not isinstance(fresh, type):
+        return type(fresh) is type(kept) and all(
+            agrees(getattr(fresh, f.name), getattr(kept, f.name)) for f in dataclasses.fields(fresh)
+        )
+    if isinstance(fresh, dict):
+        return (
+            isinstance(kept, dict)
+            and fresh.keys() == kept.keys()
+            and all(agrees(fresh[k], kept[k]) for k in fresh)
+        )
+    if isinstance(fresh, (list, tuple)):
+        return (
+            isinstance(kept, (list, tuple))
+            and len(fresh) == len(kept)
+            and all(agrees(a, b) for a, b in zip(fresh, kept, strict=True))
+        )
+    if isinstance(fresh, float) and isinstance(kept, float):
+        return (
+            fresh == kept
+            or (fresh != fresh and kept != kept)
+            or abs(fresh - kept) <= 1e-5 * abs(kept)
+        )
+    return bool(fresh == kept)
+
+
+def drop(path: Path, why: str) -> None:
+    """Remove a kept entry that is wrong, with one warning saying why (it is made again)."""
+    environment.warn(f"cache entry {path} {why}: dropped, made again")
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def canonical_identity(port: Implementation) -> tuple:
-    """What the canonical side of a case depends on, of the canonical port: its name, versions."""
-    return (port.name, tuple(sorted(port.versions().items())))
+    """What the canonical side of a case depends on, of the canonical port: its name, its
+    versions, and a digest of its code (`canonical_code`)."""
+    return (port.name, tuple(sorted(port.versions().items())), canonical_code(port.name))
 
 
-def _kept(path: Path, make: Callable[[], T], waiting: Callable[[], None] | None = None) -> T:
+@functools.cache
+def canonical_code(name: str) -> str:
+    """A digest of the canonical port's code, read without importing it: every Python file
+    beside its module (its stack's folder), or its module alone at the top level; for a
+    process port, its command line."""
+    target = implementations.registered().get(name, ("", ""))[0]
+    digest = hashlib.sha256(target.encode())
+    module = target.partition(":")[0]
+    parts = module.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level name: nothing is imported
+    except (ImportError, ValueError):
+        spec = None
+    files: list[Path] = []
+    if spec is not None and spec.submodule_search_locations:
+        folder = Path(next(iter(spec.submodule_search_locations))).joinpath(*parts[1:-1])
+        files = sorted(folder.glob("*.py"))
+    elif spec is not None and spec.origin:
+        files = [Path(spec.origin)]
+    for file in files:
+        with contextlib.suppress(OSError):
+            digest.update(file.name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _kept(
+    path: Path, make: Callable[[], T], waiting: Callable[[], None] | None = None, keep: bool = True
+) -> T:
     """The value kept at `path`, or `make()`'s, written there first (once, under a lock;
     `waiting()` is called every `locks.NOTE_SECONDS` while another process holds it, and a
-    holder that is gone or stopped is given up on: `locks.held`).
+    holder that is gone or stopped is given up on: `locks.held`). A list comes back as
+    `Kept`, saying whether it was read. `keep=False` writes nothing: a process that ran a
+    port from another package reads the cache, and never writes what it made.
 
     The cache is never a verdict: a file that does not verify is made again,
     and a cache that cannot be read or written is done without (one warning
@@ -154,20 +255,30 @@ def _kept(path: Path, make: Callable[[], T], waiting: Callable[[], None] | None 
     key = path.stem
     found = _read(path, key)
     if found is not None:
-        return found[0]
+        return _noted(found[0], path, read=True)
+    if not keep:
+        return _noted(make(), path, read=False)
     with contextlib.ExitStack() as stack:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             stack.enter_context(locks.held(path.with_name(f"{key}.lock"), waiting))
         except OSError as error:
             _unusable(path, "cannot be written", error)
-            return make()
+            return _noted(make(), path, read=False)
         found = _read(path, key)  # another worker may have made it meanwhile
         if found is not None:
-            return found[0]
+            return _noted(found[0], path, read=True)
         value = make()
         _write(path, key, value)
-    return value
+    return _noted(value, path, read=False)
+
+
+def _noted(value: T, path: Path, *, read: bool) -> T:
+    if not isinstance(value, list):
+        return value
+    kept = Kept(value)
+    kept.path, kept.read = path, read
+    return kept
 
 
 def _read(path: Path, key: str) -> tuple[Any] | None:

@@ -1,14 +1,14 @@
-"""SIGINT and SIGTERM as a clean stop, not a traceback.
+"""SIGINT, SIGTERM and SIGHUP as a clean stop, not a traceback.
 
-The CLI installs `handled()` around a command. The first SIGINT or SIGTERM
-raises `Interrupted` where the main thread is (the suite's supervisor
-catches it, stops its workers and reports what finished); later ones are
-ignored, so that the cleanup itself is never cut short. After
-`stop_raising()` (once the work is done and its report is being written)
-even the first one is only noted, so stdout never holds half a JSON
-document. The command then exits with
-`exit_code()`: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM),
-as a shell reports a process the signal killed.
+The CLI installs `handled()` around a command. The first SIGINT, SIGTERM or
+SIGHUP (a closed terminal, a dropped ssh session) raises `Interrupted` where
+the main thread is (the suite's supervisor catches it, stops its workers and
+reports what finished); later ones are ignored, so that the cleanup itself is
+never cut short. After `stop_raising()` (once the work is done and its report
+is being written) even the first one is only noted, so stdout never holds
+half a JSON document. The command then exits with `exit_code()`: 128 + the
+signal's number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), as a shell
+reports a process the signal killed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(BaseException):
@@ -47,7 +47,8 @@ def _on_signal(signum: int, frame) -> None:
 
 @contextlib.contextmanager
 def handled() -> Iterator[None]:
-    """SIGINT and SIGTERM raise `Interrupted` in this block (main thread only; else a no-op)."""
+    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` in this block (main thread only; else
+    a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

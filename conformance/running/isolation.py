@@ -52,14 +52,18 @@ _to_parent: Connection | None = None  # in a child: its connection (`connection(
 class Child:
     """The parent's handle on one isolated process running `target` ("module:function")."""
 
-    def __init__(self, target: str, args: tuple = (), *, output: Path, env=None):
-        self.target, self.output = target, output
+    def __init__(
+        self, target: str, args: tuple = (), *, output: Path, env=None, own_group: bool = True
+    ):
+        """`own_group=False`: the child stays in this process's group (its work counts as
+        this process's, and it is stopped with it); `kill` then ends the child alone."""
+        self.target, self.output, self.own_group = target, output, own_group
         self.connection, child_end = Pipe()
         with open(output, "ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, target, str(child_end.fileno())],
                 env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                pass_fds=(child_end.fileno(),), start_new_session=True,
+                pass_fds=(child_end.fileno(),), start_new_session=own_group,
             )  # fmt: skip
         child_end.close()
         _live.add(self)
@@ -118,7 +122,7 @@ class Child:
         while self.alive and time.monotonic() < deadline:
             time.sleep(0.02)
         # Killed before it is reaped: while unreaped, its number names no other group.
-        if self.process.returncode is None:
+        if self.process.returncode is None and self.own_group:
             with contextlib.suppress(OSError):
                 os.killpg(self.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):

@@ -15,6 +15,13 @@ stack's framework settings (its manifest's `state`, read only where the
 framework is imported already); and the identity of every public attribute of
 the frameworks' modules (the top-level modules of every manifest's ports, and
 their submodules two levels down).
+
+A port's first import can patch a framework it imports for the first time
+(`flax.linen.relu = leaky_relu` at the top of its module): nothing was there
+before to differ from. So each capture also lists the frameworks' attributes
+defined in the package of a port from another package loaded here
+(`implementations.OUTSIDE_LOADED`): one that appears is a change, and names
+the package that planted it.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+import implementations
 from implementations import manifests
 
 #: How deep below a framework's top-level module its modules are read (`torch.nn.functional`).
@@ -51,7 +59,18 @@ def capture() -> dict[str, Any]:
         "environment": worker_environment(),
         "numpy errors": np.geterr(),
         "settings": settings,
-        "functions": _functions(),
+        "functions": (functions := _functions()),
+        "planted": _planted(functions),
+    }
+
+
+def _planted(functions: dict[str, tuple[int, str]]) -> dict[str, str]:
+    """The frameworks' attributes defined in an outside port's package: name -> the port."""
+    outside = {top: name for name, top in implementations.OUTSIDE_LOADED.items()}
+    return {
+        attribute: outside[owner]
+        for attribute, (_, owner) in functions.items()
+        if owner in outside and attribute.split(".", 1)[0] != owner
     }
 
 
@@ -91,6 +110,12 @@ def changes(before: dict[str, Any], after: dict[str, Any], limit: int = 5) -> st
         and now[1] != name.split(".", 1)[0]
     ]
     found += [f"{name} was replaced" for name in sorted(swapped)]
+    planted = after.get("planted", {})
+    found += [
+        f"{name} was replaced by code of the port {planted[name]}'s package"
+        for name in sorted(planted.keys() - before.get("planted", {}).keys())
+        if name not in swapped
+    ]
     more = f" (and {len(found) - limit} more)" if len(found) > limit else ""
     return "; ".join(found[:limit]) + more
 

@@ -29,12 +29,14 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import DidNotReproduce, FailedHealthCheck, InvalidArgument
 from hypothesis.reporting import with_reporter
 
+import implementations
 from implementations.contract import Implementation
 
 from ..checking.checks import ConformanceError
 from ..checking.properties import Property
 from ..checking.strategies import describe, shape_key
-from . import example_bank, framework_caches, scratch
+from . import example_bank, framework_caches, replays, scratch
+from .sealed import is_read_only_error, sealed
 
 #: Shrinking one failure stops after this many seconds (`REMAT_SHRINK_SECONDS` sets it): a
 #: port whose every example compiles anew shrank for over 15 minutes (Hypothesis's own bound
@@ -155,7 +157,10 @@ def run_property(
         canonical_identity=canonical_identity, shrink=shrink, database=database,
         reproduce=reproduce,
     )  # fmt: skip
-    outcome, error = _run_property(prop, port, canonical, **arguments)
+    try:
+        outcome, error = _run_property(prop, port, canonical, **arguments)
+    except _StaleReference:  # dropped: made again, once (a second one is made here, now)
+        outcome, error = _run_property(prop, port, canonical, **arguments)
     blamed = framework_caches.blamed(error) if error is not None else None
     if blamed is None:
         return outcome
@@ -194,20 +199,23 @@ def _run_property(
     except (InvalidArgument, FailedHealthCheck):
         raise  # a bug in the suite's own strategies, not in the port
     except DidNotReproduce as error:  # the replayed example passes now (or is of another test)
+        if "shape of the test data has changed" in str(error).lower():  # not this test's blob
+            message = replays.cannot_replay(reproduce, port.name, prop.key, error)
+            raise scratch.RunFault(message) from None
         message = f"{DID_NOT_REPRODUCE}: the replayed example does not fail now ({error})"
         return run.finish("pass", None, message), None
     except _NoCanonical:
         return run.finish("skip", None, "the canonical port is not available"), None
     except _ProcessLost as lost:  # the port's own process crashed or hung: said as such
         error = lost.error
+        raise_if_the_run_s(error)
         status = error.suite_status
         message = f"[{port.name}] {status}: {type(error).__name__}: {error}"
         return run.finish(status, error, message), error
     except CanonicalFailed as error:  # not the port's doing, but nothing can be compared
         return run.finish("fail", error.__cause__, str(error)), error
     except Exception as error:  # a ConformanceError, or the port raised: a failure
-        if scratch.disk_full(error):  # Hypothesis's own report met the full disk too
-            raise scratch.DiskFull(error) from error
+        raise_if_the_run_s(error)  # Hypothesis's own report met the full disk too
         if isinstance(error, ConformanceError):
             failure = run.finish("fail", error, f"{error}")
         else:
@@ -263,6 +271,11 @@ def _shrinking_for(seconds: float):
 _NOT_BANKED = "\0draw"
 
 
+class _StaleReference(BaseException):
+    """A kept reference disagreed with one made now (`_Run._recheck`): run the property again.
+    A BaseException: no verdict, and nothing for Hypothesis to shrink."""
+
+
 class _NoCanonical(Exception):
     """The property needs the canonical port, and it cannot load."""
 
@@ -277,6 +290,16 @@ class _ProcessLost(BaseException):
         self.error = error
 
 
+def raise_if_the_run_s(error: BaseException) -> None:
+    """A failure that is the machine's, not the port's, raised as the run's: a full disk
+    (`scratch.DiskFull`), or a working or temporary directory gone (`scratch.RunFault`)."""
+    if scratch.disk_full(error):
+        raise scratch.DiskFull(error) from error
+    fault = scratch.environment_fault()
+    if fault:
+        raise scratch.RunFault(fault) from error
+
+
 class CanonicalFailed(Exception):
     """Making the canonical side of an example raised: the reference, not the port, failed."""
 
@@ -284,10 +307,11 @@ class CanonicalFailed(Exception):
 def prepare(prop: Property, canonical: Implementation | None, case: Any) -> Any:
     """`prop.prepare(canonical, case)`, with its failures said to be the canonical port's."""
     try:
-        return prop.prepare(canonical, case)
+        # Made in the canonical's clean process where this one ran outside code (`clean`).
+        remote = getattr(canonical, "remote_prepare", None)
+        return remote(prop.key, case) if remote is not None else prop.prepare(canonical, case)
     except Exception as error:
-        if scratch.disk_full(error):  # the machine's, not the canonical port's
-            raise scratch.DiskFull(error) from error
+        raise_if_the_run_s(error)  # the machine's, not the canonical port's
         who = f"the canonical port {canonical.name!r}" if canonical is not None else "the suite"
         raise CanonicalFailed(
             f"{who} raised {type(error).__name__} while making the reference for "
@@ -310,20 +334,35 @@ class _Run:
             self.on_example(describe(case))
         start = time.perf_counter()
         try:
-            ratio = self.prop.check(self.port, reference, case)
+            # Its own copy, sealed: no write of the port's reaches what another port (or
+            # this check, after the call) reads.
+            ratio = self.prop.check(self.port, reference, sealed(case))
         except Exception as error:
             if getattr(error, "suite_status", None) in ("crashed", "timeout"):
                 raise _ProcessLost(error) from error
-            if scratch.disk_full(error):  # a print or a cache write met a full disk
-                raise scratch.DiskFull(error) from error
+            raise_if_the_run_s(error)  # a print or a cache write met a full disk
+            if is_read_only_error(error):  # the port's own: said as what it is
+                raise ConformanceError(
+                    f"[{self.port.name}] wrote to an array it was handed read-only (params, x "
+                    f"or cotangent: the contract hands them read-only): "
+                    f"{type(error).__name__}: {error}"
+                ) from error
             raise
         self.tally.add(case, ratio, time.perf_counter() - start)
 
     def from_bank(self, scope: str, max_examples: int | None) -> None:
         self.banked = True
-        cases = example_bank.cases(self.prop, scope, max_examples)
-        references = [None] * len(cases)
-        if self.prop.prepare is not None:
+        remote = self._clean_bank()
+        if remote is not None:  # this process ran outside code: the clean one makes them
+            identity = (self.canonical_identity or self._identity)()
+            cases = example_bank.cases(self.prop, scope, max_examples)
+            references = example_bank.kept_references(self.prop, cases, identity)
+            if references is None:  # made, and kept, by the clean process, with its cases
+                cases, references = remote()(self.prop.key, scope, max_examples, identity)
+        else:
+            cases = example_bank.cases(self.prop, scope, max_examples)
+            references = [None] * len(cases)
+        if remote is None and self.prop.prepare is not None:
             references = example_bank.references(
                 self.prop,
                 cases,
@@ -333,7 +372,50 @@ class _Run:
                 identity=self.canonical_identity,
             )
         for case, reference in zip(cases, references, strict=True):
-            self.one(case, reference)
+            try:
+                self.one(case, reference)
+            except Exception:
+                if getattr(references, "read", False):
+                    self._recheck(case, reference, references.path)
+                raise
+
+    def _clean_bank(self) -> Callable[[], Callable] | None:
+        """Where this process ran a port from another package and the property needs the
+        canonical side: what gives the clean process's bank
+        (`clean.CleanCanonical.remote_references`), started only if asked."""
+        if not (self.prop.needs_canonical and self.prop.prepare is not None):
+            return None
+        identity = (self.canonical_identity or self._identity)()
+        if not implementations.outside_code(but=identity[0]):
+            return None
+        canonical = self._canonical_or_raise
+        return lambda: getattr(canonical(), "remote_references", None) or self._made_here
+
+    def _made_here(self, key: str, scope: str, max_examples: int | None, identity: tuple):
+        """The bank's path when the canonical port is this process's own (a caller that
+        hands one, as a test does): made here."""
+        cases = example_bank.cases(self.prop, scope, max_examples)
+        references = example_bank.references(
+            self.prop, cases, self._canonical_or_raise, prepare, self.on_prepare,
+            identity=lambda: identity,
+        )  # fmt: skip
+        return cases, references
+
+    def _identity(self) -> tuple:
+        return example_bank.canonical_identity(self._canonical_or_raise())
+
+    def _recheck(self, case: Any, kept: Any, path: Path) -> None:
+        """A port failed against a kept reference: make that reference again, here and now.
+        One that disagrees is not the port's failure: the entry is dropped, with a warning,
+        and the property is run again on references made now (`_StaleReference`)."""
+        fresh = prepare(self.prop, self._canonical_or_raise(), case)
+        if not example_bank.agrees(fresh, kept):
+            why = (
+                f"disagrees with the canonical side of {describe(case)} made now (a process "
+                "that ran other code made it)"
+            )
+            example_bank.drop(path, why)
+            raise _StaleReference
 
     def from_hypothesis(self, scope, max_examples, shrink, database, reproduce) -> None:
         canonical = self._canonical_or_raise() if self.prop.needs_canonical else None
@@ -353,7 +435,7 @@ class _Run:
             overrides["max_examples"] = max_examples
         test = given(self.prop.strategy(scope))(example_bank.example)
         if reproduce and reproduce != _NOT_BANKED:
-            test = reproduce_failure(*reproduce.split(":", 1))(test)
+            test = reproduce_failure(*replays.parse(reproduce).hypothesis)(test)
         bound, failed_at = shrink_seconds(), []
 
         def noting(case: Any) -> None:
@@ -404,7 +486,7 @@ class _Run:
             examples=self.tally.examples,
             worst_ratio=self.tally.worst_ratio,
             message=f"{message}\n{notes}" if notes else message,  # the notes whole
-            reproduce=f"{blob.group(1)}:{blob.group(2)}" if blob else "",
+            reproduce=replays.make(self.port.name, self.prop.key, *blob.groups()) if blob else "",
             seconds=time.perf_counter() - self.started,
             first_use_seconds=self.tally.first_use_seconds,
         )

@@ -43,6 +43,38 @@ class DiskFull(BaseException):
         self.error = error
 
 
+class RunFault(BaseException):
+    """The run cannot go on, found inside a check: its working or temporary directory is
+    gone, or `--reproduce` names another test. The worker says it to its parent, which ends
+    the run (`RunError`, exit 2); a BaseException, so that Hypothesis does not shrink it and
+    no port is failed for it."""
+
+
+def environment_fault() -> str:
+    """What of the run's surroundings is gone ("" when nothing is): read when a check fails,
+    so that a working directory deleted under the run (frameworks call `os.getcwd()`) or a
+    temporary directory removed or made read-only is the run's error, not a port's failure."""
+    try:
+        os.getcwd()
+    except OSError as error:
+        return (
+            f"the working directory was deleted under the run ({error.strerror or error}): "
+            "the run cannot go on; run it from a directory that exists"
+        )
+    temporary = Path(tempfile.gettempdir())  # the one in use (Python keeps its first choice)
+    if not temporary.is_dir():
+        return (
+            f"the temporary directory {temporary} vanished under the run: the run cannot go "
+            "on; set TMPDIR to a directory that stays"
+        )
+    if not os.access(temporary, os.W_OK | os.X_OK):
+        return (
+            f"the temporary directory {temporary} cannot be written any more: the run cannot "
+            "go on; set TMPDIR to a writable directory"
+        )
+    return ""
+
+
 def disk_full(error: BaseException | None) -> bool:
     """Whether `error` (or one it came from) is a write that found the disk full."""
     seen: set[int] = set()

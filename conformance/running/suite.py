@@ -170,6 +170,8 @@ def run_suite(config: RunConfig, progress: Progress | None = None) -> SuiteRepor
     """Run the suite as configured; never raises for a failing, crashing or hanging port."""
     started = time.perf_counter()
     notify = progress or (lambda task, kind, value: None)
+    for clash in implementations.name_clashes():
+        environment.warn(clash)
     with scratch.run_directory() as directory:
         runs = plan(config, directory)
         supervisor = Supervisor(config, runs, notify)
@@ -225,18 +227,29 @@ def _apply_expectations(report: PortReport, directory: Path | None) -> None:
 def _run_in_process(supervisor: Supervisor) -> None:
     """Every job here, one after another (a crash ends the run; output still captured)."""
     shared: dict = {}
+    try:
+        _run_jobs_here(supervisor, shared)
+    finally:
+        if shared.get("clean") is not None:  # the canonical's clean process (`clean`)
+            shared["clean"].close()
+
+
+def _run_jobs_here(supervisor: Supervisor, shared: dict) -> None:
     for job in supervisor.runs:
         for run in job.items:
+            shared.setdefault("clean output", run.output.with_name("clean-canonical.out"))
             run.started = time.monotonic()
             with printing_to(run.output):
                 emit = lambda message, run=run: supervisor.handle(run, message)  # noqa: E731
-                session = Session(run.port, supervisor.settings, emit, shared)
-                if session.port is not None or run.port is None:
-                    canonical_failure = supervisor.canonical_failure
-                    try:
-                        session.run(list(run.properties), list(run.mutants), canonical_failure)
-                    except scratch.DiskFull as full:  # the run's error, as a worker says it
-                        message = scratch.full_disk_message(run.output, full.error)
-                        raise scratch.RunError(message) from full.error
+                try:
+                    session = Session(run.port, supervisor.settings, emit, shared)
+                    if session.port is not None or run.port is None:
+                        failure = supervisor.canonical_failure
+                        session.run(list(run.properties), list(run.mutants), failure)
+                except scratch.DiskFull as full:  # the run's error, as a worker says it
+                    message = scratch.full_disk_message(run.output, full.error)
+                    raise scratch.RunError(message) from full.error
+                except scratch.RunFault as fault:  # likewise (a directory gone, a replay)
+                    raise scratch.RunError(str(fault)) from None
                 emit(("idle",))
             supervisor._finish(run)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from multiprocessing import connection
 from pathlib import Path
 
+import implementations
+
 from ..mutants import MUTANTS
 from . import environment, interrupts, isolation, scratch
 from .config import Patience, Progress, RunConfig
@@ -23,6 +25,8 @@ from .mutation import MutantResult
 from .results import OUTPUT_LIMIT, PortReport
 from .runner import Outcome
 from .worker import PortInfo, Worker, tail
+
+HYGIENE = "h_hygiene"
 
 # Computing means: at least this share of one core, over the last half timeout. A process
 # asleep (a hang) uses next to none; one compiling on a shared, loaded machine far more.
@@ -60,6 +64,7 @@ class PortRun:
     seconds: float = 0.0  # wall time, start to finish (restarts included)
     restarts_without_progress: int = 0
     state_changed: str = ""  # what it changed of the worker's process-wide state, if anything
+    state_changed_by_port: bool = False  # by the port itself (not a mutant hunted after it)
 
     @property
     def task(self) -> str:
@@ -135,6 +140,12 @@ class Supervisor:
             run.state_changed = message[1]
             if run.report is not None:
                 run.report.warnings.append(message[1])
+                # A change of a port from another package (not a mutant's hunted after it)
+                # fails its (h). A built-in port's is its stack's known need, said (the sharded
+                # JAX port sets XLA_FLAGS for its host devices, in a worker of its own).
+                run.state_changed_by_port = (
+                    message[2:] == (run.port,) and run.port not in implementations.BUILTIN
+                )
         elif kind == "fatal":  # the machine's, not the port's: the run ends, exit 2
             raise scratch.RunError(message[1])
         elif kind == "idle":
@@ -178,7 +189,10 @@ class Supervisor:
     # -- deaths and hangs ----------------------------------------------------------------
 
     def lost(self, run: PortRun, status: str, how: str) -> None:
-        """The worker died (`status` "crashed") or was stopped ("timeout"): say where."""
+        """The worker died (`status` "crashed") or was stopped ("timeout"): say where. A
+        working or temporary directory gone meanwhile is the run's error, not the port's."""
+        if fault := scratch.environment_fault():
+            raise scratch.RunError(fault)
         # faulthandler: ~25 lines for the crashing thread, 3 for the parent watcher
         last_lines = tail(run.output, lines=45)
         printed = f"\nlast lines it printed:\n{_indent(last_lines)}" if last_lines else ""
@@ -348,11 +362,23 @@ class Supervisor:
         return ""
 
     def _finish(self, run: PortRun) -> None:
-        """An item is done: its wall time and what it printed go into its report."""
+        """An item is done: its wall time and what it printed go into its report; a change an
+        outside port made to process-wide state fails its (h), the property of side effects."""
         run.seconds = time.monotonic() - run.started
         if run.report is not None:
             run.report.output = tail(run.output, lines=10**9, limit=OUTPUT_LIMIT)
             run.report.seconds = run.seconds
+            if run.state_changed_by_port:
+                _fail_hygiene(run.report, run.state_changed)
+
+
+def _fail_hygiene(report: PortReport, change: str) -> None:
+    """Turn the port's passing (h) into a failure naming what it changed (a port whose (h)
+    did not run keeps the change as its report's warning)."""
+    for outcome in report.outcomes:
+        if outcome.property == HYGIENE and not outcome.failed:
+            said = change.removeprefix(f"{report.name} ")
+            outcome.status, outcome.message = "fail", f"[{report.name}] {said}"
 
 
 def _indent(text: str) -> str:

@@ -55,6 +55,7 @@ stopped with it (`Worker.kill`), or when the parent dies
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -68,6 +69,7 @@ from implementations import Implementation, PortUnavailable, collector
 from ..checking import provenance
 from ..checking.properties import BY_KEY
 from . import (
+    clean,
     devices,
     environment,
     example_bank,
@@ -95,6 +97,8 @@ _ANNOUNCED = frozenset(
         "nn_checkpoint_forward",
         "to_numpy",
         "from_numpy",
+        "remote_prepare",  # the canonical side, made in the clean process (`clean`)
+        "remote_references",
     }
 )
 
@@ -166,6 +170,8 @@ class Session:
             with interrupts.deferred(), collector.paused(freeze=True):
                 port = implementations.load(port_name)
         except PortUnavailable as error:
+            if fault := scratch.environment_fault():  # the import met the machine's fault
+                raise scratch.RunFault(fault) from error
             return PortInfo("unavailable" if error.missing else "broken", error.reason)
         port.pin_matmul_precision()
         self.port = port
@@ -174,8 +180,19 @@ class Session:
         environment["evidence"] = provenance.describe(port)  # who measures, whose expectations
         return PortInfo("available", "", port.framework, port.versions(), environment)
 
-    def canonical(self) -> Implementation | None:
-        """The canonical port, loaded on first use (None when it cannot load); one per worker."""
+    def canonical(self) -> Implementation | clean.CleanCanonical | None:
+        """The canonical port, loaded on first use (None when it cannot load); one per worker.
+        Once this process has imported a port from another package, the canonical port of a
+        clean process of its own (`clean`): no outside code makes the canonical side."""
+        if implementations.outside_code(but=self.settings.canonical):
+            if "clean" not in self.shared:
+                try:
+                    self.shared["clean"] = clean.CleanCanonical(
+                        self.settings, self.shared.get("clean output")
+                    )
+                except PortUnavailable:
+                    self.shared["clean"] = None
+            return self.shared["clean"]
         if "canonical" not in self.shared:
             if self.port is not None and self.port.name == self.settings.canonical:
                 self.shared["canonical"] = self.port
@@ -201,14 +218,24 @@ class Session:
             if canonical is None:
                 return (self.settings.canonical,)
             return example_bank.canonical_identity(canonical)
-        return (self.settings.canonical, tuple(sorted(versions.items())))
+        code = example_bank.canonical_code(self.settings.canonical)
+        return (self.settings.canonical, tuple(sorted(versions.items())), code)
 
-    def run(self, properties: Iterable[str], mutants: Iterable[str], canonical_failure: str):
-        """Run the named properties on the port, then hunt the named mutants."""
+    def run(
+        self,
+        properties: Iterable[str],
+        mutants: Iterable[str],
+        canonical_failure: str,
+        mark: Callable[[str], None] | None = None,
+    ):
+        """Run the named properties on the port, then hunt the named mutants (`mark(name)` is
+        called before each: what changes from there is that mutant's doing)."""
         for key in properties:
             self.emit(("begin", "property", key))
             self.emit(("outcome", self.check(key, canonical_failure)))
         for name in mutants:
+            if mark is not None:
+                mark(name)
             self.emit(("begin", "mutant", name))
             (result,) = run_mutants(
                 lambda: None if canonical_failure else self._announced_canonical(),
@@ -268,34 +295,57 @@ def serve(settings: Settings) -> None:
         if request[0] == "stop":
             return
         _, port_name, properties, mutants, canonical_failure, output = request
+        shared.setdefault("clean output", Path(output).with_name(f"clean-{os.getpid()}.out"))
         with printing_to(Path(output)):
             # Read before the port loads, once it has (what its import changed of what was
             # there), and after its work (what it changed since).
             before = process_state.capture()
-            session = sessions.get(port_name)
-            if session is None:
-                session = Session(port_name, settings, connection.send, shared)
-                sessions[port_name] = session
-            else:
-                connection.send(("loaded", session.info))
-            loaded = process_state.capture()
-            framework_caches.TURNED_OFF.clear()
-            if session.port is not None or port_name is None:
-                try:
-                    session.run(properties, mutants, canonical_failure)
-                except scratch.DiskFull as full:  # the run's error: the parent ends the run
-                    connection.send(("fatal", scratch.full_disk_message(output, full.error)))
-                    return
+            marks: list[tuple[str, dict, int]] = []  # where each mutant's work starts
+
+            def mark(name: str, marks=marks) -> None:
+                marks.append((name, process_state.capture(), len(framework_caches.TURNED_OFF)))
+
+            try:
+                session = sessions.get(port_name)
+                if session is None:
+                    session = Session(port_name, settings, connection.send, shared)
+                    sessions[port_name] = session
+                else:
+                    connection.send(("loaded", session.info))
+                loaded = process_state.capture()
+                framework_caches.TURNED_OFF.clear()
+                if session.port is not None or port_name is None:
+                    session.run(properties, mutants, canonical_failure, mark)
+            except scratch.DiskFull as full:  # the run's error: the parent ends the run
+                connection.send(("fatal", scratch.full_disk_message(output, full.error)))
+                return
+            except scratch.RunFault as fault:  # likewise: a directory gone, a foreign replay
+                connection.send(("fatal", str(fault)))
+                return
             after = process_state.capture()
-            # A cache the suite turned off meanwhile (a failure in it) is the suite's change:
-            # only the stretches of the port's work around it count.
-            marks = [loaded, *(s for pair in framework_caches.TURNED_OFF for s in pair), after]
-            spans = [(before, loaded), *zip(marks[0::2], marks[1::2], strict=True)]
-            changed = "; ".join(found for a, b in spans if (found := process_state.changes(a, b)))
-        if changed:  # a port's, or a mutant's: no later request may meet it
-            who = port_name or f"the mutant {', '.join(mutants)}"
-            connection.send(("state", f"{who} changed process-wide state: {changed}"))
+        # The port's load and properties, then each mutant's hunt: each change named for whom.
+        turned, ends = framework_caches.TURNED_OFF, [*marks, (None, after, None)]
+        first_end = ends[0]
+        segments = [(port_name, before, loaded, turned[: first_end[2]], first_end[1])]
+        for (name, start, count), (_, end, end_count) in itertools.pairwise(ends):
+            segments.append((name, None, start, turned[count:end_count], end))
+        for who, start, load_end, cache_pairs, end in segments:
+            changed = _changed(start, load_end, cache_pairs, end)
+            if changed and who is not None:  # no later request may meet it
+                name = who if who == port_name else f"the mutant {who}"
+                message = f"{name} changed process-wide state: {changed}"
+                connection.send(("state", message, who if who == port_name else None))
         connection.send(("idle",))
+
+
+def _changed(before: dict | None, loaded: dict, turned: list, after: dict) -> str:
+    """What changed from `before` to `loaded` (the load) and from `loaded` to `after` (the
+    work). A cache the suite turned off meanwhile (a failure in it, `turned`: the states
+    around each) is the suite's change: only the stretches of work around it count."""
+    marks = [loaded, *(state for pair in turned for state in pair), after]
+    spans = [(before, loaded)] if before is not None else []
+    spans += zip(marks[0::2], marks[1::2], strict=True)
+    return "; ".join(found for a, b in spans if (found := process_state.changes(a, b)))
 
 
 @contextlib.contextmanager

@@ -230,6 +230,15 @@ MANIFEST = Manifest(
             "declares nn.checkpoint(nn.checkpoint(MLP)) and wraps once",
             "k_composition",
         ),
+        # Last of its family's: the rest of its worker's request meets the patched flax.
+        MutantEntry(
+            "patches_flax_on_import",
+            f"{_HERE}.outside_mutants:PatchesFlaxOnImport",
+            "an outside package's port that sets flax.linen.relu to a leaky relu on import",
+            "flax_linen",
+            "b_forward",
+            outside=True,
+        ),
         MutantEntry(
             "haiku_no_remat",
             f"{_HERE}.haiku_mutants:HaikuNoRemat",

@@ -326,11 +326,14 @@ def test_the_replay_command_replays_the_failing_example_and_writes_nothing_here(
 def test_a_replay_that_no_longer_fails_says_did_not_reproduce_and_exits_0(
     suite_run, plugin, tmp_path
 ):
-    """The wrong port's failing example, replayed on the right port: a failure since fixed."""
+    """The wrong port's failing example, replayed on the right port: a failure since fixed
+    (the blob says whose it is: it is renamed too, as if the wrong port had been fixed)."""
     _, report = suite_run
     failed = {o["property"]: o for o in _row(report, "wrong_port")["outcomes"]}["e_evidence"]
     words = shlex.split(failed["replay"])
     words[words.index("--implementation") + 1] = "my_port"  # same strategy, a correct port
+    blob = words.index("--reproduce") + 1
+    words[blob] = words[blob].replace("wrong_port:", "my_port:", 1)
 
     done = run_python([*words[1:], "--json"], plugin, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

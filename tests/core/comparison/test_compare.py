@@ -145,6 +145,7 @@ def test_compare_reports_an_unavailable_port_without_crashing(monkeypatch):
     monkeypatch.setattr(
         implementations, "registered", lambda: {**real_registered, "ghost": (target, "test")}
     )
+    monkeypatch.setattr(implementations, "OUTSIDE_LOADED", {})  # a load of it stays this test's
     result = compare.run(
         0, 4, 3, [implementations.CANONICAL, "ghost"], repeats=1, first_calls=False
     )

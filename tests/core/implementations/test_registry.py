@@ -58,6 +58,9 @@ def test_a_stack_held_by_another_backend_makes_its_port_unavailable(tmp_path, mo
     # Only this port is registered, so that no other port loads here.
     only = {"held_port": ("held_port_module:Port", "built-in")}
     monkeypatch.setattr(implementations, "registered", lambda: only)
+    # Not a built-in: its import marks this process as having run outside code; that stays
+    # this test's (the example bank writes nothing in such a process).
+    monkeypatch.setattr(implementations, "OUTSIDE_LOADED", {})
     with pytest.raises(PortUnavailable, match="'jax' backend") as raised:
         implementations.load("held_port")
     assert raised.value.missing

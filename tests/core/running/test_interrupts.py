@@ -11,6 +11,7 @@ gone, and that the command's `TMPDIR` (a fresh directory) is empty.
 from __future__ import annotations
 
 import contextlib
+import csv as csv_module
 import json
 import os
 import signal
@@ -94,8 +95,8 @@ def _environment(tmp_path: Path, ports: Path) -> dict[str, str]:
 # which restores both and execs the command, as a shell would.
 _AS_A_SHELL_WOULD = (
     "import os, signal, sys; "
-    "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM)]; "
-    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+    "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]; "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}); "
     "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
 )
 
@@ -209,6 +210,33 @@ def test_a_signal_stops_the_run_and_keeps_what_finished(
     outcomes = {o["property"]: o["status"] for o in hung["outcomes"]}
     assert outcomes == {"b_forward": "pass"}  # what finished; c_vjp never did
     assert hung["not_run"] == ["c_vjp"]  # and says so
+
+
+def test_a_hangup_keeps_what_finished_and_writes_the_side_outputs(signal_ports, tmp_path):
+    """SIGHUP (a closed terminal, a dropped ssh session) stops the run as SIGTERM does: exit
+    129, the report of what finished, and its --markdown and --csv files (on cb1e6a1: exit
+    129, nothing printed, no file)."""
+    env = _environment(tmp_path, signal_ports)
+    markdown, csv = tmp_path / "run.md", tmp_path / "run.csv"
+    args = ["conformance", "--no-mutants", "--profile", "dev", "--examples", "2", "--json"]
+    args += ["--property", "b", "--property", "c", "--timeout", "600"]
+    args += ["--implementation", "marked_hang_port", "--markdown", str(markdown)]
+    args += ["--csv", str(csv)]
+    process = _start(args, env)
+    _wait_until(Path(env["SIGNAL_TEST_MARKER"]).exists, process, "the port hung in its vjp")
+    tree = _tree(process)
+    stdout, stderr = _finish(process, os.kill, signal.SIGHUP)
+    assert process.returncode == 128 + signal.SIGHUP, stderr[-3000:]
+    _assert_clean(tree, tmp_path, stderr)
+    report = json.loads(stdout)
+    assert report["interrupted"] is True
+    (hung,) = report["ports"]
+    assert {o["property"]: o["status"] for o in hung["outcomes"]} == {"b_forward": "pass"}
+    assert "marked_hang_port" in markdown.read_text()
+    rows = list(csv_module.DictReader(csv.read_text().splitlines()))
+    assert [(r["port"], r["property"], r["status"]) for r in rows if r["property"]] == [
+        ("marked_hang_port", "b_forward", "pass")
+    ]
 
 
 def test_a_finished_run_is_not_marked_interrupted(signal_ports, tmp_path):
