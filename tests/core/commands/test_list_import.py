@@ -20,7 +20,13 @@ def _held(name: str) -> implementations.PortStatus:
 
 
 def _listed(monkeypatch, capsys, statuses) -> dict[str, str]:
-    monkeypatch.setattr(list_ports.implementations, "status", lambda: statuses)
+    by_name = {status.name: status for status in statuses}
+    monkeypatch.setattr(
+        list_ports.implementations,
+        "status",
+        lambda names=None: statuses if names is None else [by_name[n] for n in names],
+    )
+    monkeypatch.setattr(list_ports.implementations, "registered", lambda: dict.fromkeys(by_name))
     monkeypatch.setenv("COLUMNS", "300")
     assert list_ports.run(argparse.Namespace(load=True)) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -71,6 +77,9 @@ def test_paddle_after_tensorflow_is_not_installed_when_paddle_is_not(monkeypatch
         importlib.util, "find_spec", lambda name, *a: None if name == "paddle" else real(name, *a)
     )
     monkeypatch.setattr(sys, "meta_path", [_NotInstalled("paddle"), *sys.meta_path])
+    # Loaded already where it is installed (a session loads Paddle before TensorFlow).
+    for name in [m for m in sys.modules if m.split(".")[0] == "paddle"]:
+        monkeypatch.delitem(sys.modules, name)
     for name in [m for m in sys.modules if m.startswith("implementations.stacks.paddle")]:
         monkeypatch.delitem(sys.modules, name)
     implementations.load.cache_clear()

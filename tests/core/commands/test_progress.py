@@ -233,7 +233,9 @@ def test_vectors_and_list_import_show_progress(plain, monkeypatch, capsys):
     for module in (vectors_command, list_ports):
         monkeypatch.setattr(module, "Steps", recorded)
     monkeypatch.setattr(implementations, "load", unavailable)
-    args = argparse.Namespace(vectors_command="check", implementation="pytorch", vectors=None)
+    args = argparse.Namespace(
+        vectors_command="check", implementation=["pytorch"], vectors=None, json=False
+    )
     assert vectors_command.run(args) == 2
     monkeypatch.setattr(implementations, "status", lambda names: [])
     assert list_ports.run(argparse.Namespace(load=True)) == 0
