@@ -21,7 +21,10 @@ from conformance.running import isolation
 from implementations.stacks.mindspore import graph
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="20 s alone: MindSpore's graph mode compiled in processes of its own"),
+]
 
 PROBE = "tests.mindspore.graph_probe"
 D, F = 8, 16

@@ -21,7 +21,10 @@ import pytest
 from tests.support.helpers import make_distribution, run_python
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="needs Node.js: a plain node port through the protocol"),
+]
 
 PORT = Path(__file__).parent / "js_port" / "port.js"
 VARIANTS = {

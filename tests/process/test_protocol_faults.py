@@ -24,7 +24,10 @@ from implementations.stacks.numpy import canonical_params
 from tests.support.helpers import run_python
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="17 s alone: process ports that crash, hang or spin, each waited out"),
+]
 
 PARAMS = canonical_params(0, 3, 2)
 X = np.array([0.5, -1.0, 2.0], np.float32)

@@ -30,7 +30,10 @@ from implementations.stacks.numpy import canonical_params
 from tests.support.helpers import ROOT
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="needs Node.js and npm: the tfjs port's own install, start and faults"),
+]
 
 TFJS = ROOT / "implementations" / "stacks" / "tfjs"
 

@@ -20,7 +20,10 @@ from conformance import cli
 from tests.support.helpers import ROOT
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
-pytestmark = pytest.mark.subprocess
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.slow(reason="needs Node.js and npm: the tfjs bench"),
+]
 
 B, F = 8, 4
 UNIT = B * F * 4  # one (B, F) float32 tensor, in bytes
