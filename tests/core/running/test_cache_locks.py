@@ -168,6 +168,7 @@ def test_the_waiting_notes_name_the_lock_and_its_holder(tmp_path, hold, monkeypa
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow(reason="10 s alone: waits out a stopped lock holder on purpose (8 s)")
 def test_a_run_waits_out_another_runs_stopped_worker_without_blaming_the_port(
     tmp_path, hold, monkeypatch
 ):
@@ -179,7 +180,9 @@ def test_a_run_waits_out_another_runs_stopped_worker_without_blaming_the_port(
     profiles.load("ci")
     prop = BY_KEY["a_init"]
     found: list[Path] = []
-    monkeypatch.setattr(example_bank, "_kept", lambda path, make, waiting=None: found.append(path))
+    monkeypatch.setattr(
+        example_bank, "_kept", lambda path, make, waiting=None, keep=True: found.append(path) or []
+    )
     example_bank.cases(prop, "menu", prop.capped(1))  # where run B will look for them
     profiles.load()
     (entry,) = found
