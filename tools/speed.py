@@ -10,7 +10,8 @@ workload, a pure-Python loop and a numpy matmul (about 1 s together on the 2-cor
 the budgets were set on, when it is quiet), three times before the command and three times
 after; the command's time divided by the median of the six is its time in units. The
 result is recorded in docs/speed.json under its label (`--json` elsewhere), newest only:
-the budgets below are held to those figures by tests/core/docs/test_speed.py.
+tests/core/docs/test_speed.py holds BENCHMARKS.md's table to it, a figure over its budget (or
+a command that failed) marked ✗ beside it.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def table(records: dict[str, dict]) -> str:
         if record is None:
             lines.append(f"| {label}: {what} | not measured | {budget} | | | |")
             continue
-        mark = "" if record["units"] <= budget and record["exit_code"] == 0 else " ✗"
+        failed = f" (exit {record['exit_code']})" if record["exit_code"] else ""
+        mark = "" if record["units"] <= budget and not failed else f" ✗{failed}"
         lines.append(
             f"| {label}: {what} | **{record['units']}**{mark} | {budget} | {record['seconds']} s"
             f" | {record['unit_seconds']} s | {record['commit']}, {record['date']} |"
