@@ -21,7 +21,7 @@ from tests.support.spmd_probe import B, D, F
 pytestmark = [
     pytest.mark.subprocess,
     pytest.mark.slow(
-        reason="37 s alone: two JAX processes per run, and a process killed or stopped"
+        reason="27 s alone: two JAX processes per run, and a process killed or stopped"
     ),
 ]
 

@@ -26,7 +26,7 @@ from tests.support.helpers import ROOT
 #: A fresh interpreter per backend: Keras and its backend load in each (the Keras ports'
 #: properties run in the fast tier, tests/core/running/test_conformance.py).
 BACKEND_PROCESS = pytest.mark.slow(
-    reason="14 s alone per backend: Keras and its backend load in a new process"
+    reason="25 s alone for the three backends: Keras and each backend load in a new process"
 )
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).

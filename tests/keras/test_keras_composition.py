@@ -22,7 +22,7 @@ from tests.support.helpers import ROOT
 #: It starts processes (`-m 'not subprocess'` leaves it out).
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="27 s alone: Keras and each backend load in a new process"),
+    pytest.mark.slow(reason="11 s alone: Keras and each backend load in a new process"),
 ]
 
 _PROBE = """

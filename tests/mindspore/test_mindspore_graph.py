@@ -23,7 +23,7 @@ from implementations.stacks.mindspore import graph
 #: It starts processes (`-m 'not subprocess'` leaves it out).
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="20 s alone: MindSpore's graph mode compiled in processes of its own"),
+    pytest.mark.slow(reason="16 s alone: MindSpore's graph mode compiled in processes of its own"),
 ]
 
 PROBE = "tests.mindspore.graph_probe"

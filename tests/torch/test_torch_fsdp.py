@@ -27,7 +27,7 @@ pytestmark = pytest.mark.subprocess
 FLOAT32 = 4
 RANKS = 2
 #: The faults wait on purpose: for a rank's timeout, or for the ranks to see their parent go.
-FAULT = pytest.mark.slow(reason="40 s alone: three faults, each waits for a timeout or a death")
+FAULT = pytest.mark.slow(reason="14 s alone: three faults, each waits for a timeout or a death")
 
 
 def probe(mode: str, **env: str) -> dict:

@@ -23,7 +23,7 @@ from tests.support.multinode_kit import TwoNodeKit
 pytestmark = [
     pytest.mark.subprocess,
     pytest.mark.slow(
-        reason="52 s alone: two torchrun nodes of gloo ranks per run, and a node killed or stopped"
+        reason="42 s alone: two torchrun nodes of gloo ranks per run, and a node killed or stopped"
     ),
 ]
 

@@ -46,7 +46,7 @@ def test_every_bench_stack_lives_in_its_stack_s_folder():
         assert notes == {"saved_bytes", "temp_bytes", "peak_bytes", "matmuls", "save-mm"}, name
 
 
-@pytest.mark.slow(reason="10 s alone: loads every installed framework's bench stack")
+@pytest.mark.slow(reason="9 s alone: loads every installed framework's bench stack")
 def test_every_installed_bench_stack_loads_in_order_and_declares_its_policies():
     # Named in reverse: the stacks that must load first (a segfault otherwise) still do.
     names = list(reversed(bench.DEFAULT_FRAMEWORKS))

@@ -59,7 +59,7 @@ def test_a_missing_framework_is_reported_not_crashed(tmp_path):
     assert "torch" in port["reason"]
 
 
-@pytest.mark.slow(reason="14 s alone: imports every framework, some in processes of their own")
+@pytest.mark.slow(reason="11 s alone: imports every framework, some in processes of their own")
 def test_list_import_names_every_port_its_state_and_why(tmp_path):
     # `list --import` loads every port (plain `list` imports none, and calls torch shadowed by
     # a package that fails on import "found": tests/core/commands/test_usage.py).

@@ -70,7 +70,7 @@ def _compare_json(capsys, *extra: str) -> dict:
     return data
 
 
-@pytest.mark.slow(reason="13 s alone: compares every installed port, a process per framework")
+@pytest.mark.slow(reason="24 s alone: compares every installed port, a process per framework")
 def test_compare_json_has_a_row_per_port(capsys):
     pytest.importorskip("flax")
     data = _compare_json(capsys)

@@ -18,7 +18,7 @@ from tests.support.helpers import run_cli
 
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="150 s alone: 300 random examples a property on three ports"),
+    pytest.mark.slow(reason="119 s alone: 300 random examples a property on three ports"),
 ]
 
 PORTS = ("jax_checkpoint", "pytorch", "hips_autograd")

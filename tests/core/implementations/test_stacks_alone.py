@@ -54,7 +54,7 @@ pytestmark = pytest.mark.subprocess
 #: Every other stack's is the full tier's (each loads its framework and traces every size).
 FAST_TIER_PORT = "hips_autograd"
 ALONE = pytest.mark.slow(
-    reason="48 s alone for every stack: one interpreter per stack, each loads its framework"
+    reason="54 s alone for every stack: one interpreter per stack, each loads its framework"
 )
 
 # Each port's own stack (its manifest entry's modules): everything else in FRAMEWORKS is made

@@ -266,7 +266,7 @@ def test_blamed_names_the_cache_a_chained_error_points_into(monkeypatch, tmp_pat
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow(reason="15 s alone: compiles inductor and XLA with every cache off")
+@pytest.mark.slow(reason="18 s alone: compiles inductor and XLA with every cache off")
 def test_cache_off_leaves_nothing_in_the_temporary_directory(tmp_path):
     """With the cache off, what a run must write goes to its scratch directory, removed at its
     end: inductor's generated code (its own default is /tmp/torchinductor_<user>, kept) and

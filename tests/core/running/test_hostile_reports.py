@@ -17,7 +17,7 @@ from tests.support.hostile import TIMEOUT, outcomes_of, run_json, write_hostile_
 #: It starts processes (`-m 'not subprocess'` leaves it out); the full tier's.
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="20 s alone: three runs, each waits out a crash or a hang"),
+    pytest.mark.slow(reason="16 s alone: three runs, each waits out a crash or a hang"),
 ]
 
 

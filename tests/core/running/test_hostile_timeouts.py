@@ -23,7 +23,7 @@ from tests.support.hostile import (
 #: It starts processes (`-m 'not subprocess'` leaves it out); the full tier's.
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="20 s alone: waits out a slow compile and three hangs"),
+    pytest.mark.slow(reason="22 s alone: waits out a slow compile and three hangs"),
 ]
 
 

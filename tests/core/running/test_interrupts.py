@@ -27,7 +27,7 @@ from tests.support.helpers import ROOT, make_distribution
 #: It starts processes (`-m 'not subprocess'` leaves it out).
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="20 s alone: real runs stopped by signals, each waited for"),
+    pytest.mark.slow(reason="39 s alone: real runs stopped by signals, each waited for"),
 ]
 
 psutil = pytest.importorskip("psutil")

@@ -51,7 +51,7 @@ def test_the_default_run_leaves_the_sharded_ports_and_their_mutants_out(tmp_path
 
 
 #: The two-node runs: torchrun nodes and JAX processes, each a cluster on this machine.
-TWO_NODE = pytest.mark.slow(reason="37 s alone: two torchrun nodes and two JAX processes")
+TWO_NODE = pytest.mark.slow(reason="27 s alone: two torchrun nodes and two JAX processes")
 #: The sharded ports at their default ranks (2 gloo ranks, 4 host devices) are the full tier's;
 #: the fast tier runs the same code path on one rank and one device.
 RANKS = {"one rank": {"REMAT_FSDP_RANKS": "1", "REMAT_SPMD_DEVICES": "1"}, "default ranks": {}}

@@ -31,7 +31,7 @@ from tests.support.helpers import ROOT
 #: fast tier sweeps the installed versions, with no install (test_versions_installed.py).
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="226 s alone: installs two venvs with pip from the registry"),
+    pytest.mark.slow(reason="46 s alone (226 s on a loaded machine): installs two venvs with pip"),
 ]
 
 pytest.importorskip("jax")  # pip itself comes from the test's interpreter
