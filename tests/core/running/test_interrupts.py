@@ -168,6 +168,10 @@ def _finish(process: subprocess.Popen, how, signum: int) -> tuple[str, str]:
 
 def _assert_clean(tree: list, tmp_path: Path, stderr: str) -> None:
     assert "Traceback" not in stderr, stderr[-3000:]
+    # A worker told to stop may still be between its exit and its end when the run has
+    # ended (seen once: alive, its command line already gone): wait for each to end, as
+    # long as a stuck one would take to show (a leaked worker is still there after it).
+    psutil.wait_procs(tree, timeout=30)
     assert not _alive(tree), _alive(tree)
     assert sorted(os.listdir(tmp_path / "tmp")) == []
 
