@@ -10,18 +10,21 @@ recorded, and its answers are dicts that record which fields the adapter reads.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from conformance.checking import composition as composed
 from conformance.checking.checks import ConformanceError, check_count
-from implementations.composition import Nesting
+from implementations.composition import Composed, Nesting
 from implementations.contract import Params
 from implementations.policies import FULL, NONE
 from implementations.process import adapter
-from implementations.process.wire import encode_array
+from implementations.process.wire import decode_record, encode_array
 from tests.support.helpers import ROOT
 
 DOC = (ROOT / "docs" / "PROTOCOL.md").read_text()
@@ -148,3 +151,36 @@ def test_the_quoted_message_for_a_count_not_reported_is_the_checks():
     with pytest.raises(ConformanceError) as raised:
         check_count("p", "q", "matmuls in backward", "backward_matmuls", None, 5, "")
     assert f"[p] q: {found.group(1)}" in str(raised.value)
+
+
+def test_the_evidence_example_is_a_record_the_adapter_decodes_with_both_counts():
+    section = DOC[DOC.index("### Evidence records") :]
+    example = re.search(r"```json\n(.*?)```", section, re.DOTALL).group(1)
+    record = decode_record(json.loads(example), "the example")
+    assert (record.backward_matmuls, record.forward_matmuls) == (5, 2)
+    assert record.saved_roles == {"x"}
+
+
+def test_a_nested_case_in_one_region_fails_as_the_protocol_says():
+    found = re.search(r"<!-- dropped-region -->(.*?)<!-- /dropped-region -->", DOC)
+    assert found, "PROTOCOL.md does not say what a nested case in one region reads"
+
+    port = SimpleNamespace(
+        name="p",
+        instrument_family="mine",
+        composition_expectations={
+            "once": Composed(frozenset({"x"}), 2, 1, "mine"),
+            "twice": Composed(frozenset({"x"}), 2, 2, "mine"),
+        },
+    )
+    x = {"shape": [3], "dtype": "float32", "origin": "input", "role": "x"}
+    answer = {"instrument": "mine", "saved": [x], "recomputed": {}}
+    answer |= {"backward_matmuls": 6, "forward_matmuls": 2}  # reruns 2, as declared
+    plain = decode_record({**answer, "backward_matmuls": 4}, "plain")
+    with pytest.raises(ConformanceError, match=re.escape(found.group(1))):
+        composed.check_record(
+            port, "twice", decode_record({**answer, "checkpoint_regions": 1}, ""), plain
+        )
+    for regions in (2, None):  # both regions, or an instrument that cannot count them
+        record = decode_record({**answer, "checkpoint_regions": regions}, "twice")
+        composed.check_record(port, "twice", record, plain)
