@@ -9,17 +9,18 @@ the data of the command's `--json`; see the README's "Python API"):
 
 - `conformance.run(ports=None, *, properties=None, profile=None, examples=None,
   mutants=False, ...)` -> `SuiteReport`: the suite, as `python -m conformance run`;
-- `conformance.comparison(ports=None, *, seed=0, dim=256, features=256, repeats=9,
-  first_calls=False)` -> `Comparison`, as `python -m conformance compare`;
-- `conformance.benchmark(frameworks=None, *, depths=None, batch=None, ...)` ->
+- `conformance.compare(ports=None, *, seed=0, dim=256, features=256, repeats=9,
+  first_calls=False, ...)` -> `Comparison`, as `python -m conformance compare`;
+- `conformance.bench(frameworks=None, *, depths=None, batch=None, ...)` ->
   `BenchReport`, as `python -m conformance bench`;
-- `conformance.page(reports, *, html_path=None, markdown_path=None, pictures=True)`
+- `conformance.report(reports=(), *, html_path=None, markdown_path=None, pictures=True)`
   -> `Report` (`.html`, `.markdown`): one self-contained page from run, compare
   and bench reports (paths, parsed JSON, or the objects above), as
   `python -m conformance report`.
 
-`conformance.comparison`, `conformance.benchmark` and `conformance.page` are also the packages that
-implement those commands; calling them calls the functions of `conformance.api`.
+They are the functions of `conformance.api`. The packages that implement the commands,
+`conformance.comparison`, `conformance.benchmark` and `conformance.page`, are named apart
+from them.
 """
 
 __all__ = ["bench", "compare", "report", "run"]

@@ -23,6 +23,24 @@ def fail(port: str, quantity: str, detail: str, worst_ratio: float | None = None
     raise error
 
 
+def check_count(
+    port: str, quantity: str, label: str, field: str, seen: int | None, wanted: int | None, why: str
+) -> None:
+    """Fail unless an instrument's count `seen` of `label` is `wanted` (None: not checked).
+    A count the expectation names is required: a record without it (`field` absent or null)
+    fails, saying it is not reported; `why` ends the message (the reason, whose table)."""
+    if wanted is None or seen == wanted:
+        return
+    if seen is None:
+        fail(
+            port,
+            quantity,
+            f"{label}: not reported (its records have no {field}), expected {wanted}{why}: a "
+            "count the expectation names must be reported (docs/PROTOCOL.md, Evidence records)",
+        )
+    fail(port, quantity, f"runs {seen} {label}, expected {wanted}{why}")
+
+
 def check_shape(port: str, quantity: str, actual: np.ndarray, shape: tuple[int, ...]) -> None:
     if np.shape(actual) != shape:
         fail(port, quantity, f"shape {np.shape(actual)}, expected {shape}", float("inf"))

@@ -1,4 +1,4 @@
-"""The properties every port must satisfy, (a) to (j).
+"""The properties every port must satisfy, (a) to (k).
 
 Each property has two halves. `prepare(canonical, case)` computes what the
 port is compared with: the canonical port's results and the error bounds;
@@ -39,7 +39,7 @@ from implementations.stacks.numpy import canonical_params
 
 from . import composition as composed_records
 from . import policy_expectations, precision, provenance, strategies
-from .checks import bitwise_equal, check_shape, fail, within, within_ulps
+from .checks import bitwise_equal, check_count, check_shape, fail, within, within_ulps
 from .tolerance import INIT_ULPS, analyse_vjp, forward_bound, vjp_comparison
 
 
@@ -49,7 +49,7 @@ class Property:
 
     **Arguments:**
 
-    - `id`: the letter, "a" to "j".
+    - `id`: the letter, "a" to "k".
     - `name`: a short name for reports and test ids.
     - `title`: one line for people.
     - `check`: `(port, reference, case) -> worst ratio or None`: the port's
@@ -604,16 +604,15 @@ def check_policy_record(
             f"saves {{{', '.join(sorted(roles))}}}, expected "
             f"{{{', '.join(sorted(wanted))}}} ({expected.why}{held})",
         )
-    if (
-        expected.backward_matmuls is not None
-        and record.backward_matmuls != expected.backward_matmuls
-    ):
-        fail(
-            port.name,
-            what,
-            f"runs {record.backward_matmuls} matmuls in backward, expected "
-            f"{expected.backward_matmuls} ({expected.why}{held})",
-        )
+    check_count(
+        port.name,
+        what,
+        "matmuls in backward",
+        "backward_matmuls",
+        record.backward_matmuls,
+        expected.backward_matmuls,
+        f" ({expected.why}{held})",
+    )
     for tensor in record.kept:
         place = "host" if tensor.role in expected.host else "device"
         if tensor.memory_space and tensor.memory_space != place:

@@ -78,6 +78,9 @@ from .wire import (
 )
 
 #: What a process port expresses when its `hello` declares no policies: the wire's boolean.
+#: What every `hello` answer holds (docs/PROTOCOL.md, *Requests and responses*); the rest of
+#: what the adapter reads from it is optional.
+HELLO_FIELDS = ("name", "framework", "versions", "protocol")
 WIRE_POLICIES = {"none": "checkpoint: false", "full": "checkpoint: true"}
 #: Why a policy other than none and full is out of reach, by protocol version.
 _CANNOT = {
@@ -502,7 +505,7 @@ class ProcessPort(Implementation):
                     raise
                 offered.pop()
         try:
-            for key in ("name", "framework", "versions", "protocol"):
+            for key in HELLO_FIELDS:
                 field(hello, key, what)
             if hello["name"] != self.name:
                 raise ProtocolViolation(

@@ -1,6 +1,6 @@
 """Mutants of the canonical Flax linen port that get a remat policy wrong (issue 21).
 
-Each keeps checkpoint=True/False exact, so that properties (a) to (i) pass,
+Each keeps checkpoint=True/False exact, so that every property before (j) passes,
 and breaks only what property (j) looks at: the policy it is given.
 """
 

@@ -3,9 +3,11 @@ broken pipes, and the Python API (`conformance.run`, `.compare`, `.bench`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -190,6 +192,37 @@ def test_the_api_functions_have_docstrings_and_signatures():
         assert "**Returns:**" in function.__doc__, name
         assert next(iter(inspect.signature(function).parameters)) == first, name
     assert "dim" in inspect.signature(conformance.compare).parameters
+
+
+def test_the_packages_docstring_names_the_api_as_it_is():
+    # Every call `conformance/__init__.py`'s docstring shows is a function of the API, with
+    # those parameters and defaults, in that order, and the type it returns; every name of
+    # the API is shown; every other `conformance.<name>` it names is a module of the package.
+    import conformance
+
+    doc = conformance.__doc__
+    shown = re.findall(r"`conformance\.(\w+)\(([^`]*)\)`\s*->\s*`(\w+)`", doc)
+    assert sorted(name for name, _, _ in shown) == sorted(conformance.__all__)
+    for name, arguments, returned in shown:
+        signature = inspect.signature(getattr(conformance, name))
+        assert signature.return_annotation in (returned, getattr(conformance.api, returned))
+        parameters = iter(signature.parameters.values())
+        words = [w.strip() for w in arguments.split(",")]
+        # The docstring may stop early ("..."); else it shows every parameter.
+        assert words[-1] == "..." or len(words) == len(signature.parameters) + ("*" in words)
+        keyword_only = False
+        for word in words:
+            if word in ("*", "..."):
+                keyword_only = True
+                continue
+            parameter = next(parameters)
+            said, _, default = word.partition("=")
+            assert said == parameter.name, (name, said, parameter.name)
+            assert (parameter.kind is inspect.Parameter.KEYWORD_ONLY) == keyword_only, said
+            if default:
+                assert repr(parameter.default) == default, (name, said, parameter.default)
+    for name in set(re.findall(r"`conformance\.(\w+)\b", doc)) - set(conformance.__all__):
+        assert importlib.util.find_spec(f"conformance.{name}") is not None, name
 
 
 def test_api_report_builds_a_page_from_an_api_comparison_json(tmp_path):

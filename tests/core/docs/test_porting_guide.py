@@ -44,19 +44,34 @@ def _short_version() -> str:
     return text[text.index("## The short version") : text.index("## What a port is")]
 
 
-def recipe() -> list[tuple[str, str]]:
-    """The folder recipe's items: (path, the Manifest field it serves, or "MANIFEST")."""
+def recipe(optional: bool = False) -> list[tuple[str, str]]:
+    """The folder recipe's required items (`optional`: its optional ones): (path, the Manifest
+    field it serves, "MANIFEST", or "" for a file no field names)."""
     found = re.search(
         r"<!-- folder-recipe -->\n(.*?)<!-- /folder-recipe -->", _short_version(), re.DOTALL
     )
     assert found, "PORTING.md's short version has no folder recipe"
     items = []
     for line in found.group(1).strip().splitlines():
-        match = re.fullmatch(r"- `([^`]+)`: .*\(`(\w+)`\)|- `([^`]+)`: `(MANIFEST)`.*", line)
+        if line.startswith("- `") and (": optional, " in line) != optional:
+            continue
+        match = re.fullmatch(
+            r"- `([^`]+)`: `(MANIFEST)`.*|- `([^`]+)`: [^`]*?(?:\(`(\w+)`\).*)?", line
+        )
         assert match, f"not a recipe item: {line!r}"
-        path, field = (match.group(1), match.group(2)) if match.group(1) else match.group(3, 4)
-        items.append((path, field))
+        path, field = match.group(1, 2) if match.group(1) else match.group(3, 4)
+        items.append((path, field or ""))
     return items
+
+
+def _folder_files(stack: str) -> set[str]:
+    """The files of a stack's folder, relative to it (caches left out)."""
+    folder = ROOT / "implementations" / "stacks" / stack
+    return {
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and "node_modules" not in p.parts
+    }
 
 
 def test_the_short_version_promises_as_many_passes_as_there_are_properties():
@@ -72,7 +87,8 @@ def test_the_short_version_promises_as_many_passes_as_there_are_properties():
 
 def test_the_folder_recipe_names_exactly_what_a_manifest_needs():
     fields = {f.name for f in dataclasses.fields(manifests.Manifest)}
-    named = {field for _, field in recipe() if field != "MANIFEST"}
+    named = {field for _, field in recipe() + recipe(optional=True)}
+    named -= {"MANIFEST", ""}
     assert named <= fields, named - fields
     assert named | OPTIONAL == fields, fields - named - OPTIONAL
     assert not named & OPTIONAL
@@ -80,7 +96,7 @@ def test_the_folder_recipe_names_exactly_what_a_manifest_needs():
 
 
 def test_every_stack_folder_is_laid_out_as_the_recipe_says():
-    paths = dict((field, path) for path, field in recipe())
+    paths = dict((field, path) for path, field in recipe() + recipe(optional=True))
     for manifest in manifests.manifests():
         folder = f"implementations/stacks/{manifest.stack}"
 
@@ -100,6 +116,26 @@ def test_every_stack_folder_is_laid_out_as_the_recipe_says():
             assert bench in {module_path(b.module) for b in manifest.bench}, manifest.stack
         tests = paths["tests"].replace("<framework>", manifest.tests).rstrip("/")
         assert (ROOT / tests).is_dir(), manifest.stack
+
+
+def test_every_stack_folder_holds_what_the_guide_requires_and_the_optional_files_are_optional():
+    # Every framework's folder (the ones with a manifest) holds each required file; each
+    # optional one is in some folders and not in others (else it would be required, or gone).
+    stacks = [p.parent.name for p in sorted(ROOT.glob("implementations/stacks/*/manifest.py"))]
+    prefix = "implementations/stacks/<framework>/"
+    required = [path for path, _ in recipe() if path.startswith(prefix)]
+    fixed = [path[len(prefix) :] for path in required if "<port>" not in path]
+    assert {"manifest.py", "README.md", "expectations.py"} <= set(fixed)
+    assert "the package's `__init__.py`" in _short_version()  # on the manifest's line
+    fixed.append("__init__.py")
+    for stack in stacks:
+        files = _folder_files(stack)
+        assert set(fixed) <= files, (stack, set(fixed) - files)
+        assert any(f.endswith("_mutants.py") for f in files), stack
+    for path, _ in recipe(optional=True):
+        assert path.startswith(prefix), path
+        having = [stack for stack in stacks if path[len(prefix) :] in _folder_files(stack)]
+        assert 0 < len(having) < len(stacks), (path, having)
 
 
 def _section(title: str) -> str:

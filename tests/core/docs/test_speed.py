@@ -68,6 +68,24 @@ def test_the_readme_states_the_budgets_the_tool_holds():
     stated = [int(n) for n in re.findall(r"\b(\d+)\b(?= units|,| cold| warm|\.| under)", section)]
     budgets = {budget for budget, _ in speed.BUDGETS.values()}
     assert budgets <= set(stated), f"the README states {stated}, the tool holds {budgets}"
+    # Each beside its own command.
+    b = {label: budget for label, (budget, _) in speed.BUDGETS.items()}
+    said = (
+        f"the fast tier at most {b['fast tier']} units, the full tier {b['full tier']}, "
+        f"`python -m conformance` {b['default run, cold']} cold and {b['default run, warm']} "
+        f"warm, `compare` {b['compare']}, `list` under {b['list']}."
+    )
+    assert said in " ".join(section.split())
+
+
+def test_the_readme_states_no_time_of_its_own():
+    # Times live in docs/speed.json and BENCHMARKS.md's table made from it: a time in the
+    # README would be a figure no record holds (it said "about 1 s" and "minutes").
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    times = re.findall(
+        r"\b\d+(?:\.\d+)?\s*(?:s|ms|µs|min|h)\b|\b(?:seconds?|minutes?|hours?)\b", readme
+    )
+    assert not times, times
 
 
 def test_a_command_s_time_is_divided_by_the_median_calibration(monkeypatch, tmp_path):
