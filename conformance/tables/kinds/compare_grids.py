@@ -11,7 +11,7 @@ by its fields, its cells by their fields and their `failed` verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,6 +38,43 @@ def _mark(cell: Any, failed: bool, degraded: bool) -> tuple[str, str]:
     return ("~", "warn") if degraded else ("✓", "pass")
 
 
+def _terminal_grid(
+    title: str,
+    kind: str,
+    rows: list[Any],
+    names: list[str],
+    cells_of: Callable[[Any], list[Any]],
+    figure: Callable[[Any], str | None],
+    degraded: Callable[[Any], bool],
+    words: Callable[[Any], str],
+) -> tuple[Table, Items]:
+    """Ports by `names` (policies or cases: a cell's `policy` or `case`): each cell its mark and
+    its `figure`; under it, a line for each ✗ and each documented degradation."""
+    table = TableBuilder(
+        title,
+        [Column("port"), *(Column(name, "right", drop=-1) for name in names)],
+        caption=GRID_LEGEND,
+        kind=kind,
+    )
+    found, marks = [], []
+    for row in rows:
+        by_name = {getattr(cell, "policy", None) or cell.case: cell for cell in cells_of(row)}
+        cells = []
+        for name in names:
+            cell = by_name.get(name)
+            if cell is None:
+                cells.append(Cell("-", "muted"))
+                continue
+            mark, tone = _mark(cell, cell.failed, degraded(cell))
+            value = figure(cell)
+            cells.append(Cell(f"{mark} {value}" if value and mark in "✓~✗" else mark, tone))
+            if cell.failed or (cell.expressible and degraded(cell)):
+                found.append(f"{mark} {row.name} · {name}: {words(cell)}")
+                marks.append(tone)
+        table.add([row.name, *cells], key=row.name)
+    return table.build(), Items("", tuple(found), tuple(marks))
+
+
 def terminal_policy_grid(rows: list[Any]) -> tuple[Table | None, Items]:
     """Ports by remat policies: each cell its mark and the KiB it saves; the findings under
     it. (None, no items) when no row measured a policy."""
@@ -45,31 +82,16 @@ def terminal_policy_grid(rows: list[Any]) -> tuple[Table | None, Items]:
     if not measured:
         return None, Items("", ())
     names = [n for n in POLICY_NAMES if any(c.policy == n for r in measured for c in r.policies)]
-    table = TableBuilder(
+    return _terminal_grid(
         "remat policies: port x policy (KiB the backward pass keeps)",
-        [Column("port"), *(Column(name, "right", drop=-1) for name in names)],
-        caption=GRID_LEGEND,
-        kind="policy-grid",
+        "policy-grid",
+        measured,
+        names,
+        lambda row: row.policies,
+        lambda cell: None if cell.kib is None else f"{cell.kib:.2f}",
+        lambda cell: bool(cell.degradations),
+        lambda cell: compare_matrices.policy_verdict(cell).replace("\n", "; "),
     )
-    found, marks = [], []
-    for row in measured:
-        by_name = {cell.policy: cell for cell in row.policies}
-        cells = []
-        for name in names:
-            cell = by_name.get(name)
-            if cell is None:
-                cells.append(Cell("-", "muted"))
-                continue
-            failed = cell.failed
-            mark, tone = _mark(cell, failed, bool(cell.degradations))
-            kib = f" {cell.kib:.2f}" if cell.kib is not None and mark in "✓~✗" else ""
-            cells.append(Cell(f"{mark}{kib}", tone))
-            if failed or (cell.expressible and cell.degradations):
-                said = compare_matrices.policy_verdict(cell).replace("\n", "; ")
-                found.append(f"{mark} {row.name} · {name}: {said}")
-                marks.append(tone)
-        table.add([row.name, *cells], key=row.name)
-    return table.build(), Items("", tuple(found), tuple(marks))
 
 
 def terminal_composition_grid(rows: list[Any]) -> tuple[Table | None, Items]:
@@ -79,32 +101,16 @@ def terminal_composition_grid(rows: list[Any]) -> tuple[Table | None, Items]:
     if not measured:
         return None, Items("", ())
     cases = list(dict.fromkeys(c.case for r in measured for c in r.compositions))
-    table = TableBuilder(
+    return _terminal_grid(
         "composition: port x case (forward matmuls rerun in the backward pass)",
-        [Column("port"), *(Column(case, "right", drop=-1) for case in cases)],
-        caption=GRID_LEGEND,
-        kind="composition-grid",
+        "composition-grid",
+        measured,
+        cases,
+        lambda row: row.compositions,
+        lambda cell: None if cell.rerun_matmuls is None else str(cell.rerun_matmuls),
+        lambda cell: bool(cell.degradation),
+        lambda cell: compare_matrices.composition_verdict(cell).text,
     )
-    found, marks = [], []
-    for row in measured:
-        by_case = {cell.case: cell for cell in row.compositions}
-        cells = []
-        for case in cases:
-            cell = by_case.get(case)
-            if cell is None:
-                cells.append(Cell("-", "muted"))
-                continue
-            failed = cell.failed
-            mark, tone = _mark(cell, failed, bool(cell.degradation))
-            rerun = cell.rerun_matmuls
-            count = f" {rerun}" if rerun is not None and mark in "✓~✗" else ""
-            cells.append(Cell(f"{mark}{count}", tone))
-            if failed or (cell.expressible and cell.degradation):
-                said = compare_matrices.composition_verdict(cell).text
-                found.append(f"{mark} {row.name} · {case}: {said}")
-                marks.append(tone)
-        table.add([row.name, *cells], key=row.name)
-    return table.build(), Items("", tuple(found), tuple(marks))
 
 
 #: A composition case's column heading.
