@@ -58,6 +58,7 @@ def _terminal_grid(
     )
     found, marks = [], []
     for row in rows:
+        # A policy cell is named by its policy, a composition cell by its case.
         by_name = {getattr(cell, "policy", None) or cell.case: cell for cell in cells_of(row)}
         cells = []
         for name in names:
