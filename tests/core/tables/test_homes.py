@@ -25,27 +25,22 @@ def _name(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _makers(trees: list[ast.Module]) -> set[str]:
-    """`MAKERS` and every class built on one of them, in any of `trees` (a page's own
-    `PlainBuilder`, say), wherever it is called from."""
+def _makers(classes: list[ast.ClassDef]) -> set[str]:
+    """`MAKERS` and every class built on one of them (a page's own `PlainBuilder`, say),
+    wherever it is called from."""
     makers = set(MAKERS)
     while True:
-        found = {
-            node.name
-            for tree in trees
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ClassDef) and any(_name(b) in makers for b in node.bases)
-        }
+        found = {c.name for c in classes if any(_name(b) in makers for b in c.bases)}
         if found <= makers:
             return makers
         makers |= found
 
 
-def builders(tree: ast.Module, makers: set[str]) -> list[int]:
-    """The lines of `tree` that make a model table: a call to one of `makers`, or a class
-    built on one."""
+def builders(nodes: list[ast.AST], makers: set[str]) -> list[int]:
+    """The lines among `nodes` (a file's) that make a model table: a call to one of
+    `makers`, or a class built on one."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ClassDef) and any(_name(b) in makers for b in node.bases):
             found.append(node.lineno)
         if isinstance(node, ast.Call) and _name(node.func) in makers:
@@ -56,14 +51,14 @@ def builders(tree: ast.Module, makers: set[str]) -> list[int]:
 def builders_outside_home(root: Path) -> list[str]:
     """`path:line` of every table built under `root/conformance` outside `HOME`."""
     paths = sorted((root / "conformance").rglob("*.py"))
-    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in paths}
-    makers = _makers(list(trees.values()))
+    nodes = {p: list(ast.walk(ast.parse(p.read_text(encoding="utf-8")))) for p in paths}
+    makers = _makers([n for found in nodes.values() for n in found if isinstance(n, ast.ClassDef)])
     found = []
-    for path, tree in trees.items():
+    for path, in_file in nodes.items():
         relative = path.relative_to(root)
         if relative == MODEL or HOME in relative.parents:
             continue
-        found += [f"{relative}:{line}" for line in builders(tree, makers)]
+        found += [f"{relative}:{line}" for line in builders(in_file, makers)]
     return found
 
 
