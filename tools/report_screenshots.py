@@ -45,17 +45,22 @@ SHOTS = (
 )
 #: Where the digest of the page's code the screenshots show is kept, beside them.
 DIGEST = "report-screenshots.json"
-#: The code that decides what the page looks like (relative to the checkout): its sections,
-#: grids, tables, pictures and HTML; not the browser client, the CSV or the Markdown.
+#: The code that decides what the page looks like (relative to the checkout): its sections, the
+#: kinds' entries, the page's own tables and grids, pictures and HTML; not the browser client,
+#: the CSV or the Markdown, nor the tables it shares with the terminal.
 PAGE_CODE = (
     "conformance/page/__init__.py",
     "conformance/page/documents.py",
-    "conformance/page/grids.py",
+    "conformance/page/facts.py",
     "conformance/page/html.py",
+    "conformance/page/kinds.py",
     "conformance/page/pictures.py",
     "conformance/page/sections.py",
-    "conformance/page/tables.py",
-    "conformance/page/versions.py",
+    "conformance/tables/kinds/compare_grids.py",
+    "conformance/tables/kinds/glance.py",
+    "conformance/tables/kinds/mutants.py",
+    "conformance/tables/kinds/plain.py",
+    "conformance/tables/kinds/version_sets.py",
     "conformance/tables/render/html.py",
 )
 MAKE = ("--make", "run", "--make", "compare", "--make", "schedules", "--profile", "dev")

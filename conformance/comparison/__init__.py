@@ -4,12 +4,14 @@
 - `lanes`: the processes it measures in, one per framework; `rows`: extra rows (a
   framework's process-wide mode); `policy_matrix`: port x remat policy.
 - `first_call`: a port's first use, timed in a fresh process (`running.isolation`).
-- `render`: the tables.
+
+It measures; its tables are `conformance.tables.kinds.compare` (and `compare_grids`,
+`compare_matrices`), which `print_comparison` prints.
 
 The command line is `conformance.commands.compare`; the Python API is `conformance.compare`.
 """
 
+from ..tables.kinds.compare import print_comparison
 from .measure import Comparison, PortComparison, failed, run
-from .render import print_comparison
 
 __all__ = ["Comparison", "PortComparison", "failed", "print_comparison", "run"]

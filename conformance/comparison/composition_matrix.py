@@ -5,7 +5,8 @@ it (its native spelling) or not (its reason); where it does, the kept roles and 
 forward matmuls in the forward pass and again in the backward (the forward evaluations),
 agreement with the canonical port's checkpointed results, whether the instrument shows what
 the stack declares (`checking.composition`), who declared that and who measured it, and a
-documented degradation (an extra forward for nothing, upstream's doing) said as such.
+documented degradation (an extra forward for nothing, upstream's doing) said as such. Its
+tables are `tables.kinds.compare_matrices`' and `compare_grids`'.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from ..checking import composition as composed_records
 from ..checking import policy_expectations, provenance
 from ..checking.checks import ConformanceError
 from ..checking.tolerance import forward_bound, vjp_comparison
-from ..tables.model import Cell, Column, Table, TableBuilder
 from .model import diff
 
 
@@ -44,6 +44,12 @@ class CompositionCell:
     measured_by: str = ""
     degradation: str = ""
     error: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """Whether the cell is a ✗: it raised, changed the values, or its instrument does not
+        show what is declared (a documented degradation is declared, not a ✗)."""
+        return bool(self.error) or self.agrees is False or bool(self.expected)
 
 
 def measure(
@@ -100,81 +106,5 @@ def _run(cell, port, reference, params, x, cotangent) -> None:
 
 
 def failed(cell: CompositionCell) -> bool:
-    """Whether a cell is a ✗: it raised, changed the values, or its instrument does not show
-    what is declared (a documented degradation is declared, and not a ✗)."""
-    return bool(cell.error) or cell.agrees is False or bool(cell.expected)
-
-
-def composition_table(rows: list[Any]) -> Table:
-    """A heading row per port, one row per case (rows: `PortComparison`s)."""
-    table = TableBuilder(
-        "composition: the region once, wrapped twice, and under a trainer's region",
-        [
-            Column("case", wrap=True),
-            Column("saved", number="bytes"),
-            Column("fwd mm", "right", "count", short="fwd"),
-            Column("rerun mm", "right", "count", short="rerun"),
-            Column("canonical", wrap=True),
-            Column("verdict", wrap=True),
-        ],
-        caption="saved: kept roles (x, d1 = x@W1, h = d1 + b1, a = relu(h), mask, y = a@W2 + "
-        "b2) · KiB kept · fwd mm: matmuls in the forward pass · rerun mm: forward matmuls the "
-        "backward pass runs again (its matmuls beyond the no-checkpoint gradient's) · "
-        "canonical: output and VJP against Flax linen's checkpoint (rigorous bound) · verdict: "
-        "against what the stack declares, who declared it and who measured it",
-        kind="composition",
-    )
-    for row in rows:
-        cells = getattr(row, "compositions", None) or []
-        if not cells:
-            continue
-        table.heading(row.name, key=row.name)
-        for cell in cells:
-            table.add(
-                [
-                    cell.case,
-                    _saved(cell),
-                    _count(cell.forward_matmuls, cell),
-                    _count(cell.rerun_matmuls, cell),
-                    _agreement(cell),
-                    _verdict(cell),
-                ],
-                key=f"{row.name} {cell.case}",
-            )
-    return table.build()
-
-
-def _saved(cell: CompositionCell) -> Cell:
-    if not cell.expressible or cell.error or cell.roles is None:
-        return Cell("-", "muted")
-    return Cell("{" + ", ".join(cell.roles) + "}", note=f"{cell.kib:.2f} KiB")
-
-
-def _count(value: int | None, cell: CompositionCell) -> Cell:
-    if not cell.expressible or cell.error or value is None:
-        return Cell("-", "muted")
-    return Cell(str(value))
-
-
-def _agreement(cell: CompositionCell) -> Cell:
-    if cell.agrees is None:
-        return Cell("-", "muted")
-    return Cell("equal", "pass") if cell.agrees else Cell(f"off x{cell.worst_ratio:.2g}", "fail")
-
-
-#: Who measured a record, in words (`checking.provenance`).
-_MEASURED = {"suite": "the suite's instrument", "port": "the port (self-reported)"}
-
-
-def _verdict(cell: CompositionCell) -> Cell:
-    if not cell.expressible:
-        return Cell(f"not expressible: {cell.spelling}", "muted")
-    if cell.error:
-        return Cell(f"error: {cell.error}", "fail")
-    measured = _MEASURED.get(cell.measured_by, cell.measured_by or "?")
-    who = f"declared by {cell.declared_by or 'nobody'}, measured by {measured}"
-    if cell.expected:
-        return Cell(cell.expected, "fail", note=who)
-    if cell.degradation:
-        return Cell(f"documented degradation: {cell.degradation}", "warn", note=who)
-    return Cell("as declared", "pass", note=who)
+    """Whether a cell is a ✗ (`CompositionCell.failed`)."""
+    return cell.failed

@@ -40,7 +40,7 @@ from implementations.contract import Implementation, Params
 
 from ..checking import precision
 from ..running import machine
-from . import lanes, policy_matrix
+from . import lanes
 from . import rows as extra_rows
 from .first_call import first_call
 from .load import OthersWhileTiming, load_average
@@ -254,20 +254,5 @@ def not_installed(names: Sequence[str]) -> dict[str, PortComparison]:
 
 
 def failed(comparison: Comparison) -> bool:
-    """Whether a port is broken, errored, exceeds a bound, fails the precision tier, keeps no
-    fewer bytes with the checkpoint on than off (any ✗ of the verdict), or has a policy cell
-    that raised, disagrees with the canonical or saves what is not expected."""
-    for row in comparison.ports:
-        if row.state == "broken" or row.error:
-            return True
-        diffs = [row.output, row.exercise, *row.gradients.values()]
-        if any(d is not None and d.worst_ratio > 1.0 for d in diffs):
-            return True
-        if any(b.ratio > 1.0 for b in row.precision.values()):
-            return True
-        off, on = row.residuals.get("off"), row.residuals.get("on")
-        if off is not None and on is not None and on.bytes >= off.bytes:
-            return True
-        if any(policy_matrix.failed(cell) for cell in row.policies):
-            return True
-    return False
+    """Whether any ✗ (`Comparison.failed`)."""
+    return comparison.failed

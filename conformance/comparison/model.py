@@ -148,6 +148,26 @@ class Comparison:
             return self.load["others_while_timing"] >= BUSY_CORES
         return any(self.load.get(when, 0.0) > self.cores for when in ("before", "after"))
 
+    @property
+    def failed(self) -> bool:
+        """Whether a port is broken, errored, exceeds a bound, fails the precision tier, keeps no
+        fewer bytes with the checkpoint on than off (any ✗ of the verdict), or has a policy cell
+        that raised, disagrees with the canonical or saves what is not expected."""
+        for row in self.ports:
+            if row.state == "broken" or row.error:
+                return True
+            diffs = [row.output, row.exercise, *row.gradients.values()]
+            if any(d is not None and d.worst_ratio > 1.0 for d in diffs):
+                return True
+            if any(b.ratio > 1.0 for b in row.precision.values()):
+                return True
+            off, on = row.residuals.get("off"), row.residuals.get("on")
+            if off is not None and on is not None and on.bytes >= off.bytes:
+                return True
+            if any(cell.failed for cell in row.policies):
+                return True
+        return False
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": "compare", **to_data(self), "notes": NOTES}
 

@@ -6,7 +6,8 @@ where it does, the saved tensors by role and their KiB, the matmuls of the
 backward pass, agreement with the canonical port under the same policy
 (output and full VJP, within the rigorous bound), whether the instrument
 shows what `checking.policy_expectations` expects, and any documented
-degradation (shown as such, never as a pass).
+degradation (shown as such, never as a pass). Its tables are `tables.kinds.compare_matrices`'
+and `compare_grids`'.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from ..checking import policy_expectations
 from ..checking.checks import ConformanceError
 from ..checking.properties import BUDGET_CHECKED, check_policy_record, checkpoint_argument
 from ..checking.tolerance import forward_bound, vjp_comparison
-from ..tables.model import Cell, Column, Table, TableBuilder
 from .model import diff
 
 
@@ -43,6 +43,12 @@ class PolicyCell:
     expected: str = ""  # "" when the record shows what is expected; why not otherwise
     degradations: list[str] = field(default_factory=list)
     error: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """Whether the cell is a ✗: it raised, disagrees with the canonical, or its instrument
+        does not show what is expected (a documented degradation is expected, not a ✗)."""
+        return bool(self.error) or self.agrees is False or bool(self.expected)
 
 
 def references(
@@ -93,9 +99,8 @@ def measure(
 
 
 def failed(cell: PolicyCell) -> bool:
-    """Whether a cell is a ✗: it raised, disagrees with the canonical, or its instrument does
-    not show what is expected (a documented degradation is expected, and not a ✗)."""
-    return bool(cell.error) or cell.agrees is False or bool(cell.expected)
+    """Whether a cell is a ✗ (`PolicyCell.failed`)."""
+    return cell.failed
 
 
 def _policy(name: str):
@@ -123,90 +128,3 @@ def _run(cell, port, references, policy, params, x, cotangent) -> None:
         check_policy_record(port, policy, record, params.dim, params.features)
     except ConformanceError as error:
         cell.expected = str(error).split(": ", 1)[-1]
-
-
-#: What a role names, for every legend that shows roles.
-ROLES_LEGEND = (
-    "roles: x the input, d1 = x @ W1, h = d1 + b1 (the first layer's output), a = relu(h), "
-    "mask relu's mask, y = a @ W2 + b2 (the second layer's output); <host>: kept in host memory"
-)
-
-
-def policy_table(rows: list[Any], held: dict[str, str] | None = None) -> Table:
-    """A heading row per port, one row per policy: the matrix (rows: `PortComparison`s; a
-    row that measured no policy, not a port, has none). `held`: port -> whose expectations
-    and whose instrument held it, said in its heading."""
-    table = TableBuilder(
-        "remat policies: what each port expresses, saves and recomputes",
-        [
-            Column("policy", wrap=True),
-            Column("saved", number="bytes"),
-            Column("mm", "right", "count"),
-            Column("canonical", wrap=True),
-            Column("verdict", wrap=True),
-        ],
-        caption="policy: under it, the port's own spelling · saved: the roles kept and their "
-        f"KiB ({ROLES_LEGEND}) · mm: matmuls in backward · canonical: output and VJP against "
-        "Flax linen under the same policy (rigorous bound) · verdict: as expected; documented "
-        "degradation (shown as such, never as a pass); or not expressible, with why",
-        kind="policies",
-    )
-    for row in rows:
-        cells = getattr(row, "policies", None) or []
-        if not cells:
-            continue
-        said = (held or {}).get(row.name, "")
-        table.heading(f"{row.name} · {said}" if said else row.name, key=row.name)
-        for cell in cells:
-            matmuls = "-" if cell.backward_matmuls is None else str(cell.backward_matmuls)
-            spelling = cell.spelling if cell.expressible else ""
-            table.add(
-                [
-                    Cell(cell.policy, note=spelling),
-                    _saved(cell),
-                    matmuls,
-                    _agreement(cell),
-                    _verdict_cell(cell),
-                ],
-                key=f"{row.name} {cell.policy}",
-            )
-    return table.build()
-
-
-def _saved(cell: PolicyCell) -> Cell:
-    if not cell.expressible or cell.error:
-        return Cell("-", "muted")
-    roles = ", ".join(
-        f"{r}<{cell.memory[r]}>" if cell.memory.get(r) == "host" else r for r in cell.roles
-    )
-    return Cell(f"{{{roles}}}", note=f"{cell.kib:.2f} KiB")
-
-
-def _agreement(cell: PolicyCell) -> Cell:
-    if cell.agrees is None:
-        return Cell("-", "muted")
-    return Cell("equal", "pass") if cell.agrees else Cell(f"off x{cell.worst_ratio:.2g}", "fail")
-
-
-def _verdict(cell: PolicyCell) -> str:
-    """The cell's verdict in words, one line per finding."""
-    if not cell.expressible:
-        return f"not expressible: {cell.spelling}"  # the reason
-    if cell.error:
-        return f"error: {cell.error}"
-    notes = [f"documented degradation: {d}" for d in cell.degradations]
-    if cell.expected:
-        notes.insert(0, cell.expected)
-    elif not cell.degradations:
-        notes.insert(0, "as expected")
-    return "\n".join(notes)
-
-
-def _verdict_cell(cell: PolicyCell) -> Cell:
-    if not cell.expressible:
-        mark = "muted"
-    elif cell.error or cell.expected:
-        mark = "fail"
-    else:
-        mark = "warn" if cell.degradations else "pass"
-    return Cell(_verdict(cell), mark)

@@ -7,17 +7,16 @@ sweep's JSON) (the command can make them first), and returns a
 `Report` holding the HTML and the Markdown, written to files when asked.
 
 - `documents`: a report as read (`conformance.tables.reports`, the one reader) and its kind;
-- `tables`: the page's own tables (machine, plain versions rows) as model tables
-  (`conformance.tables.model`);
-- `grids`: the page's compact grids: one summary row per port, port x policy, port x
-  composition case, and the mutants collapsed; every other table, the conformance matrix
-  included, is its report kind's own (`conformance.tables.kinds`, `conformance.comparison`),
-  the same the terminal draws, each row's details in it;
-- `versions`: a sweep's sets and degradations, and the runs' version sets;
+- `kinds`: what each kind of report shows, one entry per kind (`KINDS`): its section's title,
+  its blocks (its tables, built in `conformance.tables.kinds`, as every table is: the same the
+  terminal draws, each row's details in it; the page's own grids too, `glance` and
+  `compare_grids`) and its pictures;
+- `sections`: what the report shows, in order: at a glance, a section per report as its kind
+  declares it, the runs' version sets, the machines;
+- `facts`: compare's verdict in words and its matmul counts, for the CSV and the pictures;
 - `pictures`: the compare, bench, policy-bench and scale pictures (the schedules' is
   `conformance.benchmark.schedule_plot`'s), PNG bytes, in each
   engine's colour and marker (`conformance.colours`);
-- `sections`: what the report shows, in order;
 - `html`, `markdown`: the two renderings (their tables drawn by `conformance.tables.render`).
 """
 
@@ -92,7 +91,7 @@ def build(
     - `pictures`: draw the pictures (needs matplotlib, the `bench` extra).
     - `title`: the page's heading.
     - `versions`: rows of versions (plain dicts, `framework` and `version` first:
-      `tables.versions_table`), shown as a `{"kind": "versions", "rows": versions}`
+      `tables.kinds.plain.versions_table`), shown as a `{"kind": "versions", "rows": versions}`
       report would be, after the reports; a sweep's own JSON (`versions --out`) goes
       in `reports`.
 

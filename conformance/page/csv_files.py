@@ -16,7 +16,7 @@ from typing import Any
 from .. import outputs
 from ..tables.kinds.bench import mode_name
 from ..tables.kinds.run import install_command, not_installed
-from .tables import backward_matmuls, compare_verdict
+from .facts import backward_matmuls, compare_verdict
 
 RUN_HEADER = [
     "port",

@@ -28,8 +28,10 @@ from implementations import manifests
 
 from .. import colours, outputs
 from ..benchmark import from_json, plot
-from . import tables
-from .tables import is_matmul, number, relative_spread
+from ..tables.kinds.spread import relative_spread
+from ..tables.kinds.spread import spread_words as words_of_spread
+from ..tables.numbers import number
+from .facts import is_matmul
 
 SAVED_KINDS = ("input x", "activations", "bool masks", "constants")
 OP_KINDS = ("matmul", "add / bias", "relu", "other")
@@ -486,7 +488,7 @@ def policy_bench_picture(data: dict[str, Any]) -> bytes:
                            linestyle="--" if noise else "-")  # fmt: skip
             timed.plot(median, y, linestyle="none", markeredgecolor=style["color"],
                        markerfacecolor="white" if noise else style["color"], **style)  # fmt: skip
-            words = tables.spread_words(relative, len(ratios), NOISE)
+            words = words_of_spread(relative, len(ratios), NOISE)
             timed.text(1.02, y, f"{median:.2f} · {words}",
                        va="center", fontsize=8, fontweight="bold" if noise else "normal",
                        transform=timed.get_yaxis_transform())  # fmt: skip

@@ -84,6 +84,7 @@ def test_a_nesting_flattened_to_one_region_fails_k_even_when_it_keeps_the_same()
 def test_compare_s_composition_matrix_shows_each_case_and_fails_a_broken_one():
     from conformance.comparison import composition_matrix
     from conformance.mutants import load
+    from conformance.tables.kinds import compare_matrices
 
     cotangent = np.linspace(-1, 1, 4).astype(np.float32)
     port = PyTorch()
@@ -106,6 +107,6 @@ def test_compare_s_composition_matrix_shows_each_case_and_fails_a_broken_one():
     class Row:
         name, compositions = "pytorch", cells
 
-    table = composition_matrix.composition_table([Row()])
+    table = compare_matrices.composition_table([Row()])
     texts = [[cell.text for cell in row.cells] for row in table.rows]
     assert ["twice", "{x}", "2", "1", "equal", "as declared"] in texts

@@ -245,7 +245,11 @@ def print_items(console: Console, found: Items) -> None:
 
 def print_paragraph(console: Console, found: Paragraph) -> None:
     """Wrapped between words at the console's width (off a terminal, a `LogConsole` prints
-    it whole, for the viewer to wrap)."""
+    it whole, for the viewer to wrap); a muted paragraph is a legend, laid out for the width
+    everywhere, as a table's caption is."""
+    if found.mark == "muted":
+        style.print_legend(console, escape(found.text))
+        return
     console.print(styled(found.text, MARKS[found.mark]), highlight=False)
 
 

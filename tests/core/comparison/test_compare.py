@@ -12,9 +12,10 @@ import pytest
 import implementations
 from conformance import cli
 from conformance import comparison as compare
-from conformance.comparison import measure, policy_matrix, render
+from conformance.comparison import measure, policy_matrix
 from conformance.comparison import rows as rows_module
 from conformance.running import environment
+from conformance.tables.kinds import compare as render
 from implementations.contract import BackwardRecord, SavedTensor
 from implementations.policies import POLICY_NAMES
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conformance import comparison as compare
 from conformance.checking import composition
-from conformance.comparison import render
 from conformance.comparison.model import Residuals
+from conformance.tables.kinds import compare as render
 
 
 def _residuals(recomputed, backward_matmuls, rerun_matmuls=None) -> Residuals:
@@ -43,8 +43,8 @@ def test_compare_records_its_machine_and_the_page_shows_it(monkeypatch):
     # process starts), its measurements stubbed: what is under test is what the report keeps.
     import implementations
     from conformance.comparison import measure, restore
-    from conformance.page import tables
     from conformance.page.documents import Document
+    from conformance.tables.kinds import plain as tables
 
     monkeypatch.setattr(implementations, "CANONICAL", "hips_autograd")
     for name in ("exact_results", "expected_results"):

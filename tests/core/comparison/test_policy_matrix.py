@@ -13,6 +13,7 @@ import implementations
 from conformance import mutants
 from conformance.comparison import policy_matrix
 from conformance.comparison.measure import PortComparison
+from conformance.tables.kinds import compare_matrices
 from conformance.tables.render import terminal
 from tests.support import reference
 
@@ -46,8 +47,8 @@ def test_a_port_that_drops_the_policy_is_shown_so():
     row = PortComparison("drops_policy", "available")
     row.policies = list(cells.values())
     console = Console(width=80, record=True)
-    terminal.print_block(console, policy_matrix.policy_table([row]))
+    terminal.print_block(console, compare_matrices.policy_table([row]))
     text = console.export_text()
     assert "drops_policy" in text
     assert "as expected" in text  # none and full
-    assert "saves {x}, expected {d1, x}" in policy_matrix._verdict(cells["save_dots"])
+    assert "saves {x}, expected {d1, x}" in compare_matrices.policy_verdict(cells["save_dots"])

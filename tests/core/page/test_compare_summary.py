@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from conformance.comparison import render, restore
+from conformance.comparison import restore
+from conformance.tables.kinds import compare as render
 from conformance.terminal import style
 from tests.support.helpers import ROOT
 

@@ -25,11 +25,12 @@ from conformance.benchmark import measure as bench_measure
 from conformance.benchmark import render as bench_render
 from conformance.checking.properties import PROPERTIES
 from conformance.comparison import failed as compare_failed
-from conformance.comparison import measure, render, rows
+from conformance.comparison import measure, rows
 from conformance.running.mutation import MutantResult
 from conformance.running.runner import Outcome
 from conformance.running.suite import PortReport, SuiteReport
 from conformance.tables.kinds import bench as bench_tables
+from conformance.tables.kinds import compare as render
 from conformance.tables.kinds import run as run_report
 from conformance.tables.model import Column, TableBuilder
 from conformance.tables.render import terminal as terminal_render
@@ -64,6 +65,11 @@ class Pipe(io.StringIO):
 
     def isatty(self) -> bool:
         return False
+
+
+def print_summary(comparison, console) -> None:
+    """compare's summary table alone, as `compare` prints it first."""
+    terminal_render.print_block(console, render.terminal_summary(comparison))
 
 
 def rendered(print_report, data) -> str:
@@ -198,7 +204,7 @@ def test_compare_keeps_the_figures_beside_ports_that_are_unavailable_or_broken()
     broken = measure.PortComparison("paddle", "available")
     broken.error = "in a process of its own: killed by SIGSEGV; its last lines: " + "x " * 40
     comparison.ports.append(broken)
-    text = rendered(render.print_summary, comparison)
+    text = rendered(print_summary, comparison)
     flat = " ".join(text.split())
     assert reason in flat.replace("' remat", "'remat")  # whole, wrapped between words
     assert "killed by SIGSEGV" in flat
@@ -210,7 +216,7 @@ def test_compare_keeps_the_figures_beside_ports_that_are_unavailable_or_broken()
 def test_compare_title_says_the_command_as_run():
     comparison = _comparison()
     comparison.command = "compare --dim 32 --features 16"
-    text = rendered(render.print_summary, comparison)
+    text = rendered(print_summary, comparison)
     assert "as run: compare --dim 32 --features 16" in " ".join(text.split())
 
 
@@ -232,7 +238,7 @@ def test_compare_verdict_reads_without_colour():
     bad.gradients["x"] = measure.Diff(1.0, 1e-5, 3.0)  # over the bound
     bad.precision["x"] = measure.Bits(11.0, 40.0)  # TF32-like: fails the tier
     bad.residuals["on"] = bad.residuals["off"]  # the checkpoint saved nothing
-    text = rendered(render.print_summary, comparison)
+    text = rendered(print_summary, comparison)
     row = _port_lines(text, bad.name)
     # On one line in a terminal, each mark joined to its word (issue 76: two lines a port).
     assert "✗agree" in row

@@ -24,21 +24,21 @@ from pathlib import Path
 import pytest
 
 from conformance import cli, colours
-from conformance.comparison import render as compare_render
 from conformance.comparison import restore
-from conformance.comparison.policy_matrix import policy_table
 from conformance.page import (
     DocumentError,
     build,
     chromium,
     csv_files,
     documents,
+    facts,
     pictures,
-    tables,
 )
-from conformance.page.sections import held_to
-from conformance.tables.kinds import bench_policies, outcomes, scale
+from conformance.page.kinds import held_to
+from conformance.tables.kinds import bench_policies, outcomes, plain, scale
+from conformance.tables.kinds import compare as compare_render
 from conformance.tables.kinds import run as run_tables
+from conformance.tables.kinds.compare_matrices import policy_table
 from conformance.tables.kinds.spread import spread_words
 from tests.support.helpers import ROOT
 
@@ -99,10 +99,10 @@ def test_the_compare_verdict_names_what_is_over_its_bound():
         "gradients": {"w1": {"max_abs": 1e-7, "bound": 1e-5, "worst_ratio": 0.01}},
         "precision": {"w1": {"bits": 10.6, "ratio": 3.0}, "output": {"bits": 22, "ratio": 0.1}},
     }
-    assert tables.compare_verdict(row) == "✗ over the bound: output; precision tier: w1"
+    assert facts.compare_verdict(row) == "✗ over the bound: output; precision tier: w1"
     row["output"]["worst_ratio"] = 0.5
     row["precision"]["w1"]["ratio"] = 0.2
-    assert tables.compare_verdict(row).startswith("✓")
+    assert facts.compare_verdict(row).startswith("✓")
 
 
 def test_the_strip_counts_saved_roles_and_rerun_ops_by_kind():
@@ -527,7 +527,7 @@ def test_a_versions_section_takes_a_plain_list_of_rows():
          "outcomes": {"a_init": "pass", "c_vjp": "fail"}},
         {"framework": "torch", "version": "2.4.0", "port": "pytorch", "failed": True},
     ]  # fmt: skip
-    table = tables.versions_table(rows)
+    table = plain.versions_table(rows)
     assert table.header == ["framework", "version", "port", "failed", "outcomes.a_init",
                             "outcomes.c_vjp"]  # fmt: skip
     assert texts(table)[0] == ["torch", "2.5.1", "pytorch", "✓ passed", "✓ pass", "✗ fail"]

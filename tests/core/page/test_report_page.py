@@ -16,7 +16,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conformance.page import build, grids, html, pictures
+from conformance.page import build, html, pictures
+from conformance.tables.kinds import mutants
 from implementations.composition import CASES
 from implementations.policies import POLICY_NAMES
 from tests.support.helpers import ROOT
@@ -131,6 +132,24 @@ def test_the_composition_matrix_reaches_the_page(report):
     assert "Composition: the region once, wrapped twice, under a trainer" in page
 
 
+def test_the_composition_matrix_is_in_the_html_and_the_markdown(report):
+    # Read from the written page and Markdown, not the model: every port that measured a
+    # composition has its grid row, and its details a line per case, on the page; a row in
+    # the Markdown's composition table.
+    composed = [r for r in _load(COMPARE)["ports"] if r.get("compositions")]
+    assert len(composed) >= 10
+    title = "Composition: the region once, wrapped twice, under a trainer&#x27;s region"
+    assert re.search(f'<h3 id="compare-1-t[0-9]+">{title}</h3>', report.html)
+    heading = "### Composition: the region once, wrapped twice, under a trainer's region"
+    assert heading in report.markdown
+    table = report.markdown.split(heading, 1)[1].split("\n### ", 1)[0]
+    for row in composed:
+        assert f'id="compositions-{row["name"]}"' in report.html
+        for cell in row["compositions"]:
+            assert f'<tr id="composition-{row["name"]}-{cell["case"]}">' in report.html
+        assert f"\n| {row['name']}<br>{row['framework']} |" in table
+
+
 def test_mutants_all_killed_are_one_line_and_their_rows_one_click_away(report):
     page = report.html
     run = _load(RUN)
@@ -149,7 +168,7 @@ def test_mutants_all_killed_are_one_line_and_their_rows_one_click_away(report):
 def test_a_survivor_gets_a_row_in_the_open_and_the_score_fails():
     run = _load(RUN)
     run["mutants"][0].update(status="survived", killed_by="", message="")
-    blocks = grids.mutants(run)
+    blocks = mutants.page_blocks(run)
     assert blocks[0].mark == "fail"
     assert blocks[0].text.startswith("Mutation score: 54/55 killed · not killed: ")
     open_table = blocks[1]

@@ -1,6 +1,9 @@
-"""The `compare` report: a verdict per port at a glance, then the detail, then the legend.
+"""The `compare` report's tables: a verdict per port at a glance, then the detail, then the
+legend; the terminal's document (`document`, `print_comparison`) and the page's blocks
+(`page_blocks`). The policy and composition matrices are `compare_grids`' and
+`compare_matrices`'.
 
-Sections, in order (`SECTIONS`; another module may append its own):
+The terminal's, in order:
 
 1. **at a glance** (`summary_table`): per port, a verdict of three marks
    that read without colour (✓/✗ agree, tier, remat), the worst
@@ -11,30 +14,29 @@ Sections, in order (`SECTIONS`; another module may append its own):
 3. **precision** (`precision_table`): bits of every result, and the matmul setting;
 4. **recomputed ops**, once per distinct list (`recomputed_lines`): ports
    that rerun the same ops share a line;
-5. the legend, the wall time and the load.
+5. the policy and composition grids, a line per port, the findings under each;
+6. the legend, the wall time and the load.
 
-Tables are model tables (`conformance.tables.model`), printed whole by the terminal renderer.
+A comparison is a `comparison.Comparison` (measured, or `comparison.restore`d from its JSON),
+read by its fields and its `failed` verdict: this floor imports nothing from `comparison`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from implementations.contract import SavedTensor
 
-from ..checking.composition import rerun_matmuls
-from ..tables import numbers
-from ..tables.model import Cell, Column, Items, Paragraph, Table, TableBuilder
-from ..tables.render import terminal as terminal_render
-from ..terminal.style import print_legend
-from . import grids, measure, policy_matrix
-from .model import Bits, Comparison, Diff, PortComparison, Residuals
+from ...checking.composition import rerun_matmuls
+from .. import numbers
+from ..model import Block, Cell, Column, Document, Items, Paragraph, Section, Table, TableBuilder
+from ..render import terminal as terminal_render
+from . import compare_grids
 
 PASS, FAIL = "✓", "✗"
 
@@ -69,7 +71,7 @@ def matmuls(recomputed: dict[str, int]) -> int:
     return sum(n for op, n in recomputed.items() if any(m in op.lower() for m in MATMUL_MARKS))
 
 
-def rerun_ops(off: Residuals, on: Residuals) -> tuple[int, int]:
+def rerun_ops(off: Any, on: Any) -> tuple[int, int]:
     """The ops and the matmuls the backward pass reruns with the checkpoint on. The matmuls by
     the measure property (k) and the composition matrix use (`checking.composition`): the
     instrument's own count, else the backward's matmuls beyond the checkpoint-off pass's; by
@@ -111,7 +113,7 @@ def residual_list(saved: Sequence[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _diffs(row: PortComparison) -> dict[str, Diff]:
+def _diffs(row: Any) -> dict[str, Any]:
     found = {"output": row.output, "exercise": row.exercise, **row.gradients}
     return {k: v for k, v in found.items() if v is not None}
 
@@ -120,7 +122,7 @@ def _short(key: str) -> str:
     return dict((k, s) for s, k in RESULTS).get(key, key)
 
 
-def verdict(row: PortComparison) -> dict[str, bool | None]:
+def verdict(row: Any) -> dict[str, bool | None]:
     """Three judgements (None: not measured).
 
     - `agree`: every result within the tolerance model's bound of the canonical port's;
@@ -143,7 +145,7 @@ def _mark(ok: bool | None, word: str) -> str:
     return f"{PASS} {word}" if ok else f"{FAIL} {word}"
 
 
-def _verdict_cell(row: PortComparison) -> Cell:
+def _verdict_cell(row: Any) -> Cell:
     found = verdict(row)
     agree = "ref" if row.reference else _mark(found["agree"], "agree")
     text = "\n".join([agree, _mark(found["tier"], "tier"), _mark(found["remat"], "remat")])
@@ -159,7 +161,7 @@ def _verdict_cell(row: PortComparison) -> Cell:
 # ---------------------------------------------------------------------------
 
 
-def title(comparison: Comparison, what: str) -> str:
+def title(comparison: Any, what: str) -> str:
     """`what`, then the run's settings as they were given."""
     # The command as given, when it was given flags: "--dim 1024" is what the user asked for.
     given = comparison.command.split(" ", 1)[1:] if comparison.command else []
@@ -170,16 +172,16 @@ def title(comparison: Comparison, what: str) -> str:
     )
 
 
-def _usable(row: PortComparison) -> bool:
+def _usable(row: Any) -> bool:
     return row.state == "available" and not row.error
 
 
-def _samples(comparison: Comparison) -> str:
+def _samples(comparison: Any) -> str:
     counts = {row.warm_samples for row in comparison.ports if row.warm_samples}
     return f"n={counts.pop()}" if len(counts) == 1 else "n per cell"
 
 
-def _warm_cell(row: PortComparison, per_cell_n: bool) -> Cell:
+def _warm_cell(row: Any, per_cell_n: bool) -> Cell:
     if row.warm_forward_seconds is None or row.warm_vjp_seconds is None:
         return Cell("-")
     lines = []
@@ -202,14 +204,14 @@ def _first_call_cell(first: dict[str, Any]) -> Cell:
     )
 
 
-def _label(row: PortComparison) -> Cell:
+def _label(row: Any) -> Cell:
     notes = [f"{k} {v}" for k, v in row.versions.items()]
     if getattr(row, "measured_by", "") == "port":
         notes.append("evidence self-reported")
     return Cell(row.name, "heading", note="\n".join(notes))
 
 
-def summary_table(comparison: Comparison) -> Table:
+def summary_table(comparison: Any) -> Table:
     """One row per port: the verdict, the worst numbers, residuals and times."""
     samples = _samples(comparison)
     columns = [
@@ -267,7 +269,7 @@ def summary_table(comparison: Comparison) -> Table:
     return table.build()
 
 
-def agreement_table(comparison: Comparison) -> Table:
+def agreement_table(comparison: Any) -> Table:
     """One row per port: every result's largest error over the bound there."""
     table = TableBuilder(
         title(comparison, "agreement: largest error / bound"),
@@ -293,7 +295,7 @@ def agreement_table(comparison: Comparison) -> Table:
     return table.build()
 
 
-def _bits(b: Bits | None) -> str:
+def _bits(b: Any) -> str:
     if b is None:
         return "-"
     text = "exact" if b.bits == float("inf") else f"{b.bits:.1f}"
@@ -305,7 +307,7 @@ def _setting(value: str) -> str:
     return value.split(" (", 1)[0]
 
 
-def _matmul(row: PortComparison) -> str:
+def _matmul(row: Any) -> str:
     """`default → pinned`, each the setting's name without the framework's explanation."""
     found = row.matmul_precision
     if not found:
@@ -315,7 +317,7 @@ def _matmul(row: PortComparison) -> str:
     return f"{default} → {pinned}{device}"
 
 
-def matmul_lines(comparison: Comparison) -> list[str]:
+def matmul_lines(comparison: Any) -> list[str]:
     """The float32 matmul settings, one line per distinct setting, naming its ports."""
     groups: dict[str, list[str]] = {}
     for row in comparison.ports:
@@ -324,7 +326,7 @@ def matmul_lines(comparison: Comparison) -> list[str]:
     return [f"{', '.join(names)}: {text}" for text, names in groups.items()]
 
 
-def precision_table(comparison: Comparison) -> Table:
+def precision_table(comparison: Any) -> Table:
     """One row per port: effective bits of each result (the matmul settings follow it)."""
     table = TableBuilder(
         "Precision: bits of the exact (float64) result each port keeps",
@@ -342,7 +344,7 @@ def precision_table(comparison: Comparison) -> Table:
     return table.build()
 
 
-def recomputed_lines(comparison: Comparison) -> list[str]:
+def recomputed_lines(comparison: Any) -> list[str]:
     """The ops rerun with the checkpoint on, one line per distinct list, naming its ports."""
     groups: dict[tuple[tuple[str, int], ...], list[str]] = {}
     for row in comparison.ports:
@@ -382,7 +384,7 @@ LEGEND = (
 )
 
 
-def _load_line(comparison: Comparison) -> tuple[str, bool]:
+def _load_line(comparison: Any) -> tuple[str, bool]:
     load = comparison.load
     if not load:
         return "", False
@@ -393,13 +395,13 @@ def _load_line(comparison: Comparison) -> tuple[str, bool]:
     return f"{text}, {comparison.cores} cores", comparison.loaded
 
 
-def versions_line(comparison: Comparison) -> str:
+def versions_line(comparison: Any) -> str:
     """Every distribution the ports ran on, once ("versions: jax 0.10.2 · torch 2.13.0 ...")."""
     seen = dict.fromkeys(f"{k} {v}" for row in comparison.ports for k, v in row.versions.items())
     return "versions: " + " · ".join(seen) if seen else ""
 
 
-def terminal_summary(comparison: Comparison) -> Table:
+def terminal_summary(comparison: Any) -> Table:
     """The summary as a terminal shows it, two lines a port: the versions said once under the
     table (`versions_line`), not under each port's name, and the verdict's three marks on one
     line (the page keeps both as they are)."""
@@ -428,67 +430,66 @@ def terminal_summary(comparison: Comparison) -> Table:
     return replace(table, rows=tuple(rows), note=note)
 
 
-def print_summary(comparison: Comparison, console: Console) -> None:
-    terminal_render.print_block(console, terminal_summary(comparison))
+#: The headings of the two lists that follow the precision table.
+MATMUL_HEADING = (
+    "float32 matmul setting (as the framework reports it: its default, without the suite's "
+    "pin → the pin; on a CPU both compute float32)"
+)
+SETTINGS_HEADING = "float32 matmul setting (default → pinned), as each framework reports it"
+RECOMPUTED_HEADING = "recomputed ops (checkpoint on; ports with the same list share a line)"
 
 
-def print_agreement(comparison: Comparison, console: Console) -> None:
-    terminal_render.print_block(console, agreement_table(comparison))
-
-
-def print_precision(comparison: Comparison, console: Console) -> None:
-    terminal_render.print_block(console, precision_table(comparison))
-    lines = matmul_lines(comparison)
-    if lines:
-        console.print(
-            "\n[bold]float32 matmul setting[/] (as the framework reports it: its default, "
-            "without the suite's pin → the pin; on a CPU both compute float32)"
-        )
-        for line in lines:
-            console.print(f"  {escape(line)}", highlight=False)
-
-
-def print_recomputed(comparison: Comparison, console: Console) -> None:
-    lines = recomputed_lines(comparison)
-    if lines:
-        console.print("\n[bold]recomputed ops[/] (checkpoint on; ports with the same list share "
-                      "a line)")  # fmt: skip
-        for line in lines:
-            console.print(f"  {escape(line)}", highlight=False)
-
-
-def _print_grid(console: Console, found: tuple[Table | None, Items]) -> None:
+def _grid(found: tuple[Table | None, Items]) -> list[Block]:
+    """A terminal grid without its caption (the legend says it), then its findings."""
     table, findings = found
     if table is None:
-        return
-    terminal_render.print_block(console, replace(table, caption=""))  # the legend says it
-    if findings.items:
-        terminal_render.print_items(console, findings)
+        return []
+    return [replace(table, caption=""), *([findings] if findings.items else [])]
 
 
-def print_policies(comparison: Comparison, console: Console) -> None:
-    """Port x policy, a line per port (the page has a row per cell: `policy_table`)."""
-    _print_grid(console, grids.policy_grid(comparison.ports))
+def _lines(heading: str, lines: list[str]) -> list[Block]:
+    return [Items(heading, tuple(lines))] if lines else []
 
 
-def print_compositions(comparison: Comparison, console: Console) -> None:
-    """Port x case, a line per port (the page has a row per cell: `composition_table`)."""
-    _print_grid(console, grids.composition_grid(comparison.ports))
+def closing(comparison: Any) -> list[Paragraph]:
+    """The legend, the wall time and the load, and a warning when other work shared the
+    machine."""
+    legend = [Paragraph(text, "muted") for text in (*LEGEND, compare_grids.GRID_LEGEND)]
+    load, busy = _load_line(comparison)
+    found = [*legend, Paragraph(f"compare: {comparison.seconds:.1f} s wall · {load}")]
+    if busy:
+        found.append(
+            Paragraph(
+                f"warning: other work shared the machine ({comparison.cores} cores), so the "
+                "times are noisy (the ±½IQR shows how much); compare again on an idle machine "
+                "to trust them",
+                "warn",
+            )
+        )
+    return found
 
 
-#: What `print_comparison` prints, in order: a module may append a section of its own.
-SECTIONS: list[Callable[[Comparison, Console], None]] = [
-    print_summary,
-    print_agreement,
-    print_precision,
-    print_recomputed,
-    print_policies,
-    print_compositions,
-]
+def document(comparison: Any) -> Document:
+    """The comparison as a terminal shows it (`print_comparison`): the summary, agreement and
+    precision tables, the matmul settings and the rerun ops, the policy and composition grids
+    a line per port, then the legend, the wall time and the load. `comparison`: a
+    `comparison.Comparison`, measured or restored from its JSON."""
+    ports = comparison.ports
+    blocks: list[Block] = [
+        terminal_summary(comparison),
+        agreement_table(comparison),
+        precision_table(comparison),
+        *_lines(MATMUL_HEADING, matmul_lines(comparison)),
+        *_lines(RECOMPUTED_HEADING, recomputed_lines(comparison)),
+        *_grid(compare_grids.terminal_policy_grid(ports)),
+        *_grid(compare_grids.terminal_composition_grid(ports)),
+    ]
+    parts = (Section("", tuple(blocks)), Section("", tuple(closing(comparison))))
+    return Document("compare", title(comparison, "every port side by side"), parts)
 
 
-def verdict_line(comparison: Comparison) -> Paragraph:
-    """The comparison's verdict in one line, last (`measure.failed` decides it): the ports
+def verdict_line(comparison: Any) -> Paragraph:
+    """The comparison's verdict in one line, last (`Comparison.failed` decides it): the ports
     with a ✗ and where, or how many were checked; the ports not installed; the wall time."""
     broken, checked, missing = [], 0, 0
     for row in comparison.ports:
@@ -502,11 +503,11 @@ def verdict_line(comparison: Comparison) -> Paragraph:
         crosses = [key for key, ok in verdict(row).items() if ok is False]
         if row.reference:
             crosses = [key for key in crosses if key != "agree"]
-        if any(policy_matrix.failed(cell) for cell in row.policies):
+        if any(cell.failed for cell in row.policies):
             crosses.append("policies")
         if crosses:
             broken.append(f"{row.name} (✗ {', '.join(crosses)})")
-    failed = measure.failed(comparison)
+    failed = comparison.failed
     parts = [f"compare {'failed' if failed else 'passed'}"]
     parts.append(f"{checked} ports against {comparison.canonical}")
     if broken:
@@ -517,20 +518,25 @@ def verdict_line(comparison: Comparison) -> Paragraph:
     return Paragraph(" · ".join(parts), "fail" if failed else "pass")
 
 
-def print_comparison(comparison: Comparison, console: Console) -> None:
-    """Every section, the legend, the wall time and the load (warned when loaded), then the
-    verdict, last."""
-    for section in SECTIONS:
-        section(comparison, console)
-    console.print()
-    print_legend(console, *LEGEND, grids.GRID_LEGEND)
-    load, busy = _load_line(comparison)
-    console.print(f"compare: {comparison.seconds:.1f} s wall · {load}", highlight=False)
-    if busy:
-        console.print(
-            f"[bold yellow]warning[/]: other work shared the machine ({comparison.cores} cores), "
-            "so the times are noisy (the ±½IQR shows how much); "
-            "compare again on an idle machine to trust them",
-            highlight=False,
-        )
+def print_comparison(comparison: Any, console: Console) -> None:
+    """The comparison's document (`document`), then its verdict, last."""
+    terminal_render.print_document(console, document(comparison))
     terminal_render.print_verdict(console, verdict_line(comparison))
+
+
+def page_blocks(comparison: Any, held: dict[str, str] | None = None) -> list[Block]:
+    """What the report page and its Markdown show of a comparison: the summary, the policy
+    grid and the composition grid (each port's full lines in its details; `held`: port ->
+    whose expectations held its records), the precision table and the matmul settings. A
+    report from before the policy or composition matrices says it has none."""
+    policies = compare_grids.policy_grid(comparison, held)
+    compositions = compare_grids.composition_grid(comparison)
+    said = "this compare report has no {} (made by an older version)."
+    settings = matmul_lines(comparison)
+    return [
+        summary_table(comparison),
+        policies or Paragraph("No policy matrix: " + said.format("per-port policies")),
+        compositions or Paragraph("No composition matrix: " + said.format("composition cases")),
+        precision_table(comparison),
+        *_lines(SETTINGS_HEADING, settings),
+    ]

@@ -1,24 +1,23 @@
-"""The versions sections of `python -m conformance report`: a sweep's matrix (its JSON, from
-`versions --out`: `conformance.tables.kinds.versions.matrix`, the terminal's and Markdown's
-own), its sets and degradations as tables, and the version sets of run reports made at
-different versions (as `merge` groups them)."""
+"""The versions tables of `python -m conformance report`: a sweep's matrix (its JSON, from
+`versions --out`: `versions.matrix`, the terminal's and Markdown's own), its sets and
+degradations, and the version sets of run reports made at different versions (as `merge`
+groups them: `conformance.merge.version_sets`, which the page calls)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from ..merge import Source, version_sets
-from ..tables.kinds import versions as versions_tables
-from ..tables.kinds.merge import describe_versions
-from ..tables.kinds.versions import set_lines
-from ..tables.model import Table
-from .tables import _Builder
+from ..model import Table
+from . import versions as versions_tables
+from .merge import describe_versions
+from .plain import PlainBuilder
+from .versions import set_lines
 
 
 def sets(data: dict[str, Any]) -> Table:
     """What each version set was: installed, reused, released pins, or why not run."""
-    table = _Builder(
+    table = PlainBuilder(
         title="Version sets",
         header=["version set", "state", "what was done"],
         kind="version-sets",
@@ -35,7 +34,7 @@ def degradations(data: dict[str, Any]) -> Table | None:
     """Each documented degradation across the sets, and the first version that differs."""
     if not data["degradations"]:
         return None
-    table = _Builder(
+    table = PlainBuilder(
         title="Documented degradations across versions",
         header=["degradation", "measured", *[s["title"] for s in data["sets"]], "first differs"],
         caption="holds: the degradation shows there, as documented; ✗ does not hold: the "
@@ -74,13 +73,12 @@ def tables(data: dict[str, Any]) -> list[Table]:
     return [table for table in found if table is not None]
 
 
-def run_versions(documents: Sequence[Any]) -> Table | None:
-    """The version sets of the run reports, where there are several (as `merge` finds them)."""
-    runs = [Source(i, d.source, d.data) for i, d in enumerate(documents, 1) if d.kind == "run"]
-    found, of = version_sets(runs)
+def run_versions(found: Mapping[str, Any], reports: Mapping[str, list[str]]) -> Table | None:
+    """The version sets of the run reports, where there are several. `found`: set name ->
+    its versions, `reports`: set name -> the reports in it (`merge.version_sets`)."""
     if len(found) < 2:
         return None
-    table = _Builder(
+    table = PlainBuilder(
         title="Versions of the runs",
         header=["version set", "versions", "reports"],
         caption="Run reports whose ports' versions agree on every distribution both name "
@@ -88,6 +86,5 @@ def run_versions(documents: Sequence[Any]) -> Table | None:
         kind="run-versions",
     )
     for name, versions in found.items():
-        reports = ", ".join(s.path for s in runs if of[s.number] == name)
-        table.row(name, [name, describe_versions(versions), reports])
+        table.row(name, [name, describe_versions(versions), ", ".join(reports.get(name, []))])
     return table.build()

@@ -1,5 +1,5 @@
-"""The page's own tables, from the JSON reports: the machines and versions, plain versions
-rows, and the compare verdict's words.
+"""The page's own tables, from the JSON reports: the machines and versions (`machine`), and
+plain versions rows (`versions_table`).
 
 Every builder takes a report's parsed JSON (a `dict`) and returns a model `Table`
 (`conformance.tables.model`) that every renderer draws. Symbols read without colour: ✓
@@ -12,14 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..tables.kinds.spread import relative_spread, spread_words
-from ..tables.model import Cell, Column, Table, TableBuilder
-from ..tables.numbers import number
+from ..model import Cell, Column, Table, TableBuilder
 
 PASSING = {"pass": "✓ pass", "reference": "ref", "skip": "skip", "xfail": "xfail (expected)"}
 FAILING = {"fail": "✗ fail", "crashed": "✗ crash", "timeout": "✗ hang", "xpass": "✗ xpass"}
-
-__all__ = ["Table", "number", "relative_spread", "spread_words"]
 
 
 def marked(text: Any) -> Cell:
@@ -34,7 +30,7 @@ def marked(text: Any) -> Cell:
     return Cell(text)
 
 
-class _Builder(TableBuilder):
+class PlainBuilder(TableBuilder):
     """The page's tables: a header of plain columns, rows of words marked as they read."""
 
     def __init__(self, title: str, header: Sequence[str], **options: Any) -> None:
@@ -45,65 +41,13 @@ class _Builder(TableBuilder):
 
 
 # ---------------------------------------------------------------------------
-# compare
-# ---------------------------------------------------------------------------
-
-
-def _within(diff: dict[str, Any] | None) -> bool | None:
-    if not diff:
-        return None
-    worst = number(diff.get("worst_ratio"))
-    return worst is not None and worst <= 1.0
-
-
-def is_matmul(op: str) -> bool:
-    """A matrix product, by any framework's name for it (dot_general, aten.addmm, MatMul)."""
-    low = op.lower()
-    return "dot" in low or low.endswith("mm") or "matmul" in low or "addmm" in low
-
-
-def backward_matmuls(row: dict[str, Any]) -> int | None:
-    """Matmuls the backward pass reruns with the checkpoint on (from `recomputed`)."""
-    on = (row.get("residuals") or {}).get("on")
-    if not on:
-        return None
-    return sum(n for op, n in (on.get("recomputed") or {}).items() if is_matmul(op))
-
-
-def compare_verdict(row: dict[str, Any]) -> str:
-    """✓ when every result is within its bound and every precision tier passes; else ✗ why."""
-    if row.get("state") != "available":
-        return f"{row.get('state')}: {row.get('reason', '')}"
-    if row.get("error"):
-        return f"✗ error: {row['error']}"
-    if row.get("reference"):
-        return "reference"
-    over = [
-        name
-        for name, diff in [
-            ("output", row.get("output")),
-            ("exercise", row.get("exercise")),
-            *(row.get("gradients") or {}).items(),
-        ]
-        if _within(diff) is False
-    ]
-    tier = [k for k, b in (row.get("precision") or {}).items() if (number(b["ratio"]) or 0) > 1]
-    if over or tier:
-        return "✗ " + "; ".join(
-            ([f"over the bound: {', '.join(over)}"] if over else [])
-            + ([f"precision tier: {', '.join(tier)}"] if tier else [])
-        )
-    return "✓ within bounds, float32 precision"
-
-
-# ---------------------------------------------------------------------------
 # machine and versions
 # ---------------------------------------------------------------------------
 
 
 def machine(documents: Sequence[Any]) -> Table:
     """Where each report was made, and the versions it names."""
-    table = _Builder(
+    table = PlainBuilder(
         title="Machine and versions",
         header=["report", "kind", "machine", "versions"],
         kind="machine",
@@ -167,7 +111,7 @@ def versions_table(rows: Sequence[Any]) -> Table:
     header = [k for k in VERSION_COLUMNS if k in keys] + [
         k for k in keys if k not in VERSION_COLUMNS
     ]
-    table = _Builder(
+    table = PlainBuilder(
         title="Versions",
         header=header,
         caption="One row per framework version the sweep tried: ✓ passed, ✗ failed, with "
