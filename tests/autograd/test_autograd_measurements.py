@@ -68,6 +68,7 @@ def test_the_saved_bytes_that_grow_with_the_batch_are_the_analytic_units(schedul
     at_b, at_2b = _case(schedule).counts(), _case(schedule, 2 * B).counts()
     assert at_2b.kept_bytes() - at_b.kept_bytes() == units * UNIT  # measured at B and 2B
     assert at_b.kept_bytes() == units * UNIT  # and nothing kept that does not grow
+    assert {t.memory_space for t in at_b.saved} == {"device"}  # numpy's one memory: the CPU's
 
 
 def test_the_peak_splits_into_a_part_growing_with_the_batch_and_a_fixed_part():

@@ -10,7 +10,7 @@ allocations to it). The two are apart because the profiler allocates as it runs.
 - **Saved:** when the outermost backward pass starts, every numpy array its `end_node` holds
   alive through the graph (`reachable_arrays`: nodes' `parents` and `vjp` closures): what the
   forward pass left for the backward. A view counts as the array owning its data. Memory
-  space: numpy's arrays live in the CPU's memory, where it computes.
+  space: `device`, the CPU's memory, where numpy computes (it has no other to offload to).
 - **Origins, by dataflow.** Each primitive that computes (autograd's `f_wrapped` called on
   plain arrays) in the forward pass labels its result from what it read: an array no
   primitive made is a *source*, x when its values are x's, a parameter when they are one of
@@ -71,6 +71,8 @@ METHODS = {
     "reruns": "traces started in the backward pass",
 }
 
+#: Where every array is kept: numpy computes in the CPU's memory, its device; there is no other.
+SPACE = "device"
 _PRIMITIVE_CODE = anp.dot.__code__  # `tracer.primitive`'s `f_wrapped`: every primitive's
 _NODE_CODE = VJPNode.__init__.__code__
 _TRACE_CODE = trace.__code__
@@ -234,9 +236,8 @@ class Watch:
                 f"{self.maker.get(key) or 'numpy outside any primitive'}, {held}",
             }[origin]
             kept_role = role if origin in ("input", "activation") else ""
-            records.append(
-                SavedTensor(tuple(array.shape), array.dtype.name, origin, text, role=kept_role)
-            )
+            shape, dtype = tuple(array.shape), array.dtype.name
+            records.append(SavedTensor(shape, dtype, origin, text, kept_role, SPACE))
         return tuple(records)
 
     def record(self) -> Record:
