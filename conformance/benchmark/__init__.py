@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import os
 import platform
 from collections.abc import Callable, Iterable
@@ -24,6 +23,7 @@ from typing import Any
 
 from implementations import collector, manifests
 from implementations.contract import StackUnavailable
+from implementations.measuring import driver
 
 from ..jsonable import to_data
 from ..running import interrupts, timing
@@ -152,7 +152,7 @@ def _load_in_order(order: list[str], found: dict, skipped: dict) -> None:
                 if name in ISOLATED:
                     found[name] = IsolatedStack(FRAMEWORKS[name])
                 else:
-                    found[name] = importlib.import_module(FRAMEWORKS[name])
+                    found[name] = driver.bench_module(FRAMEWORKS[name])
         except StackUnavailable as error:  # installed, but not loadable in this process
             skipped[name] = f"cannot load in this process ({error})"
         except ImportError as error:  # ModuleNotFoundError, or a module set to None

@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import builtins
 import contextlib
-import importlib
 import os
 import tempfile
 import weakref
@@ -25,6 +24,7 @@ from typing import Any
 
 from implementations import collector
 from implementations.contract import StackUnavailable
+from implementations.measuring import driver
 
 from ..running import isolation
 
@@ -130,7 +130,7 @@ def serve(module_name: str) -> None:
     try:
         # As the bench's own process loads its stacks (`load_frameworks`).
         with collector.paused(freeze=True):
-            module = importlib.import_module(module_name)
+            module = driver.bench_module(module_name)
     except (ImportError, StackUnavailable) as error:  # not installed, or blocked here
         to_parent.send(("unavailable", f"{module_name} does not load: {error}"))
         return

@@ -25,8 +25,9 @@ from hypothesis import given, settings  # noqa: E402
 
 from implementations import contract  # noqa: E402
 from implementations.contract import Params  # noqa: E402
-from implementations.stacks.autograd import Probe, mlp  # noqa: E402
+from implementations.stacks.autograd import block as mlp  # noqa: E402
 from implementations.stacks.autograd import hips_autograd as port_module  # noqa: E402
+from implementations.stacks.autograd import instrument  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from tests.support import reference  # noqa: E402
 from tests.support import stack_kit as kit  # noqa: E402
@@ -204,26 +205,29 @@ def test_tracemalloc_sees_what_the_instrument_says():
 
 
 def test_the_checkpoint_reruns_the_block_in_the_backward_pass_only():
-    # Probe counts matmul primitives run on plain arrays: the forward pass runs the block
-    # once either way, in make_vjp's one trace; the backward pass reruns its 2 dots, in a
-    # trace of its own, when checkpointed.
+    # The watch counts matmul primitives run on plain arrays, per pass: the forward pass
+    # runs the block once either way, in make_vjp's one trace; the backward pass reruns its
+    # 2 dots, in a trace of its own, when checkpointed.
     params = port_module.params_to_arrays(kit.random_params(2))
     for checkpoint, backward in ((True, 6), (False, 4)):
-        with Probe() as forward:
+        with instrument.watch(X, params) as seen:
             pullback, _ = autograd.make_vjp(PORT._block(checkpoint), (0, 1, 2, 3, 4))(*params, X)
-        with Probe() as probe:
             pullback(G)
-        assert (forward.matmuls, forward.traces) == (2, 1), checkpoint
-        assert (probe.matmuls, probe.traces) == (backward, int(checkpoint)), checkpoint
+        assert (seen.matmuls["forward"], seen.traces["forward"]) == (2, 1), checkpoint
+        assert (seen.matmuls["backward"], seen.traces["backward"]) == (backward, int(checkpoint))
+        # one evaluation of block 0 per pass it runs in, both matmuls each time
+        phases = [(e.block, e.phase, e.ran) for e in seen.record().evaluations]
+        expected = [(0, "forward", ("x@W1", "a@W2"))]
+        assert phases == expected + [(0, "backward", ("x@W1", "a@W2"))] * checkpoint
 
 
-def test_the_probe_leaves_the_profiler_it_found():
+def test_the_watch_leaves_the_profiler_it_found():
     def outer(frame, event, arg):
         return None
 
     sys.setprofile(outer)
     try:
-        with Probe():
+        with instrument.watch(X, ()):
             pass
         assert sys.getprofile() is outer
     finally:

@@ -14,13 +14,15 @@ import pytest
 
 pytest.importorskip("autograd")
 
-from implementations.stacks.autograd import bench
+from implementations.measuring.driver import bench_module
 from tests.support.bench_reference import small_data
 from tests.support.stack_kit import MODES, BenchKit, gradient_bytes, peaks_at
 
 # Per step: 2 forward dots a block; backward dW1, dW2, da and dx_l (block 0's x is fixed:
 # no dx), so 6L - 1; the checkpoint reruns both dots of every block: 8L - 1.
 MATMULS = {"none": lambda L: 6 * L - 1, "full": lambda L: 8 * L - 1}
+#: autograd's bench: its block and instrument through the generic driver.
+bench = bench_module("implementations.stacks.autograd.block")
 
 
 class TestAutogradBench(BenchKit):
@@ -32,7 +34,7 @@ class TestAutogradBench(BenchKit):
 
     @staticmethod
     def grads(case):
-        return list(case._grads())
+        return list(case.call()[1])
 
     @staticmethod
     def check_kept(case, kept, mode, depth):
@@ -40,7 +42,7 @@ class TestAutogradBench(BenchKit):
 
     @staticmethod
     def save_mm():
-        return bench.stack_fn("save-mm", 1)
+        return bench.build("", "save-mm", small_data(1))
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])

@@ -8,11 +8,12 @@ from __future__ import annotations
 import pytest
 
 from conformance.benchmark.measure import make_data
+from implementations.measuring.driver import bench_module
 from implementations.schedules import Schedule
-from implementations.stacks.autograd import bench as ag_bench
 from tests.support import schedules_kit as kit
 
 kit.canonical()
+ag_bench = bench_module("implementations.stacks.autograd.block")
 CASES, IDS = kit.cases(ag_bench)
 
 

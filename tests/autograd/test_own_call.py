@@ -1,4 +1,4 @@
-"""The autograd base reads its evidence off the port's own call (`observed`), never off a second
+"""The autograd base reads its evidence off the port's own call (`instrument`), never off a second
 model: a port whose own `forward`, `vjp` and `nn_checkpoint_forward` never checkpoint has the
 right values and fails (e), while the base's block still checkpoints."""
 
@@ -29,7 +29,7 @@ def test_an_array_made_outside_any_primitive_is_never_taken_for_harmless():
 
 
 def test_the_instrument_puts_back_the_profiler_it_found():
-    from implementations.stacks.autograd import observed
+    from implementations.stacks.autograd import instrument
 
     def failing():
         raise RuntimeError("the port's own error")
@@ -37,5 +37,5 @@ def test_the_instrument_puts_back_the_profiler_it_found():
     before = sys.getprofile()
     HipsAutograd().backward_record(PARAMS, X)
     with pytest.raises(RuntimeError, match="the port's own error"):
-        observed.observe(failing, X, ())
+        instrument.observe(failing, X, ())
     assert sys.getprofile() is before

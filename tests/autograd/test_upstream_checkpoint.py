@@ -20,8 +20,9 @@ autograd = pytest.importorskip("autograd")
 from conformance.checking.checks import ConformanceError  # noqa: E402
 from conformance.checking.properties import check_evidence  # noqa: E402
 from conformance.mutants import MUTANTS, load  # noqa: E402
-from implementations.stacks.autograd import Probe, mlp  # noqa: E402
+from implementations.stacks.autograd import block as mlp  # noqa: E402
 from implementations.stacks.autograd import hips_autograd as port_module  # noqa: E402
+from implementations.stacks.autograd import instrument  # noqa: E402
 from implementations.stacks.autograd.hips_autograd_mutants import (  # noqa: E402
     upstream_checkpointed_block,
 )
@@ -41,13 +42,13 @@ def _arrays(features: int = 4) -> tuple[np.ndarray, ...]:
 def test_autograd_checkpoint_traces_its_region_in_the_forward_pass(argnums):
     # The block runs once untraced (the primitive's value), then once traced per
     # differentiated argument (2 dots each); the backward pass starts no trace.
-    with Probe() as forward:
+    with instrument.watch(X, _arrays()[:4]) as seen:
         pullback, _ = autograd.make_vjp(upstream_checkpointed_block, argnums)(*_arrays())
-    with Probe() as backward:
         pullback(np.ones(4, np.float32))
-    assert forward.matmuls == 2 + 2 * len(argnums)
-    assert forward.traces == 1 + len(argnums)  # make_vjp's own, then the maker's
-    assert (backward.traces, dict(backward.traced)) == (0, {})
+    assert seen.matmuls["forward"] == 2 + 2 * len(argnums)
+    assert seen.traces["forward"] == 1 + len(argnums)  # make_vjp's own, then the maker's
+    record = seen.record()
+    assert (record.reruns, record.recomputed) == (0, {})
 
 
 def test_autograd_checkpoint_keeps_more_than_no_checkpoint():

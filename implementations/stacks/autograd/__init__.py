@@ -1,12 +1,11 @@
 """The HIPS autograd stack. Imports autograd (and numpy) on first use, never JAX or torch.
 
-- The model: `block`, `checkpointed_block`, `relu` (a primitive whose gradient at 0
-  is Flax's 0), `no_tap` (`mlp`); `checkpoint(fun)`: `autograd.checkpoint`'s recipe
-  with its VJP's trace moved into the backward pass (`remat`).
-- The instrument: `backward_record(fn, args, origins, cotangent, tap)` reads what
-  `make_vjp` keeps off its backward graph and profiles the backward pass;
-  `Tap` names a model's arrays; `Probe` counts what runs; `reachable_arrays`
-  walks the graph (`evidence`).
+- The block: `block`, `checkpointed_block`, `relu` (a primitive whose gradient at 0 is
+  Flax's 0), and `place(placement)`, the one builder of L blocks (`block`);
+  `checkpoint(fun)`: `autograd.checkpoint`'s recipe with its VJP's trace moved into the
+  backward pass (`remat`).
+- The instrument: `watch(x, parameters)` and `peak()`, contexts around the very call
+  checked, giving a `Record`; `observe(call, x, parameters)` (`instrument`).
 - Arrays in and out: `as_input(x)` (checked; a traced x stays a box),
   `to_host_array`, `from_host_array`, `pin_matmul_precision`, `matmul_precision` (`arrays`).
 - `STACK`: the autograd `Stack`.
@@ -20,14 +19,12 @@ _EXPORTS = {
     "matmul_precision": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "Probe": ".evidence",
-    "Tap": ".evidence",
-    "backward_record": ".evidence",
-    "reachable_arrays": ".evidence",
-    "block": ".mlp",
-    "checkpointed_block": ".mlp",
-    "no_tap": ".mlp",
-    "relu": ".mlp",
+    "observe": ".instrument",
+    "peak": ".instrument",
+    "watch": ".instrument",
+    "checkpointed_block": ".block",
+    "place": ".block",
+    "relu": ".block",
     "checkpoint": ".remat",
     "STACK": ".stack",
 }

@@ -7,7 +7,7 @@ shapes. The checkpoint is `remat.checkpoint`: `autograd.checkpoint`'s recipe
 (a primitive whose VJP differentiates the block again) with that trace made by
 the backward pass, where `autograd.checkpoint` makes it in the forward pass and
 so keeps every activation (see `remat`). Gradients are `make_vjp`'s; relu is a
-primitive whose gradient at 0 is Flax's 0 (`mlp`). Imports autograd, numpy and
+primitive whose gradient at 0 is Flax's 0 (`block`). Imports autograd, numpy and
 the project's numpy-only modules, never jax or torch.
 """
 
@@ -30,16 +30,8 @@ from implementations.contract import (
     param_shapes,
 )
 from implementations.stacks import Port
-from implementations.stacks.autograd import (
-    STACK,
-    as_input,
-    block,
-    checkpoint,
-    checkpointed_block,
-    no_tap,
-    observed,
-    to_host_array,
-)
+from implementations.stacks.autograd import STACK, as_input, checkpoint, instrument, to_host_array
+from implementations.stacks.autograd.block import block, checkpointed_block
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
 
@@ -79,8 +71,8 @@ def composed(region: Callable, case: str) -> Callable:
     if case == "twice":
         return checkpoint(region)
 
-    def model_call(w1, b1, w2, b2, x, tap=no_tap):  # the model, its own region inside
-        return region(w1, b1, w2, b2, x, tap=tap)
+    def model_call(w1, b1, w2, b2, x):  # the model, its own region inside
+        return region(w1, b1, w2, b2, x)
 
     return checkpoint(model_call)
 
@@ -90,14 +82,14 @@ def composed(region: Callable, case: str) -> Callable:
 # ---------------------------------------------------------------------------
 
 
-def _exercise(seed: Any, x: Any, features: Any, run: Callable, tap: Callable = no_tap) -> Any:
+def _exercise(seed: Any, x: Any, features: Any, run: Callable) -> Any:
     seed, features = check_seed(seed), check_features(features)
     x = as_input(x)
     dim = int(np.shape(x)[0])
     check_sizes(dim, features)
     params = canonical_params(seed, dim, features)
-    arrays = tuple(tap(name, getattr(params, name)) for name in NAMES)  # read-only: never written
-    return run(*arrays, x, tap=tap)  # (D,) -> (F,)
+    arrays = tuple(getattr(params, name) for name in NAMES)  # read-only: never written
+    return run(*arrays, x)  # (D,) -> (F,)
 
 
 # ---------------------------------------------------------------------------
@@ -154,7 +146,7 @@ class HipsAutograd(Port):
         *grads, dx = pullback(np.asarray(cotangent, np.float32))  # x is the last argument
         return Grads(**arrays_to_params(tuple(grads)).as_dict(), x=to_host_array(dx))
 
-    # -- evidence: autograd's instrument on the port's own calls (`observed`) ------------
+    # -- evidence: autograd's instrument on the port's own calls (`instrument`) ----------
 
     @observes("vjp")
     def backward_record(
@@ -164,9 +156,8 @@ class HipsAutograd(Port):
         whatever a subclass overrides, the evidence is read off the call whose values (c)
         checks."""
         ones = np.ones(params.features, np.float32)
-        return observed.observe(
-            lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x, params.as_dict().values()
-        )
+        call = lambda: self.vjp(params, x, ones, checkpoint=checkpoint)  # noqa: E731
+        return instrument.observe(call, x, params.as_dict().values()).backward_record()
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
@@ -182,7 +173,7 @@ class HipsAutograd(Port):
 
         # The exercise's parameters are Flax's for the seed: their values, to tell them apart.
         canonical = canonical_params(check_seed(seed), int(np.shape(x)[0]), features)
-        return observed.observe(call, x, canonical.as_dict().values())
+        return instrument.observe(call, x, canonical.as_dict().values()).backward_record()
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through a

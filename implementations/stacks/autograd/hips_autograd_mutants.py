@@ -12,13 +12,13 @@ from autograd import make_vjp
 
 from implementations.contract import Grads, Params
 from implementations.stacks.autograd import as_input, to_host_array
+from implementations.stacks.autograd.block import block, relu
 from implementations.stacks.autograd.hips_autograd import (
     HipsAutograd,
     _exercise,
     arrays_to_params,
     params_to_arrays,
 )
-from implementations.stacks.autograd.mlp import block, relu
 
 #: `autograd.checkpoint` (1.9.1) around the same block, made once (its primitive is global).
 upstream_checkpointed_block = autograd.checkpoint(block)
@@ -61,4 +61,4 @@ class OwnModelWithoutCheckpoint(HipsAutograd):
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         # The base's checks and Flax's parameters; the computation is the port's own.
-        return _exercise(seed, x, features, lambda *arrays, tap: _plain_mlp(*arrays))
+        return _exercise(seed, x, features, _plain_mlp)

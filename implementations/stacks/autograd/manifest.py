@@ -16,13 +16,14 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "autograd",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             notes={
                 "saved_bytes": "the arrays reachable from make_vjp's backward graph (its nodes' "
                 "VJP closures) once the forward pass has run",
                 "temp_bytes": "none: eager numpy",
-                "peak_bytes": "tracemalloc's peak during one step above its count before it "
-                "(numpy reports its array allocations to tracemalloc; gradients included)",
+                "peak_bytes": "tracemalloc's peak during the backward pass of one step above its "
+                "count before the step (numpy reports its array allocations to tracemalloc; "
+                "gradients included)",
                 "matmuls": "calls of autograd's matmul primitives and adjoints on plain arrays "
                 "during one step, seen by sys.setprofile",
                 "save-mm": "not run: autograd.checkpoint has no policy",

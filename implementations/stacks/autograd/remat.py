@@ -22,6 +22,9 @@ from typing import Any
 from autograd import make_vjp
 from autograd.extend import defvjp_argnums, primitive
 
+#: The functions a `checkpoint` runs as a region (the instrument counts the regions entered).
+REGION_FUNCTIONS: set[Callable[..., Any]] = set()
+
 
 def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     """`fun` as an autograd primitive that keeps its inputs and recomputes its body in backward.
@@ -31,6 +34,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     Keyword arguments are passed through and never differentiated.
     """
     wrapped = primitive(fun)
+    REGION_FUNCTIONS.add(fun)
 
     def vjp_maker(argnums: tuple[int, ...], ans: Any, args: tuple, kwargs: dict) -> Callable:
         # Called in the forward pass: hold the region's inputs only (not `ans`).

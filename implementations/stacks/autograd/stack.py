@@ -2,21 +2,21 @@
 
 autograd: numpy arrays in and out (a traced x is a box), no precision switch
 (numpy's float32 BLAS), Flax's init in numpy (autograd has none of its own),
-and what `make_vjp` keeps and its backward pass runs
-(`record(fn, args, origins, cotangent, tap)`, `evidence.backward_record`).
+and what a call's `make_vjp` keeps and its backward pass runs
+(`record(call, x, parameters)`, `instrument.observe`, a `Record`).
 """
 
 from __future__ import annotations
 
 from ..base import Stack
 from ..numpy import canonical_params
-from . import arrays, evidence
+from . import arrays, instrument
 
 STACK = Stack(
     "autograd",
     arrays=arrays,
     precision=arrays,
     init=canonical_params,
-    instrument=evidence.backward_record,
+    instrument=lambda *args: instrument.observe(*args).backward_record(),
     distributions=("autograd", "numpy"),
 )

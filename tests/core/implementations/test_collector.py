@@ -125,7 +125,7 @@ def test_a_bench_stack_s_own_process_imports_it_paused_and_freezes_what_it_left(
     parent = SimpleNamespace(sent=[], recv=lambda: ("stop", ()))
     parent.send = parent.sent.append
     monkeypatch.setattr(isolated.isolation, "connection", lambda: parent)
-    monkeypatch.setattr(isolated.importlib, "import_module", import_module)
+    monkeypatch.setattr(isolated.driver, "bench_module", import_module)
     kept = [[] for _ in range(1000)]
     before = gc.get_freeze_count()
     isolated.serve("a_bench_stack")
