@@ -32,7 +32,7 @@ from implementations.contract import (
 from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.mlx import STACK, Tap, as_input, no_tap, to_host_array
-from implementations.stacks.mlx.evidence import read_vjp
+from implementations.stacks.mlx.instrument import read_vjp
 from implementations.stacks.numpy import canonical_params, out_in
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
