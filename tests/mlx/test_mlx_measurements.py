@@ -19,17 +19,14 @@ The analytic counts, by hand from the block `relu(x @ W1 + b1) @ W2 + b2` and ML
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("mlx")
 
-from conformance.benchmark.measure import Settings, make_data
-from implementations.measuring import driver
 from implementations.measuring.driver import PlacedCase, bench_module, split_peak
 from implementations.measuring.placement import Placement
 from implementations.measuring.record import MATMULS, NotObservable
+from tests.support import measuring_kit as kit
 
 L, B, F = 4, 8, 4
 UNIT = B * F * 4
@@ -40,8 +37,7 @@ ANALYTIC = {"none": ((), 3 * L), "every": ((1,) * L, L), "segments(2)": ((2,), 1
 
 
 def _case(schedule: str, batch: int = B) -> PlacedCase:
-    data = make_data(Settings(depths=(L,), batch=batch, features=F), L)
-    return PlacedCase(STACK, Placement.of(schedule, L), data)
+    return kit.placed(STACK, schedule, L, batch, F)
 
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
@@ -63,11 +59,8 @@ def test_the_counts_are_the_analytic_ones(schedule):
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
 def test_the_saved_bytes_that_grow_with_the_batch_are_the_analytic_units(schedule):
-    _, units = ANALYTIC[schedule]
-    at_b, at_2b = _case(schedule).counts(), _case(schedule, 2 * B).counts()
-    assert at_2b.kept_bytes() - at_b.kept_bytes() == units * UNIT  # measured at B and 2B
-    assert at_b.kept_bytes() == units * UNIT  # and nothing kept that does not grow
-    assert {t.memory_space for t in at_b.saved} == {"device"}  # MLX's unified memory
+    # MLX's arrays are in its unified memory, the device's
+    kit.assert_saved_units(_case(schedule), _case(schedule, 2 * B), ANALYTIC[schedule][1], "device")
 
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
@@ -98,15 +91,6 @@ def test_a_figure_not_seen_says_why_and_a_policy_is_refused():
 
 
 def test_the_readme_says_how_each_figure_is_measured():
-    readme = Path(__file__).parents[2] / "implementations/stacks/mlx/README.md"
-    text = readme.read_text()
-    section = text[text.index("## Measurements\n") :]
-    section = section[: section.index("\n## ", 1)]
-    for module, names in (
-        (STACK.block, driver.BLOCK_NAMES),
-        (STACK.instrument, driver.INSTRUMENT_NAMES),
-    ):
-        for name in names:
-            assert f"`{name}" in section, name
-            assert hasattr(module, name), name
+    section = kit.measurements_section("mlx")
+    kit.assert_names_offered(STACK, section)
     assert STACK.instrument.PEAK_NOT_SPLIT[:40] in " ".join(section.split())

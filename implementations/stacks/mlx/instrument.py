@@ -246,21 +246,7 @@ def backward_record(
     arrays = list(args.values())
     mx.eval(arrays, cotangent)  # sources in the graph, so that their names stick
     outputs, grads = mx.vjp(lambda *a: [fn(*a)], arrays, [cotangent])
-    return read_vjp(outputs[0], grads, args, origins, cotangent, tap)
-
-
-def read_vjp(
-    output: mx.array,
-    grads: Sequence[mx.array],
-    args: Mapping[str, mx.array],
-    origins: Mapping[str, str],
-    cotangent: mx.array,
-    tap: Tap | None = None,
-) -> BackwardRecord:
-    """Read what an `mx.vjp` already made keeps and recomputes off its unevaluated graph:
-    `output` and `grads` (one per argument of `args`, in order) as it returned them, `args`
-    and `cotangent` evaluated before it ran (see `backward_record` for the rest)."""
-    return read(output, grads, args, origins, cotangent, tap).backward_record()
+    return read(outputs[0], grads, args, origins, cotangent, tap).backward_record()
 
 
 def read(
@@ -272,8 +258,11 @@ def read(
     tap: Tap | None = None,
     kernels: Mapping[str, tuple[int, str]] | None = None,
 ) -> Record:
-    """`read_vjp`'s reading as a `Record`; `kernels` (argument name -> `(block, matmul)`, the
-    block's weights) tells the block evaluations apart, which are not observed without it."""
+    """What an `mx.vjp` already made keeps and recomputes, read off its unevaluated graph, as a
+    `Record`: `output` and `grads` (one per argument of `args`, in order) as it returned them,
+    `args` and `cotangent` evaluated before it ran (see `backward_record`). `kernels` (argument
+    name -> `(block, matmul)`, the block's weights) tells the block evaluations apart, which
+    are not observed without it."""
     names = dict(tap.arrays) if tap is not None else {}
     names |= {"output": output}
     names |= {f"grad {name}": g for name, g in zip(args, grads, strict=True)}
