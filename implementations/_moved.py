@@ -75,7 +75,7 @@ OLD_LAYOUTS = {
         "tensorflow",
         {"stack": "runtime", "arrays": "arrays", "evidence": "evidence", "flax_init": "flax_init"},
     ),
-    **_room("_mlx", "mlx", {"arrays": "arrays", "evidence": "evidence"}),
+    **_room("_mlx", "mlx", {"arrays": "arrays", "evidence": "instrument"}),
     **_room("_keras", "keras", {"backend": "backend", "model": "model"}),
     **_room("_canonical_init", "numpy", {"numpy_init": "init", "keys": "keys"}),
     "implementations._out_in": f"{_STACKS}.numpy.out_in",

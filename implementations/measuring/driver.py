@@ -6,7 +6,8 @@ empty: its checkpoint takes none), `NOT_EXPRESSIBLE` (policy, schedule or mode -
 `DEPARTURES` (schedule -> `Departure`), `REGION` (its region in words), `place(placement)`
 (`run(x, *params)`), `vjp(run, params, x, cotangent, wrt)` (`(y, grads)`: the call measured),
 `from_numpy(array)` and `versions()`. Its `instrument` module offers `watch(x, params)` and
-`peak()`, contexts around that call whose `.record()` is a `Record`.
+`peak()`, contexts around that call whose `.record()` is a `Record`, and may offer
+`PEAK_NOT_SPLIT`: why its peak cannot be split by batch (`split_peak`).
 
 The bench's depth modes are placements: `none` no region, `full` a region per block
 (`every`); a policy bench's policy runs every block's region under it.
@@ -14,6 +15,7 @@ The bench's depth modes are placements: `none` no region, `full` a region per bl
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
@@ -25,7 +27,7 @@ from ..bench_case import Data, ScheduleStatic, Static, Values
 from ..policies import POLICY_NAMES
 from ..schedules import SCHEDULE_NAMES, Schedule
 from .placement import Placement
-from .record import Record, split_by_batch
+from .record import NotObservable, Record, split_by_batch
 
 #: Each schedule's placement in words (`SCHEDULES`' lines say it with the stack's region).
 PLACED = {
@@ -201,4 +203,10 @@ def split_peak(case: PlacedCase, doubled: PlacedCase, wrt: str = "params") -> Re
     """`case`'s record with its peak split by batch, from `doubled`, the same placement on
     twice the batch (`record.split_by_batch`)."""
     regions = sum(1 for _ in case.placement.regions())
+    unsplit = getattr(case.stack.instrument, "PEAK_NOT_SPLIT", "")
+    if unsplit:  # an instrument whose peak is not linear in the batch says why, and keeps it
+        reason = NotObservable(unsplit)
+        return dataclasses.replace(
+            case.record(wrt), peak_batch_bytes=reason, peak_fixed_bytes=reason
+        )
     return split_by_batch(case.record(wrt), doubled.peak(wrt), regions)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from implementations.measuring.driver import bench_module
 from implementations.schedules import Schedule
-from implementations.stacks.mlx import bench as mlx_bench
 from tests.support import schedules_kit as kit
 
 kit.canonical()
+mlx_bench = bench_module("implementations.stacks.mlx.block")
 CASES, IDS = kit.cases(mlx_bench)
 
 
@@ -35,4 +36,4 @@ def test_every_reruns_x_at_w1_only():
 
 def test_the_peak_departure_is_declared_for_every_schedule_and_budget_refused():
     assert set(mlx_bench.SCHEDULE_DEPARTURES) == set(mlx_bench.SCHEDULES)
-    kit.assert_budget_refused(mlx_bench, "MLX")
+    kit.assert_budget_refused(mlx_bench, "mlx")

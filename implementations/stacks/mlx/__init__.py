@@ -1,10 +1,13 @@
 """The MLX stack. Imports mlx (and numpy), never JAX or torch.
 
+- The block: `place(placement)`, the one builder of L blocks, each region `mx.checkpoint`
+  (`block`).
 - The instrument: `backward_record(fn, args, origins, cotangent, tap)` reads
   what `mx.vjp` keeps and recomputes off its unevaluated graph
   (`mx.export_to_dot`); `Tap` names a model's arrays so that the record can
-  give their shapes (the export has none); `Graph` is the parsed export
-  (`evidence`).
+  give their shapes (the export has none); `Graph` is the parsed export;
+  `watch(x, parameters)` and `peak()`, contexts around the very call, giving a
+  `Record` (`instrument`).
 - Arrays in and out: `as_input(x)` (checked, float32; an `mx.array` under
   `mx.vmap` or `mx.compile` gets its shape and dtype checked only),
   `to_host_array`, `from_host_array` (dtype kept: `mx.array` alone turns
@@ -21,10 +24,13 @@ _EXPORTS = {
     "matmul_precision": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "Graph": ".evidence",
-    "Tap": ".evidence",
-    "backward_record": ".evidence",
-    "no_tap": ".evidence",
+    "Graph": ".instrument",
+    "Tap": ".instrument",
+    "backward_record": ".instrument",
+    "no_tap": ".instrument",
+    "peak": ".instrument",
+    "watch": ".instrument",
+    "place": ".block",
     "STACK": ".stack",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -13,17 +13,17 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "mlx",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             notes={
                 "saved_bytes": "the forward arrays that backward primitives read in the lazy "
                 "graph of "
                 "mx.vjp, from mx.export_to_dot",
                 "temp_bytes": "none: uncompiled",
-                "peak_bytes": "its allocator's counter, mx.get_peak_memory() during one step above "
-                "mx.get_active_memory() before it (gradients included)",
+                "peak_bytes": "its allocator's counter, mx.get_peak_memory() from the first "
+                "mx.eval of the gradients (the forward pass evaluated before it) above "
+                "mx.get_active_memory() before the step (gradients included)",
                 "matmuls": "the AddMM/Matmul primitives in the step's lazy graph that its "
-                "evaluation "
-                "runs",
+                "evaluation runs",
                 "save-mm": "not run: mx.checkpoint has no policy",
             },
         ),

@@ -32,7 +32,7 @@ from implementations.contract import (
 from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.mlx import STACK, Tap, as_input, no_tap, to_host_array
-from implementations.stacks.mlx.evidence import read_vjp
+from implementations.stacks.mlx.instrument import read
 from implementations.stacks.numpy import canonical_params, out_in
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
@@ -275,7 +275,8 @@ class Mlx(Port):
         ones = np.ones(params.features, np.float32)
         pulled = self.pullback(params, x, ones, checkpoint=checkpoint, tap=tap)
         origins = {name: "parameter" for name in pulled.primals} | {"x": "input"}
-        return read_vjp(pulled.output, pulled.grads, pulled.primals, origins, pulled.cotangent, tap)
+        record = read(pulled.output, pulled.grads, pulled.primals, origins, pulled.cotangent, tap)
+        return record.backward_record()
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

@@ -5,7 +5,7 @@ is one `(B, F)` float32 array, `B*F*4` bytes. The analytic minimum is `L`
 units: the block inputs.
 """
 
-import importlib
+import gc
 import json
 import os
 import subprocess
@@ -21,6 +21,7 @@ from conformance.benchmark import measure, render, targets
 from conformance.benchmark.measure import Result, Settings, Static
 from conformance.running import timing
 from conformance.tables.kinds import bench as bench_tables
+from implementations.measuring.driver import bench_module
 from tests.support.helpers import ROOT
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
@@ -236,7 +237,7 @@ EAGER_UNITS = {"torch": TORCH, "mlx": MLX}
 )
 def test_eager_residuals_match_hand_derived_counts(stack, mode, depth):
     pytest.importorskip(stack)
-    stack_module = importlib.import_module(bench.FRAMEWORKS[stack])
+    stack_module = bench_module(bench.FRAMEWORKS[stack])
 
     saved = stack_module.build("", mode, _data(depth)).residuals()
     kept = _kept(saved)
@@ -254,39 +255,47 @@ def test_eager_residuals_match_hand_derived_counts(stack, mode, depth):
         assert all(t.shape in ((F, F), (F,)) for t in params)
 
 
-def test_mlx_runs_no_save_mm():
+def _mlx():
     pytest.importorskip("mlx")
-    from implementations.stacks.mlx import bench as mlx_stack
+    return bench_module("implementations.stacks.mlx.block")
 
+
+def test_mlx_runs_no_save_mm():
+    mlx_stack = _mlx()
     assert mlx_stack.configurations() == [("", "none"), ("", "full")]  # no checkpoint policy
     with pytest.raises(ValueError, match="save-mm"):
-        mlx_stack.stack_fn("save-mm", 1)
+        mlx_stack.build("", "save-mm", _data(1))
 
 
 @pytest.mark.parametrize("depth", [1, 3])
 def test_mlx_allocator_agrees_with_the_graph(depth):
     # MLX's own counter between the passes: what the forward pass allocated and
-    # is still active, its output dropped. x predates it; mx.checkpoint's Depends
-    # holds the last block's output, which nothing else needs. Each block also
-    # allocates relu's scalar 0 (4 bytes), so allow a few bytes a block.
-    pytest.importorskip("mlx")
-    from implementations.stacks.mlx import bench as mlx_stack
-
+    # is still active once the output is evaluated, the gradients pending. x
+    # predates it and the output y is alive: the graph's saved bytes, less x, plus
+    # y where mx.checkpoint's Depends holds it (none saves y_{L-1} nowhere). Each
+    # block also allocates relu's scalar 0 (4 bytes), so allow a few bytes a block.
+    mx = pytest.importorskip("mlx.core")
     data = measure.make_data(Settings(depths=(depth,), batch=64, features=32), depth)
     unit = 64 * 32 * 4
     for mode in ("none", "full"):
-        case = mlx_stack.build("", mode, data)
+        case = _mlx().build("", mode, data)
         graph = sum(t.nbytes for t in _kept(case.residuals()))
-        expected = graph - unit + (unit if mode == "full" else 0)
-        assert 0 <= case.held_bytes() - expected <= 16 * depth, mode
+        gc.collect()  # the watch's names for the graph's arrays, let go
+        mx.synchronize()
+        before = mx.get_active_memory()
+        outputs, grads = mx.vjp(lambda *p, c=case: [c.run(c.x, *p)], case.params, [case.cotangent])
+        mx.eval(outputs)
+        mx.synchronize()
+        held = mx.get_active_memory() - before
+        mx.eval(grads)
+        del outputs, grads  # before the next mode's measurement starts
+        x_before, y_alive = unit, unit
+        assert 0 <= held - (graph - x_before + y_alive) <= 16 * depth, mode
 
 
 def test_mlx_measure_counts_matmuls_and_peak():
-    pytest.importorskip("mlx")
-    from implementations.stacks.mlx import bench as mlx_stack
-
     depth = 2
-    found = {mode: mlx_stack.build("", mode, _data(depth)).measure() for mode in ("none", "full")}
+    found = {m: _mlx().build("", m, _data(depth)).measure() for m in ("none", "full")}
     # As torch: no dx for block 0's x; the lazy graph needs only addmm 1 again
     # (relu's mask and dW2's input), so the recomputed addmm 2 is never run.
     assert {m: s.matmuls for m, s in found.items()} == {
@@ -299,14 +308,7 @@ def test_mlx_measure_counts_matmuls_and_peak():
 
 
 def test_mlx_checkpointed_gradients_equal_plain_ones():
-    mx = pytest.importorskip("mlx.core")
-    from implementations.stacks.mlx import bench as mlx_stack
-
-    grads = {}
-    for mode in ("none", "full"):
-        case = mlx_stack.build("", mode, _data(2))
-        loss, grads[mode] = case._step()
-        mx.eval(loss, grads[mode])
+    grads = {m: _mlx().build("", m, _data(2)).call()[1] for m in ("none", "full")}
     for a, b in zip(grads["full"], grads["none"], strict=True):
         np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-6, atol=1e-6)
 

@@ -40,15 +40,20 @@ Imports mlx only.
 
 from __future__ import annotations
 
+import gc
 import io
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import mlx.core as mx
 
 from ...contract import BackwardRecord, SavedTensor
+from ...measuring.record import MATMULS as BLOCK_MATMULS
+from ...measuring.record import Evaluation, NotObservable, Record
 
 INSTRUMENT = (
     "mx.export_to_dot of the mx.vjp graph: forward arrays that backward primitives read; "
@@ -200,9 +205,22 @@ class Graph:
         return key
 
 
-#: The roles of the arrays a port's tap names (`implementations.stacks.mlx.mlx`): AddMM fuses the
-#: first layer's matmul and bias, so its output is h (there is no d1 to save).
-_ROLES_BY_NAME = {"fc1": "h", "relu": "a", "fc2": "y", "output": "y"}
+#: The roles of the arrays a tap names: the port's (`mlx.py`: AddMM fuses the first layer's
+#: matmul and bias, so its output is h, there is no d1 to save) and the watch's (`watch`).
+_ROLES_BY_NAME = {"fc1": "h", "relu": "a", "fc2": "y", "output": "y", "h": "h", "a": "a", "y": "y"}
+#: Where MLX keeps every array: its unified memory, the device's; there is no other to offload to.
+SPACE = "device"
+METHODS = {
+    "saved": "forward arrays that backward primitives read in mx.export_to_dot of the mx.vjp graph",
+    "evaluations": "AddMM primitives per block (by their weight) the output needs (forward) and "
+    "the gradients need beyond them (reruns); a rerun's a @ W2 no gradient reads is not in "
+    "the graph: skipped",
+    "forward_matmuls": "AddMM and Matmul primitives the output needs",
+    "backward_matmuls": "AddMM and Matmul primitives the gradients need beyond the output's",
+    "recomputed": "backward primitives off the cotangent's path that redo a forward primitive",
+    "regions": "CustomTransforms primitives (mx.checkpoint's) the output needs",
+    "reruns": "CustomTransforms primitives whose outputs a backward Depends waits on",
+}
 
 
 def backward_record(
@@ -228,20 +246,23 @@ def backward_record(
     arrays = list(args.values())
     mx.eval(arrays, cotangent)  # sources in the graph, so that their names stick
     outputs, grads = mx.vjp(lambda *a: [fn(*a)], arrays, [cotangent])
-    return read_vjp(outputs[0], grads, args, origins, cotangent, tap)
+    return read(outputs[0], grads, args, origins, cotangent, tap).backward_record()
 
 
-def read_vjp(
+def read(
     output: mx.array,
     grads: Sequence[mx.array],
     args: Mapping[str, mx.array],
     origins: Mapping[str, str],
     cotangent: mx.array,
     tap: Tap | None = None,
-) -> BackwardRecord:
-    """Read what an `mx.vjp` already made keeps and recomputes off its unevaluated graph:
-    `output` and `grads` (one per argument of `args`, in order) as it returned them, `args`
-    and `cotangent` evaluated before it ran (see `backward_record` for the rest)."""
+    kernels: Mapping[str, tuple[int, str]] | None = None,
+) -> Record:
+    """What an `mx.vjp` already made keeps and recomputes, read off its unevaluated graph, as a
+    `Record`: `output` and `grads` (one per argument of `args`, in order) as it returned them,
+    `args` and `cotangent` evaluated before it ran (see `backward_record`). `kernels` (argument
+    name -> `(block, matmul)`, the block's weights) tells the block evaluations apart, which
+    are not observed without it."""
     names = dict(tap.arrays) if tap is not None else {}
     names |= {"output": output}
     names |= {f"grad {name}": g for name, g in zip(args, grads, strict=True)}
@@ -260,7 +281,7 @@ def read_vjp(
         root = chain[-1]
         path = [graph.label[graph.producer[a]] for a in chain[:-1]]
         through = f" (through {', '.join(path)})" if path else ""
-        named = next((a for a in chain if a in known), None)
+        named = _named(graph, chain, known)
         if root in origins:
             origin, note = origins[root], f"argument {root}{through}"
         else:
@@ -279,10 +300,9 @@ def read_vjp(
             note += "; shape unknown (unnamed in the export)"
         else:
             shape, dtype = known[named]
-        role = _ROLES_BY_NAME.get(named, "") if origin == "activation" else ""
-        if origin == "input":
-            role = "x"
-        records.append(SavedTensor(shape, dtype, origin, note, role=role))
+        role = _ROLES_BY_NAME.get(named.split("#")[0], "") if named else ""
+        role = "x" if origin == "input" else role if origin == "activation" else ""
+        records.append(SavedTensor(shape, dtype, origin, note, role, SPACE))
 
     off_path = graph.depends_on({"cotangent"})
     key = graph.keys(set(known))
@@ -294,28 +314,70 @@ def read_vjp(
             continue
         recomputed[label] += 1
     # A nested region's inner checkpoint is entered when the outer one reruns it, in backward.
-    regions = sum(
+    reruns = sum(
         1
-        for primitive in dict.fromkeys(
-            graph.producer[a] for a in forward | backward if a in graph.producer
-        )
+        for primitive in _made(graph, forward | backward)
         if graph.label[primitive] == "CustomTransforms"
         and any(out in ordering for out in graph.outputs[primitive])
     )
-    return BackwardRecord(
+    regions = sum(graph.label[p] == "CustomTransforms" for p in _made(graph, forward))
+    evaluations: Any = NotObservable("no block weights named: the block evaluations are not told")
+    if kernels is not None:
+        evaluations = _evaluations(graph, forward, "forward", kernels)
+        evaluations += _evaluations(graph, backward, "backward", kernels)
+    return Record(
         INSTRUMENT,
-        tuple(records),
-        dict(recomputed),
-        regions,
-        backward_matmuls=_matmuls(graph, backward),
+        METHODS,
+        saved=tuple(records),
+        evaluations=evaluations,
         forward_matmuls=_matmuls(graph, forward),
+        backward_matmuls=_matmuls(graph, backward),
+        recomputed=dict(recomputed),
+        regions=regions,
+        reruns=reruns,
     )
+
+
+def _named(graph: Graph, chain: list[str], known: Mapping[str, Any]) -> str | None:
+    """The first named array of `chain`, else, where it starts at an output of a region
+    (`CustomTransforms`: its last inputs are its outputs, through a `StopGradient`), the named
+    array that output hands on: the shape the export lacks."""
+    found = next((a for a in chain if a in known), None)
+    primitive = graph.producer.get(chain[-1])
+    if found is not None or primitive is None or graph.label[primitive] != "CustomTransforms":
+        return found
+    inputs, outputs = graph.inputs[primitive], graph.outputs[primitive]
+    inner = inputs[len(inputs) - len(outputs) + outputs.index(chain[-1])]
+    return _named(graph, graph.chain(inner), known)
+
+
+def _made(graph: Graph, arrays: set[str]) -> dict[str, None]:
+    """The primitives that make `arrays`, each once, in export order."""
+    return dict.fromkeys(graph.producer[a] for a in arrays if a in graph.producer)
+
+
+def _evaluations(
+    graph: Graph, arrays: set[str], phase: str, kernels: Mapping[str, tuple[int, str]]
+) -> tuple[Evaluation, ...]:
+    """The block evaluations of one phase: per block, one for each AddMM on its W1; the
+    first as many as its AddMMs on W2 ran both, the rest x @ W1 alone (a @ W2 needs x @ W1)."""
+    ran: Counter = Counter()
+    for primitive in _made(graph, arrays):
+        if graph.label[primitive] == "AddMM":
+            weight = graph.chain(graph.inputs[primitive][1])[-1]  # AddMM reads (a, b, c)
+            if weight in kernels:
+                ran[kernels[weight]] += 1
+    found = []
+    for block in sorted({b for b, _ in ran}):
+        both = ran[block, BLOCK_MATMULS[1]]
+        for n in range(ran[block, BLOCK_MATMULS[0]]):
+            found.append(Evaluation(block, phase, BLOCK_MATMULS if n < both else BLOCK_MATMULS[:1]))
+    return tuple(found)
 
 
 def _matmuls(graph: Graph, arrays: set[str]) -> int:
     """The matmul primitives that make `arrays` (each primitive once)."""
-    made = dict.fromkeys(graph.producer[a] for a in arrays if a in graph.producer)
-    return sum(graph.label[primitive] in MATMULS for primitive in made)
+    return sum(graph.label[primitive] in MATMULS for primitive in _made(graph, arrays))
 
 
 def _read_by_backward(graph: Graph, forward: set[str], backward: set[str]):
@@ -332,3 +394,142 @@ def _read_by_backward(graph: Graph, forward: set[str], backward: set[str]):
             elif array in forward:
                 saved.setdefault(array, None)
     return list(saved), ordering
+
+
+# -- the watch and the peak around the very call (the bench's block through `block.vjp`) --
+
+
+class Watch:
+    """The graph of the first `mx.vjp` called in `watch`'s block, read as it returns, before
+    anything evaluates it. `x` and `parameters` (four per block, w1 b1 w2 b2) are the call's
+    arrays, known by identity; `mx.addmm` and `mx.maximum` name what they make (h, a, y), the
+    shapes the export lacks."""
+
+    def __init__(self, x: mx.array, parameters: Sequence[mx.array]):
+        self.x, self.parameters = x, list(parameters)
+        self.tap, self.relu_outputs = Tap(), set()
+        self.found: Record | None = None
+
+    def _name(self, array: mx.array) -> str:
+        if array is self.x:
+            return "x"
+        index = next(i for i, p in enumerate(self.parameters) if p is array)
+        return f"{('w1', 'b1', 'w2', 'b2')[index % 4]}_{index // 4}"
+
+    def vjp(self, original: Callable, fun: Callable, primals: list, cotangents: list) -> Any:
+        outputs, grads = original(fun, primals, cotangents)
+        if self.found is None:
+            args = {self._name(p): p for p in primals}
+            self.tap("x", self.x)  # x held fixed (the gradient of the parameters) is no primal
+            origins = dict.fromkeys(args, "parameter") | {"x": "input"}
+            blocks = range(len(self.parameters) // 4)
+            kernels = {f"w{m + 1}_{b}": (b, BLOCK_MATMULS[m]) for b in blocks for m in (0, 1)}
+            self.found = read(outputs[0], grads, args, origins, cotangents[0], self.tap, kernels)
+        return outputs, grads
+
+    def addmm(self, original: Callable, c: mx.array, a: mx.array, b: mx.array, **kw: Any) -> Any:
+        return self.tap("y" if id(a) in self.relu_outputs else "h", original(c, a, b, **kw))
+
+    def maximum(self, original: Callable, *args: Any, **kw: Any) -> Any:
+        out = self.tap("a", original(*args, **kw))
+        self.relu_outputs.add(id(out))  # the tap holds it: the id stays its own
+        return out
+
+    def record(self) -> Record:
+        if self.found is None:
+            return Record(INSTRUMENT, {}, **dict.fromkeys(METHODS, _NO_VJP))
+        return self.found
+
+
+_NO_VJP = NotObservable("the call ran no mx.vjp")
+
+
+@contextmanager
+def _patched(**wrappers: Callable) -> Iterator[None]:
+    """`mlx.core`'s functions replaced by `wrapper(original, *args)` in the `with` block."""
+    originals = {name: getattr(mx, name) for name in wrappers}
+    for name, wrapper in wrappers.items():
+        setattr(mx, name, lambda *a, _w=wrapper, _o=originals[name], **k: _w(_o, *a, **k))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(mx, name, original)
+
+
+@contextmanager
+def watch(x: mx.array, parameters: Sequence[mx.array]) -> Iterator[Watch]:
+    """The graph of the `mx.vjp` in the `with` block, read before it is evaluated; `.record()`
+    after it."""
+    seen = Watch(x, parameters)
+    with _patched(vjp=seen.vjp, addmm=seen.addmm, maximum=seen.maximum):
+        yield seen
+
+
+PEAK = (
+    "MLX's allocator: mx.get_peak_memory() from the first mx.eval of an mx.vjp's gradient (its "
+    "peak reset there), above mx.get_active_memory() before the call"
+)
+
+
+#: Why `split_peak` leaves MLX's peak whole (measured at L = 4, B = 64, F = 16, three runs each:
+#: every's peak 16.0 to 24.1 units, peak(2B) - peak(B) 7.9 to 16.0, segments(2)'s fixed part
+#: down to -69,128 bytes): its evaluation is asynchronous, so the peak is not linear in B.
+PEAK_NOT_SPLIT = (
+    "MLX evaluates on an asynchronous stream, buffers freed as its tasks finish, so its peak "
+    "varies from run to run and is not linear in the batch: peak(2B) - peak(B) does not split it"
+)
+
+
+class Peak:
+    """MLX's peak over the backward pass of the call in `peak()`'s block: from the first
+    `mx.eval` that evaluates a gradient of an `mx.vjp` made in it (the forward pass is the
+    output's evaluation before it)."""
+
+    def __init__(self):
+        self.gradients: list[mx.array] = []
+        self.started, self.bytes = False, None
+
+    def vjp(self, original: Callable, *args: Any, **kw: Any) -> Any:
+        outputs, grads = original(*args, **kw)
+        self.gradients.extend(grads)
+        return outputs, grads
+
+    def eval(self, original: Callable, *args: Any) -> Any:
+        if not self.started and any(a is g for a in _arrays(args) for g in self.gradients):
+            mx.synchronize()
+            mx.reset_peak_memory()
+            self.started = True
+        return original(*args)
+
+    def record(self) -> Record:
+        if self.bytes is None:
+            reason = "the call evaluated no gradient of an mx.vjp"
+            return Record(PEAK, {}, peak_bytes=NotObservable(reason))
+        return Record(PEAK, {"peak_bytes": PEAK}, peak_bytes=self.bytes)
+
+
+@contextmanager
+def peak() -> Iterator[Peak]:
+    """MLX's allocator around the call in the `with` block (`Peak`); `.record()` after it."""
+    found = Peak()
+    gc.collect()
+    mx.synchronize()
+    before = mx.get_active_memory()
+    with _patched(vjp=found.vjp, eval=found.eval):
+        yield found
+    mx.synchronize()
+    if found.started:
+        found.bytes = mx.get_peak_memory() - before
+    found.gradients.clear()
+
+
+def _arrays(tree: Any) -> Iterator[Any]:
+    """The leaves of `mx.eval`'s arguments (arrays, lists, tuples, dicts of them)."""
+    for item in tree:
+        if isinstance(item, (list, tuple)):
+            yield from _arrays(item)
+        elif isinstance(item, dict):
+            yield from _arrays(list(item.values()))
+        else:
+            yield item
