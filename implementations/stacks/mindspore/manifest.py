@@ -22,7 +22,7 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "mindspore",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             # Its step costs Python dispatch per op, whatever the size: the sweep's defaults
             # cannot make it shorter.
             schedules_opt_in="PyNative dispatches every op from Python, so its sweep at the "
