@@ -24,24 +24,18 @@ import pytest
 
 pytest.importorskip("autograd")
 
-from conformance.benchmark.measure import Settings, make_data
-from implementations.measuring import driver
 from implementations.measuring.driver import PlacedCase, bench_module, split_peak
 from implementations.measuring.placement import Placement
 from implementations.measuring.record import MATMULS, NotObservable
 from implementations.schedules import Schedule
+from tests.support import measurements_kit as kit
+from tests.support.measurements_kit import ANALYTIC, UNIT, B, L
 
-L, B, F = 4, 8, 4
-UNIT = B * F * 4
 STACK = bench_module("implementations.stacks.autograd.block")
-
-#: placement -> (blocks rerun in the backward pass, batch-growing units saved)
-ANALYTIC = {"none": (0, 2 * L), "every": (L, L), "segments(2)": (2, 1 + 2 * 2)}
 
 
 def _case(schedule: str, batch: int = B) -> PlacedCase:
-    data = make_data(Settings(depths=(L,), batch=batch, features=F), L)
-    return PlacedCase(STACK, Placement.of(schedule, L), data)
+    return kit.placed(STACK, schedule, batch)
 
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
@@ -64,10 +58,7 @@ def test_the_counts_are_the_analytic_ones(schedule):
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
 def test_the_saved_bytes_that_grow_with_the_batch_are_the_analytic_units(schedule):
-    _, units = ANALYTIC[schedule]
-    at_b, at_2b = _case(schedule).counts(), _case(schedule, 2 * B).counts()
-    assert at_2b.kept_bytes() - at_b.kept_bytes() == units * UNIT  # measured at B and 2B
-    assert at_b.kept_bytes() == units * UNIT  # and nothing kept that does not grow
+    at_b = kit.assert_kept_units(STACK, schedule)
     assert {t.memory_space for t in at_b.saved} == {"device"}  # numpy's one memory: the CPU's
 
 
@@ -96,12 +87,4 @@ def test_the_departure_is_declared_for_every_schedule_with_regions():
 
 def test_the_readme_names_what_a_stack_writes_and_autograd_writes_it():
     readme = Path(__file__).parents[2] / "implementations/stacks/autograd/README.md"
-    text = readme.read_text()
-    section = text[text.index("## Measurements\n") : text.index("## Schedules\n")]
-    for module, names in (
-        (STACK.block, driver.BLOCK_NAMES),
-        (STACK.instrument, driver.INSTRUMENT_NAMES),
-    ):
-        for name in names:
-            assert f"`{name}" in section, name
-            assert hasattr(module, name), name
+    kit.assert_readme_names_the_modules(STACK, readme)

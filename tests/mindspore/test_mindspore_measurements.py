@@ -1,20 +1,13 @@
 """One meaning per figure, on MindSpore (PyNative): at L = 4, B = 8, F = 4, what the instrument
 counts around the very call (block + instrument through the generic driver) equals the analytic
-count of each placement, written here in units (one unit: one (B, F) float32 array), never
-read off a simulator of the same conventions.
+count of each placement (`tests.support.measurements_kit`, in units), never read off a simulator
+of the same conventions.
 
-The analytic counts, by hand from the exercise's block `relu(x @ W1 + b1) @ W2 + b2` and
-`Cell.recompute()` (reentrant: `_RecomputeCell` runs its cell under `_no_grad` and its bprop
-reruns all of it, mindspore/common/recompute.py):
-
-- forward evaluations: each of the L blocks once; the backward pass reruns every block of
-  every region once (no early stop). Each evaluation runs both matmuls, none skipped. The
-  backward's `ops.matmul` calls are the reruns' only: the gradient's kernels are C++.
-- batch-growing saved bytes: a plain block keeps its input x_i (MatMul's gradient, dW1) and
-  relu's output a_i (ReluGrad and dW2): 2 units; a region keeps its input only: 1.
-  none: 2L = 8; every: L = 4; segments(2): one region of 2 blocks (1) and a plain tail of 2
-  blocks (4): 5.
-- no departure is declared: these counts are the model's.
+MindSpore's own, by hand from `Cell.recompute()` (reentrant: `_RecomputeCell` runs its cell
+under `_no_grad` and its bprop reruns all of it, mindspore/common/recompute.py): each evaluation
+runs both matmuls, none skipped (no early stop); the backward pass's `ops.matmul` calls are the
+reruns' only (the gradient's kernels are C++); no departure is declared: the counts are the
+model's.
 """
 
 from __future__ import annotations
@@ -23,27 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from conformance.benchmark.measure import Settings, make_data
-from implementations.measuring import driver
-from implementations.measuring.driver import PlacedCase, bench_module
+from implementations.measuring.driver import bench_module
 from implementations.measuring.placement import Placement
 from implementations.measuring.record import MATMULS, NotObservable
+from tests.support import measurements_kit as kit
+from tests.support.measurements_kit import ANALYTIC, L, placed
 
-L, B, F = 4, 8, 4
-UNIT = B * F * 4
 STACK = bench_module("implementations.stacks.mindspore.block")
 
-#: placement -> (blocks rerun in the backward pass, batch-growing units saved)
-ANALYTIC = {"none": (0, 2 * L), "every": (L, L), "segments(2)": (2, 1 + 2 * 2)}
 
-
-def _case(schedule: str, batch: int = B) -> PlacedCase:
-    data = make_data(Settings(depths=(L,), batch=batch, features=F), L)
-    return PlacedCase(STACK, Placement.of(schedule, L), data)
-
-
-def _watched(schedule: str, batch: int = B):
-    case = _case(schedule, batch)
+def _watched(schedule: str):
+    case = placed(STACK, schedule)
     with STACK.instrument.watch(case.x, case.params) as seen:
         case.call()
     return seen, seen.record()
@@ -68,22 +51,19 @@ def test_the_counts_are_the_analytic_ones(schedule):
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
 def test_the_saved_bytes_that_grow_with_the_batch_are_the_analytic_units(schedule):
-    _, units = ANALYTIC[schedule]
-    at_b, at_2b = _case(schedule).counts(), _case(schedule, 2 * B).counts()
-    assert at_2b.kept_bytes() - at_b.kept_bytes() == units * UNIT  # measured at B and 2B
-    assert at_b.kept_bytes() == units * UNIT  # and nothing kept that does not grow
+    at_b = kit.assert_kept_units(STACK, schedule)
     assert {t.memory_space for t in at_b.saved} == {"device"}  # the CPU's memory
 
 
 def test_a_figure_not_seen_says_why():
     from implementations.stacks.mindspore import ms
 
-    record = _case("every").record()
+    record = placed(STACK, "every").record()
     for figure in ("backward_matmuls", "reruns", "peak_bytes", "peak_batch_bytes"):
         assert str(getattr(record, figure)).startswith("not observable: "), figure
     assert "max_memory_allocated() and memory_stats() read 0" in str(record.peak_bytes)
     assert ms.runtime.max_memory_allocated() == 0  # the reason holds, after a call
-    static = _case("every").peak()
+    static = placed(STACK, "every").peak()
     assert isinstance(static.saved, NotObservable)  # the peak's context watches nothing else
 
 
@@ -96,12 +76,4 @@ def test_a_policy_is_refused_naming_why_and_no_departure_is_declared():
 
 def test_the_readme_says_how_its_measurements_are_made():
     readme = Path(__file__).parents[2] / "implementations/stacks/mindspore/README.md"
-    text = readme.read_text()
-    section = text[text.index("## Measurements\n") : text.index("## Schedules\n")]
-    for module, names in (
-        (STACK.block, driver.BLOCK_NAMES),
-        (STACK.instrument, driver.INSTRUMENT_NAMES),
-    ):
-        for name in names:
-            assert f"`{name}" in section, name
-            assert hasattr(module, name), name
+    kit.assert_readme_names_the_modules(STACK, readme)
