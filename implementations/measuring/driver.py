@@ -27,7 +27,7 @@ from ..bench_case import Data, ScheduleStatic, Static, Values
 from ..policies import POLICY_NAMES
 from ..schedules import SCHEDULE_NAMES, Schedule
 from .placement import Placement
-from .record import NotObservable, Record, split_by_batch
+from .record import NotObservable, Record, known, observed, split_by_batch
 
 #: Each schedule's placement in words (`SCHEDULES`' lines say it with the stack's region).
 PLACED = {
@@ -175,8 +175,9 @@ class DepthCase(PlacedCase):
 
     def measure(self) -> Static:
         found = self.record()
-        matmuls = found.forward_matmuls + found.backward_matmuls
-        return Static(found.saved, peak_bytes=found.peak_bytes, matmuls=matmuls)
+        passes = (known(found.forward_matmuls), known(found.backward_matmuls))
+        matmuls = None if None in passes else sum(passes)
+        return Static(found.saved, peak_bytes=known(found.peak_bytes), matmuls=matmuls)
 
 
 class ScheduleCase(PlacedCase):
@@ -190,8 +191,10 @@ class ScheduleCase(PlacedCase):
     def measure(self) -> ScheduleStatic:
         counts, held = self.counts(), self.peak("x")
         matmuls = (counts.block_matmuls("forward"), counts.block_matmuls("backward"))
-        method = f"{held.methods['peak_bytes']}, the gradient with respect to x"
-        return ScheduleStatic(matmuls, held.peak_bytes, method, counts.regions)
+        method = str(held.peak_bytes)  # not observable: its reason
+        if observed(held.peak_bytes):
+            method = f"{held.methods['peak_bytes']}, the gradient with respect to x"
+        return ScheduleStatic(matmuls, known(held.peak_bytes), method, known(counts.regions))
 
     def values(self) -> Values:
         y, grads = self.call()

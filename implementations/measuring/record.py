@@ -40,6 +40,11 @@ def observed(figure: Any) -> bool:
     return not isinstance(figure, NotObservable)
 
 
+def known(figure: Any) -> Any:
+    """The figure, or None where it was not seen (the bench's tables' "not measured")."""
+    return figure if observed(figure) else None
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """One evaluation of block `block` (its index; -1 where the instrument cannot tell) in

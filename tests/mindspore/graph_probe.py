@@ -52,7 +52,8 @@ def missing_ir() -> str:
 def remat_verdicts() -> dict:
     """The compare row's remat verdict from the IR, for the MLP and for the mutant whose
     `Cell.recompute()` does nothing (implementations.stacks.mindspore.mindspore_mutants)."""
-    from conformance.comparison import measure, render
+    from conformance.comparison import measure
+    from conformance.tables.kinds.compare import verdict
     from implementations.stacks.mindspore import MLP
     from implementations.stacks.mindspore.graph_row import GraphRow
     from implementations.stacks.mindspore.mindspore_mutants import MindSporeNoRecompute
@@ -65,7 +66,7 @@ def remat_verdicts() -> dict:
         for key, on in (("off", False), ("on", True)):
             record = instrument.backward_record(params, x, checkpoint=on)
             row.residuals[key] = measure.residuals(record)
-        verdicts[label] = (render.verdict(row)["remat"], row.residuals["on"].recomputed)
+        verdicts[label] = (verdict(row)["remat"], row.residuals["on"].recomputed)
     return verdicts
 
 

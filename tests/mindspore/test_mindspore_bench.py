@@ -1,7 +1,6 @@
-"""The MindSpore bench stack (`implementations.stacks.mindspore.bench`, PyNative) at small sizes:
-residuals against hand-derived counts, gradients against numpy
-(`tests.support.stack_kit.BenchKit`), no
-memory figure claimed.
+"""The MindSpore bench (its block and instrument through the generic driver, PyNative) at
+small sizes: residuals against hand-derived counts, gradients against numpy
+(`tests.support.stack_kit.BenchKit`), no memory figure claimed.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
 """
@@ -10,9 +9,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from implementations.stacks.mindspore import bench as mindspore_stack
+from implementations.measuring.driver import bench_module
 from tests.support.bench_reference import small_data
 from tests.support.stack_kit import BenchKit
+
+mindspore_stack = bench_module("implementations.stacks.mindspore.block")
 
 
 class TestMindSporeBench(BenchKit):
@@ -24,11 +25,11 @@ class TestMindSporeBench(BenchKit):
 
     @staticmethod
     def grads(case):
-        return [g.asnumpy() for g in case._grads()]
+        return [g.asnumpy() for g in case.call()[1]]
 
     @staticmethod
     def save_mm():
-        return mindspore_stack.Stack(small_data(1).blocks, "save-mm")
+        return mindspore_stack.build("", "save-mm", small_data(1))
 
 
 def test_measure_claims_no_memory_figure_and_no_matmuls():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from implementations.stacks.mindspore import ms, observed
+from implementations.stacks.mindspore import instrument, ms
 from implementations.stacks.mindspore.mindspore import MindSpore
 from tests.support.composition_kit import (
     PARAMS,
@@ -26,10 +26,10 @@ class TestComposition(CountedRowsKit, UndeclaredCaseKit):
 
     @staticmethod
     def matmuls(checkpoint):
-        port, ones, count = MindSpore(), np.ones(4, np.float32), observed.MatmulCount()
-        with count.counting():
+        port, ones = MindSpore(), np.ones(4, np.float32)
+        with instrument.watch(X, None) as seen:
             port.vjp(PARAMS, X, ones, checkpoint=checkpoint)
-        return count.forward, count.backward
+        return seen.matmuls["forward"], seen.matmuls["backward"]
 
 
 def test_the_nested_recompute_reruns_the_cells_once_per_level():
@@ -40,9 +40,7 @@ def test_the_nested_recompute_reruns_the_cells_once_per_level():
 
 
 def test_the_instrument_puts_the_functional_and_the_executor_back():
-    from implementations.stacks.mindspore.observed import _executor
-
-    matmul, grad = ms.ops.matmul, _executor().grad
+    matmul, grad = ms.ops.matmul, instrument.executor().grad
     records_of(MindSpore(), "twice")
     assert ms.ops.matmul is matmul
-    assert _executor().grad == grad
+    assert instrument.executor().grad == grad

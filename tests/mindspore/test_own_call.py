@@ -1,13 +1,15 @@
-"""The MindSpore base reads its evidence off the port's own call (`observed`), never off a cell
+"""The MindSpore base reads its evidence off the port's own call (`instrument`), never off a cell
 of its own: a port whose own `forward`, `vjp` and `nn_checkpoint_forward` never recompute has
 the right values and fails (e), while the base's cell still recomputes."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
-from implementations.stacks.mindspore import ms, observed
+from implementations.stacks.mindspore import instrument, ms
 from implementations.stacks.mindspore.mindspore import MindSpore
 from implementations.stacks.mindspore.mindspore_mutants import OwnModelWithoutRecompute
 from tests.support import reference
@@ -50,12 +52,13 @@ def test_origins_are_told_by_values_and_by_the_cells(x):
 
 
 def test_the_watch_comes_off_after_the_call_even_when_it_fails():
-    cell_call = ms.nn.Cell.__call__
+    cell_call, matmul, profile = ms.nn.Cell.__call__, ms.ops.matmul, sys.getprofile()
 
     def fails():
         raise RuntimeError("the port's own failure")
 
     with pytest.raises(RuntimeError, match="own failure"):
-        observed.observe(fails, X, list)
-    assert ms.nn.Cell.__call__ is cell_call
-    assert "grad" not in vars(observed._executor()), "the executor's own method is back"
+        instrument.observe(fails, X, list)
+    assert (ms.nn.Cell.__call__, ms.ops.matmul) == (cell_call, matmul)
+    assert sys.getprofile() is profile
+    assert "grad" not in vars(instrument.executor()), "the executor's own method is back"

@@ -5,9 +5,9 @@ numpy); never JAX or torch.
   `state_to_params`, `exercise_model` (`mlp`).
 - Tensors in and out: `as_input`, `to_host_array`, `from_host_array`,
   `pin_matmul_precision`, `matmul_precision` (`arrays`).
-- The instrument: `STACK.record(call, x, parameters)`: saved-tensor hooks and leaf-cell
-  calls watched around a port's own call (`observed`); the bench's `SavedTensors` and
-  `classify` (`evidence`).
+- The measurements: the block and its one builder (`block`), the instrument around the very
+  call checked (`instrument`; `STACK.record(call, x, parameters)` on a port's own call);
+  `classify`, saved tensors by storage (`instrument`).
 - `FIRST_CALL`: what the warming call met (`stack`).
 
 MindSpore cannot load after Paddle in one process (MindSpore 2.10.0, Paddle
@@ -27,9 +27,8 @@ _EXPORTS = {
     "numpy_dtype": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "SavedTensors": ".evidence",
-    "classify": ".evidence",
-    "run_first_call": ".evidence",
+    "classify": ".instrument",
+    "run_first_call": ".stack",
     "MLP": ".mlp",
     "STATE_NAMES": ".mlp",
     "Affine": ".mlp",

@@ -20,14 +20,14 @@ EXPECTATIONS = Expectations(
             "once": composed(
                 "x",
                 2,
-                2,  # the record's rerun_matmuls (MatmulCount.backward)
+                2,  # the record's rerun_matmuls (ops.matmul calls in backward)
                 why="Cell.recompute() is reentrant by default: _RecomputeCell (mindspore/common/"
                 "recompute.py) runs the cell under _no_grad and its bprop reruns all of it",
             ),
             "twice": composed(
                 "x",
                 2,
-                4,  # the record's rerun_matmuls (MatmulCount.backward)
+                4,  # the record's rerun_matmuls (ops.matmul calls in backward)
                 why="the outer _RecomputeCell.bprop reruns the inner recomputed cell's forward "
                 "(2 matmuls, unused), whose bprop reruns the block again (no early stop)",
                 degradation=True,
@@ -35,7 +35,7 @@ EXPECTATIONS = Expectations(
             "under_trainer": composed(
                 "x",
                 2,
-                4,  # the record's rerun_matmuls (MatmulCount.backward)
+                4,  # the record's rerun_matmuls (ops.matmul calls in backward)
                 why="mindspore.recompute over the recomputed cell is the same _RecomputeCell: "
                 "its bprop reruns the inner recompute's forward for nothing",
                 degradation=True,

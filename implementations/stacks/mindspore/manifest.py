@@ -22,20 +22,20 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "mindspore",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             # Its step costs Python dispatch per op, whatever the size: the sweep's defaults
             # cannot make it shorter.
             schedules_opt_in="PyNative dispatches every op from Python, so its sweep at the "
             "defaults takes longer than all the other stacks' together",
             notes={
-                "saved_bytes": "its own saved_tensors_hooks around the forward pass (PyNative), "
-                "one per "
-                "storage",
+                "saved_bytes": "its instrument's saved_tensors_hooks around the block's "
+                "mindspore.vjp (PyNative), one per storage, told by values",
                 "temp_bytes": "none: eager",
-                "peak_bytes": "none: its memory statistics cover device pools only "
+                "peak_bytes": "not observable: its memory statistics cover device pools only "
                 "(mindspore.runtime.max_memory_allocated() and memory_stats() read 0 on the "
                 "CPU)",
-                "matmuls": "none: MindSpore offers hooks on cells, none over the backward kernels",
+                "matmuls": "not observable: the gradient's MatMul kernels run in PyNative's C++ "
+                "backward, which no Python hook reaches",
                 "save-mm": "not run: Cell.recompute takes no policy",
             },
         ),

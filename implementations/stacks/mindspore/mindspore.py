@@ -30,8 +30,8 @@ from implementations.stacks.mindspore import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.mindspore.instrument import backward_of
 from implementations.stacks.mindspore.mlp import composed
-from implementations.stacks.mindspore.observed import backward_of
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
 
@@ -88,7 +88,7 @@ class MindSpore(PooledHookPort):
             (dx,), grads = vjp_fn(from_host_array(np.asarray(cotangent, np.float32)))
             return Grads(*(to_host_array(g) for g in grads), x=to_host_array(dx))
 
-    # -- evidence: MindSpore's `observed` on the port's own calls (backward_record: the base's)
+    # -- evidence: MindSpore's `instrument` on the port's own calls (backward_record: the base's)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..base import Stack
 from ..numpy import canonical_params
-from . import arrays, evidence, observed
+from . import arrays, instrument
 from .loaded import ms
 from .quiet import captured_stderr
 
@@ -23,20 +23,36 @@ ms.set_context(mode=ms.PYNATIVE_MODE)
 # (a VJP: 74 ms of CPU asynchronous, 8.5 ms synchronous). The ops and their results are the same.
 ms.runtime.launch_blocking()
 
+
+def run_first_call() -> str | None:
+    """The first PyNative `value_and_grad` of a function that closes over a Tensor, once.
+
+    MindSpore 2.10.0 under numpy 2 fails it once with `SystemError`
+    ("py_parse.cc:132 Numpy init failed"), and every later call works.
+    Returns the error's text when it failed, None when it ran.
+    """
+    weight = ms.Tensor([2.0], ms.float32)
+    try:
+        ms.value_and_grad(lambda v: (v * weight).sum())(ms.Tensor([1.0], ms.float32))
+    except SystemError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
 _warm_up_stderr: list[str] = []
 with captured_stderr(_warm_up_stderr):
     #: What the warming call raised (its text), or None if it ran: MindSpore's first-call glitch.
-    FIRST_CALL: str | None = evidence.run_first_call()
+    FIRST_CALL: str | None = run_first_call()
 #: What the warming call printed on stderr (kept from the user's terminal: it is expected).
 FIRST_CALL_STDERR: str = "".join(_warm_up_stderr)
 
 #: MindSpore: tensors to and from numpy, Flax's init in numpy, its instrument on a port's own
-#: call (`observed.observe(call, x, parameters)`).
+#: call (`instrument.observe(call, x, parameters)`).
 STACK = Stack(
     "mindspore",
     arrays=arrays,
     precision=arrays,
     init=canonical_params,
-    instrument=observed.observe,
+    instrument=instrument.observe,
     distributions=("mindspore",),
 )
