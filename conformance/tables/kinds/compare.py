@@ -93,21 +93,6 @@ def roles(saved: Sequence[dict[str, Any]]) -> str:
     return ", ".join(f"{o}x{n}" if n > 1 else o for o, n in counts.items()) or "nothing"
 
 
-def residual_list(saved: Sequence[dict[str, Any]]) -> str:
-    """Residuals one per line as `(shape) dtype origin`, parameters summed up on one line."""
-    lines = [
-        f"{tuple(t['shape'])} {_dtype(t['dtype'])} {t['origin']}"
-        for t in saved
-        if t["origin"] in SavedTensor.KEPT
-    ]
-    for origin, label in (("parameter", "params"), ("constant", "constants")):
-        group = [t for t in saved if t["origin"] == origin]
-        if group:
-            nbytes = sum(t["bytes"] for t in group)
-            lines.append(f"[dim]+ {len(group)} {label}, {numbers.size(nbytes)}[/]")
-    return "\n".join(lines) or "nothing"
-
-
 # ---------------------------------------------------------------------------
 # The verdict
 # ---------------------------------------------------------------------------
