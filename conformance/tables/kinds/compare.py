@@ -59,13 +59,6 @@ def _ratio(value: float) -> str:
     return numbers.ratio(value)
 
 
-def _dtype(name: str) -> str:
-    name = name.rpartition(".")[2]  # a framework's own spelling, "<module>.float32"
-    return {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
-        name, name
-    )
-
-
 def matmuls(recomputed: dict[str, int]) -> int:
     """How many of the recomputed ops are matrix multiplies."""
     return sum(n for op, n in recomputed.items() if any(m in op.lower() for m in MATMUL_MARKS))
