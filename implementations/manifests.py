@@ -5,9 +5,10 @@ Each folder under `implementations/stacks/` that holds a framework has a
 (only this module), so reading every manifest is cheap: `list` reads them
 and imports nothing else. Every table the suite keeps about frameworks (the
 registry, extras, profiles, load order, compare's lanes, bench stacks,
-mutants, policy expectations, device probes, compilation caches, the CI
-matrix) is derived from the manifests here; adding a framework means adding
-a folder.
+mutants, policy expectations, device probes, compilation caches) is derived
+from the manifests here, and the CI matrix is checked against them
+(tests/core/docs/test_ci_workflow.py); adding a framework means adding a
+folder.
 
 A manifest names code by `"module:attribute"` strings, imported only when
 that code is needed (`resolve`).
@@ -336,44 +337,6 @@ def rank_setting(name: str, ranks: int, nodes: int = 1) -> dict[str, str]:
     entry = ports()[name][1]
     count = ranks // nodes if entry.ranks_per_node else ranks
     return {entry.ranks_variable: str(count), "REMAT_SCALE_NODES": str(nodes)}
-
-
-#: The hosted CI job of the sharded ports (profile `scale`): their start-ups are the profile's.
-SCALE_JOB = CiJob("linux-cpu-sharded", "ubuntu-24.04")
-
-
-def ci_jobs() -> list[dict[str, str]]:
-    """The hosted jobs of docs/ci/conformance-matrix.yml, derived from the manifests: each
-    port in its stack's job (the sharded ones in `SCALE_JOB`, under `--profile scale`), each
-    job installing the canonical port's extra and its ports' (`name`, `runner`, `install`,
-    `ports`, `flags`)."""
-    jobs: dict[str, dict] = {}
-    for manifest, entry in ports().values():
-        if manifest.ci is None:
-            continue
-        job = SCALE_JOB if entry.profile == SCALE else manifest.ci
-        found = jobs.setdefault(
-            job.name,
-            {"job": job, "extras": [ports()[CANONICAL_PORT][1].extra], "args": [], "ports": []},
-        )
-        found["extras"] += entry.extra.split(",")
-        found["args"] += [manifest.ci.pip_args] if manifest.ci.pip_args else []
-        found["ports"].append(entry.name)
-    return [
-        {
-            "name": name,
-            "runner": found["job"].runner,
-            "install": " ".join(
-                [
-                    f'-e ".[{",".join(dict.fromkeys(found["extras"]))}]"',
-                    *dict.fromkeys(found["args"]),
-                ]
-            ),
-            "ports": " ".join(found["ports"]),
-            "flags": "--profile scale" if found["job"] is SCALE_JOB else "",
-        }
-        for name, found in jobs.items()
-    ]
 
 
 def load_order(names: list[str], stack_of: Any) -> list[str]:

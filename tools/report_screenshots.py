@@ -14,7 +14,8 @@ widths: the body never scrolls sideways, no table scrolls sideways in its box,
 every image decodes, no console error, a grid row for every port; it exits 1
 (saving nothing) when one fails. `--out DIR` writes elsewhere; `--keep DIR`
 keeps the page and its reports. Needs Chromium (`apt-get install chromium`;
-`$CHROMIUM` names another).
+`$CHROMIUM` names another) and Playwright (`pip install -e '.[test]'`), which
+tools/chromium.py points at it.
 
 `PAGE_CODE` is the code that decides what the page looks like; the digest of it
 is written beside the screenshots, and a fast test (tests/core/page/test_screenshots.py)
@@ -35,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from conformance.page import build, chromium  # noqa: E402
+from conformance.page import build  # noqa: E402
+from tools import chromium  # noqa: E402
 
 DOCS = ROOT / "docs"
 #: (file, width, height, the element the picture starts at: None for the page's top)

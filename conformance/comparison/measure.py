@@ -36,9 +36,8 @@ import numpy as np
 
 import implementations
 from implementations import found
-from implementations.contract import Implementation, Params
+from implementations.contract import Implementation
 
-from ..checking import precision
 from ..running import machine
 from . import lanes
 from . import rows as extra_rows
@@ -204,38 +203,6 @@ def row_lanes(names: Sequence[str] | None, args: tuple) -> list[lanes.Lane | Por
                 lanes.Lane(row.name, [row.name], args, target=f"{lanes.__name__}:serve_row")
             )
     return found
-
-
-def compare_row(
-    name: str,
-    params: Params,
-    x: np.ndarray,
-    cotangent: np.ndarray,
-    seed: int,
-    repeats: int,
-    exact: precision.Reference,
-    expected: Expected,
-    first_calls: bool = False,
-) -> PortComparison:
-    """One extra row (`rows`) measured alone: its lane (a process of its own), its warm times,
-    and with `first_calls` its first call in a fresh process."""
-    args = (params, x, cotangent, seed, repeats, exact, expected)
-    (lane,) = row_lanes([name], args)
-    if isinstance(lane, PortComparison):
-        return lane
-    try:
-        lanes.run_lanes([lane], 1, lambda: None)
-        timings = lane.time()
-    finally:
-        lanes.end_all([lane])
-    row = lane.rows.get(name) or PortComparison(name, "available", error=lane.failure)
-    set_warm(row, *timings.get(name, (None, None)), lane=lane.key)
-    if first_calls and row.state == "available" and not row.error:
-        with tempfile.TemporaryDirectory() as scratch:
-            inputs = Path(scratch) / "inputs.npz"
-            np.savez(inputs, **params.as_dict(), x=x, cotangent=cotangent)
-            row.first_call = first_call(name, inputs, seed)
-    return row
 
 
 def not_installed(names: Sequence[str]) -> dict[str, PortComparison]:

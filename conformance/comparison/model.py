@@ -104,18 +104,6 @@ class PortComparison:
     # interleaved with those of the other ports of its lane only.
     lane: str = ""
 
-    @property
-    def worst_gradient(self) -> tuple[str, Diff] | None:
-        if not self.gradients:
-            return None
-        return max(self.gradients.items(), key=lambda item: item[1].worst_ratio)
-
-    @property
-    def gradient_bits(self) -> tuple[str, Bits] | None:
-        """The gradient with the fewest effective bits."""
-        grads = [(k, v) for k, v in self.precision.items() if k not in ("output", "exercise")]
-        return min(grads, key=lambda item: item[1].bits) if grads else None
-
 
 @dataclass
 class Comparison:

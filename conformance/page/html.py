@@ -21,7 +21,6 @@ from html import escape
 
 from ..tables.model import Items, Paragraph, Table
 from ..tables.render import html as html_render
-from ..tables.render.html import slug
 from .sections import Section
 
 CSS = """
@@ -128,10 +127,6 @@ tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
 #: every other table stacks its rows on a phone (`table.stack`).
 GRIDS = ("matrix", "summary", "policies", "compositions")
 CSS = CSS.replace("GRID", ":is(" + ", ".join(f"table.{kind}" for kind in GRIDS) + ")")
-
-
-def heading_id(kind: str, title: str) -> str:
-    return f"t-{slug(kind or 'table')}-{abs(hash(title)) % 10**8}"
 
 
 def table(found: Table, anchor: str) -> str:

@@ -1,8 +1,8 @@
 """Expected failures: a text file per port, and warnings when an entry goes stale.
 
-`conformance/expectations/<port>.txt` (or `<dir>/<port>.txt` with
-`--expectations DIR`) lists the properties a port is known to fail, one per
-line, with the reason:
+`<dir>/<port>.txt`, read with `--expectations DIR`, lists the properties a
+port is known to fail, one per line, with the reason (the built-in ports
+have none: without `DIR`, no failure is expected):
 
     # property   reason
     e            the framework has no instrument for saved tensors yet
@@ -15,7 +15,6 @@ that it is removed. An entry naming no property is stale too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from ..checking.properties import BY_ID, PROPERTIES
@@ -68,11 +67,8 @@ def parse(port: str, text: str, origin: str = "") -> Expectations:
 
 
 def load(port: str, directory: Path | None = None) -> Expectations:
-    """The expectations for `port`, from `directory` or the built-in ones (none: empty)."""
-    if directory is not None:
-        path = Path(directory) / f"{port}.txt"
-        return parse(port, path.read_text(), str(path)) if path.exists() else Expectations(port)
-    built_in = resources.files("conformance") / "expectations" / f"{port}.txt"
-    if built_in.is_file():
-        return parse(port, built_in.read_text(), f"conformance/expectations/{port}.txt")
-    return Expectations(port)
+    """The expectations for `port` from `directory` (none given, or no file: empty)."""
+    if directory is None:
+        return Expectations(port)
+    path = Path(directory) / f"{port}.txt"
+    return parse(port, path.read_text(), str(path)) if path.exists() else Expectations(port)

@@ -37,12 +37,6 @@ def ratio(value: Any, digits: int = 3, missing: str = "") -> str:
     return f"{found:.{digits}f}"
 
 
-def percent(value: Any, missing: str = "?") -> str:
-    """A relative spread: `4%`."""
-    found = number(value)
-    return missing if found is None else f"{found:.0%}"
-
-
 def kib(nbytes: Any, missing: str = "-") -> str:
     """KiB, three significant figures: 128 bytes is 0.125, not 0.1."""
     found = number(nbytes)

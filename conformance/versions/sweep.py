@@ -27,7 +27,6 @@ from typing import Any
 from implementations import manifests
 
 from ..checking import policy_expectations
-from ..checking.properties import PROPERTIES
 from ..merge.read import Source
 from ..running import interrupts
 from ..running.runner import FAILING
@@ -347,10 +346,6 @@ def _probe(command: list[str], env, say, what: str, out: Path, cwd: Path) -> dic
     except (OSError, ValueError):
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
         return {"error": f"the probe exited {code}: " + " / ".join(tail)}
-
-
-def property_keys() -> list[str]:
-    return [p.key for p in PROPERTIES]
 
 
 def failing(status: str) -> bool:

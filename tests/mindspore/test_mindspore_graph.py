@@ -19,6 +19,7 @@ from conformance import comparison as compare
 from conformance.comparison import measure
 from conformance.running import isolation
 from implementations.stacks.mindspore import graph
+from tests.support import row_alone
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
 pytestmark = [
@@ -165,7 +166,7 @@ def test_compare_row_in_graph_mode_agrees_and_shows_its_evidence():
     x, cotangent = measure.make_inputs(0, 4, 3)
     exact = measure.exact_results(params, x, cotangent)
     expected = measure.expected_results(canonical, params, x, cotangent, 0)
-    row = measure.compare_row(
+    row = row_alone.compare_row(
         "mindspore_graph", params, x, cotangent, 0, 2, exact, expected, first_calls=True
     )
     assert (row.name, row.state, row.error) == ("mindspore_graph", "available", "")
@@ -282,6 +283,7 @@ import numpy as np
 from conformance.comparison import measure
 from implementations.stacks.numpy import canonical_params
 from tests.support import reference
+from tests.support.row_alone import compare_row
 
 params = canonical_params(0, 4, 3)
 x, cotangent = measure.make_inputs(0, 4, 3)
@@ -290,7 +292,7 @@ grads = {k: f32(v) for k, v in reference.vjp(params, x, cotangent).items()}
 out = f32(reference.forward(params, x))
 expected = measure.Expected(out, out, grads)
 exact = measure.exact_results(params, x, cotangent)
-row = measure.compare_row("mindspore_graph", params, x, cotangent, 0, 1, exact, expected)
+row = compare_row("mindspore_graph", params, x, cotangent, 0, 1, exact, expected)
 print(json.dumps([row.state, row.error, row.residuals["on"].recomputed]))
 """
 

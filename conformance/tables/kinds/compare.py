@@ -59,13 +59,6 @@ def _ratio(value: float) -> str:
     return numbers.ratio(value)
 
 
-def _dtype(name: str) -> str:
-    name = name.rpartition(".")[2]  # a framework's own spelling, "<module>.float32"
-    return {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}.get(
-        name, name
-    )
-
-
 def matmuls(recomputed: dict[str, int]) -> int:
     """How many of the recomputed ops are matrix multiplies."""
     return sum(n for op, n in recomputed.items() if any(m in op.lower() for m in MATMUL_MARKS))
@@ -91,21 +84,6 @@ def roles(saved: Sequence[dict[str, Any]]) -> str:
         if t["origin"] in SavedTensor.KEPT:
             counts[t["origin"]] = counts.get(t["origin"], 0) + 1
     return ", ".join(f"{o}x{n}" if n > 1 else o for o, n in counts.items()) or "nothing"
-
-
-def residual_list(saved: Sequence[dict[str, Any]]) -> str:
-    """Residuals one per line as `(shape) dtype origin`, parameters summed up on one line."""
-    lines = [
-        f"{tuple(t['shape'])} {_dtype(t['dtype'])} {t['origin']}"
-        for t in saved
-        if t["origin"] in SavedTensor.KEPT
-    ]
-    for origin, label in (("parameter", "params"), ("constant", "constants")):
-        group = [t for t in saved if t["origin"] == origin]
-        if group:
-            nbytes = sum(t["bytes"] for t in group)
-            lines.append(f"[dim]+ {len(group)} {label}, {numbers.size(nbytes)}[/]")
-    return "\n".join(lines) or "nothing"
 
 
 # ---------------------------------------------------------------------------

@@ -13,10 +13,9 @@ A column left out is named in a line under the table, with the width that shows 
 The widths are laid out here (`_lay_out`, on rich's column measurements: rich is pinned in
 constraints.txt), as rich's own collapsing could crop a table whose least widths fit.
 
-`print_table` still prints a rich table whole, at the least width that holds every cell
-(for a caller that asks for it). Captions are paragraphs of their own, wrapped between
-words. Off a terminal, with `--plain` or `NO_COLOR`, the console (`terminal.style.console`)
-draws no colour: the text is aligned plain text, and ASCII rules under `--plain`.
+Captions are paragraphs of their own, wrapped between words. Off a terminal, with
+`--plain` or `NO_COLOR`, the console (`terminal.style.console`) draws no colour: the
+text is aligned plain text, and ASCII rules under `--plain`.
 
 A cell's tone is its colour (`TONE_STYLES`); its text says the same without colour.
 """
@@ -114,25 +113,6 @@ def _whole_words(table: RichTable) -> None:
             words = [len(word) for text in texts for word in text.split()]
         if words:
             column.min_width = max(column.min_width or 0, *words)
-
-
-def table_width(console: Console, table: RichTable) -> int:
-    """The width to print `table` at: the console's, or more where a cell would be cut there."""
-    _whole_words(table)
-    # Measured with room to spare: a measurement never exceeds the width it is given.
-    needed = console.measure(table, options=console.options.update_width(10_000)).minimum
-    return max(console.width, needed)
-
-
-def print_table(console: Console, table: RichTable) -> None:
-    """Print `table` whole: never a dropped column or a cut cell (see the module docstring)."""
-    # console.print(width=...) cannot go past the console's width: widen the console itself.
-    width = console.width
-    console.width = table_width(console, table)
-    try:
-        console.print(table, crop=False)
-    finally:
-        console.width = width
 
 
 def _lay_out(console: Console, grid: RichTable, wraps: list[bool] | None = None) -> bool:

@@ -19,7 +19,8 @@ the primal output are the residuals, each a sharded array whose shard on
 each device is measured) and `jit(lambda pullback, ct: pullback(ct))` (its
 partitioned HLO, the program every device runs, counted for `dot`s). Compiled
 as one `jit`, XLA:CPU drops the checkpoint's optimization barrier and merges
-the recomputation away (`merged_vjp_matmuls`, pinned in the tests).
+the recomputation away (pinned in the tests: `merged_vjp_matmuls` in
+tests/support/spmd_probe.py).
 """
 
 from __future__ import annotations
@@ -170,19 +171,6 @@ def rank_records(
             RankRecord(rank, layout, kept, inputs, x_shard, recomputed, matmuls, INSTRUMENT, *where)
         )
     return tuple(records)
-
-
-def merged_vjp_matmuls(
-    fn: Callable, mesh: Mesh, layout: str, arrays: Sequence[Any], x: Any, cotangent: Any
-) -> int:
-    """The `dot`s of forward and backward compiled as ONE `jit`: where XLA:CPU merges a
-    checkpoint's recomputation away, the same count with and without the checkpoint."""
-    params, x = placed(mesh, layout, arrays, x)
-    ct = jax.device_put(
-        np.asarray(cotangent, np.float32), NamedSharding(mesh, x_spec(layout, np.ndim(cotangent)))
-    )
-    step = jax.jit(lambda p, v, c: jax.vjp(fn, p, v)[1](c))
-    return _dots(step.lower(params, x, ct).compile().as_text())
 
 
 def step_times(

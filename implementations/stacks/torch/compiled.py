@@ -387,10 +387,6 @@ class Recorder:
         self.partitions: list[Partition] = []
         self._capture: _Seen | None = None
 
-    @property
-    def compiles(self) -> int:
-        return len(self.partitions)
-
     def backend(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         """The `torch.compile` backend: inductor, noting the graphs it compiles."""
         partition = Partition(_roles(gm))

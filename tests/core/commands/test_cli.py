@@ -97,6 +97,13 @@ def test_expectations_turn_a_listed_failure_into_xfail():
     assert untouched.status == "fail"
 
 
+def test_without_a_directory_no_failure_is_expected_and_a_missing_file_expects_none(tmp_path):
+    (tmp_path / "flax_linen.txt").write_text("c_vjp  known\n")
+    assert expectations.load("flax_linen", tmp_path).expected == {"c_vjp": "known"}
+    assert expectations.load("flax_linen").expected == {}
+    assert expectations.load("pytorch", tmp_path).expected == {}
+
+
 def test_the_plugin_marks_expected_failures_and_warns_about_stale_ones(tmp_path):
     (tmp_path / "flax_linen.txt").write_text("d  was broken once\n")
     command = [sys.executable, "-m", "pytest", "tests/core/running/test_conformance.py", "-q"]

@@ -195,7 +195,6 @@ def test_report_markdown_escapes_html_from_the_data(tmp_path):
 NOT_OUTPUTS = {
     "conformance/outputs.py": "the helper itself",
     "conformance/commands/arguments.py": "a probe that a path is writable: it writes nothing",
-    "conformance/page/chromium.py": "screenshots for the docs' own check, in a scratch dir",
     "conformance/running/scratch.py": "the run's scratch directory's owner record",
     "conformance/running/isolation.py": "a worker's captured output, in the run's scratch",
     "conformance/comparison/measure.py": "inputs for the first-call children, in a scratch dir",

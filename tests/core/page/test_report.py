@@ -8,8 +8,8 @@ jax --framework torch --depths 1 2 4 --batch 128 --features 32 --repeats 5
 (run-all.json) and `compare --json --no-first-call` with its policy matrix
 (compare-all.json); `bench --policies` on a tiny shape (bench-policies.json)
 and `bench --scale` with its two-node rows (scale.json). The browser tests
-(here, and tests/core/page/test_report_browser.py) open the page in headless Chromium:
-the full tier (`--full`), marked slow.
+(here, and tests/core/page/test_report_browser.py) open the page in headless Chromium, driven
+by Playwright (tools/chromium.py): the full tier (`--full`), marked slow.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import csv
 import json
 import os
 import re
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,6 @@ from conformance.comparison import restore
 from conformance.page import (
     DocumentError,
     build,
-    chromium,
     csv_files,
     documents,
     facts,
@@ -41,6 +42,7 @@ from conformance.tables.kinds import run as run_tables
 from conformance.tables.kinds.compare_matrices import policy_table
 from conformance.tables.kinds.spread import spread_words
 from tests.support.helpers import ROOT
+from tools import chromium
 
 DATA = ROOT / "tests" / "data" / "report"
 RUN, COMPARE, BENCH = (DATA / f"{kind}.json" for kind in ("run", "compare", "bench"))
@@ -708,18 +710,29 @@ def test_the_browser_check_catches_a_wide_page_a_broken_image_and_an_error(tmp_p
 
 
 @CHROMIUM
-def test_a_closed_browser_leaves_no_folder_behind(tmp_path, executable):
+def test_a_closed_browser_leaves_no_folder_behind(tmp_path, executable, monkeypatch):
     # Chromium's singleton socket folder (TMPDIR/org.chromium.Chromium.*) outlived every
-    # stopped browser: four a test run, on and on.
+    # browser the old client stopped: four a test run, on and on. Here TMPDIR is the test's own
+    # (short: Chromium aborts on a socket path over 107 bytes, as pytest's tmp_path can give).
     page = tmp_path / "blank.html"
     page.write_text("<!DOCTYPE html><html><body>blank</body></html>")
-    with chromium.Browser(executable) as browser:
-        browser.open(page)
-        profile = Path(browser._profile.name)
-        socket = Path(os.readlink(profile / "SingletonSocket"))
-        assert socket.exists()
-    assert not profile.exists()
-    assert not socket.parent.exists()
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:
+        monkeypatch.setenv("TMPDIR", scratch)
+        with chromium.Browser(executable) as browser:
+            browser.open(page)
+            made = " ".join(sorted(p.name for p in Path(scratch).iterdir()))
+            assert "org.chromium.Chromium." in made, made  # the singleton socket's folder
+            assert "playwright_chromiumdev_profile-" in made, made
+        assert list(Path(scratch).iterdir()) == []
+
+
+def test_without_playwright_the_browser_fails_naming_it(monkeypatch):
+    # Chromium present and Playwright missing is a failure, never a skip read as a pass.
+    monkeypatch.setitem(sys.modules, "playwright.sync_api", None)  # import fails
+    with pytest.raises(
+        chromium.BrowserError, match=r"Chromium is here \(/usr/bin/chromium\) but Playwright is not"
+    ):
+        chromium.Browser("/usr/bin/chromium")
 
 
 #: Python's fork handlers run in this process, noted by the one registered below.

@@ -1,8 +1,9 @@
 """Today's page in headless Chromium at 1400 and 390 CSS pixels: nothing runs off the edge,
 no table scrolls sideways in its box, and the grids are compact (full tier: Chromium is no
-pip package). The page is made of every kind of report: tests/data/report's run-k.json and
-compare-k.json (see test_report_page.py), its bench, policy-bench and scale reports, and the
-committed docs/bench-schedules.json; one failed property opens its row's details."""
+pip package; Playwright, of the `test` extra, drives it). The page is made of every kind
+of report: tests/data/report's run-k.json and compare-k.json (see test_report_page.py),
+its bench, policy-bench and scale reports, and the committed docs/bench-schedules.json;
+one failed property opens its row's details."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import json
 
 import pytest
 
-from conformance.page import build, chromium, html
+from conformance.page import build, html
 from tests.support.helpers import ROOT
+from tools import chromium
 
 pytestmark = pytest.mark.slow(
     reason="needs Debian's chromium (apt-get install chromium): measures the page's widths"
@@ -57,7 +59,7 @@ def measured(tmp_path_factory):
     found = chromium.find()
     if found is None:
         pytest.skip("no Chromium found (chromium, chromium-browser, google-chrome or $CHROMIUM)")
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib")  # Playwright is not skipped: without it, Browser fails
     run = json.loads((DATA / "run-k.json").read_text())
     port = next(p for p in run["ports"] if p["name"] == "haiku")
     replay = "python -m conformance --reproduce 6.170.17:AXicc2Rw"
