@@ -13,7 +13,7 @@ numpy init (`implementations.porting.numpy`). Both give the same bits.
 `nn_checkpoint_forward` runs eagerly, or inside a `tf.function` (traced
 inline; `seed` and `features` are then Python values, one trace each),
 also with `jit_compile=True`. Evidence is read off the port's own calls: its
-`vjp` run eagerly under an op callback (`observed`), its `nn_checkpoint_forward`
+`vjp` run eagerly under an op callback (`instrument.observe`), its `nn_checkpoint_forward`
 traced into one graph (the TensorFlow stack's `record`). Imports TensorFlow, numpy
 and the project's numpy-only modules, never JAX or torch.
 """
@@ -43,8 +43,8 @@ from implementations.stacks.tensorflow import (
     as_input,
     flax_init,
     float32_tensor,
+    instrument,
     integer_argument,
-    observed,
     tf,
     to_host_array,
 )
@@ -219,11 +219,11 @@ class TensorFlow(Port):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`, run
-        eagerly (`observed`): whatever a subclass overrides, the evidence is read off the call
+        eagerly (`instrument.observe`): whatever a subclass overrides, the evidence is read off the call
         whose values (c) checks."""
         self.policy(checkpoint)  # an undeclared policy is refused before anything runs
         ones = np.ones(params.features, np.float32)
-        return observed.observe(
+        return instrument.observe(
             lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x, params.as_dict().values()
         )
 
