@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 import numpy as np
 
@@ -91,7 +90,8 @@ def _run(items: tuple, policies: dict[int, str], numbers: list[int]) -> Callable
             rest = tf.recompute_grad(_after_first_matmul)
             parts.append((lambda x, w1, b1, w2, b2, rest=rest: rest(x @ w1, b1, w2, b2), 4))
         else:
-            parts.append((tf.recompute_grad(_run(item.items, policies, numbers)), 4 * len(item.blocks)))  # fmt: skip
+            inner = _run(item.items, policies, numbers)
+            parts.append((tf.recompute_grad(inner), 4 * len(item.blocks)))
 
     def run(x, *params):
         start = 0

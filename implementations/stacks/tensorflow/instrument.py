@@ -55,19 +55,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from tensorflow.python.eager import imperative_grad
+from tensorflow.python.eager import record as tape_record
+from tensorflow.python.framework import op_callbacks
+from tensorflow.python.ops import custom_gradient
 
 from ...contract import BackwardRecord, SavedTensor
 from ...measuring.record import MATMULS as BLOCK_MATMULS
 from ...measuring.record import Evaluation, NotObservable, Record
 from ..hlo import hlo_dot_count
+from . import block as block_module
 from .runtime import tf  # first: TensorFlow's first import is the quiet one
-
-from tensorflow.python.eager import imperative_grad  # noqa: E402, I001 - after the quiet import
-from tensorflow.python.eager import record as tape_record  # noqa: E402
-from tensorflow.python.framework import op_callbacks  # noqa: E402
-from tensorflow.python.ops import custom_gradient  # noqa: E402
-
-from . import block as block_module  # noqa: E402
 
 INSTRUMENT = (
     "the port's own call run eagerly under an op callback: forward tensors (origins by "
@@ -454,7 +452,9 @@ def _saved(graph, cut: int, origins: Sequence[str], variables) -> tuple[SavedTen
             source = _layout_source(t) if from_input(t) or t.ref() in arguments else None
             if source is not None and source.ref() in arguments:
                 index = arguments[source.ref()]
-                note = f"argument {index}" + ("" if source is t else f", as {t.op.type} {t.op.name}")
+                note = f"argument {index}" + (
+                    "" if source is t else f", as {t.op.type} {t.op.name}"
+                )
                 role = "x" if origins[index] == "input" else ""
                 saved.append(SavedTensor(shape, dtype, origins[index], note, role=role))
             elif t.ref() in handles:

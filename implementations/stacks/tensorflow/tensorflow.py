@@ -219,8 +219,8 @@ class TensorFlow(Port):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`, run
-        eagerly (`instrument.observe`): whatever a subclass overrides, the evidence is read off the call
-        whose values (c) checks."""
+        eagerly (`instrument.observe`): whatever a subclass overrides, the evidence is read off
+        the call whose values (c) checks."""
         self.policy(checkpoint)  # an undeclared policy is refused before anything runs
         ones = np.ones(params.features, np.float32)
         return instrument.observe(
