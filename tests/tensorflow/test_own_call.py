@@ -1,8 +1,7 @@
 """The TensorFlow base reads its evidence off the port's own call (`instrument.observe` for
-`vjp`, run
-eagerly; the traced `nn_checkpoint_forward` for the exercise), never off a second model: a port
-whose own `forward`, `vjp` and `nn_checkpoint_forward` never checkpoint has the right values and
-fails (e), while the base's block still checkpoints."""
+`vjp`, run eagerly; the traced `nn_checkpoint_forward` for the exercise), never off a second
+model: a port whose own `forward`, `vjp` and `nn_checkpoint_forward` never checkpoint has the
+right values and fails (e), while the base's block still checkpoints."""
 
 from __future__ import annotations
 
