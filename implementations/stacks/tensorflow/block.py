@@ -25,7 +25,7 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 
 from implementations.measuring.placement import Placement
-from implementations.schedules import Departure, Region
+from implementations.schedules import Departure, Region, flat_stack
 
 from .runtime import installed, tf  # first: TensorFlow's first import is the quiet one
 
@@ -74,43 +74,27 @@ def _after_first_matmul(d1, b1, w2, b2) -> tf.Tensor:  # (B, F) -> (B, F)
     return tf.nn.bias_add(tf.matmul(tf.nn.relu(tf.nn.bias_add(d1, b1)), w2), b2)
 
 
-def _run(items: tuple, policies: dict[int, str], numbers: list[int]) -> Callable:
-    """`run(x, *params)` over `items`: a block index runs plain, a `Region` is a
-    `tf.recompute_grad` of the run of its own items (made here, once per placement)."""
-    parts = []
-    for item in items:
-        if not isinstance(item, Region):
-            parts.append((block, 4))
-            continue
-        policy = policies.get(numbers[0], "")
-        numbers[0] += 1
-        if policy == SAVE_MM_POLICY:
-            if len(item.blocks) != 1:
-                raise ValueError(f"placement: {SAVE_MM_POLICY} runs one-block regions only")
-            rest = tf.recompute_grad(_after_first_matmul)
-            parts.append((lambda x, w1, b1, w2, b2, rest=rest: rest(x @ w1, b1, w2, b2), 4))
-        else:
-            inner = _run(item.items, policies, numbers)
-            parts.append((tf.recompute_grad(inner), 4 * len(item.blocks)))
+_rest_rerun = tf.recompute_grad(_after_first_matmul)
 
-    def run(x, *params):
-        start = 0
-        for function, count in parts:
-            x = function(x, *params[start : start + count])
-            start += count
-        return x
 
-    return run
+def _first_matmul_outside(x, w1, b1, w2, b2) -> tf.Tensor:  # (B, F) -> (B, F)
+    """`SAVE_MM_POLICY`'s block: x @ W1 outside the region, which reruns the rest."""
+    return _rest_rerun(tf.matmul(x, w1), b1, w2, b2)
 
 
 def place(placement: Placement) -> Callable[..., tf.Tensor]:
-    """`run(x, *params)`: the placement's blocks and regions (4 parameters a block, in order)."""
+    """`run(x, *params)`: the placement's blocks and regions (4 parameters a block, in order),
+    each region `tf.recompute_grad` of the run of its items, made here once per placement."""
     wanted = placement.used_policies() - {""}
     for policy in sorted(wanted - set(POLICIES)):
         reason = NOT_EXPRESSIBLE.get(policy, "tf.recompute_grad has no policy")
         raise ValueError(f"placement: policy {policy!r} is not expressible in TensorFlow: {reason}")
-    policies = {n: placement.policy_of(n) for n, _ in enumerate(placement.regions())}
-    return _run(placement.items, policies, [0])
+    if not wanted:
+        return flat_stack(placement.items, block, tf.recompute_grad)
+    one_block_regions = all(isinstance(i, Region) and len(i.blocks) == 1 for i in placement.items)
+    if placement.used_policies() != {SAVE_MM_POLICY} or not one_block_regions:
+        raise ValueError(f"placement: {SAVE_MM_POLICY} runs as every region's policy, a block each")
+    return flat_stack(placement.items, _first_matmul_outside, lambda run: run)
 
 
 def vjp(
