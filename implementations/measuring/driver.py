@@ -262,9 +262,9 @@ def batch_peak(case: PlacedCase, wrt: str = "x") -> Record:
     )
     method = (
         f"{low.methods['peak_bytes']}, at kB and 2kB rows (k = {scale}): grows with B = "
-        f"(peak(2kB) - peak(kB)) / k, as allocations under {sees} bytes go unseen"
+        f"(peak(2kB) - peak(kB)) / k, as allocations under {sees / 1024:g} KiB go unseen"
     )
-    unseen = NotObservable(f"allocations under {sees} bytes go unseen: only its growth is read")
+    unseen = NotObservable(f"allocations under {sees / 1024:g} KiB go unseen: its growth is read")
     growth = max(0, round((_seen_figure(high) - _seen_figure(low)) / scale))
     return Record(
         low.instrument,

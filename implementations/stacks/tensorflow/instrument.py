@@ -54,6 +54,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from .runtime import tf  # first: TensorFlow's first import is the quiet one
+
+# isort: split
 import numpy as np
 from tensorflow.python.eager import imperative_grad
 from tensorflow.python.eager import record as tape_record
@@ -65,7 +68,6 @@ from ...measuring.record import MATMULS as BLOCK_MATMULS
 from ...measuring.record import Evaluation, NotObservable, Record
 from ..hlo import hlo_dot_count
 from . import block as block_module
-from .runtime import tf  # first: TensorFlow's first import is the quiet one
 
 INSTRUMENT = (
     "the port's own call run eagerly under an op callback: forward tensors (origins by "
