@@ -121,7 +121,7 @@ def test_the_readme_names_what_the_stack_writes():
     section = text[text.index("## Measurements\n") : text.index("## Evidence: one path\n")]
     for module, names in (
         (STACK.block, (*driver.BLOCK_NAMES, "VARIANTS", "program")),
-        (STACK.instrument, (*driver.INSTRUMENT_NAMES, "program", "SEES_FROM", "traced")),
+        (STACK.instrument, (*driver.INSTRUMENT_NAMES, "program", "SEES_FROM", "backward_record")),
     ):
         for name in names:
             assert f"`{name}" in section, name

@@ -7,7 +7,7 @@
 - `flax_init`: Flax's init in TensorFlow ops, compiled by XLA.
 - `block`, `instrument`: the exercise's block placed over L blocks, and TensorFlow's
   instrument around the call measured (`watch`, `peak`), and on a traced graph of a
-  forward pass and its gradient (`instrument.traced`).
+  forward pass and its gradient (`instrument.backward_record`).
 - `STACK`: the TensorFlow `Stack`.
 
 Import TensorFlow from here or `runtime` (`from implementations.stacks.tensorflow import
@@ -22,6 +22,7 @@ _EXPORTS = {
     "tf": ".runtime",
     "block": ".block",
     "instrument": ".instrument",
+    "backward_record": ".instrument",
     "flax_init": ".flax_init",
     "as_input": ".arrays",
     "float32_tensor": ".arrays",

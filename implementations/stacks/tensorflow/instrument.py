@@ -37,10 +37,10 @@ a `tf.function`'s `MatMul` ops as traced (before Grappler, which cannot merge a 
 the forward: `recompute_grad` ties it to the cotangent), split where `imperative_grad` is
 called; an XLA program's `dot` ops in its optimized HLO, its passes one program.
 
-**`traced(forward, args, origins, cotangent, variables=())`** (the stack's `record`, for
-traced records: the exercise's, Keras's) traces `forward` and its gradient into one
-`tf.function` graph, split where `imperative_grad` is called: saved are the forward tensors a
-backward op reads, followed back to an argument, a view of x, x's data (an activation),
+**`backward_record(forward, args, origins, cotangent, variables=())`** (the stack's
+`record`, for traced records: the exercise's, Keras's) traces `forward` and its gradient into
+one `tf.function` graph, split where the gradient is asked for: saved are the forward tensors
+a backward op reads, followed back to an argument, a view of x, x's data (an activation),
 parameters or variables alone, or nothing; regions, the custom-gradient ops (`IdentityN` with
 `_gradient_op_type`) among the output's ancestors.
 """
@@ -384,7 +384,7 @@ class RecordedOps:
         return {name: n for name, n in self.counts.items() if name not in LAYOUT_OPS}
 
 
-def traced(
+def backward_record(
     forward: Callable[..., Any],
     args: Sequence[Any],
     origins: Sequence[str],

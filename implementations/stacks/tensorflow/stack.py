@@ -3,7 +3,7 @@
 TensorFlow: `tensor.numpy()`, `enable_tensor_float_32_execution`, Flax's init
 in TensorFlow ops compiled by XLA (`flax_init`), `forward(*args)` and its
 gradient traced in one graph (`record(forward, args, origins, cotangent,
-variables=())`, `instrument.traced`), and whichever of `tensorflow`
+variables=())`, `instrument.backward_record`), and whichever of `tensorflow`
 and `tensorflow-cpu` is installed (`runtime.installed`).
 """
 
@@ -17,7 +17,7 @@ STACK = Stack(
     arrays=arrays,
     precision=runtime,
     init=flax_init.canonical_params,
-    instrument=instrument.traced,
+    instrument=instrument.backward_record,
     installed=runtime.installed,
     # The CPU wheel is its own distribution; `versions` reports whichever is installed.
     distributions=("tensorflow-cpu", "tensorflow"),
