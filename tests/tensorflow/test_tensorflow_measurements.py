@@ -20,17 +20,15 @@ The analytic counts, by hand from the exercise's block `relu(x @ W1 + b1) @ W2 +
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("tensorflow")
 
 from conformance.benchmark.measure import Settings, make_data
-from implementations.measuring import driver
 from implementations.measuring.driver import PlacedCase, batch_peak, bench_module
 from implementations.measuring.placement import Placement
 from implementations.measuring.record import MATMULS, NotObservable
+from tests.support import measuring_kit as kit
 
 L, B, F = 4, 8, 4
 UNIT = B * F * 4
@@ -40,9 +38,14 @@ STACK = bench_module("implementations.stacks.tensorflow.block")
 ANALYTIC = {"none": (0, 2 * L, 0), "every": (L, L, 1), "segments(2)": (2, 1 + 2 * 2, 1)}
 
 
-def _case(schedule: str, batch: int = B, variant: str = "") -> PlacedCase:
-    data = make_data(Settings(depths=(L,), batch=batch, features=F), L)
-    return PlacedCase(STACK, Placement.of(schedule, L), data, variant)
+def _case(schedule: str, batch: int = B) -> PlacedCase:
+    return kit.placed(STACK, schedule, L, batch, F)
+
+
+def _program(variant: str) -> PlacedCase:
+    """`every` at L blocks as the program of `variant` (`block.program`)."""
+    data = make_data(Settings(depths=(L,), batch=B, features=F), L)
+    return PlacedCase(STACK, Placement.of("every", L), data, variant)
 
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
@@ -66,19 +69,17 @@ def test_the_counts_are_the_analytic_ones(schedule):
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
 def test_the_saved_bytes_that_grow_with_the_batch_are_the_analytic_units(schedule):
     _, units, _ = ANALYTIC[schedule]
-    at_b, at_2b = _case(schedule).counts(), _case(schedule, 2 * B).counts()
-    assert at_2b.kept_bytes() - at_b.kept_bytes() == units * UNIT  # measured at B and 2B
-    assert at_b.kept_bytes() == units * UNIT  # and nothing kept that does not grow
-    assert {t.memory_space for t in at_b.saved} == {"device"}
+    kit.assert_saved_units(_case(schedule), _case(schedule, 2 * B), units, "device")
 
 
 def test_the_function_program_runs_the_eager_program_s_matmuls_and_xla_prunes_one_a_block():
     # The tf.function graph holds the eager step's ops (Grappler runs later); XLA drops the
     # rerun's second matmul, whose output no gradient reads, and keeps the first: 7L - 1.
     eager = _case("every").counts()
-    args = lambda case: (case.program, (case.params, case.x, case.cotangent))  # noqa: E731
-    function = STACK.instrument.program(*args(_case("every", variant="function")), "function")
-    xla = STACK.instrument.program(*args(_case("every", variant="xla")), "xla")
+    function, xla = (
+        STACK.instrument.program(case.program, (case.params, case.x, case.cotangent), variant)
+        for variant, case in (("function", _program("function")), ("xla", _program("xla")))
+    )
     assert (
         (function.forward_matmuls, function.backward_matmuls)
         == (
@@ -116,13 +117,13 @@ def test_the_departure_is_a_count_declared_for_nested_placements_only():
 
 
 def test_the_readme_names_what_the_stack_writes():
-    readme = Path(__file__).parents[2] / "implementations/stacks/tensorflow/README.md"
-    text = readme.read_text()
-    section = text[text.index("## Measurements\n") : text.index("## Evidence: one path\n")]
-    for module, names in (
-        (STACK.block, (*driver.BLOCK_NAMES, "VARIANTS", "program")),
-        (STACK.instrument, (*driver.INSTRUMENT_NAMES, "program", "SEES_FROM", "backward_record")),
-    ):
+    section = kit.measurements_section("tensorflow")
+    kit.assert_names_offered(STACK, section)
+    optional = {
+        STACK.block: ("VARIANTS", "program", "SAVE_MM_POLICY"),
+        STACK.instrument: ("program", "SEES_FROM", "backward_record"),
+    }
+    for module, names in optional.items():
         for name in names:
             assert f"`{name}" in section, name
             assert hasattr(module, name), name
