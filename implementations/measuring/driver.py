@@ -271,6 +271,7 @@ def batch_peak(case: PlacedCase, wrt: str = "x") -> Record:
         {"peak_batch_bytes": method},
         peak_bytes=unseen,
         peak_batch_bytes=growth,
+        peak_fixed_bytes=unseen,
     )
 
 
