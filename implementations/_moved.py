@@ -73,7 +73,12 @@ OLD_LAYOUTS = {
     **_room(
         "_tensorflow",
         "tensorflow",
-        {"stack": "runtime", "arrays": "arrays", "evidence": "evidence", "flax_init": "flax_init"},
+        {
+            "stack": "runtime",
+            "arrays": "arrays",
+            "evidence": "instrument",
+            "flax_init": "flax_init",
+        },
     ),
     **_room("_mlx", "mlx", {"arrays": "arrays", "evidence": "instrument"}),
     **_room("_keras", "keras", {"backend": "backend", "model": "model"}),

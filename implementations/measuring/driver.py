@@ -9,6 +9,12 @@ empty: its checkpoint takes none), `NOT_EXPRESSIBLE` (policy, schedule or mode -
 `peak()`, contexts around that call whose `.record()` is a `Record`, and may offer
 `PEAK_NOT_SPLIT`: why its peak cannot be split by batch (`split_peak`).
 
+Optional: a block's `VARIANTS` (the programs it runs; the first is `vjp`'s own, watched) and
+`program(run, variant)` (`vjp` of the parameters as another program, called
+`(params, x, cotangent)`); the instrument's `program(step, args, variant)` (a `Record` of that
+program's own counts) and `SEES_FROM` (the smallest allocation its `peak()` sees: its peak is
+then read at batches that reach it, `batch_peak`, and the depth bench shows none).
+
 The bench's depth modes are placements: `none` no region, `full` a region per block
 (`every`); a policy bench's policy runs every block's region under it.
 """
@@ -86,6 +92,7 @@ class StackBench:
         }
         self.SCHEDULES_NOT_EXPRESSIBLE = {k: v for k, v in refused.items() if k in SCHEDULE_NAMES}
         self.SCHEDULE_DEPARTURES = dict(block.DEPARTURES)
+        self.VARIANTS = tuple(getattr(block, "VARIANTS", ("",)))
 
     def __repr__(self) -> str:
         return f"StackBench({self.block.__name__})"
@@ -94,26 +101,29 @@ class StackBench:
         return self.block.versions()
 
     def configurations(self) -> list[tuple[str, str]]:
-        """Every `(variant, mode)`: one variant, the stack's own call."""
-        return [("", mode) for mode in self.MODES]
+        """Every `(variant, mode)`: the block's programs (one, the stack's own call, unless
+        it declares `VARIANTS`)."""
+        return [(variant, mode) for variant in self.VARIANTS for mode in self.MODES]
 
     def build(self, variant: str, mode: str, data: Data) -> DepthCase:
         """The depth bench's case for one mode."""
-        if variant != "":
-            raise ValueError(f"variant: {self.FRAMEWORK} runs one way only (''), got {variant!r}")
+        if variant not in self.VARIANTS:
+            raise ValueError(f"variant: {self.FRAMEWORK} runs {self.VARIANTS}, got {variant!r}")
         if mode not in self.MODES:
             raise ValueError(f"unknown mode {mode!r}; {self.FRAMEWORK} runs {self.MODES}")
         schedule = MODE_SCHEDULES.get(mode, "every")
         policy = getattr(self.block, "SAVE_MM_POLICY", "") if mode == "save-mm" else ""
-        return DepthCase(self, Placement.of(schedule, len(data.blocks), policy), data, mode)
+        placement = Placement.of(schedule, len(data.blocks), policy)
+        return DepthCase(self, placement, data, mode, variant)
 
     def policy_case(self, policy: str, data: Data) -> DepthCase:
         """`bench --policies`' case: `none`, or every block's region under `policy`."""
         if policy in MODE_SCHEDULES:
-            return self.build("", policy, data)
+            return self.build(self.VARIANTS[0], policy, data)
         if policy not in self.POLICIES:
             raise ValueError(f"policy {policy!r} is not expressible in {self.FRAMEWORK}")
-        return DepthCase(self, Placement.of("every", len(data.blocks), policy), data, policy)
+        placement = Placement.of("every", len(data.blocks), policy)
+        return DepthCase(self, placement, data, policy, self.VARIANTS[0])
 
     def schedule_case(self, schedule: Any, data: Data) -> ScheduleCase:
         """`bench --schedules`' case: the stack of `len(data.blocks)` blocks under `schedule`."""
@@ -129,15 +139,21 @@ class StackBench:
 class PlacedCase:
     """A placement at one depth on the given data: the block's call, and its records."""
 
-    def __init__(self, stack: StackBench, placement: Placement, data: Data):
+    def __init__(self, stack: StackBench, placement: Placement, data: Data, variant: str = ""):
         self.framework, self.stack, self.placement = stack.FRAMEWORK, stack, placement
+        self.data, self.variant = data, variant
         convert = stack.block.from_numpy
         self.params = [convert(a) for arrays in data.blocks for a in arrays]
         self.x, self.cotangent = convert(data.x), convert(data.cotangent)
         self.run = stack.block.place(placement)
+        own = variant in ("", stack.VARIANTS[0])
+        self.program = None if own else stack.block.program(self.run, variant)
 
     def call(self, wrt: str = "params") -> tuple[Any, Sequence[Any]]:
-        """The call every figure comes from: `(y, gradients)` with respect to `wrt`."""
+        """The call every figure comes from: `(y, gradients)` with respect to `wrt` (the
+        parameters' through the variant's program, where it has one)."""
+        if self.program is not None and wrt == "params":
+            return self.program(self.params, self.x, self.cotangent)
         return self.stack.block.vjp(self.run, self.params, self.x, self.cotangent, wrt)
 
     def counts(self, wrt: str = "params") -> Record:
@@ -163,9 +179,11 @@ class PlacedCase:
 class DepthCase(PlacedCase):
     """The depth bench's case (`implementations.bench_case.Case`)."""
 
-    def __init__(self, stack: StackBench, placement: Placement, data: Data, mode: str):
-        super().__init__(stack, placement, data)
-        self.variant, self.mode, self.depth = "", mode, placement.depth
+    def __init__(
+        self, stack: StackBench, placement: Placement, data: Data, mode: str, variant: str = ""
+    ):
+        super().__init__(stack, placement, data, variant)
+        self.mode, self.depth = mode, placement.depth
 
     def residuals(self) -> tuple:
         return self.counts().saved
@@ -174,9 +192,17 @@ class DepthCase(PlacedCase):
         return self.peak().peak_bytes
 
     def measure(self) -> Static:
-        found = self.record()
-        passes = (known(found.forward_matmuls), known(found.backward_matmuls))
-        matmuls = None if None in passes else sum(passes)
+        """Saved from the watched call (a variant's program watched as its eager code runs),
+        matmuls from the variant's program itself where it has one, the peak where the
+        instrument sees every allocation."""
+        found = self.counts()
+        counted = found
+        if self.program is not None:
+            args = (self.params, self.x, self.cotangent)
+            counted = self.stack.instrument.program(self.program, args, self.variant)
+        if not getattr(self.stack.instrument, "SEES_FROM", 0):
+            found = found.merged(self.peak())
+        matmuls = counted.all_matmuls()
         return Static(found.saved, peak_bytes=known(found.peak_bytes), matmuls=matmuls)
 
 
@@ -189,12 +215,16 @@ class ScheduleCase(PlacedCase):
         self.schedule = label
 
     def measure(self) -> ScheduleStatic:
-        counts, held = self.counts(), self.peak("x")
+        counts = self.counts()
+        figure = "peak_batch_bytes" if getattr(self.stack.instrument, "SEES_FROM", 0) else ""
+        held = batch_peak(self) if figure else self.peak("x")
+        figure = figure or "peak_bytes"
         matmuls = (counts.block_matmuls("forward"), counts.block_matmuls("backward"))
-        method = str(held.peak_bytes)  # not observable: its reason
-        if observed(held.peak_bytes):
-            method = f"{held.methods['peak_bytes']}, the gradient with respect to x"
-        return ScheduleStatic(matmuls, known(held.peak_bytes), method, known(counts.regions))
+        peak = getattr(held, figure)
+        method = str(peak)  # not observable: its reason
+        if observed(peak):
+            method = f"{held.methods[figure]}, the gradient with respect to x"
+        return ScheduleStatic(matmuls, known(peak), method, known(counts.regions))
 
     def values(self) -> Values:
         y, grads = self.call()
@@ -213,3 +243,44 @@ def split_peak(case: PlacedCase, doubled: PlacedCase, wrt: str = "params") -> Re
             case.record(wrt), peak_batch_bytes=reason, peak_fixed_bytes=reason
         )
     return split_by_batch(case.record(wrt), doubled.peak(wrt), regions)
+
+
+def batch_peak(case: PlacedCase, wrt: str = "x") -> Record:
+    """The part of `case`'s peak that grows with the batch, at its batch B, for an instrument
+    whose `peak()` sees allocations of `SEES_FROM` bytes and more only: read at kB and 2kB
+    rows (x and the cotangent tiled), k the least power of two putting a (kB, F) float32 array
+    at `SEES_FROM` or more, as `(peak(2kB) - peak(kB)) / k` (the parameters' bytes and their
+    gradients' do not grow, and cancel)."""
+    sees = case.stack.instrument.SEES_FROM
+    rows, width = np.shape(case.data.x)
+    scale = 1
+    while scale * rows * width * 4 < sees:
+        scale *= 2
+    low, high = (
+        PlacedCase(case.stack, case.placement, _tiled(case.data, scale * k)).peak(wrt)
+        for k in (1, 2)
+    )
+    method = (
+        f"{low.methods['peak_bytes']}, at kB and 2kB rows (k = {scale}): grows with B = "
+        f"(peak(2kB) - peak(kB)) / k, as allocations under {sees / 1024:g} KiB go unseen"
+    )
+    unseen = NotObservable(f"allocations under {sees / 1024:g} KiB go unseen: its growth is read")
+    growth = max(0, round((_seen_figure(high) - _seen_figure(low)) / scale))
+    return Record(
+        low.instrument,
+        {"peak_batch_bytes": method},
+        peak_bytes=unseen,
+        peak_batch_bytes=growth,
+        peak_fixed_bytes=unseen,
+    )
+
+
+def _seen_figure(record: Record) -> int:
+    if not observed(record.peak_bytes):
+        raise ValueError(f"peak_bytes: {record.peak_bytes}")
+    return record.peak_bytes
+
+
+def _tiled(data: Data, copies: int) -> Data:
+    """`data` with `copies` times the rows of x and the cotangent (the same parameters)."""
+    return Data(data.blocks, np.tile(data.x, (copies, 1)), np.tile(data.cotangent, (copies, 1)))

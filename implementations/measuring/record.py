@@ -79,6 +79,7 @@ FIGURES = (
     "peak_bytes",
     "peak_batch_bytes",
     "peak_fixed_bytes",
+    "matmuls",
 )
 _NOT_WATCHED = NotObservable("not watched in this call")
 
@@ -98,6 +99,8 @@ class Record:
     - `peak_bytes`: the most bytes alive during the backward pass, above those alive before
       the call; `peak_batch_bytes` its part that grows with the batch, `peak_fixed_bytes` the
       part that does not (`split_by_batch`).
+    - `matmuls`: every matmul of the call, both passes together, where a compiled program
+      makes them one (`forward_matmuls` and `backward_matmuls` then not observable).
     - `methods`: figure -> the method behind it; every observed figure has one.
     """
 
@@ -113,6 +116,7 @@ class Record:
     peak_bytes: int | NotObservable = _NOT_WATCHED
     peak_batch_bytes: int | NotObservable = _NOT_WATCHED
     peak_fixed_bytes: int | NotObservable = _NOT_WATCHED
+    matmuls: int | NotObservable = _NOT_WATCHED
 
     def __post_init__(self):
         unexplained = [f for f in FIGURES if observed(getattr(self, f)) and f not in self.methods]
@@ -137,6 +141,13 @@ class Record:
     def block_matmuls(self, phase: str) -> int:
         """The block's matmuls (`MATMULS`) its evaluations ran in one phase."""
         return sum(len(e.ran) for e in self.evaluated(phase))
+
+    def all_matmuls(self) -> int | None:
+        """Every matmul of the call: both passes', or `matmuls` (None where neither is seen)."""
+        passes = (self.forward_matmuls, self.backward_matmuls)
+        if all(map(observed, passes)):
+            return sum(passes)
+        return self.matmuls if observed(self.matmuls) else None
 
     def kept_bytes(self) -> int:
         """The bytes of the saved inputs and activations (parameters left out)."""

@@ -1,7 +1,7 @@
-"""The TensorFlow base reads its evidence off the port's own call (`observed` for `vjp`, run
-eagerly; the traced `nn_checkpoint_forward` for the exercise), never off a second model: a port
-whose own `forward`, `vjp` and `nn_checkpoint_forward` never checkpoint has the right values and
-fails (e), while the base's block still checkpoints."""
+"""The TensorFlow base reads its evidence off the port's own call (`instrument.observe` for
+`vjp`, run eagerly; the traced `nn_checkpoint_forward` for the exercise), never off a second
+model: a port whose own `forward`, `vjp` and `nn_checkpoint_forward` never checkpoint has the
+right values and fails (e), while the base's block still checkpoints."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_the_instrument_puts_back_what_it_turns_on():
     it found them after, also when the call raises."""
     from tensorflow.python.framework import op_callbacks
 
-    from implementations.stacks.tensorflow import observed, tf
+    from implementations.stacks.tensorflow import instrument, tf
 
     def failing():
         raise RuntimeError("the port's own error")
@@ -70,7 +70,7 @@ def test_the_instrument_puts_back_what_it_turns_on():
     before = (tf.config.functions_run_eagerly(), sys.getprofile())
     TensorFlow().backward_record(PARAMS, X)
     with pytest.raises(RuntimeError, match="the port's own error"):
-        observed.observe(failing, X, ())
+        instrument.observe(failing, X, ())
     assert (tf.config.functions_run_eagerly(), sys.getprofile()) == before
     assert not op_callbacks.should_invoke_op_callbacks()
 

@@ -25,7 +25,7 @@ from conformance.checking.tolerance import analyse_forward, vjp_bounds
 from implementations.contract import Params, param_shapes
 from implementations.stacks.numpy import canonical_params
 from implementations.stacks.numpy import init as numpy_init
-from implementations.stacks.tensorflow import evidence, flax_init, tf
+from implementations.stacks.tensorflow import flax_init, instrument, tf
 from implementations.stacks.tensorflow import runtime as stack
 from implementations.stacks.tensorflow import tensorflow as port_module
 from tests.support import reference
@@ -241,9 +241,9 @@ def test_eagerly_the_op_callback_sees_the_rerun_only_when_on(checkpoint):
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = port_module.mlp(w, x, checkpoint=checkpoint)
-    with evidence.RecordedOps().watching() as ops:
+    with instrument.watch(X, _params().as_dict().values()) as ops:
         tape.gradient(y, x)
-    assert ops.recomputed() == ({"MatMul": 2, "BiasAdd": 2, "Relu": 1} if checkpoint else {})
+    assert ops.record().recomputed == ({"MatMul": 2, "BiasAdd": 2, "Relu": 1} if checkpoint else {})
 
 
 def test_a_tensor_passed_twice_gets_both_gradients():

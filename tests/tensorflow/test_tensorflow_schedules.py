@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from implementations.stacks.tensorflow import bench as tf_bench
-from implementations.stacks.tensorflow import schedules as tf_schedules
+from implementations.measuring.driver import bench_module
 from tests.support import schedules_kit as kit
 
 kit.canonical()
+tf_bench = bench_module("implementations.stacks.tensorflow.block")
 CASES, IDS = kit.cases(tf_bench)
 
 
@@ -23,7 +23,7 @@ def test_a_declared_schedule_equals_the_canonical_and_is_the_model(schedule, L):
 
 def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
     assert set(tf_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
-    kit.assert_budget_refused(tf_bench, "TensorFlow")
+    kit.assert_budget_refused(tf_bench, "tensorflow")
 
 
 def test_the_cpu_allocator_statistics_leave_out_the_sweep_s_tensors():
@@ -41,10 +41,16 @@ def test_the_cpu_allocator_statistics_leave_out_the_sweep_s_tensors():
         return grew
 
     assert counted(256) == 0  # 64 KiB
-    assert counted(1024) == tf_schedules.COUNTED_FROM == 256 * 1024
+    assert counted(1024) == tf_bench.instrument.SEES_FROM == 256 * 1024
 
 
-@pytest.mark.parametrize("label", ["none", "every", "segments(2)", "nested(2,2,2)"])
+#: What even `none` holds at its peak beside the model at the sweep's size (measured: 18 units
+#: against 2L = 16): the cotangent pulled back and the gradient being made, which the model's
+#: conventions leave out. A nested placement's peak is its departure's count plus at most this.
+OUTSIDE_THE_MODEL_UNITS = 2
+
+
+@pytest.mark.parametrize("label", ["none", "every", "segments(2)", "nested(2,2,2)", "binomial(2)"])
 def test_the_peak_at_the_sweep_s_size_meets_the_model_or_its_declared_count(label):
     from conformance.benchmark import schedules as bench
     from conformance.benchmark.measure import Settings
@@ -54,4 +60,10 @@ def test_the_peak_at_the_sweep_s_size_meets_the_model_or_its_declared_count(labe
     _, result = kit.measured("tensorflow", tf_bench, Schedule.parse(label), 8, settings)
     flags, unexplained = bench.judge(result)
     assert unexplained == [], flags
-    assert flags == [] or label.startswith("nested")  # nested: within its declared count
+    assert flags == [] or Schedule.parse(label).name in tf_bench.SCHEDULE_DEPARTURES
+    if result.departure_peak_bytes is not None:
+        # held_per_level=3 is the count the measurement meets: 2 would leave binomial(2) at
+        # 14 units 5 past its 9, 3 predicts 12 (nested(2,2,2): 12, measured 12)
+        unit = settings.batch * settings.features * 4
+        past = (result.peak_bytes - result.departure_peak_bytes) / unit
+        assert 0 <= past <= OUTSIDE_THE_MODEL_UNITS, past

@@ -5,9 +5,9 @@
 - `arrays`: x and the integer arguments checked into tensors, eager or
   symbolic (`as_input`, `integer_argument`), and tensors back to numpy.
 - `flax_init`: Flax's init in TensorFlow ops, compiled by XLA.
-- `evidence`: TensorFlow's instrument for what a backward pass saves and
-  recomputes: a `tf.function` graph of the forward pass and its gradient
-  (`backward_record`).
+- `block`, `instrument`: the exercise's block placed over L blocks, and TensorFlow's
+  instrument around the call measured (`watch`, `peak`), and on a traced graph of a
+  forward pass and its gradient (`instrument.backward_record`).
 - `STACK`: the TensorFlow `Stack`.
 
 Import TensorFlow from here or `runtime` (`from implementations.stacks.tensorflow import
@@ -20,14 +20,15 @@ _EXPORTS = {
     "runtime": ".runtime",
     "installed": ".runtime",
     "tf": ".runtime",
-    "evidence": ".evidence",
+    "block": ".block",
+    "instrument": ".instrument",
+    "backward_record": ".instrument",
     "flax_init": ".flax_init",
     "as_input": ".arrays",
     "float32_tensor": ".arrays",
     "from_host_array": ".arrays",
     "integer_argument": ".arrays",
     "to_host_array": ".arrays",
-    "backward_record": ".evidence",
     "STACK": ".stack",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -17,17 +17,16 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "tensorflow",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             notes={
-                "saved_bytes": "the forward tensors that the backward ops of the traced step "
-                "graph read, one"
-                " figure for eager, tf.function and XLA",
+                "saved_bytes": "the forward tensors that backward ops read, watched as the step "
+                "runs eagerly (an op callback): the eager program's, and the tf.function and XLA "
+                "variants' as their Python code runs eagerly",
                 "temp_bytes": "none: its XLA path does not expose its buffer assignment",
                 "peak_bytes": "none: its CPU allocator statistics (get_memory_info) leave "
                 "out allocations under 256 KiB",
                 "matmuls": "MatMul ops executed (eager, an op callback), MatMul ops in the "
-                "traced step "
-                "graph (tf.function), or dot ops in the optimized HLO (XLA)",
+                "traced step graph (tf.function), or dot ops in the optimized HLO (XLA)",
                 "save-mm": "no policies: the first matmul outside tf.recompute_grad",
             },
         ),

@@ -13,7 +13,7 @@ numpy init (`implementations.porting.numpy`). Both give the same bits.
 `nn_checkpoint_forward` runs eagerly, or inside a `tf.function` (traced
 inline; `seed` and `features` are then Python values, one trace each),
 also with `jit_compile=True`. Evidence is read off the port's own calls: its
-`vjp` run eagerly under an op callback (`observed`), its `nn_checkpoint_forward`
+`vjp` run eagerly under an op callback (`instrument.observe`), its `nn_checkpoint_forward`
 traced into one graph (the TensorFlow stack's `record`). Imports TensorFlow, numpy
 and the project's numpy-only modules, never JAX or torch.
 """
@@ -43,21 +43,20 @@ from implementations.stacks.tensorflow import (
     as_input,
     flax_init,
     float32_tensor,
+    instrument,
     integer_argument,
-    observed,
     tf,
     to_host_array,
 )
+from implementations.stacks.tensorflow import block as the_block
 
 Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
 
 
 def block(x: tf.Tensor, w1: tf.Tensor, b1: tf.Tensor, w2: tf.Tensor, b2: tf.Tensor) -> tf.Tensor:
-    """`Dense(F)` -> relu -> `Dense(F)` on a `(D,)` x: `(F,)`."""
-    h = tf.matmul(x[tf.newaxis], w1)  # (1, D) @ (D, F) -> (1, F)
-    h = tf.nn.relu(tf.nn.bias_add(h, b1))
-    y = tf.nn.bias_add(tf.matmul(h, w2), b2)  # (1, F) @ (F, F) -> (1, F)
-    return tf.reshape(y, [-1])  # (F,)
+    """`Dense(F)` -> relu -> `Dense(F)` on a `(D,)` x: `(F,)`, the stack's block
+    (`block.block`) on x as a row: what the instrument watches is the block measured."""
+    return tf.reshape(the_block.block(x[tf.newaxis], w1, b1, w2, b2), [-1])  # (1, F) -> (F,)
 
 
 # The backward pass keeps the region's arguments (x and the parameters) and
@@ -219,11 +218,11 @@ class TensorFlow(Port):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`, run
-        eagerly (`observed`): whatever a subclass overrides, the evidence is read off the call
-        whose values (c) checks."""
+        eagerly (`instrument.observe`): whatever a subclass overrides, the evidence is read off
+        the call whose values (c) checks."""
         self.policy(checkpoint)  # an undeclared policy is refused before anything runs
         ones = np.ones(params.features, np.float32)
-        return observed.observe(
+        return instrument.observe(
             lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x, params.as_dict().values()
         )
 

@@ -353,7 +353,7 @@ TENSORFLOW = {"none": lambda L: 2 * L, "full": lambda L: L, "save-mm": lambda L:
 @pytest.mark.parametrize("mode", measure.MODES)
 def test_tensorflow_residuals_match_hand_derived_counts(mode):
     pytest.importorskip("tensorflow")
-    from implementations.stacks.tensorflow import bench as tensorflow_stack
+    tensorflow_stack = bench_module("implementations.stacks.tensorflow.block")
 
     depth = 2
     kept = _kept(tensorflow_stack.build("function", mode, _data(depth)).residuals())
@@ -365,11 +365,11 @@ def test_tensorflow_residuals_match_hand_derived_counts(mode):
 
 def test_tensorflow_measure_counts_matmuls_per_variant():
     pytest.importorskip("tensorflow")
-    from implementations.stacks.tensorflow import bench as tensorflow_stack
+    tensorflow_stack = bench_module("implementations.stacks.tensorflow.block")
 
     depth = 2
     found = {
-        (variant, mode): tensorflow_stack.build(variant, mode, _data(depth)).matmuls()
+        (variant, mode): tensorflow_stack.build(variant, mode, _data(depth)).measure().matmuls
         for variant, mode in tensorflow_stack.configurations()
     }
     # No checkpoint: 2 forward, dW1, dW2 and dx through layer 2 per block, and
@@ -389,12 +389,12 @@ def test_tensorflow_measure_counts_matmuls_per_variant():
 
 def test_tensorflow_checkpointed_gradients_equal_plain_ones():
     pytest.importorskip("tensorflow")
-    from implementations.stacks.tensorflow import bench as tensorflow_stack
+    tensorflow_stack = bench_module("implementations.stacks.tensorflow.block")
 
     grads = {}
     for mode in measure.MODES:
         case = tensorflow_stack.build("function", mode, _data(2))
-        grads[mode] = [g.numpy() for g in case.run(case.flat, case.x, case.cotangent)[1]]
+        grads[mode] = [g.numpy() for g in case.call()[1]]
     for mode in ("full", "save-mm"):
         for a, b in zip(grads[mode], grads["none"], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
