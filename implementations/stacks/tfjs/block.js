@@ -35,17 +35,8 @@ module.exports = function blocks(tf, RequestError) {
     return { y: early ? null : tf.add(tf.matMul(a, w2), b2), h, a };
   }
 
-  // A plain block's VJP from its input and internals: [dx, dw1, db1, dw2, db2].
-  function blockPullback(dy, x, h, a, w1, w2) {
-    const dh = tf.mul(tf.matMul(dy, w2, false, true), tf.step(h));
-    return [
-      tf.matMul(dh, w1, false, true),
-      tf.matMul(x, dh, true, false),
-      tf.sum(dh, 0),
-      tf.matMul(a, dy, true, false),
-      tf.sum(dy, 0),
-    ];
-  }
+  // A plain block's VJP from its input and internals: [dx, dw1, db1, dw2, db2], the port's.
+  const blockPullback = require("./mlp.js")(tf).blockVjp;
 
   function indices(items) {
     const found = [];
