@@ -184,7 +184,7 @@ def test_without_npm_and_without_tfjs_hello_says_unavailable(node, tmp_path):
 
 @pytest.mark.parametrize(("program", "asked"), [
     ("port.js", '{"id":2,"op":"forward","checkpoint":true}'),
-    ("bench.js", '{"id":2,"op":"build","mode":"full"}'),
+    ("bench.js", '{"id":2,"op":"place","placement":[0],"depth":1,"policies":[]}'),
 ])  # fmt: skip
 def test_without_tfjs_every_request_but_shutdown_is_unavailable(node, tmp_path, program, asked):
     """The loop both programs serve (serve.js): a start that cannot load tfjs answers every

@@ -98,7 +98,7 @@ def test_saved_bytes_and_matmuls_are_those_worked_out_by_hand(sweep, mode):
         row = _row(sweep, mode, depth)
         assert row["saved_bytes"] == per_block * depth * UNIT, (mode, depth)
         assert row["matmuls"] == first + later * (depth - 1), (mode, depth)
-        assert row["peak_bytes"] > 0
+        assert row["peak_bytes"] is None  # not observable: tf.tidy frees at its end only
 
 
 def test_without_node_tfjs_is_skipped_with_the_reason(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from conformance import benchmark
 from conformance.benchmark import schedules as bench
 from conformance.benchmark.measure import Settings, make_data
-from implementations.schedules import Schedule
+from implementations.schedules import Schedule, regions
 from tests.support import schedules_kit as kit
 
 jax_bench = pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
@@ -54,20 +54,17 @@ def test_each_declared_schedule_equals_the_canonical_and_is_the_model(tfjs_bench
         assert result.values_within, f"{label}: {result.values_worst} x the bound"
         assert result.regions == result.model_regions, label
         assert result.forward_matmuls[0] == 2 * L, label  # the forward pass: each block once
-        assert sum(result.forward_matmuls) == result.model_matmuls, label
+        # each region's rerun stops before its last block's a @ W2 where that item is a block
+        early = sum(1 for _, r in regions(schedule.placement(L)) if isinstance(r.items[-1], int))
+        assert sum(result.forward_matmuls) == result.model_matmuls - early, label
         assert static.peak_bytes is None, label  # tf.tidy frees at its end only
 
 
 def test_a_placement_that_skips_a_block_is_refused_naming_it(tfjs_bench):
     data = make_data(SETTINGS, 2)
+    assert len(data.blocks) == 2
     with pytest.raises(ValueError, match="expected block 1, got 2"):
-        tfjs_bench._process.call(
-            "schedule",
-            placement=[0, 2],
-            blocks=[[tfjs_bench.encode_array(a) for a in b] for b in data.blocks],
-            x=tfjs_bench.encode_array(data.x),
-            cotangent=tfjs_bench.encode_array(data.cotangent),
-        )
+        tfjs_bench.block.CHILD.call("place", placement=[0, 2], depth=2, policies=[])
 
 
 def test_protocol_doc_names_what_the_python_side_sends_and_reads(tfjs_bench):
@@ -77,10 +74,9 @@ def test_protocol_doc_names_what_the_python_side_sends_and_reads(tfjs_bench):
 
     doc = (ROOT / "docs" / "PROTOCOL.md").read_text().split("### Schedules", 1)[1]
     doc = doc.split("\n### ", 1)[0]
-    source = inspect.getsource(tfjs_bench.TfjsScheduleCase)
-    for name in ("schedule", "schedule_values", "forward_matmuls", "regions", "peak_bytes"):
-        assert f'"{name}"' in source, name
+    source = inspect.getsource(tfjs_bench.block) + inspect.getsource(tfjs_bench.instrument)
+    for name in ("tensor", "read", "place", "vjp", "release", "watch", "record", "evaluations"):
+        assert f'"{name}"' in source or f"{name}=" in source, name  # an op, or a field sent
         assert f'"{name}"' in doc or f"`{name}`" in doc, name
-    for key in ("schedules", "schedules_not_expressible"):
-        assert f"`{key}`" in doc, key
-        assert tfjs_bench._process.hello[key], key
+    assert tfjs_bench.block.CHILD.hello["region_policies"] == ["", "save-mm"]
+    assert "`region_policies`" in doc

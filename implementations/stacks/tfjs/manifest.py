@@ -16,15 +16,15 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "tfjs",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             opt_in=True,
             notes={
-                "saved_bytes": "the tensors the nodes of its tape hold at the end of the "
-                "forward pass, one per tensor datum",
+                "saved_bytes": "the tensors the nodes of its tape hold when the differentiated "
+                "function returns, one per tensor datum (instrument.js)",
                 "temp_bytes": "none: eager",
-                "peak_bytes": "tf.profile's peakBytes during one step above "
-                "tf.memory().numBytes before it (gradients included)",
-                "matmuls": "the BatchMatMul kernels tf.profile sees in one step",
+                "peak_bytes": "not observable: tfjs frees a step's intermediates only when "
+                "its tf.tidy ends, so tf.profile's peakBytes is all the step allocated",
+                "matmuls": "the BatchMatMul kernels tf.profile sees in one call, both passes",
                 "save-mm": "no policy API: the first matmul outside a tf.customGrad region",
             },
             why="its pure-JS CPU backend takes seconds per step at the default sizes: hours "

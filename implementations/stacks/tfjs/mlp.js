@@ -21,10 +21,15 @@
     const [sx, sw1, sb1, sw2] = saved;
     const h = tf.add(tf.matMul(sx, sw1), sb1); // recomputed
     const a = tf.relu(h); // recomputed
+    return blockVjp(dy, sx, h, a, sw1, sw2);
+  }
+  // The block's VJP from its input x and internals h, a: [dx, dw1, db1, dw2, db2] (the bench's
+  // regions, block.js, back through their blocks with it too).
+  function blockVjp(dy, x, h, a, w1, w2) {
     const dw2 = tf.matMul(a, dy, true, false);
     const db2 = tf.sum(dy, 0);
-    const dh = tf.mul(tf.matMul(dy, sw2, false, true), tf.step(h));
-    return [tf.matMul(dh, sw1, false, true), tf.matMul(sx, dh, true, false), tf.sum(dh, 0), dw2, db2];
+    const dh = tf.mul(tf.matMul(dy, w2, false, true), tf.step(h));
+    return [tf.matMul(dh, w1, false, true), tf.matMul(x, dh, true, false), tf.sum(dh, 0), dw2, db2];
   }
 
   // A recompute region around `body` (the MLP, or a region of it): tf.customGrad keeps the
@@ -226,5 +231,5 @@
     }
   }
 
-  return { forward, vjp, vjpRecord, exerciseRecord, model, record, tensors, remat, region };
+  return { forward, vjp, vjpRecord, exerciseRecord, model, record, tensors, remat, region, blockVjp };
 });
