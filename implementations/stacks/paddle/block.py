@@ -29,7 +29,8 @@ import numpy as np
 
 from implementations.contract import installed_versions
 from implementations.measuring.placement import Placement
-from implementations.schedules import Departure, Region
+from implementations.measuring.stacked import stacked
+from implementations.schedules import Departure
 
 from .arrays import to_host_array
 from .loaded import paddle
@@ -67,24 +68,6 @@ def block(x: paddle.Tensor, w1, b1, w2, b2) -> paddle.Tensor:  # (B, F) -> (B, F
     return linear(paddle.nn.functional.relu(linear(x, w1, b1)), w2, b2)
 
 
-def _tree(items: tuple) -> Callable[..., paddle.Tensor]:
-    """The items as `run(x, *params)` (4 parameters a block): a block index runs plain, a
-    region is a reentrant recompute of its own items, its parameters passed in."""
-    parts = [
-        (_region(_tree(item.items)), len(item.blocks)) if isinstance(item, Region) else (block, 1)
-        for item in items
-    ]
-
-    def run(x, *params):
-        start = 0
-        for function, count in parts:
-            x = function(x, *params[start : start + 4 * count])
-            start += 4 * count
-        return x
-
-    return run
-
-
 def _region(inner: Callable) -> Callable:
     return lambda x, *params: recompute(inner, x, *params)
 
@@ -95,7 +78,7 @@ def place(placement: Placement) -> Callable[..., paddle.Tensor]:
     if wanted:
         policy = sorted(wanted)[0]
         raise ValueError(f"placement: policy {policy!r} is not expressible in paddle: {_NO_POLICY}")
-    return _tree(placement.items)
+    return stacked(placement.items, block, _region)
 
 
 def vjp(
