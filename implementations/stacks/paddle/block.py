@@ -32,7 +32,6 @@ from implementations.measuring.placement import Placement
 from implementations.measuring.stacked import stacked
 from implementations.schedules import Departure
 
-from .arrays import to_host_array
 from .loaded import paddle
 from .mlp import recompute
 
@@ -98,7 +97,7 @@ def vjp(
             tensor.stop_gradient = not any(tensor is leaf for leaf in leaves)
         y = run(x, *params)
         y.backward(cotangent)
-        return to_host_array(y), tuple(to_host_array(leaf.grad) for leaf in leaves)
+        return y.numpy(), tuple(leaf.grad.numpy() for leaf in leaves)  # copies: .grad is freed
     finally:
         for tensor, stop in zip(tensors, before, strict=True):
             tensor.clear_gradient(False)  # freed, not zeroed
