@@ -21,17 +21,15 @@ under a reentrant `fleet.utils.recompute` per region:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from conformance.benchmark.measure import Settings, make_data
 from conformance.benchmark.schedules import PEAK_HIGH, PEAK_SLACK_UNITS
-from implementations.measuring import driver
 from implementations.measuring.driver import PlacedCase, bench_module, split_peak
 from implementations.measuring.placement import Placement
 from implementations.measuring.record import MATMULS, NotObservable
 from implementations.schedules import Schedule
+from implementations.stacks.paddle.loaded import paddle
+from tests.support import measuring_kit as kit
 
 L, B, F = 4, 8, 4
 UNIT = B * F * 4
@@ -41,9 +39,8 @@ STACK = bench_module("implementations.stacks.paddle.block")
 ANALYTIC = {"none": (0, 0, 2 * L), "every": (L, L, L), "segments(2)": (2, 1, 1 + 2 * 2)}
 
 
-def _case(schedule: str, batch: int = B, depth: int = L) -> PlacedCase:
-    data = make_data(Settings(depths=(depth,), batch=batch, features=F), depth)
-    return PlacedCase(STACK, Placement.of(schedule, depth), data)
+def _case(schedule: str, batch: int = B) -> PlacedCase:
+    return kit.placed(STACK, schedule, L, batch, F)
 
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
@@ -66,11 +63,9 @@ def test_the_counts_are_the_analytic_ones(schedule):
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
 def test_the_saved_bytes_that_grow_with_the_batch_are_the_analytic_units(schedule):
     *_, units = ANALYTIC[schedule]
-    at_b, at_2b = _case(schedule).counts(), _case(schedule, 2 * B).counts()
-    assert at_2b.kept_bytes() - at_b.kept_bytes() == units * UNIT  # measured at B and 2B
-    assert at_b.kept_bytes() == units * UNIT  # and nothing kept that does not grow
-    assert {t.memory_space for t in at_b.saved} == {"device"}  # CPU Paddle's one memory
-    assert all(t.role for t in at_b.saved if t.origin in ("input", "activation"))
+    kit.assert_saved_units(_case(schedule), _case(schedule, 2 * B), units, "device")  # the CPU's
+    saved = _case(schedule).counts().saved
+    assert all(t.role for t in saved if t.origin in ("input", "activation"))  # x, a or y
 
 
 def test_the_gradients_own_matmuls_read_not_observable_with_the_reason():
@@ -87,6 +82,18 @@ def test_the_peak_splits_into_a_part_growing_with_the_batch_and_a_fixed_part():
     assert record.peak_batch_bytes + record.peak_fixed_bytes == record.peak_bytes
     assert record.peak_batch_bytes >= L * UNIT  # at least what every keeps
     assert "2B" in record.methods["peak_batch_bytes"]
+
+
+def test_the_peak_is_the_backward_passs_not_what_the_call_allocates_after_it():
+    case = _case("every")
+    with STACK.instrument.peak() as held:
+        case.call()
+    alone = held.record().peak_bytes
+    with STACK.instrument.peak() as held:
+        case.call()
+        after = paddle.zeros([64 * B, F])  # 64 units, once the backward pass has returned
+    assert held.record().peak_bytes == alone < 64 * UNIT
+    del after
 
 
 def test_the_nested_departure_is_its_count_and_it_holds_the_peak():
@@ -123,14 +130,4 @@ def test_a_policy_is_refused_naming_why():
 
 
 def test_the_readme_names_what_a_stack_writes_and_paddle_writes_it():
-    readme = Path(__file__).parents[2] / "implementations/stacks/paddle/README.md"
-    text = readme.read_text()
-    section = text[text.index("## Measurements\n") :]
-    section = section[: section.index("\n## ", 1)]
-    for module, names in (
-        (STACK.block, driver.BLOCK_NAMES),
-        (STACK.instrument, driver.INSTRUMENT_NAMES),
-    ):
-        for name in names:
-            assert f"`{name}" in section, name
-            assert hasattr(module, name), name
+    kit.assert_names_offered(STACK, kit.measurements_section("paddle"))

@@ -32,7 +32,7 @@ backward pass of its output) and gives the `BackwardRecord` (e), (j), (k) read.
   backward pass; `observe`, every leaf layer run in the backward phase, by class (a port that
   recomputes with bare functions, no layers, shows none).
 - **Peak** (`peak`): Paddle's host allocator statistic, `core.host_memory_stat_peak_value(
-  "Allocated", 0)`, reset at the outermost engine entry, above
+  "Allocated", 0)`, reset as the outermost engine entry starts and read as it returns, above
   `host_memory_stat_current_value` when `peak()` began; CPU Paddle's only memory figure
   (`paddle.device.max_memory_allocated` refuses CPU builds).
 
@@ -74,8 +74,9 @@ WATCH = (
     "calls, recompute regions and reruns); matmul_v2 kernels by Paddle's operator statistics"
 )
 PEAK = (
-    "Paddle host allocator peak (host_memory_stat_peak_value('Allocated', 0)) from the "
-    "outermost engine entry, above the bytes allocated before the call"
+    "Paddle host allocator peak (host_memory_stat_peak_value('Allocated', 0)) over the "
+    "outermost engine entry (reset as it starts, read as it returns), above the bytes "
+    "allocated before the call"
 )
 METHODS = {
     "saved": "storages packed by saved_tensors_hooks before the engine's first entry",
@@ -115,9 +116,11 @@ def describe(tensor: paddle.Tensor) -> tuple[str, str, str]:
 
 
 @contextlib.contextmanager
-def engine_entered(on_entry: Callable[[int], None]) -> Iterator[None]:
+def engine_entered(
+    on_entry: Callable[[int], None], on_exit: Callable[[int], None] = lambda depth: None
+) -> Iterator[None]:
     """For the `with` block: each engine entry point calls `on_entry(depth)` (0: outermost) as
-    it starts, `on_entry(-1)` as it returns. Put back whatever happens."""
+    it starts and `on_exit(depth)` as it returns. Put back whatever happens."""
     engine = paddle.base.core.eager
     originals = {name: getattr(engine, name) for name in ENGINE}
     depth = [0]
@@ -130,7 +133,7 @@ def engine_entered(on_entry: Callable[[int], None]) -> Iterator[None]:
                 return run(*args, **kwargs)
             finally:
                 depth[0] -= 1
-                on_entry(-1)
+                on_exit(depth[0])
 
         return run_noted
 
@@ -188,9 +191,12 @@ class Watch(hooks_evidence.ObservedCall):
         return "backward" if self.engine.running() else "forward"
 
     def entered(self, depth: int) -> None:
-        self.engine.depth += 1 if depth >= 0 else -1
+        self.engine.depth += 1
         if depth == 0 and self.at_backward is None:
             self.at_backward = self.count()
+
+    def left(self, depth: int) -> None:
+        self.engine.depth -= 1
 
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
         code = frame.f_code
@@ -253,7 +259,7 @@ def watch(x: paddle.Tensor, parameters: Iterable[paddle.Tensor]) -> Iterator[Wat
     seen = Watch(x, parameters)
     previous = sys.getprofile()
     hooks = paddle.autograd.saved_tensors_hooks(seen.pack, seen.unpack)
-    with operator_statistics() as count, engine_entered(seen.entered), hooks:
+    with operator_statistics() as count, engine_entered(seen.entered, seen.left), hooks:
         seen.count = count
         sys.setprofile(seen.profile)
         try:
@@ -267,15 +273,20 @@ def watch(x: paddle.Tensor, parameters: Iterable[paddle.Tensor]) -> Iterator[Wat
 
 
 class Peak:
-    """The host allocator's peak over the backward pass of the call in `peak()`'s block."""
+    """The host allocator's peak over the backward pass of the call in `peak()`'s block,
+    above `before` (the bytes allocated when `peak()` began)."""
 
-    def __init__(self):
-        self.entered, self.bytes = False, None
+    def __init__(self, before: int):
+        self.before, self.bytes = before, None
 
     def reset(self, depth: int) -> None:
-        if depth == 0 and not self.entered:
-            self.entered = True
+        if depth == 0:  # the outermost backward pass starts
             paddle.base.core.host_memory_stat_reset_peak_value(STAT, 0)
+
+    def read(self, depth: int) -> None:
+        if depth == 0:  # it ends: what the call does after it (its copies out) is not read
+            found = paddle.base.core.host_memory_stat_peak_value(STAT, 0) - self.before
+            self.bytes = max(found, self.bytes or 0)
 
     def record(self) -> Record:
         figure = NotObservable("the call ran no backward pass") if self.bytes is None else None
@@ -285,13 +296,10 @@ class Peak:
 @contextlib.contextmanager
 def peak() -> Iterator[Peak]:
     """The host allocator's statistic around the call in the `with` block, its peak reset as
-    the outermost engine entry starts."""
-    found, core = Peak(), paddle.base.core
-    before = core.host_memory_stat_current_value(STAT, 0)
-    with engine_entered(found.reset):
+    the outermost engine entry starts and read as it returns."""
+    found = Peak(paddle.base.core.host_memory_stat_current_value(STAT, 0))
+    with engine_entered(found.reset, found.read):
         yield found
-    if found.entered:
-        found.bytes = core.host_memory_stat_peak_value(STAT, 0) - before
 
 
 # -- observe: a port's own call -----------------------------------------------------------------

@@ -21,9 +21,9 @@ MANIFEST = Manifest(
                 "packed before the engine's first entry",
                 "temp_bytes": "none: eager",
                 "peak_bytes": "its host allocator's statistic, "
-                "core.host_memory_stat_peak_value('Allocated', 0) from the backward pass's "
-                "start (reset there) above the current value before the step (gradients "
-                "included; "
+                "core.host_memory_stat_peak_value('Allocated', 0) over the backward pass "
+                "(reset as it starts, read as it ends) above the current value before the "
+                "step (gradients included; "
                 "paddle.device.max_memory_allocated refuses CPU builds)",
                 "matmuls": "none: Paddle's operator statistics count no grad kernel, and its "
                 "dygraph has no dispatch hook over the backward kernels",
