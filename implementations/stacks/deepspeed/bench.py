@@ -38,6 +38,7 @@ import torch
 
 from implementations.bench_case import Data
 from implementations.contract import SavedTensor, installed_versions
+from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.torch import SavedTensors, classify
 from implementations.stacks.torch import bench as torch_bench
 from implementations.stacks.torch.reentrant import kept_on_nodes, nodes_of
@@ -137,15 +138,4 @@ NOT_EXPRESSIBLE = {
 
 # bench --schedules: the stack with its regions where a schedule places them (schedules.py,
 # which imports this module: its names are looked up there when first asked for)
-_SCHEDULE_NAMES = frozenset(
-    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
-)
-
-
-def __getattr__(name: str):
-    if name in _SCHEDULE_NAMES:
-        # Imported when first asked for: it loads what only bench --schedules needs.
-        from implementations.stacks.deepspeed import schedules
-
-        return getattr(schedules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = schedule_exports(__name__)

@@ -33,13 +33,13 @@ The whole default sweep of this stack alone took 438 s of CPU on that machine
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from implementations.bench_case import Data, Static
 from implementations.contract import SavedTensor, installed_versions
+from implementations.stacks.lazy import schedule_exports
 
 # paddle from the stack, never imported here first: the stack refuses to load it after
 # TensorFlow (a segfault) and silences its import warning.
@@ -170,16 +170,4 @@ NOT_EXPRESSIBLE = dict.fromkeys(
 
 # bench --schedules: the stack with its regions where a schedule places them (schedules.py,
 # which imports this module: its names are looked up there when first asked for)
-_SCHEDULE_NAMES = frozenset(
-    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
-)
-
-
-def __getattr__(name: str):
-    if name in _SCHEDULE_NAMES:
-        # Looked up by name when first asked for, as the manifests resolve their targets:
-        # schedules.py imports this module for its block.
-        schedules = importlib.import_module(f"{__package__}.schedules")
-
-        return getattr(schedules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = schedule_exports(__name__)

@@ -30,7 +30,6 @@ Each runs three ways: `eager` (a Python `GradientTape`), `function` (one
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -39,6 +38,7 @@ import numpy as np
 from implementations.bench_case import MODES, Data, Static
 from implementations.contract import SavedTensor
 from implementations.stacks.hlo import hlo_dot_count
+from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.tensorflow import evidence, installed, tf  # TensorFlow, quietly
 
 FRAMEWORK = "tensorflow"
@@ -183,16 +183,4 @@ NOT_EXPRESSIBLE = dict.fromkeys(("save_dots", "save_named"), "tf.recompute_grad 
 
 # bench --schedules: the stack with its regions where a schedule places them (schedules.py,
 # which imports this module: its names are looked up there when first asked for)
-_SCHEDULE_NAMES = frozenset(
-    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
-)
-
-
-def __getattr__(name: str):
-    if name in _SCHEDULE_NAMES:
-        # Looked up by name when first asked for, as the manifests resolve their targets:
-        # schedules.py imports this module for its block.
-        schedules = importlib.import_module(f"{__package__}.schedules")
-
-        return getattr(schedules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = schedule_exports(__name__)

@@ -35,6 +35,7 @@ from torch.utils.checkpoint import (
 from implementations.bench_case import MODES, Data, Static
 from implementations.contract import SavedTensor
 from implementations.policies import Policy
+from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.torch import SavedTensors, classify
 from implementations.stacks.torch import policies as torch_policies
 from implementations.stacks.torch.policies import tag
@@ -278,15 +279,4 @@ def policy_case(policy: str, data: Data) -> PolicyCase:
 
 # bench --schedules: the stack with its regions where a schedule places them (schedules.py,
 # which imports this module: its names are looked up there when first asked for)
-_SCHEDULE_NAMES = frozenset(
-    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
-)
-
-
-def __getattr__(name: str):
-    if name in _SCHEDULE_NAMES:
-        # Imported when first asked for: it loads what only bench --schedules needs.
-        from implementations.stacks.torch import schedules
-
-        return getattr(schedules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = schedule_exports(__name__)
