@@ -25,7 +25,6 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 import torch
 from torch.nn import functional
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import (
     CheckpointPolicy,
     checkpoint,
@@ -38,6 +37,7 @@ from implementations.policies import Policy
 from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.torch import SavedTensors, classify
 from implementations.stacks.torch import policies as torch_policies
+from implementations.stacks.torch.instrument import Ops
 from implementations.stacks.torch.policies import tag
 
 FRAMEWORK = "torch"
@@ -103,18 +103,6 @@ def stack_fn(mode: str, policy: _SavePolicy | None = None) -> Callable:
     return stack
 
 
-class _MatmulCounter(TorchDispatchMode):
-    """Counts the aten mm/addmm calls that run under it, forward, recompute and backward."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += func in MATMULS
-        return func(*args, **(kwargs or {}))
-
-
 class TorchCase:
     """One torch configuration at one depth, on the given data.
 
@@ -167,9 +155,9 @@ class TorchCase:
         return saved
 
     def matmuls(self) -> int:
-        with _MatmulCounter() as counter:
+        with Ops() as ops:
             self._grads(self.stack)
-        return counter.count
+        return ops.matmuls()
 
     def peak_bytes(self) -> int | None:
         """The highest net allocation during one step, or None if the profiler cannot tell."""

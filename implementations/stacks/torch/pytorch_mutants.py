@@ -11,8 +11,8 @@ from torch.utils.checkpoint import set_checkpoint_early_stop
 
 from implementations.composition import composed
 from implementations.contract import Grads, Params
-from implementations.stacks.torch import observed
 from implementations.stacks.torch.arrays import leaf_input, to_host_array
+from implementations.stacks.torch.instrument import in_backward
 from implementations.stacks.torch.mlp import MLP, exercise_model, state_to_params
 from implementations.stacks.torch.pytorch import PyTorch
 
@@ -76,7 +76,7 @@ class _OtherParameters(MLP):
     recompute): the forward values hold, the gradients do not."""
 
     def block(self, x: torch.Tensor) -> torch.Tensor:
-        if self.nesting != "once" and observed.in_backward():
+        if self.nesting != "once" and in_backward():
             with torch.no_grad():
                 self.fc1.weight.mul_(1.001)
         return super().block(x)

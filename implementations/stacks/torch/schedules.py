@@ -7,11 +7,11 @@ places them. Imports torch and numpy.
 - `every`, `nested(...)`, `binomial(c)`: the placement tree, each region a non-reentrant
   `torch.utils.checkpoint.checkpoint` of its items, nested as the tree nests.
 
-**Instruments.** Forward matmuls: a dispatch mode counts `aten.addmm` (a Linear with its
-bias: the backward's products are `aten.mm`), during the forward pass and during
-`torch.autograd.grad`. Regions: the checkpoints entered. Peak bytes: the profiler's memory
-events over the backward pass, from the live bytes at its start (what the forward pass
-left), each allocation that ends up a returned gradient left out.
+**Instruments.** Forward matmuls: the stack's counter (`instrument.Ops`) counts `aten.addmm` (a
+Linear with its bias: the backward's products are `aten.mm`), in the forward pass and in the
+backward pass (autograd's engine running). Regions: the checkpoints entered. Peak bytes: the
+profiler's memory events over the backward pass, from the live bytes at its start (what the
+forward pass left), each allocation that ends up a returned gradient left out.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 from torch.nn import functional
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 from implementations.bench_case import Data, ScheduleStatic, Values
 from implementations.schedules import Region, Schedule
+from implementations.stacks.torch.instrument import PHASES, Ops
 
 FRAMEWORK = "torch"
 SCHEDULES = {
@@ -47,6 +47,8 @@ SCHEDULE_DEPARTURES = {
     for name in ("nested", "binomial")
 }
 PEAK_METHOD = "torch profiler memory events, backward pass, gradients left out"
+#: The forward Linear with its bias: the backward's products are `aten.mm`.
+FORWARD_MATMUL = ("aten.addmm",)
 
 
 def block(x: torch.Tensor, w1, b1, w2, b2) -> torch.Tensor:  # (B, F) -> (B, F)
@@ -115,18 +117,6 @@ def stack_fn(schedule: Schedule, blocks: _Blocks, regions: _Regions) -> Callable
     return tree(schedule.placement(L), blocks, regions)
 
 
-class _Matmuls(TorchDispatchMode):
-    """Counts `aten.addmm`, the forward Linear (the backward's products are `aten.mm`)."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += func is torch.ops.aten.addmm.default
-        return func(*args, **(kwargs or {}))
-
-
 class TorchScheduleCase:
     """One schedule at one depth on eager torch (`schedule_case`)."""
 
@@ -145,11 +135,11 @@ class TorchScheduleCase:
     def matmuls(self) -> tuple[tuple[int, int], int]:
         """Forward matmuls (forward pass, backward pass) and the regions entered."""
         self.regions.entered = 0
-        with _Matmuls() as counter:
+        with Ops() as ops:
             y = self.stack(self.x)
-            forward, entered = counter.count, self.regions.entered  # not the reruns' own
+            entered = self.regions.entered  # not the reruns' own
             self._grads(y)
-        return (forward, counter.count - forward), entered
+        return tuple(ops.count(FORWARD_MATMUL, phase) for phase in PHASES), entered
 
     def peak_bytes(self) -> int | None:
         """The most bytes alive during the backward pass above none, gradients left out: the

@@ -60,7 +60,7 @@ def test_a_plain_module_s_names_come_from_its_sibling(package, tmp_path):
     assert "lazy_probe.values" not in sys.modules
     assert user.VALUE == 3
     assert "lazy_probe.values" in sys.modules
-    with pytest.raises(AttributeError, match="module 'lazy_probe.user' has no attribute 'x'"):
+    with pytest.raises(AttributeError, match=r"module 'lazy_probe\.user' has no attribute 'x'"):
         user.x  # noqa: B018
 
 
