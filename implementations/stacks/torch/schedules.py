@@ -4,8 +4,8 @@ places them. Imports torch and numpy.
 - `none`: the blocks as they are;
 - `segments(s)`: `torch.utils.checkpoint.checkpoint_sequential(blocks, s, x)`, whose last
   segment runs unchecked (the vocabulary's convention follows it);
-- `every`, `nested(...)`, `binomial(c)`: the placement tree, each region a non-reentrant
-  `torch.utils.checkpoint.checkpoint` of its items, nested as the tree nests.
+- `every`, `nested(...)`, `binomial(c)`: the placement tree (`block.placed`), each region a
+  non-reentrant `torch.utils.checkpoint.checkpoint` of its items, nested as the tree nests.
 
 **Instruments.** Forward matmuls: the stack's counter (`instrument.Ops`) counts `aten.addmm` (a
 Linear with its bias: the backward's products are `aten.mm`), in the forward pass and in the
@@ -16,16 +16,17 @@ forward pass left), each allocation that ends up a returned gradient left out.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch.nn import functional
-from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+from torch.utils.checkpoint import checkpoint_sequential
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Schedule
+from implementations.stacks.torch import block as blocks
 from implementations.stacks.torch.instrument import PHASES, Ops
 
 FRAMEWORK = "torch"
@@ -51,13 +52,8 @@ PEAK_METHOD = "torch profiler memory events, backward pass, gradients left out"
 FORWARD_MATMUL = ("aten.addmm",)
 
 
-def block(x: torch.Tensor, w1, b1, w2, b2) -> torch.Tensor:  # (B, F) -> (B, F)
-    # The depth bench's block, written here: bench.py looks this module's names up.
-    return functional.linear(torch.relu(functional.linear(x, w1, b1)), w2, b2)
-
-
 class _Blocks:
-    """The stack's blocks as callables, torch layout (weights `(out, in)`)."""
+    """The stack's parameters, torch layout (weights `(out, in)`): per block, and flat."""
 
     def __init__(self, data: Data):
         self.params = [
@@ -69,44 +65,18 @@ class _Blocks:
         ]
         self.flat = [p for ps in self.params for p in ps]
 
-    def run(self, index: int) -> Callable[[torch.Tensor], torch.Tensor]:
-        params = self.params[index]
-        return lambda x: block(x, *params)
 
-
-class _Regions:
-    """Counts the checkpoints entered: the placement as torch ran it."""
-
-    def __init__(self):
-        self.entered = 0
-
-    def checkpoint(self, function: Callable, x: torch.Tensor) -> torch.Tensor:
-        self.entered += 1
-        return checkpoint(function, x, use_reentrant=False)
-
-
-def tree(items: tuple, blocks: _Blocks, regions: _Regions) -> Callable:
-    """The placement's items as one function of x, each region a nested checkpoint."""
-    runs = [
-        (tree(item.items, blocks, regions), True)
-        if isinstance(item, Region)
-        else (blocks.run(item), False)
-        for item in items
-    ]
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        for function, is_region in runs:
-            x = regions.checkpoint(function, x) if is_region else function(x)
-        return x
-
-    return run
-
-
-def stack_fn(schedule: Schedule, blocks: _Blocks, regions: _Regions) -> Callable:
-    """`stack(x)` for the schedule over the blocks."""
-    L = len(blocks.params)
-    if schedule.name == "segments":
-        functions = [blocks.run(i) for i in range(L)]
+def stack_fn(
+    schedule: Schedule,
+    params: _Blocks,
+    regions: blocks.Regions,
+    region: blocks.Checkpoint | None = None,
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`stack(x)` for the schedule over the blocks: each region `region` (torch's non-reentrant
+    checkpoint if None; then `segments` is `checkpoint_sequential`), counted in `regions`."""
+    L = len(params.params)
+    if schedule.name == "segments" and region is None:
+        functions = [functools.partial(_block_of, p) for p in params.params]
         s = schedule.args[0]
 
         def segmented(x):
@@ -114,7 +84,13 @@ def stack_fn(schedule: Schedule, blocks: _Blocks, regions: _Regions) -> Callable
             return checkpoint_sequential(functions, s, x, use_reentrant=False)
 
         return segmented
-    return tree(schedule.placement(L), blocks, regions)
+    region = region or blocks.non_reentrant()
+    run = blocks.placed(schedule.placement(L), regions.counting(lambda _: region))
+    return lambda x: run(x, *params.flat)
+
+
+def _block_of(p: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
+    return blocks.block(x, *p)
 
 
 class TorchScheduleCase:
@@ -122,10 +98,10 @@ class TorchScheduleCase:
 
     framework = FRAMEWORK
 
-    def __init__(self, schedule: Schedule, data: Data, stack: Callable | None = None):
+    def __init__(self, schedule: Schedule, data: Data, region: blocks.Checkpoint | None = None):
         self.schedule = schedule.label
-        self.blocks, self.regions = _Blocks(data), _Regions()
-        self.stack = stack or stack_fn(schedule, self.blocks, self.regions)
+        self.blocks, self.regions = _Blocks(data), blocks.Regions()
+        self.stack = stack_fn(schedule, self.blocks, self.regions, region)
         self.x = torch.from_numpy(np.array(data.x, np.float32))
         self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
 
