@@ -92,14 +92,7 @@ class DeepSpeedCase(torch_bench.TorchCase):
         self.mode, self.stack = mode, stack_fn(mode, len(self.params))
 
     def _grads(self, stack: Callable) -> tuple[torch.Tensor, ...]:
-        # The VJP with c by `.backward(c)`: DeepSpeed's checkpoint refuses autograd.grad.
-        for p in self.flat:
-            p.grad = None
-        stack(self.params, self.x).backward(self.cotangent)
-        grads = tuple(p.grad for p in self.flat)
-        for p in self.flat:
-            p.grad = None  # the step's gradients are returned, not kept on the parameters
-        return grads
+        return backward_grads(stack(self.params, self.x), self.flat, self.cotangent)
 
     def residuals(self) -> tuple[SavedTensor, ...]:
         """What one forward pass keeps: autograd's saved tensors and the checkpoint nodes'."""
@@ -117,6 +110,18 @@ class DeepSpeedCase(torch_bench.TorchCase):
         for p in self.flat:
             p.grad = None
         return saved
+
+
+def backward_grads(y: torch.Tensor, flat: list[torch.Tensor], cotangent: torch.Tensor) -> tuple:
+    """The gradients of `flat` for the VJP of `y` with `cotangent`, by `.backward` (DeepSpeed's
+    checkpoint refuses `torch.autograd.grad`): returned, none left on the parameters."""
+    for p in flat:
+        p.grad = None
+    y.backward(cotangent)
+    grads = tuple(p.grad for p in flat)
+    for p in flat:
+        p.grad = None
+    return grads
 
 
 def build(variant: str, mode: str, data: Data) -> DeepSpeedCase:

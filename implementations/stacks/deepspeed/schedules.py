@@ -28,6 +28,7 @@ import torch
 
 from implementations.bench_case import Data
 from implementations.schedules import Departure, Schedule
+from implementations.stacks.deepspeed.bench import backward_grads
 from implementations.stacks.torch import schedules as torch_schedules
 
 FRAMEWORK = "deepspeed"
@@ -64,13 +65,7 @@ class DeepSpeedScheduleCase(torch_schedules.TorchScheduleCase):
         super().__init__(schedule, data, region=deepspeed.checkpointing.checkpoint)
 
     def _grads(self, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        for p in self.blocks.flat:
-            p.grad = None
-        y.backward(self.cotangent)
-        grads = tuple(p.grad for p in self.blocks.flat)
-        for p in self.blocks.flat:
-            p.grad = None  # the step's gradients are returned, not kept on the parameters
-        return grads
+        return backward_grads(y, self.flat, self.cotangent)
 
 
 def schedule_case(schedule: str | Schedule, data: Data) -> DeepSpeedScheduleCase:

@@ -113,15 +113,7 @@ class TorchCase:
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; torch runs eager only")
         self.variant, self.mode = variant, mode
-        self.params = [
-            (
-                _parameter(w1.T),  # (in, out) -> torch's (out, in)
-                _parameter(b1),
-                _parameter(w2.T),
-                _parameter(b2),
-            )
-            for w1, b1, w2, b2 in data.blocks
-        ]
+        self.params = blocks.parameters(data.blocks)
         self.flat = [p for ps in self.params for p in ps]
         self.x = torch.from_numpy(np.array(data.x, np.float32))
         self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
@@ -179,10 +171,6 @@ class TorchCase:
 
     def step(self) -> None:
         self._grads(self.stack)  # eager on the CPU: done when it returns
-
-
-def _parameter(array: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.array(array, np.float32, order="C")).requires_grad_()
 
 
 def build(variant: str, mode: str, data: Data) -> TorchCase:

@@ -1,4 +1,5 @@
-"""The exercise's block in torch, and the one builder that places it over L blocks. Imports torch.
+"""The exercise's block in torch, and the one builder that places it over L blocks. Imports torch
+and numpy.
 
 - `block(x, w1, b1, w2, b2, tag_h=False)`: `Linear -> relu -> Linear` in torch's layout
   (weights `(out, in)`; on a 2-D x each Linear with its bias is one `aten.addmm`); with
@@ -11,6 +12,7 @@
   checkpoint's output requires grad only when an argument does.
 - `stack(items, checkpoint_of, tag_h=False)`: the same as `stack(params, x)`, `params` a
   tuple `(w1, b1, w2, b2)` per block.
+- `parameters(blocks)`: the canonical blocks' `(w1, b1, w2, b2)` as torch leaves.
 - `non_reentrant(context_fn=None)`: torch's `checkpoint(..., use_reentrant=False)` as a
   region's checkpoint; `Regions`: counts the regions a checkpoint enters.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch.nn import functional
 from torch.utils.checkpoint import checkpoint
@@ -71,6 +74,18 @@ def stack(
         return run(x, *(p for block_params in params for p in block_params))
 
     return over_blocks
+
+
+def parameters(blocks: Sequence[tuple[np.ndarray, ...]]) -> list[tuple[torch.Tensor, ...]]:
+    """Each canonical block's `(w1, b1, w2, b2)` (kernels `(in, out)`) in torch's layout (weights
+    `(out, in)`), as fresh C-contiguous float32 leaves that require grad."""
+    return [
+        tuple(
+            torch.from_numpy(np.array(a, np.float32, order="C")).requires_grad_()
+            for a in (w1.T, b1, w2.T, b2)
+        )
+        for w1, b1, w2, b2 in blocks
+    ]
 
 
 def non_reentrant(context_fn: Callable[[], tuple[Any, Any]] | None = None) -> Checkpoint:

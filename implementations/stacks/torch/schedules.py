@@ -52,31 +52,17 @@ PEAK_METHOD = "torch profiler memory events, backward pass, gradients left out"
 FORWARD_MATMUL = ("aten.addmm",)
 
 
-class _Blocks:
-    """The stack's parameters, torch layout (weights `(out, in)`): per block, and flat."""
-
-    def __init__(self, data: Data):
-        self.params = [
-            tuple(
-                torch.from_numpy(np.array(a, np.float32, order="C")).requires_grad_()
-                for a in (w1.T, b1, w2.T, b2)
-            )
-            for w1, b1, w2, b2 in data.blocks
-        ]
-        self.flat = [p for ps in self.params for p in ps]
-
-
 def stack_fn(
     schedule: Schedule,
-    params: _Blocks,
+    params: list[tuple[torch.Tensor, ...]],
     regions: blocks.Regions,
     region: blocks.Checkpoint | None = None,
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """`stack(x)` for the schedule over the blocks: each region `region` (torch's non-reentrant
-    checkpoint if None; then `segments` is `checkpoint_sequential`), counted in `regions`."""
-    L = len(params.params)
+    """`stack(x)` for the schedule over the blocks' parameters: each region `region` (torch's
+    non-reentrant checkpoint if None; then `segments` is `checkpoint_sequential`), counted in
+    `regions`."""
     if schedule.name == "segments" and region is None:
-        functions = [functools.partial(_block_of, p) for p in params.params]
+        functions = [functools.partial(_block_of, p) for p in params]
         s = schedule.args[0]
 
         def segmented(x):
@@ -85,8 +71,8 @@ def stack_fn(
 
         return segmented
     region = region or blocks.non_reentrant()
-    run = blocks.placed(schedule.placement(L), regions.counting(lambda _: region))
-    return lambda x: run(x, *params.flat)
+    stack = blocks.stack(schedule.placement(len(params)), regions.counting(lambda _: region))
+    return functools.partial(stack, params)
 
 
 def _block_of(p: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
@@ -100,13 +86,14 @@ class TorchScheduleCase:
 
     def __init__(self, schedule: Schedule, data: Data, region: blocks.Checkpoint | None = None):
         self.schedule = schedule.label
-        self.blocks, self.regions = _Blocks(data), blocks.Regions()
-        self.stack = stack_fn(schedule, self.blocks, self.regions, region)
+        self.params, self.regions = blocks.parameters(data.blocks), blocks.Regions()
+        self.flat = [p for ps in self.params for p in ps]
+        self.stack = stack_fn(schedule, self.params, self.regions, region)
         self.x = torch.from_numpy(np.array(data.x, np.float32))
         self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
 
     def _grads(self, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return torch.autograd.grad(y, self.blocks.flat, self.cotangent)
+        return torch.autograd.grad(y, self.flat, self.cotangent)
 
     def matmuls(self) -> tuple[tuple[int, int], int]:
         """Forward matmuls (forward pass, backward pass) and the regions entered."""
