@@ -48,9 +48,10 @@ def placed(
     """`run(x, *params)`: the items in order, each region checkpointed (module docstring)."""
     parts = []  # (function of (x, *params), how many blocks' params it takes)
     for item in items:
-        if isinstance(item, Region):
+        if isinstance(item, Region):  # its checkpoint chosen before its inner regions'
+            region_checkpoint = checkpoint_of(item)
             inner = placed(item.items, checkpoint_of, tag_h)
-            parts.append((_region(checkpoint_of(item), inner), len(item.blocks)))
+            parts.append((_region(region_checkpoint, inner), len(item.blocks)))
         else:
             parts.append((_tagged if tag_h else block, 1))
 
