@@ -5,6 +5,8 @@ for the input, none for an input that needs no grad)."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -41,6 +43,34 @@ def test_the_block_is_linear_relu_linear():
     expected = torch.relu(x @ w1.T + b1) @ w2.T + b2
     torch.testing.assert_close(blocks.block(x, w1, b1, w2, b2), expected)
     torch.testing.assert_close(blocks.block(x, w1, b1, w2, b2, tag_h=True), expected)
+
+
+class _HAlive:
+    """An observer: whether the first Linear's output (h) is still alive when the second runs."""
+
+    def __init__(self):
+        self.addmms, self.h, self.alive_at_second = 0, None, None
+
+    def before(self, func, args, kwargs):
+        if func is torch.ops.aten.addmm.default and self.addmms == 1:
+            self.alive_at_second = self.h() is not None
+
+    def after(self, func, args, out):
+        if func is torch.ops.aten.addmm.default:
+            self.addmms += 1
+            if self.addmms == 1:
+                self.h = weakref.ref(out)
+
+
+@pytest.mark.parametrize("tag_h", [False, True])
+def test_the_block_drops_h_before_its_second_linear(tag_h):
+    # Nothing saves h (relu's backward reads relu's output): a Python name holding it would
+    # keep one B x F tensor more alive at the peak, which bench --schedules reads.
+    params, watch = blocks.parameters(canonical(1))[0], _HAlive()
+    with Ops(watch):
+        blocks.block(torch.ones(B, F), *params, tag_h=tag_h)
+    assert watch.addmms == 2
+    assert watch.alive_at_second is False
 
 
 @pytest.mark.parametrize(
