@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from implementations.measuring.placement import Placement  # noqa: E402
 from implementations.schedules import Region, Schedule  # noqa: E402
 from implementations.stacks.torch import block as blocks  # noqa: E402
 from implementations.stacks.torch.instrument import Ops, Roles  # noqa: E402
@@ -151,3 +152,26 @@ def test_roles_observe_the_forward_only_and_functional_only_skips_writes():
         t.add_(1)
     assert named.role(ptr) == "h"
     assert functional.role(ptr) == ""
+
+
+@pytest.mark.parametrize(
+    ("policy", "policies", "rerun_addmm"),
+    [
+        ("", {}, 2),  # a full region reruns its first addmm (early stop), two regions: 2
+        ("save_dots", {}, 0),  # the matmuls' outputs are saved: none reruns
+        ("", {0: "save_dots"}, 1),  # region 0 saves its dots, region 1 reruns one
+        ("save_dots", {1: "full"}, 1),
+    ],
+)
+def test_place_runs_each_region_under_its_own_policy(policy, policies, rerun_addmm):
+    params = blocks.parameters(canonical(2))
+    placement = Placement(Schedule.parse("every").placement(2), policy, policies)
+    with Ops() as ops:
+        y = blocks.place(placement)(torch.ones(B, F), *(p for ps in params for p in ps))
+        torch.autograd.grad(y.sum(), [p for ps in params for p in ps])
+    assert ops.recomputed().get("aten.addmm", 0) == rerun_addmm
+
+
+def test_place_refuses_a_policy_eager_torch_cannot_run_in_a_region():
+    with pytest.raises(ValueError, match=r"policy 'budget\(0\.5\)' is not expressible"):
+        blocks.place(Placement(Schedule.parse("every").placement(1), "budget(0.5)"))

@@ -12,6 +12,10 @@ and numpy.
   checkpoint's output requires grad only when an argument does.
 - `stack(items, checkpoint_of, tag_h=False)`: the same as `stack(params, x)`, `params` a
   tuple `(w1, b1, w2, b2)` per block.
+- `place(placement)`: `placed` from an `implementations.measuring.Placement`, each region
+  under its own policy (`POLICIES`), as `implementations.measuring.driver` builds a stack.
+  (`implementations.schedules.flat_stack` builds the same tree, but its region callback is
+  not told which region it makes, so it cannot give each its own policy.)
 - `parameters(blocks)`: the canonical blocks' `(w1, b1, w2, b2)` as torch leaves.
 - `non_reentrant(context_fn=None)`: torch's `checkpoint(..., use_reentrant=False)` as a
   region's checkpoint; `Regions`: counts the regions a checkpoint enters.
@@ -27,13 +31,22 @@ import torch
 from torch.nn import functional
 from torch.utils.checkpoint import checkpoint
 
+from implementations.measuring.placement import Placement
+from implementations.policies import Policy
 from implementations.schedules import Region
 
+from . import policies as torch_policies
 from .policies import tag
 
 #: A region's checkpoint: `checkpoint(function, x, *params) -> function(x, *params)`.
 Checkpoint = Callable[..., torch.Tensor]
 PER_BLOCK = 4  # w1, b1, w2, b2
+#: Policy -> how a region runs it: a selective checkpoint with the policy's function.
+POLICIES = {
+    name: f"checkpoint(..., use_reentrant=False, context_fn=partial("
+    f"create_selective_checkpoint_contexts, {name}))"
+    for name in torch_policies.POLICY_FUNCTIONS
+}
 
 
 def block(x: torch.Tensor, w1, b1, w2, b2, tag_h: bool = False) -> torch.Tensor:
@@ -77,6 +90,26 @@ def stack(
         return run(x, *(p for block_params in params for p in block_params))
 
     return over_blocks
+
+
+def place(placement: Placement) -> Callable[..., torch.Tensor]:
+    """`run(x, *params)`: the placement's blocks and regions, region n under
+    `placement.policy_of(n)` ("" or `full`: the plain non-reentrant checkpoint). h goes
+    through the `tag` operator in every block when a region saves it by name."""
+    numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
+    chosen = {n: region_checkpoint(placement.policy_of(n)) for n in numbers.values()}
+    tag_h = "save_named" in {Policy.parse(p).name for p in placement.used_policies() if p}
+    return placed(placement.items, lambda region: chosen[numbers[id(region)]], tag_h)
+
+
+def region_checkpoint(policy: str) -> Checkpoint:
+    """The non-reentrant checkpoint of a region under `policy` ("" or `full`: none)."""
+    name = Policy.parse(policy).name if policy else "full"
+    if name == "full":
+        return non_reentrant()
+    if name not in POLICIES:
+        raise ValueError(f"policy {policy!r} is not expressible in a region of eager torch")
+    return non_reentrant(torch_policies.context_fn(torch_policies.POLICY_FUNCTIONS[name]))
 
 
 def parameters(blocks: Sequence[tuple[np.ndarray, ...]]) -> list[tuple[torch.Tensor, ...]]:
