@@ -22,7 +22,11 @@ def lazy_exports(
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
     """`(__getattr__, __dir__, __all__)` for `package`: each name of `names` (name -> its
     submodule, relative: `".port"`) is imported from its submodule when first asked for, then
-    kept; `__all__` is the table's names, sorted."""
+    kept; `__all__` is the table's names, sorted.
+
+    `package` may be a plain module too (a stack's `bench`, whose `bench --schedules` names
+    live in `.schedules`, which imports it): the submodule is then its sibling, as an import
+    statement in that module would find it."""
     for name, where in names.items():
         if not (name.isidentifier() and where.startswith(".")):
             raise ValueError(
@@ -34,7 +38,8 @@ def lazy_exports(
         where = names.get(name)
         if where is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module = importlib.import_module(where, package)
+        # A package's __package__ is itself; a plain module's, the package it is in.
+        module = importlib.import_module(where, sys.modules[package].__package__)
         value = module if where.rsplit(".", 1)[-1] == name else getattr(module, name)
         setattr(sys.modules[package], name, value)
         return value
@@ -43,3 +48,17 @@ def lazy_exports(
         return sorted({*vars(sys.modules[package]), *names})
 
     return __getattr__, __dir__, sorted(names)
+
+
+#: What a stack's `bench` offers for `bench --schedules`, defined in its sibling `schedules`.
+SCHEDULE_NAMES = ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
+
+
+def schedule_exports(
+    module: str, *extra: str
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """`(__getattr__, __dir__)` for a stack's `bench` module: `SCHEDULE_NAMES` and `extra`
+    imported from its sibling `schedules` when first asked for (`schedules` imports `bench` for
+    its block, so `bench` cannot import it at the top)."""
+    getter, lister, _ = lazy_exports(module, dict.fromkeys((*SCHEDULE_NAMES, *extra), ".schedules"))
+    return getter, lister

@@ -49,7 +49,7 @@ class TestDeepSpeedBench(BenchKit):
 
     @staticmethod
     def save_mm():
-        return deepspeed_stack.stack_fn("save-mm")
+        return deepspeed_stack.stack_fn("save-mm", 1)
 
 
 def test_measure_counts_matmuls_and_peak():

@@ -26,6 +26,7 @@ from implementations.policies import FULL, NONE, Policy  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import (  # noqa: E402
     evidence,
+    instrument,
     leaf_input,
     pytorch,
 )
@@ -153,9 +154,9 @@ def test_pinned_eager_saving_the_tagged_h_still_reruns_its_addmm():
 
 
 def test_eager_roles_name_a_bare_matmul_d1_and_a_biased_one_h():
-    roles = evidence.Roles()
+    roles = instrument.Roles()
     x, w, b = torch.ones(2, 3), torch.ones(3, 3), torch.ones(3)
-    with roles:
+    with instrument.Ops(roles):
         d1 = x @ w  # aten.mm
         h = d1 + b
         a = torch.relu(h)

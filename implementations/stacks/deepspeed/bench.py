@@ -31,15 +31,18 @@ The whole default sweep of this stack alone took 736 s of CPU on that machine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import deepspeed
 import torch
 
 from implementations.bench_case import Data
 from implementations.contract import SavedTensor, installed_versions
+from implementations.schedules import Schedule
+from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.torch import SavedTensors, classify
 from implementations.stacks.torch import bench as torch_bench
+from implementations.stacks.torch import block as blocks
 from implementations.stacks.torch.reentrant import kept_on_nodes, nodes_of
 
 FRAMEWORK = "deepspeed"
@@ -61,19 +64,15 @@ def configurations() -> list[tuple[str, str]]:
     return [(variant, mode) for variant in VARIANTS for mode in MODES]
 
 
-def stack_fn(mode: str) -> Callable:
-    """`stack(params, x)`: the L blocks as the mode runs them."""
+def stack_fn(mode: str, depth: int) -> Callable:
+    """`stack(params, x)`: the `depth` blocks as the mode runs them (the torch stack's
+    `block.stack`, each region a DeepSpeed checkpoint)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; DeepSpeed runs {MODES}")
     # An attribute of deepspeed (a module under deepspeed.runtime), not a submodule to import.
-    checkpoint = deepspeed.checkpointing.checkpoint
-
-    def stack(params: Sequence[tuple[torch.Tensor, ...]], x: torch.Tensor) -> torch.Tensor:
-        for p in params:
-            x = torch_bench.block(x, *p) if mode == "none" else checkpoint(torch_bench.block, x, *p)
-        return x
-
-    return stack
+    region = deepspeed.checkpointing.checkpoint
+    items = Schedule.parse("none" if mode == "none" else "every").placement(depth)
+    return blocks.stack(items, lambda _: region)
 
 
 class DeepSpeedCase(torch_bench.TorchCase):
@@ -90,17 +89,10 @@ class DeepSpeedCase(torch_bench.TorchCase):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; DeepSpeed runs {MODES}")
         super().__init__(variant, "none", data)  # the torch case's tensors
-        self.mode, self.stack = mode, stack_fn(mode)
+        self.mode, self.stack = mode, stack_fn(mode, len(self.params))
 
     def _grads(self, stack: Callable) -> tuple[torch.Tensor, ...]:
-        # The VJP with c by `.backward(c)`: DeepSpeed's checkpoint refuses autograd.grad.
-        for p in self.flat:
-            p.grad = None
-        stack(self.params, self.x).backward(self.cotangent)
-        grads = tuple(p.grad for p in self.flat)
-        for p in self.flat:
-            p.grad = None  # the step's gradients are returned, not kept on the parameters
-        return grads
+        return backward_grads(stack(self.params, self.x), self.flat, self.cotangent)
 
     def residuals(self) -> tuple[SavedTensor, ...]:
         """What one forward pass keeps: autograd's saved tensors and the checkpoint nodes'."""
@@ -120,6 +112,18 @@ class DeepSpeedCase(torch_bench.TorchCase):
         return saved
 
 
+def backward_grads(y: torch.Tensor, flat: list[torch.Tensor], cotangent: torch.Tensor) -> tuple:
+    """The gradients of `flat` for the VJP of `y` with `cotangent`, by `.backward` (DeepSpeed's
+    checkpoint refuses `torch.autograd.grad`): returned, none left on the parameters."""
+    for p in flat:
+        p.grad = None
+    y.backward(cotangent)
+    grads = tuple(p.grad for p in flat)
+    for p in flat:
+        p.grad = None
+    return grads
+
+
 def build(variant: str, mode: str, data: Data) -> DeepSpeedCase:
     """The case for one configuration."""
     return DeepSpeedCase(variant, mode, data)
@@ -137,15 +141,4 @@ NOT_EXPRESSIBLE = {
 
 # bench --schedules: the stack with its regions where a schedule places them (schedules.py,
 # which imports this module: its names are looked up there when first asked for)
-_SCHEDULE_NAMES = frozenset(
-    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
-)
-
-
-def __getattr__(name: str):
-    if name in _SCHEDULE_NAMES:
-        # Imported when first asked for: it loads what only bench --schedules needs.
-        from implementations.stacks.deepspeed import schedules
-
-        return getattr(schedules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = schedule_exports(__name__)

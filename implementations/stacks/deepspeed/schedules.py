@@ -2,7 +2,8 @@
 a schedule places them. Imports torch, deepspeed and numpy.
 
 - `none`: the blocks as they are;
-- `every`, `segments(s)`, `nested(...)`, `binomial(c)`: the placement tree, each region
+- `every`, `segments(s)`, `nested(...)`, `binomial(c)`: the torch stack's placement tree
+  (`torch.block.placed`), each region
   `deepspeed.checkpointing.checkpoint(region, x, *its blocks' parameters)`, nested as the tree
   nests (`segments`' tail plain, as torch's `checkpoint_sequential` leaves it). The parameters
   are arguments: the checkpoint is reentrant, its output requires grad only when an input does.
@@ -22,15 +23,13 @@ backward pass, the returned gradients left out (DeepSpeed allocates through torc
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import deepspeed
 import torch
 
 from implementations.bench_case import Data
-from implementations.schedules import Departure, Region, Schedule
+from implementations.schedules import Departure, Schedule
+from implementations.stacks.deepspeed.bench import backward_grads
 from implementations.stacks.torch import schedules as torch_schedules
-from implementations.stacks.torch.bench import block
 
 FRAMEWORK = "deepspeed"
 SCHEDULES = {
@@ -56,69 +55,17 @@ SCHEDULE_DEPARTURES = {
 PEAK_METHOD = torch_schedules.PEAK_METHOD
 
 
-def tree(items: tuple, blocks: torch_schedules._Blocks, regions: list[int]) -> Callable:
-    """The placement's items as `run(x, *params)` over their blocks' parameters (4 a block),
-    each region a DeepSpeed checkpoint of its own items, the parameters passed in."""
-    parts = []
-    for item in items:
-        if isinstance(item, Region):
-            parts.append((_region(tree(item.items, blocks, regions), regions), len(item.blocks)))
-        else:
-            parts.append((lambda x, *p: block(x, *p), 1))
-
-    def run(x, *params):
-        start = 0
-        for function, count in parts:
-            x = function(x, *params[start : start + 4 * count])
-            start += 4 * count
-        return x
-
-    return run
-
-
-def _region(inner: Callable, regions: list[int]) -> Callable:
-    def entered(x, *params):
-        regions[0] += 1  # read after the forward pass (inner ones run there under no_grad)
-        return deepspeed.checkpointing.checkpoint(inner, x, *params)
-
-    return entered
-
-
-class _Entered:
-    """The regions entered, as the torch case reads them (`regions.entered`)."""
-
-    def __init__(self, counted: list[int]):
-        self._counted = counted
-
-    @property
-    def entered(self) -> int:
-        return self._counted[0]
-
-    @entered.setter
-    def entered(self, value: int) -> None:
-        self._counted[0] = value
-
-
 class DeepSpeedScheduleCase(torch_schedules.TorchScheduleCase):
-    """One schedule at one depth on DeepSpeed: the torch case, its gradients by `.backward()`."""
+    """One schedule at one depth on DeepSpeed: the torch case (its placement tree, its counter),
+    each region a DeepSpeed checkpoint, its gradients by `.backward()`."""
 
     framework = FRAMEWORK
 
     def __init__(self, schedule: Schedule, data: Data):
-        counted = [0]
-        blocks = torch_schedules._Blocks(data)
-        run = tree(schedule.placement(len(data.blocks)), blocks, counted)
-        super().__init__(schedule, data, stack=lambda x: run(x, *blocks.flat))
-        self.blocks, self.regions = blocks, _Entered(counted)
+        super().__init__(schedule, data, region=deepspeed.checkpointing.checkpoint)
 
     def _grads(self, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        for p in self.blocks.flat:
-            p.grad = None
-        y.backward(self.cotangent)
-        grads = tuple(p.grad for p in self.blocks.flat)
-        for p in self.blocks.flat:
-            p.grad = None  # the step's gradients are returned, not kept on the parameters
-        return grads
+        return backward_grads(y, self.flat, self.cotangent)
 
 
 def schedule_case(schedule: str | Schedule, data: Data) -> DeepSpeedScheduleCase:

@@ -26,6 +26,7 @@ from implementations.policies import Policy
 from implementations.stacks.hlo import hlo_dot_count
 from implementations.stacks.jax import policies as jax_policies
 from implementations.stacks.jax import saved_tensors
+from implementations.stacks.lazy import schedule_exports
 
 FRAMEWORK = "jax"
 VARIANTS = ("unrolled", "scan")
@@ -177,21 +178,4 @@ def policy_case(policy: str, data: Data) -> JaxCase:
 
 # bench --schedules: the stack with its regions where a schedule places them (schedules.py,
 # which imports this module: its names are looked up there when first asked for)
-_SCHEDULE_NAMES = frozenset(
-    (
-        "SCHEDULE_DEPARTURES",
-        "SCHEDULES",
-        "SCHEDULES_NOT_EXPRESSIBLE",
-        "schedule_case",
-        "canonical_values",
-    )
-)
-
-
-def __getattr__(name: str):
-    if name in _SCHEDULE_NAMES:
-        # Imported when first asked for: it loads what only bench --schedules needs.
-        from implementations.stacks.jax import schedules
-
-        return getattr(schedules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = schedule_exports(__name__, "canonical_values")

@@ -13,8 +13,9 @@
   (`arrays`).
 - The instrument: `STACK.record(run, x)` (see `stack.record`), and its
   parts `record(run_forward, x, regions)`, `RegionCounter` (the
-  `context_fn` that counts checkpoint regions), `SavedTensors`,
-  `GradModeOps` and `classify` (`evidence`).
+  `context_fn` that counts checkpoint regions) and `classify` (`evidence`);
+  the stack's one dispatch-mode counter `Ops`, its observer `Roles`, and
+  `SavedTensors` (`instrument`).
 - `compiled` (imported on its own: it imports inductor): the compiled
   path's instrument, AOTAutograd's partitioned graphs (`CompiledModule`).
 """
@@ -28,11 +29,12 @@ _EXPORTS = {
     "matmul_precision": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "GradModeOps": ".evidence",
     "RegionCounter": ".evidence",
-    "SavedTensors": ".evidence",
     "classify": ".evidence",
     "record": ".evidence",
+    "Ops": ".instrument",
+    "Roles": ".instrument",
+    "SavedTensors": ".instrument",
     "MLP": ".mlp",
     "build_mlp": ".mlp",
     "params_to_state": ".mlp",

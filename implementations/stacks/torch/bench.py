@@ -1,4 +1,5 @@
-"""The PyTorch stack: L blocks `Linear -> relu -> Linear`, eager, CPU. Imports torch and numpy.
+"""The PyTorch stack: L blocks `Linear -> relu -> Linear` (`block`), eager, CPU. Imports torch
+and numpy.
 
 - `none`: the blocks as they are;
 - `full`: `torch.utils.checkpoint.checkpoint(block, ..., use_reentrant=False)`;
@@ -19,25 +20,25 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 import torch
-from torch.nn import functional
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import (
     CheckpointPolicy,
-    checkpoint,
     create_selective_checkpoint_contexts,
 )
 
 from implementations.bench_case import MODES, Data, Static
 from implementations.contract import SavedTensor
 from implementations.policies import Policy
+from implementations.schedules import Schedule
+from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.torch import SavedTensors, classify
+from implementations.stacks.torch import block as blocks
 from implementations.stacks.torch import policies as torch_policies
-from implementations.stacks.torch.policies import tag
+from implementations.stacks.torch.instrument import Ops
 
 FRAMEWORK = "torch"
 VARIANTS = ("",)  # eager: one way to run the stack
@@ -59,11 +60,6 @@ def configurations() -> list[tuple[str, str]]:
     return [(variant, mode) for variant in VARIANTS for mode in MODES]
 
 
-def block(x: torch.Tensor, w1, b1, w2, b2) -> torch.Tensor:  # (B, F) -> (B, F)
-    # Weights are torch's (out, in); on a 2-D x, linear with a bias is one aten.addmm.
-    return functional.linear(torch.relu(functional.linear(x, w1, b1)), w2, b2)
-
-
 class _SavePolicy:
     """The selective-checkpoint policy: save matmul outputs, recompute the rest.
 
@@ -83,35 +79,22 @@ class _SavePolicy:
         return CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def stack_fn(mode: str, policy: _SavePolicy | None = None) -> Callable:
-    """`stack(params, x)`: the L blocks as the mode runs them."""
+def stack_fn(mode: str, depth: int, policy: _SavePolicy | None = None) -> Callable:
+    """`stack(params, x)`: the `depth` blocks as the mode runs them (`block.stack`)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
-    context_fn = functools.partial(create_selective_checkpoint_contexts, policy or _SavePolicy())
-
-    def stack(params: Sequence[tuple[torch.Tensor, ...]], x: torch.Tensor) -> torch.Tensor:
-        for p in params:
-            if mode == "none":
-                x = block(x, *p)
-            elif mode == "full":
-                x = checkpoint(block, x, *p, use_reentrant=False)
-            else:
-                x = checkpoint(block, x, *p, use_reentrant=False, context_fn=context_fn)
-        return x
-
-    return stack
+    context_fn = None
+    if mode == "save-mm":
+        context_fn = functools.partial(
+            create_selective_checkpoint_contexts, policy or _SavePolicy()
+        )
+    return _uniform("none" if mode == "none" else "every", depth, blocks.non_reentrant(context_fn))
 
 
-class _MatmulCounter(TorchDispatchMode):
-    """Counts the aten mm/addmm calls that run under it, forward, recompute and backward."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += func in MATMULS
-        return func(*args, **(kwargs or {}))
+def _uniform(schedule: str, depth: int, region: blocks.Checkpoint, tag_h: bool = False) -> Callable:
+    # every block alike: plain (`none`) or each its own region (`every`), under one checkpoint
+    items = Schedule.parse(schedule).placement(depth)
+    return blocks.stack(items, lambda _: region, tag_h)
 
 
 class TorchCase:
@@ -130,19 +113,11 @@ class TorchCase:
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; torch runs eager only")
         self.variant, self.mode = variant, mode
-        self.params = [
-            (
-                _parameter(w1.T),  # (in, out) -> torch's (out, in)
-                _parameter(b1),
-                _parameter(w2.T),
-                _parameter(b2),
-            )
-            for w1, b1, w2, b2 in data.blocks
-        ]
+        self.params = blocks.parameters(data.blocks)
         self.flat = [p for ps in self.params for p in ps]
         self.x = torch.from_numpy(np.array(data.x, np.float32))
         self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
-        self.stack = stack_fn(mode)
+        self.stack = stack_fn(mode, len(self.params))
 
     def _grads(self, stack: Callable) -> tuple[torch.Tensor, ...]:
         # The parameters' gradient of sum(y * c), as the VJP of the stack with c.
@@ -153,7 +128,7 @@ class TorchCase:
         hooked = SavedTensors()
         cached: dict[int, torch.Tensor] = {}
         with torch.autograd.graph.saved_tensors_hooks(hooked.pack, hooked.unpack):
-            y = stack_fn(self.mode, _SavePolicy(cached))(self.params, self.x)
+            y = stack_fn(self.mode, len(self.params), _SavePolicy(cached))(self.params, self.x)
 
         def where(ptr: int) -> str:
             # A selective-checkpoint policy keeps its outputs where no hook sees them.
@@ -166,9 +141,9 @@ class TorchCase:
         return saved
 
     def matmuls(self) -> int:
-        with _MatmulCounter() as counter:
+        with Ops() as ops:
             self._grads(self.stack)
-        return counter.count
+        return ops.matmuls()
 
     def peak_bytes(self) -> int | None:
         """The highest net allocation during one step, or None if the profiler cannot tell."""
@@ -198,10 +173,6 @@ class TorchCase:
         self._grads(self.stack)  # eager on the CPU: done when it returns
 
 
-def _parameter(array: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.array(array, np.float32, order="C")).requires_grad_()
-
-
 def build(variant: str, mode: str, data: Data) -> TorchCase:
     """The case for one configuration."""
     return TorchCase(variant, mode, data)
@@ -220,35 +191,15 @@ NOT_EXPRESSIBLE = {
 }
 
 
-def _policy_block(tag_h: bool) -> Callable:
-    if not tag_h:
-        return block
-
-    def tagged_block(x, w1, b1, w2, b2):  # (B, F) -> (B, F), h through the tag operator
-        return functional.linear(functional.relu(tag(functional.linear(x, w1, b1))), w2, b2)
-
-    return tagged_block
-
-
-def policy_stack_fn(policy: str, context_fn: Callable | None = None) -> Callable:
-    """`stack(params, x)`: the torch blocks under `policy` (a budget runs them plain: it is the
-    compiler's). `context_fn` replaces the policy's own (an instrument's)."""
+def policy_stack_fn(policy: str, depth: int, context_fn: Callable | None = None) -> Callable:
+    """`stack(params, x)`: the `depth` torch blocks under `policy` (a budget runs them plain: it
+    is the compiler's). `context_fn` replaces the policy's own (an instrument's)."""
     name = Policy.parse(policy).name
     function = torch_policies.POLICY_FUNCTIONS.get(name)
     if context_fn is None and function is not None:
         context_fn = torch_policies.context_fn(function)
-    extra = {} if context_fn is None else {"context_fn": context_fn}
-    run = _policy_block(name == "save_named")
-
-    def stack(params: Sequence[tuple[torch.Tensor, ...]], x: torch.Tensor) -> torch.Tensor:
-        for p in params:
-            if name in ("none", "budget"):
-                x = run(x, *p)
-            else:
-                x = checkpoint(run, x, *p, use_reentrant=False, **extra)
-        return x
-
-    return stack
+    schedule = "none" if name in ("none", "budget") else "every"
+    return _uniform(schedule, depth, blocks.non_reentrant(context_fn), name == "save_named")
 
 
 class PolicyCase(TorchCase):
@@ -257,12 +208,12 @@ class PolicyCase(TorchCase):
 
     def __init__(self, policy: str, data: Data):
         super().__init__("", "none", data)
-        self.stack, self.mode = policy_stack_fn(policy), policy
+        self.stack, self.mode = policy_stack_fn(policy, len(self.params)), policy
 
     def residuals(self) -> tuple[SavedTensor, ...]:
         function = torch_policies.POLICY_FUNCTIONS.get(Policy.parse(self.mode).name)
         cache = None if function is None else torch_policies.SelectiveCache(function)
-        stack = policy_stack_fn(self.mode, cache and cache.context_fn)
+        stack = policy_stack_fn(self.mode, len(self.params), cache and cache.context_fn)
         hooked = SavedTensors()
         with torch.autograd.graph.saved_tensors_hooks(hooked.pack, hooked.unpack):
             y = stack(self.params, self.x)
@@ -278,15 +229,4 @@ def policy_case(policy: str, data: Data) -> PolicyCase:
 
 # bench --schedules: the stack with its regions where a schedule places them (schedules.py,
 # which imports this module: its names are looked up there when first asked for)
-_SCHEDULE_NAMES = frozenset(
-    ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
-)
-
-
-def __getattr__(name: str):
-    if name in _SCHEDULE_NAMES:
-        # Imported when first asked for: it loads what only bench --schedules needs.
-        from implementations.stacks.torch import schedules
-
-        return getattr(schedules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = schedule_exports(__name__)

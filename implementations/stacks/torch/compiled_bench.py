@@ -80,7 +80,7 @@ class CompiledCase(torch_bench.TorchCase):
         self.flat = [p for ps in self.params for p in ps]
         # Static shapes: every depth is a graph of its own anyway.
         self.compiled = CompiledModule(dynamic=False)
-        self.module = _Stack(torch_bench.stack_fn(mode), self.params)
+        self.module = _Stack(torch_bench.stack_fn(mode, len(self.params)), self.params)
         self.stack = lambda params, x: self.compiled(self.module, x)
 
     def _partition(self):
@@ -133,6 +133,6 @@ def policy_case(policy: str, data: Data) -> CompiledCase:
     else:
         compiled = CompiledModule(dynamic=False)
     case.compiled, case.mode = compiled, policy
-    case.module = _Stack(torch_bench.policy_stack_fn(policy), case.params)
+    case.module = _Stack(torch_bench.policy_stack_fn(policy, len(case.params)), case.params)
     case.stack = lambda params, x: case.compiled(case.module, x)
     return case

@@ -5,7 +5,7 @@
   its inputs through that outer hook and hides everything inside it, so with
   the checkpoint on only x shows; without it, the relu output (an
   activation) and the weights show too.
-- **Recomputed:** a `TorchDispatchMode` over the backward pass counts the
+- **Recomputed:** the stack's counter (`instrument.Ops`) over the backward pass counts the
   operators that run with grad mode on. The engine runs ordinary backward
   formulas with grad mode off, while a checkpoint reruns its forward
   (`aten.addmm`, `aten.relu`) with it on. View operators are left out.
@@ -14,109 +14,30 @@
 - **Selective checkpointing** keeps what its policy saves in a cache of its
   own, where no hook sees it: with a `policies.SelectiveCache` as (part of)
   the `context_fn`, the record reads that cache after the forward pass.
-- **Roles:** a `TorchDispatchMode` over the forward pass names each output
-  by the MLP's role as it is made (`Roles`); a saved tensor takes the role
+- **Roles:** the counter over the forward pass, with `instrument.Roles` observing it, names
+  each output by the MLP's role as it is made; a saved tensor takes the role
   of its storage. **Backward matmuls:** the aten matmuls the backward pass
-  runs, recomputed or not (`GradModeOps.matmuls`).
+  runs, recomputed or not (`Ops.matmuls`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...contract import BackwardRecord, SavedTensor
 from ...policies import SAVED_NAME
-from .policies import MATMULS, TAG, SelectiveCache
+from .instrument import Ops, Roles, SavedTensors
+from .policies import SelectiveCache
 
 INSTRUMENT = (
     "outer saved_tensors_hooks (storages, deduplicated) and the selective-checkpoint cache "
     "(read through context_fn); roles by a TorchDispatchMode over the forward; grad-enabled "
     "aten ops and all matmuls in backward (TorchDispatchMode); checkpoint context_fn entries"
 )
-_RELU = torch.ops.aten.relu.default
-_BIASED = frozenset({torch.ops.aten.addmm.default, torch.ops.aten.addmv.default})
-
-
-class SavedTensors:
-    """Pack hook for `saved_tensors_hooks`: notes every saved tensor, once per storage."""
-
-    def __init__(self):
-        self.by_storage: dict[int, torch.Tensor] = {}
-
-    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        self.by_storage.setdefault(tensor.untyped_storage().data_ptr(), tensor)
-        return tensor
-
-    @staticmethod
-    def unpack(tensor: torch.Tensor) -> torch.Tensor:
-        return tensor
-
-
-class GradModeOps(TorchDispatchMode):
-    """Counts the non-view aten operators that run while grad mode is on (`counts`), and
-    every matmul, grad mode on or off (`matmuls`)."""
-
-    def __init__(self):
-        super().__init__()
-        self.counts: Counter = Counter()
-        self.matmuls = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if torch.is_grad_enabled() and not func.is_view:
-            self.counts[str(func.overloadpacket)] += 1
-        self.matmuls += func in MATMULS
-        return func(*args, **(kwargs or {}))
-
-
-class Roles(TorchDispatchMode):
-    """Names the MLP's tensors by role (`policies.ROLES`) as the forward pass makes them.
-
-    The MLP's forward is one chain: what comes before relu is the first
-    layer (a bare matmul's output is d1; once a bias is in, by `addmm` or
-    an add, or through the `tag` operator, it is h), relu's output is a,
-    a boolean is relu's mask, and what comes after relu is the second layer
-    (y). Views are left out: they hold their base's storage.
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.by_storage: dict[int, str] = {}
-        self._after_relu = False
-        self.tagged = False  # whether the `tag` operator (torch's stand-in for a name) ran
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        self.note(func, out)
-        return out
-
-    def note(self, func: Any, out: Any) -> None:
-        """Names `out`, the output of `func`, by its role."""
-        self.tagged = self.tagged or func is TAG
-        if not func.is_view and isinstance(out, torch.Tensor):
-            # The latest tensor made at an address names it: the caching allocator hands a
-            # freed intermediate's memory (d1, once the bias is added) to a later one (a), and
-            # a saved tensor's memory is never handed on while it is saved.
-            self.by_storage[out.untyped_storage().data_ptr()] = self._role(func, out)
-
-    def _role(self, func: Any, out: torch.Tensor) -> str:
-        if func is _RELU:
-            self._after_relu = True
-            return "a"
-        if out.dtype == torch.bool:
-            return "mask"
-        if self._after_relu:
-            return "y"
-        # A bare matmul (mm, mv) is d1; addmm, an add, the tag operator: h.
-        return "d1" if func in MATMULS and func not in _BIASED else "h"
-
-    def role(self, ptr: int) -> str:
-        return self.by_storage.get(ptr, "")
 
 
 class RegionCounter:
@@ -148,13 +69,13 @@ def record(
     checkpoint's cache, if its `context_fn` was given too.
     """
     saved, roles = SavedTensors(), Roles()
-    with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack), roles:
+    with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack), Ops(roles):
         out, model = run_forward()
     # Read before the backward pass, which marks every cache entry consumed.
     cached = {} if cache is None else cache.cached()
     parameters = list(model.parameters())
     cotangent = torch.ones_like(out)  # made outside the mode, so it is not counted
-    with GradModeOps() as ops:
+    with Ops() as ops:
         # A frozen parameter (requires_grad False) has no gradient to take.
         wanted = [p for p in parameters if p.requires_grad]
         torch.autograd.grad(out, [x, *wanted], cotangent)
@@ -165,9 +86,9 @@ def record(
     return BackwardRecord(
         instrument=INSTRUMENT,
         saved=classify({**cached, **saved.by_storage}, x, parameters, where, roles.role),
-        recomputed=dict(ops.counts),
+        recomputed=ops.by_op(grad=True),
         checkpoint_regions=regions.forward,
-        backward_matmuls=ops.matmuls,
+        backward_matmuls=ops.matmuls(),
         tags=(SAVED_NAME,) if roles.tagged else (),  # the tag operator stands for the name
     )
 

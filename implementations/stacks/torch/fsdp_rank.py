@@ -20,8 +20,8 @@ adding exact zeros, the sum is rank 0's gradient. The `"batch"` layout gives eac
 **Per-rank evidence** (`record`): saved-tensor hooks note every tensor saved
 in the forward pass, and after it (when FSDP2 has freed the gathered
 weights) each is x's shard (its storage is x's), a parameter (a parameter's
-storage, or a storage FSDP2 freed: a gathered weight), or an activation; a
-`TorchDispatchMode` counts the forward ops (addmm, relu) and the matmuls the
+storage, or a storage FSDP2 freed: a gathered weight), or an activation; the
+stack's counter (`instrument.Ops`) counts the forward ops (addmm, relu) and the matmuls the
 backward pass runs.
 """
 
@@ -33,7 +33,6 @@ import socket
 import sys
 import time
 import warnings
-from collections import Counter
 from multiprocessing.connection import Client
 from typing import Any
 
@@ -42,52 +41,22 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...contract import BackwardRecord, Params, SavedTensor
 from ...rank_pool import OWNER_VARIABLE, watch_parent
 from ...sharding import RankRecord
-from .evidence import Roles
+from .instrument import Ops, Roles
 from .mlp import STATE_NAMES, build_mlp
 
 #: Set in a rank's environment by a test: the rank that crashes (SIGKILLs itself) on its
 #: first request, to show that a dead rank is reported by number and leaves no orphan.
 CRASH_VARIABLE = "REMAT_FSDP_CRASH_RANK"
-FORWARD_OPS = ("addmm", "mm", "relu")
-MATMULS = ("addmm", "mm")
+MATMULS = ("aten.addmm", "aten.mm")
+RERUN = ("aten.addmm", "aten.relu")
 INSTRUMENT = (
     "saved_tensors_hooks on each FSDP2 rank (a storage FSDP2 freed after forward is a "
     "gathered weight); TorchDispatchMode in backward"
 )
-
-
-class BackwardOps(TorchDispatchMode):
-    """Counts aten operators by name (overload packet, without the `aten.` prefix)."""
-
-    def __init__(self):
-        super().__init__()
-        self.counts: Counter = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not func.is_view:
-            self.counts[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
-
-
-class LiveRoles(Roles):
-    """The torch stack's `Roles`, where the latest tensor made at an address names it.
-
-    FSDP2 frees the gathered weights during forward, and a later activation may be
-    allocated where one was: the role is read while the saved tensor is alive (in the
-    saved-tensors hook), so the latest functional op that made that storage is its
-    producer. Ops that write into their arguments (all-gathers, copies) name nothing.
-    """
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if not func.is_view and not func._schema.is_mutable and isinstance(out, torch.Tensor):
-            self.by_storage[out.untyped_storage().data_ptr()] = self._role(func, out)
-        return out
 
 
 class Rank:
@@ -137,7 +106,10 @@ class Rank:
         model = self.sharded(params, checkpoint)
         x = self.rows(x, layout)
         found: dict[int, torch.Tensor] = {}
-        roles = LiveRoles()
+        # FSDP2 frees the gathered weights during forward, and a later activation may be
+        # allocated where one was: a role is read while its saved tensor is alive (in the
+        # pack hook), and what writes into its arguments (all-gathers, copies) names nothing.
+        roles = Roles(functional_only=True)
         role_of: dict[int, str] = {}
 
         def pack(tensor: torch.Tensor) -> torch.Tensor:
@@ -148,14 +120,14 @@ class Rank:
                 role_of[_storage(tensor)] = roles.role(tensor.untyped_storage().data_ptr())
             return tensor
 
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), roles:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), Ops(roles):
             out = model(x)
         saved = self.classify(found, x, model, role_of)  # after forward: weights are freed
         cotangent = torch.ones_like(out)
-        with BackwardOps() as ops:
+        with Ops() as ops:
             out.backward(cotangent)
-        rerun = {op: n for op, n in ops.counts.items() if op in ("addmm", "relu")}
-        matmuls = sum(ops.counts[op] for op in MATMULS)
+        rerun = {op.removeprefix("aten."): n for op, n in ops.by_op(ops=RERUN).items()}
+        matmuls = ops.count(MATMULS)
         kept = sum(t.nbytes for t in saved if t.origin in SavedTensor.KEPT)
         inputs = sum(t.nbytes for t in saved if t.origin == "input")
         rank_layout = layout if layout == "batch" else "feature"

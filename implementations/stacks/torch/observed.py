@@ -2,8 +2,8 @@
 values the suite checks. Imports torch only.
 
 `observe(call, x)` runs `call()` (the port's `vjp`, or its `nn_checkpoint_forward` followed by a
-backward pass) under one outer `saved_tensors_hooks` and one `TorchDispatchMode`, `Watch`, and
-never builds a model of its own:
+backward pass) under one outer `saved_tensors_hooks` and the stack's counter (`instrument.Ops`,
+its observers a `Watch` and `Roles`), and never builds a model of its own:
 
 - **Phases.** An op runs in the backward pass when autograd's engine is running a graph task
   (`torch._C._current_graph_task_id() != -1`), and in the forward pass otherwise. A saved
@@ -14,7 +14,7 @@ never builds a model of its own:
   An op's outputs are an *activation* when any input depends on x, a *parameter* when they
   depend on parameters alone, a *constant* when on nothing. Storages made in the forward pass
   are held until the record is made, so that no address is reused under another origin.
-- **Roles** are named as `evidence.Roles` names them (forward pass only).
+- **Roles** are named as `instrument.Roles` names them (forward pass only).
 - **Recomputed:** the non-view ops that run with grad mode on in the backward pass (the engine
   runs backward formulas with grad mode off; a checkpoint reruns its forward with it on).
   **Matmuls** are counted in each pass apart.
@@ -26,18 +26,17 @@ never builds a model of its own:
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ...contract import BackwardRecord, SavedTensor
 from ...policies import SAVED_NAME
-from .evidence import RegionCounter, Roles
-from .policies import MATMULS, SelectiveCache, combine
+from .evidence import RegionCounter
+from .instrument import Ops, Roles, SavedTensors
+from .policies import SelectiveCache, combine
 
 INSTRUMENT = (
     "the port's own call under an outer saved_tensors_hooks (storages packed in the forward "
@@ -54,30 +53,24 @@ def active() -> Watch | None:
     return _active[-1] if _active else None
 
 
-def in_backward() -> bool:
-    """Whether autograd's engine is running a backward pass on this thread."""
-    return torch._C._current_graph_task_id() != -1
-
-
-class Watch(TorchDispatchMode):
-    """The dispatch mode of one observed call (see the module's docstring).
+class Watch:
+    """What one observed call is watched by (see the module's docstring): the stack's counter
+    (`ops`), with this watch following origins and `roles` naming tensors as its observers.
 
     **Arguments:** `x`, the values of the call's input, as numpy.
     """
 
     def __init__(self, x: np.ndarray):
-        super().__init__()
         self.x = np.asarray(x, np.float32).ravel()
         self.origin: dict[int, str] = {}  # storage -> origin
         self.held: list[torch.Tensor] = []  # the forward pass's storages, kept alive
         self.roles = Roles()
-        self.recomputed: Counter = Counter()
-        self.forward_matmuls = 0
-        self.backward_matmuls = 0
+        self.ops = Ops(self, self.roles)
         self.regions = RegionCounter()
         self.caches: list[SelectiveCache] = []
         self.handed = False  # whether a model of the call took `context_fn`
         self._reads_x = False  # whether the op being run reads x
+        self._op_origin = "constant"  # what the op being run makes, by what it reads
         self.x_device: torch.device | None = None  # where x lives: "device"; elsewhere "host"
 
     # -- what a model built for the call hands its checkpoint --------------------------------
@@ -92,28 +85,19 @@ class Watch(TorchDispatchMode):
         self.caches.append(cache)
         return combine(self.regions.context_fn, cache.context_fn)
 
-    # -- the mode ---------------------------------------------------------------------------
+    # -- an observer of the forward pass's ops ----------------------------------------------
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        backward = in_backward()
-        if not backward:
-            origin = self._origin_of(torch.utils._pytree.tree_leaves((args, kwargs)))
-        out = func(*args, **kwargs)
-        if backward:
-            if torch.is_grad_enabled() and not func.is_view:
-                self.recomputed[str(func.overloadpacket)] += 1
-            self.backward_matmuls += func in MATMULS
-            return out
-        self.forward_matmuls += func in MATMULS
-        self.roles.note(func, out)
+    def before(self, func: Any, args: Any, kwargs: Any) -> None:
+        self._op_origin = self._origin_of(torch.utils._pytree.tree_leaves((args, kwargs)))
+
+    def after(self, func: Any, args: Any, out: Any) -> None:
+        origin = self._op_origin
         for tensor in torch.utils._pytree.tree_leaves(out):
             if isinstance(tensor, torch.Tensor):
                 # A copy of x (clone, a cast, a contiguous reshape) is x still.
                 copied = origin == "activation" and self._reads_x and self._is_x(tensor)
                 self._label(tensor, "input" if copied else origin)
         self._relabel_mutated(func, args, origin)
-        return out
 
     def _origin_of(self, leaves: list[Any]) -> str:
         found, self._reads_x = "constant", False
@@ -186,27 +170,11 @@ def _stronger(a: str, b: str) -> str:
     return a if _ORIGINS.index(a) >= _ORIGINS.index(b) else b
 
 
-class _ForwardSaves:
-    """Pack hook: the tensors autograd keeps in the forward pass, once per storage."""
-
-    def __init__(self):
-        self.by_storage: dict[int, torch.Tensor] = {}
-
-    def pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        if not in_backward():
-            self.by_storage.setdefault(_storage(tensor), tensor)
-        return tensor
-
-    @staticmethod
-    def unpack(tensor: torch.Tensor) -> torch.Tensor:
-        return tensor
-
-
 @contextlib.contextmanager
 def _watching(watch: Watch) -> Iterator[None]:
     _active.append(watch)
     try:
-        with watch:
+        with watch.ops:
             yield
     finally:
         _active.pop()
@@ -229,7 +197,7 @@ def observe(
     `kept_note`, and `regions()`, its regions as counted where it ran (called after the call).
     """
     x_values = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-    watch, saves = Watch(x_values), _ForwardSaves()
+    watch, saves = Watch(x_values), SavedTensors(forward_only=True)
     with torch.autograd.graph.saved_tensors_hooks(saves.pack, saves.unpack), _watching(watch):
         call()
     cached: dict[int, torch.Tensor] = {}
@@ -248,11 +216,11 @@ def observe(
     return BackwardRecord(
         instrument=INSTRUMENT,
         saved=saved,
-        recomputed=dict(watch.recomputed),
+        recomputed=watch.ops.recomputed(),
         checkpoint_regions=regions(),
-        backward_matmuls=watch.backward_matmuls,
+        backward_matmuls=watch.ops.matmuls("backward"),
         tags=(SAVED_NAME,) if watch.roles.tagged else (),
-        forward_matmuls=watch.forward_matmuls,
+        forward_matmuls=watch.ops.matmuls("forward"),
     )
 
 

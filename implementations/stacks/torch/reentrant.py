@@ -28,6 +28,7 @@ import torch
 
 from ...contract import BackwardRecord
 from . import observed
+from .instrument import in_backward
 
 
 def nodes_of(output: torch.Tensor, kind: str) -> list[Any]:
@@ -82,7 +83,7 @@ class _Roots:
     def note(self, roots: Any) -> None:
         # A reentrant checkpoint's own inner pass: its rerun's graph holds a checkpoint node
         # only where the region nests another (made by the rerun: a region, never kept).
-        inner = observed.in_backward()
+        inner = in_backward()
         for root in (roots,) if isinstance(roots, torch.Tensor) else tuple(roots):
             if isinstance(root, torch.Tensor) and root.grad_fn is not None:
                 found = [n for n in nodes_of(root, self.node) if n not in self.nodes]

@@ -4,29 +4,30 @@ places them. Imports torch and numpy.
 - `none`: the blocks as they are;
 - `segments(s)`: `torch.utils.checkpoint.checkpoint_sequential(blocks, s, x)`, whose last
   segment runs unchecked (the vocabulary's convention follows it);
-- `every`, `nested(...)`, `binomial(c)`: the placement tree, each region a non-reentrant
-  `torch.utils.checkpoint.checkpoint` of its items, nested as the tree nests.
+- `every`, `nested(...)`, `binomial(c)`: the placement tree (`block.placed`), each region a
+  non-reentrant `torch.utils.checkpoint.checkpoint` of its items, nested as the tree nests.
 
-**Instruments.** Forward matmuls: a dispatch mode counts `aten.addmm` (a Linear with its
-bias: the backward's products are `aten.mm`), during the forward pass and during
-`torch.autograd.grad`. Regions: the checkpoints entered. Peak bytes: the profiler's memory
-events over the backward pass, from the live bytes at its start (what the forward pass
-left), each allocation that ends up a returned gradient left out.
+**Instruments.** Forward matmuls: the stack's counter (`instrument.Ops`) counts `aten.addmm` (a
+Linear with its bias: the backward's products are `aten.mm`), in the forward pass and in the
+backward pass (autograd's engine running). Regions: the checkpoints entered. Peak bytes: the
+profiler's memory events over the backward pass, from the live bytes at its start (what the
+forward pass left), each allocation that ends up a returned gradient left out.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch.nn import functional
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+from torch.utils.checkpoint import checkpoint_sequential
 
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.schedules import Region, Schedule
+from implementations.schedules import Schedule
+from implementations.stacks.torch import block as blocks
+from implementations.stacks.torch.instrument import PHASES, Ops
 
 FRAMEWORK = "torch"
 SCHEDULES = {
@@ -47,64 +48,21 @@ SCHEDULE_DEPARTURES = {
     for name in ("nested", "binomial")
 }
 PEAK_METHOD = "torch profiler memory events, backward pass, gradients left out"
+#: The forward Linear with its bias: the backward's products are `aten.mm`.
+FORWARD_MATMUL = ("aten.addmm",)
 
 
-def block(x: torch.Tensor, w1, b1, w2, b2) -> torch.Tensor:  # (B, F) -> (B, F)
-    # The depth bench's block, written here: bench.py looks this module's names up.
-    return functional.linear(torch.relu(functional.linear(x, w1, b1)), w2, b2)
-
-
-class _Blocks:
-    """The stack's blocks as callables, torch layout (weights `(out, in)`)."""
-
-    def __init__(self, data: Data):
-        self.params = [
-            tuple(
-                torch.from_numpy(np.array(a, np.float32, order="C")).requires_grad_()
-                for a in (w1.T, b1, w2.T, b2)
-            )
-            for w1, b1, w2, b2 in data.blocks
-        ]
-        self.flat = [p for ps in self.params for p in ps]
-
-    def run(self, index: int) -> Callable[[torch.Tensor], torch.Tensor]:
-        params = self.params[index]
-        return lambda x: block(x, *params)
-
-
-class _Regions:
-    """Counts the checkpoints entered: the placement as torch ran it."""
-
-    def __init__(self):
-        self.entered = 0
-
-    def checkpoint(self, function: Callable, x: torch.Tensor) -> torch.Tensor:
-        self.entered += 1
-        return checkpoint(function, x, use_reentrant=False)
-
-
-def tree(items: tuple, blocks: _Blocks, regions: _Regions) -> Callable:
-    """The placement's items as one function of x, each region a nested checkpoint."""
-    runs = [
-        (tree(item.items, blocks, regions), True)
-        if isinstance(item, Region)
-        else (blocks.run(item), False)
-        for item in items
-    ]
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        for function, is_region in runs:
-            x = regions.checkpoint(function, x) if is_region else function(x)
-        return x
-
-    return run
-
-
-def stack_fn(schedule: Schedule, blocks: _Blocks, regions: _Regions) -> Callable:
-    """`stack(x)` for the schedule over the blocks."""
-    L = len(blocks.params)
-    if schedule.name == "segments":
-        functions = [blocks.run(i) for i in range(L)]
+def stack_fn(
+    schedule: Schedule,
+    params: list[tuple[torch.Tensor, ...]],
+    regions: blocks.Regions,
+    region: blocks.Checkpoint | None = None,
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`stack(x)` for the schedule over the blocks' parameters: each region `region` (torch's
+    non-reentrant checkpoint if None; then `segments` is `checkpoint_sequential`), counted in
+    `regions`."""
+    if schedule.name == "segments" and region is None:
+        functions = [functools.partial(_block_of, p) for p in params]
         s = schedule.args[0]
 
         def segmented(x):
@@ -112,19 +70,13 @@ def stack_fn(schedule: Schedule, blocks: _Blocks, regions: _Regions) -> Callable
             return checkpoint_sequential(functions, s, x, use_reentrant=False)
 
         return segmented
-    return tree(schedule.placement(L), blocks, regions)
+    region = region or blocks.non_reentrant()
+    stack = blocks.stack(schedule.placement(len(params)), regions.counting(lambda _: region))
+    return functools.partial(stack, params)
 
 
-class _Matmuls(TorchDispatchMode):
-    """Counts `aten.addmm`, the forward Linear (the backward's products are `aten.mm`)."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += func is torch.ops.aten.addmm.default
-        return func(*args, **(kwargs or {}))
+def _block_of(p: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
+    return blocks.block(x, *p)
 
 
 class TorchScheduleCase:
@@ -132,24 +84,25 @@ class TorchScheduleCase:
 
     framework = FRAMEWORK
 
-    def __init__(self, schedule: Schedule, data: Data, stack: Callable | None = None):
+    def __init__(self, schedule: Schedule, data: Data, region: blocks.Checkpoint | None = None):
         self.schedule = schedule.label
-        self.blocks, self.regions = _Blocks(data), _Regions()
-        self.stack = stack or stack_fn(schedule, self.blocks, self.regions)
+        self.params, self.regions = blocks.parameters(data.blocks), blocks.Regions()
+        self.flat = [p for ps in self.params for p in ps]
+        self.stack = stack_fn(schedule, self.params, self.regions, region)
         self.x = torch.from_numpy(np.array(data.x, np.float32))
         self.cotangent = torch.from_numpy(np.array(data.cotangent, np.float32))
 
     def _grads(self, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return torch.autograd.grad(y, self.blocks.flat, self.cotangent)
+        return torch.autograd.grad(y, self.flat, self.cotangent)
 
     def matmuls(self) -> tuple[tuple[int, int], int]:
         """Forward matmuls (forward pass, backward pass) and the regions entered."""
         self.regions.entered = 0
-        with _Matmuls() as counter:
+        with Ops() as ops:
             y = self.stack(self.x)
-            forward, entered = counter.count, self.regions.entered  # not the reruns' own
+            entered = self.regions.entered  # not the reruns' own
             self._grads(y)
-        return (forward, counter.count - forward), entered
+        return tuple(ops.count(FORWARD_MATMUL, phase) for phase in PHASES), entered
 
     def peak_bytes(self) -> int | None:
         """The most bytes alive during the backward pass above none, gradients left out: the

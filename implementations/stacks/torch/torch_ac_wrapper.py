@@ -96,6 +96,24 @@ def gradients(
     return grads
 
 
+def grads_of(
+    port: TorchPort, model: nn.Module, x: torch.Tensor, weights: list, cotangent: np.ndarray
+) -> Grads:
+    """The VJP of `port.run(model, x)` with `cotangent` into x and the block's weights (w1, b1,
+    w2, b2 in torch's layout), as canonical `Grads`."""
+    grads = gradients(port.run(model, x), [x, *weights], as_tensor(cotangent))
+    return out_in.to_grads(grads[1:], grads[0], to_host_array)
+
+
+def exercise_of(port: TorchPort, seed: Any, x: Any, features: Any) -> tuple[torch.Tensor, Any]:
+    """The exercise on `port.model(params, True)`: its output and the model."""
+    x, params = exercise_inputs(seed, x, features)
+    model = port.model(params, True, device=x.device)
+    if not x.requires_grad:  # as the torch stack's exercise: only x is differentiable
+        model.requires_grad_(False)
+    return port.run(model, x), model
+
+
 def exercise_inputs(seed: Any, x: Any, features: Any) -> tuple[torch.Tensor, Params]:
     """The exercise's checked x (a tensor, its graph kept) and Flax's canonical parameters for
     `PRNGKey(seed)`: the checks and their order are the torch stack's (`mlp.exercise_model`)."""
@@ -178,16 +196,11 @@ class TorchAcWrapper(TorchPort):
     ) -> Grads:
         net, x = self.model(params, checkpoint), leaf_input(x)
         block = net.get_submodule("block")  # the original block, even under a wrapper
-        leaves = [x, *(_unwrapped(block).get_parameter(name) for name in STATE_NAMES)]
-        grads = gradients(self.run(net, x), leaves, as_tensor(cotangent))
-        return out_in.to_grads(grads[1:], grads[0], to_host_array)
+        weights = [_unwrapped(block).get_parameter(name) for name in STATE_NAMES]
+        return grads_of(self, net, x, weights, cotangent)
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, Any]:
-        x, params = exercise_inputs(seed, x, features)
-        net = self.model(params, True, device=x.device)
-        if not x.requires_grad:  # as the torch stack's exercise: only x is differentiable
-            net.requires_grad_(False)
-        return self.run(net, x), net
+        return exercise_of(self, seed, x, features)
 
 
 def _unwrapped(module: nn.Module) -> nn.Module:

@@ -21,14 +21,12 @@ import numpy as np
 import torch
 
 from implementations.contract import Grads, Params
-from implementations.stacks.numpy import out_in
-from implementations.stacks.torch import TorchPort, leaf_input, state_to_params, to_host_array
-from implementations.stacks.torch.mlp import tensor as as_tensor
+from implementations.stacks.torch import TorchPort, leaf_input, state_to_params
 from implementations.stacks.torch.torch_ac_wrapper import (
     CheckpointImpl,
     context_for,
-    exercise_inputs,
-    gradients,
+    exercise_of,
+    grads_of,
     wrap,
 )
 
@@ -114,16 +112,10 @@ class HfTransformers(TorchPort):
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
     ) -> Grads:
         model, x = self.model(params, checkpoint), self.input_of(x)
-        leaves = [x, *parameters(_block(model))]
-        grads = gradients(self.run(model, x), leaves, as_tensor(cotangent))
-        return out_in.to_grads(grads[1:], grads[0], to_host_array)
+        return grads_of(self, model, x, parameters(_block(model)), cotangent)
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, Any]:
-        x, params = exercise_inputs(seed, x, features)
-        model = self.model(params, True, device=x.device)
-        if not x.requires_grad:  # as the torch stack's exercise: only x is differentiable
-            model.requires_grad_(False)
-        return self.run(model, x), model
+        return exercise_of(self, seed, x, features)
 
 
 def _is_block(module: torch.nn.Module) -> bool:

@@ -207,7 +207,7 @@ def test_torch_checkpointed_gradients_equal_plain_ones():
     from implementations.stacks.torch import bench as torch_stack
 
     grads = {
-        mode: torch_stack.build("", mode, _data(2))._grads(torch_stack.stack_fn(mode))
+        mode: torch_stack.build("", mode, _data(2))._grads(torch_stack.stack_fn(mode, 2))
         for mode in measure.MODES
     }
     for mode in ("full", "save-mm"):

@@ -50,6 +50,20 @@ def test_the_table_gives_all_dir_and_names_imported_on_first_use(package):
     assert package.other is sys.modules["lazy_probe.other"]  # its own name: the module wins
 
 
+def test_a_plain_module_s_names_come_from_its_sibling(package, tmp_path):
+    # a stack's bench: its bench --schedules names live in the sibling schedules.py
+    (tmp_path / "lazy_probe" / "user.py").write_text(
+        "from implementations.stacks.lazy import lazy_exports\n"
+        '__getattr__, __dir__, _ = lazy_exports(__name__, {"VALUE": ".values"})\n'
+    )
+    user = importlib.import_module("lazy_probe.user")
+    assert "lazy_probe.values" not in sys.modules
+    assert user.VALUE == 3
+    assert "lazy_probe.values" in sys.modules
+    with pytest.raises(AttributeError, match=r"module 'lazy_probe\.user' has no attribute 'x'"):
+        user.x  # noqa: B018
+
+
 def test_a_name_not_in_the_table_is_an_attribute_error_naming_the_package(package):
     with pytest.raises(AttributeError, match="module 'lazy_probe' has no attribute 'absent'"):
         package.absent  # noqa: B018
