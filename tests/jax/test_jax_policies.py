@@ -13,7 +13,7 @@ import pytest
 import implementations
 from conformance.checking import policy_expectations
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_policy_record
+from conformance.checking.properties.j_policies import check_policy_record
 from implementations.contract import Params
 from implementations.policies import Policy
 from tests.support import reference

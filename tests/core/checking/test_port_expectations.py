@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.checking import policy_expectations, provenance
-from conformance.checking.properties import POLICY_SHAPES
+from conformance.checking.strategies import POLICY_SHAPES
 from implementations.contract import MEASURED_BY_BASE, MEASURED_BY_PORT, MEASURED_BY_SUITE
 from implementations.expectations import contradictions, expect, from_wire
 
@@ -157,7 +157,7 @@ def test_provenance_says_base_for_values_set_where_the_record_never_looks():
     """A value method set on the instance, below a record that never runs it: the record
     reads the base's model, and (e) refuses it."""
     from conformance.checking.checks import ConformanceError
-    from conformance.checking.properties import _record
+    from conformance.checking.properties.shared import record_of
     from implementations.contract import BackwardRecord
     from implementations.stacks.base import Port, Stack
     from implementations.stacks.numpy import canonical_params
@@ -181,4 +181,4 @@ def test_provenance_says_base_for_values_set_where_the_record_never_looks():
     assert provenance.measured_by(port) == MEASURED_BY_BASE
     assert "base's model" in provenance.describe(port)["evidence"]
     with pytest.raises(ConformanceError, match="read off the base's model"):
-        _record(port, "backward_record", port.traced_record(None, None, True))
+        record_of(port, "backward_record", port.traced_record(None, None, True))
