@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -116,10 +118,11 @@ def _evidence_cases(scope: str) -> st.SearchStrategy:
 
 #: What (e) reads beyond the contract: a sharded port's own evidence, per rank.
 READS = (
-    on_port("rank_records", "Callable[[Params, ndarray, str, bool], Sequence[RankRecord]]",
-            "a sharded port's records of each rank (implementations.sharding)"),
+    on_port("rank_records", Callable,
+            "a sharded port's records of each rank (params, batch, layout, checkpoint) -> "
+            "one RankRecord a rank (implementations.sharding)"),
     on_port("ranks", int, "a sharded port's ranks"),
-    on_port("layouts", "Sequence[str]", "a sharded port's layouts, each checked"),
+    on_port("layouts", Sequence[str], "a sharded port's layouts, each checked"),
 )  # fmt: skip
 
 

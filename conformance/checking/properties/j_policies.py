@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from implementations.contract import BackwardRecord, Implementation
-from implementations.expectations import Expected
+from implementations.expectations import Entry
 from implementations.policies import SAVED_NAME, Policy, declared
 from implementations.stacks import Port
 
@@ -173,11 +173,12 @@ READS = (
     on_port("policies", Mapping[str, str], "policy name -> native spelling", declared),
     on_port("instrument_family", str, "whose expectations hold (default: the manifest's)",
             policy_expectations.family),
-    on_port("expectations", Mapping[str, Expected],
-            "the port's own: policy label -> Expected (an outside port's)",
+    on_port("expectations", Mapping[str, Entry],
+            "the port's own: policy label -> Expected, or a function of the sizes giving one",
             policy_expectations.own),
-    in_stack("families", Mapping[str, Mapping[str, Expected]],
-             "family -> policy label -> Expected, in the stack's expectations.py",
+    in_stack("families", Mapping[str, Mapping[str, Entry]],
+             "family -> policy label -> Expected (or a function of the sizes), in the stack's "
+             "expectations.py",
              policy_expectations.tables),
 )  # fmt: skip
 

@@ -4,7 +4,9 @@ tests/core/checking/test_property_modules.py holds the list to the code that rea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ class Declaration:
 
     - `name`: the attribute, or the `Expectations` field.
     - `where`: one of `PLACES`.
-    - `type`: what it must be (`Mapping[str, Composed]`), for people and for checks.
+    - `type`: what it must be (`Mapping[str, Composed]`), for people and for `conforms`.
     - `meaning`: one line.
     - `reader`: the function the property reads it through, where its own module does not
       read it by name.
@@ -45,3 +47,33 @@ def on_port(name: str, type: Any, meaning: str, reader: Callable | None = None) 
 def in_stack(name: str, type: Any, meaning: str, reader: Callable | None = None) -> Declaration:
     """A declaration in the stack's folder (its `Expectations`)."""
     return Declaration(name, "stack", type, meaning, reader)
+
+
+def conforms(value: Any, kind: Any) -> bool:
+    """Whether `value` is of `kind`: a class, `Any`, a union, `Callable[...]`, `Mapping[K, V]`,
+    `Sequence[T]` (not a string) or `tuple[T, ...]`, checked through (`TypeError` naming
+    `kind` for any other form: a declaration's type is one this can check)."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, arg) for arg in args)
+    if origin is Callable or kind is Callable:
+        return callable(value)
+    if origin is Mapping or origin is dict:
+        key, item = args or (Any, Any)
+        return isinstance(value, Mapping) and all(
+            conforms(k, key) and conforms(v, item) for k, v in value.items()
+        )
+    if origin in (Sequence, tuple):
+        item = args[0] if args else Any
+        if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
+            raise TypeError(f"kind {kind!r}: only tuple[T, ...] is checked")
+        return (
+            isinstance(value, Sequence)
+            and not isinstance(value, str)
+            and all(conforms(v, item) for v in value)
+        )
+    if origin is None and isinstance(kind, type):
+        return isinstance(value, kind)
+    raise TypeError(f"kind {kind!r} is not a form conforms checks")
