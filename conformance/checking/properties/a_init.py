@@ -31,5 +31,5 @@ MUTANTS: tuple[str, ...] = ()
 
 PROPERTY = Property(
     "a", "init", "init params equal the canonical (2 ulp)", check_init, prepare_init,
-    strategy=strategies.seeded_forward_cases, cost=5, mutants=MUTANTS,
+    strategy=strategies.seeded_forward_cases, cost=50, mutants=MUTANTS,
 )  # fmt: skip

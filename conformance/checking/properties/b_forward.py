@@ -34,5 +34,5 @@ MUTANTS = (
 
 PROPERTY = Property(
     "b", "forward", "forward from shared params equals the canonical", check_forward,
-    prepare_forward, strategy=strategies.param_cases, cost=6, mutants=MUTANTS,
+    prepare_forward, strategy=strategies.param_cases, cost=60, mutants=MUTANTS,
 )  # fmt: skip

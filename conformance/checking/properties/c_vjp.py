@@ -30,5 +30,5 @@ MUTANTS = ("hf_reentrant_input_without_grad",)
 
 PROPERTY = Property(
     "c", "vjp", "VJP (params and x) equals the canonical", check_vjp, prepare_vjp,
-    strategy=strategies.param_cases, cost=7, mutants=MUTANTS,
+    strategy=strategies.param_cases, cost=70, mutants=MUTANTS,
 )  # fmt: skip

@@ -44,5 +44,5 @@ MUTANTS: tuple[str, ...] = ()
 PROPERTY = Property(
     "d", "on_off", "checkpoint on equals off, within the port", check_checkpoint_is_transparent,
     prepare_on_off, strategy=strategies.param_cases, needs_canonical=False, share=ON_OFF_SHARE,
-    cost=8, mutants=MUTANTS,
+    cost=80, mutants=MUTANTS,
 )  # fmt: skip

@@ -163,6 +163,6 @@ MUTANTS = (
 
 PROPERTY = Property(
     "e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,
-    strategy=_evidence_cases, needs_canonical=False, share=SHAPE_BOUND_SHARE, cost=3,
+    strategy=_evidence_cases, needs_canonical=False, share=SHAPE_BOUND_SHARE, cost=30,
     reads=READS, mutants=MUTANTS,
 )  # fmt: skip

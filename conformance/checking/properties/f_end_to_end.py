@@ -42,5 +42,5 @@ MUTANTS = (
 
 PROPERTY = Property(
     "f", "end_to_end", "nn_checkpoint_forward equals the canonical", check_end_to_end,
-    prepare_end_to_end, strategy=strategies.seeded_forward_cases, cost=4, mutants=MUTANTS,
+    prepare_end_to_end, strategy=strategies.seeded_forward_cases, cost=40, mutants=MUTANTS,
 )  # fmt: skip

@@ -78,5 +78,5 @@ MUTANTS = (
 
 PROPERTY = Property(
     "g", "bad_inputs", "bad inputs raise the contract's errors", check_bad_input,
-    cases=_bad_input_cases, needs_canonical=False, cost=1, reads=READS, mutants=MUTANTS,
+    cases=_bad_input_cases, needs_canonical=False, cost=10, reads=READS, mutants=MUTANTS,
 )  # fmt: skip

@@ -75,5 +75,5 @@ MUTANTS = (
 PROPERTY = Property(
     "h", "hygiene", "x unchanged, float32 (F,), repeatable", check_call_hygiene,
     strategy=strategies.seeded_forward_cases, needs_canonical=False, share=SHAPE_BOUND_SHARE,
-    cost=2, mutants=MUTANTS,
+    cost=20, mutants=MUTANTS,
 )  # fmt: skip

@@ -66,5 +66,5 @@ MUTANTS = (
 PROPERTY = Property(
     "i", "precision", "as close to exact as float32 gets (median, large shapes)",
     check_precision, prepare_precision, strategy=strategies.precision_cases,
-    needs_canonical=False, cost=9, mutants=MUTANTS,
+    needs_canonical=False, cost=90, mutants=MUTANTS,
 )  # fmt: skip

@@ -197,5 +197,5 @@ MUTANTS = (
 PROPERTY = Property(
     "j", "policies", "every declared remat policy: canonical results, expected saves",
     check_policies, prepare_policies, strategy=strategies.policy_cases,
-    examples=POLICY_EXAMPLES, cost=10, reads=READS, mutants=MUTANTS,
+    examples=POLICY_EXAMPLES, cost=100, reads=READS, mutants=MUTANTS,
 )  # fmt: skip

@@ -225,6 +225,6 @@ PROPERTY = Property(
     "k", "composition", "regions wrapped twice and under a trainer's: canonical "
     "results, declared saves and forward runs", check_composition,
     prepare_composition, strategy=strategies.policy_cases, examples=COMPOSITION_EXAMPLES,
-    not_applicable=not_expressible, checks_canonical=True, cost=11, reads=READS,
+    not_applicable=not_expressible, checks_canonical=True, cost=110, reads=READS,
     mutants=MUTANTS,
 )  # fmt: skip

@@ -42,9 +42,9 @@ class Property:
       a port (it is then reported skipped, with the reason, never passed).
     - `checks_canonical`: the canonical port is checked too, against its own reference (a
       property whose port-side check says more than the values: (k)'s records).
-    - `cost`: what its check costs a mutant, against the others' (1 the cheapest; each
-      property its own): the mutation run tries the cheapest first
-      (`conformance.running.mutation.KILL_ORDER`).
+    - `cost`: what its check costs a mutant, against the others' (each property its own; in
+      tens, so that a new property takes a place between two without renumbering them): the
+      mutation run tries the cheapest first (`conformance.running.mutation.KILL_ORDER`).
     - `reads`: the declarations it reads beyond the contract's methods, typed (`schema`).
     - `mutants`: the mutants it must kill, by name (`conformance.mutants`): the one place that
       says which property rejects a mutant.
