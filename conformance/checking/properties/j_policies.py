@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from implementations.contract import BackwardRecord, Implementation
-from implementations.expectations import Entry
+from implementations.expectations import Entry, Expected, contradictions
 from implementations.policies import SAVED_NAME, Policy, declared
 from implementations.stacks import Port
 
@@ -29,6 +29,56 @@ POLICY_EXAMPLES = 3
 #: can, as full remat: a budget that is ignored shows there). Within (0, 1] the answer is the
 #: framework's own trade-off, which hangs on the sizes: `bench --policies` measures it.
 BUDGET_CHECKED = Policy("budget", 0.0)
+
+
+# The (j) reader of the declarations (`READS`): the port's own table first, held to the
+# policy vocabulary (`implementations.expectations.contradictions`), then its family's.
+
+
+class Contradiction(ValueError):
+    """A port's own expectations contradict the policy vocabulary."""
+
+
+def tables() -> dict[str, dict[str, Any]]:
+    """Every family the suite's stacks declare: family -> policy label or name -> `Expected`
+    (or a function of the sizes giving one)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for _, declaration in policy_expectations.declared():
+        for name, table in declaration.families.items():
+            if name in merged:
+                raise ValueError(f"instrument family {name!r} is declared twice")
+            merged[name] = dict(table)
+    return merged
+
+
+def check_own(port: Any) -> None:
+    """Raise `Contradiction` where the port's own expectations contradict the vocabulary."""
+    table = policy_expectations.own(port)
+    if table is None:
+        return
+    problems = contradictions(table, (4, 7))
+    if problems:
+        name = policy_expectations.family(port) or "unknown"
+        raise Contradiction(
+            f"the expectations it declares for the {name} instrument contradict the policy "
+            f"vocabulary: {'; '.join(problems)}"
+        )
+
+
+def expected(
+    port: Any, policy: Policy, dim: int | None = None, features: int | None = None
+) -> Expected | None:
+    """What `port`'s instrument must show under `policy` (its label, e.g. `budget(0)`, first,
+    then its name) at sizes `dim`, `features`; None where nothing is written down. The port's
+    own declaration first (`Contradiction` where it contradicts the vocabulary), then its
+    family's table. An entry may be a function of the sizes."""
+    table = policy_expectations.own(port)
+    if table is not None:
+        check_own(port)
+    else:
+        table = tables().get(policy_expectations.family(port), {})
+    entry = table.get(policy.label) or table.get(policy.name)
+    return entry(dim, features) if callable(entry) else entry
 
 
 def _policies_of(port: Implementation) -> list[Policy]:
@@ -61,7 +111,7 @@ def prepare_policies(canonical: Implementation, case) -> dict[str, Any]:
 def check_policies(port: Implementation, reference: dict, case) -> float:
     """(j) Under every remat policy the port declares: output and VJP equal the canonical's
     under the same policy, and its instrument shows the saved roles and backward matmuls
-    that `policy_expectations` writes down for its stack."""
+    that its stack (or the port itself) writes down (`expected`)."""
     worst = 0.0
     for policy in _policies_of(port):
         argument, what = checkpoint_argument(port, policy), f"policy {policy.label}"
@@ -99,7 +149,7 @@ def check_policy_record(
     dim: int | None = None,
     features: int | None = None,
 ) -> None:
-    """Fail unless `record` shows what `policy_expectations` expects of `port` under `policy`
+    """Fail unless `record` shows what `expected` gives for `port` under `policy`
     (at sizes `dim`, `features`, where a stack's expectation depends on them)."""
     what = f"VJP under policy {policy.label}"
     if policy.name == "save_named" and record.tags is not None and SAVED_NAME not in record.tags:
@@ -110,11 +160,11 @@ def check_policy_record(
             f"(tags: {list(record.tags) or 'none'}): upstream then runs full remat silently",
         )
     try:
-        expected = policy_expectations.expected(port, policy, dim, features)
-    except policy_expectations.Contradiction as error:
+        entry = expected(port, policy, dim, features)
+    except Contradiction as error:
         fail(port.name, what, str(error))
     whose = policy_expectations.source(port)
-    if expected is None:
+    if entry is None:
         name = policy_expectations.family(port) or "unknown"
         if policy_expectations.own(port) is not None:
             fail(
@@ -136,13 +186,13 @@ def check_policy_record(
     if unnamed:
         listed = ", ".join(f"{t.shape} {t.dtype} ({t.note})" for t in unnamed)
         fail(port.name, what, f"{record.instrument} cannot name the role of: {listed}")
-    roles, wanted = record.saved_roles, expected.roles
+    roles, wanted = record.saved_roles, entry.roles
     if roles != wanted:
         fail(
             port.name,
             what,
             f"saves {{{', '.join(sorted(roles))}}}, expected "
-            f"{{{', '.join(sorted(wanted))}}} ({expected.why}{held})",
+            f"{{{', '.join(sorted(wanted))}}} ({entry.why}{held})",
         )
     check_count(
         port.name,
@@ -150,18 +200,18 @@ def check_policy_record(
         "matmuls in backward",
         "backward_matmuls",
         record.backward_matmuls,
-        expected.backward_matmuls,
-        f" ({expected.why}{held})",
+        entry.backward_matmuls,
+        f" ({entry.why}{held})",
     )
     for tensor in record.kept:
-        place = "host" if tensor.role in expected.host else "device"
+        place = "host" if tensor.role in entry.host else "device"
         if tensor.memory_space and tensor.memory_space != place:
             fail(
                 port.name,
                 what,
                 f"keeps {tensor.role} in {tensor.memory_space} memory, expected {place}{held}",
             )
-    for role in expected.host:
+    for role in entry.host:
         spaces = {t.memory_space for t in record.kept if t.role == role}
         if spaces != {"host"}:
             fail(port.name, what, f"keeps {role} in {spaces or 'no'} memory, expected host{held}")
@@ -179,7 +229,7 @@ READS = (
     in_stack("families", Mapping[str, Mapping[str, Entry]],
              "family -> policy label -> Expected (or a function of the sizes), in the stack's "
              "expectations.py",
-             policy_expectations.tables),
+             tables),
 )  # fmt: skip
 
 
