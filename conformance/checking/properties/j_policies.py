@@ -14,10 +14,10 @@ from implementations.policies import SAVED_NAME, Policy, declared
 from implementations.stacks import Port
 
 from .. import policy_expectations, strategies
-from ..checks import check_count, fail, within
+from ..checks import check_count, fail
 from ..tolerance import analyse_vjp, forward_bound
 from .schema import in_stack, on_port
-from .shared import compare_grads, grads_of, record_of
+from .shared import grads_of, record_of, values_under
 from .spec import Property
 
 #: Examples of (j) per run: each runs every declared policy (a compile per policy and
@@ -118,23 +118,7 @@ def check_policies(port: Implementation, reference: dict, case) -> float:
         # A policy the canonical cannot express (budget) is held to its no-remat run:
         # every applied policy gives the no-remat gradients.
         canonical = reference["policies"].get(policy.label) or reference["policies"]["none"]
-        out = port.forward(case.params, case.x, checkpoint=argument)
-        worst = max(
-            worst,
-            within(port.name, f"forward, {what}", out, canonical["output"], reference["bound"]),
-        )
-        grads = grads_of(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=argument))
-        worst = max(
-            worst,
-            compare_grads(
-                port.name,
-                f"VJP d/d{{}}, {what}",
-                case,
-                reference["analysis"],
-                grads.as_dict(),
-                canonical["grads"],
-            ),
-        )
+        worst = max(worst, values_under(port, argument, what, case, canonical, reference))
         record = record_of(
             port, "backward_record", port.backward_record(case.params, case.x, checkpoint=argument)
         )

@@ -21,10 +21,10 @@ from implementations.composition import Composed
 from implementations.contract import BackwardRecord, Implementation
 
 from .. import policy_expectations, strategies
-from ..checks import check_count, fail, within
+from ..checks import check_count, fail
 from ..tolerance import analyse_vjp, forward_bound
 from .schema import in_stack, on_port
-from .shared import compare_grads, grads_of, record_of
+from .shared import grads_of, record_of, values_under
 from .spec import Property
 
 #: Where a record's reruns come from (`rerun_matmuls`), for a message that finds none.
@@ -177,19 +177,7 @@ def check_composition(port: Implementation, reference: dict, case) -> float:
         if name not in composition.declared(port):
             continue
         argument, what = composition.Nesting(name), f"region composed: {name}"
-        out = port.forward(case.params, case.x, checkpoint=argument)
-        worst = max(
-            worst,
-            within(port.name, f"forward, {what}", out, reference["output"], reference["bound"]),
-        )
-        grads = grads_of(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=argument))
-        worst = max(
-            worst,
-            compare_grads(
-                port.name, f"VJP d/d{{}}, {what}", case, reference["analysis"],
-                grads.as_dict(), reference["grads"],
-            ),
-        )  # fmt: skip
+        worst = max(worst, values_under(port, argument, what, case, reference, reference))
         record = record_of(
             port, "backward_record", port.backward_record(case.params, case.x, checkpoint=argument)
         )

@@ -63,3 +63,21 @@ def run_seeded_forward(port: Implementation, case, x: Any) -> np.ndarray:
     if out.dtype != np.float32:
         fail(port.name, "nn_checkpoint_forward output", f"dtype {out.dtype}, expected float32")
     return out
+
+
+def values_under(
+    port: Implementation, argument: Any, what: str, case, canonical: dict, reference: dict
+) -> float:
+    """The port's forward and VJP under `checkpoint=argument` against `canonical`'s "output"
+    and "grads", within `reference`'s "bound" and "analysis": the worst ratio ((j) under a
+    policy, (k) under a composition)."""
+    out = port.forward(case.params, case.x, checkpoint=argument)
+    worst = within(port.name, f"forward, {what}", out, canonical["output"], reference["bound"])
+    grads = grads_of(port, port.vjp(case.params, case.x, case.cotangent, checkpoint=argument))
+    return max(
+        worst,
+        compare_grads(
+            port.name, f"VJP d/d{{}}, {what}", case, reference["analysis"], grads.as_dict(),
+            canonical["grads"],
+        ),
+    )  # fmt: skip
