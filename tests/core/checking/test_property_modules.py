@@ -70,7 +70,7 @@ def test_nothing_else_in_conformance_names_a_property_by_hand():
 def test_the_search_for_hand_written_keys_finds_one(tmp_path):
     planted = tmp_path / "running" / "supervisor.py"
     planted.parent.mkdir()
-    planted.write_text('HYGIENE = "h_hygiene"\nLETTER = "(k)"\nPROSE = "(a) to (k)"\n')
+    planted.write_text('HYGIENE = "h_hygiene"\nLETTER = "(k)"\nPROSE = "as (k) does"\n')
     assert _property_keys_spelled_out(planted) == [
         "running/supervisor.py:1: 'h_hygiene'",
         "running/supervisor.py:2: '(k)'",
