@@ -88,6 +88,17 @@ class MutantEntry:
     first: tuple[str, ...] = ()
     outside: bool = False
 
+    def __post_init__(self):
+        # An entry written when the property that kills it came fifth would pass its key here.
+        if not isinstance(self.first, tuple) or not all(
+            isinstance(p, str) and len(p) == 1 for p in self.first
+        ):
+            raise TypeError(
+                f"mutant {self.name}: first must be a tuple of property letters, got "
+                f"{self.first!r} (the property that kills a mutant names it in its MUTANTS, "
+                "conformance/checking/properties/)"
+            )
+
 
 @dataclass(frozen=True)
 class BenchEntry:

@@ -21,6 +21,7 @@ from implementations import manifests
 from implementations.composition import composed
 from implementations.contract import Implementation
 from implementations.expectations import Expectations
+from implementations.manifests import MutantEntry
 
 FOLDER = Path(properties.__file__).parent
 PACKAGE = Path(conformance.__file__).parent
@@ -84,6 +85,12 @@ def test_each_mutant_is_named_by_exactly_one_property():
     assert named == sorted(MUTANTS)
     for name, spec in MUTANTS.items():
         assert name in BY_KEY[spec.killed_by].mutants
+
+
+def test_a_manifest_entry_that_still_names_its_killer_is_refused():
+    with pytest.raises(TypeError, match="mutant m: first must be a tuple of property letters"):
+        MutantEntry("m", "pkg.mod:Class", "a bug", "pytorch", "e_evidence")
+    assert MutantEntry("m", "pkg.mod:Class", "a bug", "pytorch", ("i",)).first == ("i",)
 
 
 def test_a_mutant_no_property_names_is_an_error_naming_it():
