@@ -78,14 +78,14 @@ def case_for(index: int):
 def judge_all(port, case, reference) -> list:
     """Every result of the precision check, without stopping at a failure."""
     from conformance.checking import precision
-    from conformance.checking.properties import _run_seeded_forward
+    from conformance.checking.properties.shared import run_seeded_forward
 
     results = [
         precision.judge_output("output", port.forward(case.params, case.x), reference.forward)
     ]
     grads = port.vjp(case.params, case.x, case.cotangent).as_dict()
     results += precision.judge_grads(grads, reference, case.params, case.x, case.cotangent)
-    out = _run_seeded_forward(port, case, port.from_numpy(case.x.copy()))
+    out = run_seeded_forward(port, case, port.from_numpy(case.x.copy()))
     results.append(precision.judge_output("end_to_end", out, reference.end_to_end))
     return results
 
@@ -154,7 +154,7 @@ def describe(case) -> str:
 
 
 def false_alarms(start: int, count: int, progress: bool) -> dict:
-    from conformance.checking.properties import prepare_precision
+    from conformance.checking.properties.i_precision import prepare_precision
     from tests.support.precision_ports import float32_ports
 
     ports = float32_ports()
@@ -180,7 +180,7 @@ def false_alarms(start: int, count: int, progress: bool) -> dict:
 
 def real_ports(names: list[str], start: int, count: int, progress: bool) -> dict:
     import implementations
-    from conformance.checking.properties import prepare_precision
+    from conformance.checking.properties.i_precision import prepare_precision
 
     out: dict = {"run": "ports", "start": start, "count": count, "ports": {}}
     ports = []
@@ -217,7 +217,7 @@ def mutants(data_seeds: int, names: list[str]) -> dict:
     """The lower-precision test ports and the named mutants (default: the precision
     tier's four); a mutant whose stack cannot load in this process is listed as such."""
     from conformance import mutants as registry
-    from conformance.checking.properties import prepare_precision
+    from conformance.checking.properties.i_precision import prepare_precision
     from conformance.checking.strategies import PrecisionCase
     from tests.support.precision_ports import low_precision_ports
 

@@ -73,20 +73,31 @@ class MutantEntry:
     """A deliberately broken port the suite must reject (`conformance.mutants`).
 
     - `target`: `"module:Class"`; `family`: the port whose worker hunts it
-      (whose framework it needs); `killed_by`: the property that must reject it, the
-      one that looks at its bug (a kill by another property, or by a crash, would be a
-      weaker proof); `first`: property ids tried before the usual order; `outside`: it
-      stands for a port from another package, and is loaded as one (its code marks the
-      process: `implementations.OUTSIDE_LOADED`).
+      (whose framework it needs); `first`: property ids tried before the usual order;
+      `outside`: it stands for a port from another package, and is loaded as one (its code
+      marks the process: `implementations.OUTSIDE_LOADED`).
+
+    The property that must reject it (the one that looks at its bug) names it, in its
+    module's `MUTANTS` (`conformance/checking/properties/`): not here.
     """
 
     name: str
     target: str
     bug: str
     family: str
-    killed_by: str
     first: tuple[str, ...] = ()
     outside: bool = False
+
+    def __post_init__(self):
+        # An entry written when the property that kills it came fifth would pass its key here.
+        if not isinstance(self.first, tuple) or not all(
+            isinstance(p, str) and len(p) == 1 for p in self.first
+        ):
+            raise TypeError(
+                f"mutant {self.name}: first must be a tuple of property letters, got "
+                f"{self.first!r} (the property that kills a mutant names it in its MUTANTS, "
+                "conformance/checking/properties/)"
+            )
 
 
 @dataclass(frozen=True)

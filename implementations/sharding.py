@@ -7,7 +7,7 @@
   two `jax.distributed` processes, all on this machine (docs/SCALE.md).
 - `RankRecord`: what one rank's backward pass kept and reran, as that rank's
   own instrument reports it (the per-rank evidence that property (e) checks
-  on a sharded port, see `conformance.checking.properties`).
+  on a sharded port, see `conformance.checking.properties.e_evidence`).
 - `LAYOUTS`: the two ways the MLP is sharded. `"batch"`: x is a batch
   `(B, D)` split by rows over the ranks, parameters sharded (FSDP) or
   replicated (SPMD); `"feature"`: x replicated, the hidden layer split

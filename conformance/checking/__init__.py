@@ -1,2 +1,2 @@
-"""The checks: the properties (a) to (k), their strategies, the tolerance model, the
-precision tier, the golden vectors and the mutation run."""
+"""The checks: the properties (one module each, `properties/`), their strategies, the
+tolerance model, the precision tier, the golden vectors and the mutation run."""

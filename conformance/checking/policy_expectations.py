@@ -1,19 +1,21 @@
-"""What each port's instrument must show under each remat policy, and who said so.
+"""Whose declarations hold for a port, and who wrote them: its instrument family, the
+expectations it declares itself, the stack folders' declarations, and the documented
+degradations.
 
 Two sources, one form (`implementations.expectations`):
 
 - **the port's own declaration**: a port class's `expectations` (policy label
   -> `Expected`), or a process port's `hello` (docs/PROTOCOL.md,
   *Expectations*), for its `instrument_family`. An outside framework brings
-  its own, with a reason per policy; the suite holds it to the policy
-  vocabulary (`implementations.expectations.contradictions`) and then to
-  what the port's records show.
+  its own, with a reason per policy.
 - **the suite's**: every stack declares its instrument families' expected
   records and its documented degradations in its folder (the manifest names
   the module). This module gathers them.
 
-A port's own declaration comes first; otherwise its family's table in the
-suite. `source(port)` says whose expectation a port is held to, for reports.
+A port's own declaration comes first; otherwise its family's table in the suite.
+`source(port)` says whose expectation a port is held to, for reports. Property (j) reads
+the tables and holds a port to them (`properties.j_policies`); (k), the provenance of
+records, the matrices and the version sweep read the family and the degradations here.
 """
 
 from __future__ import annotations
@@ -23,35 +25,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from implementations import manifests
-from implementations.expectations import (
-    Degradation,
-    Expectations,
-    Expected,
-    contradictions,
-    expect,
-)
-from implementations.policies import Policy
+from implementations.expectations import Degradation, Expectations
 
-__all__ = [
-    "Contradiction",
-    "Degradation",
-    "Expected",
-    "degradations",
-    "expect",
-    "expected",
-    "family",
-    "own",
-    "source",
-    "tables",
-]
-
-
-class Contradiction(ValueError):
-    """A port's own expectations contradict the policy vocabulary."""
+__all__ = ["all_degradations", "declared", "degradations", "family", "own", "source"]
 
 
 @functools.cache
-def _declared() -> tuple[tuple[str, Expectations], ...]:
+def declared() -> tuple[tuple[str, Expectations], ...]:
     """Each stack's declaration, with the file that holds it."""
     found = []
     for manifest in manifests.manifests():
@@ -63,25 +43,13 @@ def _declared() -> tuple[tuple[str, Expectations], ...]:
     return tuple(found)
 
 
-def tables() -> dict[str, dict[str, Any]]:
-    """Every family the suite's stacks declare: family -> policy label or name -> `Expected`
-    (or a function of the sizes giving one)."""
-    merged: dict[str, dict[str, Any]] = {}
-    for _, declaration in _declared():
-        for name, table in declaration.families.items():
-            if name in merged:
-                raise ValueError(f"instrument family {name!r} is declared twice")
-            merged[name] = dict(table)
-    return merged
-
-
 def _files() -> dict[str, str]:
-    return {name: path for path, d in _declared() for name in d.families}
+    return {name: path for path, d in declared() for name in d.families}
 
 
 def all_degradations() -> tuple[Degradation, ...]:
     """Every documented degradation, from every stack."""
-    return tuple(d for _, declaration in _declared() for d in declaration.degradations)
+    return tuple(d for _, declaration in declared() for d in declaration.degradations)
 
 
 def family(port: Any) -> str:
@@ -115,35 +83,6 @@ def source(port: Any) -> str:
     if path is None:
         return ""
     return f"the {name} instrument's, declared by the suite ({path})"
-
-
-def check_own(port: Any) -> None:
-    """Raise `Contradiction` where the port's own expectations contradict the vocabulary."""
-    table = own(port)
-    if table is None:
-        return
-    problems = contradictions(table, (4, 7))
-    if problems:
-        raise Contradiction(
-            f"the expectations it declares for the {family(port) or 'unknown'} instrument "
-            f"contradict the policy vocabulary: {'; '.join(problems)}"
-        )
-
-
-def expected(
-    port: Any, policy: Policy, dim: int | None = None, features: int | None = None
-) -> Expected | None:
-    """What `port`'s instrument must show under `policy` (its label, e.g. `budget(0)`, first,
-    then its name) at sizes `dim`, `features`; None where nothing is written down. The port's
-    own declaration first (`Contradiction` where it contradicts the vocabulary), then its
-    family's table. An entry may be a function of the sizes."""
-    table = own(port)
-    if table is not None:
-        check_own(port)
-    else:
-        table = tables().get(family(port), {})
-    entry = table.get(policy.label) or table.get(policy.name)
-    return entry(dim, features) if callable(entry) else entry
 
 
 def degradations(port: Any, policy: str) -> tuple[Degradation, ...]:

@@ -384,3 +384,22 @@ def describe(case: Any) -> str:
             return f"bad input '{case[0].label}'"
         return f"bad input '{case[0].label}' ({case[1]} x)"
     return repr(case)[:120]
+
+
+#: The shapes (j) and (k) draw, D < F and D > F, from the small menu; "wide" draws any.
+POLICY_SHAPES = [(3, 4), (33, 7)]
+
+
+@st.composite
+def policy_cases(draw, scope: str = "menu") -> ParamCase:
+    """Parameter cases for (j) and (k): few shapes, so that each policy compiles once or twice."""
+    if scope == "wide":
+        dim, features = draw(shapes(scope))
+    else:
+        shapes(scope)  # the scope's check
+        dim, features = draw(st.sampled_from(POLICY_SHAPES))
+    return ParamCase(
+        params=draw(parameter_sets(dim, features)),
+        x=draw(x_vectors(dim)),
+        cotangent=draw(cotangents(features)),
+    )

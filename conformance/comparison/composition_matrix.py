@@ -4,9 +4,9 @@ For each port and each case of `implementations.composition.CASES`: whether the 
 it (its native spelling) or not (its reason); where it does, the kept roles and bytes, the
 forward matmuls in the forward pass and again in the backward (the forward evaluations),
 agreement with the canonical port's checkpointed results, whether the instrument shows what
-the stack declares (`checking.composition`), who declared that and who measured it, and a
-documented degradation (an extra forward for nothing, upstream's doing) said as such. Its
-tables are `tables.kinds.compare_matrices`' and `compare_grids`'.
+the stack declares (`checking.properties.k_composition`), who declared that and who measured
+it, and a documented degradation (an extra forward for nothing, upstream's doing) said as
+such. Its tables are `tables.kinds.compare_matrices`' and `compare_grids`'.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 from implementations import composition
 from implementations.contract import Implementation, Params
 
-from ..checking import composition as composed_records
 from ..checking import policy_expectations, provenance
 from ..checking.checks import ConformanceError
+from ..checking.properties import k_composition as composed_records
 from ..checking.tolerance import forward_bound, vjp_comparison
 from .model import diff
 

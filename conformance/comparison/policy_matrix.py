@@ -22,7 +22,11 @@ from implementations.policies import POLICY_NAMES, Policy, declared, inexpressib
 
 from ..checking import policy_expectations
 from ..checking.checks import ConformanceError
-from ..checking.properties import BUDGET_CHECKED, check_policy_record, checkpoint_argument
+from ..checking.properties.j_policies import (
+    BUDGET_CHECKED,
+    check_policy_record,
+    checkpoint_argument,
+)
 from ..checking.tolerance import forward_bound, vjp_comparison
 from .model import diff
 

@@ -11,6 +11,7 @@ port's worker process (Keras, for one, allows a single backend per process).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 
@@ -20,26 +21,38 @@ from implementations.contract import Implementation, StackUnavailable
 from implementations.manifests import MutantEntry
 from implementations.process import ProcessPortUnavailable
 
-#: A registered mutant: `name`, `target` ("module:Class"), `bug`, `family` (the port whose
-#: worker hunts it) and `first` (property ids tried before the usual order: the precision
-#: tier's mutants break the rigorous bounds on the small shapes the hunt draws, and pass the
-#: forward ones, (b) and (f), at D = F = 256 and 1024 (tests/core/checking/test_precision.py), where
-#: (i) sees them). The stacks declare theirs in their manifests.
-MutantSpec = MutantEntry
+from ..checking.properties import killer_of
+
+
+@dataclass(frozen=True)
+class MutantSpec(MutantEntry):
+    """A registered mutant: `name`, `target` ("module:Class"), `bug`, `family` (the port whose
+    worker hunts it) and `first` (property ids tried before the usual order: the precision
+    tier's mutants break the rigorous bounds on the small shapes the hunt draws, and pass the
+    forward ones, (b) and (f), at D = F = 256 and 1024 (tests/core/checking/test_precision.py),
+    where (i) sees them), as the stacks declare them in their manifests; and `killed_by`, the
+    key of the property that must reject it, the one that looks at its bug (a kill by another
+    property, or by a crash, would be a weaker proof): the property whose module names it."""
+
+    killed_by: str = ""
+
+
+def _spec(entry: MutantEntry) -> MutantSpec:
+    fields = {f.name: getattr(entry, f.name) for f in dataclasses.fields(MutantEntry)}
+    return MutantSpec(**fields, killed_by=killer_of(entry.name))
 
 
 #: Every stack's mutants (the canonical port's are the JAX stack's), then the suite's own, of
 #: the process protocol, by name.
 MUTANTS: dict[str, MutantSpec] = {
-    spec.name: spec
+    spec.name: _spec(spec)
     for spec in (
         *(spec for manifest in manifests.manifests() for spec in manifest.mutants),
-        MutantSpec(
+        MutantEntry(
             "wire_ignores_policy",
             f"{__name__}.wire_port:WireIgnoresPolicy",
             "the canonical port as a process port that reads checkpoint, never the policy name",
             manifests.CANONICAL_PORT,
-            "j_policies",
         ),
     )
 }

@@ -356,5 +356,8 @@ def _sources(*modules: str) -> str:
     """A digest of the checking room's modules' source: a change to them makes new files."""
     digest = hashlib.sha256()
     for name in modules:
-        digest.update((Path(__file__).parents[1] / "checking" / f"{name}.py").read_bytes())
+        path = Path(__file__).parents[1] / "checking" / name
+        # A package (the properties): every module in it.
+        for file in sorted(path.glob("*.py")) if path.is_dir() else [path.with_suffix(".py")]:
+            digest.update(file.read_bytes())
     return digest.hexdigest()

@@ -6,7 +6,7 @@ read from the example bank are views of a writable buffer. So each case is hande
 port as a copy whose arrays are views of an immutable `bytes` object: numpy refuses to make
 such an array writable, so no port can change what another port, or the check itself, reads
 next. (The (h) property checks the other way round, with arrays a port could make writable,
-and names the array a port writes: `checking.properties.check_no_writes`.)
+and names the array a port writes: `checking.properties.h_hygiene.check_no_writes`.)
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import implementations
 
+from ..checking.properties import h_hygiene
 from ..mutants import MUTANTS
 from . import environment, interrupts, isolation, scratch
 from .config import Patience, Progress, RunConfig
@@ -26,7 +27,8 @@ from .results import OUTPUT_LIMIT, PortReport
 from .runner import Outcome
 from .worker import PortInfo, Worker, tail
 
-HYGIENE = "h_hygiene"
+#: The property a change to the process state fails ((h): the port's own hygiene).
+HYGIENE = h_hygiene.PROPERTY.key
 
 # Computing means: at least this share of one core, over the last half timeout. A process
 # asleep (a hang) uses next to none; one compiling on a shared, loaded machine far more.

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("autograd")
 
-from conformance.checking import policy_expectations
+from conformance.checking.properties import j_policies
 from implementations.policies import FULL, NONE
 from implementations.stacks.autograd import hips_autograd as port_module
 from tests.support.stack_kit import NoneAndFullKit, record_under
@@ -31,7 +31,7 @@ def test_the_instrument_names_every_kept_role():
 
 def test_the_expectations_are_what_the_instrument_shows():
     for policy in (NONE, FULL):
-        expected = policy_expectations.expected(PORT, policy, 3, 4)
+        expected = j_policies.expected(PORT, policy, 3, 4)
         record = record_under(PORT, policy)
         assert (record.saved_roles, record.backward_matmuls) == (
             expected.roles,

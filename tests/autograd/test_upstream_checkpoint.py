@@ -18,7 +18,7 @@ import pytest
 autograd = pytest.importorskip("autograd")
 
 from conformance.checking.checks import ConformanceError  # noqa: E402
-from conformance.checking.properties import check_evidence  # noqa: E402
+from conformance.checking.properties.e_evidence import check_evidence  # noqa: E402
 from conformance.mutants import MUTANTS, load  # noqa: E402
 from implementations.stacks.autograd import block as mlp  # noqa: E402
 from implementations.stacks.autograd import hips_autograd as port_module  # noqa: E402

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import implementations
-from conformance.checking import composition as records
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_composition, prepare_composition
+from conformance.checking.properties import k_composition as records
+from conformance.checking.properties.k_composition import check_composition, prepare_composition
 from implementations.composition import CASES, NESTED, Nesting
 from implementations.policies import NONE
 from implementations.stacks.hlo import hlo_dot_count
@@ -125,7 +125,7 @@ def test_jax_spmd_says_why_it_does_not_compose():
     # Its own process: the port forces host devices before jax is imported.
     code = (
         "import json; from implementations.stacks.jax.jax_spmd import JaxSpmd; "
-        "from conformance.checking.composition import not_expressible; "
+        "from conformance.checking.properties.k_composition import not_expressible; "
         "print(json.dumps([JaxSpmd.compositions, JaxSpmd.not_composable, "
         "not_expressible(JaxSpmd())]))"
     )

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import implementations
-from conformance.checking import policy_expectations
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_policy_record
+from conformance.checking.properties import j_policies
+from conformance.checking.properties.j_policies import check_policy_record
 from implementations.contract import Params
 from implementations.policies import Policy
 from tests.support import reference
@@ -104,7 +104,7 @@ def test_a_jax_port_refuses_budget_naming_checkpoint():
 def test_the_expectations_agree_with_the_issue_s_table():
     port = implementations.load("jax_checkpoint")
     for policy, (roles, matmuls, host) in TABLE.items():
-        expected = policy_expectations.expected(port, Policy(policy))
+        expected = j_policies.expected(port, Policy(policy))
         assert (set(expected.roles), expected.backward_matmuls, set(expected.host)) == (
             roles,
             matmuls,

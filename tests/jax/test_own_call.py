@@ -13,7 +13,7 @@ pytest.importorskip("jax")
 import jax
 
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_evidence
+from conformance.checking.properties.e_evidence import check_evidence
 from conformance.mutants import MUTANTS, load
 from implementations.contract import Grads, Params
 from implementations.stacks.jax.jax_checkpoint import JaxCheckpoint, block

@@ -29,7 +29,7 @@ _PROBE = """
 import json, sys
 import numpy as np
 import implementations
-from conformance.checking import composition as records
+from conformance.checking.properties import k_composition as records
 from implementations.composition import CASES, Nesting
 from tests.support import reference
 

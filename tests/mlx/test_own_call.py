@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_evidence
+from conformance.checking.properties.e_evidence import check_evidence
 from conformance.mutants import load
 from implementations.stacks.mlx import mlx as port_module
 from implementations.stacks.mlx import to_host_array

@@ -229,7 +229,7 @@ def test_hello_declares_the_measured_rows_and_they_keep_the_rules(js_port):
 
 
 def test_a_protocol_2_conversation_still_runs_with_k_not_expressible(node, monkeypatch):
-    from conformance.checking import composition as records
+    from conformance.checking.properties import k_composition as records
     from implementations.composition import Nesting
     from implementations.process import ProcessPort, adapter
 

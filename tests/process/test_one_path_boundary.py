@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("jax")
 
 from conformance.checking import provenance
-from conformance.checking.properties import check_evidence
+from conformance.checking.properties.e_evidence import check_evidence
 from conformance.mutants import wire_port
 from implementations import manifests
 from implementations.contract import MEASURED_BY_PORT

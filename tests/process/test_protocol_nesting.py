@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from conformance.checking import composition as records
-from conformance.checking.properties import check_composition, prepare_composition
+from conformance.checking.properties import k_composition as records
+from conformance.checking.properties.k_composition import check_composition, prepare_composition
 from conformance.mutants import wire_port
 from implementations import load
 from implementations.composition import Nesting

@@ -508,7 +508,7 @@ def test_each_composition_case_keeps_x_and_reruns_x_at_w1_once(tfjs, case):
 
 
 def test_the_suites_table_for_tfjs_is_the_measured_rows():
-    from conformance.checking.composition import tables
+    from conformance.checking.properties.k_composition import tables
 
     table = tables()["@tensorflow/tfjs"]
     assert set(table) == set(COMPOSED_ROWS)
@@ -521,8 +521,8 @@ def test_k_holds_tfjs_once_and_says_why_not_nested(tfjs):
     """(k) on the port: canonical values and the declared row for `once`; the nested cases are
     not composable, each with its reason."""
     pytest.importorskip("flax")
-    from conformance.checking import composition as records
-    from conformance.checking.properties import check_composition, prepare_composition
+    from conformance.checking.properties import k_composition as records
+    from conformance.checking.properties.k_composition import check_composition, prepare_composition
 
     class Case:
         params = canonical_params(3, 6, 5)
@@ -572,7 +572,7 @@ def test_a_trainers_region_over_a_model_call_crashes_tfjs_so_it_is_not_composabl
 
 @pytest.mark.parametrize("version", [2, 1])
 def test_an_older_conversation_still_runs_with_k_not_expressible(node, monkeypatch, version):
-    from conformance.checking import composition as records
+    from conformance.checking.properties import k_composition as records
     from implementations.composition import Nesting
     from implementations.process import adapter
     from implementations.stacks.tfjs.manifest import COMMAND

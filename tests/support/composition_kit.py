@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from conformance.checking import composition as records
+from conformance.checking.properties import k_composition as records
 from implementations.composition import CASES, Nesting
 from tests.support import reference
 

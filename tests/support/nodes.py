@@ -85,7 +85,7 @@ def mutant_ranks(mutant: str, params, x) -> str:
     """The per-rank half of (e) on the port of `mutant` (its checkpoint dropped), on the
     ranks of this process's port: the `ConformanceError`'s message, or "passed"."""
     from conformance.checking.checks import ConformanceError
-    from conformance.checking.properties import _check_ranks
+    from conformance.checking.properties.e_evidence import _check_ranks
     from conformance.mutants import load as load_mutant
 
     try:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_evidence
+from conformance.checking.properties.e_evidence import check_evidence
 from conformance.mutants import MUTANTS, load
 from tests.support import reference
 

@@ -51,7 +51,7 @@ def main() -> dict:
     import jax
 
     from conformance.checking.checks import ConformanceError
-    from conformance.checking.properties import _check_ranks, check_evidence
+    from conformance.checking.properties.e_evidence import _check_ranks, check_evidence
     from conformance.checking.strategies import ParamCase
     from conformance.mutants import load as load_mutant
     from implementations.stacks.numpy import canonical_params

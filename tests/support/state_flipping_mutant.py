@@ -28,6 +28,6 @@ class StateFlipping(FlaxLinen):
 def serve(settings: worker.Settings) -> None:
     mutants.MUTANTS[NAME] = mutants.MutantSpec(
         NAME, f"{__name__}:StateFlipping", "flips numpy's underflow handling", "flax_linen",
-        "b_forward",
+        killed_by="b_forward",
     )  # fmt: skip
     worker.serve(settings)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_evidence
+from conformance.checking.properties.e_evidence import check_evidence
 from conformance.mutants import load
 from implementations.contract import Grads
 from implementations.stacks.tensorflow import tf

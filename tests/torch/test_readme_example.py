@@ -14,7 +14,7 @@ import torch
 
 from conformance.checking import provenance
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_evidence
+from conformance.checking.properties.e_evidence import check_evidence
 from implementations.contract import MEASURED_BY_SUITE
 from implementations.stacks.torch.pytorch import PyTorch
 from tests.support import reference

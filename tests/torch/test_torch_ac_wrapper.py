@@ -10,7 +10,7 @@ import pytest
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
 from torch.utils.checkpoint import set_checkpoint_early_stop
 
-from conformance.checking import composition as records
+from conformance.checking.properties import k_composition as records
 from implementations.composition import Nesting
 from implementations.policies import Policy
 from implementations.stacks.torch import reentrant

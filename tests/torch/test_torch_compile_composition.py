@@ -11,8 +11,8 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from conformance.checking import composition as records
 from conformance.checking.checks import ConformanceError
+from conformance.checking.properties import k_composition as records
 from implementations.composition import CASES, NESTED, Nesting, composed
 from implementations.stacks.torch.torch_compile import TorchCompile
 from tests.support import reference

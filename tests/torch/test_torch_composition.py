@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from torch.utils.checkpoint import set_checkpoint_early_stop
 
-from conformance.checking import composition as records
+from conformance.checking.properties import k_composition as records
 from implementations.composition import CASES, Nesting
 from implementations.stacks.torch.pytorch import PyTorch
 from tests.support import reference

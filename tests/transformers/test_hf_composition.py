@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from torch.utils.checkpoint import set_checkpoint_early_stop
 
-from conformance.checking import composition as records
+from conformance.checking.properties import k_composition as records
 from implementations.composition import Nesting
 from implementations.stacks.torch import reentrant
 from implementations.stacks.torch.torch_ac_wrapper import CheckpointImpl, wrap

@@ -32,7 +32,7 @@ from rich.console import Console
 
 from implementations.contract import SavedTensor
 
-from ...checking.composition import rerun_matmuls
+from ...checking.properties.k_composition import rerun_matmuls
 from .. import numbers
 from ..model import Block, Cell, Column, Document, Items, Paragraph, Section, Table, TableBuilder
 from ..render import terminal as terminal_render
@@ -66,11 +66,11 @@ def matmuls(recomputed: dict[str, int]) -> int:
 
 def rerun_ops(off: Any, on: Any) -> tuple[int, int]:
     """The ops and the matmuls the backward pass reruns with the checkpoint on. The matmuls by
-    the measure property (k) and the composition matrix use (`checking.composition`): the
-    instrument's own count, else the backward's matmuls beyond the checkpoint-off pass's; by
-    op name only where neither is counted. (A tfjs backward runs BatchMatMul for the gradient
-    too, so its names show no rerun matmul, where its counts show one.) A matmul counted but
-    not named adds to the ops."""
+    the measure property (k) and the composition matrix use
+    (`checking.properties.k_composition`): the instrument's own count, else the backward's
+    matmuls beyond the checkpoint-off pass's; by op name only where neither is counted. (A
+    tfjs backward runs BatchMatMul for the gradient too, so its names show no rerun matmul,
+    where its counts show one.) A matmul counted but not named adds to the ops."""
     named = matmuls(on.recomputed)
     counted = rerun_matmuls(on, off)
     reruns = named if counted is None else counted

@@ -33,14 +33,12 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's model goes through deepspeed.checkpointing.checkpoint",
             "deepspeed",
-            "e_evidence",
         ),
         MutantEntry(
             "deepspeed_no_checkpoint",
             f"{_HERE}.deepspeed_mutants:DeepSpeedNoCheckpoint",
             "torch MLP without deepspeed.checkpointing.checkpoint",
             "deepspeed",
-            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

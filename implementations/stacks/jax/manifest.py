@@ -12,11 +12,9 @@ from implementations.manifests import (
 _HERE = "implementations.stacks.jax"
 
 
-def _canonical_mutant(
-    name: str, target: str, bug: str, killed_by: str, first: tuple[str, ...] = ()
-) -> MutantEntry:
+def _canonical_mutant(name: str, target: str, bug: str, first: tuple[str, ...] = ()) -> MutantEntry:
     """The canonical port with one bug, hunted in its worker."""
-    return MutantEntry(name, target, bug, "flax_linen", killed_by, first)
+    return MutantEntry(name, target, bug, "flax_linen", first)
 
 
 MANIFEST = Manifest(
@@ -59,176 +57,150 @@ MANIFEST = Manifest(
             },
         ),
     ),
-    # The canonical port's mutants: `killed_by` is the property that looks at the bug. The
-    # precision tier's are hunted by it first: it must kill them at D = F = 256 or 1024
-    # (tests/core/checking/test_precision.py proves both sizes). The policy ones are exact under
-    # checkpoint=True/False and wrong under a policy.
+    # The canonical port's mutants (the property that looks at each bug names it in its
+    # module, conformance/checking/properties/). The precision tier's are hunted by it
+    # first: it must kill them at D = F = 256 or 1024 (tests/core/checking/test_precision.py
+    # proves both sizes). The policy ones are exact under checkpoint=True/False and wrong
+    # under a policy.
     mutants=(
         _canonical_mutant(
             "no_checkpoint",
             f"{_HERE}.flax_linen_mutants:NoCheckpoint",
             "plain MLP, no checkpoint anywhere",
-            "e_evidence",
         ),
         _canonical_mutant(
             "checkpoint_off_grad_path",
             f"{_HERE}.flax_linen_mutants:CheckpointOffGradPath",
             "inits the checkpointed MLP, applies the plain one",
-            "e_evidence",
         ),
         _canonical_mutant(
             "saves_everything",
             f"{_HERE}.flax_linen_mutants:SavesEverything",
             "a checkpoint policy that saves everything",
-            "e_evidence",
         ),
         _canonical_mutant(
             "default_init",
             f"{_HERE}.flax_linen_mutants:UniformInit",
             "a uniform init with non-zero biases (Linear's elsewhere)",
-            "f_end_to_end",
         ),
         _canonical_mutant(
             "dropped_bias",
             f"{_HERE}.flax_linen_mutants:DroppedBias",
             "the second layer ignores its bias",
-            "b_forward",
         ),
         _canonical_mutant(
             "bias_off_by_1e-3",
             f"{_HERE}.flax_linen_mutants:BiasOffByAThousandth",
             "biases scaled by 1 + 1e-3",
-            "b_forward",
         ),
         _canonical_mutant(
             "relu_after_last_layer",
             f"{_HERE}.flax_linen_mutants:ReluAfterLastLayer",
             "a relu after Dense_1",
-            "f_end_to_end",
         ),
         _canonical_mutant(
             "bf16_compute",
             f"{_HERE}.flax_linen_mutants:Bfloat16Compute",
             "Dense layers compute in bfloat16",
-            "f_end_to_end",
         ),
         _canonical_mutant(
             "f16_compute",
             f"{_HERE}.flax_linen_mutants:Float16Compute",
             "Dense layers compute in float16",
-            "f_end_to_end",
         ),
         _canonical_mutant(
             "seed_plus_one",
             f"{_HERE}.flax_linen_mutants:SeedPlusOne",
             "PRNGKey(seed + 1)",
-            "f_end_to_end",
         ),
         _canonical_mutant(
             "transposed_kernel",
             f"{_HERE}.flax_linen_mutants:TransposedKernel",
             "uses Dense_1's kernel transposed",
-            "f_end_to_end",
         ),
         _canonical_mutant(
             "mutates_x",
             f"{_HERE}.flax_linen_mutants:MutatesX",
             "clamps the caller's x in place",
-            "h_hygiene",
         ),
         _canonical_mutant(
             "not_flattened",
             f"{_HERE}.flax_linen_mutants:NotFlattened",
             "returns shape (1, F)",
-            "h_hygiene",
         ),
         _canonical_mutant(
             "truncates_seed",
             f"{_HERE}.flax_linen_mutants:TruncatesSeed",
             "int(seed) unchecked: 1.5 runs as 1",
-            "g_bad_inputs",
         ),
         _canonical_mutant(
             "wrong_error_type",
             f"{_HERE}.flax_linen_mutants:WrongErrorType",
             "TypeError for a non-finite x",
-            "g_bad_inputs",
         ),
         _canonical_mutant(
             "vague_errors",
             f"{_HERE}.flax_linen_mutants:VagueErrors",
             "a bad x's error says only 'expected a valid input'",
-            "g_bad_inputs",
         ),
         _canonical_mutant(
             "not_repeatable",
             f"{_HERE}.flax_linen_mutants:NotRepeatable",
             "each call drifts by an ulp",
-            "h_hygiene",
         ),
         _canonical_mutant(
             "unchecked_sizes",
             f"{_HERE}.flax_linen_mutants:UncheckedSizes",
             "no size limits: MemoryError past int32 counts, the byte budget ignored",
-            "g_bad_inputs",
         ),
         _canonical_mutant(
             "tf32_matmul",
             f"{_HERE}.flax_linen_mutants:Tf32Matmul",
             "matmul operands rounded to TF32's 10 bits",
-            "i_precision",
             ("i",),
         ),
         _canonical_mutant(
             "f16_inputs",
             f"{_HERE}.flax_linen_mutants:Float16Inputs",
             "x rounded to float16 on the way in",
-            "i_precision",
             ("i",),
         ),
         _canonical_mutant(
             "bf16_weights_only",
             f"{_HERE}.flax_linen_mutants:Bfloat16WeightsOnly",
             "kernels kept in bfloat16, arithmetic in float32",
-            "i_precision",
             ("i",),
         ),
         _canonical_mutant(
             "bias_off_by_1e-4",
             f"{_HERE}.flax_linen_mutants:BiasOffByATenThousandth",
             "biases scaled by 1 + 1e-4",
-            "i_precision",
             ("i",),
         ),
         _canonical_mutant(
             "drops_policy",
             f"{_HERE}.flax_policy_mutants:DropsPolicy",
             "runs full for every policy",
-            "j_policies",
         ),
         _canonical_mutant(
             "none_for_save_dots",
             f"{_HERE}.flax_policy_mutants:NoneForSaveDots",
             "runs none for save_dots",
-            "j_policies",
         ),
         _canonical_mutant(
             "saves_y_for_named",
             f"{_HERE}.flax_policy_mutants:SavesYForNamed",
             "save_named saves y, not h",
-            "j_policies",
         ),
         _canonical_mutant(
             "contradictory_expectations",
             f"{_HERE}.flax_policy_mutants:ContradictoryExpectations",
             "declares its own expectations, full remat keeping d1 (against the vocabulary)",
-            "j_policies",
         ),
         _canonical_mutant(
             "twice_wraps_once",
             f"{_HERE}.flax_linen_mutants:TwiceWrapsOnce",
             "declares nn.checkpoint(nn.checkpoint(MLP)) and wraps once",
-            "k_composition",
         ),
         # Last of its family's: the rest of its worker's request meets the patched flax.
         MutantEntry(
@@ -236,7 +208,6 @@ MANIFEST = Manifest(
             f"{_HERE}.outside_mutants:PatchesFlaxOnImport",
             "an outside package's port that sets flax.linen.relu to a leaky relu on import",
             "flax_linen",
-            "b_forward",
             outside=True,
         ),
         MutantEntry(
@@ -244,21 +215,18 @@ MANIFEST = Manifest(
             f"{_HERE}.haiku_mutants:HaikuNoRemat",
             "Haiku MLP without hk.remat",
             "haiku",
-            "e_evidence",
         ),
         MutantEntry(
             "jax_own_exercise_no_checkpoint",
             f"{_HERE}.jax_checkpoint_mutants:OwnExerciseWithoutCheckpoint",
             "forward and nn_checkpoint_forward of its own, never checkpointed (apply still is)",
             "jax_checkpoint",
-            "e_evidence",
         ),
         MutantEntry(
             "spmd_no_checkpoint",
             f"{_HERE}.jax_spmd_mutants:SpmdNoCheckpoint",
             "JAX SPMD (NamedSharding) MLP with jax.checkpoint removed",
             "jax_spmd",
-            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -49,7 +49,6 @@ MANIFEST = Manifest(
                 f"{_HERE}.keras_{backend}_mutants:RematScopeNone",
                 f"keras_{backend} with RematScope(mode=None)",
                 f"keras_{backend}",
-                "e_evidence",
             )
             for backend in _BACKENDS
         ),
@@ -59,7 +58,6 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward of its own in plain torch, never "
             "checkpointed (the Keras model still is)",
             "keras_torch",
-            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -63,14 +63,12 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's cell recomputes",
             "mindspore",
-            "e_evidence",
         ),
         MutantEntry(
             "mindspore_no_recompute",
             f"{_HERE}.mindspore_mutants:MindSporeNoRecompute",
             "MindSpore MLP cell without Cell.recompute()",
             "mindspore",
-            "e_evidence",
         ),
     ),
     rows=(RowEntry("mindspore_graph", f"{_HERE}.graph_row:GraphRow", ("mindspore",)),),

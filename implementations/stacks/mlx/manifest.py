@@ -35,14 +35,12 @@ MANIFEST = Manifest(
             "forward, pullback and nn_checkpoint_forward overridden by a plain MLP of the port's "
             "own, while the base's module checkpoints",
             "mlx",
-            "e_evidence",
         ),
         MutantEntry(
             "mlx_no_checkpoint",
             f"{_HERE}.mlx_mutants:MlxNoCheckpoint",
             "MLX MLP without nn.utils.checkpoint",
             "mlx",
-            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

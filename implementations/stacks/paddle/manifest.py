@@ -38,14 +38,12 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's model recomputes",
             "paddle",
-            "e_evidence",
         ),
         MutantEntry(
             "paddle_no_recompute",
             f"{_HERE}.paddle_mutants:PaddleNoRecompute",
             "Paddle MLP without fleet.utils.recompute",
             "paddle",
-            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

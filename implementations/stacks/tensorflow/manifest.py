@@ -38,14 +38,12 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's block checkpoints",
             "tensorflow",
-            "e_evidence",
         ),
         MutantEntry(
             "tf_no_recompute_grad",
             f"{_HERE}.tensorflow_mutants:NoRecomputeGrad",
             "TensorFlow MLP without tf.recompute_grad",
             "tensorflow",
-            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

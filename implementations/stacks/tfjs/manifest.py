@@ -37,7 +37,6 @@ MANIFEST = Manifest(
             f"{_HERE}.tfjs_mutants:TfjsNoCustomGrad",
             "TensorFlow.js MLP without tf.customGrad (a process port)",
             "tfjs",
-            "e_evidence",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -55,7 +55,7 @@ class TorchFsdp(TorchPort):
     name = "torch_fsdp"
     checkpoint_api = "torch.utils.checkpoint under FSDP2 fully_shard"
     layouts = ("batch",)  # FSDP2 splits the batch; a (D,) x goes to every rank
-    # (j) holds the ranks' instrument to its own expectations (policy_expectations.py).
+    # (j) holds the ranks' instrument to its own expectations (this folder's expectations.py).
     instrument_family = "torch_fsdp"
     policies: ClassVar[dict[str, str]] = {
         "none": "fully_shard, no checkpoint",

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.checking import policy_expectations, provenance
-from conformance.checking.properties import POLICY_SHAPES
+from conformance.checking.properties import j_policies
+from conformance.checking.strategies import POLICY_SHAPES
 from implementations.contract import MEASURED_BY_BASE, MEASURED_BY_PORT, MEASURED_BY_SUITE
 from implementations.expectations import contradictions, expect, from_wire
 
@@ -26,7 +27,7 @@ GOOD = {
 
 
 def test_every_table_the_suite_declares_obeys_the_vocabulary():
-    for family, table in policy_expectations.tables().items():
+    for family, table in j_policies.tables().items():
         assert contradictions(table, tuple(POLICY_SHAPES)) == [], family
 
 
@@ -83,13 +84,13 @@ def test_a_ports_own_declaration_comes_first_and_says_whose_it_is():
     from implementations.policies import Policy
 
     port = _Declaring()
-    assert policy_expectations.expected(port, Policy("save_dots")).roles == {"x", "d1"}
+    assert j_policies.expected(port, Policy("save_dots")).roles == {"x", "d1"}
     assert policy_expectations.source(port) == (
         "the mine instrument's, declared by the port itself (its class)"
     )
     port.expectations = {**GOOD, "full": expect("x a", 5, why="w")}
-    with pytest.raises(policy_expectations.Contradiction, match="contradict the policy"):
-        policy_expectations.expected(port, Policy("none"))
+    with pytest.raises(j_policies.Contradiction, match="contradict the policy"):
+        j_policies.expected(port, Policy("none"))
 
 
 def test_the_suites_tables_say_whose_they_are():
@@ -157,7 +158,7 @@ def test_provenance_says_base_for_values_set_where_the_record_never_looks():
     """A value method set on the instance, below a record that never runs it: the record
     reads the base's model, and (e) refuses it."""
     from conformance.checking.checks import ConformanceError
-    from conformance.checking.properties import _record
+    from conformance.checking.properties.shared import record_of
     from implementations.contract import BackwardRecord
     from implementations.stacks.base import Port, Stack
     from implementations.stacks.numpy import canonical_params
@@ -181,4 +182,4 @@ def test_provenance_says_base_for_values_set_where_the_record_never_looks():
     assert provenance.measured_by(port) == MEASURED_BY_BASE
     assert "base's model" in provenance.describe(port)["evidence"]
     with pytest.raises(ConformanceError, match="read off the base's model"):
-        _record(port, "backward_record", port.traced_record(None, None, True))
+        record_of(port, "backward_record", port.traced_record(None, None, True))

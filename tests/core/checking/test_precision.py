@@ -15,7 +15,7 @@ from hypothesis import given, settings
 
 from conformance.checking import precision, strategies
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_precision, prepare_precision
+from conformance.checking.properties.i_precision import check_precision, prepare_precision
 from conformance.checking.strategies import PrecisionCase
 from conformance.checking.tolerance import U
 from implementations.contract import Grads, Params

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from conformance.checking import composition as composed
 from conformance.checking.checks import ConformanceError
-from conformance.checking.properties import check_policy_record
+from conformance.checking.properties import k_composition as composed
+from conformance.checking.properties.j_policies import check_policy_record
 from implementations.composition import Composed
 from implementations.expectations import expect
 from implementations.policies import FULL

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance import comparison as compare
-from conformance.checking import composition
+from conformance.checking.properties import k_composition as composition
 from conformance.comparison.model import Residuals
 from conformance.tables.kinds import compare as render
 

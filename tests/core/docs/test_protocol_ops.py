@@ -18,8 +18,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conformance.checking import composition as composed
 from conformance.checking.checks import ConformanceError, check_count
+from conformance.checking.properties import k_composition as composed
 from implementations.composition import Composed, Nesting
 from implementations.contract import Params
 from implementations.policies import FULL, NONE

@@ -117,7 +117,7 @@ def _declares_nesting(name: str) -> bool:
     another test has imported jax (its ranks stay unstarted either way)."""
     script = (
         "from implementations import manifests\n"
-        "from conformance.checking import composition\n"
+        "from conformance.checking.properties import k_composition as composition\n"
         f"_, entry = manifests.port({name!r})\n"
         "print(composition.not_expressible(manifests.resolve(entry.target)) is None)"
     )

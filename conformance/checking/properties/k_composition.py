@@ -1,12 +1,12 @@
-"""Property (k)'s record side: what each port's instrument must show when its region is
-composed (wrapped twice, or under a trainer's region), who said so, and the check of one
-record against it (`implementations.composition`).
+"""(k) Under every composition case the port declares (its region once, twice, under a
+trainer's): the canonical's results, and the kept roles and forward matmuls its stack
+declares.
 
-Two sources, one form (`implementations.composition.Composed`), as for the policies: the
-port's own declaration (a class's `composition_expectations`, case -> `Composed`), else its
-instrument family's table in its stack's `expectations.py` (`Expectations.compositions`).
-Either is held to the composition rules (`composition.contradictions`) before it is used.
-"""
+The declarations it reads (`READS`), in one form (`implementations.composition.Composed`), as
+for the policies: the port's own (a class's `composition_expectations`, case -> `Composed`),
+else its instrument family's table in its stack's `expectations.py`
+(`Expectations.compositions`). Either is held to the composition rules
+(`composition.contradictions`) before it is used."""
 
 from __future__ import annotations
 
@@ -14,12 +14,18 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from implementations import composition, manifests
 from implementations.composition import Composed
-from implementations.contract import BackwardRecord
+from implementations.contract import BackwardRecord, Implementation
 
-from . import policy_expectations
-from .checks import check_count, fail
+from .. import policy_expectations, strategies
+from ..checks import check_count, fail
+from ..tolerance import analyse_vjp, forward_bound
+from .schema import in_stack, on_port
+from .shared import grads_of, record_of, values_under
+from .spec import Property
 
 #: Where a record's reruns come from (`rerun_matmuls`), for a message that finds none.
 RERUN_FIELDS = "rerun_matmuls, nor backward_matmuls both with the checkpoint and without"
@@ -139,3 +145,74 @@ def check_record(
     ):
         check_count(port.name, what, label, field, seen, wanted, held)
     return measured
+
+
+#: (k) runs at most this many examples: each composes the region in up to three ways, and the
+#: verdict turns on the shape (what is kept, how often the forward runs), not on the values.
+COMPOSITION_EXAMPLES = 5
+
+
+def prepare_composition(canonical: Implementation, case) -> dict[str, Any]:
+    """The canonical port with its checkpoint (composing regions never changes the function):
+    output and VJP, and the bounds."""
+    grads = canonical.vjp(case.params, case.x, case.cotangent, checkpoint=True)
+    return {
+        "output": np.asarray(canonical.forward(case.params, case.x, checkpoint=True)),
+        "grads": grads_of(canonical, grads).as_dict(),
+        "bound": forward_bound(case.params, case.x),
+        "analysis": analyse_vjp(case.params, case.x, case.cotangent),
+    }
+
+
+def check_composition(port: Implementation, reference: dict, case) -> float:
+    """(k) Under every composition case the port declares (its region once, twice, under a
+    trainer's): output and VJP equal the canonical's, and its instrument shows the kept
+    roles and the forward matmuls (in the forward pass, and again in the backward) that its
+    stack declares, a declaration held to the composition rules first."""
+    worst = 0.0
+    plain = record_of(
+        port, "backward_record", port.backward_record(case.params, case.x, checkpoint=False)
+    )
+    for name in composition.CASES:
+        if name not in composition.declared(port):
+            continue
+        argument, what = composition.Nesting(name), f"region composed: {name}"
+        worst = max(worst, values_under(port, argument, what, case, reference, reference))
+        record = record_of(
+            port, "backward_record", port.backward_record(case.params, case.x, checkpoint=argument)
+        )
+        check_record(port, name, record, plain)
+    return worst
+
+
+#: What (k) reads beyond the contract: the cases a port expresses, and what its instrument
+#: must show under each (its own declaration first, then its family's in its stack's folder).
+READS = (
+    on_port("compositions", Mapping[str, str], "case -> native spelling", composition.declared),
+    on_port("not_composable", Mapping[str, str], "case -> one-line reason",
+            composition.not_composable),
+    on_port("instrument_family", str, "whose table holds (default: the manifest's)",
+            policy_expectations.family),
+    on_port("composition_expectations", Mapping[str, Composed],
+            "the port's own: case -> Composed (an outside port's)", own),
+    in_stack("compositions", Mapping[str, Mapping[str, Composed]],
+             "family -> case -> Composed, in the stack's expectations.py", tables),
+)  # fmt: skip
+
+
+#: The mutants this property must kill, and the only place that says so.
+MUTANTS = (
+    "twice_wraps_once",
+    "composed_reruns_declared_free",
+    "composed_second_wrap_drops_region",
+    "composed_recompute_other_parameters",
+    "composed_declaration_breaks_rule",
+)
+
+PROPERTY = Property(
+    "k", "composition", "regions wrapped twice and under a trainer's: canonical "
+    "results, declared saves and forward runs", check_composition,
+    prepare_composition, strategy=strategies.policy_cases, examples=COMPOSITION_EXAMPLES,
+    not_applicable=not_expressible, checks_canonical=True, cost=110, reads=READS,
+    mutants=MUTANTS,
+)  # fmt: skip
