@@ -22,18 +22,17 @@ block module's one program structure (two or more alike items: one `lax.scan`):
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("jax")
 
 from conformance.benchmark.measure import Settings, make_data
-from implementations.measuring import driver
 from implementations.measuring.driver import PlacedCase, bench_module
 from implementations.measuring.placement import Placement
 from implementations.measuring.record import NotObservable
 from implementations.schedules import Departure, Schedule
+from tests.support import measuring_kit as kit
 
 L, B, F = 4, 8, 4
 UNIT = B * F * 4
@@ -44,9 +43,8 @@ ANALYTIC = {"none": (0, 2.25 * L), "every": (L, L), "segments(2)": (2 * 2, 1 + 2
 
 
 @functools.cache  # each record compiles the program: made once per test process
-def _case(schedule: str, batch: int = B, policy: str = "") -> PlacedCase:
-    data = make_data(Settings(depths=(L,), batch=batch, features=F), L)
-    return PlacedCase(STACK, Placement.of(schedule, L, policy), data)
+def _case(schedule: str, batch: int = B) -> PlacedCase:
+    return kit.placed(STACK, schedule, L, batch, F)
 
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
@@ -64,10 +62,7 @@ def test_the_counts_are_the_analytic_ones(schedule):
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
 def test_the_saved_bytes_that_grow_with_the_batch_are_the_analytic_units(schedule):
     _, units = ANALYTIC[schedule]
-    at_b, at_2b = _case(schedule).counts(), _case(schedule, 2 * B).counts()
-    assert at_2b.kept_bytes() - at_b.kept_bytes() == units * UNIT  # measured at B and 2B
-    assert at_b.kept_bytes() == units * UNIT  # and nothing kept that does not grow
-    assert {t.memory_space for t in at_b.saved} == {"device"}  # XLA:CPU: one memory
+    kit.assert_saved_units(_case(schedule), _case(schedule, 2 * B), units, "device")  # XLA:CPU
 
 
 @pytest.mark.parametrize("schedule", list(ANALYTIC))
@@ -107,19 +102,10 @@ def test_the_nested_departure_is_a_count_model():
 def test_a_policy_the_block_cannot_run_is_refused_and_its_policies_run():
     with pytest.raises(ValueError, match=r"budget.*not expressible in JAX"):
         STACK.block.place(Placement.of("every", L, policy="budget"))
-    saved = _case("every", policy="save_dots").counts()
+    data = make_data(Settings(depths=(L,), batch=B, features=F), L)
+    saved = PlacedCase(STACK, Placement.of("every", L, "save_dots"), data).counts()
     assert saved.kept_bytes() == 2 * L * UNIT  # x and x @ W1 per block (dots_saveable)
 
 
 def test_the_readme_names_what_a_stack_writes_and_jax_writes_it():
-    readme = Path(__file__).parents[2] / "implementations/stacks/jax/README.md"
-    text = readme.read_text()
-    section = text[text.index("## Measurements\n") :]
-    section = section[: section.index("\n## ", 1)]
-    for module, names in (
-        (STACK.block, driver.BLOCK_NAMES),
-        (STACK.instrument, driver.INSTRUMENT_NAMES),
-    ):
-        for name in names:
-            assert f"`{name}" in section, name
-            assert hasattr(module, name), name
+    kit.assert_names_offered(STACK, kit.measurements_section("jax"))
