@@ -58,7 +58,8 @@ NOT_EXPRESSIBLE = {
     "budget": "JAX has no memory-budget solver: jax.checkpoint's policies name what to save "
     "per op, not how much",
 }
-#: Where a schedule's figures leave the model, each a count model the bench holds them to.
+#: Where a schedule's figures leave the model: nested's a count the bench holds its peak to,
+#: segments' still a reason in words.
 DEPARTURES = {
     "segments": "XLA's scheduler places a rerun where it likes: with one region (s = 2) the "
     "rerun needs no cotangent, and it runs while the plain tail's activations are alive, so "
@@ -72,7 +73,7 @@ DEPARTURES = {
         held_per_level=1,
     ),
 }
-#: Every `Data`-free argument of `vjp`: the gradient of the parameters, or of x.
+#: The gradients `vjp` takes: of the parameters, or of x.
 WRT = ("params", "x")
 #: Watchers of `vjp`'s programs (the instrument's `watch` and `peak` add themselves here).
 WATCHERS: list[Any] = []
@@ -151,9 +152,7 @@ def _items(items: tuple[Item, ...], policy_of: Callable[[Region], str]) -> Calla
 def place(placement: Placement) -> Callable[..., Any]:
     """`run(stacked, x)`: the placement's blocks and regions over parameters stacked `(L, ...)`."""
     numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
-    run = _items(placement.items, lambda region: placement.policy_of(numbers[id(region)]))
-    run.placement = placement  # the instrument names it
-    return run
+    return _items(placement.items, lambda region: placement.policy_of(numbers[id(region)]))
 
 
 class StackedGrads(Sequence):
@@ -175,15 +174,24 @@ class StackedGrads(Sequence):
         return self.stacked[index % 4][index // 4]
 
 
+#: The latest cases' stacked parameters and jitted programs (a bench builds one case at a time).
+_KEPT = 8
 _stacks: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
 _programs: dict[tuple[int, str], tuple[Callable, Callable]] = {}
+
+
+def _keep(cache: dict, key: Any, value: Any) -> None:
+    """`cache[key] = value`, the oldest entries dropped beyond `_KEPT`."""
+    cache[key] = value
+    while len(cache) > _KEPT:
+        cache.pop(next(iter(cache)))
 
 
 def stacked(params: Sequence[jax.Array]) -> tuple[jax.Array, ...]:
     """The flat parameters (four a block) stacked `(L, ...)` per kind, made once per list."""
     key = tuple(map(id, params))
     if key not in _stacks:  # the params kept with their stack: their ids stay theirs
-        _stacks[key] = (tuple(params), tuple(jnp.stack(params[i::4]) for i in range(4)))
+        _keep(_stacks, key, (tuple(params), tuple(jnp.stack(params[i::4]) for i in range(4))))
     return _stacks[key][1]
 
 
@@ -202,7 +210,7 @@ def program(run: Callable, wrt: str) -> tuple[Callable, Callable]:
                 y, pullback = jax.vjp(lambda x: run(stacked, x), x)
             return y, pullback(cotangent)[0]
 
-        _programs[key] = (run, jax.jit(step))
+        _keep(_programs, key, (run, jax.jit(step)))
     return run, _programs[key][1]
 
 
