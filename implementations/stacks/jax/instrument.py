@@ -649,7 +649,7 @@ class Program:
             return Record(PEAK, {}, peak_bytes=NO_PROFILER)
         merged = self.merged(self.compiled().as_text())
         if merged:
-            return Record(PEAK, {}, peak_bytes=NO_PROFILER, peak_batch_bytes=merged)
+            return Record(PEAK, {}, peak_bytes=merged, peak_batch_bytes=merged)
         at_b, at_2b = int(low.temp_size_in_bytes), int(high.temp_size_in_bytes)
         return Record(
             PEAK,
