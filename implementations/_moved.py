@@ -63,12 +63,16 @@ OLD_LAYOUTS = {
     "implementations.jax_port": f"{_STACKS}.jax.port",
     "implementations.jax_flax_init": f"{_STACKS}.jax.flax_init",
     "implementations.jax_inputs": f"{_STACKS}.jax.inputs",
-    "implementations.jax_evidence": f"{_STACKS}.jax.evidence",
+    "implementations.jax_evidence": f"{_STACKS}.jax.instrument",
     "implementations.canonical_init": f"{_STACKS}.numpy.init",
     "implementations.flax_rng": f"{_STACKS}.numpy.keys",
     "implementations.porting": _STACKS,
     **{f"implementations.porting.{s}": f"{_STACKS}.{s}" for s in ("jax", "numpy", "torch", "mlx")},
-    **_room("_jax", "jax", {m: m for m in ("port", "evidence", "flax_init", "inputs")}),
+    **_room(
+        "_jax",
+        "jax",
+        {"port": "port", "evidence": "instrument", "flax_init": "flax_init", "inputs": "inputs"},
+    ),
     **_room("_torch", "torch", {m: m for m in ("arrays", "compiled", "evidence", "mlp", "port")}),
     **_room(
         "_tensorflow",
@@ -98,12 +102,12 @@ GONE = {
     "implementations.jax_port": {
         "Implementation": f"{_CONTRACT}.Implementation",
         "check_features": f"{_CONTRACT}.check_features",
-        "jax_evidence": f"{_STACKS}.jax.evidence",
+        "jax_evidence": f"{_STACKS}.jax.instrument",
     },
     "implementations._jax.port": {
         "Implementation": f"{_CONTRACT}.Implementation",
         "check_features": f"{_CONTRACT}.check_features",
-        "evidence": f"{_STACKS}.jax.evidence",
+        "evidence": f"{_STACKS}.jax.instrument",
         "flax_init": f"{_STACKS}.jax.flax_init",
     },
     "implementations._torch.mlp": {

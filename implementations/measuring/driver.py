@@ -93,6 +93,8 @@ class StackBench:
         self.SCHEDULES_NOT_EXPRESSIBLE = {k: v for k, v in refused.items() if k in SCHEDULE_NAMES}
         self.SCHEDULE_DEPARTURES = dict(block.DEPARTURES)
         self.VARIANTS = tuple(getattr(block, "VARIANTS", ("",)))
+        if hasattr(block, "canonical_values"):  # the canonical's stack: every value's reference
+            self.canonical_values = block.canonical_values
 
     def __repr__(self) -> str:
         return f"StackBench({self.block.__name__})"
@@ -194,7 +196,8 @@ class DepthCase(PlacedCase):
     def measure(self) -> Static:
         """Saved from the watched call (a variant's program watched as its eager code runs),
         matmuls from the variant's program itself where it has one, the peak where the
-        instrument sees every allocation."""
+        instrument sees every allocation, a compiled program's planned temporaries where
+        the instrument reads them."""
         found = self.counts()
         counted = found
         if self.program is not None:
@@ -203,27 +206,39 @@ class DepthCase(PlacedCase):
         if not getattr(self.stack.instrument, "SEES_FROM", 0):
             found = found.merged(self.peak())
         matmuls = counted.all_matmuls()
-        return Static(found.saved, peak_bytes=known(found.peak_bytes), matmuls=matmuls)
+        temp = known(found.program_temp_bytes)
+        return Static(
+            found.saved, temp_bytes=temp, peak_bytes=known(found.peak_bytes), matmuls=matmuls
+        )
 
 
 class ScheduleCase(PlacedCase):
     """`bench --schedules`' case (`implementations.bench_case.ScheduleCase`): counts on the
-    parameters' gradient, the peak on x's (no parameter gradient to leave out)."""
+    parameters' gradient, the peak on x's (no parameter gradient to leave out), or on the
+    gradient its block's `PEAK_WRT` names."""
 
     def __init__(self, stack: StackBench, placement: Placement, data: Data, label: str):
         super().__init__(stack, placement, data)
         self.schedule = label
 
     def measure(self) -> ScheduleStatic:
+        """Where the peak is not observable and its part that grows with the batch is (a
+        compiled program's planned temporaries), that part, its method named."""
+        wrt = getattr(self.stack.block, "PEAK_WRT", "x")
         counts = self.counts()
         figure = "peak_batch_bytes" if getattr(self.stack.instrument, "SEES_FROM", 0) else ""
-        held = batch_peak(self) if figure else self.peak("x")
-        figure = figure or "peak_bytes"
-        matmuls = (counts.block_matmuls("forward"), counts.block_matmuls("backward"))
+        held = batch_peak(self) if figure else self.peak(wrt)
+        if not figure:
+            figure = "peak_bytes"
+            if not observed(held.peak_bytes) and observed(held.peak_batch_bytes):
+                figure = "peak_batch_bytes"
+        matmuls = None
+        if observed(counts.evaluations) or observed(counts.phase_block_matmuls):
+            matmuls = (counts.block_matmuls("forward"), counts.block_matmuls("backward"))
         peak = getattr(held, figure)
         method = str(peak)  # not observable: its reason
         if observed(peak):
-            method = f"{held.methods[figure]}, the gradient with respect to x"
+            method = f"{held.methods[figure]}, the gradient with respect to {wrt}"
         return ScheduleStatic(matmuls, known(peak), method, known(counts.regions))
 
     def values(self) -> Values:

@@ -80,6 +80,8 @@ FIGURES = (
     "peak_batch_bytes",
     "peak_fixed_bytes",
     "matmuls",
+    "phase_block_matmuls",
+    "program_temp_bytes",
 )
 _NOT_WATCHED = NotObservable("not watched in this call")
 
@@ -101,6 +103,9 @@ class Record:
       part that does not (`split_by_batch`).
     - `matmuls`: every matmul of the call, both passes together, where a compiled program
       makes them one (`forward_matmuls` and `backward_matmuls` then not observable).
+    - `phase_block_matmuls`: phase -> the block's matmuls (`MATMULS`) run in it, where the
+      evaluations cannot be told apart (a compiled program has no block boundaries).
+    - `program_temp_bytes`: a compiled program's temporary buffers, as its compiler plans them.
     - `methods`: figure -> the method behind it; every observed figure has one.
     """
 
@@ -117,6 +122,8 @@ class Record:
     peak_batch_bytes: int | NotObservable = _NOT_WATCHED
     peak_fixed_bytes: int | NotObservable = _NOT_WATCHED
     matmuls: int | NotObservable = _NOT_WATCHED
+    phase_block_matmuls: Mapping[str, int] | NotObservable = _NOT_WATCHED
+    program_temp_bytes: int | NotObservable = _NOT_WATCHED
 
     def __post_init__(self):
         unexplained = [f for f in FIGURES if observed(getattr(self, f)) and f not in self.methods]
@@ -139,7 +146,10 @@ class Record:
         return tuple(e for e in _seen(self, "evaluations") if e.phase == phase)
 
     def block_matmuls(self, phase: str) -> int:
-        """The block's matmuls (`MATMULS`) its evaluations ran in one phase."""
+        """The block's matmuls (`MATMULS`) its evaluations ran in one phase (or, where they
+        cannot be told apart, `phase_block_matmuls`)."""
+        if not observed(self.evaluations) and observed(self.phase_block_matmuls):
+            return self.phase_block_matmuls[phase]
         return sum(len(e.ran) for e in self.evaluated(phase))
 
     def all_matmuls(self) -> int | None:

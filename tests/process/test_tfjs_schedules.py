@@ -14,7 +14,7 @@ from conformance.benchmark.measure import Settings, make_data
 from implementations.schedules import Schedule, regions
 from tests.support import schedules_kit as kit
 
-jax_bench = pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
+jax_bench = pytest.importorskip("implementations.stacks.jax.block", reason="the canonical is JAX's")
 
 SETTINGS = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
 

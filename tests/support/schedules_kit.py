@@ -24,8 +24,8 @@ ALL_BUT_BUDGET = {"none", "every", "segments", "nested", "binomial"}
 
 
 def canonical() -> ModuleType:
-    """JAX's bench module (the canonical's), or the calling test module skips."""
-    return pytest.importorskip("implementations.stacks.jax.bench", reason="the canonical is JAX's")
+    """JAX's block module (the canonical's `canonical_values`), or the calling test module skips."""
+    return pytest.importorskip("implementations.stacks.jax.block", reason="the canonical is JAX's")
 
 
 def cases(module: Any, settings: Settings = SMALL) -> tuple[list, list[str]]:

@@ -10,15 +10,15 @@
   (`flax_init`).
 - `checked_x`: the contract's checks of x, made to survive tracing (`inputs`).
 - JAX's instrument: `backward_record(fn, args, origins, cotangent)` and
-  `saved_tensors(fn, args, origins)` (`evidence`).
+  `saved_tensors(fn, args, origins)` (`instrument`).
 - `STACK`: the JAX `Stack` (arrays, the precision pin, the init, `record`).
 """
 
 from ..lazy import lazy_exports
 
 _EXPORTS = {
-    "backward_record": ".evidence",
-    "saved_tensors": ".evidence",
+    "backward_record": ".instrument",
+    "saved_tensors": ".instrument",
     "CompiledExercise": ".flax_init",
     "flax_init": ".flax_init",
     "init_arrays": ".flax_init",

@@ -45,7 +45,7 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "jax",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             quick=True,
             notes={
                 "saved_bytes": "the residual leaves of jax.vjp, one per jaxpr variable",

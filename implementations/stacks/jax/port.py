@@ -22,7 +22,7 @@ From these the base builds the contract: `forward` and `vjp` (one compiled
 function per shape and path, converting inside the trace), `init_params` and
 `nn_checkpoint_forward` (Flax's init in `jax.random`, then `apply` with the
 checkpoint, in one compiled call) and both evidence records (read with
-`evidence.backward_record`, one per shape: a jaxpr depends on shapes only).
+`instrument.backward_record`, one per shape: a jaxpr depends on shapes only).
 
 **One path.** Each record traces the function whose values are checked:
 `backward_record` the one `vjp` pulls back through (`differentiable`),

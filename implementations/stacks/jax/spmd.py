@@ -38,7 +38,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ...sharding import RankRecord
-from . import evidence
+from . import instrument
 
 AXIS = "ranks"
 INSTRUMENT = (
@@ -90,7 +90,7 @@ def placed(mesh: Mesh, layout: str, arrays: Sequence[Any], x: Any) -> tuple[tupl
 
 def residual_origins(fn: Callable, params: tuple, x: Any) -> list[str]:
     """For each residual leaf of `jax.vjp(fn, params, x)`: "input", "activation",
-    "parameter" or "constant" (traced through the forward jaxpr, as `evidence` does);
+    "parameter" or "constant" (traced through the forward jaxpr, as `instrument` does);
     a leaf repeated later is "duplicate"."""
     flat, tree = jax.tree_util.tree_flatten((params, x))
     flags = [False] * (len(flat) - 1) + [True]  # x is the last leaf
@@ -100,8 +100,8 @@ def residual_origins(fn: Callable, params: tuple, x: Any) -> list[str]:
         return jax.tree_util.tree_leaves(pullback)
 
     jaxpr = jax.make_jaxpr(forward_and_residuals)(*flat).jaxpr
-    from_input = evidence.depends_on(jaxpr, flags)
-    from_any = evidence.depends_on(jaxpr, [True] * len(flat))
+    from_input = instrument.depends_on(jaxpr, flags)
+    from_any = instrument.depends_on(jaxpr, [True] * len(flat))
     origins, seen = [], set()
     for var in jaxpr.outvars:
         if isinstance(var, core.Literal):
@@ -153,7 +153,7 @@ def rank_records(
     ct = jax.device_put(np.asarray(cotangent, np.float32), NamedSharding(mesh, ct_spec))
     backward = jax.jit(lambda pb, c: pb(c)).lower(pullback, ct)
     matmuls = _dots(backward.compile().as_text())
-    recomputed = dict(evidence.recomputed_ops(jax.make_jaxpr(lambda c: pullback(c))(ct)))
+    recomputed = dict(instrument.recomputed_ops(jax.make_jaxpr(lambda c: pullback(c))(ct)))
     records, here = [], jax.process_index()
     where = (f"process {here}", socket.gethostname(), os.getpid())
     for rank, device in enumerate(mesh.devices.flat):

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import Stack
-from . import evidence
+from . import instrument
 from .flax_init import init_params
 
 
@@ -60,12 +60,12 @@ _HERE = sys.modules[__name__]
 
 #: JAX: `np.asarray`/`jnp.asarray`, `jax_default_matmul_precision`, Flax's init in
 #: `jax.random`, and the residuals of `jax.vjp`'s jaxpr
-#: (`record(fn, args, origins, cotangent)`, `evidence.backward_record`).
+#: (`record(fn, args, origins, cotangent)`, `instrument.backward_record`).
 STACK = Stack(
     "jax",
     arrays=_HERE,
     precision=_HERE,
     init=init_params,
-    instrument=evidence.backward_record,
+    instrument=instrument.backward_record,
     distributions=("jax", "jaxlib"),
 )

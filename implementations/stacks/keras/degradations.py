@@ -33,7 +33,7 @@ def kept(mode: str | None) -> dict[str, Any]:
     `RematScope(mode)`: its bytes, roles and count."""
     import jax.numpy as jnp
 
-    from ..jax import evidence  # imports jax: only where a probe runs
+    from ..jax import instrument as evidence  # imports jax: only where a probe runs
 
     keras = _keras()
     # "activations" wraps the relu (the layer's activation) in its own remat.

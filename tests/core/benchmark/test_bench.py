@@ -67,45 +67,46 @@ def test_make_data_is_seeded_and_shaped():
 # With a checkpoint per block only x_l is kept; with dots_saveable, x_l and
 # the first matmul's output x_l @ W1 (the second matmul's output is not
 # needed: a matmul's backward needs its inputs, not its output).
-JAX_UNROLLED = {  # mode -> (count, bytes) for depth L
-    "none": lambda L: (3 * L, L * (UNIT + UNIT // 4 + UNIT)),
-    "full": lambda L: (L, L * UNIT),
-    "save-mm": lambda L: (2 * L, 2 * L * UNIT),
+# JAX's block places a lone block as it is (L = 1: one array per residual, x an argument)
+# and two or more alike under lax.scan (their residuals stacked along L: one array per kind).
+JAX_ONE = {  # mode -> (count, bytes) at L = 1
+    "none": (3, UNIT + UNIT // 4 + UNIT),
+    "full": (1, UNIT),
+    "save-mm": (2, 2 * UNIT),
 }
-# Under scan the same residuals are stacked along L: one array per kind.
-JAX_SCAN = {
+JAX_SCAN = {  # mode -> (count, bytes) for depth L >= 2
     "none": lambda L: (3, L * (UNIT + UNIT // 4 + UNIT)),
     "full": lambda L: (1, L * UNIT),
     "save-mm": lambda L: (2, 2 * L * UNIT),
 }
 
 
+def _jax_bench():
+    pytest.importorskip("jax")
+    from implementations.measuring.driver import bench_module
+
+    return bench_module("implementations.stacks.jax.block")
+
+
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("mode", measure.MODES)
-@pytest.mark.parametrize("variant", ["unrolled", "scan"])
-def test_jax_residuals_match_hand_derived_counts(variant, mode, depth):
-    pytest.importorskip("jax")
-    from implementations.stacks.jax import bench as jax_stack
-
-    saved = jax_stack.build(variant, mode, _data(depth)).residuals()
+def test_jax_residuals_match_hand_derived_counts(mode, depth):
+    saved = _jax_bench().build("", mode, _data(depth)).residuals()
     kept = _kept(saved)
-    expected = (JAX_UNROLLED if variant == "unrolled" else JAX_SCAN)[mode](depth)
+    expected = JAX_ONE[mode] if depth == 1 else JAX_SCAN[mode](depth)
     assert (len(kept), sum(t.nbytes for t in kept)) == expected, kept
-    # x is block 0's input, and it counts (as an argument unrolled, stacked under scan).
-    if variant == "unrolled":
+    # x is block 0's input, and it counts (as an argument alone, stacked under scan).
+    if depth == 1:
         assert [t.origin for t in kept].count("input") == 1
     # Every parameter residual is a weight or bias (or stacked ones), never an activation.
     assert all(t.shape[-1] == F for t in saved)
 
 
 def test_jax_full_checkpoint_keeps_exactly_the_analytic_minimum():
-    pytest.importorskip("jax")
-    from implementations.stacks.jax import bench as jax_stack
-
     settings = Settings(depths=(2,), batch=B, features=F)
-    for variant in jax_stack.VARIANTS:
-        case = jax_stack.build(variant, "full", _data(2))
-        result = measure.result_of(case, Static(case.residuals()), 2, settings)
+    for depth in (1, 2):
+        case = _jax_bench().build("", "full", _data(depth))
+        result = measure.result_of(case, Static(case.residuals()), depth, settings)
         assert result.saved_bytes == result.analytic_minimum
         assert result.saved_ratio == 1.0
 
@@ -136,33 +137,22 @@ def test_a_flax_linen_stack_saves_what_the_plain_jax_stack_saves(remat):
     x = _data(2).x
     variables = Stack().init(jax.random.PRNGKey(0), x)
     kept = _kept(saved_tensors(Stack().apply, (variables, x), ("parameter", "input")))
-    expected = JAX_UNROLLED["full" if remat else "none"](2)
-    assert (len(kept), sum(t.nbytes for t in kept)) == expected
+    count, per_block = JAX_ONE["full" if remat else "none"]
+    assert (len(kept), sum(t.nbytes for t in kept)) == (2 * count, 2 * per_block)
 
 
-@pytest.mark.parametrize("variant", ["unrolled", "scan"])
-def test_jax_measure_reports_compiled_memory_and_matmuls(variant):
-    pytest.importorskip("jax")
-    from implementations.stacks.jax import bench as jax_stack
-
+def test_jax_measure_reports_compiled_memory_and_matmuls():
     depth = 2
-    found = {mode: jax_stack.build(variant, mode, _data(depth)).measure() for mode in measure.MODES}
+    stack = _jax_bench()
+    found = {mode: stack.build("", mode, _data(depth)).measure() for mode in measure.MODES}
     assert all(s.temp_bytes is not None and s.temp_bytes >= 0 for s in found.values())
     assert all(s.peak_bytes is None for s in found.values())  # no allocation profiler
     mm = {mode: s.matmuls for mode, s in found.items()}
     # Forward 2 matmuls per block; backward 4 (dW1, dW2, and dx through each layer).
-    if variant == "scan":
-        # A loop body cannot drop block 0's dx: 6 per block. A checkpoint
-        # recomputes x @ W1 only (the backward needs relu's input, not the
-        # block's output): 7 per block, 7/6 of the work, below the 4/3 bound.
-        assert mm == {"none": 6 * depth, "full": 7 * depth, "save-mm": 6 * depth}
-    else:
-        # Unrolled, block 0's dx is dropped (grads are of parameters only).
-        # XLA:CPU's CSE merges the recomputed matmuls back into the forward
-        # ones (measured: the checkpoint shows in compiled memory only under scan), so a
-        # checkpoint adds at most one.
-        assert mm["none"] == mm["save-mm"] == 6 * depth - 1
-        assert mm["none"] <= mm["full"] <= mm["none"] + 1
+    # A loop body cannot drop block 0's dx: 6 per block. A checkpoint
+    # recomputes x @ W1 only (the backward needs relu's input, not the
+    # block's output): 7 per block, 7/6 of the work, below the 4/3 bound.
+    assert mm == {"none": 6 * depth, "full": 7 * depth, "save-mm": 6 * depth}
 
 
 # ---------------------------------------------------------------------------

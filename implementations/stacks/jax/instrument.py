@@ -1,7 +1,9 @@
-"""JAX's instrument for what a backward pass saves and recomputes. Imports jax only.
+"""JAX's instrument: what a backward pass saves and recomputes, read off the traced program,
+and what the compiled program runs and holds. Imports jax only.
 
-Every JAX port (Flax linen, Flax NNX, Equinox, plain JAX) reads its evidence
-here, so all of them are measured the same way:
+Every JAX port (Flax linen, Flax NNX, Equinox, Haiku, plain JAX) reads its record here
+(`backward_record`), and the bench's call (`block.vjp`) is watched here (`watch`, `peak`),
+so all of them are measured the same way:
 
 - **Saved:** the residual leaves of `jax.vjp` (what `saved_residuals` lists),
   each traced back through the forward jaxpr to say whether it is an
@@ -31,19 +33,45 @@ here, so all of them are measured the same way:
   with the forward's (CSE, once the remat's optimization barrier is expanded).
 - **Tags:** the `checkpoint_name` names the block holds, so that a policy
   naming a tag that is not there can be flagged (it silently runs full remat).
+
+**The bench's call** (`watch(x, params)`, `peak()`: contexts around `block.vjp`, which hands
+them its jitted program before it runs):
+
+- **Saved, recomputed:** as above, of the run with respect to the parameters and x.
+- **Matmuls:** the compiled program's `dot`s (optimized HLO), each counted as many times as
+  its loop runs (`hlo_dot_count`): backward ones are named `transpose(jvp(...))` by JAX, the
+  rest are the forward pass's. **Block matmuls per phase:** those of forward direction
+  (x @ W1, a @ W2: lhs dim 1 contracted with rhs dim 0), in each phase: a compiled program
+  has no block boundaries, so block evaluations are not observable.
+- **Regions, reruns:** `remat` equations the traced program runs (a scan's body times its
+  length), in the run and in its pullback.
+- **Peak:** JAX's CPU runtime has no allocation profiler: not observable. XLA's
+  `memory_analysis()` gives the compiled program's temporary buffers, at B and at 2B (the
+  program at 2B compiled, never run): the part that grows with the batch, `temp(2B) -
+  temp(B)`, is the activations; the parameters' gradients are not linear in B, and XLA keeps
+  them in temporaries or writes them to its outputs as it sees fit.
+- **Reruns the compiler removed:** XLA:CPU expands the checkpoint's optimization barriers
+  (cse_barrier_expander) before HloCSE, which merges an unrolled region's rerun into the
+  forward pass. Where the compiled backward runs fewer forward matmuls than the traced
+  pullback reruns, the schedule did not run: its block matmuls and its peak are not
+  observable (where none was removed the two counts are equal).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import jax
 from jax.extend import core
 
 from ...contract import BackwardRecord, SavedTensor
+from ...measuring.record import NotObservable, Record
 from ...policies import ROLES
+from ..hlo import hlo_dot_count
 
 REMAT_PRIMITIVES = frozenset({"remat2", "checkpoint", "remat"})
 
@@ -454,3 +482,224 @@ def _producer(jaxpr: core.Jaxpr, var) -> str:
         through.append(name)
         var = inputs[0]
     return "a constant" if not through else f"an argument (through {', '.join(through)})"
+
+
+# -- the bench's call: the compiled program --------------------------------------------------
+
+WATCH = (
+    "block.vjp's program: jax.vjp residuals traced through the jaxpr; the optimized HLO's dots "
+    "(a loop body times its trip count); remat equations the traced program runs"
+)
+PEAK = "XLA memory_analysis(): temp bytes that grow with B, temp(2B) - temp(B)"
+METHODS = {
+    "saved": "jax.vjp residuals of the run in the parameters and x, traced through the jaxpr",
+    "forward_matmuls": "optimized HLO dots not named transpose(jvp(...)), times their loops",
+    "backward_matmuls": "optimized HLO dots named transpose(jvp(...)), times their loops",
+    "phase_block_matmuls": "optimized HLO dots of forward direction (lhs dim 1 by rhs dim 0), "
+    "per phase by JAX's transpose(jvp(...)) names, times their loops",
+    "recomputed": "pullback jaxpr operations that do not depend on the cotangent",
+    "regions": "remat equations of the run's jaxpr, a scan's body times its length",
+    "reruns": "remat equations of the pullback's jaxpr, a scan's body times its length",
+    "program_temp_bytes": "XLA memory_analysis().temp_size_in_bytes of the compiled program",
+}
+NO_PROFILER = NotObservable(
+    "JAX's CPU runtime has no allocation profiler; XLA's memory_analysis() plans the "
+    "compiled program's temporaries"
+)
+NO_BLOCKS = NotObservable("a compiled XLA program has no block boundaries")
+#: xla/service/cpu/cpu_compiler.cc: CSE-barrier expansion runs before HloCSE in the CPU
+#: pipeline, so an unrolled region's rerun is the forward's computation again, and merged.
+MERGED = (
+    "XLA:CPU removed the reruns: its pipeline expands the checkpoint's optimization barriers "
+    "(cse_barrier_expander) before HloCSE (xla/service/cpu/cpu_compiler.cc), which merges an "
+    "unrolled region's rerun into the forward pass: the compiled program is not the schedule"
+)
+_FORWARD_DOT = re.compile(r"lhs_contracting_dims=\{1\}, rhs_contracting_dims=\{0\}")
+_BACKWARD_NAME = "transpose(jvp"
+
+
+def hlo_dots(text: str, keep: Callable[[str], bool]) -> int | None:
+    """The `dot`s one run of the HLO module executes whose line `keep` accepts."""
+    lines = (
+        line if keep(line) else line.replace(" dot(", " other_dot(") for line in text.splitlines()
+    )
+    return hlo_dot_count("\n".join(lines))
+
+
+def _forward_direction(line: str) -> bool:
+    return bool(_FORWARD_DOT.search(line))
+
+
+def _in_backward(line: str) -> bool:
+    return _BACKWARD_NAME in line
+
+
+def executed(jaxpr: core.Jaxpr, count: Callable[[Any], bool]) -> int:
+    """How many equations `count` accepts the jaxpr runs: a scan's body times its length,
+    any other sub-jaxpr once."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += bool(count(eqn))
+        times = eqn.params["length"] if eqn.primitive.name == "scan" else 1
+        for sub in _sub_jaxprs(eqn):
+            total += times * executed(sub, count)
+    return total
+
+
+def _remat(eqn) -> bool:
+    return eqn.primitive.name in REMAT_PRIMITIVES
+
+
+def _forward_dot(eqn) -> bool:
+    if eqn.primitive.name not in MATMUL_PRIMITIVES:
+        return False
+    (lhs, rhs), _ = eqn.params["dimension_numbers"]
+    return tuple(lhs) == (1,) and tuple(rhs) == (0,)
+
+
+#: (step, what, shapes) -> (step, the value): watch and peak compile and trace a call once.
+_MADE: dict[tuple, tuple[Callable, Any]] = {}
+
+
+class Program:
+    """One call of `block.vjp`: its run, jitted step and arguments, and what they show."""
+
+    def __init__(self, forward: Callable, step: Callable, args: tuple, wrt: str):
+        self.forward, self.step, self.args, self.wrt = forward, step, args, wrt
+
+    def _once(self, what: Any, make: Callable[[], Any]) -> Any:
+        stacked, x, _ = self.args
+        key = (id(self.step), what, x.shape, stacked[0].shape)
+        if key not in _MADE or _MADE[key][0] is not self.step:
+            _MADE[key] = (self.step, make())
+            while len(_MADE) > 16:  # the latest cases' (a bench measures one at a time)
+                _MADE.pop(next(iter(_MADE)))
+        return _MADE[key][1]
+
+    def compiled(self, batch: int = 1):
+        """The step compiled with x and the cotangent at `batch` times their batch (once)."""
+        return self._once(batch, lambda: self._compile(batch))
+
+    def _compile(self, batch: int):
+        stacked, x, cotangent = self.args
+        if batch == 1:
+            return self.step.lower(*self.args).compile()
+        wide = [
+            jax.ShapeDtypeStruct((batch * a.shape[0], *a.shape[1:]), a.dtype)
+            for a in (x, cotangent)
+        ]
+        return self.step.lower(stacked, *wide).compile()
+
+    def pullback(self) -> core.ClosedJaxpr:
+        """The pullback's jaxpr of the run in the parameters and x (once)."""
+        stacked, x, cotangent = self.args
+        return self._once("pullback", lambda: backward_jaxpr(self.forward, (stacked, x), cotangent))
+
+    def merged(self, text: str) -> NotObservable | None:
+        """Where the compiled backward runs fewer forward matmuls than the traced pullback
+        reruns, the reruns the compiler removed (`MERGED`); else None."""
+        traced = executed(self.pullback().jaxpr, _forward_dot)
+        compiled = hlo_dots(text, lambda line: _forward_direction(line) and _in_backward(line))
+        if compiled is None or compiled >= traced:
+            return None
+        return NotObservable(
+            f"{MERGED}: {traced - compiled} of the {traced} forward matmuls "
+            "the traced pullback reruns are not in the compiled backward"
+        )
+
+    def record(self) -> Record:
+        stacked, x, _ = self.args
+        compiled = self.compiled()
+        text = compiled.as_text()
+        pullback = self.pullback()
+        per_phase = {
+            phase: hlo_dots(
+                text, lambda line, b=backward: _forward_direction(line) and _in_backward(line) == b
+            )
+            for phase, backward in (("forward", False), ("backward", True))
+        }
+        per_phase = self.merged(text) or per_phase
+        analysis = compiled.memory_analysis()
+        temp = NO_PROFILER if analysis is None else int(analysis.temp_size_in_bytes)
+        return Record(
+            WATCH,
+            METHODS,
+            saved=saved_tensors(self.forward, (stacked, x), ("parameter", "input")),
+            evaluations=NO_BLOCKS,
+            forward_matmuls=hlo_dots(text, lambda line: not _in_backward(line)),
+            backward_matmuls=hlo_dots(text, _in_backward),
+            phase_block_matmuls=per_phase,
+            recomputed=dict(recomputed_ops(pullback)),
+            regions=executed(jax.make_jaxpr(self.forward)(stacked, x).jaxpr, _remat),
+            reruns=executed(pullback.jaxpr, _remat),
+            program_temp_bytes=temp,
+        )
+
+    def peak(self) -> Record:
+        """The peak's record: not observable, its part that grows with the batch planned."""
+        low, high = (self.compiled(b).memory_analysis() for b in (1, 2))
+        methods = {
+            "peak_batch_bytes": PEAK,
+            "peak_fixed_bytes": PEAK.replace(
+                "that grow with B, temp(2B) - temp(B)",
+                "that do not grow with B, 2 temp(B) - temp(2B)",
+            ),
+        }
+        if low is None or high is None:
+            return Record(PEAK, {}, peak_bytes=NO_PROFILER)
+        merged = self.merged(self.compiled().as_text())
+        if merged:
+            return Record(PEAK, {}, peak_bytes=merged, peak_batch_bytes=merged)
+        at_b, at_2b = int(low.temp_size_in_bytes), int(high.temp_size_in_bytes)
+        return Record(
+            PEAK,
+            methods,
+            peak_bytes=NO_PROFILER,
+            peak_batch_bytes=at_2b - at_b,
+            peak_fixed_bytes=2 * at_b - at_2b,
+        )
+
+
+class Watch:
+    """The programs `block.vjp` ran in a `watch` or `peak` block; the last one's record."""
+
+    def __init__(self, peak: bool = False):
+        self.programs: list[Program] = []
+        self.is_peak = peak
+
+    def saw(self, forward: Callable, step: Callable, args: tuple, wrt: str) -> None:
+        self.programs.append(Program(forward, step, args, wrt))
+
+    def record(self) -> Record:
+        if not self.programs:
+            none = NotObservable("the call ran no block.vjp")
+            return (
+                Record(WATCH, {}, peak_bytes=none)
+                if self.is_peak
+                else Record(WATCH, {}, saved=none)
+            )
+        program = self.programs[-1]
+        return program.peak() if self.is_peak else program.record()
+
+
+@contextmanager
+def _watching(peak: bool) -> Iterator[Watch]:
+    from . import block  # the block hands its programs to its watchers
+
+    seen = Watch(peak)
+    block.WATCHERS.append(seen)
+    try:
+        yield seen
+    finally:
+        block.WATCHERS.remove(seen)
+
+
+def watch(x: Any, parameters: Any) -> Any:
+    """A context around `block.vjp`'s call: `.record()` after it (the values are the call's:
+    the program says them)."""
+    return _watching(peak=False)
+
+
+def peak() -> Any:
+    """A context around `block.vjp`'s call: `.record()` gives its peak's record after it."""
+    return _watching(peak=True)

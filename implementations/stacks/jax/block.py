@@ -1,0 +1,284 @@
+"""The exercise's block in JAX, and the one builder that places it over L blocks. Imports jax
+(Flax only for `canonical_values`).
+
+- `block(params, x)`: `relu(x @ w1 + b1) @ w2 + b2`, kernels `(in, out)` as Flax's, h tagged
+  by `checkpoint_name` for `save_named` (an identity otherwise). Flax linen `nn.checkpoint`,
+  NNX `nnx.remat`, Equinox `eqx.filter_checkpoint` and Haiku `hk.remat` all lower to
+  `jax.checkpoint`, so the bench is written against it.
+- `place(placement)`: `run(stacked, x)`, the placement's blocks over the parameters stacked
+  `(L, ...)`, each region a `jax.checkpoint` (its policy's function), nested as the placement
+  nests. One program structure for every placement: each run of two or more alike items
+  (plain blocks, or regions of one shape and policy) is one `lax.scan` over their stacked
+  parameters, a lone item is called as it is. So none, every, segments and nested are loops
+  (at L >= 2), and binomial, whose regions differ in size, is mostly unrolled.
+- `vjp(run, params, x, cotangent, wrt)`: the call every measurement watches: `jax.vjp` of
+  the run and its pullback, one jitted program, finished when it returns. It hands its
+  program to the instrument's watchers (`WATCHERS`) before it runs.
+
+Declarations (`implementations.measuring.driver` reads them): the policies a region runs
+(`POLICIES`), what JAX cannot express (`NOT_EXPRESSIBLE`), and where its figures depart
+from the model (`DEPARTURES`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from implementations.bench_case import Data, Values
+from implementations.contract import installed_versions
+from implementations.measuring.placement import Placement
+from implementations.policies import Policy
+from implementations.schedules import Departure, Item, Region, Schedule
+
+from . import policies as jax_policies
+
+FRAMEWORK = "jax"
+#: Policy -> how a region runs it (`jax.checkpoint(block, policy=...)`).
+POLICIES = {
+    name: f"jax.checkpoint(block, policy={spelling})"
+    for name, spelling in jax_policies.SPELLINGS.items()
+}
+#: The depth bench's `save-mm`: the matmul outputs saved.
+SAVE_MM_POLICY = "save_dots"
+REGION = (
+    "a jax.checkpoint; each run of two or more alike items (blocks, or regions of one shape) "
+    "a lax.scan, a lone item unrolled"
+)
+#: The gradient `bench --schedules` measures the peak of: XLA drops what the x-gradient does
+#: not need (x and a, kept only for the kernels' gradients), so its peak is of another program;
+#: the parameters' gradients are left out by the method (the part that grows with the batch).
+PEAK_WRT = "params"
+NOT_EXPRESSIBLE = {
+    "budget": "JAX has no memory-budget solver: jax.checkpoint's policies name what to save "
+    "per op, not how much",
+}
+#: Where a schedule's figures leave the model: nested's a count the bench holds its peak to,
+#: segments' still a reason in words.
+DEPARTURES = {
+    "segments": "XLA's scheduler places a rerun where it likes: with one region (s = 2) the "
+    "rerun needs no cotangent, and it runs while the plain tail's activations are alive, so "
+    "segments(2) peaks as none does; beside the tail's blocks JAX keeps relu's mask, a "
+    "quarter unit each",
+    # jax/_src/lax/control_flow/loops.py (scan's transpose): the backward of a scan is a scan
+    # whose carry is the cotangent, alive across each inner level's loop.
+    "nested": Departure(
+        "remat_scan's backward is a scan per level: each open level's loop holds its carry, "
+        "the cotangent, while the level inside it runs",
+        held_per_level=1,
+    ),
+}
+#: The gradients `vjp` takes: of the parameters, or of x.
+WRT = ("params", "x")
+#: Watchers of `vjp`'s programs (the instrument's `watch` and `peak` add themselves here).
+WATCHERS: list[Any] = []
+
+
+def block(params: Sequence[jax.Array], x: jax.Array) -> jax.Array:  # (B, F) -> (B, F)
+    """`relu(x @ w1 + b1) @ w2 + b2`, h tagged for `save_named`."""
+    w1, b1, w2, b2 = params  # kernels (F, F) as (in, out), biases (F,)
+    # Biases as (1, F): explicit broadcasting, which strict rank promotion allows.
+    h = jax_policies.tag(x @ w1 + b1[None, :])
+    return jax.nn.relu(h) @ w2 + b2[None, :]
+
+
+def _checkpoint(run: Callable, policy: str) -> Callable:
+    if policy == "":
+        return jax.checkpoint(run)  # prevent_cse=True, as every front's wrapper
+    if policy not in POLICIES:
+        reason = NOT_EXPRESSIBLE.get(policy, f"JAX has no policy {policy!r}")
+        raise ValueError(f"placement: policy {policy!r} is not expressible in JAX: {reason}")
+    return jax.checkpoint(run, policy=jax_policies.policy_function(Policy.parse(policy)))
+
+
+def _shape(item: Item, policy_of: Callable[[Region], str]) -> Any:
+    """What makes items alike: blocks alike, regions of one nesting and policy alike."""
+    if isinstance(item, Region):
+        return (policy_of(item), tuple(_shape(i, policy_of) for i in item.items))
+    return "block"
+
+
+def _size(item: Item) -> int:
+    return len(item.blocks) if isinstance(item, Region) else 1
+
+
+def _item(item: Item, policy_of: Callable[[Region], str]) -> Callable:
+    """`run(params, x)` of one item: a block's parameters as they are, a region's of more than
+    one block stacked `(size, ...)`; a region is a `jax.checkpoint` of its items."""
+    if not isinstance(item, Region):
+        return block
+    inner = (
+        _item(item.items[0], policy_of) if len(item.items) == 1 else _items(item.items, policy_of)
+    )
+    return _checkpoint(inner, policy_of(item))
+
+
+def _items(items: tuple[Item, ...], policy_of: Callable[[Region], str]) -> Callable:
+    """`run(stacked, x)` over the items' blocks (stacked `(n, ...)` in block order): each run of
+    two or more alike items one `lax.scan` over their parameters (`(count, size, ...)`, or
+    `(count, ...)` for items of one block), a lone item called as it is."""
+    runs: list[list] = []  # [count, size, shape, run]
+    for item in items:
+        shape = _shape(item, policy_of)
+        if runs and runs[-1][2] == shape:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, _size(item), shape, _item(item, policy_of)])
+    total = sum(count * size for count, size, _, _ in runs)
+
+    def run(stacked, x):
+        start = 0
+        for count, size, _, body in runs:
+            part = stacked
+            if count * size != total:  # a part of the blocks: sliced
+                part = tuple(p[start : start + count * size] for p in stacked)
+            if count > 1 and size > 1:
+                part = tuple(p.reshape((count, size, *p.shape[1:])) for p in part)
+            if count > 1:
+                x = jax.lax.scan(lambda h, p, body=body: (body(p, h), None), x, part)[0]
+            else:  # one item: called as it is, no loop of one
+                x = body(part if size > 1 else tuple(p[0] for p in part), x)
+            start += count * size
+        return x
+
+    return run
+
+
+def place(placement: Placement) -> Callable[..., Any]:
+    """`run(stacked, x)`: the placement's blocks and regions over parameters stacked `(L, ...)`."""
+    numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
+    return _items(placement.items, lambda region: placement.policy_of(numbers[id(region)]))
+
+
+class StackedGrads(Sequence):
+    """The parameters' gradients, flat (four a block, in block order), read off the stacked
+    `(L, ...)` ones only when asked for: the call measured does not unstack them."""
+
+    def __init__(self, stacked: tuple[jax.Array, ...]):
+        self.stacked = stacked
+
+    def __len__(self) -> int:
+        return 4 * self.stacked[0].shape[0]
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"index {index} out of range for {len(self)} gradients")
+        index %= len(self)
+        return self.stacked[index % 4][index // 4]
+
+
+#: The latest cases' stacked parameters and jitted programs (a bench builds one case at a time).
+_KEPT = 8
+_stacks: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
+_programs: dict[tuple[int, str], tuple[Callable, Callable]] = {}
+
+
+def _keep(cache: dict, key: Any, value: Any) -> None:
+    """`cache[key] = value`, the oldest entries dropped beyond `_KEPT`."""
+    cache[key] = value
+    while len(cache) > _KEPT:
+        cache.pop(next(iter(cache)))
+
+
+def stacked(params: Sequence[jax.Array]) -> tuple[jax.Array, ...]:
+    """The flat parameters (four a block) stacked `(L, ...)` per kind, made once per list."""
+    key = tuple(map(id, params))
+    if key not in _stacks:  # the params kept with their stack: their ids stay theirs
+        _keep(_stacks, key, (tuple(params), tuple(jnp.stack(params[i::4]) for i in range(4))))
+    return _stacks[key][1]
+
+
+def program(run: Callable, wrt: str) -> tuple[Callable, Callable]:
+    """`(forward, step)`: `forward(stacked, x)` the run, `step(stacked, x, cotangent)` its
+    `jax.vjp` and pullback, `(y, gradients)` with respect to `wrt`, jitted once per run."""
+    if wrt not in WRT:
+        raise ValueError(f"wrt must be one of {WRT}, got {wrt!r}")
+    key = (id(run), wrt)
+    if key not in _programs or _programs[key][0] is not run:
+
+        def step(stacked, x, cotangent):
+            if wrt == "params":
+                y, pullback = jax.vjp(lambda p: run(p, x), stacked)
+            else:
+                y, pullback = jax.vjp(lambda x: run(stacked, x), x)
+            return y, pullback(cotangent)[0]
+
+        _keep(_programs, key, (run, jax.jit(step)))
+    return run, _programs[key][1]
+
+
+def vjp(
+    run: Callable, params: Sequence[jax.Array], x: jax.Array, cotangent: jax.Array, wrt: str
+) -> tuple[jax.Array, Sequence[jax.Array]]:
+    """`(y, gradients)`: `jax.vjp` of `run` with respect to the parameters (`wrt="params"`,
+    flat, four a block) or x, and its pullback of `cotangent`, done when it returns."""
+    forward, step = program(run, wrt)
+    args = (stacked(params), x, cotangent)
+    for watcher in WATCHERS:
+        watcher.saw(forward, step, args, wrt)
+    y, grads = jax.block_until_ready(step(*args))
+    return y, StackedGrads(grads) if wrt == "params" else (grads,)
+
+
+def from_numpy(array: np.ndarray) -> jax.Array:
+    """JAX's array for the bench's data."""
+    return jnp.asarray(array)
+
+
+def versions() -> dict[str, str]:
+    """The installed jax and jaxlib."""
+    return installed_versions(("jax", "jaxlib"))
+
+
+# -- the canonical --------------------------------------------------------------------------
+
+
+def canonical_values(schedule: str | Schedule, data: Data) -> Values:
+    """The canonical's values: Flax linen's `nn.remat_scan` with the schedule's lengths for
+    `nested`, else Flax's plain scanned stack (`remat_scan` with one level: no remat), which
+    every schedule of every framework must equal."""
+    import flax.linen as nn
+
+    parsed = Schedule.parse(schedule)
+    L = len(data.blocks)
+    lengths = parsed.args if parsed.name == "nested" else (L,)
+    if math.prod(lengths) != L:
+        raise ValueError(f"nested lengths {lengths} do not multiply to L={L}")
+
+    class FlaxBlock(nn.Module):
+        """The exercise's block, `Dense(F) -> relu -> Dense(F)`, as Flax linen writes it."""
+
+        features: int
+
+        @nn.compact
+        def __call__(self, x):  # (B, F) -> (B, F)
+            h = nn.Dense(self.features)(x)  # Dense_0: named first, so made first
+            return nn.Dense(self.features)(nn.relu(h))
+
+    # remat_scan's variables carry one leading axis per level, outermost first: block index
+    # i1*l2*...*ld + ... + id, the nested placement's order.
+    w1, b1, w2, b2 = (
+        jnp.stack([b[i] for b in data.blocks]).reshape(lengths + data.blocks[0][i].shape)
+        for i in range(4)
+    )
+    variables = {
+        "params": {"Dense_0": {"kernel": w1, "bias": b1}, "Dense_1": {"kernel": w2, "bias": b2}}
+    }
+    module = nn.remat_scan(FlaxBlock, lengths=lengths)(data.x.shape[-1])
+
+    def values(variables, x, cotangent):
+        y, pullback = jax.vjp(lambda v: module.apply(v, x), variables)
+        return y, pullback(cotangent)[0]
+
+    y, grads = jax.jit(values)(variables, jnp.asarray(data.x), jnp.asarray(data.cotangent))
+    kinds = [grads["params"]["Dense_0"]["kernel"], grads["params"]["Dense_0"]["bias"]]
+    kinds += [grads["params"]["Dense_1"]["kernel"], grads["params"]["Dense_1"]["bias"]]
+    flat = [np.asarray(k).reshape((L, *k.shape[len(lengths) :])) for k in kinds]
+    return Values(np.asarray(y), [tuple(k[i] for k in flat) for i in range(L)])
