@@ -16,7 +16,7 @@ Each folder `implementations/stacks/<framework>/` holds:
 
 `numpy` holds Flax linen's init in numpy, which every stack without JAX
 uses. `base` defines `Stack` and `Port`, the base of every port; `lazy`,
-`pool`, `switch`, `hlo`, `hooks_evidence`, `load_order` and `native_stderr` are
+`pool`, `switch`, `hlo`, `hooks_evidence`, `load_order`, `native_stderr` and `value_labels` are
 pieces several stacks share.
 
 Importing this package, a stack's package or its `manifest` imports no ML

@@ -1,6 +1,7 @@
 """The small helpers several stacks and the process adapter share: the environment read and set
 (`implementations.environment`), a signal in words (`signals`), the load-order guard
-(`stacks.load_order`) and file descriptor 2 caught (`stacks.native_stderr`)."""
+(`stacks.load_order`), file descriptor 2 caught (`stacks.native_stderr`) and the labels of an
+op-level instrument (`stacks.value_labels`, `stacks.block_runs`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import pytest
 from implementations.contract import StackUnavailable
 from implementations.environment import positive_seconds, variable_set
 from implementations.signals import signal_name
+from implementations.stacks.block_runs import BlockRuns
 from implementations.stacks.load_order import refuse_after
 from implementations.stacks.native_stderr import captured_fd2
+from implementations.stacks.value_labels import ORIGINS, derived, role_after, stronger
 
 VARIABLE = "REMAT_TEST_SHARED_HELPERS"
 
@@ -79,3 +82,33 @@ def test_captured_fd2_keeps_what_native_code_writes_and_puts_the_descriptor_back
     assert caught == ["written to fd 2\n"]
     after = os.fstat(2)
     assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+
+
+def test_role_after_walks_the_block_x_d1_h_a_d2_y():
+    roles, steps = ["x"], ("matmul", "add", "relu", "matmul", "add")
+    for step in steps:
+        roles.append(role_after(step, ["", roles[-1]]))  # the first role known counts
+    assert roles == ["x", "d1", "h", "a", "d2", "y"]
+    assert role_after("matmul", ["h"]) == role_after("transpose", ["x"]) == ""
+
+
+def test_an_op_takes_the_strongest_origin_and_x_makes_activations():
+    assert derived("input") == "activation"
+    assert [derived(o) for o in ORIGINS] == list(ORIGINS)
+    assert stronger("constant", "parameter") == stronger("parameter", "constant") == "parameter"
+    assert stronger("activation", "parameter") == "activation"
+
+
+def test_block_runs_close_a_rerun_inside_a_rerun_first_with_its_own_matmuls():
+    runs = BlockRuns()
+    assert not runs.leave("forward")  # nothing open: the watch began inside the block
+    runs.enter(0)
+    runs.open[-1][1].append("x@W1")
+    runs.enter("cell")
+    runs.open[-1][1].extend(["x@W1", "a@W2"])
+    assert runs.leave("backward", index=lambda key: 7)
+    assert runs.leave("backward")
+    assert [(e.block, e.phase, e.ran) for e in runs.evaluations] == [
+        (7, "backward", ("x@W1", "a@W2")),
+        (0, "backward", ("x@W1",)),
+    ]
