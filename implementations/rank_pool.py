@@ -1,4 +1,5 @@
-"""The controller of a sharded port's member processes. Imports the standard library only.
+"""The controller of a sharded port's member processes. Imports the standard library
+(and `environment` and `signals`, which import it only).
 
 A sharded port computes in processes of its own, its **members**:
 `torch_fsdp`'s gloo ranks (`implementations.stacks.torch.ranks`),
@@ -46,6 +47,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener, wait
 from pathlib import Path
 from typing import Any
+
+from .environment import positive_seconds
+from .signals import signal_name
 
 TIMEOUT_VARIABLE = "REMAT_RANK_TIMEOUT"
 #: The controller's token, in the environment of the processes it starts (see the module).
@@ -274,18 +278,7 @@ class RankController:
 
 def timeout() -> float:
     """`REMAT_RANK_TIMEOUT`, checked: the seconds a member may take to answer (default 100)."""
-    setting = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not setting:
-        return 100.0
-    try:
-        value = float(setting)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise ValueError(
-            f"{TIMEOUT_VARIABLE} must be a positive number of seconds, got {setting!r}"
-        )
-    return value
+    return positive_seconds(TIMEOUT_VARIABLE) or 100.0
 
 
 def host_port(variable: str, setting: str) -> tuple[str, int]:
@@ -350,9 +343,7 @@ def how(code: int | None) -> str:
     if code is None:
         return "is still running"
     if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(-code).name}"
-        return f"was killed by signal {-code}"
+        return f"was killed by {signal_name(-code)}"
     return f"exited with code {code}"
 
 

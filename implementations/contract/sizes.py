@@ -1,6 +1,6 @@
 """The size limits: hard element limits and the byte budget (the package docstring explains them).
 
-Standard library only.
+Standard library only (and `environment`, which imports it only).
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import contextlib
 import math
 import os
 from collections.abc import Iterator
+
+from ..environment import variable_set
 
 
 class SizeLimitError(ValueError):
@@ -35,15 +37,8 @@ def byte_budget(limit: int | None) -> Iterator[None]:
     if limit is None:
         yield
         return
-    saved = os.environ.get("REMAT_MAX_BYTES")
-    os.environ["REMAT_MAX_BYTES"] = str(limit)
-    try:
+    with variable_set("REMAT_MAX_BYTES", str(limit)):
         yield
-    finally:
-        if saved is None:
-            del os.environ["REMAT_MAX_BYTES"]
-        else:
-            os.environ["REMAT_MAX_BYTES"] = saved
 
 
 def max_bytes() -> int:

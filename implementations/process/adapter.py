@@ -65,8 +65,10 @@ from ..contract import (
     dtype_category,
     max_bytes,
 )
+from ..environment import positive_seconds
 from ..expectations import from_wire
 from ..policies import FULL, POLICY_NAMES, Policy, check_declaration, declared_policy
+from ..signals import signal_name
 from .wire import (
     PROTOCOL_VERSION,
     PROTOCOL_VERSIONS,
@@ -142,23 +144,10 @@ def expand_command(command: str) -> list[str]:
     return argv
 
 
-def _seconds(variable: str) -> float | None:
-    setting = os.environ.get(variable, "").strip()
-    if not setting:
-        return None
-    try:
-        value = float(setting)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise ValueError(f"{variable} must be a positive number of seconds: {setting!r}")
-    return value
-
-
 def _timeout() -> float:
     """Seconds to wait for `hello`: `REMAT_PROCESS_TIMEOUT`, else 120 (a first start may
     install the port's runtime)."""
-    return _seconds("REMAT_PROCESS_TIMEOUT") or DEFAULT_TIMEOUT
+    return positive_seconds("REMAT_PROCESS_TIMEOUT") or DEFAULT_TIMEOUT
 
 
 def _bytes(limit: tuple[str, int]) -> int:
@@ -175,7 +164,7 @@ def _bytes(limit: tuple[str, int]) -> int:
 def _request_timeout(timeout: float) -> float:
     """Seconds to wait for any other answer: `timeout`, at most the suite's `--timeout`
     (`REMAT_SUITE_TIMEOUT`, which the suite's worker sets)."""
-    suite = _seconds("REMAT_SUITE_TIMEOUT")
+    suite = positive_seconds("REMAT_SUITE_TIMEOUT")
     return timeout if suite is None else min(timeout, suite)
 
 
@@ -306,11 +295,7 @@ class _Child:
         if code is None:
             return "still running"
         if code < 0:
-            import signal
-
-            with contextlib.suppress(ValueError):
-                return f"killed by {signal.Signals(-code).name}"
-            return f"killed by signal {-code}"
+            return f"killed by {signal_name(-code)}"
         return f"exit code {code}"
 
     def stderr_text(self, wait: float = 0.0) -> str:

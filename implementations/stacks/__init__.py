@@ -16,7 +16,8 @@ Each folder `implementations/stacks/<framework>/` holds:
 
 `numpy` holds Flax linen's init in numpy, which every stack without JAX
 uses. `base` defines `Stack` and `Port`, the base of every port; `lazy`,
-`pool`, `switch`, `hlo` and `hooks_evidence` are pieces several stacks share.
+`pool`, `switch`, `hlo`, `hooks_evidence`, `load_order`, `native_stderr` and `value_labels` are
+pieces several stacks share.
 
 Importing this package, a stack's package or its `manifest` imports no ML
 framework: a stack's package names its pieces and imports each on first use

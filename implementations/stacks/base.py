@@ -37,7 +37,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import composition
-from ..contract import NOT_REPORTED, BackwardRecord, Implementation, Params, check_features
+from ..contract import (
+    NOT_REPORTED,
+    BackwardRecord,
+    Grads,
+    Implementation,
+    Params,
+    check_features,
+)
 from ..policies import FULL, POLICY_NAMES, Policy, check_declaration, declared_policy
 
 #: What every concrete port class declares (`checkpoint_api` has a default).
@@ -314,6 +321,13 @@ class Port(Implementation):
             ("vjp", params.dim, params.features, policy, nesting),
             lambda: self.traced_record(params, x, traced),
         )
+
+    def own_vjp(self, params: Params, x: np.ndarray, checkpoint: Any) -> Callable[[], Grads]:
+        """This port's own `vjp(params, x, ones, checkpoint=checkpoint)` as a call of no
+        arguments: what an eager stack's `@observes("vjp")` record runs under its instrument,
+        so that the evidence is read off the very call (c) checks, overrides and all."""
+        ones = np.ones(params.features, np.float32)
+        return lambda: self.vjp(params, x, ones, checkpoint=checkpoint)
 
     def traced_record(self, params: Params, x: np.ndarray, checkpoint: Policy) -> BackwardRecord:
         """The stack's instrument on the backward pass of `vjp` (see `backward_record`)."""

@@ -33,9 +33,6 @@ class PooledHookPort(Port, abstract=True):
         """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`:
         whatever a subclass overrides, the evidence is read off the call whose values (c)
         checks."""
-        ones = np.ones(params.features, np.float32)
         return self.stack.record(
-            lambda: self.vjp(params, x, ones, checkpoint=checkpoint),
-            x,
-            lambda: params.as_dict().values(),
+            self.own_vjp(params, x, checkpoint), x, lambda: params.as_dict().values()
         )

@@ -51,7 +51,9 @@ from autograd.tracer import Box, getval, isbox, trace
 
 from ...contract import SavedTensor
 from ...measuring.record import MATMULS as BLOCK_MATMULS
-from ...measuring.record import Evaluation, NotObservable, Record
+from ...measuring.record import NotObservable, Record
+from ..block_runs import BlockRuns
+from ..value_labels import derived, role_after, stronger
 from . import block as block_module
 from . import remat
 
@@ -97,8 +99,8 @@ MATMULS = frozenset(
 )
 #: Where autograd's container primitives live (tuple and list plumbing: data movement).
 _PLUMBING = "autograd.builtins"
-_ORIGINS = ("constant", "parameter", "activation")  # weakest to strongest
-_MATMUL_NAMES = frozenset({"dot", "matmul"})
+#: The block's steps (`value_labels.role_after`) by the primitives that take them.
+_STEPS = {"dot": "matmul", "matmul": "matmul", "add": "add", "relu": "relu"}
 
 
 class Watch:
@@ -122,8 +124,7 @@ class Watch:
         self.traces: Counter = Counter()
         self.matmuls: Counter = Counter()
         self.regions = 0
-        self.open: list[tuple[int, list[str]]] = []  # block evaluations under way
-        self.evaluations: list[Evaluation] = []
+        self.blocks = BlockRuns()
 
     @property
     def phase(self) -> str:
@@ -142,12 +143,11 @@ class Watch:
                 self.depth -= 1
         elif code is _BLOCK_CODE:
             if event == "call":
-                self.open.append((self._block_of(frame.f_locals.get("w1")), []))
-            elif event == "return" and self.open:
-                index, ran = self.open.pop()
-                self.evaluations.append(Evaluation(index, self.phase, tuple(ran)))
+                self.blocks.enter(self._block_of(frame.f_locals.get("w1")))
+            elif event == "return":
+                closed = self.blocks.leave(self.phase)
                 # run plain (inside a region), its last add is numpy's, no primitive's
-                if not self.depth and _unlabelled(arg, self.origin):
+                if closed and not self.depth and _unlabelled(arg, self.origin):
                     self._label(arg, "activation", "y", "the block")
         elif event == "call" and code is _NODE_CODE:
             fun = frame.f_locals.get("fun")
@@ -163,7 +163,7 @@ class Watch:
             return  # a traced call hands its plain values on to the call that computes
         if event == "call" and f_raw in MATMULS:
             self.matmuls[self.phase] += 1
-            if self.open:
+            if self.blocks.open:
                 self._note_matmul(args)
         elif event == "call" and f_raw in remat.REGION_FUNCTIONS and not self.depth:
             self.regions += 1
@@ -187,7 +187,7 @@ class Watch:
         return found[0] if found else -1
 
     def _note_matmul(self, args: tuple) -> None:
-        index, ran = self.open[-1]
+        index, ran = self.blocks.open[-1]
         for array in args:
             found = self._kernel(array)
             if found and found[0] == index:
@@ -202,12 +202,12 @@ class Watch:
             key = id(_owner(array))
             if key not in self.origin:  # a source: x, or a parameter
                 self._label(array, self._source(array))
-            found = _stronger(found, _derived(self.origin[key]))
+            found = stronger(found, derived(self.origin[key]))
             roles.append(self.role.get(key, ""))
         name = getattr(f_raw, "__name__", "")
         for array in _arrays((result,)):
             if id(_owner(array)) not in self.origin:
-                self._label(array, found, _role_after(name, roles), name)
+                self._label(array, found, role_after(_STEPS.get(name, ""), roles), name)
 
     def _label(self, array: np.ndarray, origin: str, role: str = "", maker: str = "") -> None:
         key = id(_owner(array))
@@ -249,7 +249,7 @@ class Watch:
             INSTRUMENT,
             METHODS,
             saved=self.classify() if ran else none,
-            evaluations=tuple(self.evaluations),
+            evaluations=tuple(self.blocks.evaluations),
             forward_matmuls=self.matmuls["forward"],
             backward_matmuls=self.matmuls["backward"] if ran else none,
             recomputed=recomputed if ran else none,
@@ -405,23 +405,3 @@ def _arrays(values: Any) -> Iterator[np.ndarray]:
             yield value
         elif isinstance(value, (tuple, list)):
             yield from _arrays(value)
-
-
-def _role_after(name: str, roles: list[str]) -> str:
-    # The MLP's tensors by the primitive that makes them from the role it reads.
-    if name in _MATMUL_NAMES:
-        return {"x": "d1", "a": "d2"}.get(next((r for r in roles if r), ""), "")
-    if name == "add":
-        return {"d1": "h", "d2": "y"}.get(next((r for r in roles if r), ""), "")
-    if name == "relu":  # the MLP's one relu, whatever made its input (numpy or a primitive)
-        return "a"
-    return ""
-
-
-def _derived(origin: str) -> str:
-    # What a primitive makes from an array of this origin: x itself makes activations.
-    return "activation" if origin == "input" else origin
-
-
-def _stronger(a: str, b: str) -> str:
-    return a if _ORIGINS.index(a) >= _ORIGINS.index(b) else b

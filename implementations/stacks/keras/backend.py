@@ -6,11 +6,11 @@ Imports Keras (and its backend) only inside `load`.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from types import ModuleType
 
 from ...contract import StackUnavailable
+from ...environment import variable_set
 
 BACKENDS = ("jax", "torch", "tensorflow")
 
@@ -50,22 +50,16 @@ def load(backend: str) -> ModuleType:
     if backend == "tensorflow":
         from ..tensorflow import runtime  # noqa: F401 - TensorFlow first, with its logs kept out
     before = set(sys.modules)
-    previous = os.environ.get("KERAS_BACKEND")
-    os.environ["KERAS_BACKEND"] = backend
-    try:
-        import keras
-    except BaseException:
-        # A failed import leaves Keras's submodules behind, their backend
-        # chosen; drop them, so that a later load starts afresh.
-        for name in set(sys.modules) - before:
-            if name == "keras" or name.startswith("keras."):
-                del sys.modules[name]
-        raise
-    finally:
-        if previous is None:
-            del os.environ["KERAS_BACKEND"]
-        else:
-            os.environ["KERAS_BACKEND"] = previous
+    with variable_set("KERAS_BACKEND", backend):
+        try:
+            import keras
+        except BaseException:
+            # A failed import leaves Keras's submodules behind, their backend
+            # chosen; drop them, so that a later load starts afresh.
+            for name in set(sys.modules) - before:
+                if name == "keras" or name.startswith("keras."):
+                    del sys.modules[name]
+            raise
     if keras.backend.backend() != backend:  # KERAS_BACKEND beats keras.json; never seen
         raise StackUnavailable(
             f"keras loaded on {keras.backend.backend()!r} although {backend!r} was asked for"

@@ -118,8 +118,7 @@ class KerasTorch(StatefulKerasPort):
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`."""
-        ones = np.ones(params.features, np.float32)
-        return observed.observe(lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x)
+        return observed.observe(self.own_vjp(params, x, checkpoint), x)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

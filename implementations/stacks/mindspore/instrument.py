@@ -43,8 +43,9 @@ from typing import Any
 import numpy as np
 
 from ...contract import BackwardRecord
-from ...measuring.record import MATMULS, Evaluation, NotObservable, Record
+from ...measuring.record import MATMULS, NotObservable, Record
 from .. import hooks_evidence
+from ..block_runs import BlockRuns
 from .arrays import to_host_array
 from .loaded import ms
 from .mlp import MLP
@@ -111,8 +112,7 @@ class Watch(hooks_evidence.ObservedCall):
         self.parameters = None if parameters is None else [_values(p) for p in parameters]
         self.matmuls: Counter = Counter()  # per phase
         self.regions = 0
-        self.open: list[tuple[Any, list[str]]] = []  # block cells under way, matmuls run
-        self.evaluations: list[Evaluation] = []
+        self.blocks = BlockRuns()  # keyed by the block cell
 
     @property
     def phase(self) -> str:
@@ -134,8 +134,8 @@ class Watch(hooks_evidence.ObservedCall):
 
     def matmul_ran(self, args: tuple) -> None:
         self.matmuls[self.phase] += 1
-        if self.open and len(args) > 1:
-            cell, ran = self.open[-1]
+        if self.blocks.open and len(args) > 1:
+            cell, ran = self.blocks.open[-1]
             kernels = (cell.fc1.weight, cell.fc2.weight)
             ran.extend(m for m, w in zip(MATMULS, kernels, strict=True) if args[1] is w)
 
@@ -143,11 +143,9 @@ class Watch(hooks_evidence.ObservedCall):
         if frame.f_code is not _BLOCK_CODE:
             return
         if event == "call":
-            self.open.append((frame.f_locals["self"], []))
-        elif event == "return" and self.open:
-            cell, ran = self.open.pop()
-            index = getattr(cell, "block_index", -1)
-            self.evaluations.append(Evaluation(index, self.phase, tuple(ran)))
+            self.blocks.enter(frame.f_locals["self"])
+        elif event == "return":
+            self.blocks.leave(self.phase, lambda cell: getattr(cell, "block_index", -1))
 
     def saved_tensors(self) -> tuple:
         if self.parameters is None:
@@ -164,7 +162,7 @@ class Watch(hooks_evidence.ObservedCall):
             INSTRUMENT,
             METHODS,
             saved=self.saved_tensors(),
-            evaluations=tuple(self.evaluations),
+            evaluations=tuple(self.blocks.evaluations),
             forward_matmuls=self.matmuls["forward"],
             backward_matmuls=BACKWARD_MATMULS,
             recomputed=dict(self.counts),

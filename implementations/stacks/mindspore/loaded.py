@@ -7,24 +7,16 @@ oneDNN). Where Paddle is loaded already, this module raises
 process of its own. MindSpore first, then Paddle, works.
 """
 
-import importlib.util
-import sys
+from ..load_order import refuse_after
 
-from ...contract import StackUnavailable
+refuse_after(
+    "paddle",
+    "mindspore",
+    "MindSpore cannot be imported after Paddle in one process (both ship oneDNN: "
+    "undefined symbol dnnl_threadpool_interop_stream_create; MindSpore 2.10.0, "
+    "Paddle 3.3.1); it loads in a process of its own",
+)
 
-# Only if MindSpore is installed: a missing one is "not installed" (the import below says so),
-# never "loads in a process of its own".
-if (
-    sys.modules.get("paddle") is not None
-    and "mindspore" not in sys.modules
-    and importlib.util.find_spec("mindspore") is not None
-):
-    raise StackUnavailable(
-        "MindSpore cannot be imported after Paddle in one process (both ship oneDNN: "
-        "undefined symbol dnnl_threadpool_interop_stream_create; MindSpore 2.10.0, "
-        "Paddle 3.3.1); it loads in a process of its own"
-    )
-
-import mindspore as ms
+import mindspore as ms  # noqa: E402 (only once the load order allows it)
 
 __all__ = ["ms"]

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import sys
-import tempfile
 from collections.abc import Iterator
+
+from ..native_stderr import captured_fd2
 
 
 @contextlib.contextmanager
@@ -24,17 +23,9 @@ def captured_stderr(into: list[str]) -> Iterator[None]:
     """Within the block, stderr (`sys.stderr` and file descriptor 2) goes to a buffer; its
     text is appended to `into` when the block ends, however it ends."""
     python_side = io.StringIO()
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as native_side:
-        saved_fd = os.dup(2)
-        try:
-            os.dup2(native_side.fileno(), 2)
-            with contextlib.redirect_stderr(python_side):
-                yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved_fd, 2)
-            os.close(saved_fd)
-            native_side.seek(0)
-            native = native_side.read().decode("utf-8", "replace")
-            into.append(python_side.getvalue() + native)
+    native: list[str] = []
+    try:
+        with captured_fd2(native), contextlib.redirect_stderr(python_side):
+            yield
+    finally:
+        into.append(python_side.getvalue() + "".join(native))

@@ -7,23 +7,16 @@ the port as loading in a process of its own (the suite runs every port in a
 worker of its own anyway), and `python -m conformance list` survives.
 """
 
-import importlib.util
-import sys
 import warnings
 
-from ...contract import StackUnavailable
+from ..load_order import refuse_after
 
-# Only if Paddle is installed: a missing one is "not installed" (the import below says so),
-# never "loads in a process of its own".
-if (
-    sys.modules.get("tensorflow") is not None
-    and "paddle" not in sys.modules
-    and importlib.util.find_spec("paddle") is not None
-):
-    raise StackUnavailable(
-        "Paddle cannot be imported after TensorFlow in one process (it segfaults: "
-        "Paddle 3.3.1, TensorFlow 2.21); it loads in a process of its own"
-    )
+refuse_after(
+    "tensorflow",
+    "paddle",
+    "Paddle cannot be imported after TensorFlow in one process (it segfaults: "
+    "Paddle 3.3.1, TensorFlow 2.21); it loads in a process of its own",
+)
 
 with warnings.catch_warnings():
     # Paddle warns at import that no ccache is installed (for its C++ extension builder).

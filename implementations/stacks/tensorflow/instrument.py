@@ -65,8 +65,10 @@ from tensorflow.python.ops import custom_gradient
 
 from ...contract import BackwardRecord, SavedTensor
 from ...measuring.record import MATMULS as BLOCK_MATMULS
-from ...measuring.record import Evaluation, NotObservable, Record
+from ...measuring.record import NotObservable, Record
+from ..block_runs import BlockRuns
 from ..hlo import hlo_dot_count
+from ..value_labels import derived, role_after, stronger
 from . import block as block_module
 
 INSTRUMENT = (
@@ -95,6 +97,12 @@ _DEVICE = "CPU:0"
 
 #: The ops a matmul runs as (the block's `tf.matmul`, Keras's `Dense` on a batch of one).
 MATMULS = frozenset({"MatMul", "BatchMatMulV2", "BatchMatMulV3"})
+#: The block's steps (`value_labels.role_after`) by the ops that take them.
+_STEPS = {
+    **dict.fromkeys(MATMULS, "matmul"),
+    **dict.fromkeys(("BiasAdd", "AddV2", "Add"), "add"),
+    "Relu": "relu",
+}
 #: Ops that move, relabel or read data without computing: a view of x through them is x.
 LAYOUT_OPS = frozenset(
     {"Identity", "IdentityN", "Reshape", "StridedSlice", "ExpandDims", "Squeeze", "Transpose",
@@ -110,7 +118,6 @@ _REGION_CODE = next(
     if isinstance(c, types.CodeType) and c.co_name == "inner"
 )  # fmt: skip
 _BLOCK_CODE = block_module.block.__code__
-_ORIGINS = ("constant", "parameter", "activation")  # weakest to strongest
 
 
 def _name(op_type: Any) -> str:
@@ -132,8 +139,7 @@ class Watch:
         self.depth, self.gradients, self.regions = 0, 0, 0
         self.recomputed: Counter = Counter()
         self.matmuls: Counter = Counter()
-        self.open: list[tuple[int, list[str]]] = []  # block evaluations under way
-        self.evaluations: list[Evaluation] = []
+        self.blocks = BlockRuns()
 
     @property
     def phase(self) -> str:
@@ -151,16 +157,15 @@ class Watch:
             self.regions += 1
         elif code is _BLOCK_CODE:
             if event == "call":
-                self.open.append((self._block_of(frame.f_locals.get("w1")), []))
-            elif event == "return" and self.open:
-                index, ran = self.open.pop()
-                self.evaluations.append(Evaluation(index, self.phase, tuple(ran)))
+                self.blocks.enter(self._block_of(frame.f_locals.get("w1")))
+            elif event == "return":
+                self.blocks.leave(self.phase)
 
     def __call__(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
         op, inputs, outputs = _name(op_type), list(inputs or ()), list(outputs or ())
         if op in MATMULS:
             self.matmuls[self.phase] += 1
-            if self.open and len(inputs) == 2:
+            if self.blocks.open and len(inputs) == 2:
                 self._note_matmul(inputs[1])
         if self.depth:
             self._backward(op, inputs)
@@ -178,7 +183,7 @@ class Watch:
         return next((b for b in found if _equal(values, self.parameters[4 * b])), -1)
 
     def _note_matmul(self, kernel: Any) -> None:
-        index, ran = self.open[-1]
+        index, ran = self.blocks.open[-1]
         if index < 0:
             return
         values = np.asarray(kernel, np.float32).ravel()
@@ -203,7 +208,7 @@ class Watch:
             if id(tensor) not in self.origin:  # a source: x, or a parameter
                 self._label(tensor, self._source(tensor), "", "")
             roles.append(self.role[id(tensor)])
-            found = _stronger(found, _derived(self.origin[id(tensor)]))
+            found = stronger(found, derived(self.origin[id(tensor)]))
         if op in _HANDS_ON and inputs:  # a view of x is x, a view of a is a
             origin, role = self.origin[id(inputs[0])], self.role[id(inputs[0])]
         elif op == "ReadVariableOp":  # a variable's value is read as a source is: by its values
@@ -211,7 +216,7 @@ class Watch:
                 self._label(tensor, self._source(tensor), "", op)
             return
         else:
-            origin, role = found, _role_after(op, roles)
+            origin, role = found, role_after(_STEPS.get(op, ""), roles)
         for tensor in outputs:
             if id(tensor) not in self.origin:
                 self._label(tensor, origin, role, op)
@@ -254,7 +259,7 @@ class Watch:
             INSTRUMENT,
             METHODS,
             saved=self.classify() if ran else none,
-            evaluations=tuple(self.evaluations),
+            evaluations=tuple(self.blocks.evaluations),
             forward_matmuls=self.matmuls["forward"],
             backward_matmuls=self.matmuls["backward"] if ran else none,
             recomputed=dict(self.recomputed) if ran else none,
@@ -519,7 +524,7 @@ def _role(tensor, from_input, arguments: dict, origins: Sequence[str]) -> str:
     before = _role(inputs[0], from_input, arguments, origins)
     if op.type == "Relu":
         return "a" if before == "h" else ""
-    return _role_after(op.type, [before])
+    return role_after(_STEPS.get(op.type, ""), [before])
 
 
 def _note(tensor) -> str:
@@ -546,22 +551,3 @@ def _regions(forward_ops, output) -> int:
 
 def _equal(values: np.ndarray, other: np.ndarray) -> bool:
     return values.size == other.size and bool(np.array_equal(values, other))
-
-
-def _role_after(op: str, roles: list[str]) -> str:
-    # The MLP's tensors by the op that makes them from the role it reads.
-    known = next((r for r in roles if r), "")
-    if op in MATMULS:
-        return {"x": "d1", "a": "d2"}.get(known, "")
-    if op in ("BiasAdd", "AddV2", "Add"):
-        return {"d1": "h", "d2": "y"}.get(known, "")
-    return "a" if op == "Relu" else ""
-
-
-def _derived(origin: str) -> str:
-    # What an op makes from a tensor of this origin: x itself makes activations.
-    return "activation" if origin == "input" else origin
-
-
-def _stronger(a: str, b: str) -> str:
-    return a if _ORIGINS.index(a) >= _ORIGINS.index(b) else b

@@ -22,8 +22,9 @@ import logging
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator
+
+from ..native_stderr import captured_fd2
 
 # INFO and WARNING lines of TensorFlow's C++ runtime stay out; errors still show.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -41,20 +42,14 @@ def _quiet_fd2() -> Iterator[None]:
     if "tensorflow" in sys.modules:  # loaded already: nothing left to hide
         yield
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
+    caught: list[str] = []
+    try:
+        with captured_fd2(caught):
             yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            kept = _without_cpp_logs(sink.read().decode(errors="replace"))
-            if kept:
-                sys.stderr.write("".join(kept))
+    finally:
+        kept = _without_cpp_logs("".join(caught))
+        if kept:
+            sys.stderr.write(kept)
 
 
 def _without_cpp_logs(text: str) -> str:

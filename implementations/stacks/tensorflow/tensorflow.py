@@ -221,10 +221,7 @@ class TensorFlow(Port):
         eagerly (`instrument.observe`): whatever a subclass overrides, the evidence is read off
         the call whose values (c) checks."""
         self.policy(checkpoint)  # an undeclared policy is refused before anything runs
-        ones = np.ones(params.features, np.float32)
-        return instrument.observe(
-            lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x, params.as_dict().values()
-        )
+        return instrument.observe(self.own_vjp(params, x, checkpoint), x, params.as_dict().values())
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> tf.Tensor:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)`, applied to x through
