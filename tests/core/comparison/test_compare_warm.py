@@ -17,6 +17,7 @@ import pytest
 from conformance.comparison import warm
 from conformance.comparison.model import Comparison, PortComparison
 from conformance.comparison.port_row import make_inputs
+from conformance.page import csv_files
 from conformance.running.timing import time_interleaved
 from conformance.tables.kinds import compare as render
 from implementations.contract import BackwardRecord, Grads, Implementation, Params
@@ -123,6 +124,8 @@ def test_a_port_without_a_prepared_call_is_timed_whole_and_the_table_says_so():
     table = render.summary_table(Comparison(0, DIM, FEATURES, port.name, [row]))
     (column,) = [i for i, c in enumerate(table.columns) if c.name.startswith("warm ms")]
     assert table.rows[0].cells[column].text.splitlines()[1].endswith(" +setup")
+    (found,) = csv_files.compare_rows(Comparison(0, DIM, FEATURES, port.name, [row]).to_json())
+    assert dict(zip(csv_files.compare_header(), found, strict=True))["warm_vjp_method"] == "vjp"
     row.warm_vjp_method = "prepared_vjp"
     table = render.summary_table(Comparison(0, DIM, FEATURES, port.name, [row]))
     assert "+setup" not in table.rows[0].cells[column].text
