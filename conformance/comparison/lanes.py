@@ -32,7 +32,7 @@ import implementations
 from implementations import collector, manifests
 
 from ..running import environment, isolation
-from . import model, port_row, rows
+from . import model, port_row, rows, warm
 from . import port_row as measure
 
 #: Seconds the lanes get to exit by themselves once the comparison is done with them.
@@ -220,7 +220,7 @@ def serve(names: list[str], *args) -> dict[str, tuple[Any, Any]]:
     to_parent.send(("measured",))
     timings = {}
     if to_parent.recv() == "time" and ports:
-        found = measure.warm_timings(ports, params, x, cotangent, seed, repeats)
+        found = warm.warm_timings(ports, params, x, cotangent, seed, repeats)
         timings = {port.name: timing for port, timing in zip(ports, found, strict=True)}
     finish(to_parent, timings)
 
@@ -248,7 +248,7 @@ def serve_row(names: list[str], *args) -> None:
     to_parent.send(("measured",))
     timings = {}
     if to_parent.recv() == "time" and row_port is not None:
-        (found,) = port_row.warm_timings([row_port], params, x, cotangent, seed, repeats)
+        (found,) = warm.warm_timings([row_port], params, x, cotangent, seed, repeats)
         timings = {name: found}
     finish(to_parent, timings)
 

@@ -64,9 +64,8 @@ from .port_row import (  # noqa: F401
     make_inputs,
     measure_status,
     precision_bits,
-    set_warm,
-    warm_timings,
 )
+from .warm import NOT_TIMED, set_warm, warm_timings
 
 
 def run(
@@ -154,7 +153,7 @@ def run(
                         continue  # its own lane has its row
                     row = PortComparison(name, "available", error=lane.failure or "no answer")
                 rows[name] = row
-                set_warm(row, *timings.get(name, (None, None)), lane=lane.key)
+                set_warm(row, *timings.get(name, NOT_TIMED), lane=lane.key)
         busy_elsewhere = others.stop()
         notify("ending the processes")
     finally:

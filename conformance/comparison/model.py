@@ -95,6 +95,9 @@ class PortComparison:
     compositions: list[Any] = field(default_factory=list)
     warm_forward_seconds: float | None = None  # the median
     warm_vjp_seconds: float | None = None
+    # What the VJP time timed: "prepared_vjp" (the framework's call alone) or "vjp" (the
+    # contract's call, the port's setup included); `warm.VJP_METHODS` says each in words.
+    warm_vjp_method: str = ""
     # Half the interquartile range of the samples, by "forward" and "vjp", and their count.
     warm_spread: dict[str, float] = field(default_factory=dict)
     warm_samples: int = 0
@@ -188,9 +191,12 @@ NOTES = {
     "same framework's process (lane: its name), one process timed at a time, after a warm-up "
     "call "
     "(warm_spread: half the interquartile range of the samples; warm_samples: their count); the "
-    "forward is nn_checkpoint_forward on the framework's own x, synchronised by reading "
-    "the result back to numpy; the VJP is the contract's vjp (numpy in and out, so it "
-    "includes moving the parameters into the framework)",
+    "forward is nn_checkpoint_forward on the framework's own x with a new seed per call (its "
+    "init included), synchronised by reading the result back to numpy; the VJP "
+    "(warm_vjp_method) is the framework's forward and backward call alone, its model and "
+    "arrays made once before timing (prepared_vjp), or, for a port that offers no "
+    "prepared_vjp, the contract's vjp whole, numpy in and out, its per-call setup included "
+    "(vjp; the table marks it +setup)",
     "load": "the 1-minute load average before and after the run (after counts the "
     "comparison's own processes); others_while_timing: the cores that other processes kept "
     "busy while the ports were timed (Linux: all CPU time from /proc/stat minus the "

@@ -1,11 +1,8 @@
 """One port's row, measured in the process that holds the port: accuracy against the
-canonical's results, precision bits against the exact ones, residuals from its instrument, its
-policy cells, and its warm times (interleaved with the other ports of its process)."""
+canonical's results, precision bits against the exact ones, residuals from its instrument, and
+its policy cells (its warm times are `warm`'s)."""
 
 from __future__ import annotations
-
-import itertools
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,9 +11,8 @@ from implementations.contract import Implementation, Params
 
 from ..checking import precision, provenance
 from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
-from ..running.timing import time_interleaved
 from . import composition_matrix, policy_matrix
-from .model import Bits, Expected, PortComparison, Timing, diff, residuals
+from .model import Bits, Expected, PortComparison, diff, residuals
 
 
 def make_inputs(seed: int, dim: int, features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,45 +108,6 @@ def precision_bits(
     for result in precision.judge_grads(grads, exact, params, x, cotangent):
         results[result.name.removeprefix("d/d")] = result
     return {name: Bits(r.bits, r.ratio) for name, r in results.items()}
-
-
-def warm_timings(
-    ports: Sequence[Implementation],
-    params: Params,
-    x: np.ndarray,
-    cotangent: np.ndarray,
-    seed: int,
-    repeats: int,
-) -> list[tuple[Timing | None, Timing | None]]:
-    """Warm seconds per call of each port's forward and VJP, all interleaved."""
-    calls = []
-    for port in ports:
-        native = port.from_numpy(x)
-        # A new seed on every call: a port must not get faster by caching one init.
-        seeds = itertools.count(seed)
-        calls.append(
-            lambda port=port, native=native, seeds=seeds: port.to_numpy(
-                port.nn_checkpoint_forward(next(seeds), native, params.features)
-            )
-        )
-        calls.append(lambda port=port: port.vjp(params, x, cotangent, checkpoint=True))
-    try:
-        timings = [Timing.of(s) for s in time_interleaved(calls, repeats)]
-    except Exception:
-        return [(None, None)] * len(ports)
-    return [(timings[2 * i], timings[2 * i + 1]) for i in range(len(ports))]
-
-
-def set_warm(
-    row: PortComparison, forward: Timing | None, vjp: Timing | None, *, lane: str = ""
-) -> None:
-    """Write a port's warm timings into its row, and the lane (process) that measured it."""
-    row.lane = lane
-    if forward is None or vjp is None:
-        return
-    row.warm_forward_seconds, row.warm_vjp_seconds = forward.median, vjp.median
-    row.warm_spread = {"forward": forward.half_iqr, "vjp": vjp.half_iqr}
-    row.warm_samples = min(forward.n, vjp.n)
 
 
 def measure_status(

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,6 +58,9 @@ class Implementation(abc.ABC):
     framework: ClassVar[str]
     #: Distributions whose versions the reports show, e.g. ("jax", "flax").
     distributions: ClassVar[tuple[str, ...]] = ()
+    #: Methods `vjp` runs that `prepared_vjp` runs too, in other steps: a subclass that
+    #: overrides one of them (or `vjp`) without `prepared_vjp` is timed by `vjp` whole.
+    vjp_builds_on: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
@@ -79,6 +82,25 @@ class Implementation(abc.ABC):
         checkpoint: bool | Policy = True,
     ) -> Grads:
         """Pull the `(F,)` cotangent back to every parameter and to x."""
+
+    def prepared_vjp(
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool | Policy = True,
+    ) -> Callable[[], Any] | None:
+        """`vjp`'s framework call with the port's setup done: optional, for timing.
+
+        A port that offers it makes here, once, what `vjp` makes on every call (its model,
+        the parameters, x and the cotangent as the framework's arrays) and returns a
+        callable taking no arguments that runs only the framework's forward and backward
+        pass, its results computed (synchronised) on return, in the framework's own arrays.
+        `compare` times that callable; for a port that offers none (None, the default) it
+        times `vjp` whole and says that the port's setup is included.
+        """
+        return None
 
     @abc.abstractmethod
     def backward_record(

@@ -14,7 +14,7 @@ from conformance.comparison import lanes
 from conformance.comparison.first_call import first_call
 from conformance.comparison.measure import row_lanes
 from conformance.comparison.model import Expected, PortComparison
-from conformance.comparison.port_row import set_warm
+from conformance.comparison.warm import NOT_TIMED, set_warm
 from implementations.contract import Params
 
 
@@ -40,7 +40,7 @@ def compare_row(
     finally:
         lanes.end_all([lane])
     row = lane.rows.get(name) or PortComparison(name, "available", error=lane.failure)
-    set_warm(row, *timings.get(name, (None, None)), lane=lane.key)
+    set_warm(row, *timings.get(name, NOT_TIMED), lane=lane.key)
     if first_calls and row.state == "available" and not row.error:
         with tempfile.TemporaryDirectory() as scratch:
             inputs = Path(scratch) / "inputs.npz"

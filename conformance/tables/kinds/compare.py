@@ -166,6 +166,10 @@ def _warm_cell(row: Any, per_cell_n: bool) -> Cell:
     for median, key in ((row.warm_forward_seconds, "forward"), (row.warm_vjp_seconds, "vjp")):
         spread = row.warm_spread.get(key, math.nan)
         lines.append(f"{numbers.ms(median)} ± {numbers.ms(spread, 2)}")
+    # The contract's vjp whole (a port without prepared_vjp): never silently beside the
+    # framework's call alone in one column (`comparison.warm.VJP_METHODS`).
+    if getattr(row, "warm_vjp_method", "") == "vjp":
+        lines[-1] += " +setup"
     return Cell("\n".join(lines), note=f"n={row.warm_samples}" if per_cell_n else "")
 
 
@@ -356,7 +360,9 @@ LEGEND = (
     "VJP, median ± half the interquartile range of n samples, a new seed each call, "
     "interleaved with the other ports of the same framework's process; one process is "
     "timed at a time (a row for a framework's process-wide mode, such as a graph mode, has a "
-    "process of its own). "
+    "process of its own). The VJP is the framework's forward and backward call alone, the "
+    "port's model and arrays made once before timing (its prepared_vjp); '+setup' marks a "
+    "port that offers none, timed by the contract's vjp whole, its per-call setup included. "
     "first call (--first-call): a fresh process, no compilation cache: import, first "
     "forward, first VJP.",
 )

@@ -141,10 +141,17 @@ class HipsAutograd(Port):
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
     ) -> Grads:
-        run = self._block(checkpoint)
-        pullback, _ = make_vjp(run, (0, 1, 2, 3, 4))(*params_to_arrays(params), as_input(x))
-        *grads, dx = pullback(np.asarray(cotangent, np.float32))  # x is the last argument
+        *grads, dx = self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)()
         return Grads(**arrays_to_params(tuple(grads)).as_dict(), x=to_host_array(dx))
+
+    def prepared_vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
+    ) -> Callable[[], tuple[np.ndarray, ...]]:
+        """`vjp`'s call: the block and arrays made here, once; the callable runs `make_vjp` and
+        the pullback, and returns the gradients of each parameter, then of x."""
+        run, arrays = self._block(checkpoint), (*params_to_arrays(params), as_input(x))
+        cotangent = np.asarray(cotangent, np.float32)
+        return lambda: make_vjp(run, (0, 1, 2, 3, 4))(*arrays)[0](cotangent)
 
     # -- evidence: autograd's instrument on the port's own calls (`instrument`) ----------
 

@@ -23,6 +23,7 @@ deepspeed, numpy and the project's numpy-only modules, never jax.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import deepspeed
@@ -136,12 +137,18 @@ class DeepSpeed(TorchPort):
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        model = self.built(params, checkpoint)
-        x = leaf_input(x)
-        out = self.run(model, x)
-        parameters = [model.get_parameter(name) for name in STATE_NAMES]
-        grads = reentrant.backward(out, x, parameters, as_tensor(cotangent))
+        grads = self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)()
         return out_in.to_grads(grads[1:], grads[0], to_host_array)
+
+    def prepared_vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Callable[[], list[torch.Tensor | None]]:
+        """`vjp`'s call: the model and tensors made here, once; the callable runs the model
+        and its reentrant backward pass (x's gradient first, then each parameter's)."""
+        model, x = self.built(params, checkpoint), leaf_input(x)
+        parameters = [model.get_parameter(name) for name in STATE_NAMES]
+        cotangent = as_tensor(cotangent)
+        return lambda: reentrant.backward(self.run(model, x), x, parameters, cotangent)
 
     # -- evidence: torch's instrument on the port's own calls (`reentrant.observe`) --------
 

@@ -123,10 +123,22 @@ class JaxPort(Port, abstract=True):
         *,
         checkpoint: bool | Policy = True,
     ) -> Grads:
-        grads, dx = self.compiled.vjp(
-            _arrays(params), _float32(x), _float32(cotangent), checkpoint=self.resolved(checkpoint)
-        )
+        grads, dx = self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)()
         return Grads.of(Params(*(np.asarray(g) for g in grads)), np.asarray(dx))
+
+    def prepared_vjp(
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool | Policy = True,
+    ) -> Callable[[], tuple[Arrays, jax.Array]]:
+        """`vjp`'s call: its arguments placed on the device here, once; the callable runs the
+        compiled VJP and waits for its results (`(gradients, dx)`, jax arrays)."""
+        args = jax.device_put((_arrays(params), _float32(x), _float32(cotangent)))
+        call = functools.partial(self.compiled.vjp, *args, checkpoint=self.resolved(checkpoint))
+        return lambda: jax.block_until_ready(call())
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> jax.Array:
         """The exercise: the MLP with Flax's parameters for `PRNGKey(seed)`, checkpointed, on x.

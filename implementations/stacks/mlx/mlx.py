@@ -222,6 +222,9 @@ class Mlx(Port):
     #: `vjp` returns evaluated numpy and cannot be observed: a port that overrides it is
     #: refused, and changes its model here instead (values and evidence both come from these).
     model_methods = "pullback (or mlp, the module class it builds)"
+    #: `vjp` runs `pullback`, and `prepared_vjp` its two steps (`pulling`): a port that
+    #: overrides `pullback` alone is timed by `vjp` whole (`conformance.comparison.warm`).
+    vjp_builds_on: ClassVar[tuple[str, ...]] = ("pullback",)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the MLX module and exported
@@ -244,6 +247,20 @@ class Mlx(Port):
         mx.eval(pulled.grads)
         return out_in.to_grads(pulled.grads[:-1], pulled.grads[-1], to_host_array)
 
+    def prepared_vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Callable[[], list[mx.array]]:
+        """`vjp`'s call: `pulling`'s arrays made and evaluated here, once; the callable builds
+        the `mx.vjp` graph and evaluates its gradients (each parameter's, then x's)."""
+        pull = self.pulling(params, x, cotangent, checkpoint=checkpoint)
+
+        def call() -> list[mx.array]:
+            grads = pull().grads
+            mx.eval(grads)
+            return grads
+
+        return call
+
     def pullback(
         self,
         params: Params,
@@ -256,12 +273,29 @@ class Mlx(Port):
         """The MLP's `mx.vjp`, unevaluated (MLX is lazy): `vjp` evaluates it, `backward_record`
         reads its graph, so both come from this one call. `tap` names the model's arrays for
         the record. A port with a model of its own overrides this (or `mlp`), never `vjp`."""
+        return self.pulling(params, x, cotangent, checkpoint=checkpoint, tap=tap)()
+
+    def pulling(
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool = True,
+        tap: Callable[[str, mx.array], mx.array] = no_tap,
+    ) -> Callable[[], Pullback]:
+        """`pullback` in two steps: its arrays made and evaluated now (graph sources, so that
+        names stick), its `mx.vjp` made by the callable returned."""
         run = _call(bool(self.policy(checkpoint)), tap, self.mlp, self.nesting(checkpoint))
         primals = {**params_to_arrays(params), "x": as_input(x)}
         cotangent = _array(cotangent)
-        mx.eval(list(primals.values()), cotangent)  # graph sources, so that names stick
-        outputs, grads = mx.vjp(lambda *a: [run(*a)], list(primals.values()), [cotangent])
-        return Pullback(outputs[0], grads, primals, cotangent)  # x is the last primal
+        mx.eval(list(primals.values()), cotangent)
+
+        def pull() -> Pullback:
+            outputs, grads = mx.vjp(lambda *a: [run(*a)], list(primals.values()), [cotangent])
+            return Pullback(outputs[0], grads, primals, cotangent)  # x is the last primal
+
+        return pull
 
     # -- evidence: MLX's instrument on the port's own graphs ---------------------------
 

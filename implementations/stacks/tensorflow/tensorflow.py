@@ -209,9 +209,17 @@ class TensorFlow(Port):
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
     ) -> Grads:
-        run = compiled("vjp", self.run_region(checkpoint))
-        dx, *grads = run(float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
+        dx, *grads = self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)()
         return Grads.of(tensors_to_params(grads), to_host_array(dx))
+
+    def prepared_vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: bool = True
+    ) -> Callable[[], Any]:
+        """`vjp`'s call: the compiled function and tensors made here, once; the callable runs
+        it (eager TensorFlow returns computed tensors: dx, then each parameter's gradient)."""
+        run = compiled("vjp", self.run_region(checkpoint))
+        tensors = (float32_tensor(x), *params_to_tensors(params), float32_tensor(cotangent))
+        return lambda: run(*tensors)
 
     @observes("vjp")
     def backward_record(

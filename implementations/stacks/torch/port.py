@@ -96,12 +96,24 @@ class TorchPort(Port, abstract=True):
         *,
         checkpoint: bool | Policy = True,
     ) -> Grads:
+        grads = self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)()
+        return out_in.to_grads(grads[1:], grads[0], to_host_array)
+
+    def prepared_vjp(
+        self,
+        params: Params,
+        x: np.ndarray,
+        cotangent: np.ndarray,
+        *,
+        checkpoint: bool | Policy = True,
+    ) -> Callable[[], tuple[torch.Tensor, ...]]:
+        """`vjp`'s call: the model and tensors made here, once; the callable runs `run` and
+        `torch.autograd.grad`, and returns the gradients of x, then of each parameter."""
         model = self.model(params, checkpoint)
         x = leaf_input(x)
-        out = self.run(model, x)
         leaves = [x, *(model.get_parameter(name) for name in STATE_NAMES)]
-        grads = torch.autograd.grad(out, leaves, as_tensor(cotangent))
-        return out_in.to_grads(grads[1:], grads[0], to_host_array)
+        cotangent = as_tensor(cotangent)
+        return lambda: torch.autograd.grad(self.run(model, x), leaves, cotangent)
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, MLP]:
         """`nn_checkpoint_forward`, and the model it ran (`build` goes to `build_mlp`)."""

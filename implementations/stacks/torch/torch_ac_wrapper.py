@@ -96,12 +96,18 @@ def gradients(
     return grads
 
 
-def grads_of(
+def prepared_grads(
     port: TorchPort, model: nn.Module, x: torch.Tensor, weights: list, cotangent: np.ndarray
-) -> Grads:
+) -> Callable[[], list[torch.Tensor]]:
     """The VJP of `port.run(model, x)` with `cotangent` into x and the block's weights (w1, b1,
-    w2, b2 in torch's layout), as canonical `Grads`."""
-    grads = gradients(port.run(model, x), [x, *weights], as_tensor(cotangent))
+    w2, b2 in torch's layout), its cotangent made here, once (a port's `prepared_vjp`): the
+    callable returns x's gradient, then each weight's (`canonical_grads` converts them)."""
+    leaves, cotangent = [x, *weights], as_tensor(cotangent)
+    return lambda: gradients(port.run(model, x), leaves, cotangent)
+
+
+def canonical_grads(grads: list[torch.Tensor]) -> Grads:
+    """`prepared_grads`' gradients as canonical `Grads`."""
     return out_in.to_grads(grads[1:], grads[0], to_host_array)
 
 
@@ -194,10 +200,17 @@ class TorchAcWrapper(TorchPort):
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
     ) -> Grads:
+        return canonical_grads(self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)())
+
+    def prepared_vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
+    ) -> Callable[[], list[torch.Tensor]]:
+        """`vjp`'s call: the wrapped model and tensors made here, once; the callable runs the
+        model and its backward pass (`prepared_grads`: x's gradient first, then each weight's)."""
         net, x = self.model(params, checkpoint), leaf_input(x)
         block = net.get_submodule("block")  # the original block, even under a wrapper
         weights = [_unwrapped(block).get_parameter(name) for name in STATE_NAMES]
-        return grads_of(self, net, x, weights, cotangent)
+        return prepared_grads(self, net, x, weights, cotangent)
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, Any]:
         return exercise_of(self, seed, x, features)

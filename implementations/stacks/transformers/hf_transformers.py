@@ -24,9 +24,10 @@ from implementations.contract import Grads, Params
 from implementations.stacks.torch import TorchPort, leaf_input, state_to_params
 from implementations.stacks.torch.torch_ac_wrapper import (
     CheckpointImpl,
+    canonical_grads,
     context_for,
     exercise_of,
-    grads_of,
+    prepared_grads,
     wrap,
 )
 
@@ -111,8 +112,15 @@ class HfTransformers(TorchPort):
     def vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
     ) -> Grads:
+        return canonical_grads(self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)())
+
+    def prepared_vjp(
+        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
+    ) -> Callable[[], list[torch.Tensor]]:
+        """`vjp`'s call: the model and tensors made here, once; the callable runs the model
+        and its backward pass (`prepared_grads`: x's gradient first, then each weight's)."""
         model, x = self.model(params, checkpoint), self.input_of(x)
-        return grads_of(self, model, x, parameters(_block(model)), cotangent)
+        return prepared_grads(self, model, x, parameters(_block(model)), cotangent)
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, Any]:
         return exercise_of(self, seed, x, features)
