@@ -1,14 +1,12 @@
 """`compare`'s warm VJP times the framework's call, not the port's per-call setup
 (`conformance.comparison.warm`); a port that offers no prepared call is timed whole and says so.
 
-Setup is held out by counting, not by timing: a port's setup counts its runs, and the timed
-calls must run none of it. The one timing bound (real ports) is a factor of 10, far from the
-noise of a shared machine (back-to-back medians of one call differed by up to 4x here, under a
-load of 13 on 2 cores) and far below what timing setup would add where it is costly (a traced
-or compiled function rebuilt per call costs 10 to 100 times the call).
+Setup is held out by counting, not by timing (no test may depend on the host's speed): a
+port's setup counts its runs, and the timed calls must run none of it; on real ports, the
+contract's `vjp` (setup and all) must not run while timing. The one time read is a lower bound
+that cannot flake: a port timed whole is charged at least the sleep its setup makes.
 """
 
-import statistics
 import time
 
 import numpy as np
@@ -18,7 +16,6 @@ from conformance.comparison import warm
 from conformance.comparison.model import Comparison, PortComparison
 from conformance.comparison.port_row import make_inputs
 from conformance.page import csv_files
-from conformance.running.timing import time_interleaved
 from conformance.tables.kinds import compare as render
 from implementations.contract import BackwardRecord, Grads, Implementation, Params
 from tests.support.helpers import port_or_skip
@@ -103,12 +100,10 @@ def _inputs():
 
 def test_a_port_s_setup_runs_once_outside_the_timed_calls_and_is_not_charged():
     port, (params, x, cotangent) = SlowSetup(), _inputs()
-    ((_forward, vjp, method),) = warm.warm_timings([port], params, x, cotangent, 0, repeats=5)
+    ((_forward, _vjp, method),) = warm.warm_timings([port], params, x, cotangent, 0, repeats=5)
     assert method == "prepared_vjp"
     assert (port.setups, port.setups_while_calling) == (1, 0)
     assert port.calls >= 5  # a warm-up, a sizing call, and every sample's calls
-    # Charged, the setup's sleep would put the median at 0.2 s or more.
-    assert vjp.median < SETUP_SECONDS / 2
 
 
 def test_a_port_without_a_prepared_call_is_timed_whole_and_the_table_says_so():
@@ -138,37 +133,8 @@ def test_a_subclass_that_changes_its_vjp_alone_is_timed_by_its_own_vjp():
     assert method == "vjp"
 
 
-def _torch_call(port, params, x, cotangent):
-    import torch
-
-    from implementations.stacks.torch.mlp import STATE_NAMES
-
-    model = port.model(params, True)
-    x = torch.tensor(x, requires_grad=True)
-    leaves = [x, *(model.get_parameter(name) for name in STATE_NAMES)]
-    cotangent = torch.tensor(cotangent)
-    return lambda: torch.autograd.grad(model(x), leaves, cotangent)
-
-
-def _jax_call(port, params, x, cotangent):
-    import jax
-
-    args = jax.device_put(((params.w1, params.b1, params.w2, params.b2), x, cotangent))
-    return lambda: jax.block_until_ready(port.compiled.vjp(*args, checkpoint=True))
-
-
-def _autograd_call(port, params, x, cotangent):
-    from autograd import make_vjp
-
-    run, arrays = port._block(True), (params.w1, params.b1, params.w2, params.b2, x)
-    return lambda: make_vjp(run, (0, 1, 2, 3, 4))(*arrays)[0](cotangent)
-
-
-@pytest.mark.parametrize(
-    ("name", "framework_call"),
-    [("pytorch", _torch_call), ("flax_linen", _jax_call), ("hips_autograd", _autograd_call)],
-)
-def test_compare_times_the_framework_s_own_call(name, framework_call, monkeypatch):
+@pytest.mark.parametrize("name", ["pytorch", "flax_linen", "hips_autograd"])
+def test_compare_times_the_framework_s_own_call(name, monkeypatch):
     port = port_or_skip(name)
     port.pin_matmul_precision()
     params = port.init_params(0, 64, 64)
@@ -179,5 +145,4 @@ def test_compare_times_the_framework_s_own_call(name, framework_call, monkeypatc
     ((_, timed, method),) = warm.warm_timings([port], params, x, cotangent, 0, repeats=5)
     assert method == "prepared_vjp"
     assert whole == []
-    alone = statistics.median(time_interleaved([framework_call(port, params, x, cotangent)], 5)[0])
-    assert alone / 10 < timed.median < alone * 10
+    assert timed.median > 0
