@@ -1,5 +1,8 @@
-"""The PyTorch stack: L blocks `Linear -> relu -> Linear` (`block`), eager, CPU. Imports torch
-and numpy.
+"""The eager torch case that `torch_compile`'s bench (`compiled_bench.CompiledCase`) and
+DeepSpeed's (`deepspeed.bench.DeepSpeedCase`) build on: L blocks `Linear -> relu -> Linear`
+(`block`), CPU. Imports torch and numpy. Eager torch's own bench is its block and instrument
+through the generic driver (`implementations.measuring.driver`; the README's Measurements):
+this goes when those two benches move there too (issue 75).
 
 - `none`: the blocks as they are;
 - `full`: `torch.utils.checkpoint.checkpoint(block, ..., use_reentrant=False)`;
@@ -21,7 +24,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 import torch
@@ -34,7 +36,6 @@ from implementations.bench_case import MODES, Data, Static
 from implementations.contract import SavedTensor
 from implementations.policies import Policy
 from implementations.schedules import Schedule
-from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.torch import SavedTensors, classify
 from implementations.stacks.torch import block as blocks
 from implementations.stacks.torch import policies as torch_policies
@@ -45,19 +46,7 @@ VARIANTS = ("",)  # eager: one way to run the stack
 MATMULS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default)
 
 
-def versions() -> dict[str, str]:
-    """The installed torch version, and its intra-op threads."""
-    try:
-        found = {"torch": version("torch")}
-    except PackageNotFoundError:
-        found = {"torch": torch.__version__}
-    found["threads"] = str(torch.get_num_threads())
-    return found
-
-
-def configurations() -> list[tuple[str, str]]:
-    """Every `(variant, mode)` this framework runs."""
-    return [(variant, mode) for variant in VARIANTS for mode in MODES]
+versions = blocks.versions  # torch, and its intra-op threads
 
 
 class _SavePolicy:
@@ -173,24 +162,6 @@ class TorchCase:
         self._grads(self.stack)  # eager on the CPU: done when it returns
 
 
-def build(variant: str, mode: str, data: Data) -> TorchCase:
-    """The case for one configuration."""
-    return TorchCase(variant, mode, data)
-
-
-# ---------------------------------------------------------------------------
-# bench --policies
-# ---------------------------------------------------------------------------
-
-#: The policies `bench --policies` runs here, and those eager torch cannot express.
-POLICIES = ("none", "full", "save_dots")
-NOT_EXPRESSIBLE = {
-    "save_named": "no tensor names; a cached tag still reruns its addmm eagerly",
-    "offload_dots": "eager MUST_CPU_OFFLOAD is recompute (torch 2.13)",
-    "budget": "a torch.compile option",
-}
-
-
 def policy_stack_fn(policy: str, depth: int, context_fn: Callable | None = None) -> Callable:
     """`stack(params, x)`: the `depth` torch blocks under `policy` (a budget runs them plain: it
     is the compiler's). `context_fn` replaces the policy's own (an instrument's)."""
@@ -200,33 +171,3 @@ def policy_stack_fn(policy: str, depth: int, context_fn: Callable | None = None)
         context_fn = torch_policies.context_fn(function)
     schedule = "none" if name in ("none", "budget") else "every"
     return _uniform(schedule, depth, blocks.non_reentrant(context_fn), name == "save_named")
-
-
-class PolicyCase(TorchCase):
-    """The eager stack under one policy: the hooks see what autograd keeps, a selective
-    policy's cache (`implementations.stacks.torch.policies.SelectiveCache`) the rest."""
-
-    def __init__(self, policy: str, data: Data):
-        super().__init__("", "none", data)
-        self.stack, self.mode = policy_stack_fn(policy, len(self.params)), policy
-
-    def residuals(self) -> tuple[SavedTensor, ...]:
-        function = torch_policies.POLICY_FUNCTIONS.get(Policy.parse(self.mode).name)
-        cache = None if function is None else torch_policies.SelectiveCache(function)
-        stack = policy_stack_fn(self.mode, len(self.params), cache and cache.context_fn)
-        hooked = SavedTensors()
-        with torch.autograd.graph.saved_tensors_hooks(hooked.pack, hooked.unpack):
-            y = stack(self.params, self.x)
-        cached = {} if cache is None else cache.cached()
-        saved = classify({**cached, **hooked.by_storage}, self.x, self.flat)
-        torch.autograd.grad(y, self.flat, self.cotangent)
-        return saved
-
-
-def policy_case(policy: str, data: Data) -> PolicyCase:
-    return PolicyCase(policy, data)
-
-
-# bench --schedules: the stack with its regions where a schedule places them (schedules.py,
-# which imports this module: its names are looked up there when first asked for)
-__getattr__, __dir__ = schedule_exports(__name__)

@@ -52,12 +52,6 @@ FRAMEWORK = "torch"
 #: A region's checkpoint: `checkpoint(function, x, *params) -> function(x, *params)`.
 Checkpoint = Callable[..., torch.Tensor]
 PER_BLOCK = 4  # w1, b1, w2, b2
-#: Policy -> how a region runs it: a selective checkpoint with the policy's function.
-POLICIES = {
-    name: f"checkpoint(..., use_reentrant=False, context_fn=partial("
-    f"create_selective_checkpoint_contexts, {name}))"
-    for name in torch_policies.POLICY_FUNCTIONS
-}
 #: The depth bench's `save-mm` mode: the matmuls' outputs saved.
 SAVE_MM_POLICY = "save_dots"
 REGION = "torch.utils.checkpoint.checkpoint(region, x, *params, use_reentrant=False)"
@@ -66,6 +60,14 @@ NOT_EXPRESSIBLE = {
     "offload_dots": "eager MUST_CPU_OFFLOAD is recompute (torch 2.13)",
     "budget": "eager torch has no solver: activation_memory_budget is torch.compile's "
     "(torch_compile's bench --policies runs budget(b))",
+}
+#: Policy -> how a region runs it: a selective checkpoint with the policy's function (those
+#: eager torch degrades, `NOT_EXPRESSIBLE`, left out).
+POLICIES = {
+    name: f"checkpoint(..., use_reentrant=False, context_fn=partial("
+    f"create_selective_checkpoint_contexts, {name}))"
+    for name in torch_policies.POLICY_FUNCTIONS
+    if name not in NOT_EXPRESSIBLE
 }
 #: torch/utils/checkpoint.py (2.13) `_checkpoint_hook`/`_StopRecomputationError`: a
 #: non-reentrant region's rerun stops once every tensor its backward unpacks is recomputed
@@ -148,12 +150,10 @@ def stack(
 def place(placement: Placement) -> Callable[..., torch.Tensor]:
     """`run(x, *params)`: the placement's blocks and regions over the canonical parameters
     (kernels `(in, out)`, read as their transposed views), region n under
-    `placement.policy_of(n)` ("" or `full`: the plain non-reentrant checkpoint). h goes
-    through the `tag` operator in every block when a region saves it by name."""
+    `placement.policy_of(n)` ("" or `full`: the plain non-reentrant checkpoint)."""
     numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
     chosen = {n: region_checkpoint(placement.policy_of(n)) for n in numbers.values()}
-    tag_h = "save_named" in {Policy.parse(p).name for p in placement.used_policies() if p}
-    run = placed(placement.items, lambda region: chosen[numbers[id(region)]], tag_h)
+    run = placed(placement.items, lambda region: chosen[numbers[id(region)]])
 
     def canonical(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
         return run(x, *(p.T if i % 2 == 0 else p for i, p in enumerate(params)))

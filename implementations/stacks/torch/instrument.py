@@ -572,15 +572,15 @@ def peak() -> Iterator[Peak]:
         torch.autograd.grad = original
     if marks:
         try:
-            allocations = _allocations(prof)
+            events = allocations(prof)
         except (AttributeError, ImportError) as error:  # the profiler's internals moved
             found.bytes = NotObservable(f"torch's profiler events moved: {error}")
             return
         ptrs = [m.untyped_storage().data_ptr() for m in marks]
-        found.bytes = _backward_peak(allocations, *ptrs)
+        found.bytes = _backward_peak(events, *ptrs)
 
 
-def _allocations(prof: Any) -> list[tuple[int, int]]:
+def allocations(prof: Any) -> list[tuple[int, int]]:
     """(pointer, bytes) of every allocation (bytes < 0: a free) in the order they ran."""
     from torch._C._profiler import _EventType
 
@@ -625,13 +625,17 @@ def backward_of(output: torch.Tensor) -> None:
 
 
 def _leaves(output: torch.Tensor) -> list[torch.Tensor]:
-    seen, stack, leaves = set(), [output.grad_fn], []
+    return [node.variable for node in graph_nodes(output) if hasattr(node, "variable")]
+
+
+def graph_nodes(output: torch.Tensor) -> list[Any]:
+    """Every node of the autograd graph behind `output`, once each."""
+    seen, stack, found = set(), [output.grad_fn], []
     while stack:
         node = stack.pop()
         if node is None or node in seen:
             continue
         seen.add(node)
-        if hasattr(node, "variable"):
-            leaves.append(node.variable)
+        found.append(node)
         stack.extend(child for child, _ in node.next_functions)
-    return leaves
+    return found

@@ -33,16 +33,7 @@ from .instrument import in_backward
 
 def nodes_of(output: torch.Tensor, kind: str) -> list[Any]:
     """The nodes of the autograd graph behind `output` whose class name is `kind`."""
-    seen, stack, found = set(), [output.grad_fn], []
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        if type(node).__name__ == kind:
-            found.append(node)
-        stack.extend(child for child, _ in node.next_functions)
-    return found
+    return [node for node in instrument.graph_nodes(output) if type(node).__name__ == kind]
 
 
 def kept_on_nodes(nodes: list[Any], attribute: str) -> dict[int, torch.Tensor]:

@@ -1,11 +1,8 @@
-"""`bench --schedules` on eager torch: the depth-L stack with its regions where a schedule
-places them. Imports torch and numpy.
-
-- `none`: the blocks as they are;
-- `segments(s)`: `torch.utils.checkpoint.checkpoint_sequential(blocks, s, x)`, whose last
-  segment runs unchecked (the vocabulary's convention follows it);
-- `every`, `nested(...)`, `binomial(c)`: the placement tree (`block.placed`), each region a
-  non-reentrant `torch.utils.checkpoint.checkpoint` of its items, nested as the tree nests.
+"""The torch schedule case DeepSpeed's `bench --schedules` builds on (`deepspeed.schedules`):
+the depth-L stack with its regions where a schedule places them (`block.placed`), each region
+the checkpoint it is given. Imports torch and numpy. Eager torch's own `bench --schedules` is
+its block and instrument through the generic driver: this goes when DeepSpeed moves there too
+(issue 75).
 
 **Instruments.** Forward matmuls: the stack's counter (`instrument.Ops`) counts `aten.addmm` (a
 Linear with its bias: the backward's products are `aten.mm`), in the forward pass and in the
@@ -22,31 +19,13 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch.utils.checkpoint import checkpoint_sequential
 
 from implementations.bench_case import Data, ScheduleStatic, Values
 from implementations.schedules import Schedule
 from implementations.stacks.torch import block as blocks
-from implementations.stacks.torch.instrument import PHASES, Ops
+from implementations.stacks.torch.instrument import PHASES, Ops, allocations
 
 FRAMEWORK = "torch"
-SCHEDULES = {
-    "none": "the plain blocks",
-    "every": "torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) per block",
-    "segments": "torch.utils.checkpoint.checkpoint_sequential(blocks, s, x, use_reentrant=False)",
-    "nested": "checkpoint(region) nested as the placement nests, use_reentrant=False",
-    "binomial": "Revolve's placement tree, each region a nested checkpoint(use_reentrant=False)",
-}
-SCHEDULES_NOT_EXPRESSIBLE = {
-    "budget": "eager torch has no solver: activation_memory_budget is torch.compile's "
-    "(torch_compile's bench --policies runs budget(b))",
-}
-SCHEDULE_DEPARTURES = {
-    name: "torch's non-reentrant checkpoint stops a rerun once what its backward needs is "
-    "recomputed (early stop): a region ending in inner regions skips their blocks, below the "
-    "model's rerun of every block (set_checkpoint_early_stop(False) meets the model)"
-    for name in ("nested", "binomial")
-}
 PEAK_METHOD = "torch profiler memory events, backward pass, gradients left out"
 #: The forward Linear with its bias: the backward's products are `aten.mm`.
 FORWARD_MATMUL = ("aten.addmm",)
@@ -56,35 +35,20 @@ def stack_fn(
     schedule: Schedule,
     params: list[tuple[torch.Tensor, ...]],
     regions: blocks.Regions,
-    region: blocks.Checkpoint | None = None,
+    region: blocks.Checkpoint,
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """`stack(x)` for the schedule over the blocks' parameters: each region `region` (torch's
-    non-reentrant checkpoint if None; then `segments` is `checkpoint_sequential`), counted in
+    """`stack(x)` for the schedule over the blocks' parameters: each region `region`, counted in
     `regions`."""
-    if schedule.name == "segments" and region is None:
-        functions = [functools.partial(_block_of, p) for p in params]
-        s = schedule.args[0]
-
-        def segmented(x):
-            regions.entered += s - 1  # checkpoint_sequential's checkpointed segments
-            return checkpoint_sequential(functions, s, x, use_reentrant=False)
-
-        return segmented
-    region = region or blocks.non_reentrant()
     stack = blocks.stack(schedule.placement(len(params)), regions.counting(lambda _: region))
     return functools.partial(stack, params)
 
 
-def _block_of(p: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
-    return blocks.block(x, *p)
-
-
 class TorchScheduleCase:
-    """One schedule at one depth on eager torch (`schedule_case`)."""
+    """One schedule at one depth, each region the checkpoint given (DeepSpeed's)."""
 
     framework = FRAMEWORK
 
-    def __init__(self, schedule: Schedule, data: Data, region: blocks.Checkpoint | None = None):
+    def __init__(self, schedule: Schedule, data: Data, region: blocks.Checkpoint):
         self.schedule = schedule.label
         self.params, self.regions = blocks.parameters(data.blocks), blocks.Regions()
         self.flat = [p for ps in self.params for p in ps]
@@ -118,11 +82,11 @@ class TorchScheduleCase:
             grads = self._grads(y)
             del y, marker
         try:
-            allocations = _allocations(prof)
+            events = allocations(prof)
         except (AttributeError, ImportError):  # the profiler's internals moved
             return None
         returned = {g.untyped_storage().data_ptr() for g in grads}
-        return _backward_peak(allocations, mark, returned)
+        return _backward_peak(events, mark, returned)
 
     def measure(self) -> ScheduleStatic:
         counted, entered = self.matmuls()
@@ -167,28 +131,3 @@ def _backward_peak(allocations: list[tuple[int, int]], mark: int, returned: set[
         if index > start:
             peak = max(peak, live)
     return peak
-
-
-def _allocations(prof) -> list[tuple[int, int]]:
-    """(pointer, bytes) of every allocation (bytes < 0: a free) in the order they ran."""
-    from torch._C._profiler import _EventType
-
-    found, stack = [], list(prof.profiler.kineto_results.experimental_event_tree())
-    while stack:
-        node = stack.pop()
-        if node.tag == _EventType.Allocation:
-            found.append((node.start_time_ns, node.extra_fields.ptr, node.extra_fields.alloc_size))
-        stack.extend(node.children)
-    return [(address, nbytes) for _, address, nbytes in sorted(found)]
-
-
-def schedule_case(schedule: str | Schedule, data: Data) -> TorchScheduleCase:
-    """The stack of `len(data.blocks)` blocks under `schedule`."""
-    parsed = Schedule.parse(schedule)
-    if parsed.name in SCHEDULES_NOT_EXPRESSIBLE:
-        raise ValueError(
-            f"schedule {parsed.label!r} is not expressible in eager torch: "
-            f"{SCHEDULES_NOT_EXPRESSIBLE[parsed.name]}"
-        )
-    parsed.placement(len(data.blocks))  # a bad depth is refused here, naming the argument
-    return TorchScheduleCase(parsed, data)
