@@ -29,7 +29,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conformance.checking.checks import ConformanceError  # noqa: E402
-from conformance.checking.properties import check_policy_record  # noqa: E402
+from conformance.checking.properties.j_policies import check_policy_record  # noqa: E402
 from implementations.measuring.driver import PlacedCase, bench_module, split_peak  # noqa: E402
 from implementations.measuring.placement import Placement  # noqa: E402
 from implementations.measuring.record import MATMULS, NotObservable  # noqa: E402
