@@ -73,7 +73,17 @@ OLD_LAYOUTS = {
         "jax",
         {"port": "port", "evidence": "instrument", "flax_init": "flax_init", "inputs": "inputs"},
     ),
-    **_room("_torch", "torch", {m: m for m in ("arrays", "compiled", "evidence", "mlp", "port")}),
+    **_room(
+        "_torch",
+        "torch",
+        {
+            "arrays": "arrays",
+            "compiled": "compiled",
+            "evidence": "stack",
+            "mlp": "mlp",
+            "port": "port",
+        },
+    ),
     **_room(
         "_tensorflow",
         "tensorflow",

@@ -170,6 +170,9 @@ class BackwardRecord:
     - `tags`: the names the block tags tensors with (JAX's `checkpoint_name`),
       or None where the framework has no names; a policy that saves a name
       not among them saves nothing.
+    - `not_observable`: what the instrument saw it could not observe in this call, each
+      `not observable: <reason>` (a selective checkpoint's cache it was not handed); a
+      property failing on the figure says it.
     - `measured_by`: `MEASURED_BY_SUITE`, `MEASURED_BY_BASE` or `MEASURED_BY_PORT`, stamped by
       the suite (`conformance.checking.provenance`), never taken from the port's word; ""
       unstamped.
@@ -184,6 +187,7 @@ class BackwardRecord:
     forward_matmuls: int | None = None
     rerun_matmuls: int | None = None
     measured_by: str = ""
+    not_observable: tuple[str, ...] = ()
 
     @property
     def saved_roles(self) -> frozenset[str]:

@@ -7,7 +7,7 @@ checkpoints."""
 from __future__ import annotations
 
 from implementations.stacks.torch.compiled import INSTRUMENT as COMPILED_INSTRUMENT
-from implementations.stacks.torch.observed import INSTRUMENT as EAGER_INSTRUMENT
+from implementations.stacks.torch.instrument import INSTRUMENT as EAGER_INSTRUMENT
 from implementations.stacks.torch.torch_compile import TorchCompile
 from implementations.stacks.torch.torch_compile_mutants import (
     CompiledWithoutCheckpoint,

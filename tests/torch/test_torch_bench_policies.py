@@ -15,7 +15,10 @@ import pytest
 
 from conformance.benchmark import policies
 from conformance.benchmark.measure import Settings, make_data
-from implementations.stacks.torch import bench, compiled_bench
+from implementations.measuring.driver import bench_module
+from implementations.stacks.torch import compiled_bench
+
+bench = bench_module("implementations.stacks.torch.block")  # eager torch: the generic driver
 
 SMALL = Settings(depths=(2,), batch=8, features=4, repeats=1, max_repeats=1)
 

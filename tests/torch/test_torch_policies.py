@@ -25,13 +25,13 @@ torch = pytest.importorskip("torch")
 from implementations.policies import FULL, NONE, Policy  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import (  # noqa: E402
-    evidence,
     instrument,
     leaf_input,
     pytorch,
 )
 from implementations.stacks.torch import policies as torch_policies  # noqa: E402
 from implementations.stacks.torch.mlp import build_mlp  # noqa: E402
+from implementations.stacks.torch.stack import model_record  # noqa: E402
 
 PORT = pytorch.PyTorch()
 SAVE_DOTS = Policy("save_dots")
@@ -44,7 +44,7 @@ def _x(dim: int, seed: int = 0) -> np.ndarray:
 
 def _eager_record(params, x, policy_fn, *, tag_h: bool = False, read_cache: bool = True):
     """torch's eager instrument on the MLP under a selective policy given as a function."""
-    regions = evidence.RegionCounter()
+    regions = instrument.RegionCounter()
     cache = torch_policies.SelectiveCache(policy_fn)
     x = leaf_input(x)
 
@@ -53,7 +53,7 @@ def _eager_record(params, x, policy_fn, *, tag_h: bool = False, read_cache: bool
         model = build_mlp(params, context_fn=context_fn, tag_h=tag_h)
         return model(x), model
 
-    return evidence.record(run, x, regions, cache if read_cache else None)
+    return model_record(run, x, regions, cache if read_cache else None)
 
 
 # ---------------------------------------------------------------------------

@@ -9,9 +9,10 @@ from torch.utils.checkpoint import set_checkpoint_early_stop
 
 from conformance.benchmark import schedules as bench
 from conformance.benchmark.measure import make_data
-from implementations.stacks.torch import bench as torch_bench
+from implementations.measuring.driver import bench_module
 from tests.support import schedules_kit as kit
 
+torch_bench = bench_module("implementations.stacks.torch.block")  # the generic driver
 jax_bench = kit.canonical()
 SETTINGS = kit.SMALL
 CASES, IDS = kit.cases(torch_bench)
@@ -51,18 +52,19 @@ def test_early_stop_departs_on_nested_regions_only():
     assert not _measured(Schedule("segments", (3,)), 8).flags
 
 
-def test_the_peak_tells_a_reused_address_from_a_gradient_and_the_marker():
-    from implementations.stacks.torch.schedules import _backward_peak
+def test_the_peak_tells_a_reused_address_from_the_markers():
+    from implementations.stacks.torch.instrument import _backward_peak
 
-    M, X, K = 0xA0, 0xB0, 0xC0  # the marker's address, a reused one, a kept tensor's
+    M, E, X, K = 0xA0, 0xD0, 0xB0, 0xC0  # the markers' addresses, a reused one, a kept one's
     allocations = [
         (K, 100),  # forward: kept for the backward
-        (M, 30), (M, -30),  # a forward temporary where the marker will be
-        (M, 1),  # the marker: the backward starts with 100 alive
-        (X, 64), (X, -64),  # a backward temporary where a gradient will be: counted
-        (X, 16),  # the returned gradient: left out, alive at the end
+        (M, 30), (M, -30),  # a forward temporary where the start marker will be
+        (M, 1),  # the start marker: the backward starts with 100 alive
+        (X, 64), (X, -64),  # a backward temporary: counted
+        (E, 50), (E, -50),  # a backward temporary where the end marker will be: counted
+        (X, 16),  # the returned gradient: counted, alive at the end
         (K, -100),
-        (M, -1),
+        (E, 1),  # the end marker: the backward has returned
+        (X, 400),  # after the backward: not in its peak
     ]  # fmt: skip
-    assert _backward_peak(allocations, M, {X}) == 164
-    assert _backward_peak(allocations[:1], M, {X}) is None  # no marker: no backward seen
+    assert _backward_peak(allocations, M, E) == 164  # 100 kept + the 64 temporary

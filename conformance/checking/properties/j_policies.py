@@ -176,7 +176,8 @@ def check_policy_record(
             port.name,
             what,
             f"saves {{{', '.join(sorted(roles))}}}, expected "
-            f"{{{', '.join(sorted(wanted))}}} ({entry.why}{held})",
+            f"{{{', '.join(sorted(wanted))}}} ({entry.why}{held})"
+            + "".join(f"; {unseen}" for unseen in record.not_observable),
         )
     check_count(
         port.name,

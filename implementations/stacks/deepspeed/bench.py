@@ -41,8 +41,8 @@ from implementations.contract import SavedTensor, installed_versions
 from implementations.schedules import Schedule
 from implementations.stacks.lazy import schedule_exports
 from implementations.stacks.torch import SavedTensors, classify
-from implementations.stacks.torch import bench as torch_bench
 from implementations.stacks.torch import block as blocks
+from implementations.stacks.torch.compiled_bench import TorchCase
 from implementations.stacks.torch.reentrant import kept_on_nodes, nodes_of
 
 FRAMEWORK = "deepspeed"
@@ -75,10 +75,11 @@ def stack_fn(mode: str, depth: int) -> Callable:
     return blocks.stack(items, lambda _: region)
 
 
-class DeepSpeedCase(torch_bench.TorchCase):
+class DeepSpeedCase(TorchCase):
     """One DeepSpeed configuration at one depth: the torch case, its step by `.backward()`.
 
-    **Arguments:** as `torch_bench.TorchCase`; `variant` is `""`, `mode` `none` or `full`.
+    **Arguments:** as `compiled_bench.TorchCase` (the eager case); `variant` is `""`, `mode`
+    `none` or `full`.
     """
 
     framework = FRAMEWORK

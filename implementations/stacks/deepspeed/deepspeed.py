@@ -42,9 +42,9 @@ from implementations.stacks.torch import (
     reentrant,
     to_host_array,
 )
+from implementations.stacks.torch.instrument import backward_of
 from implementations.stacks.torch.mlp import STATE_NAMES
 from implementations.stacks.torch.mlp import tensor as as_tensor
-from implementations.stacks.torch.observed import backward_of
 
 #: The checkpoint's node in the autograd graph: one per region.
 CHECKPOINT_NODE = "CheckpointFunctionBackward"

@@ -10,7 +10,7 @@ so the rerun reads the model's own weights, not the ones passed in
 (tests/keras/test_keras.py shows the wrong gradients).
 
 Evidence comes from torch's own instrument on the port's own call (the torch
-stack's `observed`: one dispatch mode and saved-tensor hooks around `vjp`, or
+stack's `instrument`: one dispatch mode and saved-tensor hooks around `vjp`, or
 around `nn_checkpoint_forward` and a backward pass of its output), so a
 subclass's override of either is what (e) sees. Keras hands `call`'s keyword
 arguments to `torch.utils.checkpoint`, which keeps `context_fn` for itself:
@@ -33,7 +33,7 @@ from implementations.contract import BackwardRecord, Params, check_features, che
 from implementations.stacks import keras as keras_stack
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
-from implementations.stacks.torch import as_input, from_host_array, leaf_input, observed
+from implementations.stacks.torch import as_input, from_host_array, instrument, leaf_input
 
 STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
@@ -85,9 +85,9 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
 
 
 def run(mlp: MLP, x: Any) -> Any:
-    """`mlp(x)`; under torch's instrument (`observed.active()`), with its `context_fn`, which
+    """`mlp(x)`; under torch's instrument (`instrument.active()`), with its `context_fn`, which
     Keras hands to torch's checkpoint, so that the record counts the regions."""
-    watch = observed.active()
+    watch = instrument.active()
     return mlp(x) if watch is None else mlp(x, context_fn=watch.context_fn(None))
 
 
@@ -111,22 +111,22 @@ class KerasTorch(StatefulKerasPort):
         dx, *grads = torch.autograd.grad(out, [x, *weights], from_host_array(cotangent))
         return dx, grads
 
-    # -- evidence: torch's instrument on the port's own calls (`observed`) ---------------
+    # -- evidence: torch's instrument on the port's own calls (`instrument`) ---------------
 
     @observes("vjp")
     def backward_record(
         self, params: Params, x: np.ndarray, *, checkpoint: bool = True
     ) -> BackwardRecord:
         """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`."""
-        return observed.observe(self.own_vjp(params, x, checkpoint), x)
+        return instrument.observe(self.own_vjp(params, x, checkpoint), x)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)`, x a
         leaf that requires grad, and the backward pass of its output."""
         x = leaf_input(x)
-        return observed.observe(
-            lambda: observed.backward_of(self.nn_checkpoint_forward(seed, x, features)), x
+        return instrument.observe(
+            lambda: instrument.backward_of(self.nn_checkpoint_forward(seed, x, features)), x
         )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:

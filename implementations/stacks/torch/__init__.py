@@ -11,11 +11,12 @@
   `to_host_array`, `from_host_array`, `pin_matmul_precision()` and
   `matmul_precision()` (torch's setting as found before the pin, and now)
   (`arrays`).
-- The instrument: `STACK.record(run, x)` (see `stack.record`), and its
-  parts `record(run_forward, x, regions)`, `RegionCounter` (the
-  `context_fn` that counts checkpoint regions) and `classify` (`evidence`);
-  the stack's one dispatch-mode counter `Ops`, its observer `Roles`, and
-  `SavedTensors` (`instrument`).
+- The instrument: `watch(x, parameters)` and `peak()` around the block's call,
+  `observe(call, x)` around a port's own, `active()` (the watch a model hands
+  its checkpoint's `context_fn` from), `RegionCounter`, the stack's one
+  dispatch-mode counter `Ops`, its observer `Roles`, and `SavedTensors`
+  (`instrument`); `STACK.record(run, x)` on a model built for the record, and
+  its parts `model_record(run_forward, x, regions)` and `classify` (`stack`).
 - `compiled` (imported on its own: it imports inductor): the compiled
   path's instrument, AOTAutograd's partitioned graphs (`CompiledModule`).
 """
@@ -29,10 +30,12 @@ _EXPORTS = {
     "matmul_precision": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "RegionCounter": ".evidence",
-    "classify": ".evidence",
-    "record": ".evidence",
+    "RegionCounter": ".instrument",
+    "classify": ".stack",
+    "model_record": ".stack",
     "Ops": ".instrument",
+    "active": ".instrument",
+    "observe": ".instrument",
     "Roles": ".instrument",
     "SavedTensors": ".instrument",
     "MLP": ".mlp",

@@ -12,18 +12,28 @@ and numpy.
   checkpoint's output requires grad only when an argument does.
 - `stack(items, checkpoint_of, tag_h=False)`: the same as `stack(params, x)`, `params` a
   tuple `(w1, b1, w2, b2)` per block.
-- `place(placement)`: `placed` from an `implementations.measuring.Placement`, each region
-  under its own policy (`POLICIES`), as `implementations.measuring.driver` builds a stack.
-  (`implementations.schedules.flat_stack` builds the same tree, but its region callback is
-  not told which region it makes, so it cannot give each its own policy.)
+- `place(placement)`: `run(x, *params)` from an `implementations.measuring.Placement`, the
+  parameters in the canonical layout (kernels `(in, out)`, as the bench's data: each read as
+  its transposed view, the same storage), each region under its own policy (`POLICIES`), as
+  `implementations.measuring.driver` builds a stack. (`implementations.schedules.flat_stack`
+  builds the same tree, but its region callback is not told which region it makes, so it
+  cannot give each its own policy.) `vjp(run, params, x, cotangent, wrt)`: the call every
+  measurement watches; `from_numpy`, `versions()`.
 - `parameters(blocks)`: the canonical blocks' `(w1, b1, w2, b2)` as torch leaves.
 - `non_reentrant(context_fn=None)`: torch's `checkpoint(..., use_reentrant=False)` as a
-  region's checkpoint; `Regions`: counts the regions a checkpoint enters.
+  region's checkpoint, handing on the `context_fn` of torch's instrument where one watches
+  the call (`instrument.active()`: it counts regions and reads a selective policy's cache);
+  `Regions`: counts the regions a checkpoint enters.
+
+Declarations (`implementations.measuring.driver` reads them): `FRAMEWORK`, `POLICIES`,
+`NOT_EXPRESSIBLE`, `REGION`, `SAVE_MM_POLICY` and `DEPARTURES`: torch's early stop as a count
+model in code (`early_stop_reruns`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import numpy as np
@@ -33,20 +43,65 @@ from torch.utils.checkpoint import checkpoint
 
 from implementations.measuring.placement import Placement
 from implementations.policies import Policy
-from implementations.schedules import Region
+from implementations.schedules import Departure, Item, Region
 
 from . import policies as torch_policies
 from .policies import tag
 
+FRAMEWORK = "torch"
 #: A region's checkpoint: `checkpoint(function, x, *params) -> function(x, *params)`.
 Checkpoint = Callable[..., torch.Tensor]
 PER_BLOCK = 4  # w1, b1, w2, b2
-#: Policy -> how a region runs it: a selective checkpoint with the policy's function.
+#: The depth bench's `save-mm` mode: the matmuls' outputs saved.
+SAVE_MM_POLICY = "save_dots"
+REGION = "torch.utils.checkpoint.checkpoint(region, x, *params, use_reentrant=False)"
+NOT_EXPRESSIBLE = {
+    "save_named": "no tensor names; a cached tag still reruns its addmm eagerly",
+    "offload_dots": "eager MUST_CPU_OFFLOAD is recompute (torch 2.13)",
+    "budget": "eager torch has no solver: activation_memory_budget is torch.compile's "
+    "(torch_compile's bench --policies runs budget(b))",
+}
+#: Policy -> how a region runs it: a selective checkpoint with the policy's function (those
+#: eager torch degrades, `NOT_EXPRESSIBLE`, left out).
 POLICIES = {
     name: f"checkpoint(..., use_reentrant=False, context_fn=partial("
     f"create_selective_checkpoint_contexts, {name}))"
     for name in torch_policies.POLICY_FUNCTIONS
+    if name not in NOT_EXPRESSIBLE
 }
+#: torch/utils/checkpoint.py (2.13) `_checkpoint_hook`/`_StopRecomputationError`: a
+#: non-reentrant region's rerun stops once every tensor its backward unpacks is recomputed
+#: (`set_checkpoint_early_stop`, on by default). The count: `early_stop_reruns`.
+EARLY_STOP = (
+    "torch's non-reentrant checkpoint stops a rerun once what its backward needs is "
+    "recomputed (early stop, torch/utils/checkpoint.py _StopRecomputationError): a block's "
+    "rerun ends after its first matmul (relu's output is the last tensor it saves), and a "
+    "region ending in inner regions skips their blocks (early_stop_reruns counts both; "
+    "set_checkpoint_early_stop(False) meets the model)"
+)
+DEPARTURES = {name: Departure(EARLY_STOP) for name in ("nested", "binomial")}
+
+
+def early_stop_reruns(items: Sequence[Item]) -> list[tuple[int, int]]:
+    """The block evaluations torch's backward pass reruns over a placement's `items`, as
+    `(block, matmuls run)`, in no particular order. A region's rerun runs its items until the
+    last tensor its forward saved is saved again: every block before its last item whole (2
+    matmuls: each output is the next one's input), inner regions' blocks included; its last
+    item, a plain block, up to relu's output (1 matmul, `x@W1`: `a@W2` is skipped), an inner
+    region not at all (its input, saved as it is entered, is the last). Every region, inner
+    ones too, reruns so once."""
+    found = []
+    for item in items:
+        if isinstance(item, Region):
+            *before, last = item.items
+            found += [(b, 2) for i in before for b in _blocks(i)]
+            found += [] if isinstance(last, Region) else [(last, 1)]
+            found += early_stop_reruns(item.items)
+    return found
+
+
+def _blocks(item: Item) -> range:
+    return item.blocks if isinstance(item, Region) else range(item, item + 1)
 
 
 def block(x: torch.Tensor, w1, b1, w2, b2, tag_h: bool = False) -> torch.Tensor:
@@ -93,23 +148,61 @@ def stack(
 
 
 def place(placement: Placement) -> Callable[..., torch.Tensor]:
-    """`run(x, *params)`: the placement's blocks and regions, region n under
-    `placement.policy_of(n)` ("" or `full`: the plain non-reentrant checkpoint). h goes
-    through the `tag` operator in every block when a region saves it by name."""
+    """`run(x, *params)`: the placement's blocks and regions over the canonical parameters
+    (kernels `(in, out)`, read as their transposed views), region n under
+    `placement.policy_of(n)` ("" or `full`: the plain non-reentrant checkpoint)."""
     numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
     chosen = {n: region_checkpoint(placement.policy_of(n)) for n in numbers.values()}
-    tag_h = "save_named" in {Policy.parse(p).name for p in placement.used_policies() if p}
-    return placed(placement.items, lambda region: chosen[numbers[id(region)]], tag_h)
+    run = placed(placement.items, lambda region: chosen[numbers[id(region)]])
+
+    def canonical(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
+        return run(x, *(p.T if i % 2 == 0 else p for i, p in enumerate(params)))
+
+    return canonical
 
 
 def region_checkpoint(policy: str) -> Checkpoint:
     """The non-reentrant checkpoint of a region under `policy` ("" or `full`: none)."""
     name = Policy.parse(policy).name if policy else "full"
     if name == "full":
-        return non_reentrant()
+        return non_reentrant(watched=True)
     if name not in POLICIES:
         raise ValueError(f"policy {policy!r} is not expressible in a region of eager torch")
-    return non_reentrant(torch_policies.context_fn(torch_policies.POLICY_FUNCTIONS[name]))
+    return non_reentrant(policy_fn=torch_policies.POLICY_FUNCTIONS[name], watched=True)
+
+
+def vjp(
+    run: Callable,
+    params: Sequence[torch.Tensor],
+    x: torch.Tensor,
+    cotangent: torch.Tensor,
+    wrt: str,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    """`(y, gradients)`: `torch.autograd.grad` of `run(x, *params)` with `cotangent`, into the
+    parameters (`wrt="params"`, x data) or into x (`wrt="x"`: the parameters still require
+    grad, so the forward saves what it saves for them, and the engine runs x's path only).
+    The caller's tensors are left as they are: the call takes detached leaves of them."""
+    if wrt not in ("params", "x"):
+        raise ValueError(f"wrt must be 'params' or 'x', got {wrt!r}")
+    leaves = [p.detach().requires_grad_() for p in params]
+    x = x.detach().requires_grad_(wrt == "x")
+    y = run(x, *leaves)
+    grads = torch.autograd.grad(y, leaves if wrt == "params" else [x], cotangent)
+    return y.detach(), tuple(grads)
+
+
+def from_numpy(array: np.ndarray) -> torch.Tensor:
+    """torch's tensor for the bench's data: a C-contiguous float32 copy on the CPU."""
+    return torch.from_numpy(np.array(array, np.float32, order="C"))
+
+
+def versions() -> dict[str, str]:
+    """The installed torch version, and its intra-op threads."""
+    try:
+        found = {"torch": version("torch")}
+    except PackageNotFoundError:
+        found = {"torch": torch.__version__}
+    return {**found, "threads": str(torch.get_num_threads())}
 
 
 def parameters(blocks: Sequence[tuple[np.ndarray, ...]]) -> list[tuple[torch.Tensor, ...]]:
@@ -124,15 +217,33 @@ def parameters(blocks: Sequence[tuple[np.ndarray, ...]]) -> list[tuple[torch.Ten
     ]
 
 
-def non_reentrant(context_fn: Callable[[], tuple[Any, Any]] | None = None) -> Checkpoint:
+def non_reentrant(
+    context_fn: Callable[[], tuple[Any, Any]] | None = None,
+    policy_fn: Callable | None = None,
+    watched: bool = False,
+) -> Checkpoint:
     """`torch.utils.checkpoint.checkpoint(function, x, *params, use_reentrant=False)`, with
-    `context_fn` (a selective policy's, an instrument's) when given."""
-    extra = {} if context_fn is None else {"context_fn": context_fn}
+    `context_fn` (an instrument's) when given, else `policy_fn`'s selective checkpoint. With
+    `watched`, a region run under torch's instrument (`instrument.active()`) takes the
+    watch's `context_fn` instead, which counts it and reads `policy_fn`'s cache."""
+    if context_fn is None and policy_fn is not None:
+        context_fn = torch_policies.context_fn(policy_fn)
 
     def region(function: Callable, x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
+        chosen = context_fn
+        watch = _active() if watched else None
+        if watch is not None:
+            chosen = watch.context_fn(policy_fn)
+        extra = {} if chosen is None else {"context_fn": chosen}
         return checkpoint(function, x, *params, use_reentrant=False, **extra)
 
     return region
+
+
+def _active() -> Any:
+    from .instrument import active  # the instrument imports this module
+
+    return active()
 
 
 class Regions:

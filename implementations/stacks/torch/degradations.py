@@ -22,11 +22,13 @@ def _x(dim: int) -> np.ndarray:
 def _eager(policy_fn: Callable[..., Any], *, tag_h: bool = False):
     """torch's eager instrument on the MLP (4, 4) under a selective policy function."""
     # torch's modules import torch: only where a probe runs
-    from . import evidence, leaf_input
+    from . import leaf_input
     from . import policies as torch_policies
+    from .instrument import RegionCounter
     from .mlp import build_mlp
+    from .stack import model_record
 
-    regions = evidence.RegionCounter()
+    regions = RegionCounter()
     cache = torch_policies.SelectiveCache(policy_fn)
     x = leaf_input(_x(4))
 
@@ -35,7 +37,7 @@ def _eager(policy_fn: Callable[..., Any], *, tag_h: bool = False):
         model = build_mlp(canonical_params(0, 4, 4), context_fn=context_fn, tag_h=tag_h)
         return model(x), model
 
-    return evidence.record(run, x, regions, cache)
+    return model_record(run, x, regions, cache)
 
 
 def _compiled(policy_fn: Callable[..., Any]):

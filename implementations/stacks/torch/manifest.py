@@ -47,17 +47,17 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "torch",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             quick=True,
             notes={
                 "saved_bytes": "an outer saved_tensors_hooks plus the outputs a "
                 "selective-checkpoint policy "
                 "caches, one per storage",
                 "temp_bytes": "none: eager, no compiled program",
-                "peak_bytes": "the highest net CPU allocation during one step above what was "
-                "live before "
-                "it, from torch.profiler(profile_memory=True); it includes the parameter "
-                "gradients the step returns",
+                "peak_bytes": "the most CPU bytes alive from the start of the step's "
+                "torch.autograd.grad to its return, above what was live before the step, from "
+                "torch.profiler(profile_memory=True); it includes what the forward pass kept "
+                "and the parameter gradients the step returns",
                 "matmuls": "aten mm/addmm calls in the step, counted by a TorchDispatchMode",
                 "save-mm": "selective checkpointing, MUST_SAVE for mm/addmm",
             },

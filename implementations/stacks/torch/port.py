@@ -26,7 +26,7 @@ from ...contract import BackwardRecord, Grads, Params
 from ...policies import Policy
 from ..base import Port, observes
 from ..numpy import out_in
-from . import observed
+from . import instrument
 from . import policies as torch_policies
 from .arrays import leaf_input, to_host_array
 from .mlp import MLP, STATE_NAMES, build_mlp, exercise_model, state_to_params
@@ -64,7 +64,7 @@ class TorchPort(Port, abstract=True):
         `Policy` it declares). `context_fn` replaces the policy's own (an instrument's)."""
         policy = self.policy(checkpoint)
         function = self.policy_function(policy)
-        watch = observed.active()
+        watch = instrument.active()
         if context_fn is None and watch is not None:  # the instrument is observing this call
             context_fn = watch.context_fn(function)
         elif context_fn is None and function is not None:
@@ -117,7 +117,7 @@ class TorchPort(Port, abstract=True):
 
     def exercise(self, seed: Any, x: Any, features: Any, **build: Any) -> tuple[torch.Tensor, MLP]:
         """`nn_checkpoint_forward`, and the model it ran (`build` goes to `build_mlp`)."""
-        watch = observed.active()
+        watch = instrument.active()
         if watch is not None and "context_fn" not in build:  # observed: count its regions
             build["context_fn"] = watch.context_fn(None)
         x, model = exercise_model(seed, x, features, **build)
@@ -139,7 +139,7 @@ class TorchPort(Port, abstract=True):
         """
         return self.exercise(seed, x, features)[0]
 
-    # -- evidence: torch's instrument on the port's own calls (`observed`) ---------------
+    # -- evidence: torch's instrument on the port's own calls (`instrument`) ---------------
 
     @observes("vjp")
     def backward_record(
@@ -149,13 +149,13 @@ class TorchPort(Port, abstract=True):
         whatever a subclass overrides, the evidence is read off the call whose values (c)
         checks."""
         ones = np.ones(params.features, np.float32)
-        return observed.observe(lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x)
+        return instrument.observe(lambda: self.vjp(params, x, ones, checkpoint=checkpoint), x)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
         """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)`, x a
         leaf that requires grad, and the backward pass of its output."""
         x = leaf_input(x)
-        return observed.observe(
-            lambda: observed.backward_of(self.nn_checkpoint_forward(seed, x, features)), x
+        return instrument.observe(
+            lambda: instrument.backward_of(self.nn_checkpoint_forward(seed, x, features)), x
         )

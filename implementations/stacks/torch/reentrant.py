@@ -5,7 +5,7 @@ A reentrant checkpoint runs its own `torch.autograd.backward` inside its
 backward, so it refuses `torch.autograd.grad` ("Checkpointing is not
 compatible with .grad()"): a port's pass is `output.backward(cotangent)`
 (`backward` reads the gradients off `.grad`). `observe` is the eager
-instrument on the port's own call (`observed`: saved-tensor hooks and one
+instrument on the port's own call (`instrument`: saved-tensor hooks and one
 `TorchDispatchMode`, origins by dataflow from x, grad-enabled aten ops and
 matmuls in backward), and adds what only the autograd graph shows. Such a
 checkpoint takes no `context_fn`, so its regions are the nodes whose class
@@ -27,22 +27,13 @@ from typing import Any
 import torch
 
 from ...contract import BackwardRecord
-from . import observed
+from . import instrument
 from .instrument import in_backward
 
 
 def nodes_of(output: torch.Tensor, kind: str) -> list[Any]:
     """The nodes of the autograd graph behind `output` whose class name is `kind`."""
-    seen, stack, found = set(), [output.grad_fn], []
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        if type(node).__name__ == kind:
-            found.append(node)
-        stack.extend(child for child, _ in node.next_functions)
-    return found
+    return [node for node in instrument.graph_nodes(output) if type(node).__name__ == kind]
 
 
 def kept_on_nodes(nodes: list[Any], attribute: str) -> dict[int, torch.Tensor]:
@@ -114,13 +105,13 @@ class _Roots:
 
 
 def observe(call: Callable[[], Any], x: Any, node: str, kept_on_node: str = "") -> BackwardRecord:
-    """torch's instrument on `call()`, the port's own call (`observed.observe`), for a reentrant
+    """torch's instrument on `call()`, the port's own call (`instrument.observe`), for a reentrant
     checkpoint: its regions are the nodes whose class name is `node` behind the roots of the
     call's backward passes, and what those nodes keep in their attribute `kept_on_node` ("":
     none), out of the hooks' sight, counts as kept."""
     roots = _Roots(node, kept_on_node)
     with roots.watching():
-        return observed.observe(
+        return instrument.observe(
             call,
             x,
             kept=lambda: roots.kept,

@@ -34,7 +34,7 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
 
 from ...contract import Grads, Params, check_features, check_seed, check_sizes
 from ..numpy import canonical_params, out_in
-from . import observed
+from . import instrument
 from . import policies as torch_policies
 from .arrays import as_input, leaf_input, to_host_array
 from .mlp import MLP, STATE_NAMES, build_mlp, state_to_params
@@ -57,7 +57,7 @@ def context_for(function: Callable | None) -> Callable[[], tuple[Any, Any]] | No
     """The `context_fn` a checkpoint gets: the watch's while the instrument observes the call
     (it counts regions and reads a selective policy's cache), else the policy's own (None for
     full remat)."""
-    watch = observed.active()
+    watch = instrument.active()
     if watch is not None:
         return watch.context_fn(function)
     return None if function is None else torch_policies.context_fn(function)

@@ -50,9 +50,9 @@ import torch
 from implementations.contract import BackwardRecord, Params
 from implementations.policies import FULL, NONE, Policy
 from implementations.stacks.base import observes
-from implementations.stacks.torch import MLP, TorchPort, leaf_input, observed
+from implementations.stacks.torch import MLP, TorchPort, instrument, leaf_input
 from implementations.stacks.torch.compiled import CompiledModule, NoRemat, capture
-from implementations.stacks.torch.observed import backward_of
+from implementations.stacks.torch.instrument import backward_of
 
 # The port's compiled calls, each with the recorder of every graph it compiles:
 # inductor as it comes (the exercise, and every call with the checkpoint on),
@@ -173,12 +173,12 @@ class TorchCompile(TorchPort):
 def compiled_or_eager(call: Callable[[], Any], x: Any) -> BackwardRecord:
     """The record of `call()`, a port's own call: the partition of the last compiled call it
     ran (`compiled.capture`, any recorder's). A call that ran no compiled graph ran eagerly:
-    torch's eager instrument on that same call, run again (`observed.observe`)."""
+    torch's eager instrument on that same call, run again (`instrument.observe`)."""
     with capture() as seen:
         call()
     if seen.calls:
         return seen.record()
-    return observed.observe(call, x)
+    return instrument.observe(call, x)
 
 
 nn_checkpoint_forward = TorchCompile.exported()

@@ -174,8 +174,9 @@ TORCH = {
 
 def test_torch_measure_counts_matmuls_and_peak():
     pytest.importorskip("torch")
-    from implementations.stacks.torch import bench as torch_stack
+    from implementations.measuring.driver import bench_module
 
+    torch_stack = bench_module("implementations.stacks.torch.block")
     depth = 2
     found = {mode: torch_stack.build("", mode, _data(depth)).measure() for mode in measure.MODES}
     # 2 addmm forward; backward: dW and dx per layer, but no dx for block 0's x.
@@ -194,12 +195,10 @@ def test_torch_measure_counts_matmuls_and_peak():
 
 def test_torch_checkpointed_gradients_equal_plain_ones():
     torch = pytest.importorskip("torch")
-    from implementations.stacks.torch import bench as torch_stack
+    from implementations.measuring.driver import bench_module
 
-    grads = {
-        mode: torch_stack.build("", mode, _data(2))._grads(torch_stack.stack_fn(mode, 2))
-        for mode in measure.MODES
-    }
+    torch_stack = bench_module("implementations.stacks.torch.block")
+    grads = {mode: torch_stack.build("", mode, _data(2)).call()[1] for mode in measure.MODES}
     for mode in ("full", "save-mm"):
         for a, b in zip(grads[mode], grads["none"], strict=True):
             torch.testing.assert_close(a, b)
