@@ -84,3 +84,32 @@ def test_the_schedules_command_prints_through_the_renderer_method_once_verdict_l
     assert last.startswith(f"bench --schedules passed: {len(data['results'])} cases"), last
     assert "load 4.63 before, 4.90 after, of " in last
     assert "| --- |" in (tmp_path / "bench-schedules.md").read_text()  # the file keeps it
+
+
+def test_rows_whose_counts_the_instrument_cannot_see_are_counted_on_the_last_line(
+    tmp_path, capsys, monkeypatch
+):
+    """A row whose peak is not observable was not held to the model: the last line says how
+    many such rows there were, never folding them silently into the cases that passed."""
+    from conformance.commands import bench_schedules
+    from tests.core.benchmark.test_bench_schedules import SETTINGS, NumpyStack
+
+    class Blind(NumpyStack):
+        def schedule_case(self, schedule, data):
+            case = super().schedule_case(schedule, data)
+            measured = case.measure
+            unseen = "not observable: this stack keeps no allocation record"
+            case.measure = lambda: dataclasses.replace(
+                measured(), peak_bytes=None, peak_method=unseen
+            )
+            return case
+
+    monkeypatch.setattr(bench_schedules, "load_frameworks", lambda n: ({"numpy": Blind()}, {}))
+    args = argparse.Namespace(
+        depths=[2], profile=None, repeats=1, batch=4, features=8, framework=["numpy"],
+        out=tmp_path, json=False,
+    )  # fmt: skip
+    assert bench_schedules.command(args, SETTINGS) == 0
+    rows = len(json.loads((tmp_path / "bench-schedules.json").read_text())["results"])
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert f"counts or peak of {rows} of {rows} rows not observable" in last, last
