@@ -142,8 +142,9 @@ class Comparison:
     @property
     def failed(self) -> bool:
         """Whether a port is broken, errored, exceeds a bound, fails the precision tier, keeps no
-        fewer bytes with the checkpoint on than off (any ✗ of the verdict), or has a policy cell
-        that raised, disagrees with the canonical or saves what is not expected."""
+        fewer bytes with the checkpoint on than off (any ✗ of the verdict), or has a policy or
+        composition cell that raised, disagrees with the canonical or shows what is not
+        declared."""
         for row in self.ports:
             if row.state == "broken" or row.error:
                 return True
@@ -155,7 +156,7 @@ class Comparison:
             off, on = row.residuals.get("off"), row.residuals.get("on")
             if off is not None and on is not None and on.bytes >= off.bytes:
                 return True
-            if any(cell.failed for cell in row.policies):
+            if any(cell.failed for cell in (*row.policies, *row.compositions)):
                 return True
         return False
 

@@ -45,6 +45,21 @@ def test_every_case_compiles_to_one_region_that_keeps_x_and_reruns_x_at_w1(case)
     assert _row(DeclaresNesting(), case) == (["x"], 2, 1, 1)
 
 
+def test_the_port_s_once_is_declared_as_its_partition_shows():
+    """The port's own table holds once as measured above: compare's cell shows no ✗."""
+    table, _whose = records.table_of(TorchCompile())
+    expected = table["once"]
+    assert (sorted(expected.roles), expected.forward_matmuls, expected.rerun_matmuls) == (
+        ["x"],
+        2,
+        1,
+    )
+    port = TorchCompile()
+    plain = port.backward_record(PARAMS, X, checkpoint=False)
+    record = port.backward_record(PARAMS, X, checkpoint=Nesting("once"))
+    records.check_record(port, "once", record, plain)  # raises on a contradiction
+
+
 def test_the_port_declares_the_nested_cases_not_composable_and_k_says_so():
     reason = records.not_expressible(TorchCompile())
     assert reason is not None

@@ -84,6 +84,18 @@ EXPECTATIONS = Expectations(
                 "(NOTE [Nestable Checkpoint], early_stop)",
             ),
         },
+        # torch_compile's, measured (tests/torch/test_torch_compile_composition.py pins it):
+        # its nested cases are not composable (`TorchCompile.not_composable`).
+        "torch_compile": {
+            "once": composed(
+                "x",
+                2,
+                1,
+                why="AOTAutograd's partition of the tagged region keeps x and reruns x @ W1 "
+                "alone: a @ W2's output is not needed by the backward pass "
+                "(min_cut_rematerialization_partition, torch/_functorch/partitioners.py)",
+            ),
+        },
         # torch_ac_wrapper's, measured (tests/torch/test_torch_ac_wrapper.py pins them).
         "torch_ac_wrapper": {
             "once": composed(

@@ -12,7 +12,7 @@ import pytest
 import implementations
 from conformance import cli
 from conformance import comparison as compare
-from conformance.comparison import measure, policy_matrix
+from conformance.comparison import composition_matrix, measure, policy_matrix
 from conformance.comparison import rows as rows_module
 from conformance.running import environment
 from conformance.tables.kinds import compare as render
@@ -225,6 +225,18 @@ def test_a_policy_cell_that_raised_fails_the_comparison():
     row.policies = [policy_matrix.PolicyCell("full", True, error="TypeError: boom")]
     assert compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
     row.policies = [policy_matrix.PolicyCell("full", True, agrees=True)]
+    assert not compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
+
+
+def test_a_composition_cell_that_shows_what_is_not_declared_fails_the_comparison():
+    """compare read "passed" over torch_compile's ✗ under once (no expectation written down):
+    a composition ✗ fails the comparison as a policy ✗ does."""
+    row = compare.PortComparison("p", "available")
+    row.compositions = [
+        composition_matrix.CompositionCell("once", True, agrees=True, expected="no expectation")
+    ]
+    assert compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
+    row.compositions = [composition_matrix.CompositionCell("once", True, agrees=True)]
     assert not compare.failed(compare.Comparison(0, 4, 3, implementations.CANONICAL, [row]))
 
 
