@@ -94,3 +94,16 @@ def test_the_readme_says_how_each_figure_is_measured():
     section = kit.measurements_section("mlx")
     kit.assert_names_offered(STACK, section)
     assert STACK.instrument.PEAK_NOT_SPLIT[:40] in " ".join(section.split())
+
+
+def test_a_graph_with_more_arrays_than_export_to_dot_can_name_reads_not_observable(monkeypatch):
+    """At L = 64, nested and binomial placements name more than 1024 arrays, which
+    mx.export_to_dot (names as keyword arguments) refuses: the figures say so, never a crash."""
+    from implementations.stacks.mlx import instrument
+
+    monkeypatch.setattr(instrument, "NAMED_LIMIT", 3)
+    record = _case("every").counts()
+    assert str(record.forward_matmuls).startswith(
+        "not observable: mx.export_to_dot names at most 3"
+    )
+    assert str(record.saved).startswith("not observable: ")

@@ -210,6 +210,9 @@ class Graph:
 _ROLES_BY_NAME = {"fc1": "h", "relu": "a", "fc2": "y", "output": "y", "h": "h", "a": "a", "y": "y"}
 #: Where MLX keeps every array: its unified memory, the device's; there is no other to offload to.
 SPACE = "device"
+#: The most arrays `mx.export_to_dot` can name: it takes them as keyword arguments, and
+#: nanobind's vectorcall refuses more than 1024 (deep nestings at L = 64 name more).
+NAMED_LIMIT = 1024
 METHODS = {
     "saved": "forward arrays that backward primitives read in mx.export_to_dot of the mx.vjp graph",
     "evaluations": "AddMM primitives per block (by their weight) the output needs (forward) and "
@@ -267,6 +270,12 @@ def read(
     names |= {"output": output}
     names |= {f"grad {name}": g for name, g in zip(args, grads, strict=True)}
     names |= dict(args) | {"cotangent": cotangent}  # last: their names win a clash
+    if len(names) > NAMED_LIMIT:  # export_to_dot takes names as keyword arguments
+        unseen = NotObservable(
+            f"mx.export_to_dot names at most {NAMED_LIMIT} arrays (nanobind's limit on keyword "
+            f"arguments); this graph has {len(names)} to name"
+        )
+        return Record(INSTRUMENT, {}, **dict.fromkeys(METHODS, unseen))
     graph = Graph.export([output, *grads], names)
     known = {name: (tuple(a.shape), str(a.dtype).rsplit(".", 1)[-1]) for name, a in names.items()}
 
