@@ -241,7 +241,7 @@ def check_values(
         result.values_not_checked = values_not_checked()
         return
     data = schedule_values.values_data(result.depth)
-    key = (result.depth, schedule.args if schedule.name == "nested" else ())
+    key = (result.depth, schedule.label)  # each schedule its own Flax construction
     if key not in cache:
         cache[key] = (canonical.canonical_values(schedule, data), schedule_values.bounds(data))
     reference, bound = cache[key]

@@ -7,10 +7,12 @@
   `jax.checkpoint`, so the bench is written against it.
 - `place(placement)`: `run(stacked, x)`, the placement's blocks over the parameters stacked
   `(L, ...)`, each region a `jax.checkpoint` (its policy's function), nested as the placement
-  nests. One program structure for every placement: each run of two or more alike items
+  nests. One program structure for every schedule: each run of two or more alike items
   (plain blocks, or regions of one shape and policy) is one `lax.scan` over their stacked
-  parameters, a lone item is called as it is. So none, every, segments and nested are loops
-  (at L >= 2), and binomial, whose regions differ in size, is mostly unrolled.
+  parameters, as `nn.remat_scan` builds its levels; a lone item is called as it is. So none,
+  every, segments and nested are loops (at L >= 2). The run keeps its `placement`.
+- `removed_reruns(placement)`: the count model of the reruns XLA:CPU removes from this
+  builder's program (`REMOVED`): the instrument holds the compiled program to it.
 - `vjp(run, params, x, cotangent, wrt)`: the call every measurement watches: `jax.vjp` of
   the run and its pullback, one jitted program, finished when it returns. It hands its
   program to the instrument's watchers (`WATCHERS`) before it runs.
@@ -22,7 +24,6 @@ from the model (`DEPARTURES`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,7 +49,7 @@ POLICIES = {
 SAVE_MM_POLICY = "save_dots"
 REGION = (
     "a jax.checkpoint; each run of two or more alike items (blocks, or regions of one shape) "
-    "a lax.scan, a lone item unrolled"
+    "a lax.scan, as nn.remat_scan's levels"
 )
 #: The gradient `bench --schedules` measures the peak of: XLA drops what the x-gradient does
 #: not need (x and a, kept only for the kernels' gradients), so its peak is of another program;
@@ -58,6 +59,12 @@ NOT_EXPRESSIBLE = {
     "budget": "JAX has no memory-budget solver: jax.checkpoint's policies name what to save "
     "per op, not how much",
 }
+#: Why `removed_reruns` counts what it counts (the instrument names it).
+REMOVED = (
+    "a region of one block with no loop of its own reruns x @ W1 once, the computation its "
+    "enclosing pass already ran; XLA:CPU merges it (cse_barrier_expander before HloCSE, "
+    "xla/service/cpu/cpu_compiler.cc; a loop of one trip is removed first)"
+)
 #: Where a schedule's figures leave the model: nested's a count the bench holds its peak to,
 #: segments' still a reason in words.
 DEPARTURES = {
@@ -150,9 +157,42 @@ def _items(items: tuple[Item, ...], policy_of: Callable[[Region], str]) -> Calla
 
 
 def place(placement: Placement) -> Callable[..., Any]:
-    """`run(stacked, x)`: the placement's blocks and regions over parameters stacked `(L, ...)`."""
+    """`run(stacked, x)`: the placement's blocks and regions over parameters stacked `(L, ...)`,
+    `run.placement` the placement."""
+    run = _items(placement.items, _policies(placement))
+    run.placement = placement
+    return run
+
+
+def _policies(placement: Placement) -> Callable[[Region], str]:
+    """Region -> its policy, by its number in `placement.regions()`."""
     numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
-    return _items(placement.items, lambda region: placement.policy_of(numbers[id(region)]))
+    return lambda region: placement.policy_of(numbers[id(region)])
+
+
+def removed_reruns(placement: Placement) -> int:
+    """The forward matmuls XLA:CPU removes from `place(placement)`'s backward (`REMOVED`): one
+    per rerun of a region of one block that is not one of a run of alike items (no loop of
+    its own), at any level, times the loops around it."""
+    policy_of = _policies(placement)
+
+    def removed(items: tuple[Item, ...], times: int) -> int:
+        shapes = [_shape(item, policy_of) for item in items]
+        total = 0
+        for i, item in enumerate(items):
+            if not isinstance(item, Region):
+                continue
+            run = sum(1 for j in (i - 1, i + 1) if 0 <= j < len(items) and shapes[j] == shapes[i])
+            total += times * (len(item.blocks) == 1 and not run)
+            # a run's items share one loop body: counted from its first item, times the run
+            if i == 0 or shapes[i - 1] != shapes[i]:
+                count = 1
+                while i + count < len(items) and shapes[i + count] == shapes[i]:
+                    count += 1
+                total += removed(item.items, times * count)
+        return total
+
+    return removed(placement.items, 1)
 
 
 class StackedGrads(Sequence):
@@ -241,44 +281,28 @@ def versions() -> dict[str, str]:
 
 
 def canonical_values(schedule: str | Schedule, data: Data) -> Values:
-    """The canonical's values: Flax linen's `nn.remat_scan` with the schedule's lengths for
-    `nested`, else Flax's plain scanned stack (`remat_scan` with one level: no remat), which
-    every schedule of every framework must equal."""
-    import flax.linen as nn
-
+    """The canonical's values for `schedule`: the real Flax linen construction of its
+    placement (`canonical_module`), which every schedule of every framework must equal."""
     parsed = Schedule.parse(schedule)
     L = len(data.blocks)
-    lengths = parsed.args if parsed.name == "nested" else (L,)
-    if math.prod(lengths) != L:
-        raise ValueError(f"nested lengths {lengths} do not multiply to L={L}")
-
-    class FlaxBlock(nn.Module):
-        """The exercise's block, `Dense(F) -> relu -> Dense(F)`, as Flax linen writes it."""
-
-        features: int
-
-        @nn.compact
-        def __call__(self, x):  # (B, F) -> (B, F)
-            h = nn.Dense(self.features)(x)  # Dense_0: named first, so made first
-            return nn.Dense(self.features)(nn.relu(h))
-
-    # remat_scan's variables carry one leading axis per level, outermost first: block index
-    # i1*l2*...*ld + ... + id, the nested placement's order.
-    w1, b1, w2, b2 = (
-        jnp.stack([b[i] for b in data.blocks]).reshape(lengths + data.blocks[0][i].shape)
-        for i in range(4)
-    )
-    variables = {
-        "params": {"Dense_0": {"kernel": w1, "bias": b1}, "Dense_1": {"kernel": w2, "bias": b2}}
-    }
-    module = nn.remat_scan(FlaxBlock, lengths=lengths)(data.x.shape[-1])
+    module, layout = canonical_module(parsed, L, data.x.shape[-1])
+    variables = {"params": layout.variables(data.blocks)}
 
     def values(variables, x, cotangent):
         y, pullback = jax.vjp(lambda v: module.apply(v, x), variables)
         return y, pullback(cotangent)[0]
 
     y, grads = jax.jit(values)(variables, jnp.asarray(data.x), jnp.asarray(data.cotangent))
-    kinds = [grads["params"]["Dense_0"]["kernel"], grads["params"]["Dense_0"]["bias"]]
-    kinds += [grads["params"]["Dense_1"]["kernel"], grads["params"]["Dense_1"]["bias"]]
-    flat = [np.asarray(k).reshape((L, *k.shape[len(lengths) :])) for k in kinds]
-    return Values(np.asarray(y), [tuple(k[i] for k in flat) for i in range(L)])
+    return Values(np.asarray(y), layout.gradients(grads["params"], L))
+
+
+def canonical_module(schedule: Schedule, L: int, features: int) -> tuple[Any, Any]:
+    """`(module, layout)`: the schedule's placement as Flax linen builds it, and where its
+    variables keep each block's parameters. `none`: `nn.remat_scan(lengths=(L,))` (a scan,
+    no remat); `every`: `lengths=(L, 1)`; `nested(l1,...)`: `lengths=(l1,...)`;
+    `segments(s)`: `nn.remat_scan(lengths=(s-1, L//s))` then a scan of the plain tail;
+    `binomial(c)`: Revolve's regions, each an `nn.checkpoint` of its items (unrolled: Flax has
+    no loop over regions of different sizes)."""
+    from . import flax_placement
+
+    return flax_placement.module(schedule, L, features)

@@ -53,8 +53,11 @@ them its jitted program before it runs):
 - **Reruns the compiler removed:** XLA:CPU expands the checkpoint's optimization barriers
   (cse_barrier_expander) before HloCSE, which merges an unrolled region's rerun into the
   forward pass. Where the compiled backward runs fewer forward matmuls than the traced
-  pullback reruns, the schedule did not run: its block matmuls and its peak are not
-  observable (where none was removed the two counts are equal).
+  pullback reruns, the method says how many. Where that is exactly what the block's count
+  model predicts (`block.removed_reruns`: a lone region of one block, e.g. `every` at L = 1),
+  the schedule did not run: its block matmuls and its peak are not observable. Any other
+  removal stays in the figures, measured, and the bench flags a program that is not its
+  schedule (the mutant `jax_unrolled_schedules`, `block_mutants.py`).
 """
 
 from __future__ import annotations
@@ -595,16 +598,29 @@ class Program:
         stacked, x, cotangent = self.args
         return self._once("pullback", lambda: backward_jaxpr(self.forward, (stacked, x), cotangent))
 
-    def merged(self, text: str) -> NotObservable | None:
-        """Where the compiled backward runs fewer forward matmuls than the traced pullback
-        reruns, the reruns the compiler removed (`MERGED`); else None."""
+    def removed(self, text: str) -> tuple[int, int]:
+        """`(removed, traced)`: the forward matmuls the traced pullback reruns that the
+        compiled backward does not run, of the `traced` it reruns (0 removed where the
+        compiler kept every rerun)."""
         traced = executed(self.pullback().jaxpr, _forward_dot)
         compiled = hlo_dots(text, lambda line: _forward_direction(line) and _in_backward(line))
-        if compiled is None or compiled >= traced:
+        return (0 if compiled is None else max(0, traced - compiled)), traced
+
+    def merged(self, text: str) -> NotObservable | None:
+        """Where the compiler removed reruns exactly as the block's count model predicts
+        (`block.removed_reruns` of the run's placement: a schedule XLA:CPU does not keep),
+        why the schedule's figures are not observable; else None. Removals the model does
+        not predict are left in the figures, measured: the bench then flags the program
+        that is not its schedule (`record`)."""
+        from . import block
+
+        removed, traced = self.removed(text)
+        placement = getattr(self.forward, "placement", None)
+        if not removed or placement is None or removed != block.removed_reruns(placement):
             return None
         return NotObservable(
-            f"{MERGED}: {traced - compiled} of the {traced} forward matmuls "
-            "the traced pullback reruns are not in the compiled backward"
+            f"{MERGED}: {removed} of the {traced} forward matmuls the traced pullback reruns "
+            f"are not in the compiled backward, as the block's count model says ({block.REMOVED})"
         )
 
     def record(self) -> Record:
@@ -618,12 +634,19 @@ class Program:
             )
             for phase, backward in (("forward", False), ("backward", True))
         }
+        methods = dict(METHODS)
+        removed, traced = self.removed(text)
+        if removed:  # said in the method; the model's prediction leaves the figure unseen
+            methods["phase_block_matmuls"] += (
+                f"; XLA:CPU removed {removed} of the {traced} forward matmuls the traced "
+                "pullback reruns: the compiled program, not the schedule"
+            )
         per_phase = self.merged(text) or per_phase
         analysis = compiled.memory_analysis()
         temp = NO_PROFILER if analysis is None else int(analysis.temp_size_in_bytes)
         return Record(
             WATCH,
-            METHODS,
+            methods,
             saved=saved_tensors(self.forward, (stacked, x), ("parameter", "input")),
             evaluations=NO_BLOCKS,
             forward_matmuls=hlo_dots(text, lambda line: not _in_backward(line)),
