@@ -77,15 +77,30 @@ def test_the_peak_is_not_observable_and_its_batch_part_is_planned(schedule):
     assert isinstance(record.peak_fixed_bytes, int)
 
 
-def test_a_removed_rerun_is_not_observable_never_measured():
-    # binomial(2) at L = 4 is unrolled (Revolve's regions differ in size): XLA:CPU merges its
-    # reruns into the forward pass, so the compiled backward runs fewer forward matmuls than
-    # the traced pullback; the record says so rather than count the program as the schedule.
+def test_a_removed_rerun_is_the_count_model_s_and_not_observable():
+    # binomial(2) at L = 4, [0] [[1] 2] 3: two regions of one block with no loop of their own
+    # (each alone at its level), each rerun x @ W1 merged by XLA:CPU; the record says so, with
+    # the count the block's model gives, rather than count the program as the schedule
+    assert STACK.block.removed_reruns(Placement.of("binomial(2)", L)) == 2
     case = _case("binomial(2)")
     record, peak = case.counts(), case.peak()
     for figure in (record.phase_block_matmuls, peak.peak_batch_bytes):
         assert str(figure).startswith("not observable: XLA:CPU removed the reruns")
+        assert "2 of the" in str(figure)
         assert "cse_barrier_expander" in str(figure)
+
+
+@pytest.mark.parametrize("depth", [4, 8])
+def test_nested_binary_counts_at_small_l(depth):
+    # nested(2,...,2), log2 L levels: each level's regions rerun, as scans, both matmuls of
+    # every block they hold, but the innermost, regions of 2 plain blocks (a scan: both of
+    # each): L per level of regions but for regions of one block; levels of regions: log2 L - 1
+    levels = depth.bit_length() - 2
+    case = kit.placed(
+        STACK, "nested(" + ",".join(["2"] * (depth.bit_length() - 1)) + ")", depth, B, F
+    )
+    record = case.counts()
+    assert record.phase_block_matmuls == {"forward": 2 * depth, "backward": 2 * depth * levels}
 
 
 def test_the_nested_departure_is_a_count_model():
