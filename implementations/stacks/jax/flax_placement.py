@@ -6,7 +6,8 @@ to (`block.canonical_values`). Imports flax.
 - `segments(s)`: `nn.remat_scan(lengths=(s-1, L//s))`, the s-1 regions, then
   `nn.remat_scan(lengths=(tail,))`, the plain tail (a scan, no remat).
 - `binomial(c)`: Revolve's regions, each an `nn.checkpoint` of its items, unrolled (no Flax
-  loop holds regions of different sizes).
+  loop holds regions of different sizes), with `prevent_cse=False` as remat_scan's own
+  regions have it (it halves the compile of L = 64's, which the values alone need).
 
 `module(schedule, L, F)` gives `(module, layout)`; the layout puts the blocks' parameters
 where the module's variables keep them and reads the gradients back, block by block.
@@ -61,7 +62,9 @@ class Placed(nn.Module):
     def __call__(self, x):
         for item in self.items:
             if isinstance(item, Region):
-                region = nn.checkpoint(Placed)(item.items, self.features, name=_name(item))
+                region = nn.checkpoint(Placed, prevent_cse=False)(
+                    item.items, self.features, name=_name(item)
+                )
                 x = region(x)
             else:
                 x = FlaxBlock(self.features, name=f"block_{item}")(x)
