@@ -75,6 +75,28 @@ def test_a_declared_schedule_equals_the_canonical_and_runs_its_analytic_matmuls(
     assert result.unexplained_flags == [], result.flags
 
 
+def _top_level(label: str, L: int) -> list[str]:
+    """The primitives of the placed run's jaxpr at its top level (a scan's body not opened)."""
+    data = make_data(SETTINGS, L)
+    run = jax_bench.block.place(Placement.of(label, L))
+    stacked = tuple(np.stack([b[i] for b in data.blocks]) for i in range(4))
+    return [e.primitive.name for e in jax.make_jaxpr(run)(stacked, data.x).jaxpr.eqns]
+
+
+@pytest.mark.parametrize("label", ["none", "every", "segments(3)", "nested(2,2,2)"])
+def test_every_region_of_the_scanned_schedules_runs_in_a_loop(label):
+    top = _top_level(label, 8)
+    assert "scan" in top
+    assert not {"remat2", "checkpoint"} & set(top)  # no region outside a loop
+    assert "lax.scan" in jax_bench.SCHEDULES[label.split("(")[0]]
+
+
+def test_binomial_is_unrolled_and_its_row_says_so():
+    top = _top_level("binomial(2)", 8)
+    assert top.count("checkpoint") + top.count("remat2") == 2  # [[0] [[1] 2] 3] [[[4] 5] 6]
+    assert "unrolled (most of binomial's" in jax_bench.SCHEDULES["binomial"]
+
+
 def test_the_canonical_is_each_schedule_s_own_flax_construction():
     # the Flax program of each schedule: its scans' lengths and its remat regions, as
     # nn.remat_scan (or nn.checkpoint, for binomial) builds them, never one plain scan

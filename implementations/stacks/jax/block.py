@@ -49,7 +49,8 @@ POLICIES = {
 SAVE_MM_POLICY = "save_dots"
 REGION = (
     "a jax.checkpoint; each run of two or more alike items (blocks, or regions of one shape) "
-    "a lax.scan, as nn.remat_scan's levels"
+    "a lax.scan, as nn.remat_scan's levels; a lone item called as it is, unrolled (most of "
+    "binomial's, whose regions differ in size)"
 )
 #: The gradient `bench --schedules` measures the peak of: XLA drops what the x-gradient does
 #: not need (x and a, kept only for the kernels' gradients), so its peak is of another program;
