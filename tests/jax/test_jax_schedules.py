@@ -116,6 +116,20 @@ def test_the_canonical_is_each_schedule_s_own_flax_construction():
     assert structure("binomial(2)", 8) == (0, 7)  # Revolve's 7 regions, unrolled
 
 
+@pytest.mark.parametrize("label", ["every", "segments(3)", "nested(4,2)", "binomial(2)"])
+def test_each_flax_construction_puts_every_block_s_parameters_where_its_gradients_come_back(
+    label,
+):
+    # each construction's layout (scan stacks, or a tree of named regions) against the plain
+    # scan's: a block's parameters or gradients read from another block's place would differ
+    data = schedule_values.values_data(8)
+    plain = jax_bench.canonical_values("none", data)
+    verdict = schedule_values.compare(
+        jax_bench.canonical_values(label, data), plain, schedule_values.bounds(data)
+    )
+    assert verdict.within is True, verdict.worst
+
+
 def test_a_stack_whose_values_are_off_is_caught_against_the_flax_canonical():
     # the check can fail: the same schedule with one block's bias shifted, held to the canonical
     data = schedule_values.values_data(8)

@@ -282,11 +282,14 @@ def versions() -> dict[str, str]:
 
 
 def canonical_values(schedule: str | Schedule, data: Data) -> Values:
-    """The canonical's values for `schedule`: the real Flax linen construction of its
-    placement (`canonical_module`), which every schedule of every framework must equal."""
+    """The canonical's values for `schedule`: its placement as Flax linen builds it
+    (`flax_placement.module`: `nn.remat_scan` with the schedule's lengths, or Revolve's regions
+    as nested `nn.checkpoint`s), which every schedule of every framework must equal."""
+    from . import flax_placement  # Flax for the canonical alone
+
     parsed = Schedule.parse(schedule)
     L = len(data.blocks)
-    module, layout = canonical_module(parsed, L, data.x.shape[-1])
+    module, layout = flax_placement.module(parsed, L, data.x.shape[-1])
     variables = {"params": layout.variables(data.blocks)}
 
     def values(variables, x, cotangent):
@@ -295,15 +298,3 @@ def canonical_values(schedule: str | Schedule, data: Data) -> Values:
 
     y, grads = jax.jit(values)(variables, jnp.asarray(data.x), jnp.asarray(data.cotangent))
     return Values(np.asarray(y), layout.gradients(grads["params"], L))
-
-
-def canonical_module(schedule: Schedule, L: int, features: int) -> tuple[Any, Any]:
-    """`(module, layout)`: the schedule's placement as Flax linen builds it, and where its
-    variables keep each block's parameters. `none`: `nn.remat_scan(lengths=(L,))` (a scan,
-    no remat); `every`: `lengths=(L, 1)`; `nested(l1,...)`: `lengths=(l1,...)`;
-    `segments(s)`: `nn.remat_scan(lengths=(s-1, L//s))` then a scan of the plain tail;
-    `binomial(c)`: Revolve's regions, each an `nn.checkpoint` of its items (unrolled: Flax has
-    no loop over regions of different sizes)."""
-    from . import flax_placement
-
-    return flax_placement.module(schedule, L, features)
