@@ -612,7 +612,7 @@ class Program:
         why the schedule's figures are not observable; else None. Removals the model does
         not predict are left in the figures, measured: the bench then flags the program
         that is not its schedule (`record`)."""
-        from . import block
+        from . import block  # the bench's alone: the ports' records never load it
 
         removed, traced = self.removed(text)
         placement = getattr(self.forward, "placement", None)
