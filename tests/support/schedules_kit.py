@@ -20,7 +20,7 @@ SMALL = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeat
 #: JAX compile (0.3 s), which every stack's test module would otherwise make again.
 REFERENCES: dict = {}
 #: Every schedule name but `budget`, which no eager stack's own API has.
-ALL_BUT_BUDGET = {"none", "every", "segments", "nested", "binomial"}
+ALL_BUT_BUDGET = {"none", "every", "segments", "nested", "binomial", "optimal"}
 
 
 def canonical() -> ModuleType:
