@@ -142,15 +142,16 @@ def _walk(placement: tuple[Item, ...]) -> Iterator[tuple[int, Item | None]]:
             stack.append(iter(item.items))
 
 
-def show(placement: tuple[Item, ...], region: bool = False) -> str:
-    """A placement in one line: regions in brackets, `[[0] 1] [2] 3`."""
+def show(placement: tuple[Item, ...], region: bool = False, separator: str = " ") -> str:
+    """A placement in one line: regions in brackets, `[[0] 1] [2] 3` (with `separator=", "`
+    and `region=True`, as nested Python lists: `[[[0], 1], [2], 3]`)."""
     text, fresh = [], True
     for _, item in _walk(placement):
         if item is None:
             text.append("]")
             fresh = False
             continue
-        text.append(("" if fresh else " ") + ("[" if isinstance(item, Region) else str(item)))
+        text.append(("" if fresh else separator) + ("[" if isinstance(item, Region) else str(item)))
         fresh = isinstance(item, Region)
     return f"[{''.join(text)}]" if region else "".join(text)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from string import Template
 from typing import Any
 
@@ -23,9 +23,7 @@ from implementations.optimum import optimal_placement, placement_cost
 from implementations.schedules import (
     UNIT_BYTES,
     Item,
-    Region,
     Schedule,
-    _walk,
     regions,
     revolve_frontier,
     show,
@@ -64,7 +62,6 @@ class Choice:
     peak_units: float
     evaluations: int
     code: str | None
-    measured: dict[str, Any] = field(default_factory=dict)
 
 
 def declared(framework: str) -> Declared:
@@ -108,16 +105,8 @@ def budget_units(amount: float, unit: str, batch: int, features: int) -> float:
 
 
 def as_lists(items: tuple[Item, ...]) -> str:
-    """The placement as nested Python lists (`[[0, 1], [2], 3]`), without recursion."""
-    text, fresh = ["["], True
-    for _, item in _walk(items):
-        if item is None:
-            text.append("]")
-            fresh = False
-            continue
-        text.append(("" if fresh else ", ") + ("[" if isinstance(item, Region) else str(item)))
-        fresh = isinstance(item, Region)
-    return "".join(text) + "]"
+    """The placement as nested Python lists (`[[0, 1], [2], 3]`)."""
+    return show(items, region=True, separator=", ")
 
 
 def candidates(depth: int, known: Declared | None) -> list[tuple[str, tuple[Item, ...]]]:

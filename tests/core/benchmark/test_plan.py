@@ -13,7 +13,7 @@ import pytest
 from conformance import cli
 from conformance.benchmark import against_optimum
 from conformance.benchmark import plan as planning
-from implementations.optimum import optimal_evaluations
+from implementations.optimum import optimal_evaluations, optimal_placement
 from implementations.revolve import revolve_forward_steps
 from implementations.schedules import show
 from tests.support.helpers import ROOT
@@ -37,9 +37,7 @@ def test_the_done_command_prints_the_hand_computed_placement_for_every_framework
     code, out, _ = _plan(capsys, "--depth", "64", "--memory", "1MiB", "--batch", "256",
                          "--features", "64")  # fmt: skip
     assert code == 0
-    assert "within 16 units" in out
-    assert f"optimal placement ([...] a region, a number a block run plain): {SHRINKING}\n" in out
-    assert "predicted: peak 16 units (1 MiB), 127 block evaluations, 14 regions" in out
+    _says_the_hand_computed_optimum(out)
     # Revolve within 16 units: 14 snapshots, the state and one tape (c + 2 units)
     revolve = revolve_forward_steps(64, 14) + 64
     assert f"within the same budget: {revolve} block evaluations (binomial(14))" in out
@@ -49,6 +47,24 @@ def test_the_done_command_prints_the_hand_computed_placement_for_every_framework
     assert out.count(f"run({nested_lists}") == 6  # and autograd's items=, mindspore's placed(
     assert "checkpoint(run, item, x, use_reentrant=False)" in out  # torch's own spelling
     assert "not planned (their bench modules declare no PLACE_CODE):" in out
+
+
+def _says_the_hand_computed_optimum(out: str) -> None:
+    assert "within 16 units" in out
+    assert f"optimal placement ([...] a region, a number a block run plain): {SHRINKING}\n" in out
+    assert "predicted: peak 16 units (1 MiB), 127 block evaluations, 14 regions" in out
+
+
+def test_a_plan_on_revolve_s_model_passed_off_as_the_optimum_is_caught(capsys, monkeypatch):
+    """The mutant: the plan's optimum with the tape cost ignored (one block taped at a time)."""
+
+    def revolve_as_the_optimum(L, peak, a=1.0):
+        return optimal_placement(L, peak, a, one_tape=True)
+
+    monkeypatch.setattr(planning, "optimal_placement", revolve_as_the_optimum)
+    _, out, _ = _plan(capsys, "--depth", "64", "--memory", "1MiB")
+    with pytest.raises(AssertionError):
+        _says_the_hand_computed_optimum(out)
 
 
 @pytest.mark.parametrize("memory", ["16units", "16 units", "1048576", "1024KiB", "1MiB"])
@@ -160,7 +176,6 @@ def test_measure_runs_torch_and_shows_measured_against_predicted(capsys):
 
 
 def optimal_regions(L, m):
-    from implementations.optimum import optimal_placement
     from implementations.schedules import regions
 
     return regions(optimal_placement(L, m))
