@@ -8,6 +8,8 @@ Commands (each in `conformance.commands`, which owns its flags):
 - `vectors export PATH` / `vectors check --implementation NAME`: golden vectors.
 - `compare`, `bench`: frameworks side by side (outputs, gradients, residuals,
   memory and time).
+- `plan --depth L --memory M`: where to put the regions over L blocks within M, from the
+  true optimum, per framework (`--measure`: run and measured against the prediction).
 - `merge REPORT.json ...`: many runs' `--json` reports (one per CI job) as
   one matrix, grouped by machine and device; Markdown and JSON too.
 - `report REPORT.json ...`: one self-contained HTML page (and Markdown) from
@@ -45,6 +47,7 @@ from .commands import (
     compare,
     list_ports,
     merge,
+    plan,
     report,
     run,
     vectors,
@@ -62,6 +65,7 @@ COMMANDS = {
     "compare": compare,
     "bench": bench,
     "merge": merge,
+    "plan": plan,
     "report": report,
     "versions": versions,
 }

@@ -13,6 +13,9 @@ places checkpoint regions over it; the derivations are in docs/SCHEDULES.md.
   each of l2 regions, ..., each of l_d plain blocks (every level but the innermost remat'd).
 - `binomial(c)`: Revolve's optimal schedule with c snapshots (`implementations.revolve`),
   as nested regions; its last block plain.
+- `optimal(m)`: the true optimum's placement within a peak of m units
+  (`implementations.optimum`: the fewest block evaluations over every nested placement, several
+  blocks taped at once where that pays), as nested regions.
 - `budget(b)`: the framework's own solver under a memory budget b in [0, 1] (torch.compile's
   activation memory budget). It places no regions of its own, so it has no model but its
   bounds: between `every` (the leanest memory) and `none` (the fewest forwards).
@@ -60,7 +63,7 @@ __all__ = [
     "sqrt_segments",
 ]
 
-SCHEDULE_NAMES = ("none", "every", "segments", "nested", "binomial", "budget")
+SCHEDULE_NAMES = ("none", "every", "segments", "nested", "binomial", "optimal", "budget")
 #: Bytes of one unit (an input, or a block's internals) per batch row and feature: float32.
 UNIT_BYTES = 4
 
@@ -139,15 +142,16 @@ def _walk(placement: tuple[Item, ...]) -> Iterator[tuple[int, Item | None]]:
             stack.append(iter(item.items))
 
 
-def show(placement: tuple[Item, ...], region: bool = False) -> str:
-    """A placement in one line: regions in brackets, `[[0] 1] [2] 3`."""
+def show(placement: tuple[Item, ...], region: bool = False, separator: str = " ") -> str:
+    """A placement in one line: regions in brackets, `[[0] 1] [2] 3` (with `separator=", "`
+    and `region=True`, as nested Python lists: `[[[0], 1], [2], 3]`)."""
     text, fresh = [], True
     for _, item in _walk(placement):
         if item is None:
             text.append("]")
             fresh = False
             continue
-        text.append(("" if fresh else " ") + ("[" if isinstance(item, Region) else str(item)))
+        text.append(("" if fresh else separator) + ("[" if isinstance(item, Region) else str(item)))
         fresh = isinstance(item, Region)
     return f"[{''.join(text)}]" if region else "".join(text)
 
@@ -297,7 +301,7 @@ class Departure:
 class Schedule:
     """A schedule: one of `SCHEDULE_NAMES` and its arguments `args`.
 
-    `Schedule.parse("segments(4)")`, `Schedule.parse("nested(8,8)")`; errors name the
+    `Schedule.parse("segments(4)")`, `Schedule.parse("optimal(16)")`; errors name the
     argument. `placement(L)`, `peak_activations(L)` and `forward_evaluations(L)` are its
     model at depth L (`budget` has none: `bounds(L)`).
     """
@@ -315,7 +319,7 @@ class Schedule:
     @classmethod
     def parse(cls, text: Any) -> Schedule:
         """A schedule from its spelling: `none`, `every`, `segments(s)`, `nested(l1,...)`,
-        `binomial(c)`, `budget(b)`."""
+        `binomial(c)`, `optimal(m)`, `budget(b)`."""
         if isinstance(text, Schedule):
             return text
         if not isinstance(text, str):
@@ -326,8 +330,8 @@ class Schedule:
         match = _CALL.match(spelled)
         if not match or match["name"] not in SCHEDULE_NAMES[2:]:
             raise ValueError(
-                "schedule must be none, every, segments(s), nested(l1,...,ld), binomial(c) "
-                f"or budget(b), got {text!r}"
+                "schedule must be none, every, segments(s), nested(l1,...,ld), binomial(c), "
+                f"optimal(m) or budget(b), got {text!r}"
             )
         name, raw = match["name"], [a.strip() for a in match["args"].split(",")]
         try:
@@ -370,6 +374,8 @@ class Schedule:
             return checkpointed + tuple(range(size * (self.args[0] - 1), L))  # the tail: plain
         if self.name == "nested":
             return _nested(self.args, 0)
+        if self.name == "optimal":
+            return _optimum().optimal_placement(L, self.args[0])
         return _binomial(L, self.args[0], 0)
 
     def peak_activations(self, L: int) -> Activations:
@@ -386,6 +392,8 @@ class Schedule:
         if self.name == "nested":  # the last region at each level; an inner first input is
             # its region's own, so each level below the top adds l - 1
             return Activations(sum(self.args) - (len(self.args) - 1), self.args[-1])
+        if self.name == "optimal":  # its placement's peak, walked (a = 1)
+            return Activations(*_optimum().peak_kept(self.placement(L)))
         # binomial: Revolve's c snapshots, the state in hand, one taped block
         return Activations(min(self.args[0], L - 1) + 1, 1)
 
@@ -401,6 +409,8 @@ class Schedule:
             return L + (L // self.args[0]) * (self.args[0] - 1)
         if self.name == "nested":  # each remat'd level reruns every block once
             return len(self.args) * L
+        if self.name == "optimal":
+            return _optimum().optimal_evaluations(L, self.args[0])
         # binomial: Revolve's advances, plus each block once taped
         return optimal_forward_steps(L, self.args[0]) + L
 
@@ -424,6 +434,11 @@ class Schedule:
             )
         if self.name == "segments" and self.args[0] > L:
             raise ValueError(f"segments({self.args[0]}) needs s <= L, got L={L}")
+        if self.name == "optimal" and self.args[0] < _optimum().least_peak(L):
+            raise ValueError(
+                f"optimal({self.args[0]}): m must be at least {_optimum().least_peak(L):g} "
+                f"units at L={L} (one checkpoint and one taped block), got {self.args[0]}"
+            )
         if self.name == "nested" and math.prod(self.args) != L:
             raise ValueError(
                 f"nested lengths {self.args} multiply to {math.prod(self.args)}, "
@@ -432,11 +447,12 @@ class Schedule:
         return L
 
 
-_ARG = {"segments": "s", "nested": "lengths", "binomial": "c", "budget": "b"}
+_ARG = {"segments": "s", "nested": "lengths", "binomial": "c", "optimal": "m", "budget": "b"}
 _WHAT = {
     "segments": "a positive integer",
     "nested": "positive integers",
     "binomial": "a positive integer",
+    "optimal": "a positive integer (units)",
     "budget": "a number in [0, 1]",
 }
 
@@ -492,6 +508,13 @@ def _binomial(L: int, c: int, start: int) -> tuple[Item, ...]:
             parent[1] - 1,
             region.blocks.stop,
         )
+
+
+def _optimum():
+    """`implementations.optimum`, which builds on this module's regions: imported when used."""
+    from . import optimum
+
+    return optimum
 
 
 def sqrt_segments(L: int) -> Schedule:

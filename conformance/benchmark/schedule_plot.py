@@ -2,9 +2,11 @@
 
 Top row, per framework at the deepest depth: peak bytes against forward evaluations (measured
 forward matmuls / 2), each schedule a point in the framework's engine colour
-(`conformance.colours`), its analytic model hollow beside it, and Revolve's optimal frontier
-(`revolve_frontier`) as the limit. Bottom row, per framework: measured peak bytes against L
-on log axes, one line per schedule family. Imports matplotlib only when drawing.
+(`conformance.colours`), its analytic model hollow beside it, Revolve's frontier
+(`revolve_frontier`: one block taped at a time) and the true optimal frontier
+(`implementations.optimum`, at the framework's a: `against_optimum.internals_of`), the limit.
+Bottom row, per framework: measured peak bytes against L on log axes, one line per schedule
+family. Imports matplotlib only when drawing.
 """
 
 from __future__ import annotations
@@ -93,10 +95,12 @@ def figure(data: dict[str, Any]):
         2, len(frameworks), figsize=(5.6 * len(frameworks), 9.0), squeeze=False
     )
     frontier = (data.get("frontier") or {}).get(str(deepest), [])
+    unit = data["settings"]["batch"] * data["settings"]["features"] * 4
     for column, framework in enumerate(frameworks):
         colour = colours.colour(colours.bench_engine(framework))
         mine = [r for r in results if r["framework"] == framework]
         _trade_off(axes[0][column], framework, deepest, mine, frontier, colour)
+        _optimum(axes[0][column], framework, deepest, unit)
         _against_depth(axes[1][column], framework, mine)
     drawn.suptitle("remat schedules: peak memory against forward evaluations, and against L")
     drawn.tight_layout()
@@ -130,6 +134,26 @@ def _trade_off(axis, framework, depth, mine, frontier, colour) -> None:
     axis.set_xlabel("block forward evaluations per step (forward matmuls / 2)")
     axis.set_ylabel("peak bytes in the backward pass (MiB)")
     axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=7)
+
+
+def _optimum(axis, framework: str, depth: int, unit: int) -> None:
+    """The true optimal frontier at the framework's a, as a step line below Revolve's."""
+    from implementations.optimum import optimal_frontier
+
+    from .against_optimum import internals_of
+
+    a = internals_of(framework)
+    points = optimal_frontier(depth, a)
+    axis.step(
+        [p.evaluations for p in points],
+        [p.peak * unit / MIB for p in points],
+        where="post",
+        color="black",
+        linestyle="--",
+        linewidth=1,
+        label=f"true optimum (several blocks taped at once, a = {a:g})",
+    )
     axis.legend(fontsize=7)
 
 

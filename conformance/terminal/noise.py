@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 #: The commands that import frameworks in this process.
-FRAMEWORK_COMMANDS = frozenset({"bench", "compare", "vectors"})
+FRAMEWORK_COMMANDS = frozenset({"bench", "compare", "plan", "vectors"})
 #: The log's last lines a failed command shows.
 TAIL = 20
 

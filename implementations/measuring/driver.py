@@ -42,6 +42,7 @@ PLACED = {
     "segments": "a region over each of the first s-1 segments, the tail plain",
     "nested": "regions nested as the placement nests",
     "binomial": "Revolve's placement tree, its regions nested",
+    "optimal": "the optimum's placement tree (implementations.optimum), its regions nested",
 }
 #: What a stack's block and instrument modules offer (the module docstring says each).
 BLOCK_NAMES = (

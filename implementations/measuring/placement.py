@@ -2,9 +2,10 @@
 only.
 
 The regions are `implementations.schedules`' (`Region`, nested as deep as wanted); a schedule
-(`none`, `every`, `segments(s)`, `nested(l1,...)`, `binomial(c)`) is one way to make them, any
-tuple of block indices and regions covering 0..L-1 in order another. A policy names what a
-region saves (`implementations.policies`' labels); "" is the stack's checkpoint as it is.
+(`none`, `every`, `segments(s)`, `nested(l1,...)`, `binomial(c)`, `optimal(m)`) is one way to
+make them, any tuple of block indices and regions covering 0..L-1 in order another. A policy
+names what a region saves (`implementations.policies`' labels); "" is the stack's checkpoint as
+it is.
 """
 
 from __future__ import annotations

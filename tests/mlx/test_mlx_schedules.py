@@ -35,5 +35,6 @@ def test_every_reruns_x_at_w1_only():
 
 
 def test_the_peak_departure_is_declared_for_every_schedule_and_budget_refused():
-    assert set(mlx_bench.SCHEDULE_DEPARTURES) == set(mlx_bench.SCHEDULES)
+    # every schedule bench --schedules sweeps (optimal(m) is plan's, which MLX's a keeps out)
+    assert set(mlx_bench.SCHEDULE_DEPARTURES) == set(mlx_bench.SCHEDULES) - {"optimal"}
     kit.assert_budget_refused(mlx_bench, "mlx")

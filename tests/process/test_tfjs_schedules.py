@@ -37,7 +37,7 @@ def _cases(module):
 
 
 def test_hello_declares_every_schedule_but_budget_with_a_reason(tfjs_bench):
-    assert set(tfjs_bench.SCHEDULES) == {"none", "every", "segments", "nested", "binomial"}
+    assert set(tfjs_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
     assert "budget" in tfjs_bench.SCHEDULES_NOT_EXPRESSIBLE
     with pytest.raises(ValueError, match="not expressible in tfjs"):
         tfjs_bench.schedule_case(Schedule.parse("budget(0.5)"), make_data(SETTINGS, 2))

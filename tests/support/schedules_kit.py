@@ -20,7 +20,7 @@ SMALL = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeat
 #: JAX compile (0.3 s), which every stack's test module would otherwise make again.
 REFERENCES: dict = {}
 #: Every schedule name but `budget`, which no eager stack's own API has.
-ALL_BUT_BUDGET = {"none", "every", "segments", "nested", "binomial"}
+ALL_BUT_BUDGET = {"none", "every", "segments", "nested", "binomial", "optimal"}
 
 
 def canonical() -> ModuleType:
@@ -76,3 +76,17 @@ def assert_within_the_model_or_its_count(framework: str, module: Any, label: str
     _, result = measured(framework, module, Schedule.parse(label), L, SWEEP)
     flags, unexplained = bench.judge(result)
     assert unexplained == [], flags
+
+
+def measured_internals(module: Any) -> float:
+    """A stack's a as its instrument measures it: `none`'s peak grows 1 + a units a block
+    (read at L = 2 and 4, B = 256, F = 64), the value its block's `INTERNALS_UNITS` declares
+    for `python -m conformance plan`."""
+    from implementations.measuring.driver import ScheduleCase
+    from implementations.measuring.placement import Placement
+
+    settings, peaks = Settings(depths=(2, 4), batch=256, features=64), {}
+    for L in settings.depths:
+        case = ScheduleCase(module, Placement(tuple(range(L))), make_data(settings, L), "none")
+        peaks[L] = case.measure().peak_bytes
+    return (peaks[4] - peaks[2]) / 2 / (256 * 64 * 4) - 1

@@ -40,6 +40,25 @@ POLICIES: dict[str, str] = {}
 REGION = (
     "the deferred checkpoint (remat.checkpoint: autograd.checkpoint's recipe, traced in backward)"
 )
+#: The plan's code (`python -m conformance plan`): a placement's regions with the deferred
+#: checkpoint (autograd.checkpoint 1.9.1 traces its region in the forward pass: remat.py),
+#: `$placement` the placement as nested lists (a list a region, an int a block run plain).
+PLACE_CODE = """from implementations.stacks.autograd.remat import checkpoint
+
+def run(*args, items):  # block(*p, x): your block; args: every block's params, then x
+    *params, x = args
+    for item in items:
+        if isinstance(item, list):
+            x = region(*params, x, items=item)
+        else:
+            x = block(*params[4 * item : 4 * item + 4], x)
+    return x
+
+region = checkpoint(run)  # once: autograd keeps every primitive for good
+y = run(*params, x, items=$placement)"""
+#: a: what a taped block keeps beside its input, in B x F float32 tensors: relu's output (`none`'s
+#: peak grows 2.09 units a block at B = 256, F = 64: tracemalloc sees the trace's objects too).
+INTERNALS_UNITS = 1.0
 NOT_EXPRESSIBLE = {
     "save-mm": "autograd.checkpoint has no policy",
     "save_dots": "autograd.checkpoint has no policy",

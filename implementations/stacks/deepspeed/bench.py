@@ -132,6 +132,21 @@ def build(variant: str, mode: str, data: Data) -> DeepSpeedCase:
 
 #: `bench --policies`: none and full (its depth cases); the rest it cannot express.
 POLICIES = ("none", "full")
+#: The plan's code (`python -m conformance plan`): a placement's regions with DeepSpeed's own
+#: API, `$placement` the placement as nested lists (a list a region, an int a block run plain).
+PLACE_CODE = """import deepspeed
+
+def run(items, x):  # blocks: your L modules
+    for item in items:
+        if isinstance(item, list):
+            x = deepspeed.checkpointing.checkpoint(lambda x, item=item: run(item, x), x)
+        else:
+            x = blocks[item](x)
+    return x
+
+y = run($placement, x)"""
+#: a: what a taped block keeps beside its input, in B x F float32 tensors: relu's output.
+INTERNALS_UNITS = 1.0
 NOT_EXPRESSIBLE = {
     "save_dots": "deepspeed.checkpointing.checkpoint takes no policy",
     "save_named": "deepspeed.checkpointing.checkpoint takes no policy",

@@ -47,6 +47,7 @@ SCHEDULES = {
     "nested": "deepspeed.checkpointing.checkpoint(region, x, *params) nested as the placement "
     "nests (reentrant: each level reruns its blocks)",
     "binomial": "Revolve's placement tree, each region a nested deepspeed checkpoint",
+    "optimal": "the optimum's placement tree, each region a nested deepspeed checkpoint",
 }
 SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "DeepSpeed has no memory-budget solver: its checkpoint takes no budget",

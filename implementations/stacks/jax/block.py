@@ -39,6 +39,22 @@ from implementations.schedules import Departure, Item, Region, Schedule
 
 from . import policies as jax_policies
 
+#: The plan's code (`python -m conformance plan`): a placement's regions with JAX's own API,
+#: `$placement` the placement as nested lists (a list a region, an int a block run plain).
+PLACE_CODE = """import jax
+
+def run(items, params, x):  # block(p, x): your block; params: one p per block
+    for item in items:
+        if isinstance(item, list):
+            x = jax.checkpoint(lambda p, x, item=item: run(item, p, x))(params, x)
+        else:
+            x = block(params[item], x)
+    return x
+
+y = run($placement, params, x)"""
+#: a: what a taped block keeps beside its input, in B x F float32 tensors: relu's output and
+#: its boolean mask (one byte an element: a quarter unit).
+INTERNALS_UNITS = 1.25
 FRAMEWORK = "jax"
 #: Policy -> how a region runs it (`jax.checkpoint(block, policy=...)`).
 POLICIES = {

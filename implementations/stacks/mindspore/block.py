@@ -35,6 +35,22 @@ from .stack import STACK  # PyNative mode, warmed
 
 FRAMEWORK = "mindspore"
 POLICIES: dict[str, str] = {}
+#: The plan's code (`python -m conformance plan`): a placement's regions with MindSpore's own
+#: API, `$placement` the placement as nested lists (a list a region, an int a block run plain).
+PLACE_CODE = """from mindspore import nn
+
+def placed(items):  # blocks: your L cells
+    cells = []
+    for item in items:
+        if isinstance(item, list):
+            region = placed(item)
+            region.recompute()
+            cells.append(region)
+        else:
+            cells.append(blocks[item])
+    return nn.SequentialCell(cells)
+
+model = placed($placement)"""
 REGION = "Cell.recompute() on a cell grouping its items (reentrant: its bprop reruns them all)"
 _NO_POLICY = "Cell.recompute takes no policy"
 NOT_EXPRESSIBLE = {

@@ -163,6 +163,21 @@ def build(variant: str, mode: str, data: Data) -> PaddleCase:
 
 #: `bench --policies`: none and full (its depth cases); the rest it cannot express.
 POLICIES = ("none", "full")
+#: The plan's code (`python -m conformance plan`): a placement's regions with Paddle's own API,
+#: `$placement` the placement as nested lists (a list a region, an int a block run plain).
+PLACE_CODE = """from paddle.distributed.fleet.utils import recompute
+
+def run(items, x):  # blocks: your L layers
+    for item in items:
+        if isinstance(item, list):
+            x = recompute(lambda x, item=item: run(item, x), x)
+        else:
+            x = blocks[item](x)
+    return x
+
+y = run($placement, x)"""
+#: a: what a taped block keeps beside its input, in B x F float32 tensors: relu's output.
+INTERNALS_UNITS = 1.0
 NOT_EXPRESSIBLE = dict.fromkeys(
     ("save_dots", "save_named", "offload_dots"), "recompute takes no policy"
 )

@@ -40,6 +40,7 @@ SCHEDULES = {
     "nested": "fleet.utils.recompute(region, x, *params) nested as the placement nests "
     "(reentrant: each level reruns its blocks)",
     "binomial": "Revolve's placement tree, each region a nested fleet.utils.recompute",
+    "optimal": "the optimum's placement tree, each region a nested fleet.utils.recompute",
 }
 SCHEDULES_NOT_EXPRESSIBLE = {
     "budget": "Paddle's dygraph has no memory-budget solver: recompute takes no budget",

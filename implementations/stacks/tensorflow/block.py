@@ -39,6 +39,21 @@ POLICIES = {
     SAVE_MM_POLICY: "x @ W1 outside the region, tf.recompute_grad over bias, relu and the "
     "second layer (a one-block region only)",
 }
+#: The plan's code (`python -m conformance plan`): a placement's regions with TensorFlow's own
+#: API, `$placement` the placement as nested lists (a list a region, an int a block run plain).
+PLACE_CODE = """import tensorflow as tf
+
+def run(items, x):  # blocks: your L layers, built
+    for item in items:
+        if isinstance(item, list):
+            x = tf.recompute_grad(lambda x, item=item: run(item, x))(x)
+        else:
+            x = blocks[item](x)
+    return x
+
+y = run($placement, x)"""
+#: a: what a taped block keeps beside its input, in B x F float32 tensors: relu's output.
+INTERNALS_UNITS = 1.0
 REGION = "tf.recompute_grad of a function of its input and its blocks' parameters"
 NOT_EXPRESSIBLE = {
     "save_dots": "tf.recompute_grad has no policy",

@@ -54,6 +54,22 @@ Checkpoint = Callable[..., torch.Tensor]
 PER_BLOCK = 4  # w1, b1, w2, b2
 #: The depth bench's `save-mm` mode: the matmuls' outputs saved.
 SAVE_MM_POLICY = "save_dots"
+#: The plan's code (`python -m conformance plan`): a placement's regions with torch's own API,
+#: `$placement` the placement as nested lists (a list a region, an int a block run plain).
+PLACE_CODE = """from torch.utils.checkpoint import checkpoint
+
+def run(items, x):  # blocks: your L modules
+    for item in items:
+        if isinstance(item, list):
+            x = checkpoint(run, item, x, use_reentrant=False)
+        else:
+            x = blocks[item](x)
+    return x
+
+y = run($placement, x)"""
+#: a: what a taped block keeps beside its input, in B x F float32 tensors: relu's output
+#: (the second Linear's input; relu's backward reads its mask off it).
+INTERNALS_UNITS = 1.0
 REGION = "torch.utils.checkpoint.checkpoint(region, x, *params, use_reentrant=False)"
 NOT_EXPRESSIBLE = {
     "save_named": "no tensor names; a cached tag still reruns its addmm eagerly",
