@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from .regions import Item, Region, walk
 from .revolve import check_depth
-from .schedules import Item, Region, _walk
 
 QUARTERS = 4  # memory is counted in quarter units: a = 1.25 is 5 of them
 _INF = np.iinfo(np.int64).max // 4
@@ -146,7 +146,7 @@ def _walked(items: tuple[Item, ...], a: float) -> tuple[tuple[int, int], int]:
 
     frames = [[(0, 0), (0, 0), 0]]  # per open level: kept so far, its peak so far, its blocks
     evaluations = 0
-    for _, item in _walk(items):
+    for _, item in walk(items):
         if item is None:  # a region closes: its rerun's peak beside what its level kept
             _, inner, blocks = frames.pop()
             evaluations += blocks  # the rerun; each inner region's were counted at its close

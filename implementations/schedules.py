@@ -31,15 +31,16 @@ the same for every schedule and not counted.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 import numbers
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import optimum
+from .regions import Item, Region, regions, show
+from .regions import walk as _walk
 from .revolve import (
     check_depth,
     optimal_forward_steps,
@@ -68,99 +69,6 @@ SCHEDULE_NAMES = ("none", "every", "segments", "nested", "binomial", "optimal", 
 UNIT_BYTES = 4
 
 _CALL = re.compile(r"^(?P<name>\w+)\((?P<args>[^()]*)\)$")
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class Region:
-    """A checkpoint region over consecutive blocks: its `items`, each a block index (run
-    plain) or a `Region` (nested). Equal when they place the same (`show`)."""
-
-    items: tuple[Item, ...]
-
-    def __post_init__(self):
-        if not isinstance(self.items, tuple) or not self.items:
-            raise ValueError(
-                f"a region needs a tuple of one item or more, got items={self.items!r}"
-            )
-        spans = []
-        for item in self.items:  # each nested region checked its own when it was made
-            if isinstance(item, Region):
-                spans.append(item.blocks)
-            elif isinstance(item, numbers.Integral) and not isinstance(item, bool) and item >= 0:
-                spans.append(range(int(item), int(item) + 1))
-            else:
-                raise TypeError(f"a region's items are block indices or regions, got {item!r}")
-        for before, after in itertools.pairwise(spans):
-            if after.start != before.stop:
-                raise ValueError(
-                    f"a region's items must be consecutive blocks, got {show(self.items)}"
-                )
-        # not a field: kept so that nothing about a region walks its tree twice
-        object.__setattr__(self, "_blocks", range(spans[0].start, spans[-1].stop))
-
-    @property
-    def blocks(self) -> range:
-        """The blocks it covers."""
-        return self._blocks
-
-    @functools.cached_property
-    def _shown(self) -> str:
-        return show(self.items, region=True)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Region):
-            return NotImplemented
-        return self.blocks == other.blocks and self._shown == other._shown
-
-    def __hash__(self) -> int:
-        return hash(self._shown)
-
-    def __str__(self) -> str:
-        return self._shown
-
-    def __repr__(self) -> str:
-        return f"Region({self._shown!r})"
-
-
-#: One item of a placement: a block index (run plain) or a region.
-Item = int | Region
-
-
-def _walk(placement: tuple[Item, ...]) -> Iterator[tuple[int, Item | None]]:
-    """The placement in order, without recursion (Revolve nests regions L deep): (depth, item)
-    as each item is met, and (depth, None) as each region closes."""
-    stack = [iter(placement)]
-    while stack:
-        item = next(stack[-1], None)
-        if item is None:
-            stack.pop()
-            if stack:
-                yield len(stack), None
-            continue
-        yield len(stack), item
-        if isinstance(item, Region):
-            stack.append(iter(item.items))
-
-
-def show(placement: tuple[Item, ...], region: bool = False, separator: str = " ") -> str:
-    """A placement in one line: regions in brackets, `[[0] 1] [2] 3` (with `separator=", "`
-    and `region=True`, as nested Python lists: `[[[0], 1], [2], 3]`)."""
-    text, fresh = [], True
-    for _, item in _walk(placement):
-        if item is None:
-            text.append("]")
-            fresh = False
-            continue
-        text.append(("" if fresh else separator) + ("[" if isinstance(item, Region) else str(item)))
-        fresh = isinstance(item, Region)
-    return f"[{''.join(text)}]" if region else "".join(text)
-
-
-def regions(placement: tuple[Item, ...]) -> Iterator[tuple[int, Region]]:
-    """Every region of `placement` with its nesting depth (1: outermost), outer ones first."""
-    for depth, item in _walk(placement):
-        if isinstance(item, Region):
-            yield depth, item
 
 
 def flat_stack(
@@ -375,7 +283,7 @@ class Schedule:
         if self.name == "nested":
             return _nested(self.args, 0)
         if self.name == "optimal":
-            return _optimum().optimal_placement(L, self.args[0])
+            return optimum.optimal_placement(L, self.args[0])
         return _binomial(L, self.args[0], 0)
 
     def peak_activations(self, L: int) -> Activations:
@@ -393,7 +301,7 @@ class Schedule:
             # its region's own, so each level below the top adds l - 1
             return Activations(sum(self.args) - (len(self.args) - 1), self.args[-1])
         if self.name == "optimal":  # its placement's peak, walked (a = 1)
-            return Activations(*_optimum().peak_kept(self.placement(L)))
+            return Activations(*optimum.peak_kept(self.placement(L)))
         # binomial: Revolve's c snapshots, the state in hand, one taped block
         return Activations(min(self.args[0], L - 1) + 1, 1)
 
@@ -410,7 +318,7 @@ class Schedule:
         if self.name == "nested":  # each remat'd level reruns every block once
             return len(self.args) * L
         if self.name == "optimal":
-            return _optimum().optimal_evaluations(L, self.args[0])
+            return optimum.optimal_evaluations(L, self.args[0])
         # binomial: Revolve's advances, plus each block once taped
         return optimal_forward_steps(L, self.args[0]) + L
 
@@ -434,9 +342,9 @@ class Schedule:
             )
         if self.name == "segments" and self.args[0] > L:
             raise ValueError(f"segments({self.args[0]}) needs s <= L, got L={L}")
-        if self.name == "optimal" and self.args[0] < _optimum().least_peak(L):
+        if self.name == "optimal" and self.args[0] < optimum.least_peak(L):
             raise ValueError(
-                f"optimal({self.args[0]}): m must be at least {_optimum().least_peak(L):g} "
+                f"optimal({self.args[0]}): m must be at least {optimum.least_peak(L):g} "
                 f"units at L={L} (one checkpoint and one taped block), got {self.args[0]}"
             )
         if self.name == "nested" and math.prod(self.args) != L:
@@ -508,13 +416,6 @@ def _binomial(L: int, c: int, start: int) -> tuple[Item, ...]:
             parent[1] - 1,
             region.blocks.stop,
         )
-
-
-def _optimum():
-    """`implementations.optimum`, which builds on this module's regions: imported when used."""
-    from . import optimum
-
-    return optimum
 
 
 def sqrt_segments(L: int) -> Schedule:

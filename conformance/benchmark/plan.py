@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from implementations.measuring.driver import ScheduleCase, StackBench
+from implementations.measuring.placement import Placement
 from implementations.optimum import optimal_placement, placement_cost
 from implementations.schedules import (
     UNIT_BYTES,
+    Departure,
     Item,
     Schedule,
     regions,
@@ -29,7 +32,8 @@ from implementations.schedules import (
     show,
 )
 
-from . import FRAMEWORKS
+from . import FRAMEWORKS, load_frameworks
+from .measure import Settings, make_data
 from .schedules import PEAK_HIGH, PEAK_LOW, PEAK_SLACK_UNITS
 
 #: The model's a without `--framework`: one tensor of internals, as torch and TensorFlow keep.
@@ -202,11 +206,6 @@ def measure(plan: Plan, choice: Choice, stack: Any) -> dict[str, Any]:
     its measured peak and evaluations against the prediction, and whether they lie within
     `bench --schedules`' acceptance (matmuls: 2E less one per region to 2E; peak: from
     `PEAK_LOW` x to `PEAK_HIGH` x the prediction + `PEAK_SLACK_UNITS`)."""
-    from implementations.measuring.driver import ScheduleCase, StackBench
-    from implementations.measuring.placement import Placement
-
-    from .measure import Settings, make_data
-
     if not isinstance(stack, StackBench):
         return {"not_measured": "its bench module is not on the measurement core (StackBench)"}
     data = make_data(
@@ -242,8 +241,6 @@ def measure(plan: Plan, choice: Choice, stack: Any) -> dict[str, Any]:
 def _departure_said(stack: Any, choice: Choice, units: float, low: float) -> str:
     """What the stack's counted departure for nested regions predicts for the placement (the
     optimum's placement nests regions; `optimal`'s own declaration first), in units."""
-    from implementations.schedules import Departure
-
     declared_for = getattr(stack, "SCHEDULE_DEPARTURES", {})
     why = declared_for.get("optimal", declared_for.get("nested"))
     if why is None or not Departure.of(why).counted:
@@ -255,19 +252,6 @@ def _departure_said(stack: Any, choice: Choice, units: float, low: float) -> str
         f"; its declared departure for nested regions predicts {predicted} units "
         f"(accepted to {high:.2f}): the measured {meets}"
     )
-
-
-def measured_by_default() -> list[str]:
-    """The frameworks `--measure` runs when none is named: `bench --schedules`' own defaults
-    whose bench module is on the measurement core (`StackBench`) and declares its a."""
-    from ..commands.bench_schedules import chosen
-
-    defaults, _ = chosen(None)
-    return [
-        name
-        for name in defaults
-        if declared(name).on_the_core and declared(name).internals_units is not None
-    ]
 
 
 def planned_frameworks() -> list[str]:
@@ -310,8 +294,6 @@ def lines(plan: Plan) -> list[str]:
 
 def measured_lines(plan: Plan, names: list[str]):
     """Each named framework's choice run and measured, a line as each finishes."""
-    from . import load_frameworks
-
     chosen = {c.framework: c for c in plan.choices}
     loaded, skipped = load_frameworks(names)
     yield ""

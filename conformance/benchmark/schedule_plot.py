@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from implementations.installing import install_command
+from implementations.optimum import optimal_frontier
 
 from .. import colours, outputs
+from .against_optimum import internals_of
 
 MIB = 2**20
 
@@ -139,10 +141,6 @@ def _trade_off(axis, framework, depth, mine, frontier, colour) -> None:
 
 def _optimum(axis, framework: str, depth: int, unit: int) -> None:
     """The true optimal frontier at the framework's a, as a step line below Revolve's."""
-    from implementations.optimum import optimal_frontier
-
-    from .against_optimum import internals_of
-
     a = internals_of(framework)
     points = optimal_frontier(depth, a)
     axis.step(

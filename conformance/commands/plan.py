@@ -23,6 +23,7 @@ from implementations.optimum import least_peak
 from ..benchmark import plan as planning
 from ..benchmark.schedules import BATCH, FEATURES
 from . import arguments, framework_names
+from .bench_schedules import chosen
 
 PROG = "python -m conformance plan"
 HELP = "where to put the checkpoint regions for L blocks within a memory budget, per framework"
@@ -104,6 +105,18 @@ def validate(args: argparse.Namespace) -> None:
         )
 
 
+def measured_by_default() -> list[str]:
+    """The frameworks `--measure` runs when none is named: `bench --schedules`' own defaults
+    whose bench module is on the measurement core (`StackBench`) and declares its a."""
+    defaults, _ = chosen(None)
+    return [
+        name
+        for name in defaults
+        if planning.declared(name).on_the_core
+        and planning.declared(name).internals_units is not None
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     frameworks = [args.framework] if args.framework else planning.planned_frameworks()
     plan = planning.make_plan(
@@ -112,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     for line in planning.lines(plan):
         print(line)
     if args.measure:
-        measured = [args.framework] if args.framework else planning.measured_by_default()
+        measured = [args.framework] if args.framework else measured_by_default()
         for line in planning.measured_lines(plan, measured):
             print(line, flush=True)
     return 0

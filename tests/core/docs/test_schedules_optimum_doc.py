@@ -7,6 +7,7 @@ import json
 
 from conformance.benchmark import against_optimum
 from conformance.benchmark import plan as planning
+from conformance.commands import plan as plan_command
 from implementations.optimum import least_peak, optimal_frontier, optimal_placement
 from implementations.schedules import Region
 from tests.support.helpers import ROOT
@@ -75,7 +76,7 @@ def test_the_plan_s_numbers_are_the_code_s():
     said = ", ".join(f"{spelled[n]} {planning.declared(n).internals_units:g}" for n in spelled)
     assert f"held to its instrument (`none`'s peak grows 1 + a a block): {said}." in text
     assert planning.declared("mlx").internals_units is None
-    assert f"that declare a: {', '.join(planning.measured_by_default())})" in text
+    assert f"that declare a: {', '.join(plan_command.measured_by_default())})" in text
     assert f"(`--memory 2units` at L = 64: {least_peak(64):g} units)" in text
 
 
