@@ -267,12 +267,16 @@ def check_state(port, declaration, on: StateStep, off: StateStep, case, arrays, 
         mean, var = expected_at(updates)
         if not np.all(np.abs(found.running_mean - mean) <= mean_bound):
             seen = _updates_fit(found, expected_at, mean_bound)
-            said = f"updated {seen} time(s)" if seen is not None else "no number of updates fits"
+            said = (
+                f"{seen} of the canonical's updates"
+                if seen is not None
+                else "no number (0 to 3) of the canonical's updates: the momentum or its "
+                "convention differs"
+            )
             fail(
                 port.name,
                 f"{what}, checkpoint {side}",
-                f"the running mean shows the state "
-                f"{said}, expected {updates}{held}; "
+                f"the running mean is {said}, expected {updates}{held}; "
                 f"max |error| {np.max(np.abs(found.running_mean - mean)):.3e}",
             )
         worst = max(
@@ -453,7 +457,13 @@ READS = (
 )
 
 #: The mutants this property must kill, and the only place that says so.
-MUTANTS = ()
+MUTANTS = (
+    "state_fresh_mask_on_recompute",
+    "state_updated_twice",
+    "state_dropout_unscaled",
+    "state_checkpoint_advances_rng",
+    "state_momentum_convention_swapped",
+)
 
 PROPERTY = Property(
     "l",
