@@ -56,6 +56,12 @@ EXPECTATIONS = Expectations(
             "row (eqx.nn.Dropout sees one example under vmap)",
             counters=("batch_counter",),
         ),
+        "haiku": _replays(
+            "hk.remat(block)",
+            "hk.next_rng_key() of the apply's key fold_in(PRNGKey(seed), 1), split once per step",
+            var_start=0.0,
+            counters=("counter",),
+        ),
         "jax_checkpoint": _replays(
             "jax.checkpoint(block)",
             "the key fold_in(PRNGKey(seed), 1), split once per step: the step draws from the "
