@@ -74,7 +74,9 @@ def haiku_state_step(
     seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
     params, state = to_haiku(initial(seed, x.shape[1], features))
     key = dropout_key(seed)
-    with observed_masks() as masks:
+    # hk.BatchNorm's moving average raises its decay to an int32 counter (decay ** counter),
+    # which strict dtype promotion (the suite's tests) refuses: Haiku's code, not the port's.
+    with observed_masks() as masks, jax.numpy_dtype_promotion("standard"):
         y, grads, gx, state, after = compiled_step(features, rate, bool(checkpoint))(
             params, state, x, key, cotangent
         )

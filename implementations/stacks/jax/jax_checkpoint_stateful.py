@@ -27,15 +27,17 @@ Region = Callable[[Tree, jax.Array, jax.Array], tuple[jax.Array, tuple[jax.Array
 def block(params: Tree, x: jax.Array, key: jax.Array, rate: float, scaled: bool = True):
     """`Dense -> BatchNorm -> relu -> Dropout(rate) -> Dense` on `(B, D)`: `(y, (mean, var))`.
     `scaled=False` drops the 1 / (1 - rate) (a mutant's bug)."""
-    h = x @ params["w1"] + params["b1"]  # (B, D) @ (D, F) -> (B, F)
+    # Every broadcast explicit ([None]): the suite's tests run with rank promotion refused.
+    h = x @ params["w1"] + params["b1"][None]  # (B, D) @ (D, F) -> (B, F)
     mean = h.mean(0)
-    var = jnp.mean(jnp.square(h - mean), 0)  # biased, as Flax's
-    z = (h - mean) * jax.lax.rsqrt(var + EPSILON) * params["gamma"] + params["beta"]
+    var = jnp.mean(jnp.square(h - mean[None]), 0)  # biased, as Flax's
+    inv = jax.lax.rsqrt(var + EPSILON)
+    z = (h - mean[None]) * (inv * params["gamma"])[None] + params["beta"][None]
     a = jax.nn.relu(z)
     if rate > 0.0:
         mask = jax.random.bernoulli(key, 1.0 - rate, a.shape)
         a = jnp.where(mask, a / (1.0 - rate) if scaled else a, 0.0)
-    return a @ params["w2"] + params["b2"], (mean, var)
+    return a @ params["w2"] + params["b2"][None], (mean, var)
 
 
 @functools.lru_cache(maxsize=32)
