@@ -67,12 +67,15 @@ def own(port: Any) -> Mapping[str, StateDeclaration] | None:
 
 def declaration_of(port: Any, variant: str) -> tuple[StateDeclaration | None, str]:
     """`port`'s declaration for `variant` (None where none is written) and where it is looked
-    for, in words; a renamed port (a mutant) keeps its class's."""
+    for, in words."""
     mine = own(port)
     if mine is not None:
         return mine.get(variant), "in the port's own state_declarations"
-    name = getattr(type(port), "name", "") or port.name
-    table = tables().get(name) or tables().get(port.name, {})
+    # Its own name first, then each base's: a subclass keeps its base's declaration (a mutant,
+    # renamed; an outside port on a built-in one), as it keeps its base's step.
+    names = [port.name, *(vars(k)["name"] for k in type(port).__mro__ if "name" in vars(k))]
+    name = next((n for n in names if isinstance(n, str) and n in tables()), port.name)
+    table = tables().get(name, {})
     return table.get(variant), f"for {name} in its stack's expectations.py (stateful)"
 
 
