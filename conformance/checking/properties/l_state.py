@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from implementations import manifests, stateful, stateful_reference
+from implementations import stateful, stateful_reference
 from implementations.contract import Implementation
 from implementations.stacks.numpy import canonical_params
 from implementations.stateful import StateDeclaration, StateStep
 
 from .. import strategies
 from ..checks import check_shape, fail, within
-from .schema import in_stack, on_port
+from .schema import in_stack, on_port, own_table, stack_tables
 from .spec import Property
 
 #: (l.4)'s false-alarm rate: a correct port's masks fail the binomial test this rarely, and on
@@ -48,21 +48,12 @@ STATE_EXAMPLES = 3
 @functools.cache
 def tables() -> dict[str, dict[str, StateDeclaration]]:
     """Every port's declarations the stacks write: port -> variant -> `StateDeclaration`."""
-    merged: dict[str, dict[str, StateDeclaration]] = {}
-    for manifest in manifests.manifests():
-        if not manifest.expectations:
-            continue
-        for port, table in manifests.resolve(manifest.expectations).stateful.items():
-            if port in merged:
-                raise ValueError(f"port {port!r} declares the stateful block twice")
-            merged[port] = dict(table)
-    return merged
+    return stack_tables("stateful", "port")
 
 
 def own(port: Any) -> Mapping[str, StateDeclaration] | None:
     """The declarations `port` writes itself (variant -> `StateDeclaration`), or None."""
-    table = getattr(port, "state_declarations", None)
-    return table if isinstance(table, Mapping) and table else None
+    return own_table(port, "state_declarations")
 
 
 def declaration_of(port: Any, variant: str) -> tuple[StateDeclaration | None, str]:

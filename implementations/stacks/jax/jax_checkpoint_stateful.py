@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from ...stateful import DEFAULT_VARIANT, EPSILON, MOMENTUM, STATE_PARAM_NAMES, StateStep
-from .stateful import checked, dropout_key, initial, make_step, observed_masks
+from .stateful import StatefulFront, checked, dropout_key, initial, make_step, observed_masks
 
 Tree = dict[str, Any]
 #: A region: `(params, x, key) -> (y, (batch mean, batch variance))`.
@@ -79,7 +79,7 @@ def compiled_step(region: Region, updates: int = 1, kept: float = MOMENTUM, spli
 cached_step = functools.lru_cache(maxsize=64)(compiled_step)
 
 
-class StatefulBlock:
+class StatefulBlock(StatefulFront):
     """`state_step` for a port on these functions (the plain JAX port and its mutants): the
     region, the number of updates and of key splits, and the momentum are its methods."""
 
@@ -98,13 +98,8 @@ class StatefulBlock:
     def state_splits(self, checkpoint: bool) -> int:
         return 1
 
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
-    ) -> StateStep:  # fmt: skip
+    def run_state_step(self, seed, x, features, rate, cotangent, checkpoint: bool) -> StateStep:
         """One training step from `seed`'s parameters and dropout key."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
         seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
         arrays = initial(seed, x.shape[1], features)
         params = {name: arrays[name] for name in STATE_PARAM_NAMES}
