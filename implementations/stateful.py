@@ -80,7 +80,8 @@ class StateStep:
 
     - `y`: the output, `(B, F)` float32.
     - `grads`: the VJP of `<y, cotangent>`, by `STATE_GRAD_NAMES` (canonical layouts).
-    - `mask`: the kept mask the forward drew, `(B, F)` bool, observed on this very call.
+    - `mask`: the kept mask the forward drew, `(B, F)` bool, observed on this very call (at
+      rate 0, where nothing is drawn, `NotObservable` reads as every element kept).
     - `recompute_masks`: the mask each recompute drew, in order (`()` where nothing reran).
     - `running_mean`, `running_var`: BatchNorm's statistics after the step, `(F,)`.
     - `counters`: counters the framework keeps (`num_batches_tracked`), name -> value.

@@ -17,6 +17,7 @@ A port is held to its declaration (its own `state_declarations`, else its stack'
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping
@@ -102,6 +103,10 @@ def step_of(port: Implementation, case, checkpoint: bool, variant: str, rate=Non
     if not isinstance(found, StateStep):
         fail(port.name, what, f"returned a {type(found).__name__}, not stateful.StateStep")
     batch, features = case.x.shape[0], case.features
+    if rate == 0.0 and isinstance(found.mask, stateful.NotObservable):
+        # At rate 0 dropout is the identity, and a framework draws nothing to observe: its
+        # mask is every element kept, whatever the instrument can see.
+        found = dataclasses.replace(found, mask=np.ones((batch, features), bool))
     check_shape(port.name, f"{what}: y", found.y, (batch, features))
     for name, mask in (("mask", found.mask), *(("recompute mask", m) for m in seen_masks(found))):
         if not isinstance(mask, stateful.NotObservable):

@@ -132,6 +132,19 @@ def test_an_unobservable_mask_fails_replay_with_its_reason_never_a_pass():
         _check(Blind())
 
 
+def test_at_rate_0_an_unobservable_mask_is_every_element_kept():
+    class Blind(NumpyBlock):
+        def state_step(self, *args, **kwargs):
+            found = super().state_step(*args, **kwargs)
+            unseen = stateful.NotObservable("nothing drawn at rate 0")
+            return StateStep(**{**found.__dict__, "mask": unseen})
+
+    case = _case(0.0)
+    found = l_state.step_of(Blind(), case, True, DEFAULT_VARIANT)
+    assert found.mask.all()
+    assert found.mask.shape == (8, 4)
+
+
 def test_the_binomial_test_s_false_alarm_is_what_it_states():
     # Exact: the two-sided p-value of the most likely count is 1; of all-kept, 2 * 0.5**n.
     assert l_state.binomial_p(256, 512, 0.5) == pytest.approx(1.0)
