@@ -266,6 +266,31 @@ class StateDeclaration:
         if problems:
             raise ValueError(f"declaration {self.spelling!r}: {'; '.join(problems)}")
 
+    def to_wire(self) -> dict[str, Any]:
+        """As plain data (a process port's hello carries it): its fields, the momentum and
+        each degradation as objects of theirs."""
+        return {
+            **{k: getattr(self, k) for k in ("spelling", "seeding", "replay", "stream_kept",
+                                               "updates", "running_var", "var_start", "fix",
+                                               "repro")},
+            "momentum": {"convention": self.momentum.convention, "value": self.momentum.value},
+            "counters": list(self.counters),
+            "degradations": [vars(d).copy() for d in self.degradations],
+        }  # fmt: skip
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> StateDeclaration:
+        """The declaration `to_wire` wrote; a missing field takes its default, a bad one raises
+        `ValueError` (`TypeError` for an unknown field) naming it."""
+        fields = dict(data)
+        if "momentum" in fields:
+            fields["momentum"] = Momentum(**fields["momentum"])
+        fields["counters"] = tuple(fields.get("counters", ()))
+        fields["degradations"] = tuple(
+            StateDegradation(**d) for d in fields.get("degradations", ())
+        )
+        return cls(**fields)
+
     def degradation(self, part: str) -> StateDegradation | None:
         """The declared degradation of `part`, or None."""
         return next((d for d in self.degradations if d.part == part), None)
