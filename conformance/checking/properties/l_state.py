@@ -65,7 +65,8 @@ def declaration_of(port: Any, variant: str) -> tuple[StateDeclaration | None, st
         return mine.get(variant), "in the port's own state_declarations"
     # Its own name first, then each base's: a subclass keeps its base's declaration (a mutant,
     # renamed; an outside port on a built-in one), as it keeps its base's step.
-    names = [port.name, *(vars(k)["name"] for k in type(port).__mro__ if "name" in vars(k))]
+    # (`name_lineage`, not the port's type: a worker hands the property a proxy of the port.)
+    names = [port.name, *getattr(port, "name_lineage", ())]
     name = next((n for n in names if isinstance(n, str) and n in tables()), port.name)
     table = tables().get(name, {})
     return table.get(variant), f"for {name} in its stack's expectations.py (stateful)"
