@@ -450,6 +450,11 @@ def check_state_property(port: Implementation, reference: Any, case) -> float:
 #: What (l) reads beyond the contract: the variants a port offers, and what each does.
 READS = (
     on_port(
+        "name_lineage",
+        tuple[str, ...],
+        "its class's and its bases' names: a subclass keeps its bases' declarations",
+    ),
+    on_port(
         "state_step",
         Callable,
         "(seed, x, features, rate, cotangent, checkpoint, variant) -> StateStep",
