@@ -25,8 +25,9 @@
 3. The class's own declarations (`name`, `framework`, `stack`, `extra`,
    `checkpoint_api`, `policies`) are checked when it is created.
 4. Run `python -m conformance --implementation <port> --no-mutants` until
-   every property, (a) to (k), is green ((k) skipped, saying why, until the
-   class declares a composition case: docs/PORTING.md, *Composition*).
+   every property, (a) to (l), is green ((k) skipped, saying why, until the
+   class declares a composition case: docs/PORTING.md, *Composition*; (l)
+   likewise until it offers the stateful block: *Randomness and state*).
 
 **A port on a stack that has a port base is shorter.** On JAX, subclass
 `implementations.stacks.jax.JaxPort` and define three methods, `to_native`,
@@ -193,6 +194,20 @@ class TemplatePort(Port):
     # (implementations.expectations; property (j) holds them to the policy vocabulary).
     instrument_family: ClassVar[str] = ""
     expectations: ClassVar[dict[str, Any]] = {}
+    # TODO(port): the block with variables and RNGs (docs/PORTING.md, Randomness and state):
+    # each API variant with its native spelling, its declaration in the folder's
+    # expectations.py (`stateful`), and `state_step`; or `state_variants = {}` and
+    # `not_stateful = "<why your framework cannot>"`.
+    state_variants: ClassVar[dict[str, str]] = {"default": "TODO(port)"}
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = "default",
+    ) -> Any:  # fmt: skip
+        # TODO(port): one training step of the stateful block from `seed`, as an
+        # implementations.stateful.StateStep (its masks and RNG state as your instrument saw
+        # them). Property (l).
+        raise _todo("state_step: one training step of the block with dropout and BatchNorm")
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # TODO(port): the checks (canonical_params makes them), then the canonical init (see

@@ -208,6 +208,16 @@ class Port(Implementation):
     compositions: ClassVar[dict[str, str]] = {}
     #: Composition cases it cannot express: case -> one-line reason.
     not_composable: ClassVar[dict[str, str]] = {}
+    #: The block with variables and RNGs (`implementations.stateful`, property (l)): API
+    #: variant -> native spelling; {} where the port does not offer `state_step`.
+    state_variants: ClassVar[Mapping[str, str]] = {}
+    #: Why it cannot express the block, in one line (where `state_variants` is empty).
+    not_stateful: ClassVar[str] = ""
+    #: Its own declarations, variant -> `StateDeclaration` ({}: its stack's `Expectations.
+    #: stateful[name]`), as an outside port writes them.
+    state_declarations: ClassVar[Mapping[str, Any]] = {}
+    #: The names its class and its bases declare, nearest first (set for every subclass).
+    name_lineage: ClassVar[tuple[str, ...]] = ()
     #: Methods of a base that feed its records only (JAX: `differentiable`): overriding one
     #: makes the evidence the port's own, like overriding a record.
     evidence_methods: ClassVar[tuple[str, ...]] = ()
@@ -217,6 +227,9 @@ class Port(Implementation):
 
     def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        # The names its class and its bases declare, nearest first: a subclass under a name of
+        # its own (a mutant, an outside port on a built-in one) keeps its bases' declarations.
+        cls.name_lineage = tuple(vars(k)["name"] for k in cls.__mro__ if "name" in vars(k))
         if abstract:
             return
         missing = [attr for attr in DECLARED if not getattr(cls, attr, None)]
