@@ -40,6 +40,7 @@ from .arrays import as_input, leaf_input, to_host_array
 from .mlp import MLP, STATE_NAMES, build_mlp, state_to_params
 from .mlp import tensor as as_tensor
 from .port import TorchPort
+from .stateful import StatefulTorch, Variant
 
 
 class Net(nn.Module):
@@ -74,6 +75,14 @@ def wrap(
     kwargs = {} if context_fn is None else {"context_fn": context_fn}
     wrapper_fn = functools.partial(checkpoint_wrapper, checkpoint_impl=impl, **kwargs)
     apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper_fn, check_fn=check_fn)
+
+
+def wrapped_block(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The stateful block as a trainer runs it: `Net(block)` under
+    `apply_activation_checkpointing` with a `NO_REENTRANT` wrapper on the block."""
+    net = Net(block)
+    wrap(net, lambda module: module is block, CheckpointImpl.NO_REENTRANT)
+    return net(x)
 
 
 def gradients(
@@ -129,7 +138,7 @@ def exercise_inputs(seed: Any, x: Any, features: Any) -> tuple[torch.Tensor, Par
     return x, canonical_params(seed, x.shape[0], features)
 
 
-class TorchAcWrapper(TorchPort):
+class TorchAcWrapper(StatefulTorch, TorchPort):
     """torch's `apply_activation_checkpointing` with a non-reentrant `checkpoint_wrapper` on
     the model's block."""
 
@@ -138,6 +147,13 @@ class TorchAcWrapper(TorchPort):
     instrument_family = "torch_ac_wrapper"
     #: How the wrapper runs the block (a port attribute: see the module's docstring).
     checkpoint_impl: ClassVar[CheckpointImpl] = CheckpointImpl.NO_REENTRANT
+    state_runs: ClassVar[dict[str, Variant]] = {
+        "default": Variant(
+            "apply_activation_checkpointing(Net(block), checkpoint_wrapper_fn=partial("
+            "checkpoint_wrapper, checkpoint_impl=NO_REENTRANT), check_fn=is block)",
+            wrapped_block,
+        )
+    }
     policies: ClassVar[dict[str, str]] = {
         "none": "the model as it is, no wrapper applied",
         "full": "apply_activation_checkpointing(model, checkpoint_wrapper_fn=partial("
