@@ -45,6 +45,7 @@ from implementations.stacks.torch import (
 from implementations.stacks.torch.instrument import backward_of
 from implementations.stacks.torch.mlp import STATE_NAMES
 from implementations.stacks.torch.mlp import tensor as as_tensor
+from implementations.stacks.torch.state_declarations import DEEPSPEED
 from implementations.stacks.torch.stateful import StatefulTorch, Variant
 
 #: The checkpoint's node in the autograd graph: one per region.
@@ -62,9 +63,7 @@ class DeepSpeed(StatefulTorch, TorchPort):
     checkpoint_api = "deepspeed.checkpointing.checkpoint"
     distributions = ("torch", "deepspeed")
     state_runs: ClassVar[dict[str, Variant]] = {
-        "default": Variant(
-            "deepspeed.checkpointing.checkpoint(block, x)", deepspeed.checkpointing.checkpoint
-        )
+        "default": Variant(DEEPSPEED["default"].spelling, deepspeed.checkpointing.checkpoint)
     }
     #: A reentrant checkpoint reruns the whole block: its own expectations, not eager torch's.
     instrument_family = "deepspeed"

@@ -45,6 +45,7 @@ from ...stateful import (
 from ..numpy import canonical_params
 from .instrument import PHASES, Ops, in_backward
 from .mlp import CanonicalLinear, tensor
+from .state_declarations import BUDGET_ZERO, PYTORCH, TORCH_COMPILE
 
 #: torch's momentum for the canonical's 0.99 kept: the share of the batch's statistic taken.
 TORCH_MOMENTUM = 0.01
@@ -203,9 +204,9 @@ class StatefulTorch:
 
     state_runs: ClassVar[dict[str, Variant]] = {}
 
-    @property
-    def state_variants(self) -> dict[str, str]:
-        return {name: variant.spelling for name, variant in self.state_runs.items()}
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        cls.state_variants = {name: variant.spelling for name, variant in cls.state_runs.items()}
+        super().__init_subclass__(**kwargs)
 
     def state_step(
         self,
@@ -297,19 +298,12 @@ def _mask(draws: Draws, rate: float, batch: int, features: int) -> np.ndarray | 
     return NotObservable(f"{len(drawn)} dropout draws seen in the forward pass, one expected")
 
 
-#: Eager torch's ways, as `pytorch`'s variants.
+#: Eager torch's ways, as `pytorch`'s variants (spelled as `state_declarations` declares).
 EAGER_VARIANTS = {
-    "default": Variant("checkpoint(block, x, use_reentrant=False)", non_reentrant),
-    "reentrant": Variant("checkpoint(block, x, use_reentrant=True)", reentrant),
-    "no_rng_state": Variant(
-        "checkpoint(block, x, use_reentrant=False, preserve_rng_state=False)", no_rng_state
-    ),
-    "stats_outside": Variant(
-        "checkpoint(pure block on batch statistics, x, use_reentrant=False), the running "
-        "statistics updated once outside it (running_mean.lerp_(mean, 0.01))",
-        stats_outside,
-        stats_outside_off,
-    ),
+    "default": Variant(PYTORCH["default"].spelling, non_reentrant),
+    "reentrant": Variant(PYTORCH["reentrant"].spelling, reentrant),
+    "no_rng_state": Variant(PYTORCH["no_rng_state"].spelling, no_rng_state),
+    "stats_outside": Variant(PYTORCH["stats_outside"].spelling, stats_outside, stats_outside_off),
 }
 
 
@@ -330,7 +324,7 @@ def _compiled_budget(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 #: The budget under which `budget_zero` compiles: recompute all the partitioner can.
-BUDGET = 0.0
+BUDGET = BUDGET_ZERO
 
 
 def compiled_plain(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -355,15 +349,9 @@ def budget_zero(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
 #: torch.compile's ways, as `torch_compile`'s variants.
 COMPILED_VARIANTS = {
     "default": Variant(
-        "torch.compile(lambda block, x: checkpoint(block, x, use_reentrant=False))",
-        compiled_checkpoint,
-        compiled_plain,
-        observed=False,
+        TORCH_COMPILE["default"].spelling, compiled_checkpoint, compiled_plain, observed=False
     ),
     "budget_zero": Variant(
-        f"torch.compile(block) under torch._functorch.config.activation_memory_budget = {BUDGET}",
-        budget_zero,
-        compiled_plain,
-        observed=False,
+        TORCH_COMPILE["budget_zero"].spelling, budget_zero, compiled_plain, observed=False
     ),
 }

@@ -40,6 +40,7 @@ from .arrays import as_input, leaf_input, to_host_array
 from .mlp import MLP, STATE_NAMES, build_mlp, state_to_params
 from .mlp import tensor as as_tensor
 from .port import TorchPort
+from .state_declarations import TORCH_AC_WRAPPER
 from .stateful import StatefulTorch, Variant
 
 
@@ -148,11 +149,7 @@ class TorchAcWrapper(StatefulTorch, TorchPort):
     #: How the wrapper runs the block (a port attribute: see the module's docstring).
     checkpoint_impl: ClassVar[CheckpointImpl] = CheckpointImpl.NO_REENTRANT
     state_runs: ClassVar[dict[str, Variant]] = {
-        "default": Variant(
-            "apply_activation_checkpointing(Net(block), checkpoint_wrapper_fn=partial("
-            "checkpoint_wrapper, checkpoint_impl=NO_REENTRANT), check_fn=is block)",
-            wrapped_block,
-        )
+        "default": Variant(TORCH_AC_WRAPPER["default"].spelling, wrapped_block)
     }
     policies: ClassVar[dict[str, str]] = {
         "none": "the model as it is, no wrapper applied",

@@ -7,6 +7,7 @@ composition rows are pinned by tests/transformers/test_hf_composition.py.
 
 from implementations.composition import composed
 from implementations.expectations import Expectations, expect
+from implementations.stacks.torch.state_declarations import HF_TRANSFORMERS
 
 EXPECTATIONS = Expectations(
     families={
@@ -28,6 +29,8 @@ EXPECTATIONS = Expectations(
             ),
         },
     },
+    # The block with variables and RNGs (property (l)): eager torch's checkpoint, so eager's.
+    stateful={"hf_transformers": HF_TRANSFORMERS},
     compositions={
         "transformers": {
             "once": composed(

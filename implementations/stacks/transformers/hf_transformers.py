@@ -22,6 +22,7 @@ import torch
 
 from implementations.contract import Grads, Params
 from implementations.stacks.torch import TorchPort, leaf_input, state_to_params
+from implementations.stacks.torch.state_declarations import HF_TRANSFORMERS
 from implementations.stacks.torch.stateful import StatefulTorch, Variant
 from implementations.stacks.torch.torch_ac_wrapper import (
     CheckpointImpl,
@@ -45,7 +46,7 @@ class HfTransformers(StatefulTorch, TorchPort):
     distributions = ("torch", "transformers")
     state_runs: ClassVar[dict[str, Variant]] = {
         "default": Variant(
-            'StatefulModel(block).activation_checkpointing_enable({"use_reentrant": False})',
+            HF_TRANSFORMERS["default"].spelling,
             switched_on,
             switched_off,
         )

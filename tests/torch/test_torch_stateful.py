@@ -1,0 +1,205 @@
+"""The torch-based ports on the block with variables and RNGs (issue 78), held to their
+declarations (`implementations/stacks/torch/state_declarations.py`) by numbers: each step's
+output and gradients against the numpy block for the mask the instrument saw, the masks the
+recompute drew, the RNG stream, and the running statistics against the count model (the
+canonical's update, `updates` times, in torch's momentum and unbiased variance).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from implementations import stateful_reference  # noqa: E402
+from implementations.stacks.numpy import canonical_params  # noqa: E402
+from implementations.stacks.torch import state_declarations as declared  # noqa: E402
+from implementations.stacks.torch import stateful  # noqa: E402
+from implementations.stacks.torch.instrument import Ops  # noqa: E402
+
+B, D, F, RATE, SEED = 8, 5, 4, 0.5, 3
+#: The observed (eager) ports and variants: (module, class, declarations).
+EAGER = [
+    ("implementations.stacks.torch.pytorch", "PyTorch", declared.PYTORCH),
+    ("implementations.stacks.torch.torch_ac_wrapper", "TorchAcWrapper", declared.TORCH_AC_WRAPPER),
+    (
+        "implementations.stacks.transformers.hf_transformers",
+        "HfTransformers",
+        declared.HF_TRANSFORMERS,
+    ),
+    ("implementations.stacks.deepspeed.deepspeed", "DeepSpeed", declared.DEEPSPEED),
+]
+CASES = [pytest.param(m, c, table, v, id=f"{c}-{v}") for m, c, table in EAGER for v in table]
+#: Each stack's expectations module, and the ports whose declarations it carries.
+STACKS = {
+    "implementations.stacks.torch.expectations": {
+        "pytorch": declared.PYTORCH,
+        "torch_compile": declared.TORCH_COMPILE,
+        "torch_ac_wrapper": declared.TORCH_AC_WRAPPER,
+    },
+    "implementations.stacks.transformers.expectations": {
+        "hf_transformers": declared.HF_TRANSFORMERS
+    },
+    "implementations.stacks.deepspeed.expectations": {"deepspeed": declared.DEEPSPEED},
+}
+
+
+def _port(module: str, cls: str):
+    if "transformers" in module:
+        pytest.importorskip("transformers")
+    if "deepspeed" in module:
+        pytest.importorskip("deepspeed")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def _inputs():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(B, D)).astype(np.float32), rng.normal(size=(B, F)).astype(np.float32)
+
+
+def _arrays() -> dict[str, np.ndarray]:
+    p = canonical_params(SEED, D, F)
+    ones, zeros = np.ones(F, np.float32), np.zeros(F, np.float32)
+    return {"w1": p.w1, "b1": p.b1, "gamma": ones, "beta": zeros, "w2": p.w2, "b2": p.b2}
+
+
+def _within(found, expected, bound, what):
+    excess = np.abs(np.asarray(found, np.float64) - expected) - bound
+    assert np.all(excess <= 0), f"{what}: beyond the bound by {excess.max():.3g}"
+
+
+def test_the_block_holds_the_canonical_parameters_and_torch_s_statistics():
+    block = stateful.build_block(SEED, D, F, RATE)
+    arrays = _arrays()
+    assert np.array_equal(block.fc1.weight.detach().numpy(), arrays["w1"].T)
+    assert np.array_equal(block.fc2.weight.detach().numpy(), arrays["w2"].T)
+    assert np.array_equal(block.fc1.bias.detach().numpy(), arrays["b1"])
+    assert np.array_equal(block.bn.weight.detach().numpy(), arrays["gamma"])
+    assert np.array_equal(block.bn.bias.detach().numpy(), arrays["beta"])
+    assert np.array_equal(block.bn.running_mean.numpy(), np.zeros(F))
+    assert np.array_equal(block.bn.running_var.numpy(), np.ones(F))
+    assert block.bn.momentum == declared.MOMENTUM.value
+    assert declared.MOMENTUM.kept == pytest.approx(0.99)  # Flax's momentum, converted
+    assert block.drop.p == RATE
+    assert block.training
+
+
+@pytest.mark.parametrize("module", sorted(STACKS))
+def test_each_stack_declares_its_ports_variants(module):
+    assert importlib.import_module(module).EXPECTATIONS.stateful == STACKS[module]
+
+
+@pytest.mark.parametrize(("module", "cls", "table", "variant"), CASES)
+def test_each_eager_variant_does_what_it_declares_to_the_count(module, cls, table, variant):
+    port = _port(module, cls)
+    declaration = table[variant]
+    assert set(port.state_variants) == set(table)
+    assert port.state_variants[variant] == declaration.spelling
+    x, cotangent = _inputs()
+    on = port.state_step(SEED, x, F, RATE, cotangent, checkpoint=True, variant=variant)
+    off = port.state_step(SEED, x, F, RATE, cotangent, checkpoint=False, variant=variant)
+    arrays = _arrays()
+    assert off.recompute_masks == ()
+    assert off.updates == 1
+    assert np.array_equal(on.mask, off.mask)  # the same RNG state: the same forward mask
+    assert 0 < on.mask.mean() < 1
+    # (l.1) replay: a fresh mask is the degradation's count of recomputes that drew another
+    fresh = [m for m in on.recompute_masks if not np.array_equal(m, on.mask)]
+    degradation = declaration.degradation("replay")
+    assert len(on.recompute_masks) == 1
+    assert len(fresh) == (degradation.count if degradation else 0), on.recompute_masks
+    # the forward follows the forward's mask; the gradients, the mask the recompute drew
+    forward = stateful_reference.step(arrays, x, on.mask, RATE, cotangent)
+    bounds = stateful_reference.bounds(arrays, x, on.mask, RATE, cotangent, forward)
+    _within(on.y, forward.y, bounds["y"], "y")
+    followed = on.recompute_masks[-1]
+    backward = stateful_reference.step(arrays, x, followed, RATE, cotangent)
+    grad_bounds = stateful_reference.bounds(arrays, x, followed, RATE, cotangent, backward)
+    for name, grad in backward.grads.items():
+        _within(on.grads[name], grad, grad_bounds[name], name)
+    # (l.2) the stream
+    assert on.rng_before == off.rng_before
+    assert (on.rng_after == off.rng_after) == declaration.stream_kept
+    # (l.3) the state: written `updates` times, counted so, and the count model's values
+    assert on.updates == declaration.updates
+    assert on.counters == {"num_batches_tracked": declaration.updates}
+    mean, var = stateful_reference.running(
+        forward.mean, forward.var, B, declaration.updates, declared.MOMENTUM, "unbiased"
+    )
+    _within(on.running_mean, mean, declaration.updates * bounds["mean"], "running mean")
+    _within(on.running_var, var, declaration.updates * bounds["var"], "running var")
+
+
+def test_a_fresh_mask_changes_the_gradients_and_not_the_forward():
+    port = _port("implementations.stacks.torch.pytorch", "PyTorch")
+    x, cotangent = _inputs()
+    off = port.state_step(SEED, x, F, RATE, cotangent, checkpoint=False, variant="no_rng_state")
+    on = port.state_step(SEED, x, F, RATE, cotangent, checkpoint=True, variant="no_rng_state")
+    assert np.array_equal(on.y, off.y)
+    gap = max(np.abs(on.grads[n] - off.grads[n]).max() for n in on.grads)
+    assert gap > 0.1, gap
+    assert 0 < np.mean(on.recompute_masks[0] != on.mask) < 1
+
+
+@pytest.mark.slow(reason="37 s alone: inductor compiles the block three times in C++ (7 s warm)")
+def test_compiled_variants_update_once_and_budget_zero_redraws():
+    port = _port("implementations.stacks.torch.torch_compile", "TorchCompile")
+    x, cotangent = _inputs()
+    steps = {
+        (variant, checkpoint): port.state_step(SEED, x, F, RATE, cotangent, checkpoint, variant)
+        for variant in declared.TORCH_COMPILE
+        for checkpoint in (False, True)
+    }
+    for variant, declaration in declared.TORCH_COMPILE.items():
+        off, step = steps[variant, False], steps[variant, True]
+        assert step.counters == off.counters == {"num_batches_tracked": declaration.updates}
+        assert str(step.mask) == f"not observable: {stateful.COMPILED_UNSEEN}"
+        assert step.rng_before == off.rng_before
+        assert (step.rng_after == off.rng_after) == declaration.stream_kept
+        assert np.array_equal(step.y, off.y)  # the forward's mask is the same
+        same = all(np.allclose(step.grads[n], off.grads[n], atol=1e-6) for n in step.grads)
+        assert same == declaration.replay, variant
+        mean = np.asarray(off.running_mean)
+        assert np.array_equal(step.running_mean, mean)  # one update, as without a checkpoint
+
+
+def test_a_dispatch_mode_around_a_compiled_step_runs_it_eagerly():
+    # Why a compiled step is not watched (`COMPILED_UNSEEN`): under `Ops`, dynamo runs the
+    # frame eagerly, and the checkpoint updates BatchNorm twice, as eager torch does.
+    block = stateful.build_block(SEED, D, F, RATE)
+    x = torch.from_numpy(_inputs()[0]).requires_grad_(True)
+    with Ops():
+        stateful.compiled_checkpoint(block, x).sum().backward()
+    assert int(block.bn.num_batches_tracked) == 2
+
+
+def test_bad_arguments_are_named_and_the_caller_s_state_is_kept():
+    port = _port("implementations.stacks.torch.pytorch", "PyTorch")
+    x, cotangent = _inputs()
+    kept_x, stream = x.copy(), torch.get_rng_state()
+    port.state_step(SEED, x, F, RATE, cotangent)
+    assert np.array_equal(x, kept_x)
+    assert torch.equal(torch.get_rng_state(), stream)  # the step's seeding is its own
+    for wrong, name in (
+        ({"variant": "fast"}, "variant"),
+        ({"rate": 1.0}, "rate"),
+        ({"cotangent": cotangent[:, :2]}, "cotangent"),
+        ({"x": x[0]}, "x"),
+    ):
+        arguments = {"seed": SEED, "x": x, "features": F, "rate": RATE, "cotangent": cotangent}
+        with pytest.raises(ValueError, match=name):
+            port.state_step(**{**arguments, **wrong})
+
+
+def test_without_dropout_the_step_is_the_numpy_block():
+    port = _port("implementations.stacks.torch.pytorch", "PyTorch")
+    x, cotangent = _inputs()
+    step = port.state_step(SEED, x, F, 0.0, cotangent, checkpoint=True)
+    assert step.mask.all()
+    assert step.recompute_masks == ()
+    expected = stateful_reference.step(_arrays(), x, step.mask, 0.0, cotangent)
+    bounds = stateful_reference.bounds(_arrays(), x, step.mask, 0.0, cotangent, expected)
+    _within(step.y, expected.y, bounds["y"], "y")
