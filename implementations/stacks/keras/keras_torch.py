@@ -24,7 +24,7 @@ Imports torch, keras, numpy and the project's numpy-only modules.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -37,8 +37,10 @@ from implementations.stacks.torch import as_input, from_host_array, instrument, 
 
 STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
-from implementations.stacks.keras import model  # noqa: E402 - imports keras, now on torch
+from implementations.stacks.keras import model, torch_stateful  # noqa: E402 - keras, on torch
 from implementations.stacks.keras.port import StatefulKerasPort  # noqa: E402
+from implementations.stacks.keras.torch_declarations import KERAS_TORCH  # noqa: E402
+from implementations.stateful import DEFAULT_VARIANT, StateStep  # noqa: E402
 
 
 class MLP(model.MLP):
@@ -97,6 +99,24 @@ class KerasTorch(StatefulKerasPort):
 
     name = "keras_torch"
     stack = STACK
+    state_variants: ClassVar[dict[str, str]] = {
+        DEFAULT_VARIANT: KERAS_TORCH[DEFAULT_VARIANT].spelling
+    }
+
+    def state_step(
+        self,
+        seed: Any,
+        x: Any,
+        features: Any,
+        rate: Any,
+        cotangent: Any,
+        checkpoint: bool = True,
+        variant: str = DEFAULT_VARIANT,
+    ) -> StateStep:
+        """The block with variables and RNGs (`implementations.stateful`), one training step."""
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        return torch_stateful.state_step(seed, x, features, rate, cotangent, checkpoint)
 
     def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
         # The MLP whose call takes `context_fn` (for torch's checkpoint): see `run`.

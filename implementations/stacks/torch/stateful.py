@@ -265,23 +265,43 @@ def state_step(
             y.backward(torch.from_numpy(cotangent))
         after = fingerprint()
     grads = [leaf.grad.detach().numpy() for leaf in leaves]
+    w1, b1, gamma, beta, w2, b2, dx = grads
+    bn = block.bn
+    return seen_step(
+        y,
+        {"w1": w1.T, "b1": b1, "gamma": gamma, "beta": beta, "w2": w2.T, "b2": b2, "x": dx},
+        draws if variant.observed else None,
+        rate,
+        (bn.running_mean, bn.running_var),
+        {"num_batches_tracked": int(bn.num_batches_tracked)},
+        (before, after),
+    )
+
+
+def seen_step(
+    y: torch.Tensor,
+    grads: dict[str, np.ndarray],
+    draws: Draws | None,
+    rate: float,
+    running: tuple[torch.Tensor, torch.Tensor],
+    counters: dict[str, int],
+    rng: tuple[Any, Any],
+) -> StateStep:
+    """The `StateStep` of a step: `grads` in canonical layouts, what `draws` saw (None: a
+    compiled step, not watched), the running mean and variance, the counters, and the RNG
+    state before and after."""
+    shape = tuple(y.shape)
     return StateStep(
         y=y.detach().numpy(),
-        grads=dict(
-            zip(
-                ("w1", "b1", "gamma", "beta", "w2", "b2", "x"),
-                (grads[0].T, grads[1], grads[2], grads[3], grads[4].T, grads[5], grads[6]),
-                strict=True,
-            )
-        ),
-        mask=_mask(draws, rate, x.shape[0], features) if variant.observed else _unseen(),
-        recompute_masks=tuple(draws.masks["backward"]) if variant.observed else _unseen(),
-        running_mean=block.bn.running_mean.detach().numpy().copy(),
-        running_var=block.bn.running_var.detach().numpy().copy(),
-        counters={"num_batches_tracked": int(block.bn.num_batches_tracked)},
-        updates=draws.writes if variant.observed else _unseen(),
-        rng_before=before,
-        rng_after=after,
+        grads=grads,
+        mask=_unseen() if draws is None else _mask(draws, rate, shape),
+        recompute_masks=_unseen() if draws is None else tuple(draws.masks["backward"]),
+        running_mean=running[0].detach().numpy().copy(),
+        running_var=running[1].detach().numpy().copy(),
+        counters=counters,
+        updates=_unseen() if draws is None else draws.writes,
+        rng_before=rng[0],
+        rng_after=rng[1],
     )
 
 
@@ -289,12 +309,12 @@ def _unseen() -> NotObservable:
     return NotObservable(COMPILED_UNSEEN)
 
 
-def _mask(draws: Draws, rate: float, batch: int, features: int) -> np.ndarray | NotObservable:
+def _mask(draws: Draws, rate: float, shape: tuple[int, ...]) -> np.ndarray | NotObservable:
     drawn = draws.masks["forward"]
     if len(drawn) == 1:
         return drawn[0]
-    if not drawn and rate == 0.0:  # ATen's dropout returns its input at p = 0: nothing drawn
-        return np.ones((batch, features), bool)
+    if not drawn and rate == 0.0:  # a dropout at rate 0 returns its input: nothing drawn
+        return np.ones(shape, bool)
     return NotObservable(f"{len(drawn)} dropout draws seen in the forward pass, one expected")
 
 
