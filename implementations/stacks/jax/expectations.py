@@ -45,6 +45,11 @@ EXPECTATIONS = Expectations(
         "flax_linen": _replays(
             "nn.checkpoint(Block)", "rngs={'dropout': fold_in(PRNGKey(seed), 1)} at apply"
         ),
+        "jax_checkpoint": _replays(
+            "jax.checkpoint(block)",
+            "the key fold_in(PRNGKey(seed), 1), split once per step: the step draws from the "
+            "second half and hands the first back as the next step's key",
+        ),
     },
     # Measured on the five JAX fronts alike, in the grad jaxpr (the record's instrument).
     compositions={
