@@ -153,6 +153,14 @@ def test_compiled_variants_update_once_and_budget_zero_redraws():
         for variant in declared.TORCH_COMPILE
         for checkpoint in (False, True)
     }
+    # What `COMPILED_UNSEEN` says: with the checkpoint, the forward saves no mask, only the
+    # draw's int64 seed (x and the parameters besides); the backward draws again from it.
+    saved = []
+    block = stateful.build_block(SEED, D, F, RATE)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        stateful.compiled_checkpoint(block, torch.from_numpy(x).requires_grad_(True))
+    assert [t.shape for t in saved if t.dtype == torch.int64] == [(1,)]
+    assert (B, F) not in [tuple(t.shape) for t in saved]
     for variant, declaration in declared.TORCH_COMPILE.items():
         off, step = steps[variant, False], steps[variant, True]
         assert step.counters == off.counters == {"num_batches_tracked": declaration.updates}

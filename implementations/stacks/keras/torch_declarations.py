@@ -13,7 +13,8 @@ UNSTASHED = (
 KERAS_TORCH = {
     "default": StateDeclaration(
         'keras.RematScope(mode="full"): Block made inside it, its layers under mode=None',
-        "Dropout(rate, seed=seed): a SeedGenerator variable [seed, counter], one counter step "
+        "Dropout(rate, seed=seed % 2**31): a SeedGenerator variable [seed, counter] (int32 on "
+        "torch), one counter step "
         "a draw, each mask from a torch.Generator seeded by the two",
         replay=False,
         stream_kept=False,

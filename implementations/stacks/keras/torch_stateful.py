@@ -34,6 +34,9 @@ from ..torch.instrument import Ops
 from ..torch.stateful import Draws, check_step, seen_step
 from .model import _Given
 
+#: Keras's `SeedGenerator` keeps its seed in an int32 variable on torch: seeds are taken modulo.
+KERAS_SEEDS = 2**31
+
 
 class Block(layers.Layer):
     """`Dense -> BatchNormalization -> relu -> Dropout -> Dense` on a `(B, D)` x: one region
@@ -47,7 +50,7 @@ class Block(layers.Layer):
                 features, kernel_initializer=_Given(p.w1), bias_initializer=_Given(p.b1)
             )
             self.bn = layers.BatchNormalization(momentum=MOMENTUM, epsilon=EPSILON)
-            self.drop = layers.Dropout(rate, seed=seed)
+            self.drop = layers.Dropout(rate, seed=seed % KERAS_SEEDS)
             self.dense_1 = layers.Dense(
                 features, kernel_initializer=_Given(p.w2), bias_initializer=_Given(p.b2)
             )
@@ -78,8 +81,12 @@ class Block(layers.Layer):
 
 
 def fingerprint(block: Block) -> tuple[int, ...]:
-    """The dropout's `SeedGenerator` state, `(seed, counter)`."""
-    return tuple(int(v) for v in np.asarray(block.drop.seed_generator.state.value.cpu()))
+    """The dropout's `SeedGenerator` state, `(seed, counter)`; `()` at rate 0, where Keras's
+    `Dropout` makes no generator (it draws nothing)."""
+    generator = getattr(block.drop, "seed_generator", None)
+    if generator is None:
+        return ()
+    return tuple(int(v) for v in np.asarray(generator.state.value.cpu()))
 
 
 def state_step(

@@ -56,9 +56,10 @@ SEEDING = (
 )
 #: Why a compiled step's masks and writes are not observed.
 COMPILED_UNSEEN = (
-    "inductor draws the mask inside its generated kernel, and a TorchDispatchMode active "
-    "around torch.compile makes dynamo run the frame eagerly (measured: BatchNorm updated "
-    "twice, as eager), so no instrument watches the compiled step"
+    "inductor draws the mask inside its generated kernel (with the checkpoint, the forward "
+    "saves only the draw's int64 seed for the backward to draw again), and a "
+    "TorchDispatchMode active around torch.compile makes dynamo run the frame eagerly "
+    "(measured: BatchNorm updated twice, as eager), so no instrument watches the compiled step"
 )
 _BERNOULLI = frozenset({"aten.bernoulli", "aten.bernoulli_"})
 _BATCH_NORM = torch.ops.aten.native_batch_norm.default
@@ -199,13 +200,17 @@ class Variant:
 
 class StatefulTorch:
     """A torch port's side of the block with variables and RNGs: `state_runs` (variant ->
-    `Variant`) are its ways; `state_variants` (variant -> spelling) and `state_step` are what
-    property (l) reads."""
+    `Variant`) are its ways, `state_step` runs any of them. Property (l) is offered those
+    torch's instrument watches (`state_variants`); a port whose ways are all compiled says
+    why not (`not_stateful`), and tests/torch/test_torch_stateful.py measures them."""
 
     state_runs: ClassVar[dict[str, Variant]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        cls.state_variants = {name: variant.spelling for name, variant in cls.state_runs.items()}
+        runs = cls.state_runs.items()
+        cls.state_variants = {name: run.spelling for name, run in runs if run.observed}
+        if runs and not cls.state_variants:
+            cls.not_stateful = f"the forward's dropout mask is not observable: {COMPILED_UNSEEN}"
         super().__init_subclass__(**kwargs)
 
     def state_step(
