@@ -7,6 +7,7 @@ canonical's update, `updates` times, in torch's momentum and unbiased variance).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import numpy as np
@@ -14,6 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from conformance.checking import strategies  # noqa: E402
+from conformance.checking.checks import ConformanceError  # noqa: E402
+from conformance.checking.properties import l_state  # noqa: E402
 from implementations import stateful_reference  # noqa: E402
 from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import state_declarations as declared  # noqa: E402
@@ -211,3 +215,65 @@ def test_without_dropout_the_step_is_the_numpy_block():
     expected = stateful_reference.step(_arrays(), x, step.mask, 0.0, cotangent)
     bounds = stateful_reference.bounds(_arrays(), x, step.mask, 0.0, cotangent, expected)
     _within(step.y, expected.y, bounds["y"], "y")
+
+
+# -- property (l) itself on the torch ports: passes as declared, fails the part a wrong
+# -- declaration names, held to the count
+
+
+def _case(rate: float = RATE) -> strategies.StateCase:
+    x, cotangent = _inputs()
+    return strategies.StateCase(SEED, x, F, rate, cotangent)
+
+
+@pytest.mark.parametrize(("module", "cls"), [pytest.param(m, c, id=c) for m, c, _ in EAGER])
+def test_property_l_passes_every_variant_a_torch_port_declares(module, cls):
+    port = _port(module, cls)
+    assert l_state.check_state_property(port, None, _case()) < 1
+
+
+def _declaring(variant: str, **changes):
+    port = _port("implementations.stacks.torch.pytorch", "PyTorch")
+    port.state_runs = {variant: port.state_runs[variant]}  # this variant alone
+    port.state_variants = {variant: port.state_variants[variant]}
+    port.state_declarations = {variant: dataclasses.replace(declared.PYTORCH[variant], **changes)}
+    return port
+
+
+@pytest.mark.parametrize(
+    ("variant", "changes", "message"),
+    [
+        pytest.param(
+            "no_rng_state",
+            {"replay": True, "stream_kept": False, "degradations": declared.NO_RNG_STATE.
+             degradations[1:]},
+            r"\(l\.1\) replay: the recompute drew a fresh mask: \d+% of its elements changed "
+            r"\(1 of 1 recomputes\)",
+            id="fresh-mask-declared-replayed",
+        ),
+        pytest.param(
+            "no_rng_state",
+            {"stream_kept": True, "degradations": (declared.NO_RNG_STATE.degradations[0],
+                                                    declared.TWICE)},
+            r"\(l\.2\) the stream: the RNG state after one step differs",
+            id="moved-stream-declared-kept",
+        ),
+        pytest.param(
+            "default",
+            {"updates": 1, "degradations": (), "fix": "", "repro": ""},
+            r"\(l\.3\) state once, checkpoint on: the running mean is 2 of the canonical's "
+            r"updates, expected 1",
+            id="twice-declared-once",
+        ),
+        pytest.param(
+            "stats_outside",
+            {"updates": 2, "degradations": (declared.TWICE,)},
+            r"\(l\.3\) state once, checkpoint on: the running mean is 1 of the canonical's "
+            r"updates, expected 2",
+            id="once-declared-twice",
+        ),
+    ],
+)  # fmt: skip
+def test_a_wrong_declaration_fails_the_part_it_names(variant, changes, message):
+    with pytest.raises(ConformanceError, match=message):
+        l_state.check_state_property(_declaring(variant, **changes), None, _case())
