@@ -32,6 +32,7 @@ import torch
 
 from implementations.contract import BackwardRecord, Grads, Params
 from implementations.stacks.base import observes
+from implementations.stacks.deepspeed.expectations import DEEPSPEED
 from implementations.stacks.numpy import out_in
 from implementations.stacks.switch import checkpoint_on
 from implementations.stacks.torch import (
@@ -45,7 +46,6 @@ from implementations.stacks.torch import (
 from implementations.stacks.torch.instrument import backward_of
 from implementations.stacks.torch.mlp import STATE_NAMES
 from implementations.stacks.torch.mlp import tensor as as_tensor
-from implementations.stacks.torch.state_declarations import DEEPSPEED
 from implementations.stacks.torch.stateful import StatefulTorch, Variant
 
 #: The checkpoint's node in the autograd graph: one per region.

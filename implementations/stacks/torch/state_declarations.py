@@ -118,9 +118,3 @@ TORCH_AC_WRAPPER = {
         "checkpoint_wrapper, checkpoint_impl=NO_REENTRANT))"
     )
 }
-HF_TRANSFORMERS = {
-    "default": eager_twice(
-        'StatefulModel(block).activation_checkpointing_enable({"use_reentrant": False})'
-    )
-}
-DEEPSPEED = {"default": eager_twice("deepspeed.checkpointing.checkpoint(block, x)")}

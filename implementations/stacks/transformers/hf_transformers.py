@@ -22,7 +22,6 @@ import torch
 
 from implementations.contract import Grads, Params
 from implementations.stacks.torch import TorchPort, leaf_input, state_to_params
-from implementations.stacks.torch.state_declarations import HF_TRANSFORMERS
 from implementations.stacks.torch.stateful import StatefulTorch, Variant
 from implementations.stacks.torch.torch_ac_wrapper import (
     CheckpointImpl,
@@ -33,6 +32,7 @@ from implementations.stacks.torch.torch_ac_wrapper import (
     wrap,
 )
 
+from .expectations import HF_TRANSFORMERS
 from .model import RematMLPBlock, RematMLPModel, build_model, parameters
 from .stateful import switched_off, switched_on
 
