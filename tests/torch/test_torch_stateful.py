@@ -23,6 +23,7 @@ from implementations.stacks.numpy import canonical_params  # noqa: E402
 from implementations.stacks.torch import state_declarations as declared  # noqa: E402
 from implementations.stacks.torch import stateful  # noqa: E402
 from implementations.stacks.torch.instrument import Ops  # noqa: E402
+from tests.support.helpers import ROOT  # noqa: E402
 
 B, D, F, RATE, SEED = 8, 5, 4, 0.5, 3
 #: The observed (eager) ports: (module, class, its stack, its name).
@@ -286,3 +287,28 @@ def _declaring(variant: str, **changes):
 def test_a_wrong_declaration_fails_the_part_it_names(variant, changes, message):
     with pytest.raises(ConformanceError, match=message):
         l_state.check_state_property(_declaring(variant, **changes), None, _case())
+
+
+def state_table() -> str:
+    """The torch README's table of the block's variants, as the declarations say."""
+    rows = [
+        "| port:variant | replay | stream kept | updates | degradations (count, reference) "
+        "| fix | repro |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for port, table in _declared("torch").items():
+        for variant, said in table.items():
+            found = "; ".join(f"{d.part} {d.count} ({d.upstream})" for d in said.degradations)
+            fix, repro = (f"`{v}`" if v else "" for v in (said.fix, said.repro))
+            rows.append(
+                f"| `{port}:{variant}` | {'yes' if said.replay else 'no'} | "
+                f"{'yes' if said.stream_kept else 'no'} | {said.updates} | {found or 'none'} | "
+                f"{fix} | {repro} |"
+            )
+    return "\n".join(rows)
+
+
+def test_the_readme_table_is_the_declarations():
+    text = (ROOT / "implementations" / "stacks" / "torch" / "README.md").read_text()
+    listed = text.split("<!-- torch-state -->", 1)[1].split("<!-- /torch-state -->", 1)[0]
+    assert listed.strip() == state_table(), f"put this in the torch README:\n{state_table()}"
