@@ -40,7 +40,8 @@ STACK = keras_stack.on("torch")  # before anything imports keras: it reads its b
 from implementations.stacks.keras import model, torch_stateful  # noqa: E402 - keras, on torch
 from implementations.stacks.keras.port import StatefulKerasPort  # noqa: E402
 from implementations.stacks.keras.torch_declarations import KERAS_TORCH  # noqa: E402
-from implementations.stateful import DEFAULT_VARIANT, StateStep  # noqa: E402
+from implementations.stacks.torch.stateful import StatefulTorch, Variant  # noqa: E402
+from implementations.stateful import DEFAULT_VARIANT  # noqa: E402
 
 
 class MLP(model.MLP):
@@ -93,30 +94,17 @@ def run(mlp: MLP, x: Any) -> Any:
     return mlp(x) if watch is None else mlp(x, context_fn=watch.context_fn(None))
 
 
-class KerasTorch(StatefulKerasPort):
+class KerasTorch(StatefulTorch, StatefulKerasPort):
     """Keras 3 on torch: `keras.RematScope(mode="full")`, that is non-reentrant
     `torch.utils.checkpoint`."""
 
     name = "keras_torch"
     stack = STACK
-    state_variants: ClassVar[dict[str, str]] = {
-        DEFAULT_VARIANT: KERAS_TORCH[DEFAULT_VARIANT].spelling
+    state_runs: ClassVar[dict[str, Variant]] = {
+        DEFAULT_VARIANT: Variant(
+            KERAS_TORCH[DEFAULT_VARIANT].spelling, step=torch_stateful.state_step
+        )
     }
-
-    def state_step(
-        self,
-        seed: Any,
-        x: Any,
-        features: Any,
-        rate: Any,
-        cotangent: Any,
-        checkpoint: bool = True,
-        variant: str = DEFAULT_VARIANT,
-    ) -> StateStep:
-        """The block with variables and RNGs (`implementations.stateful`), one training step."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        return torch_stateful.state_step(seed, x, features, rate, cotangent, checkpoint)
 
     def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
         # The MLP whose call takes `context_fn` (for torch's checkpoint): see `run`.

@@ -190,12 +190,15 @@ def fingerprint() -> bytes:
 @dataclass(frozen=True)
 class Variant:
     """One way a port runs the block: `spelling`, its call with the checkpoint `on` and `off`,
-    and whether torch's dispatch-mode instrument watches it (`observed`: not a compiled one)."""
+    and whether torch's dispatch-mode instrument watches it (`observed`: not a compiled one);
+    or a whole `step(seed, x, features, rate, cotangent, checkpoint) -> StateStep` of its own
+    (a block that is not torch's `Block`, Keras's)."""
 
     spelling: str
-    on: Run
+    on: Run = plain
     off: Run = plain
     observed: bool = True
+    step: Callable[..., StateStep] | None = None
 
 
 class StatefulTorch:
@@ -226,7 +229,10 @@ class StatefulTorch:
         """One training step of the block (`implementations.stateful`) under `variant`."""
         if variant not in self.state_runs:
             raise ValueError(f"variant must be one of {sorted(self.state_runs)}, got {variant!r}")
-        return state_step(self.state_runs[variant], seed, x, features, rate, cotangent, checkpoint)
+        run = self.state_runs[variant]
+        if run.step is not None:
+            return run.step(seed, x, features, rate, cotangent, checkpoint)
+        return state_step(run, seed, x, features, rate, cotangent, checkpoint)
 
 
 def check_step(seed: Any, x: Any, features: Any, rate: Any, cotangent: Any) -> tuple:
