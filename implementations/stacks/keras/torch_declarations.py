@@ -42,5 +42,6 @@ KERAS_TORCH = {
                 "moving_variance are assigned a second time",
             ),
         ),
+        repro="repros/keras_torch_remat_dropout.py",
     )
 }
