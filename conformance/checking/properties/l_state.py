@@ -193,7 +193,7 @@ def check_replay(port, declaration, on: StateStep, off: StateStep, case, arrays)
     return max(worst, _values(port, f"{what}, checkpoint on", on, case, arrays, mask, label))
 
 
-def check_stream(port, declaration, on: StateStep, off: StateStep, case) -> None:
+def check_stream(port, declaration, on: StateStep, off: StateStep, case=None) -> None:
     """(l.2) The RNG state after one step is the same with the checkpoint on and off (or, for
     a declared degradation, differs: at a rate above 0, where dropout draws at all)."""
     what = "(l.2) the stream"
@@ -207,7 +207,8 @@ def check_stream(port, declaration, on: StateStep, off: StateStep, case) -> None
             fail(port.name, what, f"the RNG state {label} the step: {value}")
     if on.rng_before != off.rng_before:
         fail(port.name, what, "checkpoint on and off start from different RNG states")
-    degraded = declaration.degradation("stream") if case.rate > 0 else None
+    drew = case is None or case.rate > 0  # (None: a step at a rate above 0, as compare's)
+    degraded = declaration.degradation("stream") if drew else None
     moved = on.rng_after != off.rng_after
     if degraded is None and moved:
         fail(
