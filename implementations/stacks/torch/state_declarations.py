@@ -89,6 +89,10 @@ TORCH_COMPILE = {
     "default": torch_state(
         "torch.compile(lambda block, x: checkpoint(block, x, use_reentrant=False))"
     ),
+    "fallback_random": torch_state(
+        "torch.compile(lambda block, x: checkpoint(block, x, use_reentrant=False)) with "
+        "torch._inductor.config.fallback_random = True"
+    ),
     "budget_zero": torch_state(
         "torch.compile(block) under activation_memory_budget = 0",
         replay=False,

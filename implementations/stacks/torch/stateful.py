@@ -17,14 +17,16 @@ was, and the stream read before and after the step (`torch.get_rng_state()`) is 
 passes: each dropout draw (`aten.bernoulli`: its 0/1 output, nonzero where kept) in the pass
 that ran it, and each write into BatchNorm's running mean (`native_batch_norm` in training
 with the running statistics, whose schema does not mark them written, or any op that writes
-that storage). A compiled step runs without it: dynamo runs a frame eagerly while a
-`TorchDispatchMode` is active, so watching would change what is checked (`COMPILED_UNSEEN`).
+that storage). A compiled step is not watched from outside: dynamo runs a frame eagerly while
+a `TorchDispatchMode` is active, so watching would change what is checked (`COMPILED_UNSEEN`).
+With inductor's `fallback_random`, `watched_inductor` enters it inside the compiled call, where
+dropout is `aten.native_dropout` (its `(output, mask)` seen) under torch's RNG higher-order ops.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -62,6 +64,13 @@ COMPILED_UNSEEN = (
     "(measured: BatchNorm updated twice, as eager), so no instrument watches the compiled step"
 )
 _BERNOULLI = frozenset({"aten.bernoulli", "aten.bernoulli_"})
+#: `aten.native_dropout` returns `(output, mask)`: what a compiled step's fallback kernel runs.
+_NATIVE_DROPOUT = "aten.native_dropout"
+#: Why a compiled step's state writes are not counted: inductor fuses BatchNorm's update.
+UPDATES_COMPILED = (
+    "inductor fuses BatchNorm's running-statistics update into its generated kernel; (l.3) "
+    "reads the statistics and num_batches_tracked instead"
+)
 _BATCH_NORM = torch.ops.aten.native_batch_norm.default
 
 #: `run(block, x) -> y`: the block's call, with or without a checkpoint.
@@ -117,8 +126,11 @@ class Draws:
         pass
 
     def after(self, func: Any, args: Any, out: Any) -> None:
-        if str(func.overloadpacket) in _BERNOULLI:
+        packet = str(func.overloadpacket)
+        if packet in _BERNOULLI:
             self.masks[PHASES[in_backward()]].append(out.detach().cpu().numpy() != 0)
+        if packet == _NATIVE_DROPOUT:
+            self.masks[PHASES[in_backward()]].append(out[1].detach().cpu().numpy().astype(bool))
         if self._writes_running(func, args):
             self.writes += 1
 
@@ -199,6 +211,8 @@ class Variant:
     off: Run = plain
     observed: bool = True
     step: Callable[..., StateStep] | None = None
+    #: Compiled by `watched_inductor`: the instrument enters inside the compiled call.
+    inside: bool = False
 
 
 class StatefulTorch:
@@ -269,9 +283,15 @@ def state_step(
         leaves = [*block.leaves(), x_leaf]
         draws = Draws(block.bn.running_mean)
         before = fingerprint()
-        watching = Ops(throughout=(draws,)) if variant.observed else contextlib.nullcontext()
+        if variant.inside:  # the compiled call enters the instrument itself
+            watching = inside(draws)
+        elif variant.observed:
+            watching = Ops(throughout=(draws,))
+        else:
+            watching = contextlib.nullcontext()
         with watching:
             y = run(block, x_leaf)
+        with Ops(throughout=(draws,)) if variant.observed else contextlib.nullcontext():
             # .backward, not autograd.grad: a reentrant checkpoint refuses the latter
             y.backward(torch.from_numpy(cotangent))
         after = fingerprint()
@@ -286,6 +306,7 @@ def state_step(
         (bn.running_mean, bn.running_var),
         {"num_batches_tracked": int(bn.num_batches_tracked)},
         (before, after),
+        NotObservable(UPDATES_COMPILED) if variant.inside else None,
     )
 
 
@@ -297,6 +318,7 @@ def seen_step(
     running: tuple[torch.Tensor, torch.Tensor],
     counters: dict[str, int],
     rng: tuple[Any, Any],
+    updates: NotObservable | None = None,
 ) -> StateStep:
     """The `StateStep` of a step: `grads` in canonical layouts, what `draws` saw (None: a
     compiled step, not watched), the running mean and variance, the counters, and the RNG
@@ -310,7 +332,7 @@ def seen_step(
         running_mean=running[0].detach().numpy().copy(),
         running_var=running[1].detach().numpy().copy(),
         counters=counters,
-        updates=_unseen() if draws is None else draws.writes,
+        updates=_unseen() if draws is None else updates or draws.writes,
         rng_before=rng[0],
         rng_after=rng[1],
     )
@@ -386,3 +408,97 @@ COMPILED_VARIANTS = {
         TORCH_COMPILE["budget_zero"].spelling, budget_zero, compiled_plain, observed=False
     ),
 }
+
+
+# -- torch.compile watched from inside: inductor with its random ops as aten fallbacks --------
+
+#: The `Draws` the compiled call being watched reports to (`inside`).
+_INSIDE: list[Draws] = []
+
+
+@contextlib.contextmanager
+def inside(draws: Draws) -> Iterator[None]:
+    """`watched_inductor`'s compiled forward runs under `Ops(throughout=(draws,))` in this
+    block: entered inside the compiled call, after dynamo has run its guards (a mode active
+    around the call would make dynamo run the frame eagerly)."""
+    _INSIDE.append(draws)
+    try:
+        yield
+    finally:
+        _INSIDE.pop()
+
+
+def watched_inductor(graph: torch.fx.GraphModule, example: list) -> Callable:
+    """inductor itself (`compile_fx`), its compiled forward run under `Ops` where `inside`
+    asks: with `fallback_random`, its dropout is `aten.native_dropout` under torch's
+    `run_and_save_rng_state` (and the backward's under `run_with_rng_state`), which `Ops` sees."""
+    from torch._inductor.compile_fx import compile_fx
+
+    compiled = compile_fx(graph, example)
+
+    def run(*args: Any) -> Any:
+        if not _INSIDE:
+            return compiled(*args)
+        with Ops(throughout=(_INSIDE[-1],)):
+            return compiled(*args)
+
+    return run
+
+
+def _rng_rules() -> None:
+    # torch's RNG higher-order ops have no rule for a dispatch mode of ours: each runs as its
+    # CPU implementation does (torch/_prims/rng_prims.py), its op under the mode again.
+    from torch._prims.rng_prims import run_and_save_rng_state, run_with_rng_state
+
+    @run_and_save_rng_state.py_impl(Ops)
+    def _save(mode: Ops, op: Any, *args: Any, **kwargs: Any) -> Any:
+        state = torch.get_rng_state()
+        with mode:
+            return state, op(*args, **kwargs)
+
+    @run_with_rng_state.py_impl(Ops)
+    def _replay(mode: Ops, rng_state: torch.Tensor, op: Any, *args: Any, **kwargs: Any) -> Any:
+        current = torch.get_rng_state()
+        torch.set_rng_state(rng_state)
+        try:
+            with mode:
+                return op(*args, **kwargs)
+        finally:
+            torch.set_rng_state(current)
+
+
+_rng_rules()
+
+
+def _compiled_fallback(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return checkpoint(block, x, use_reentrant=False)
+
+
+def _compiled_fallback_plain(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return block(x)
+
+
+def fallback_random(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """`checkpoint(block, x, use_reentrant=False)` through inductor with
+    `torch._inductor.config.fallback_random = True` (random ops as aten's, eager's stream)."""
+    return _with_fallback(_compiled_fallback, block, x)
+
+
+def fallback_random_off(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The same, no checkpoint."""
+    return _with_fallback(_compiled_fallback_plain, block, x)
+
+
+def _with_fallback(function: Run, block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    from torch._inductor import config as inductor_config
+
+    with inductor_config.patch(fallback_random=True):
+        return torch.compile(function, backend=watched_inductor)(block, x)
+
+
+COMPILED_VARIANTS["fallback_random"] = Variant(
+    TORCH_COMPILE["fallback_random"].spelling,
+    fallback_random,
+    fallback_random_off,
+    inside=True,
+)
