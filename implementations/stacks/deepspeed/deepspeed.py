@@ -32,6 +32,7 @@ import torch
 
 from implementations.contract import BackwardRecord, Grads, Params
 from implementations.stacks.base import observes
+from implementations.stacks.deepspeed.expectations import DEEPSPEED
 from implementations.stacks.numpy import out_in
 from implementations.stacks.switch import checkpoint_on
 from implementations.stacks.torch import (
@@ -45,6 +46,7 @@ from implementations.stacks.torch import (
 from implementations.stacks.torch.instrument import backward_of
 from implementations.stacks.torch.mlp import STATE_NAMES
 from implementations.stacks.torch.mlp import tensor as as_tensor
+from implementations.stacks.torch.stateful import StatefulTorch, Variant
 
 #: The checkpoint's node in the autograd graph: one per region.
 CHECKPOINT_NODE = "CheckpointFunctionBackward"
@@ -53,13 +55,16 @@ CHECKPOINT_NODE = "CheckpointFunctionBackward"
 KEPT_ON_NODE = "deepspeed_saved_tensors"
 
 
-class DeepSpeed(TorchPort):
+class DeepSpeed(StatefulTorch, TorchPort):
     """The DeepSpeed port: `deepspeed.checkpointing.checkpoint(block, x)` (reentrant), eager."""
 
     name = "deepspeed"
     framework = "deepspeed"
     checkpoint_api = "deepspeed.checkpointing.checkpoint"
     distributions = ("torch", "deepspeed")
+    state_runs: ClassVar[dict[str, Variant]] = {
+        "default": Variant(DEEPSPEED["default"].spelling, deepspeed.checkpointing.checkpoint)
+    }
     #: A reentrant checkpoint reruns the whole block: its own expectations, not eager torch's.
     instrument_family = "deepspeed"
     policies: ClassVar[dict[str, str]] = {

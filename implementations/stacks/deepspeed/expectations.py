@@ -7,8 +7,14 @@ second addmm too, with no early stop.
 
 from implementations.composition import composed
 from implementations.expectations import Expectations, expect
+from implementations.stacks.torch.state_declarations import eager_twice
+
+#: The block with variables and RNGs: CheckpointFunction stashes and restores torch's CPU RNG
+#: state, so the mask replays; BatchNorm's forward reruns (pytorch#96136).
+DEEPSPEED = {"default": eager_twice("deepspeed.checkpointing.checkpoint(block, x)")}
 
 EXPECTATIONS = Expectations(
+    stateful={"deepspeed": DEEPSPEED},  # the block with variables and RNGs (property (l))
     families={
         "deepspeed": {
             "none": expect(

@@ -2,8 +2,11 @@
 Keras itself adds is a documented degradation."""
 
 from implementations.expectations import Degradation, Expectations
+from implementations.stacks.keras.torch_declarations import KERAS_TORCH
 
 EXPECTATIONS = Expectations(
+    # The block with variables and RNGs (property (l)).
+    stateful={"keras_torch": KERAS_TORCH},
     degradations=(
         Degradation(
             "keras",

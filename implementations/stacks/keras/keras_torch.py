@@ -24,7 +24,7 @@ Imports torch, keras, numpy and the project's numpy-only modules.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -37,8 +37,11 @@ from implementations.stacks.torch import as_input, from_host_array, instrument, 
 
 STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
-from implementations.stacks.keras import model  # noqa: E402 - imports keras, now on torch
+from implementations.stacks.keras import model, torch_stateful  # noqa: E402 - keras, on torch
 from implementations.stacks.keras.port import StatefulKerasPort  # noqa: E402
+from implementations.stacks.keras.torch_declarations import KERAS_TORCH  # noqa: E402
+from implementations.stacks.torch.stateful import StatefulTorch, Variant  # noqa: E402
+from implementations.stateful import DEFAULT_VARIANT  # noqa: E402
 
 
 class MLP(model.MLP):
@@ -91,12 +94,17 @@ def run(mlp: MLP, x: Any) -> Any:
     return mlp(x) if watch is None else mlp(x, context_fn=watch.context_fn(None))
 
 
-class KerasTorch(StatefulKerasPort):
+class KerasTorch(StatefulTorch, StatefulKerasPort):
     """Keras 3 on torch: `keras.RematScope(mode="full")`, that is non-reentrant
     `torch.utils.checkpoint`."""
 
     name = "keras_torch"
     stack = STACK
+    state_runs: ClassVar[dict[str, Variant]] = {
+        DEFAULT_VARIANT: Variant(
+            KERAS_TORCH[DEFAULT_VARIANT].spelling, step=torch_stateful.state_step
+        )
+    }
 
     def reused(self, params: Params, checkpoint: bool, **kwargs: Any) -> model.MLP:
         # The MLP whose call takes `context_fn` (for torch's checkpoint): see `run`.

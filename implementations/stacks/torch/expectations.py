@@ -7,6 +7,8 @@ torch's Linear is one addmm with the bias fused in: a policy can save h, never d
 from implementations.composition import composed
 from implementations.expectations import Degradation, Expectations, expect
 
+from . import state_declarations as state
+
 _HERE = "implementations.stacks.torch.degradations"
 
 EXPECTATIONS = Expectations(
@@ -58,6 +60,12 @@ EXPECTATIONS = Expectations(
                 "x", 5, why="torch.utils.checkpoint keeps x's rows, reruns addmm and relu"
             ),
         },
+    },
+    # The block with variables and RNGs (property (l)), tests/torch/test_torch_stateful.py.
+    stateful={
+        "pytorch": state.PYTORCH,
+        "torch_compile": state.TORCH_COMPILE,
+        "torch_ac_wrapper": state.TORCH_AC_WRAPPER,
     },
     # Measured on the eager port (tests/torch/test_torch_composition.py pins them).
     compositions={

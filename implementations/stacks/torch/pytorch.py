@@ -24,13 +24,15 @@ from implementations.stacks.torch.mlp import (  # noqa: F401 - the model and its
     params_to_state,
     state_to_params,
 )
+from implementations.stacks.torch.stateful import EAGER_VARIANTS, StatefulTorch
 
 
-class PyTorch(TorchPort):
+class PyTorch(StatefulTorch, TorchPort):
     """The PyTorch port: `torch.utils.checkpoint(..., use_reentrant=False)` around an MLP."""
 
     name = "pytorch"
     checkpoint_api = "torch.utils.checkpoint"
+    state_runs = EAGER_VARIANTS  # the block with variables and RNGs, eager torch's ways
     policies: ClassVar[dict[str, str]] = {
         "none": "no checkpoint",
         "full": "torch.utils.checkpoint(use_reentrant=False)",

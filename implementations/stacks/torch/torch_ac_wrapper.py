@@ -40,6 +40,8 @@ from .arrays import as_input, leaf_input, to_host_array
 from .mlp import MLP, STATE_NAMES, build_mlp, state_to_params
 from .mlp import tensor as as_tensor
 from .port import TorchPort
+from .state_declarations import TORCH_AC_WRAPPER
+from .stateful import StatefulTorch, Variant
 
 
 class Net(nn.Module):
@@ -74,6 +76,14 @@ def wrap(
     kwargs = {} if context_fn is None else {"context_fn": context_fn}
     wrapper_fn = functools.partial(checkpoint_wrapper, checkpoint_impl=impl, **kwargs)
     apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper_fn, check_fn=check_fn)
+
+
+def wrapped_block(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The stateful block as a trainer runs it: `Net(block)` under
+    `apply_activation_checkpointing` with a `NO_REENTRANT` wrapper on the block."""
+    net = Net(block)
+    wrap(net, lambda module: module is block, CheckpointImpl.NO_REENTRANT)
+    return net(x)
 
 
 def gradients(
@@ -129,7 +139,7 @@ def exercise_inputs(seed: Any, x: Any, features: Any) -> tuple[torch.Tensor, Par
     return x, canonical_params(seed, x.shape[0], features)
 
 
-class TorchAcWrapper(TorchPort):
+class TorchAcWrapper(StatefulTorch, TorchPort):
     """torch's `apply_activation_checkpointing` with a non-reentrant `checkpoint_wrapper` on
     the model's block."""
 
@@ -138,6 +148,9 @@ class TorchAcWrapper(TorchPort):
     instrument_family = "torch_ac_wrapper"
     #: How the wrapper runs the block (a port attribute: see the module's docstring).
     checkpoint_impl: ClassVar[CheckpointImpl] = CheckpointImpl.NO_REENTRANT
+    state_runs: ClassVar[dict[str, Variant]] = {
+        "default": Variant(TORCH_AC_WRAPPER["default"].spelling, wrapped_block)
+    }
     policies: ClassVar[dict[str, str]] = {
         "none": "the model as it is, no wrapper applied",
         "full": "apply_activation_checkpointing(model, checkpoint_wrapper_fn=partial("

@@ -53,6 +53,7 @@ from implementations.stacks.base import observes
 from implementations.stacks.torch import MLP, TorchPort, instrument, leaf_input
 from implementations.stacks.torch.compiled import CompiledModule, NoRemat, capture
 from implementations.stacks.torch.instrument import backward_of
+from implementations.stacks.torch.stateful import COMPILED_VARIANTS, StatefulTorch
 
 # The port's compiled calls, each with the recorder of every graph it compiles:
 # inductor as it comes (the exercise, and every call with the checkpoint on),
@@ -76,11 +77,13 @@ def budget_module(budget: float) -> CompiledModule:
     return BUDGETS[budget]
 
 
-class TorchCompile(TorchPort):
+class TorchCompile(StatefulTorch, TorchPort):
     """`torch.compile` (inductor) of the module whose forward is `torch.utils.checkpoint`."""
 
     name = "torch_compile"
     checkpoint_api = "torch.compile"
+    #: The block with variables and RNGs: the fix for pytorch#96136, and the budget's failure.
+    state_runs = COMPILED_VARIANTS
     #: Whose policy expectations hold (conformance's `policy_expectations`): the partitioned
     #: graphs', not eager torch's; a mutant of this port keeps it under its own name.
     instrument_family = "torch_compile"

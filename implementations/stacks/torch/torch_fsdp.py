@@ -55,6 +55,11 @@ class TorchFsdp(TorchPort):
     name = "torch_fsdp"
     checkpoint_api = "torch.utils.checkpoint under FSDP2 fully_shard"
     layouts = ("batch",)  # FSDP2 splits the batch; a (D,) x goes to every rank
+    not_stateful = (
+        "not built: BatchNorm's statistics under FSDP2 are each rank's own batch shard's "
+        "(SyncBatchNorm to share them), and the ranks' dropout streams are the ranks' own; the "
+        "checkpoint is eager torch's, which pytorch's variants show"
+    )
     # (j) holds the ranks' instrument to its own expectations (this folder's expectations.py).
     instrument_family = "torch_fsdp"
     policies: ClassVar[dict[str, str]] = {

@@ -7,6 +7,15 @@ composition rows are pinned by tests/transformers/test_hf_composition.py.
 
 from implementations.composition import composed
 from implementations.expectations import Expectations, expect
+from implementations.stacks.torch.state_declarations import eager_twice
+
+#: The block with variables and RNGs: torch's non-reentrant checkpoint, so eager torch's
+#: replay and its second BatchNorm update (pytorch#96136).
+HF_TRANSFORMERS = {
+    "default": eager_twice(
+        'StatefulModel(block).activation_checkpointing_enable({"use_reentrant": False})'
+    )
+}
 
 EXPECTATIONS = Expectations(
     families={
@@ -28,6 +37,8 @@ EXPECTATIONS = Expectations(
             ),
         },
     },
+    # The block with variables and RNGs (property (l)): eager torch's checkpoint, so eager's.
+    stateful={"hf_transformers": HF_TRANSFORMERS},
     compositions={
         "transformers": {
             "once": composed(

@@ -22,6 +22,7 @@ import torch
 
 from implementations.contract import Grads, Params
 from implementations.stacks.torch import TorchPort, leaf_input, state_to_params
+from implementations.stacks.torch.stateful import StatefulTorch, Variant
 from implementations.stacks.torch.torch_ac_wrapper import (
     CheckpointImpl,
     canonical_grads,
@@ -31,16 +32,25 @@ from implementations.stacks.torch.torch_ac_wrapper import (
     wrap,
 )
 
+from .expectations import HF_TRANSFORMERS
 from .model import RematMLPBlock, RematMLPModel, build_model, parameters
+from .stateful import switched_off, switched_on
 
 
-class HfTransformers(TorchPort):
+class HfTransformers(StatefulTorch, TorchPort):
     """The MLP as a `PreTrainedModel`, remat by `activation_checkpointing_enable`."""
 
     name = "hf_transformers"
     framework = "transformers"
     checkpoint_api = "model.activation_checkpointing_enable()"
     distributions = ("torch", "transformers")
+    state_runs: ClassVar[dict[str, Variant]] = {
+        "default": Variant(
+            HF_TRANSFORMERS["default"].spelling,
+            switched_on,
+            switched_off,
+        )
+    }
     instrument_family = "transformers"
     policies: ClassVar[dict[str, str]] = {
         "none": "the switch off (activation_checkpointing_enable never called)",
