@@ -88,11 +88,15 @@ class Expectations:
     """One stack's declaration: `families` (family -> policy label or name -> `Entry`), its
     documented `degradations`, and `compositions` (family -> composition case ->
     `implementations.composition.Composed`: what its instrument shows when its region is
-    wrapped twice or under a trainer's)."""
+    wrapped twice or under a trainer's) and `stateful` (port -> variant -> what the block with
+    dropout and BatchNorm does under its checkpoint, `implementations.stateful`)."""
 
     families: Mapping[str, Mapping[str, Entry]] = field(default_factory=dict)
     degradations: tuple[Degradation, ...] = ()
     compositions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The block with variables and RNGs (property (l)): port -> API variant ->
+    #: `implementations.stateful.StateDeclaration`.
+    stateful: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 #: The MLP's tensors by role (as `implementations.policies.ROLES`; this module imports nothing).

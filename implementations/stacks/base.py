@@ -208,6 +208,14 @@ class Port(Implementation):
     compositions: ClassVar[dict[str, str]] = {}
     #: Composition cases it cannot express: case -> one-line reason.
     not_composable: ClassVar[dict[str, str]] = {}
+    #: The block with variables and RNGs (`implementations.stateful`, property (l)): API
+    #: variant -> native spelling; {} where the port does not offer `state_step`.
+    state_variants: ClassVar[Mapping[str, str]] = {}
+    #: Why it cannot express the block, in one line (where `state_variants` is empty).
+    not_stateful: ClassVar[str] = ""
+    #: Its own declarations, variant -> `StateDeclaration` ({}: its stack's `Expectations.
+    #: stateful[name]`), as an outside port writes them.
+    state_declarations: ClassVar[Mapping[str, Any]] = {}
     #: Methods of a base that feed its records only (JAX: `differentiable`): overriding one
     #: makes the evidence the port's own, like overriding a record.
     evidence_methods: ClassVar[tuple[str, ...]] = ()

@@ -8,6 +8,7 @@ and are never listed.
 
 from implementations.composition import composed
 from implementations.expectations import Expectations, expect
+from implementations.stateful import DEFAULT_VARIANT, StateDeclaration
 
 #: What XLA:CPU's compiled program runs, in every case alike (tests/jax/test_jax_composition.py).
 _COMPILED = (
@@ -16,6 +17,18 @@ _COMPILED = (
     "the recompute merged into the forward's x @ W1 (CSE, once XLA's "
     "OptimizationBarrierExpander drops remat's opt-barrier)"
 )
+
+#: Why every JAX front replays its dropout mask (`implementations.stateful`, Seeding).
+_REPLAYS = (
+    "; the key is a value: jax.checkpoint's recompute runs the region's random ops on the same "
+    "key, so it draws the forward's mask, and no global state moves"
+)
+
+
+def _replays(spelling: str, seeding: str, **kwargs) -> dict[str, StateDeclaration]:
+    """One API variant that replays, keeps the stream and updates once, as the canonical."""
+    return {DEFAULT_VARIANT: StateDeclaration(spelling, seeding + _REPLAYS, **kwargs)}
+
 
 EXPECTATIONS = Expectations(
     families={
@@ -26,6 +39,12 @@ EXPECTATIONS = Expectations(
             "save_named": expect("x h", 4, why='checkpoint_name(h, "h") + save_only_these_names'),
             "offload_dots": expect("x d1", 4, host="d1", why="as save_dots, d1 in f32<host>"),
         },
+    },
+    # The block with variables and RNGs (property (l)): replayed, the stream kept, one update.
+    stateful={
+        "flax_linen": _replays(
+            "nn.checkpoint(Block)", "rngs={'dropout': fold_in(PRNGKey(seed), 1)} at apply"
+        ),
     },
     # Measured on the five JAX fronts alike, in the grad jaxpr (the record's instrument).
     compositions={

@@ -18,7 +18,9 @@ from implementations.composition import Nesting, case_of
 from implementations.contract import Params, check_dim, check_features, check_seed, check_sizes
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort, checked_x
+from implementations.stacks.jax import flax_linen_stateful as stateful
 from implementations.stacks.jax.policies import declaration, policy_function, tag
+from implementations.stateful import DEFAULT_VARIANT, StateStep
 
 
 class MLP(nn.Module):
@@ -101,6 +103,23 @@ class FlaxLinen(JaxPort):
     checkpointed: type[nn.Module] = CheckpointMLP
     plain: type[nn.Module] = MLP
     initializer: type[nn.Module] = CheckpointMLP
+
+    #: The block with variables and RNGs (property (l)): the canonical.
+    state_variants: ClassVar[dict[str, str]] = {DEFAULT_VARIANT: "nn.checkpoint(Block)"}
+    #: The block's classes behind `checkpoint=True` and `False` (mutants swap them).
+    state_checkpointed: type[nn.Module] = stateful.CheckpointBlock
+    state_plain: type[nn.Module] = stateful.Block
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
+    ) -> StateStep:  # fmt: skip
+        """The second exercise: one training step of `nn.checkpoint(Block)` (or Block, for
+        `checkpoint=False`) from `seed` (`implementations.stateful`)."""
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        module = self.state_checkpointed if checkpoint else self.state_plain
+        return stateful.linen_state_step(module, seed, x, features, rate, cotangent)
 
     def to_native(self, w1, b1, w2, b2) -> dict:
         # The layouts agree; only the names change.

@@ -1,0 +1,138 @@
+"""What the JAX fronts share for the block with variables and RNGs (`implementations.stateful`).
+
+- `dropout_key(seed)`: the dropout stream's key, `fold_in(PRNGKey(seed), DROPOUT_FOLD)`.
+- `observed_masks()`: the instrument: every `jax.random.bernoulli` draw, as each execution
+  makes it (a `jax.debug.callback` on the drawn mask, so a recompute inside `jax.checkpoint`
+  reports its own draw). Flax linen, NNX and Equinox draw their dropout masks with it.
+- `fingerprint(key)`: a key's words, as bytes.
+- `make_step(...)`: a `StateStep` from a step's arrays and the observed draws.
+- `initial(seed, dim, features)`: the block's parameters and statistics as numpy arrays,
+  Flax's init (the first exercise's parameters, then BatchNorm's ones and zeros).
+
+Imports jax and numpy only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from ...contract import check_features, check_seed, check_sizes
+from ...stateful import DROPOUT_FOLD, NotObservable, StateStep, check_batch, check_rate
+from .flax_init import init_arrays
+
+_LOCK = threading.Lock()
+#: A JAX front's update count: its state is a value, returned once; (l.3) counts the updates
+#: in the statistics themselves.
+UPDATES_UNCOUNTED = NotObservable(
+    "JAX's state is a value: the step returns the statistics once; (l.3) counts the updates in them"
+)
+_ORIGINAL_BERNOULLI = jax.random.bernoulli
+
+
+def dropout_key(seed: int) -> jax.Array:
+    """The dropout stream of `seed`: `fold_in(PRNGKey(seed), DROPOUT_FOLD)`."""
+    return jax.random.fold_in(jax.random.PRNGKey(np.int64(seed)), DROPOUT_FOLD)
+
+
+def fingerprint(key: jax.Array) -> bytes:
+    """A key's words as bytes (a typed key's data, or a raw uint32 key)."""
+    data = (
+        jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    )
+    return np.asarray(data).tobytes()
+
+
+#: Where `_record` puts what it sees: the list of the `observed_masks` context that is open.
+_SINK: list[list[np.ndarray]] = []
+
+
+def _record(mask) -> None:
+    # One function for every program: a compiled step, run again from jit's cache, calls the
+    # callback it was traced with, which must write to the context open now.
+    if _SINK:
+        _SINK[-1].append(np.array(mask, dtype=bool))
+
+
+def _observed_bernoulli(*args, **kwargs):
+    mask = _ORIGINAL_BERNOULLI(*args, **kwargs)
+    jax.debug.callback(_record, mask)
+    return mask
+
+
+@contextlib.contextmanager
+def observed_masks() -> Iterator[list[np.ndarray]]:
+    """Every mask `jax.random.bernoulli` draws while the block runs, in execution order: the
+    forward's first, then each recompute's. `jax.random.bernoulli` is wrapped while the block
+    is traced, so the callback is part of the program each execution runs: a step's compiled
+    function must be traced inside this context only (each front's step is)."""
+    seen: list[np.ndarray] = []
+    with _LOCK:
+        jax.random.bernoulli, _ = _observed_bernoulli, _SINK.append(seen)
+        try:
+            yield seen
+            jax.effects_barrier()
+        finally:
+            jax.random.bernoulli = _ORIGINAL_BERNOULLI
+            _SINK.pop()
+
+
+def checked(seed: Any, x: Any, features: Any, rate: Any, cotangent: Any):
+    """The step's arguments checked (`seed`, `x` (B, D), `features`, `rate`, `cotangent`
+    (B, F)), as `(seed, x, features, rate, cotangent)`, numpy copies."""
+    seed, features, rate, x = (
+        check_seed(seed),
+        check_features(features),
+        check_rate(rate),
+        check_batch(x),
+    )
+    check_sizes(x.shape[1], features)
+    cotangent = np.array(cotangent, dtype=np.float32, copy=True)
+    if cotangent.shape != (x.shape[0], features):
+        raise ValueError(
+            f"cotangent must have shape {(x.shape[0], features)}, got {cotangent.shape}"
+        )
+    return seed, x, features, rate, cotangent
+
+
+def initial(seed: int, dim: int, features: int) -> dict[str, np.ndarray]:
+    """The block's parameters (the first exercise's, then gamma ones and beta zeros) and its
+    statistics (mean zeros, var ones), by canonical name, as Flax linen inits them."""
+    w1, b1, w2, b2 = (np.asarray(a) for a in init_arrays(seed, dim, features))
+    ones, zeros = np.ones(features, np.float32), np.zeros(features, np.float32)
+    return {"w1": w1, "b1": b1, "gamma": ones, "beta": zeros.copy(), "w2": w2, "b2": b2,
+            "mean": zeros, "var": ones.copy()}  # fmt: skip
+
+
+def make_step(
+    y: Any, grads: Mapping[str, Any], masks: list[np.ndarray], mean: Any, var: Any,
+    *, rate: float, before: Any, after: Any, counters: Mapping[str, int] | None = None,
+    updates: int | NotObservable = UPDATES_UNCOUNTED,
+) -> StateStep:  # fmt: skip
+    """A `StateStep` from a step's arrays and the masks `observed_masks` saw (none at rate 0:
+    the block then draws nothing, and the mask is all kept)."""
+    y = np.asarray(y, np.float32)
+    if rate == 0.0:
+        mask, recomputes = np.ones(y.shape, bool), ()
+    elif not masks:
+        mask = NotObservable("no jax.random.bernoulli draw was seen in the step")
+        recomputes = mask
+    else:
+        mask, recomputes = masks[0], tuple(masks[1:])
+    return StateStep(
+        y=y,
+        grads={k: np.asarray(v, np.float32) for k, v in grads.items()},
+        mask=mask,
+        recompute_masks=recomputes,
+        running_mean=np.asarray(mean, np.float32),
+        running_var=np.asarray(var, np.float32),
+        counters=dict(counters or {}),
+        updates=updates,
+        rng_before=before if isinstance(before, NotObservable) else fingerprint(before),
+        rng_after=after if isinstance(after, NotObservable) else fingerprint(after),
+    )
