@@ -49,6 +49,9 @@ from implementations.stacks.tensorflow import (
     to_host_array,
 )
 from implementations.stacks.tensorflow import block as the_block
+from implementations.stacks.tensorflow import stateful as the_state_block
+from implementations.stateful import DEFAULT_VARIANT, StateStep
+from implementations.stateful_arguments import checked, initial
 
 Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
 
@@ -188,6 +191,28 @@ class TensorFlow(Port):
     }
     #: The block as the checkpoint runs it (mutants swap it).
     region: Callable = staticmethod(checkpointed_block)
+    #: The block with variables and RNGs (property (l); `stateful`): as a user writes it, and
+    #: the fix beside it.
+    state_variants: ClassVar[dict[str, str]] = {
+        DEFAULT_VARIANT: "tf.recompute_grad(block), tf.nn.dropout after tf.random.set_seed(seed), "
+        "the statistics assigned in the block",
+        "stateless": "tf.recompute_grad(block), tf.nn.experimental.stateless_dropout(seed=[seed, "
+        "1]), the statistics returned and assigned outside",
+    }
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
+    ) -> StateStep:  # fmt: skip
+        """The second exercise: one training step of the block from `seed`, eagerly, through
+        `tf.recompute_grad` (or plain, `checkpoint=False`), as `variant` writes it."""
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
+        arrays = initial(self.init_params(seed, x.shape[1], features))
+        return the_state_block.state_step(
+            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
+        )
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The exercise's init (XLA), made into TensorFlow's tensors and read
