@@ -2,8 +2,72 @@
 Keras itself adds is a documented degradation."""
 
 from implementations.expectations import Degradation, Expectations
+from implementations.stateful import DEFAULT_VARIANT, StateDeclaration, StateDegradation
+
+#: Keras's remat on TensorFlow is tf.recompute_grad (keras/src/backend/tensorflow/core.py,
+#: keras 3.15.1); no upstream report was found, the repro is ready for one.
+_UNREPORTED = (
+    "unreported upstream (keras.remat is tf.recompute_grad on TensorFlow, keras 3.15.1): "
+    "repros/keras_tensorflow_remat_dropout.py"
+)
+_SEEDING = (
+    "Dropout(rate, seed=seed): a keras.random.SeedGenerator(seed), a variable whose state "
+    "each draw advances"
+)
+_STATELESS = (
+    "; stateless_call takes the seed state as an argument and returns the next one: the "
+    "recompute draws from the same state, so the forward's mask, and the caller assigns the "
+    "new statistics and seed state once"
+)
+
+#: The block with variables and RNGs (property (l)), measured on keras 3.15.1;
+#: tests/keras/test_keras_stateful.py holds each count.
+STATEFUL = {
+    "keras_jax": {
+        DEFAULT_VARIANT: StateDeclaration(
+            "keras.remat(block.stateless_call) (jax.checkpoint)", _SEEDING + _STATELESS
+        ),
+    },
+    "keras_tensorflow": {
+        DEFAULT_VARIANT: StateDeclaration(
+            "keras.remat(lambda x: block(x, training=True)) (tf.recompute_grad)",
+            _SEEDING,
+            replay=False,
+            stream_kept=False,
+            updates=2,
+            degradations=(
+                StateDegradation(
+                    "replay",
+                    1,
+                    _UNREPORTED,
+                    "the recompute runs Dropout again, which draws from the seed generator's "
+                    "advanced state: 1 fresh mask, and the gradients are the fresh mask's",
+                ),
+                StateDegradation(
+                    "stream",
+                    1,
+                    _UNREPORTED,
+                    "the recompute's draw advances the seed generator once more",
+                ),
+                StateDegradation(
+                    "updates",
+                    2,
+                    _UNREPORTED,
+                    "the recompute runs BatchNormalization again in training mode: the moving "
+                    "statistics take a second update (1.99 x one update at momentum 0.99)",
+                ),
+            ),
+            fix="keras_tensorflow:stateless",
+            repro="repros/keras_tensorflow_remat_dropout.py",
+        ),
+        "stateless": StateDeclaration(
+            "keras.remat(block.stateless_call) (tf.recompute_grad)", _SEEDING + _STATELESS
+        ),
+    },
+}
 
 EXPECTATIONS = Expectations(
+    stateful=STATEFUL,
     degradations=(
         Degradation(
             "keras",

@@ -62,9 +62,20 @@ class _Seen:
         elif name == "AssignVariableOp" and inputs[0] is self._mean_handle:
             self.updates += 1
 
+    def drawn(self, rate: float, shape: tuple[int, ...]):
+        """`(mask, recompute_masks)` as a `StateStep` holds them: at rate 0 nothing is drawn,
+        so every element is kept and nothing is redrawn."""
+        if rate == 0.0:
+            return np.ones(shape, bool), ()
+        if not self.masks:
+            unseen = NotObservable("no dropout mask was seen in the step")
+            return unseen, unseen
+        return self.masks[0], tuple(self.masks[1:])
+
 
 @contextlib.contextmanager
-def _observed(mean: tf.Variable) -> Iterator[_Seen]:
+def observed(mean: tf.Variable) -> Iterator[_Seen]:
+    """The op callback on while the step runs: its kept masks, and `mean`'s assigns."""
     seen = _Seen(mean)
     op_callbacks.add_op_callback(seen)
     try:
@@ -132,7 +143,7 @@ def state_step(
     xt, g = tf.constant(x), tf.constant(cotangent)
     tf.random.set_seed(seed)
     before = rng_fingerprint()
-    with _observed(stats[0]) as seen:
+    with observed(stats[0]) as seen:
         with tf.GradientTape() as tape:
             tape.watch([xt, *params])
             if variant == "stateless":
@@ -144,12 +155,7 @@ def state_step(
                 y = (tf.recompute_grad(region) if checkpoint else region)(xt, *params)
         grads = tape.gradient(y, [*params, xt], output_gradients=g)
     after = rng_fingerprint()
-    if rate == 0.0:
-        mask, recomputes = np.ones(tuple(y.shape), bool), ()
-    elif not seen.masks:
-        mask = recomputes = NotObservable("no dropout mask was seen in the step")
-    else:
-        mask, recomputes = seen.masks[0], tuple(seen.masks[1:])
+    mask, recomputes = seen.drawn(rate, tuple(y.shape))
     return StateStep(
         y=y.numpy(),
         grads={n: t.numpy() for n, t in zip((*names, "x"), grads, strict=True)},
