@@ -86,7 +86,7 @@ def run(
 
     - `ports`: a port name or names (default: the profile's ports, as the CLI picks them:
       every registered port but the sharded ones, which only the `scale` profile runs).
-    - `properties`: letters ("c") or keys ("c_vjp") (default: every property, (a) to (k)).
+    - `properties`: letters ("c") or keys ("c_vjp") (default: every property, (a) to (l)).
     - `profile`: the Hypothesis profile (default: `$REMAT_PROFILE`, else "ci").
     - `examples`: examples per property (default: the profile's).
     - `mutants`: also hunt the mutants (default False here: the CLI's

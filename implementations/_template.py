@@ -25,8 +25,9 @@
 3. The class's own declarations (`name`, `framework`, `stack`, `extra`,
    `checkpoint_api`, `policies`) are checked when it is created.
 4. Run `python -m conformance --implementation <port> --no-mutants` until
-   every property, (a) to (k), is green ((k) skipped, saying why, until the
-   class declares a composition case: docs/PORTING.md, *Composition*).
+   every property, (a) to (l), is green ((k) skipped, saying why, until the
+   class declares a composition case: docs/PORTING.md, *Composition*; (l)
+   likewise until it offers the stateful block: *Randomness and state*).
 
 **A port on a stack that has a port base is shorter.** On JAX, subclass
 `implementations.stacks.jax.JaxPort` and define three methods, `to_native`,

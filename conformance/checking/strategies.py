@@ -403,3 +403,42 @@ def policy_cases(draw, scope: str = "menu") -> ParamCase:
         x=draw(x_vectors(dim)),
         cotangent=draw(cotangents(features)),
     )
+
+
+#: The block with variables and RNGs ((l)): (B, D, F). One shape on the menu, since each
+#: (shape, rate, checkpoint) is a compile on a compiling stack; the wide scope adds two.
+STATE_SHAPES = [(8, 5, 4)]
+STATE_EXTRA_SHAPES = [(4, 3, 6), (16, 7, 3)]
+#: Rates (l) draws: 0 (the statistics held across frameworks) and one that drops half.
+STATE_RATES = (0.0, 0.5)
+
+
+@dataclass(frozen=True)
+class StateCase:
+    """A step of the block with variables and RNGs: `seed`, `x` (B, D), `features`, `rate`
+    and the step's `cotangent` (B, F)."""
+
+    seed: int
+    x: np.ndarray
+    features: int
+    rate: float
+    cotangent: np.ndarray
+
+
+@st.composite
+def state_cases(draw, scope: str = "menu") -> StateCase:
+    """Cases for (l): a seed from any region, a normal x at a drawn scale (BatchNorm removes
+    the scale: the statistics of large and tiny batches), a normal cotangent."""
+    shapes(scope)  # the scope's check
+    menu = STATE_SHAPES + (STATE_EXTRA_SHAPES if scope == "wide" else [])
+    batch, dim, features = draw(st.sampled_from(menu))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    scale = draw(st.sampled_from([1.0, 1e-2, 1e2]))
+    x = (scale * rng.normal(size=(batch, dim))).astype(np.float32)
+    return StateCase(
+        seed=int(draw(seeds())),
+        x=x,
+        features=features,
+        rate=draw(st.sampled_from(STATE_RATES)),
+        cotangent=rng.normal(size=(batch, features)).astype(np.float32),
+    )

@@ -56,6 +56,7 @@ def _classes() -> dict[str, type]:
         strategies.SeededForwardCase,
         strategies.ParamCase,
         strategies.PrecisionCase,
+        strategies.StateCase,
         tolerance.ForwardAnalysis,
         tolerance.VJPAnalysis,
         precision.Scales,

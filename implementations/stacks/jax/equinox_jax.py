@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from implementations.composition import Nesting, case_of
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
+from implementations.stacks.jax.equinox_stateful import EquinoxStatefulBlock
 from implementations.stacks.jax.layers import TwoLayers
 from implementations.stacks.jax.policies import declaration, policy_function
 
@@ -61,7 +62,7 @@ def _linear(weight: Any, bias: Any) -> eqx.nn.Linear:
     return eqx.tree_at(lambda linear: (linear.weight, linear.bias), skeleton, (weight, bias))
 
 
-class EquinoxJax(JaxPort):
+class EquinoxJax(EquinoxStatefulBlock, JaxPort):
     """The Equinox port: `eqx.filter_checkpoint`, Flax's init in pure JAX."""
 
     name = "equinox_jax"

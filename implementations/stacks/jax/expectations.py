@@ -45,6 +45,28 @@ EXPECTATIONS = Expectations(
         "flax_linen": _replays(
             "nn.checkpoint(Block)", "rngs={'dropout': fold_in(PRNGKey(seed), 1)} at apply"
         ),
+        "flax_nnx": _replays(
+            "nnx.remat(Block.plain)",
+            "nnx.Rngs(dropout=fold_in(PRNGKey(seed), 1)), kept by nnx.Dropout as a key and a "
+            "counter that each draw advances (the stream: one draw per step, on and off)",
+        ),
+        "equinox_jax": _replays(
+            "eqx.filter_checkpoint(vmap(Block)), BatchNorm mode='batch'",
+            "the key fold_in(PRNGKey(seed), 1), split once per step, then into one key per "
+            "row (eqx.nn.Dropout sees one example under vmap)",
+            counters=("batch_counter",),
+        ),
+        "haiku": _replays(
+            "hk.remat(block)",
+            "hk.next_rng_key() of the apply's key fold_in(PRNGKey(seed), 1), split once per step",
+            var_start=0.0,
+            counters=("counter",),
+        ),
+        "jax_checkpoint": _replays(
+            "jax.checkpoint(block)",
+            "the key fold_in(PRNGKey(seed), 1), split once per step: the step draws from the "
+            "second half and hands the first back as the next step's key",
+        ),
     },
     # Measured on the five JAX fronts alike, in the grad jaxpr (the record's instrument).
     compositions={

@@ -25,6 +25,7 @@ from flax import nnx
 from implementations.composition import Nesting, case_of
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
+from implementations.stacks.jax.flax_nnx_stateful import NnxStatefulBlock
 from implementations.stacks.jax.layers import TwoLayers
 from implementations.stacks.jax.policies import declaration, policy_function
 
@@ -67,7 +68,7 @@ def merge(pure: dict) -> MLP:
     return nnx.merge(graphdef(*pure["linear1"]["kernel"].shape), pure)
 
 
-class FlaxNnx(JaxPort):
+class FlaxNnx(NnxStatefulBlock, JaxPort):
     """The Flax NNX port: `nnx.remat`, linen's init in pure JAX."""
 
     name = "flax_nnx"

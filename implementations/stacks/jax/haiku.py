@@ -21,6 +21,7 @@ import jax
 from implementations.composition import Nesting, case_of
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
+from implementations.stacks.jax.haiku_stateful import HaikuStatefulBlock
 from implementations.stacks.jax.policies import declaration, policy_function, tag
 
 # The MLP module's name scope and its layers' names, by creation order.
@@ -67,7 +68,7 @@ def transformed(features: int) -> hk.Transformed:
     return hk.without_apply_rng(hk.transform(forward))
 
 
-class Haiku(JaxPort):
+class Haiku(HaikuStatefulBlock, JaxPort):
     """The Haiku port: `hk.remat` inside `hk.transform`, Flax's init in pure JAX."""
 
     name = "haiku"

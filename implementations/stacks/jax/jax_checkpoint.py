@@ -17,6 +17,7 @@ from implementations.composition import Nesting, case_of
 from implementations.contract import PARAM_NAMES
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
+from implementations.stacks.jax.jax_checkpoint_stateful import StatefulBlock
 from implementations.stacks.jax.policies import declaration, policy_function, tag
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
@@ -54,7 +55,7 @@ def mlp(params: Tree, x: jax.Array, *, checkpoint: bool | Policy | Nesting = Tru
     return policy_block(policy)(params, x)
 
 
-class JaxCheckpoint(JaxPort):
+class JaxCheckpoint(StatefulBlock, JaxPort):
     """The plain JAX port: pure functions and `jax.checkpoint`, Flax's init in pure JAX."""
 
     name = "jax_checkpoint"

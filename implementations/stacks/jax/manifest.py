@@ -222,6 +222,38 @@ MANIFEST = Manifest(
             "forward and nn_checkpoint_forward of its own, never checkpointed (apply still is)",
             "jax_checkpoint",
         ),
+        *(
+            MutantEntry(
+                name, f"{_HERE}.jax_checkpoint_state_mutants:{target}", bug, "jax_checkpoint"
+            )
+            for name, target, bug in (
+                (
+                    "state_fresh_mask_on_recompute",
+                    "FreshMaskOnRecompute",
+                    "the stateful block's recompute draws a fresh dropout mask",
+                ),
+                (
+                    "state_updated_twice",
+                    "UpdatedTwice",
+                    "the running statistics updated twice under the checkpoint, declared once",
+                ),
+                (
+                    "state_dropout_unscaled",
+                    "DropoutUnscaled",
+                    "dropout keeps its elements without the 1 / (1 - rate) scale",
+                ),
+                (
+                    "state_checkpoint_advances_rng",
+                    "CheckpointAdvancesRng",
+                    "the checkpoint splits the RNG key once more",
+                ),
+                (
+                    "state_momentum_convention_swapped",
+                    "MomentumConventionSwapped",
+                    "momentum 0.99 applied in torch's convention (0.99 of the batch taken)",
+                ),
+            )
+        ),
         MutantEntry(
             "spmd_no_checkpoint",
             f"{_HERE}.jax_spmd_mutants:SpmdNoCheckpoint",

@@ -61,7 +61,7 @@ def _record(mask) -> None:
 
 def _observed_bernoulli(*args, **kwargs):
     mask = _ORIGINAL_BERNOULLI(*args, **kwargs)
-    jax.debug.callback(_record, mask)
+    jax.debug.callback(_record, mask, ordered=True)
     return mask
 
 
@@ -109,13 +109,19 @@ def initial(seed: int, dim: int, features: int) -> dict[str, np.ndarray]:
             "mean": zeros, "var": ones.copy()}  # fmt: skip
 
 
+def _state(rng: Any) -> Any:
+    # A key becomes its words; a fingerprint already made (NNX's key and counter) stays.
+    return rng if isinstance(rng, (NotObservable, bytes, tuple)) else fingerprint(rng)
+
+
 def make_step(
     y: Any, grads: Mapping[str, Any], masks: list[np.ndarray], mean: Any, var: Any,
     *, rate: float, before: Any, after: Any, counters: Mapping[str, int] | None = None,
     updates: int | NotObservable = UPDATES_UNCOUNTED,
 ) -> StateStep:  # fmt: skip
     """A `StateStep` from a step's arrays and the masks `observed_masks` saw (none at rate 0:
-    the block then draws nothing, and the mask is all kept)."""
+    the block then draws nothing, and the mask is all kept); `before` and `after`, the RNG
+    state, as a key or a fingerprint."""
     y = np.asarray(y, np.float32)
     if rate == 0.0:
         mask, recomputes = np.ones(y.shape, bool), ()
@@ -133,6 +139,6 @@ def make_step(
         running_var=np.asarray(var, np.float32),
         counters=dict(counters or {}),
         updates=updates,
-        rng_before=before if isinstance(before, NotObservable) else fingerprint(before),
-        rng_after=after if isinstance(after, NotObservable) else fingerprint(after),
+        rng_before=_state(before),
+        rng_after=_state(after),
     )

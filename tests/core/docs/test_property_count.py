@@ -42,7 +42,7 @@ RANGE = re.compile(r"a[)\"']\s*(?:to|through|-|\u2013|\u2014|\.\.)\s*[(\"']([a-z
 SUBSETS = {
     (
         "docs/PORTING.md",
-        "(a) to (j), and (k) skipped",
+        "(a) to (j), and (k) and (l) skipped",
     ): "an outside port with no composition case: tests/core/docs/test_porting_guide.py",
     (
         "docs/PORTING.md",
