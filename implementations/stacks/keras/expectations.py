@@ -11,8 +11,8 @@ _UNREPORTED = (
     "repros/keras_tensorflow_remat_dropout.py"
 )
 _SEEDING = (
-    "Dropout(rate, seed=seed): a keras.random.SeedGenerator(seed), a variable whose state "
-    "each draw advances"
+    "Dropout(rate, seed=seed mod 2**32): a keras.random.SeedGenerator (a uint32 seed on JAX), "
+    "a variable whose state each draw advances"
 )
 _STATELESS = (
     "; stateless_call takes the seed state as an argument and returns the next one: the "

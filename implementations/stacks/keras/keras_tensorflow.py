@@ -85,7 +85,7 @@ class KerasTensorFlow(StatefulKerasPort):
     #: The block with variables and RNGs (property (l)): as a user writes it, and the fix.
     state_variants: ClassVar[dict[str, str]] = {
         DEFAULT_VARIANT: "keras.remat(lambda x: block(x, training=True)), that is "
-        "tf.recompute_grad, Dropout(rate, seed=seed)",
+        "tf.recompute_grad, Dropout(rate, seed=seed mod 2**32)",
         "stateless": "keras.remat(block.stateless_call), the new statistics and seed state "
         "assigned outside the region",
     }

@@ -1,11 +1,12 @@
 """The block with variables and RNGs in Keras 3 (`implementations.stateful`, property (l)).
 
 Block = `Dense(F) -> BatchNormalization(momentum=0.99, epsilon=1e-5) -> ReLU ->
-Dropout(rate, seed=seed) -> Dense(F)`, a `keras.Sequential` called with `training=True`.
-Keras's momentum is Flax's convention (the old value kept) and its moving variance takes the
-biased batch variance; only epsilon (Keras's 1e-3) is set to the canonical 1e-5. `Dropout`
-draws from a `keras.random.SeedGenerator(seed)`, a variable whose state each draw advances.
-The region is `keras.remat(call)`: `tf.recompute_grad` on TensorFlow, `jax.checkpoint` on JAX.
+Dropout(rate, seed=seed mod 2**32) -> Dense(F)`, a `keras.Sequential` called with
+`training=True`. Keras's momentum is Flax's convention (the old value kept) and its moving
+variance takes the biased batch variance; only epsilon (Keras's 1e-3) is set to the
+canonical 1e-5. `Dropout` draws from a `keras.random.SeedGenerator`, a variable whose state
+each draw advances. The region is `keras.remat(call)`: `tf.recompute_grad` on TensorFlow,
+`jax.checkpoint` on JAX.
 
 Two ways to call it, as Keras offers them:
 
@@ -23,8 +24,10 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from ...stateful import EPSILON, MOMENTUM, NotObservable
+from ...stateful import EPSILON, MOMENTUM
 
+#: Keras's SeedGenerator keeps its seed in a uint32 on JAX: the block's seed is taken modulo.
+SEED_RANGE = 2**32
 #: The layers holding the block's parameters, by canonical name, in `trainable_variables` order.
 PARAM_ORDER = ("w1", "b1", "gamma", "beta", "w2", "b2")
 
@@ -41,7 +44,7 @@ def build(arrays: dict[str, np.ndarray], rate: float, seed: int) -> keras.Sequen
                     momentum=MOMENTUM, epsilon=EPSILON, dtype="float32"
                 ),
                 keras.layers.ReLU(dtype="float32"),
-                keras.layers.Dropout(rate, seed=seed, dtype="float32"),
+                keras.layers.Dropout(rate, seed=seed % SEED_RANGE, dtype="float32"),
                 keras.layers.Dense(features, dtype="float32"),
             ]
         )
@@ -64,5 +67,6 @@ def seed_state(block: keras.Sequential):
     return None if generator is None else generator.state
 
 
-#: The RNG state where Keras made no seed generator (Dropout(0) draws nothing).
-NO_GENERATOR = NotObservable("Dropout(rate=0) makes no seed generator: there is no RNG state")
+#: The RNG state where Keras made no seed generator: Dropout(0) draws nothing, so there is no
+#: state to move; empty, the same before and after.
+NO_GENERATOR = b""

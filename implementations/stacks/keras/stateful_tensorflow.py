@@ -13,13 +13,13 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from ...stateful import NotObservable, StateStep
+from ...stateful import StateStep
 from ..tensorflow.runtime import tf
 from ..tensorflow.stateful import observed
 from . import stateful
 
 
-def _fingerprint(block) -> bytes | NotObservable:
+def _fingerprint(block) -> bytes:
     state = stateful.seed_state(block)
     return stateful.NO_GENERATOR if state is None else np.asarray(state.numpy()).tobytes()
 
