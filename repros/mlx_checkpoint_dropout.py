@@ -1,8 +1,9 @@
-"""mx.checkpoint and mlx.nn.utils.checkpoint over nn.Dropout, which draws from mlx's global key.
+"""mlx.nn.utils.checkpoint over nn.Dropout and nn.BatchNorm (MLX's global random key, CPU).
 
-Dense -> BatchNorm -> relu -> Dropout(0.5) -> Dense, batch 8, CPU. Both rerun the block in the
-backward pass, where Dropout draws a new mask: the gradients differ while the forward values
-are the same. nn.utils.checkpoint also moves the running mean and the global key.
+Dense -> BatchNorm -> relu -> Dropout(0.5) -> Dense, batch 8. The checkpoint calls the module
+again in the backward pass: Dropout draws a new mask from the global key (the gradients
+differ while the forward values are the same, and the key is one draw ahead) and BatchNorm
+updates its running mean a second time (momentum 0.1: 1.90 x one update).
 """
 
 import mlx.core as mx
@@ -25,14 +26,12 @@ def step(fn):
     return np.array(y), grads, np.array(block.layers[1].running_mean), np.array(mx.random.state[0])
 
 
-def compare(name, on, off):
-    gap = max(np.abs(a - b).max() for a, b in zip(off[1], on[1], strict=True))
-    same = ["equal" if np.allclose(off[i], on[i]) else "different" for i in (0, 2)]
-    key = "kept" if (off[3] == on[3]).all() else "moved"
-    stats = f"running mean {same[1]}, key {key}"
-    return f"{name}: gradients differ by {gap:.1f}, forward {same[0]}, {stats}"
-
-
-off = step(block)
-on = {"mx.checkpoint": mx.checkpoint(block), "nn.utils.checkpoint": nn.utils.checkpoint(block)}
-print("; ".join(compare(name, step(fn), off) for name, fn in on.items()))
+off, on = step(block), step(nn.utils.checkpoint(block))
+gap = max(np.abs(a - b).max() for a, b in zip(off[1], on[1], strict=True))
+forward = "equal" if np.allclose(off[0], on[0]) else "different"
+key = "kept" if (off[3] == on[3]).all() else "moved"
+ratio = (on[2] / off[2]).mean()
+print(
+    f"gradients with checkpoint differ by {gap:.1f}, forward {forward}, "
+    f"running mean {ratio:.2f} x one update, key {key}"
+)
