@@ -226,6 +226,32 @@ class Mlx(Port):
     #: overrides `pullback` alone is timed by `vjp` whole (`conformance.comparison.warm`).
     vjp_builds_on: ClassVar[tuple[str, ...]] = ("pullback",)
 
+    #: The block with variables and RNGs (property (l); `stateful`): as a user writes it, and
+    #: the fix beside it.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "nn.utils.checkpoint(block) over nn.Dropout and nn.BatchNorm, after "
+        "mx.random.seed(seed)",
+        "explicit_key": "nn.utils.checkpoint(block), dropout on key=mx.random.key(seed), the "
+        "batch statistics returned and the running ones updated outside",
+    }
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = "default",
+    ) -> Any:  # fmt: skip
+        """The second exercise (`implementations.stateful`): one training step of the block
+        from `seed` through `nn.utils.checkpoint` (or plain), as `variant` writes it."""
+        from implementations.stacks.mlx import stateful
+        from implementations.stateful_arguments import checked, initial
+
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
+        arrays = initial(self.init_params(seed, x.shape[1], features))
+        return stateful.state_step(
+            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
+        )
+
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the MLX module and exported
         # again, so that the layout converters are part of what is checked.
