@@ -129,6 +129,34 @@ class HipsAutograd(Port):
             return block
         return composed(self.checkpointed, self.nesting(checkpoint))
 
+    #: The block with variables and RNGs (property (l); `stateful`): the port's checkpoint
+    #: and autograd's own over numpy's global generator, and the fix beside them.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "remat.checkpoint(block) (autograd.checkpoint's recipe, traced in backward), "
+        "dropout from np.random after np.random.seed(seed mod 2**32)",
+        "upstream": "autograd.checkpoint(block) (1.9.1) on the arrays as one tuple, dropout from "
+        "np.random after np.random.seed(seed mod 2**32)",
+        "explicit_seed": "remat.checkpoint(block), the mask from np.random.default_rng((seed, "
+        "1)) made in the block, the statistics applied once after the step",
+    }
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = "default",
+    ) -> Any:  # fmt: skip
+        """The second exercise (`implementations.stateful`): one training step of the block
+        from `seed` through the variant's checkpoint (or plain, `checkpoint=False`)."""
+        from implementations.stacks.autograd import stateful
+        from implementations.stateful_arguments import checked, initial
+
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
+        arrays = initial(self.init_params(seed, x.shape[1], features))
+        return stateful.state_step(
+            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
+        )
+
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, through the port's arrays and back, so that the
         # converters are part of what is checked.
