@@ -61,6 +61,33 @@ class Paddle(PooledHookPort):
     #: Layers lent to the contract's calls (keyed by class too, so a mutant gets its own).
     layers: ClassVar[LayerPool] = LayerPool()
 
+    #: The block with variables and RNGs (property (l); `stateful`): recompute as users call
+    #: it, its preserve_rng_state=False, and the fix beside them.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "fleet.utils.recompute(block, x) (preserve_rng_state=True) over Dropout and "
+        "BatchNorm1D, after paddle.seed(seed)",
+        "no_preserve": "fleet.utils.recompute(block, x, preserve_rng_state=False)",
+        "stats_outside": "fleet.utils.recompute(block, x), the batch statistics returned and "
+        "the running ones updated outside",
+    }
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = "default",
+    ) -> Any:  # fmt: skip
+        """The second exercise (`implementations.stateful`): one training step of the block
+        from `seed` through `recompute` (or plain, `checkpoint=False`), as `variant` calls it."""
+        from implementations.stacks.paddle import stateful
+        from implementations.stateful_arguments import checked, initial
+
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
+        arrays = initial(self.init_params(seed, x.shape[1], features))
+        return stateful.state_step(
+            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
+        )
+
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the Paddle module and exported
         # again, so that the conversions are part of what is checked.
