@@ -58,6 +58,32 @@ class MindSpore(PooledHookPort):
     #: Cells lent to the contract's calls (keyed by class too, so a mutant gets its own).
     cells: ClassVar[CellPool] = CellPool()
 
+    #: The block with variables and RNGs (property (l); `stateful`): both of MindSpore's
+    #: recompute spellings, and the fix beside them.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "Cell.recompute() on the block (ops.Dropout, the statistics assigned in it)",
+        "function": "mindspore.recompute(block, x)",
+        "stats_outside": "Cell.recompute() on the block, the batch statistics applied once "
+        "after the step",
+    }
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = "default",
+    ) -> Any:  # fmt: skip
+        """The second exercise (`implementations.stateful`): one training step of the block
+        from `seed` through the variant's recompute (or plain, `checkpoint=False`)."""
+        from implementations.stacks.mindspore import stateful
+        from implementations.stateful_arguments import checked, initial
+
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
+        arrays = initial(self.init_params(seed, x.shape[1], features))
+        return stateful.state_step(
+            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
+        )
+
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the cell and exported again.
         return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
