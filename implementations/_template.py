@@ -194,6 +194,20 @@ class TemplatePort(Port):
     # (implementations.expectations; property (j) holds them to the policy vocabulary).
     instrument_family: ClassVar[str] = ""
     expectations: ClassVar[dict[str, Any]] = {}
+    # TODO(port): the block with variables and RNGs (docs/PORTING.md, Randomness and state):
+    # each API variant with its native spelling, its declaration in the folder's
+    # expectations.py (`stateful`), and `state_step`; or `state_variants = {}` and
+    # `not_stateful = "<why your framework cannot>"`.
+    state_variants: ClassVar[dict[str, str]] = {"default": "TODO(port)"}
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = "default",
+    ) -> Any:  # fmt: skip
+        # TODO(port): one training step of the stateful block from `seed`, as an
+        # implementations.stateful.StateStep (its masks and RNG state as your instrument saw
+        # them). Property (l).
+        raise _todo("state_step: one training step of the block with dropout and BatchNorm")
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # TODO(port): the checks (canonical_params makes them), then the canonical init (see

@@ -93,6 +93,8 @@ class PortComparison:
     policies: list[Any] = field(default_factory=list)  # policy_matrix.PolicyCell, per policy
     # composition_matrix.CompositionCell, per composition case
     compositions: list[Any] = field(default_factory=list)
+    # state_matrix.StateCell, per API variant of the stateful block
+    states: list[Any] = field(default_factory=list)
     warm_forward_seconds: float | None = None  # the median
     warm_vjp_seconds: float | None = None
     # What the VJP time timed: "prepared_vjp" (the framework's call alone) or "vjp" (the
@@ -144,7 +146,7 @@ class Comparison:
         """Whether a port is broken, errored, exceeds a bound, fails the precision tier, keeps no
         fewer bytes with the checkpoint on than off (any ✗ of the verdict), or has a policy or
         composition cell that raised, disagrees with the canonical or shows what is not
-        declared."""
+        declared, or a stateful-block cell that contradicts its declaration."""
         for row in self.ports:
             if row.state == "broken" or row.error:
                 return True
@@ -156,7 +158,7 @@ class Comparison:
             off, on = row.residuals.get("off"), row.residuals.get("on")
             if off is not None and on is not None and on.bytes >= off.bytes:
                 return True
-            if any(cell.failed for cell in (*row.policies, *row.compositions)):
+            if any(cell.failed for cell in (*row.policies, *row.compositions, *row.states)):
                 return True
         return False
 
@@ -186,6 +188,11 @@ NOTES = {
     "wrapped twice, under a trainer's region; expressible or not, the kept roles and bytes, the "
     "forward matmuls in the forward pass and again in the backward, agreement with the "
     "canonical's checkpoint, and the stack's declaration (compare.composition_matrix)",
+    "states": "every API variant of the stateful block (implementations.stateful): declared "
+    "replay, stream and updates with each degradation's upstream reference, the fix and the "
+    "repro script; measured on one step (batch 8, rate 0.5): the share of the mask a recompute "
+    "changed, whether the RNG state moved, the canonical's updates the running mean shows; "
+    "each part held to the declaration by property (l)'s checks (compare.state_matrix)",
     "residuals": "backward_record(params, x, checkpoint=off/on): count and bytes leave "
     "parameters out; the list holds everything the instrument saw",
     "warm": "median seconds per call over samples interleaved with the other ports of the "

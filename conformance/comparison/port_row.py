@@ -11,7 +11,7 @@ from implementations.contract import Implementation, Params
 
 from ..checking import precision, provenance
 from ..checking.tolerance import INIT_ULPS, forward_bound, vjp_comparison
-from . import composition_matrix, policy_matrix
+from . import composition_matrix, policy_matrix, state_matrix
 from .model import Bits, Expected, PortComparison, diff, residuals
 
 
@@ -80,6 +80,7 @@ def compare_port(
             row.policies = policy_matrix.measure(port, canonical.policies, params, x, cotangent)
             checked = {"output": canonical.forward, "grads": canonical.grads}
             row.compositions = composition_matrix.measure(port, checked, params, x, cotangent)
+            row.states = state_matrix.measure(port, seed, params.dim, params.features)
     except Exception as error:  # a broken port gets a row that says so, not a crash
         row.error = f"{type(error).__name__}: {error}"
     return row

@@ -10,6 +10,7 @@ from ..tables.numbers import number
 from .composition_matrix import CompositionCell
 from .model import Bits, Comparison, Diff, PortComparison, Residuals
 from .policy_matrix import PolicyCell
+from .state_matrix import StateCell
 
 
 def _known(cls: type, found: dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +41,7 @@ def _row(found: dict[str, Any]) -> PortComparison:
     row.compositions = [
         CompositionCell(**_known(CompositionCell, c)) for c in found.get("compositions") or []
     ]
+    row.states = [StateCell(**_known(StateCell, c)) for c in found.get("states") or []]
     for key in ("warm_forward_seconds", "warm_vjp_seconds"):
         setattr(row, key, number(found.get(key)))
     row.warm_spread = {k: number(v) for k, v in (found.get("warm_spread") or {}).items()}

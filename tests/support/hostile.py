@@ -206,7 +206,8 @@ def run_json(done: subprocess.CompletedProcess) -> dict:
 
 def outcomes_of(report: dict, name: str) -> dict[str, dict]:
     """Port `name`'s outcomes by property, or the test fails saying why it has none. A (k)
-    skipped because the port declares no composition case is left out (it says so itself:
+    skipped because the port declares no composition case (an (l) with no stateful block) is
+    left out (it says so itself:
     tests/core/implementations/test_composition_rules.py), so that "every property passed" reads
     the rest."""
     (port,) = [p for p in report["ports"] if p["name"] == name]
@@ -214,11 +215,8 @@ def outcomes_of(report: dict, name: str) -> dict[str, dict]:
     if not outcomes:  # say why, rather than a KeyError later
         pytest.fail(f"{name}: no outcomes, state {port['state']}: {port.get('reason')}\n"
                     f"{port.get('output', '')[-2000:]}")  # fmt: skip
-    composed = outcomes.get("k_composition")
-    if (
-        composed
-        and composed["status"] == "skip"
-        and composed["message"].startswith("not expressible: ")
-    ):
-        del outcomes["k_composition"]
+    for key in ("k_composition", "l_state"):  # (l) likewise, for a port with no stateful block
+        found = outcomes.get(key)
+        if found and found["status"] == "skip" and found["message"].startswith("not expressible: "):
+            del outcomes[key]
     return outcomes

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from implementations import composition, manifests
+from implementations import composition
 from implementations.composition import Composed
 from implementations.contract import BackwardRecord, Implementation
 
 from .. import policy_expectations, strategies
 from ..checks import check_count, fail
 from ..tolerance import analyse_vjp, forward_bound
-from .schema import in_stack, on_port
+from .schema import in_stack, on_port, own_table, stack_tables
 from .shared import grads_of, record_of, values_under
 from .spec import Property
 
@@ -35,21 +35,12 @@ RERUN_FIELDS = "rerun_matmuls, nor backward_matmuls both with the checkpoint and
 def tables() -> dict[str, dict[str, Composed]]:
     """Every family's composition table the suite's stacks declare: family -> case ->
     `Composed`."""
-    merged: dict[str, dict[str, Composed]] = {}
-    for manifest in manifests.manifests():
-        if not manifest.expectations:
-            continue
-        for name, table in manifests.resolve(manifest.expectations).compositions.items():
-            if name in merged:
-                raise ValueError(f"instrument family {name!r} declares compositions twice")
-            merged[name] = dict(table)
-    return merged
+    return stack_tables("compositions", "instrument family")
 
 
 def own(port: Any) -> Mapping[str, Composed] | None:
     """The composition expectations `port` declares itself, or None."""
-    table = getattr(port, "composition_expectations", None)
-    return table if isinstance(table, Mapping) and table else None
+    return own_table(port, "composition_expectations")
 
 
 def table_of(port: Any) -> tuple[dict[str, Composed], str]:

@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from implementations import manifests, stateful, stateful_reference
+from implementations import stateful, stateful_reference
 from implementations.contract import Implementation
 from implementations.stacks.numpy import canonical_params
 from implementations.stateful import StateDeclaration, StateStep
 
 from .. import strategies
 from ..checks import check_shape, fail, within
-from .schema import in_stack, on_port
+from .schema import in_stack, on_port, own_table, stack_tables
 from .spec import Property
 
 #: (l.4)'s false-alarm rate: a correct port's masks fail the binomial test this rarely, and on
@@ -48,31 +48,25 @@ STATE_EXAMPLES = 3
 @functools.cache
 def tables() -> dict[str, dict[str, StateDeclaration]]:
     """Every port's declarations the stacks write: port -> variant -> `StateDeclaration`."""
-    merged: dict[str, dict[str, StateDeclaration]] = {}
-    for manifest in manifests.manifests():
-        if not manifest.expectations:
-            continue
-        for port, table in manifests.resolve(manifest.expectations).stateful.items():
-            if port in merged:
-                raise ValueError(f"port {port!r} declares the stateful block twice")
-            merged[port] = dict(table)
-    return merged
+    return stack_tables("stateful", "port")
 
 
 def own(port: Any) -> Mapping[str, StateDeclaration] | None:
     """The declarations `port` writes itself (variant -> `StateDeclaration`), or None."""
-    table = getattr(port, "state_declarations", None)
-    return table if isinstance(table, Mapping) and table else None
+    return own_table(port, "state_declarations")
 
 
 def declaration_of(port: Any, variant: str) -> tuple[StateDeclaration | None, str]:
     """`port`'s declaration for `variant` (None where none is written) and where it is looked
-    for, in words; a renamed port (a mutant) keeps its class's."""
+    for, in words."""
     mine = own(port)
     if mine is not None:
         return mine.get(variant), "in the port's own state_declarations"
-    name = getattr(type(port), "name", "") or port.name
-    table = tables().get(name) or tables().get(port.name, {})
+    # Its own name first, then each base's: a subclass keeps its base's declaration (a mutant,
+    # renamed; an outside port on a built-in one), as it keeps its base's step.
+    names = [port.name, *(vars(k)["name"] for k in type(port).__mro__ if "name" in vars(k))]
+    name = next((n for n in names if isinstance(n, str) and n in tables()), port.name)
+    table = tables().get(name, {})
     return table.get(variant), f"for {name} in its stack's expectations.py (stateful)"
 
 
@@ -83,7 +77,9 @@ def not_expressible(port: Any) -> str | None:
     return f"not expressible: {stateful.not_stateful(port)}"
 
 
-def _arrays(case) -> dict[str, np.ndarray]:
+def arrays_of(case) -> dict[str, np.ndarray]:
+    """The block's parameters for `case`'s seed, by canonical name: the first exercise's (the
+    numpy stack's Flax init), gamma ones, beta zeros."""
     params = canonical_params(case.seed, case.x.shape[1], case.features)
     features = case.features
     return {
@@ -96,7 +92,9 @@ def _arrays(case) -> dict[str, np.ndarray]:
     }
 
 
-def _step(port: Implementation, case, checkpoint: bool, variant: str, rate=None, seed=None):
+def step_of(port: Implementation, case, checkpoint: bool, variant: str, rate=None, seed=None):
+    """The port's `state_step` on `case` (at `rate` and `seed` where given), checked to be a
+    `StateStep` of the case's shapes."""
     rate = case.rate if rate is None else rate
     seed = case.seed if seed is None else seed
     what = f"state_step ({variant}, checkpoint {'on' if checkpoint else 'off'})"
@@ -105,18 +103,20 @@ def _step(port: Implementation, case, checkpoint: bool, variant: str, rate=None,
         fail(port.name, what, f"returned a {type(found).__name__}, not stateful.StateStep")
     batch, features = case.x.shape[0], case.features
     check_shape(port.name, f"{what}: y", found.y, (batch, features))
-    for name, mask in (("mask", found.mask), *(("recompute mask", m) for m in _seen(found))):
+    for name, mask in (("mask", found.mask), *(("recompute mask", m) for m in seen_masks(found))):
         if not isinstance(mask, stateful.NotObservable):
             check_shape(port.name, f"{what}: {name}", mask, (batch, features))
     return found
 
 
-def _seen(found: StateStep) -> tuple[np.ndarray, ...]:
+def seen_masks(found: StateStep) -> tuple[np.ndarray, ...]:
+    """The recompute masks `found` reports (none where they are not observable)."""
     masks = found.recompute_masks
     return () if isinstance(masks, stateful.NotObservable) else masks
 
 
-def _changed(mask: np.ndarray, other: np.ndarray) -> float:
+def changed(mask: np.ndarray, other: np.ndarray) -> float:
+    """The share of elements where two masks differ."""
     return float(np.mean(np.asarray(mask, bool) != np.asarray(other, bool)))
 
 
@@ -150,14 +150,14 @@ def check_replay(port, declaration, on: StateStep, off: StateStep, case, arrays)
     for found, side in ((on, "on"), (off, "off")):
         if isinstance(found.mask, stateful.NotObservable):
             fail(port.name, what, f"the forward's mask, checkpoint {side}: {found.mask}")
-    if case.rate > 0 and _changed(on.mask, off.mask):
+    if case.rate > 0 and changed(on.mask, off.mask):
         fail(
             port.name,
             what,
             f"from one RNG state, checkpoint on and off draw different masks "
-            f"({_changed(on.mask, off.mask):.0%} of the elements differ)",
+            f"({changed(on.mask, off.mask):.0%} of the elements differ)",
         )
-    fresh = [m for m in _seen(on) if _changed(m, on.mask)]
+    fresh = [m for m in seen_masks(on) if changed(m, on.mask)]
     degraded = declaration.degradation("replay") if case.rate > 0 else None
     mask, label = on.mask, ""
     if degraded is None and fresh:
@@ -165,8 +165,8 @@ def check_replay(port, declaration, on: StateStep, off: StateStep, case, arrays)
             port.name,
             what,
             f"the recompute drew a fresh mask: "
-            f"{_changed(fresh[0], on.mask):.0%} of its elements changed ({len(fresh)} of "
-            f"{len(_seen(on))} recomputes)",
+            f"{changed(fresh[0], on.mask):.0%} of its elements changed ({len(fresh)} of "
+            f"{len(seen_masks(on))} recomputes)",
         )
     if degraded is not None:
         held = f" (declared: {degraded.what}, {degraded.upstream})"
@@ -226,6 +226,35 @@ def _updates_fit(found: StateStep, expected_at, bound) -> int | None:
     return fits[0] if len(fits) == 1 else None
 
 
+def statistics(declaration: StateDeclaration, case, arrays):
+    """What (l.3) holds the statistics to: `expected_at(n)`, the running mean and variance
+    after n of the canonical's updates in the declaration's conventions, their bounds, and the
+    block's bounds at rate 0."""
+    kept_all = np.ones(case.cotangent.shape, bool)
+    base = stateful_reference.step(arrays, case.x, kept_all, 0.0, case.cotangent)
+    bounds = stateful_reference.bounds(arrays, case.x, kept_all, 0.0, case.cotangent, base)
+    batch = case.x.shape[0]
+    widen = batch / (batch - 1) if declaration.running_var == "unbiased" else 1.0
+
+    def expected_at(updates: int):
+        return stateful_reference.running(
+            base.mean, base.var, batch, updates, declaration.momentum, declaration.running_var,
+            declaration.var_start,
+        )  # fmt: skip
+
+    # Each update adds its own rounding to the batch statistic's error.
+    mean_bound = bounds["mean"] + 4 * stateful_reference.U * np.abs(expected_at(2)[0])
+    var_bound = widen * bounds["var"] + 4 * stateful_reference.U * np.abs(expected_at(2)[1])
+    return expected_at, mean_bound, var_bound, bounds
+
+
+def updates_seen(found: StateStep, declaration: StateDeclaration, case, arrays) -> int | None:
+    """How many of the canonical's updates (0 to 3) `found`'s running mean is, where one count
+    alone fits (None: none or several)."""
+    expected_at, mean_bound, _, _ = statistics(declaration, case, arrays)
+    return _updates_fit(found, expected_at, mean_bound)
+
+
 def check_state(port, declaration, on: StateStep, off: StateStep, case, arrays, reference) -> float:
     """(l.3) The statistics after one step are the declared number of the canonical's updates
     (once without the checkpoint), converted across momentum conventions; counters agree."""
@@ -239,28 +268,8 @@ def check_state(port, declaration, on: StateStep, off: StateStep, case, arrays, 
             f"its momentum {momentum.value} ({momentum.convention} "
             f"convention) keeps {kept:g} of the old value, the canonical {stateful.MOMENTUM}",
         )
-    base = stateful_reference.step(
-        arrays, case.x, np.ones(case.cotangent.shape, bool), 0.0, case.cotangent
-    )
-    bounds = stateful_reference.bounds(
-        arrays, case.x, np.ones(case.cotangent.shape, bool), 0.0, case.cotangent, base
-    )
-    batch = case.x.shape[0]
-    widen = batch / (batch - 1) if declaration.running_var == "unbiased" else 1.0
-
-    def expected_at(updates: int):
-        return stateful_reference.running(
-            base.mean,
-            base.var,
-            batch,
-            updates,
-            declaration.momentum,
-            declaration.running_var,
-            declaration.var_start,
-        )
-
-    mean_bound = bounds["mean"] + 4 * stateful_reference.U * np.abs(expected_at(2)[0])
-    var_bound = widen * bounds["var"] + 4 * stateful_reference.U * np.abs(expected_at(2)[1])
+    expected_at, mean_bound, var_bound, bounds = statistics(declaration, case, arrays)
+    unbiased = declaration.running_var == "unbiased"
     worst = 0.0
     for found, side, updates in ((off, "off", 1), (on, "on", declaration.updates)):
         degraded = declaration.degradation("updates") if updates != 1 else None
@@ -316,7 +325,7 @@ def check_state(port, declaration, on: StateStep, off: StateStep, case, arrays, 
                 2 * bounds["y"],
             ),
         )
-        if declaration.updates == 1 and declaration.var_start == 1.0 and widen == 1.0:
+        if declaration.updates == 1 and declaration.var_start == 1.0 and not unbiased:
             for name, mine, theirs, bound in (
                 ("running mean", on.running_mean, canonical["running_mean"], 2 * mean_bound),
                 ("running variance", on.running_var, canonical["running_var"], 2 * var_bound),
@@ -349,7 +358,7 @@ def binomial_p(kept: int, total: int, p: float) -> float:
     return min(1.0, sum(math.exp(v) for v in logs if v <= here))
 
 
-def check_law(port, variant: str, case, arrays_of) -> float:
+def check_law(port, variant: str, case, arrays_at) -> float:
     """(l.4) Masks from `LAW_SEEDS` at `LAW_RATE` keep 1 - rate of the elements (binomial test
     at `FALSE_ALARM`), and each step's output is its kept elements scaled by 1 / (1 - rate)."""
     what = f"(l.4) the mask's law (rate {LAW_RATE}, seeds {LAW_SEEDS[0]} to {LAW_SEEDS[-1]})"
@@ -357,11 +366,11 @@ def check_law(port, variant: str, case, arrays_of) -> float:
     worst = 0.0
     law_case = strategies.StateCase(0, case.x, case.features, LAW_RATE, case.cotangent)
     for seed in LAW_SEEDS:
-        found = _step(port, law_case, True, variant, LAW_RATE, seed)
+        found = step_of(port, law_case, True, variant, LAW_RATE, seed)
         if isinstance(found.mask, stateful.NotObservable):
             fail(port.name, what, f"the forward's mask: {found.mask}")
         kept, total = kept + int(np.sum(found.mask)), total + found.mask.size
-        arrays = arrays_of(seed)
+        arrays = arrays_at(seed)
         unscaled = stateful_reference.step(arrays, case.x, found.mask, 0.0, case.cotangent)
         scaled = stateful_reference.step(arrays, case.x, found.mask, LAW_RATE, case.cotangent)
         bound = stateful_reference.bounds(
@@ -407,8 +416,11 @@ def prepare_state(canonical: Implementation, case) -> dict[str, Any] | None:
 def check_state_property(port: Implementation, reference: Any, case) -> float:
     """(l) Every variant the port declares: replay, the stream, state once, the mask's law."""
     worst = 0.0
-    arrays = _arrays(case)
+    arrays = arrays_of(case)
     for variant in stateful.variants(port):
+        # The steps first: an unfinished port fails on its own TODO, not on what it declares.
+        on = step_of(port, case, True, variant)
+        off = step_of(port, case, False, variant)
         declaration, whose = declaration_of(port, variant)
         if declaration is None:
             fail(
@@ -417,18 +429,16 @@ def check_state_property(port: Implementation, reference: Any, case) -> float:
                 f"no declaration of the stateful block is written down (looked for one "
                 f"{whose}; docs/PORTING.md, Randomness and state)",
             )
-        on = _step(port, case, True, variant)
-        off = _step(port, case, False, variant)
         worst = max(worst, check_replay(port, declaration, on, off, case, arrays))
         check_stream(port, declaration, on, off, case.rate)
         worst = max(worst, check_state(port, declaration, on, off, case, arrays, reference))
 
-        def arrays_of(seed, case=case):
-            return _arrays(
+        def law_arrays(seed, case=case):
+            return arrays_of(
                 strategies.StateCase(seed, case.x, case.features, LAW_RATE, case.cotangent)
             )
 
-        worst = max(worst, check_law(port, variant, case, arrays_of))
+        worst = max(worst, check_law(port, variant, case, law_arrays))
     return worst
 
 

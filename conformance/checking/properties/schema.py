@@ -49,6 +49,28 @@ def in_stack(name: str, type: Any, meaning: str, reader: Callable | None = None)
     return Declaration(name, "stack", type, meaning, reader)
 
 
+def stack_tables(field: str, keyed_by: str) -> dict[str, dict[str, Any]]:
+    """Every stack's `Expectations.<field>` merged: key (a `keyed_by`, a family or a port) ->
+    its table; `ValueError` where two stacks declare one key."""
+    from implementations import manifests  # the manifests are read where a table is asked for
+
+    merged: dict[str, dict[str, Any]] = {}
+    for manifest in manifests.manifests():
+        if not manifest.expectations:
+            continue
+        for key, table in getattr(manifests.resolve(manifest.expectations), field).items():
+            if key in merged:
+                raise ValueError(f"{keyed_by} {key!r} declares {field} twice")
+            merged[key] = dict(table)
+    return merged
+
+
+def own_table(port: Any, attribute: str) -> Mapping[str, Any] | None:
+    """The non-empty mapping `port` declares itself as `attribute`, or None."""
+    table = getattr(port, attribute, None)
+    return table if isinstance(table, Mapping) and table else None
+
+
 def conforms(value: Any, kind: Any) -> bool:
     """Whether `value` is of `kind`: a class, `Any`, a union, `Callable[...]`, `Mapping[K, V]`,
     `Sequence[T]` (not a string) or `tuple[T, ...]`, checked through (`TypeError` naming

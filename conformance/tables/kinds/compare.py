@@ -15,7 +15,8 @@ The terminal's, in order:
 4. **recomputed ops**, once per distinct list (`recomputed_lines`): ports
    that rerun the same ops share a line;
 5. the policy and composition grids, a line per port, the findings under each;
-6. the legend, the wall time and the load.
+6. the randomness-and-state matrix (`compare_state`): port x variant of the stateful block;
+7. the legend, the wall time and the load.
 
 A comparison is a `comparison.Comparison` (measured, or `comparison.restore`d from its JSON),
 read by its fields and its `failed` verdict: this floor imports nothing from `comparison`.
@@ -36,7 +37,7 @@ from ...checking.properties.k_composition import rerun_matmuls
 from .. import numbers
 from ..model import Block, Cell, Column, Document, Items, Paragraph, Section, Table, TableBuilder
 from ..render import terminal as terminal_render
-from . import compare_grids
+from . import compare_grids, compare_state
 
 PASS, FAIL = "✓", "✗"
 
@@ -431,6 +432,10 @@ def _grid(found: tuple[Table | None, Items]) -> list[Block]:
     return [replace(table, caption=""), *([findings] if findings.items else [])]
 
 
+def _present(table: Table | None) -> list[Block]:
+    return [] if table is None else [table]
+
+
 def _lines(heading: str, lines: list[str]) -> list[Block]:
     return [Items(heading, tuple(lines))] if lines else []
 
@@ -467,6 +472,7 @@ def document(comparison: Any) -> Document:
         *_lines(RECOMPUTED_HEADING, recomputed_lines(comparison)),
         *_grid(compare_grids.terminal_policy_grid(ports)),
         *_grid(compare_grids.terminal_composition_grid(ports)),
+        *_present(compare_state.state_table(ports)),
     ]
     parts = (Section("", tuple(blocks)), Section("", tuple(closing(comparison))))
     return Document("compare", title(comparison, "every port side by side"), parts)
@@ -489,6 +495,8 @@ def verdict_line(comparison: Any) -> Paragraph:
             crosses = [key for key in crosses if key != "agree"]
         if any(cell.failed for cell in row.policies):
             crosses.append("policies")
+        if any(cell.failed for cell in row.states):
+            crosses.append("randomness and state")
         if crosses:
             broken.append(f"{row.name} (✗ {', '.join(crosses)})")
     failed = comparison.failed
@@ -511,7 +519,8 @@ def print_comparison(comparison: Any, console: Console) -> None:
 def page_blocks(comparison: Any, held: dict[str, str] | None = None) -> list[Block]:
     """What the report page and its Markdown show of a comparison: the summary, the policy
     grid and the composition grid (each port's full lines in its details; `held`: port ->
-    whose expectations held its records), the precision table and the matmul settings. A
+    whose expectations held its records), the randomness-and-state matrix, the precision table
+    and the matmul settings. A
     report from before the policy or composition matrices says it has none."""
     policies = compare_grids.policy_grid(comparison, held)
     compositions = compare_grids.composition_grid(comparison)
@@ -521,6 +530,11 @@ def page_blocks(comparison: Any, held: dict[str, str] | None = None) -> list[Blo
         summary_table(comparison),
         policies or Paragraph("No policy matrix: " + said.format("per-port policies")),
         compositions or Paragraph("No composition matrix: " + said.format("composition cases")),
+        compare_state.state_table(comparison.ports)
+        or Paragraph(
+            "No randomness-and-state matrix: no port in this report offers the "
+            "stateful block (or it was made by an older version)."
+        ),
         precision_table(comparison),
         *_lines(SETTINGS_HEADING, settings),
     ]

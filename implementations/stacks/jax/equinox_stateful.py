@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...stateful import DEFAULT_VARIANT, MOMENTUM, StateStep
-from .stateful import checked, dropout_key, initial, make_step, observed_masks
+from .stateful import StatefulFront, checked, dropout_key, initial, make_step, observed_masks
 
 AXIS = "batch"
 
@@ -113,17 +113,10 @@ def equinox_state_step(
     )  # fmt: skip
 
 
-class EquinoxStatefulBlock:
+class EquinoxStatefulBlock(StatefulFront):
     """`state_step` for the Equinox port."""
 
     state_variants: ClassVar[dict[str, str]] = {
         DEFAULT_VARIANT: "eqx.filter_checkpoint(vmap(Block)), BatchNorm mode='batch'"
     }
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
-    ) -> StateStep:  # fmt: skip
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        return equinox_state_step(seed, x, features, rate, cotangent, checkpoint)
+    run_state_step = staticmethod(equinox_state_step)

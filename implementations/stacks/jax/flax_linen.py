@@ -20,6 +20,7 @@ from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort, checked_x
 from implementations.stacks.jax import flax_linen_stateful as stateful
 from implementations.stacks.jax.policies import declaration, policy_function, tag
+from implementations.stacks.jax.stateful import StatefulFront
 from implementations.stateful import DEFAULT_VARIANT, StateStep
 
 
@@ -84,7 +85,7 @@ def compiled_apply(module: type[nn.Module], features: int):
     return jax.jit(module(features=features).apply)
 
 
-class FlaxLinen(JaxPort):
+class FlaxLinen(StatefulFront, JaxPort):
     """The canonical port: Flax linen `nn.checkpoint`."""
 
     name = "flax_linen"
@@ -110,14 +111,9 @@ class FlaxLinen(JaxPort):
     state_checkpointed: type[nn.Module] = stateful.CheckpointBlock
     state_plain: type[nn.Module] = stateful.Block
 
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
-    ) -> StateStep:  # fmt: skip
+    def run_state_step(self, seed, x, features, rate, cotangent, checkpoint: bool) -> StateStep:
         """The second exercise: one training step of `nn.checkpoint(Block)` (or Block, for
         `checkpoint=False`) from `seed` (`implementations.stateful`)."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
         module = self.state_checkpointed if checkpoint else self.state_plain
         return stateful.linen_state_step(module, seed, x, features, rate, cotangent)
 

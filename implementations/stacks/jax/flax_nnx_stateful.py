@@ -18,7 +18,7 @@ import numpy as np
 from flax import nnx
 
 from ...stateful import DEFAULT_VARIANT, StateStep
-from .stateful import checked, dropout_key, initial, make_step, observed_masks
+from .stateful import StatefulFront, checked, dropout_key, initial, make_step, observed_masks
 
 
 class Block(nnx.Module):
@@ -99,15 +99,8 @@ def nnx_state_step(
     )  # fmt: skip
 
 
-class NnxStatefulBlock:
+class NnxStatefulBlock(StatefulFront):
     """`state_step` for the NNX port."""
 
     state_variants: ClassVar[dict[str, str]] = {DEFAULT_VARIANT: "nnx.remat(Block.plain)"}
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
-    ) -> StateStep:  # fmt: skip
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        return nnx_state_step(seed, x, features, rate, cotangent, checkpoint)
+    run_state_step = staticmethod(nnx_state_step)

@@ -8,6 +8,7 @@
 - `make_step(...)`: a `StateStep` from a step's arrays and the observed draws.
 - `initial(seed, dim, features)`: the block's parameters and statistics as numpy arrays,
   Flax's init (the first exercise's parameters, then BatchNorm's ones and zeros).
+- `StatefulFront`: a front's `state_step`, its variant checked, from its `run_state_step`.
 
 Imports jax and numpy only.
 """
@@ -17,13 +18,20 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import numpy as np
 
 from ...contract import check_features, check_seed, check_sizes
-from ...stateful import DROPOUT_FOLD, NotObservable, StateStep, check_batch, check_rate
+from ...stateful import (
+    DEFAULT_VARIANT,
+    DROPOUT_FOLD,
+    NotObservable,
+    StateStep,
+    check_batch,
+    check_rate,
+)
 from .flax_init import init_arrays
 
 _LOCK = threading.Lock()
@@ -142,3 +150,24 @@ def make_step(
         rng_before=_state(before),
         rng_after=_state(after),
     )
+
+
+class StatefulFront:
+    """`state_step` for a JAX front with one API variant: the variant checked, then its own
+    `run_state_step(seed, x, features, rate, cotangent, checkpoint)`."""
+
+    state_variants: ClassVar[dict[str, str]] = {}
+
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
+    ) -> StateStep:  # fmt: skip
+        """One training step of the stateful block from `seed` (`implementations.stateful`)."""
+        if variant not in self.state_variants:
+            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
+        return self.run_state_step(seed, x, features, rate, cotangent, bool(checkpoint))
+
+    def run_state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any, checkpoint: bool
+    ) -> StateStep:
+        raise NotImplementedError

@@ -1,0 +1,141 @@
+"""Property (l) on a numpy port written from the contract (`implementations.stateful`): the
+right step passes every part, and each bug fails its own part, naming it, without JAX."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from conformance.checking.checks import ConformanceError
+from conformance.checking.properties import l_state
+from conformance.checking.strategies import StateCase
+from implementations import stateful, stateful_reference
+from implementations.stateful import (
+    DEFAULT_VARIANT,
+    Momentum,
+    StateDeclaration,
+    StateDegradation,
+    StateStep,
+)
+
+TWICE = StateDegradation("updates", 2, "pytorch#96136", "the recompute updates again")
+
+
+class NumpyBlock:
+    """The block in numpy, its mask from numpy's generator seeded by `seed`; each keyword
+    is one bug (or one declared degradation)."""
+
+    name = "numpy_block"
+    state_variants: ClassVar[dict[str, str]] = {DEFAULT_VARIANT: "a hand-written recompute"}
+
+    def __init__(self, declaration=None, *, fresh=False, moves=False, updates=1, scale=True,
+                 kept=stateful.MOMENTUM):  # fmt: skip
+        self.state_declarations = {
+            DEFAULT_VARIANT: declaration or StateDeclaration("recompute", "default_rng(seed)")
+        }
+        self.fresh, self.moves, self.updates, self.scale, self.kept = (
+            fresh,
+            moves,
+            updates,
+            scale,
+            kept,
+        )
+
+    def state_step(
+        self, seed, x, features, rate, cotangent, checkpoint=True, variant=DEFAULT_VARIANT
+    ):
+        rng = np.random.default_rng(seed)
+        arrays = l_state.arrays_of(StateCase(seed, x, features, rate, cotangent))
+        mask = rng.random((x.shape[0], features)) >= rate
+        redrawn = rng.random(mask.shape) >= rate if self.fresh and checkpoint else mask
+        used = rate if self.scale else 0.0  # unscaled: the kept elements as they are
+        forward = stateful_reference.step(arrays, x, mask, used, cotangent)
+        backward = stateful_reference.step(arrays, x, redrawn, used, cotangent)
+        n = self.updates if checkpoint else 1
+        mean, var = stateful_reference.running(
+            forward.mean, forward.var, x.shape[0], n, Momentum("keep", self.kept)
+        )
+        draws = 1 + (self.moves and checkpoint)
+        return StateStep(
+            y=forward.y.astype(np.float32),
+            grads={k: v.astype(np.float32) for k, v in backward.grads.items()},
+            mask=mask, recompute_masks=(redrawn,) if checkpoint else (),
+            running_mean=mean.astype(np.float32), running_var=var.astype(np.float32),
+            rng_before=(seed, 0), rng_after=(seed, draws),
+        )  # fmt: skip
+
+
+def _case(rate=0.5) -> StateCase:
+    rng = np.random.default_rng(0)
+    x, cotangent = rng.normal(size=(8, 5)), rng.normal(size=(8, 4))
+    return StateCase(3, x.astype(np.float32), 4, rate, cotangent.astype(np.float32))
+
+
+def _check(port, rate=0.5):
+    return l_state.check_state_property(port, None, _case(rate))
+
+
+def test_the_right_step_passes_every_part():
+    assert _check(NumpyBlock()) < 1.0
+    assert _check(NumpyBlock(), rate=0.0) < 1.0
+
+
+@pytest.mark.parametrize(
+    ("port", "rate", "part", "said"),
+    [
+        (NumpyBlock(fresh=True), 0.5, "(l.1) replay", "fresh mask"),
+        (NumpyBlock(moves=True), 0.5, "(l.2) the stream", "differs with the checkpoint on and"),
+        (
+            NumpyBlock(updates=2),
+            0.5,
+            "(l.3) state once",
+            "2 of the canonical's updates, expected 1",
+        ),
+        (NumpyBlock(kept=0.01), 0.5, "(l.3) state once", "no number (0 to 3)"),
+        # At rate 0 the step is right; only the law's own steps, at rate 0.5, see it.
+        (NumpyBlock(scale=False), 0.0, "(l.4) the mask's law", "scaled by 1, expected"),
+    ],
+    ids=["fresh mask", "stream moved", "updated twice", "momentum swapped", "unscaled"],
+)
+def test_each_bug_fails_its_own_part(port, rate, part, said):
+    with pytest.raises(ConformanceError) as raised:
+        _check(port, rate)
+    assert part in str(raised.value)
+    assert said in str(raised.value)
+
+
+def test_a_declared_degradation_is_held_to_its_count_both_ways():
+    twice = StateDeclaration("recompute", "default_rng(seed)", updates=2, degradations=(TWICE,))
+    assert _check(NumpyBlock(twice, updates=2)) < 1.0
+    with pytest.raises(ConformanceError, match="1 of the canonical's updates, expected 2"):
+        _check(NumpyBlock(twice, updates=1))
+
+
+def test_a_declared_fresh_mask_is_held_to_the_recompute_s_mask():
+    fresh = StateDegradation("replay", 1, "pytorch#190717", "recomputes with a fresh mask")
+    declared = StateDeclaration("recompute", "global", replay=False, degradations=(fresh,))
+    assert _check(NumpyBlock(declared, fresh=True)) < 1.0
+    with pytest.raises(ConformanceError, match="0 recompute"):
+        _check(NumpyBlock(declared, fresh=False))
+
+
+def test_an_unobservable_mask_fails_replay_with_its_reason_never_a_pass():
+    class Blind(NumpyBlock):
+        def state_step(self, *args, **kwargs):
+            found = super().state_step(*args, **kwargs)
+            unseen = stateful.NotObservable("compiled away")
+            return StateStep(**{**found.__dict__, "mask": unseen})
+
+    with pytest.raises(ConformanceError, match="not observable: compiled away"):
+        _check(Blind())
+
+
+def test_the_binomial_test_s_false_alarm_is_what_it_states():
+    # Exact: the two-sided p-value of the most likely count is 1; of all-kept, 2 * 0.5**n.
+    assert l_state.binomial_p(256, 512, 0.5) == pytest.approx(1.0)
+    assert l_state.binomial_p(512, 512, 0.5) == pytest.approx(2 * 0.5**512, rel=1e-6)
+    assert (
+        l_state.binomial_p(330, 512, 0.5) < l_state.FALSE_ALARM < l_state.binomial_p(300, 512, 0.5)
+    )
