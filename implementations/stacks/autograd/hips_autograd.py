@@ -31,9 +31,11 @@ from implementations.contract import (
 )
 from implementations.stacks import Port
 from implementations.stacks.autograd import STACK, as_input, checkpoint, instrument, to_host_array
+from implementations.stacks.autograd import stateful as block_with_state
 from implementations.stacks.autograd.block import block, checkpointed_block
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
+from implementations.stateful_arguments import checked, initial
 
 #: The block's parameters, in the order the block takes them (canonical names and layout).
 NAMES = ("w1", "b1", "w2", "b2")
@@ -146,14 +148,11 @@ class HipsAutograd(Port):
     ) -> Any:  # fmt: skip
         """The second exercise (`implementations.stateful`): one training step of the block
         from `seed` through the variant's checkpoint (or plain, `checkpoint=False`)."""
-        from implementations.stacks.autograd import stateful
-        from implementations.stateful_arguments import checked, initial
-
         if variant not in self.state_variants:
             raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
         seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
         arrays = initial(self.init_params(seed, x.shape[1], features))
-        return stateful.state_step(
+        return block_with_state.state_step(
             arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
         )
 

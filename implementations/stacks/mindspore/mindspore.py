@@ -30,10 +30,12 @@ from implementations.stacks.mindspore import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.mindspore import stateful as block_with_state
 from implementations.stacks.mindspore.instrument import backward_of
 from implementations.stacks.mindspore.mlp import composed
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
+from implementations.stateful_arguments import checked, initial
 
 
 class MindSpore(PooledHookPort):
@@ -73,14 +75,11 @@ class MindSpore(PooledHookPort):
     ) -> Any:  # fmt: skip
         """The second exercise (`implementations.stateful`): one training step of the block
         from `seed` through the variant's recompute (or plain, `checkpoint=False`)."""
-        from implementations.stacks.mindspore import stateful
-        from implementations.stateful_arguments import checked, initial
-
         if variant not in self.state_variants:
             raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
         seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
         arrays = initial(self.init_params(seed, x.shape[1], features))
-        return stateful.state_step(
+        return block_with_state.state_step(
             arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
         )
 

@@ -32,8 +32,10 @@ from implementations.contract import (
 from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.mlx import STACK, Tap, as_input, no_tap, to_host_array
+from implementations.stacks.mlx import stateful as block_with_state
 from implementations.stacks.mlx.instrument import read
 from implementations.stacks.numpy import canonical_params, out_in
+from implementations.stateful_arguments import checked, initial
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
 STATE_NAMES = out_in.NAMES  # `tree_flatten(model.parameters())`'s names, canonical order
@@ -241,14 +243,11 @@ class Mlx(Port):
     ) -> Any:  # fmt: skip
         """The second exercise (`implementations.stateful`): one training step of the block
         from `seed` through `nn.utils.checkpoint` (or plain), as `variant` writes it."""
-        from implementations.stacks.mlx import stateful
-        from implementations.stateful_arguments import checked, initial
-
         if variant not in self.state_variants:
             raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
         seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
         arrays = initial(self.init_params(seed, x.shape[1], features))
-        return stateful.state_step(
+        return block_with_state.state_step(
             arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
         )
 

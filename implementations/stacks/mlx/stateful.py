@@ -30,7 +30,6 @@ import mlx.nn as nn
 import numpy as np
 
 from ...stateful import MOMENTUM, NotObservable, StateStep
-from .mlx import CanonicalLinear
 
 #: MLX's momentum, torch's convention: the share of the batch taken.
 TAKEN = 1.0 - MOMENTUM
@@ -76,12 +75,17 @@ def build(arrays: dict[str, np.ndarray], rate: float) -> nn.Sequential:
     norm.running_mean, norm.running_var = mx.array(arrays["mean"]), mx.array(arrays["var"])
     norm.updates = 0
     return nn.Sequential(
-        CanonicalLinear(mx.array(arrays["w1"].T), mx.array(arrays["b1"])),  # (out, in)
-        norm,
-        nn.ReLU(),
-        nn.Dropout(rate),
-        CanonicalLinear(mx.array(arrays["w2"].T), mx.array(arrays["b2"])),
-    )
+        _linear(arrays["w1"], arrays["b1"]), norm, nn.ReLU(), nn.Dropout(rate),
+        _linear(arrays["w2"], arrays["b2"]),
+    )  # fmt: skip
+
+
+def _linear(kernel: np.ndarray, bias: np.ndarray) -> nn.Linear:
+    """An `nn.Linear` holding a canonical `(in, out)` kernel as its `(out, in)` weight. Its own
+    init draws from the global key: `state_step` seeds the key after building the block."""
+    linear = nn.Linear(*kernel.shape)
+    linear.update({"weight": mx.array(kernel.T), "bias": mx.array(bias)})
+    return linear
 
 
 @contextlib.contextmanager

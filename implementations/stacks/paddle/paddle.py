@@ -31,9 +31,11 @@ from implementations.stacks.paddle import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.paddle import stateful as block_with_state
 from implementations.stacks.paddle.observed import backward_of
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
+from implementations.stateful_arguments import checked, initial
 
 if TYPE_CHECKING:  # imported by the stack, under its warning filter
     import paddle
@@ -77,14 +79,11 @@ class Paddle(PooledHookPort):
     ) -> Any:  # fmt: skip
         """The second exercise (`implementations.stateful`): one training step of the block
         from `seed` through `recompute` (or plain, `checkpoint=False`), as `variant` calls it."""
-        from implementations.stacks.paddle import stateful
-        from implementations.stateful_arguments import checked, initial
-
         if variant not in self.state_variants:
             raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
         seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
         arrays = initial(self.init_params(seed, x.shape[1], features))
-        return stateful.state_step(
+        return block_with_state.state_step(
             arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
         )
 

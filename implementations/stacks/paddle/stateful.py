@@ -28,13 +28,13 @@ import pickle
 from collections.abc import Iterator
 
 import numpy as np
-import paddle
-from paddle import _C_ops
-from paddle.distributed.fleet.utils import recompute
 
 from ...stateful import EPSILON, MOMENTUM, NotObservable, StateStep
+from .loaded import paddle  # the stack's guarded import, first
 
+_C_ops = paddle._C_ops
 _DROPOUT = _C_ops.dropout
+recompute = paddle.distributed.fleet.utils.recompute
 
 
 class Block(paddle.nn.Layer):
