@@ -3,7 +3,8 @@ under each remat policy."""
 
 from implementations.composition import composed
 from implementations.expectations import Expectations, expect
-from implementations.stateful import StateDeclaration, StateDegradation
+from implementations.stateful import StateDeclaration
+from implementations.stateful_port import redraws
 
 # The recipe: autograd.checkpoint (autograd/differential_operators.py, 1.9.1), its VJP's
 # make_vjp moved into the backward pass (implementations/stacks/autograd/remat.py).
@@ -23,33 +24,14 @@ _SEEDING = "np.random.seed(seed mod 2**32); dropout keeps np.random.rand(B, F) >
 def _redraws(spelling: str, when: str, upstream: str, **kwargs) -> StateDeclaration:
     """A variant whose checkpoint traces the block again (`when`): a second draw from numpy's
     global generator and a second update of the statistics."""
-    return StateDeclaration(
-        spelling,
-        _SEEDING,
-        replay=False,
-        stream_kept=False,
-        updates=2,
-        degradations=(
-            StateDegradation(
-                "replay",
-                1,
-                upstream,
-                f"the block is traced again {when}: np.random.rand draws the next numbers, "
-                "1 fresh mask, and the gradients are the fresh mask's",
-            ),
-            StateDegradation(
-                "stream", 1, upstream, "the second draw leaves numpy's generator a mask ahead"
-            ),
-            StateDegradation(
-                "updates",
-                2,
-                upstream,
-                f"the block's update of the statistics runs again {when}: 2 updates",
-            ),
-        ),
-        fix="hips_autograd:explicit_seed",
-        **kwargs,
-    )
+    return redraws(
+        spelling, _SEEDING, upstream,
+        replay=f"the block is traced again {when}: np.random.rand draws the next numbers, 1 "
+        "fresh mask, and the gradients are the fresh mask's",
+        stream="the second draw leaves numpy's generator a mask ahead",
+        updates=f"the block's update of the statistics runs again {when}: 2 updates",
+        fix="hips_autograd:explicit_seed", **kwargs,
+    )  # fmt: skip
 
 
 #: The block with variables and RNGs (property (l)), measured on autograd 1.9.1;

@@ -35,7 +35,7 @@ from implementations.stacks.autograd import stateful as block_with_state
 from implementations.stacks.autograd.block import block, checkpointed_block
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
-from implementations.stateful_arguments import checked, initial
+from implementations.stateful_port import OffersStatefulBlock
 
 #: The block's parameters, in the order the block takes them (canonical names and layout).
 NAMES = ("w1", "b1", "w2", "b2")
@@ -99,7 +99,7 @@ def _exercise(seed: Any, x: Any, features: Any, run: Callable) -> Any:
 # ---------------------------------------------------------------------------
 
 
-class HipsAutograd(Port):
+class HipsAutograd(OffersStatefulBlock, Port):
     """The HIPS autograd port: the MLP as autograd primitives, the checkpoint deferred."""
 
     name = "hips_autograd"
@@ -141,20 +141,8 @@ class HipsAutograd(Port):
         "explicit_seed": "remat.checkpoint(block), the mask from np.random.default_rng((seed, "
         "1)) made in the block, the statistics applied once after the step",
     }
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = "default",
-    ) -> Any:  # fmt: skip
-        """The second exercise (`implementations.stateful`): one training step of the block
-        from `seed` through the variant's checkpoint (or plain, `checkpoint=False`)."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-        arrays = initial(self.init_params(seed, x.shape[1], features))
-        return block_with_state.state_step(
-            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
-        )
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, through the port's arrays and back, so that the

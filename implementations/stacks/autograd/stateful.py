@@ -34,6 +34,7 @@ from autograd.builtins import tuple as boxed_tuple
 from autograd.tracer import getval
 
 from ...stateful import EPSILON, MOMENTUM, StateStep
+from ...stateful_port import drawn
 from .block import relu
 from .remat import checkpoint
 
@@ -123,10 +124,7 @@ def state_step(
     if step.slot is not None:
         step.update(*step.slot)
     after = _fingerprint()
-    if rate == 0.0:
-        mask, recomputes = np.ones(y.shape, bool), ()
-    else:
-        mask, recomputes = step.masks[0], tuple(step.masks[1:])
+    mask, recomputes = drawn(step.masks, rate, y.shape, "the block drew no mask in the step")
     return StateStep(
         y=np.asarray(y, np.float32),
         grads={n: np.asarray(g, np.float32) for n, g in zip(NAMES, grads, strict=True)},

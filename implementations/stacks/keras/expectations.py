@@ -2,7 +2,8 @@
 Keras itself adds is a documented degradation."""
 
 from implementations.expectations import Degradation, Expectations
-from implementations.stateful import DEFAULT_VARIANT, StateDeclaration, StateDegradation
+from implementations.stateful import DEFAULT_VARIANT, StateDeclaration
+from implementations.stateful_port import redraws
 
 #: Keras's remat on TensorFlow is tf.recompute_grad (keras/src/backend/tensorflow/core.py,
 #: keras 3.15.1); no upstream report was found, the repro is ready for one.
@@ -29,34 +30,15 @@ STATEFUL = {
         ),
     },
     "keras_tensorflow": {
-        DEFAULT_VARIANT: StateDeclaration(
+        DEFAULT_VARIANT: redraws(
             "keras.remat(lambda x: block(x, training=True)) (tf.recompute_grad)",
             _SEEDING,
-            replay=False,
-            stream_kept=False,
-            updates=2,
-            degradations=(
-                StateDegradation(
-                    "replay",
-                    1,
-                    _UNREPORTED,
-                    "the recompute runs Dropout again, which draws from the seed generator's "
-                    "advanced state: 1 fresh mask, and the gradients are the fresh mask's",
-                ),
-                StateDegradation(
-                    "stream",
-                    1,
-                    _UNREPORTED,
-                    "the recompute's draw advances the seed generator once more",
-                ),
-                StateDegradation(
-                    "updates",
-                    2,
-                    _UNREPORTED,
-                    "the recompute runs BatchNormalization again in training mode: the moving "
-                    "statistics take a second update (1.99 x one update at momentum 0.99)",
-                ),
-            ),
+            _UNREPORTED,
+            replay="the recompute runs Dropout again, which draws from the seed generator's "
+            "advanced state: 1 fresh mask, and the gradients are the fresh mask's",
+            stream="the recompute's draw advances the seed generator once more",
+            updates="the recompute runs BatchNormalization again in training mode: the moving "
+            "statistics take a second update (1.99 x one update at momentum 0.99)",
             fix="keras_tensorflow:stateless",
             repro="repros/keras_tensorflow_remat_dropout.py",
         ),

@@ -66,9 +66,8 @@ class KerasJax(KerasPort, JaxPort):
     state_variants: ClassVar[dict[str, str]] = {
         DEFAULT_VARIANT: "keras.remat(block.stateless_call), that is jax.checkpoint",
     }
-
-    def block_step(self, arrays, seed, x, rate, cotangent, checkpoint, variant):
-        return block_on_jax.step(arrays, seed, x, rate, cotangent, checkpoint=checkpoint)
+    #: The backend's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_on_jax.step)
 
     def to_native(self, w1, b1, w2, b2) -> Weights:
         features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical

@@ -89,11 +89,8 @@ class KerasTensorFlow(StatefulKerasPort):
         "stateless": "keras.remat(block.stateless_call), the new statistics and seed state "
         "assigned outside the region",
     }
-
-    def block_step(self, arrays, seed, x, rate, cotangent, checkpoint, variant):
-        return block_on_tf.step(
-            arrays, seed, x, rate, cotangent, checkpoint=checkpoint, variant=variant
-        )
+    #: The backend's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_on_tf.step)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

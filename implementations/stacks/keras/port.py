@@ -12,8 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...contract import Grads, Params
-from ...stateful import DEFAULT_VARIANT, StateStep
-from ...stateful_arguments import checked, initial
+from ...stateful_port import OffersStatefulBlock
 from ..base import Port
 from . import model
 
@@ -26,7 +25,7 @@ COMPOSITIONS = {
 }
 
 
-class KerasPort(Port, abstract=True):
+class KerasPort(OffersStatefulBlock, Port, abstract=True):
     """A `Port` whose model is `model.MLP`, made under `keras.RematScope(mode)`."""
 
     framework = "keras"
@@ -49,26 +48,6 @@ class KerasPort(Port, abstract=True):
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The stack's canonical init (the backend's), loaded into a Keras model and read back.
         return model.model_params(model.reuse(self.stack.canonical_params(seed, dim, features)))
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
-    ) -> StateStep:  # fmt: skip
-        """The second exercise (`implementations.stateful`): one training step of the block
-        (`stateful.build`) from `seed`, through `keras.remat` (or plain, `checkpoint=False`),
-        as `variant` calls it; the backend's `block_step` runs it."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-        arrays = initial(self.init_params(seed, x.shape[1], features))
-        return self.block_step(arrays, seed, x, rate, cotangent, bool(checkpoint), variant)
-
-    def block_step(
-        self, arrays: dict, seed: int, x: np.ndarray, rate: float, cotangent: np.ndarray,
-        checkpoint: bool, variant: str,
-    ) -> StateStep:  # fmt: skip
-        """The backend's step of the block (a port with `state_variants` defines it)."""
-        raise NotImplementedError(f"port {self.name} must define block_step")
 
     def reused(self, params: Params, checkpoint: Any, **kwargs: Any) -> model.MLP | model.Nested:
         """The kept model of `params`' shapes holding `params`, checkpointed or plain, its

@@ -33,7 +33,7 @@ PARAM_ORDER = ("w1", "b1", "gamma", "beta", "w2", "b2")
 
 
 def build(arrays: dict[str, np.ndarray], rate: float, seed: int) -> keras.Sequential:
-    """The block holding `arrays` (`stateful_arguments.initial`), built for `(B, D)` inputs;
+    """The block holding `arrays` (`stateful_port.initial`), built for `(B, D)` inputs;
     no layer is a remat region of its own (`RematScope(mode=None)`)."""
     dim, features = arrays["w1"].shape
     with keras.RematScope(mode=None):

@@ -14,7 +14,7 @@ import jax
 import keras
 import numpy as np
 
-from ...stateful import StateStep
+from ...stateful import DEFAULT_VARIANT, StateStep
 from ..jax.stateful import UPDATES_UNCOUNTED, make_step, observed_masks
 from . import stateful
 
@@ -25,9 +25,10 @@ def _state(values: list, index: int | None):
 
 def step(
     arrays: dict[str, np.ndarray], seed: int, x: np.ndarray, rate: float, cotangent: np.ndarray,
-    *, checkpoint: bool,
+    *, checkpoint: bool, variant: str = DEFAULT_VARIANT,
 ) -> StateStep:  # fmt: skip
-    """The step of the block from `arrays` through `keras.remat(stateless_call)` (or plain)."""
+    """The step of the block from `arrays` through `keras.remat(stateless_call)` (or plain);
+    `variant` is its only one, `DEFAULT_VARIANT`."""
     block = stateful.build(arrays, rate, seed)
     names = [v.path for v in block.non_trainable_variables]
     weights = [v.value for v in block.trainable_variables]

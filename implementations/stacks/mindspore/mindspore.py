@@ -35,10 +35,10 @@ from implementations.stacks.mindspore.instrument import backward_of
 from implementations.stacks.mindspore.mlp import composed
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
-from implementations.stateful_arguments import checked, initial
+from implementations.stateful_port import OffersStatefulBlock
 
 
-class MindSpore(PooledHookPort):
+class MindSpore(OffersStatefulBlock, PooledHookPort):
     """The MindSpore port: `Cell.recompute()` on the MLP, PyNative, CPU."""
 
     name = "mindspore"
@@ -68,20 +68,8 @@ class MindSpore(PooledHookPort):
         "stats_outside": "Cell.recompute() on the block, the batch statistics applied once "
         "after the step",
     }
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = "default",
-    ) -> Any:  # fmt: skip
-        """The second exercise (`implementations.stateful`): one training step of the block
-        from `seed` through the variant's recompute (or plain, `checkpoint=False`)."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-        arrays = initial(self.init_params(seed, x.shape[1], features))
-        return block_with_state.state_step(
-            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
-        )
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the cell and exported again.

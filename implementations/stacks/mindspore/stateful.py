@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ...stateful import EPSILON, MOMENTUM, NotObservable, StateStep
+from ...stateful import EPSILON, MOMENTUM, StateStep
+from ...stateful_port import drawn
 from .loaded import ms
 from .mlp import Affine
 
@@ -105,12 +106,7 @@ def state_step(
     if block.slot is not None:
         block.update(*block.slot)
     masks = [np.asarray(m.asnumpy(), bool) for m in block.masks]
-    if rate == 0.0:
-        mask, recomputes = np.ones(tuple(y.shape), bool), ()
-    elif not masks:
-        mask = recomputes = NotObservable("no ops.Dropout mask was seen in the step")
-    else:
-        mask, recomputes = masks[0], tuple(masks[1:])
+    mask, recomputes = drawn(masks, rate, tuple(y.shape), "no ops.Dropout mask was seen")
     return StateStep(
         y=y.asnumpy(),
         grads={**{n: t.asnumpy() for n, t in zip(params, grads, strict=True)}, "x": gx.asnumpy()},

@@ -2,7 +2,8 @@
 
 from implementations.composition import composed
 from implementations.expectations import NOT_COUNTED, Expectations, expect
-from implementations.stateful import Momentum, StateDeclaration, StateDegradation
+from implementations.stateful import Momentum, StateDeclaration
+from implementations.stateful_port import redraws
 
 _SOURCE = "checkpoint in mlx/transforms.cpp: vjp(fun, depends(primals, outputs), cotangents)"
 
@@ -18,37 +19,18 @@ _MOMENTUM = Momentum("new", 0.01)
 #: tests/mlx/test_mlx_stateful.py holds each count.
 STATEFUL = {
     "mlx": {
-        "default": StateDeclaration(
+        "default": redraws(
             "nn.utils.checkpoint(block) over nn.Dropout and nn.BatchNorm",
             "mx.random.seed(seed); nn.Dropout draws mx.random.bernoulli from the global key, "
             "which each draw splits",
-            replay=False,
-            stream_kept=False,
-            updates=2,
+            _UNREPORTED,
+            replay="the checkpoint's VJP calls the module again: Dropout draws the global "
+            "key's next mask, 1 fresh mask, and the gradients are the fresh mask's",
+            stream="the recompute's draw splits the global key once more",
+            updates="the recompute runs BatchNorm again in training mode: the running "
+            "statistics are assigned a second update",
             momentum=_MOMENTUM,
             running_var="unbiased",
-            degradations=(
-                StateDegradation(
-                    "replay",
-                    1,
-                    _UNREPORTED,
-                    "the checkpoint's VJP calls the module again: Dropout draws the global "
-                    "key's next mask, 1 fresh mask, and the gradients are the fresh mask's",
-                ),
-                StateDegradation(
-                    "stream",
-                    1,
-                    _UNREPORTED,
-                    "the recompute's draw splits the global key once more",
-                ),
-                StateDegradation(
-                    "updates",
-                    2,
-                    _UNREPORTED,
-                    "the recompute runs BatchNorm again in training mode: the running "
-                    "statistics are assigned a second update",
-                ),
-            ),
             fix="mlx:explicit_key",
             repro="repros/mlx_checkpoint_dropout.py",
         ),

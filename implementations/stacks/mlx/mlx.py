@@ -35,7 +35,7 @@ from implementations.stacks.mlx import STACK, Tap, as_input, no_tap, to_host_arr
 from implementations.stacks.mlx import stateful as block_with_state
 from implementations.stacks.mlx.instrument import read
 from implementations.stacks.numpy import canonical_params, out_in
-from implementations.stateful_arguments import checked, initial
+from implementations.stateful_port import OffersStatefulBlock
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
 STATE_NAMES = out_in.NAMES  # `tree_flatten(model.parameters())`'s names, canonical order
@@ -196,7 +196,7 @@ def _exercise(
 # ---------------------------------------------------------------------------
 
 
-class Mlx(Port):
+class Mlx(OffersStatefulBlock, Port):
     """The MLX port: `mlx.nn.utils.checkpoint` (`mx.checkpoint`) around an MLP, CPU backend."""
 
     name = "mlx"
@@ -236,20 +236,8 @@ class Mlx(Port):
         "explicit_key": "nn.utils.checkpoint(block), dropout on key=mx.random.key(seed), the "
         "batch statistics returned and the running ones updated outside",
     }
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = "default",
-    ) -> Any:  # fmt: skip
-        """The second exercise (`implementations.stateful`): one training step of the block
-        from `seed` through `nn.utils.checkpoint` (or plain), as `variant` writes it."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-        arrays = initial(self.init_params(seed, x.shape[1], features))
-        return block_with_state.state_step(
-            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
-        )
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the MLX module and exported

@@ -29,7 +29,8 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from ...stateful import MOMENTUM, NotObservable, StateStep
+from ...stateful import MOMENTUM, StateStep
+from ...stateful_port import drawn
 
 #: MLX's momentum, torch's convention: the share of the batch taken.
 TAKEN = 1.0 - MOMENTUM
@@ -69,7 +70,7 @@ class ExplicitKeyBlock(nn.Module):
 
 
 def build(arrays: dict[str, np.ndarray], rate: float) -> nn.Sequential:
-    """The block holding `arrays` (`stateful_arguments.initial`)."""
+    """The block holding `arrays` (`stateful_port.initial`)."""
     norm = CountedBatchNorm(arrays["b1"].shape[0])
     norm.update({"weight": mx.array(arrays["gamma"]), "bias": mx.array(arrays["beta"])})
     norm.running_mean, norm.running_var = mx.array(arrays["mean"]), mx.array(arrays["var"])
@@ -148,12 +149,7 @@ def state_step(
         "beta": layers[1]["bias"], "w2": layers[4]["weight"].T, "b2": layers[4]["bias"], "x": gx,
     }  # fmt: skip
     masks = [np.array(d, dtype=bool) for d in draws]
-    if rate == 0.0:
-        mask, recomputes = np.ones(tuple(y.shape), bool), ()
-    elif not masks:
-        mask = recomputes = NotObservable("no mx.random.bernoulli draw was seen in the step")
-    else:
-        mask, recomputes = masks[0], tuple(masks[1:])
+    mask, recomputes = drawn(masks, rate, tuple(y.shape), "no mx.random.bernoulli draw was seen")
     return StateStep(
         y=np.array(y),
         grads={k: np.array(v) for k, v in found.items()},

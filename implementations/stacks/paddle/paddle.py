@@ -35,13 +35,13 @@ from implementations.stacks.paddle import stateful as block_with_state
 from implementations.stacks.paddle.observed import backward_of
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
-from implementations.stateful_arguments import checked, initial
+from implementations.stateful_port import OffersStatefulBlock
 
 if TYPE_CHECKING:  # imported by the stack, under its warning filter
     import paddle
 
 
-class Paddle(PooledHookPort):
+class Paddle(OffersStatefulBlock, PooledHookPort):
     """The PaddlePaddle port: `recompute(block, x)` around an MLP, dygraph, CPU."""
 
     name = "paddle"
@@ -72,20 +72,8 @@ class Paddle(PooledHookPort):
         "stats_outside": "fleet.utils.recompute(block, x), the batch statistics returned and "
         "the running ones updated outside",
     }
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = "default",
-    ) -> Any:  # fmt: skip
-        """The second exercise (`implementations.stateful`): one training step of the block
-        from `seed` through `recompute` (or plain, `checkpoint=False`), as `variant` calls it."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-        arrays = initial(self.init_params(seed, x.shape[1], features))
-        return block_with_state.state_step(
-            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
-        )
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the Paddle module and exported

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ...stateful import EPSILON, MOMENTUM, NotObservable, StateStep
+from ...stateful import EPSILON, MOMENTUM, StateStep
+from ...stateful_port import drawn
 from .loaded import paddle  # the stack's guarded import, first
 
 _C_ops = paddle._C_ops
@@ -139,12 +140,7 @@ def state_step(
         "beta": block.norm.bias, "w2": block.linear_1.weight, "b2": block.linear_1.bias,
     }  # fmt: skip
     grads = {n: t.grad.numpy() for n, t in params.items()}
-    if rate == 0.0:
-        mask, recomputes = np.ones(tuple(y.shape), bool), ()
-    elif not masks:
-        mask = recomputes = NotObservable("no _C_ops.dropout call was seen in the step")
-    else:
-        mask, recomputes = masks[0], tuple(masks[1:])
+    mask, recomputes = drawn(masks, rate, tuple(y.shape), "no _C_ops.dropout call was seen")
     return StateStep(
         y=y.numpy(),
         grads={**grads, "x": xt.grad.numpy()},

@@ -2,7 +2,8 @@
 
 from implementations.composition import composed
 from implementations.expectations import NOT_COUNTED, Degradation, Expectations, expect
-from implementations.stateful import DEFAULT_VARIANT, StateDeclaration, StateDegradation
+from implementations.stateful import DEFAULT_VARIANT, StateDeclaration
+from implementations.stateful_port import redraws
 
 # recompute_grad's source: tensorflow/python/ops/custom_gradient.py (2.21).
 _SOURCE = "recompute_grad in tensorflow/python/ops/custom_gradient.py"
@@ -16,37 +17,18 @@ _UNREPORTED = (
 #: tests/tensorflow/test_tensorflow_stateful.py holds each count.
 STATEFUL = {
     "tensorflow": {
-        DEFAULT_VARIANT: StateDeclaration(
+        DEFAULT_VARIANT: redraws(
             "tf.recompute_grad(block) over tf.nn.dropout",
             "tf.random.set_seed(seed), then tf.nn.dropout with no op seed: its op seed comes "
             "from the global seed's generator, one draw per call",
-            replay=False,
-            stream_kept=False,
-            updates=2,
-            degradations=(
-                StateDegradation(
-                    "replay",
-                    1,
-                    _UNREPORTED,
-                    "the recompute calls tf.nn.dropout again, which takes the next op seed: "
-                    "1 fresh mask, and the gradients are the fresh mask's",
-                ),
-                StateDegradation(
-                    "stream",
-                    1,
-                    _UNREPORTED,
-                    "the recompute's dropout takes one more op seed: the generator is one draw "
-                    "ahead after the step (at rate 0 too: tf.nn.dropout takes its op seed "
-                    "before it looks at the rate)",
-                ),
-                StateDegradation(
-                    "updates",
-                    2,
-                    _UNREPORTED,
-                    "grad_wrapper reruns the block whole, its assigns too: the running "
-                    "statistics take a second update",
-                ),
-            ),
+            _UNREPORTED,
+            replay="the recompute calls tf.nn.dropout again, which takes the next op seed: "
+            "1 fresh mask, and the gradients are the fresh mask's",
+            stream="the recompute's dropout takes one more op seed: the generator is one draw "
+            "ahead after the step (at rate 0 too: tf.nn.dropout takes its op seed "
+            "before it looks at the rate)",
+            updates="grad_wrapper reruns the block whole, its assigns too: the running "
+            "statistics take a second update",
             fix="tensorflow:stateless",
             repro="repros/tf_recompute_grad_dropout.py",
         ),

@@ -31,6 +31,7 @@ from tensorflow.python.eager import context
 from tensorflow.python.framework import op_callbacks
 
 from ...stateful import EPSILON, MOMENTUM, NotObservable, StateStep
+from ...stateful_port import drawn
 from .runtime import tf
 
 #: The random ops a dropout draws its uniform noise with (stateful, stateless).
@@ -65,12 +66,7 @@ class _Seen:
     def drawn(self, rate: float, shape: tuple[int, ...]):
         """`(mask, recompute_masks)` as a `StateStep` holds them: at rate 0 nothing is drawn,
         so every element is kept and nothing is redrawn."""
-        if rate == 0.0:
-            return np.ones(shape, bool), ()
-        if not self.masks:
-            unseen = NotObservable("no dropout mask was seen in the step")
-            return unseen, unseen
-        return self.masks[0], tuple(self.masks[1:])
+        return drawn(self.masks, rate, shape, "no dropout mask was seen in the step")
 
 
 @contextlib.contextmanager
@@ -132,7 +128,7 @@ def state_step(
     arrays: dict[str, np.ndarray], seed: int, x: np.ndarray, rate: float, cotangent: np.ndarray,
     *, checkpoint: bool, variant: str,
 ) -> StateStep:  # fmt: skip
-    """One training step of the block from `arrays` (`stateful_arguments.initial`), eagerly:
+    """One training step of the block from `arrays` (`stateful_port.initial`), eagerly:
     `tf.random.set_seed(seed)`, the forward, the VJP of `<y, cotangent>`, the update."""
     names = ("w1", "b1", "gamma", "beta", "w2", "b2")
     params = [tf.constant(arrays[n]) for n in names]

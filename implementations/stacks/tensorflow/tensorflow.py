@@ -50,8 +50,8 @@ from implementations.stacks.tensorflow import (
 )
 from implementations.stacks.tensorflow import block as the_block
 from implementations.stacks.tensorflow import stateful as the_state_block
-from implementations.stateful import DEFAULT_VARIANT, StateStep
-from implementations.stateful_arguments import checked, initial
+from implementations.stateful import DEFAULT_VARIANT
+from implementations.stateful_port import OffersStatefulBlock
 
 Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
 
@@ -165,7 +165,7 @@ def compiled(kind: str, region: Callable) -> Callable:
     return tf.function(functools.partial(fn, region=region), reduce_retracing=True, autograph=False)
 
 
-class TensorFlow(Port):
+class TensorFlow(OffersStatefulBlock, Port):
     """The TensorFlow port: `tf.recompute_grad` around an MLP of TensorFlow ops."""
 
     name = "tensorflow"
@@ -199,20 +199,8 @@ class TensorFlow(Port):
         "stateless": "tf.recompute_grad(block), tf.nn.experimental.stateless_dropout(seed=[seed, "
         "1]), the statistics returned and assigned outside",
     }
-
-    def state_step(
-        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
-        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
-    ) -> StateStep:  # fmt: skip
-        """The second exercise: one training step of the block from `seed`, eagerly, through
-        `tf.recompute_grad` (or plain, `checkpoint=False`), as `variant` writes it."""
-        if variant not in self.state_variants:
-            raise ValueError(f"variant must be one of {list(self.state_variants)}, got {variant!r}")
-        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-        arrays = initial(self.init_params(seed, x.shape[1], features))
-        return the_state_block.state_step(
-            arrays, seed, x, rate, cotangent, checkpoint=bool(checkpoint), variant=variant
-        )
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(the_state_block.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The exercise's init (XLA), made into TensorFlow's tensors and read
