@@ -80,7 +80,8 @@ class StateStep:
 
     - `y`: the output, `(B, F)` float32.
     - `grads`: the VJP of `<y, cotangent>`, by `STATE_GRAD_NAMES` (canonical layouts).
-    - `mask`: the kept mask the forward drew, `(B, F)` bool, observed on this very call.
+    - `mask`: the kept mask the forward drew, `(B, F)` bool, observed on this very call (at
+      rate 0, where nothing is drawn, `NotObservable` reads as every element kept).
     - `recompute_masks`: the mask each recompute drew, in order (`()` where nothing reran).
     - `running_mean`, `running_var`: BatchNorm's statistics after the step, `(F,)`.
     - `counters`: counters the framework keeps (`num_batches_tracked`), name -> value.
@@ -264,6 +265,31 @@ class StateDeclaration:
         problems = declaration_problems(self)
         if problems:
             raise ValueError(f"declaration {self.spelling!r}: {'; '.join(problems)}")
+
+    def to_wire(self) -> dict[str, Any]:
+        """As plain data (a process port's hello carries it): its fields, the momentum and
+        each degradation as objects of theirs."""
+        return {
+            **{k: getattr(self, k) for k in ("spelling", "seeding", "replay", "stream_kept",
+                                               "updates", "running_var", "var_start", "fix",
+                                               "repro")},
+            "momentum": {"convention": self.momentum.convention, "value": self.momentum.value},
+            "counters": list(self.counters),
+            "degradations": [vars(d).copy() for d in self.degradations],
+        }  # fmt: skip
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> StateDeclaration:
+        """The declaration `to_wire` wrote; a missing field takes its default, a bad one raises
+        `ValueError` (`TypeError` for an unknown field) naming it."""
+        fields = dict(data)
+        if "momentum" in fields:
+            fields["momentum"] = Momentum(**fields["momentum"])
+        fields["counters"] = tuple(fields.get("counters", ()))
+        fields["degradations"] = tuple(
+            StateDegradation(**d) for d in fields.get("degradations", ())
+        )
+        return cls(**fields)
 
     def degradation(self, part: str) -> StateDegradation | None:
         """The declared degradation of `part`, or None."""

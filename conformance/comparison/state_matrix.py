@@ -85,8 +85,10 @@ def measure(port: Implementation, seed: int, dim: int, features: int) -> list[St
 
 def _measured_by(port: Any) -> str:
     # The step's masks and RNG state are what the port's state_step reports: the suite's own
-    # code for a built-in port, the port's word for one from another package.
-    return "suite" if type(port).__module__.startswith("implementations.") else "port"
+    # code where the step is a built-in stack's, the port's word where it is its own.
+    method = getattr(port, "state_step", None)
+    module = getattr(getattr(method, "__func__", method), "__module__", "") or ""
+    return "suite" if module.startswith("implementations.") else "port"
 
 
 def _run(cell: StateCell, port, declaration, case, arrays) -> None:

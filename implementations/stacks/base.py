@@ -216,6 +216,8 @@ class Port(Implementation):
     #: Its own declarations, variant -> `StateDeclaration` ({}: its stack's `Expectations.
     #: stateful[name]`), as an outside port writes them.
     state_declarations: ClassVar[Mapping[str, Any]] = {}
+    #: The names its class and its bases declare, nearest first (set for every subclass).
+    name_lineage: ClassVar[tuple[str, ...]] = ()
     #: Methods of a base that feed its records only (JAX: `differentiable`): overriding one
     #: makes the evidence the port's own, like overriding a record.
     evidence_methods: ClassVar[tuple[str, ...]] = ()
@@ -225,6 +227,9 @@ class Port(Implementation):
 
     def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        # The names its class and its bases declare, nearest first: a subclass under a name of
+        # its own (a mutant, an outside port on a built-in one) keeps its bases' declarations.
+        cls.name_lineage = tuple(vars(k)["name"] for k in cls.__mro__ if "name" in vars(k))
         if abstract:
             return
         missing = [attr for attr in DECLARED if not getattr(cls, attr, None)]

@@ -17,6 +17,7 @@ A port is held to its declaration (its own `state_declarations`, else its stack'
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping
@@ -64,7 +65,8 @@ def declaration_of(port: Any, variant: str) -> tuple[StateDeclaration | None, st
         return mine.get(variant), "in the port's own state_declarations"
     # Its own name first, then each base's: a subclass keeps its base's declaration (a mutant,
     # renamed; an outside port on a built-in one), as it keeps its base's step.
-    names = [port.name, *(vars(k)["name"] for k in type(port).__mro__ if "name" in vars(k))]
+    # (`name_lineage`, not the port's type: a worker hands the property a proxy of the port.)
+    names = [port.name, *getattr(port, "name_lineage", ())]
     name = next((n for n in names if isinstance(n, str) and n in tables()), port.name)
     table = tables().get(name, {})
     return table.get(variant), f"for {name} in its stack's expectations.py (stateful)"
@@ -102,6 +104,10 @@ def step_of(port: Implementation, case, checkpoint: bool, variant: str, rate=Non
     if not isinstance(found, StateStep):
         fail(port.name, what, f"returned a {type(found).__name__}, not stateful.StateStep")
     batch, features = case.x.shape[0], case.features
+    if rate == 0.0 and isinstance(found.mask, stateful.NotObservable):
+        # At rate 0 dropout is the identity, and a framework draws nothing to observe: its
+        # mask is every element kept, whatever the instrument can see.
+        found = dataclasses.replace(found, mask=np.ones((batch, features), bool))
     check_shape(port.name, f"{what}: y", found.y, (batch, features))
     for name, mask in (("mask", found.mask), *(("recompute mask", m) for m in seen_masks(found))):
         if not isinstance(mask, stateful.NotObservable):
@@ -444,6 +450,11 @@ def check_state_property(port: Implementation, reference: Any, case) -> float:
 
 #: What (l) reads beyond the contract: the variants a port offers, and what each does.
 READS = (
+    on_port(
+        "name_lineage",
+        tuple[str, ...],
+        "its class's and its bases' names: a subclass keeps its bases' declarations",
+    ),
     on_port(
         "state_step",
         Callable,

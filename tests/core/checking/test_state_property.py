@@ -121,15 +121,24 @@ def test_a_declared_fresh_mask_is_held_to_the_recompute_s_mask():
         _check(NumpyBlock(declared, fresh=False))
 
 
-def test_an_unobservable_mask_fails_replay_with_its_reason_never_a_pass():
-    class Blind(NumpyBlock):
-        def state_step(self, *args, **kwargs):
-            found = super().state_step(*args, **kwargs)
-            unseen = stateful.NotObservable("compiled away")
-            return StateStep(**{**found.__dict__, "mask": unseen})
+class Blind(NumpyBlock):
+    """A port whose instrument cannot see the forward's mask."""
 
+    def state_step(self, *args, **kwargs):
+        found = super().state_step(*args, **kwargs)
+        return StateStep(**{**found.__dict__, "mask": stateful.NotObservable("compiled away")})
+
+
+def test_an_unobservable_mask_fails_replay_with_its_reason_never_a_pass():
     with pytest.raises(ConformanceError, match="not observable: compiled away"):
         _check(Blind())
+
+
+def test_at_rate_0_an_unobservable_mask_is_every_element_kept():
+    case = _case(0.0)
+    found = l_state.step_of(Blind(), case, True, DEFAULT_VARIANT)
+    assert found.mask.all()
+    assert found.mask.shape == (8, 4)
 
 
 def test_the_binomial_test_s_false_alarm_is_what_it_states():

@@ -105,3 +105,15 @@ def test_the_reference_update_is_flax_s_and_torch_s_once_converted():
     twice = stateful_reference.running(mean, var, 4, updates=2, variance="unbiased")
     assert twice[0] == pytest.approx(0.02 * 0.99 + 0.02)
     assert twice[1] == pytest.approx(0.99 * (0.99 + 0.01 * 16 / 3) + 0.01 * 16 / 3)
+
+
+def test_a_declaration_crosses_the_wire_whole():
+    twice = StateDegradation("updates", 2, "pytorch#96136", "the recompute updates again")
+    declared = StateDeclaration(
+        "checkpoint(block)", "torch.manual_seed(seed)", updates=2, momentum=Momentum("new", 0.01),
+        running_var="unbiased", counters=("num_batches_tracked",), degradations=(twice,),
+        fix="torch_compile:default", repro="repros/torch_batchnorm_twice.py",
+    )  # fmt: skip
+    assert StateDeclaration.from_wire(declared.to_wire()) == declared
+    with pytest.raises(ValueError, match="updates departs"):
+        StateDeclaration.from_wire({**declared.to_wire(), "degradations": []})
