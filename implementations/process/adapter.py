@@ -357,6 +357,12 @@ class ProcessPort(Implementation):
     checkpoint_api: str = ""
     #: Its evidence is the port's own word (`contract.MEASURED_BY_PORT`).
     self_reported = True
+    #: Why (l) has nothing to check on a process port: the wire has no step of the block with
+    #: variables and RNGs (`implementations.stateful.StateStep.to_wire` is ready for one).
+    not_stateful = (
+        f"the process protocol (docs/PROTOCOL.md, protocols 1 to {PROTOCOL_VERSION}) has no "
+        "state_step operation: a process port (tfjs, a user's) cannot send the block's step"
+    )
     #: (g) sends it `init_params` with bad arguments too: the protocol requires the checks.
     checks_init_inputs = True
 

@@ -3,12 +3,61 @@ under each remat policy."""
 
 from implementations.composition import composed
 from implementations.expectations import Expectations, expect
+from implementations.stateful import StateDeclaration
+from implementations.stateful_port import redraws
 
 # The recipe: autograd.checkpoint (autograd/differential_operators.py, 1.9.1), its VJP's
 # make_vjp moved into the backward pass (implementations/stacks/autograd/remat.py).
 _RECIPE = "autograd.checkpoint's make_vjp(fun) recipe, traced in backward (remat.py)"
 
+#: numpy's global generator is stateful and autograd has no RNG of its own: any recompute that
+#: calls np.random again draws the next numbers. Not an upstream bug of either; the fix is a
+#: mask made from an explicit seed.
+_GLOBAL = "numpy's global generator (numpy.random.rand) is stateful; autograd has no RNG"
+_UPSTREAM = (
+    "unreported upstream (autograd.checkpoint's VJP maker, make_vjp(fun)(*args), runs while "
+    "the forward pass does, autograd 1.9.1): repros/autograd_checkpoint_dropout.py"
+)
+_SEEDING = "np.random.seed(seed mod 2**32); dropout keeps np.random.rand(B, F) >= rate"
+
+
+def _redraws(spelling: str, when: str, upstream: str, **kwargs) -> StateDeclaration:
+    """A variant whose checkpoint traces the block again (`when`): a second draw from numpy's
+    global generator and a second update of the statistics."""
+    return redraws(
+        spelling, _SEEDING, upstream,
+        replay=f"the block is traced again {when}: np.random.rand draws the next numbers, 1 "
+        "fresh mask, and the gradients are the fresh mask's",
+        stream="the second draw leaves numpy's generator a mask ahead",
+        updates=f"the block's update of the statistics runs again {when}: 2 updates",
+        fix="hips_autograd:explicit_seed", **kwargs,
+    )  # fmt: skip
+
+
+#: The block with variables and RNGs (property (l)), measured on autograd 1.9.1;
+#: tests/autograd/test_autograd_stateful.py holds each count.
+STATEFUL = {
+    "hips_autograd": {
+        "default": _redraws(
+            "remat.checkpoint(block) over np.random", "in the backward pass", _GLOBAL
+        ),
+        "upstream": _redraws(
+            "autograd.checkpoint(block) over np.random, its arrays one tuple argument",
+            "while the forward pass runs (once per differentiated argument: one tuple here)",
+            _UPSTREAM,
+            repro="repros/autograd_checkpoint_dropout.py",
+        ),
+        "explicit_seed": StateDeclaration(
+            "remat.checkpoint(block), the mask from an explicit seed",
+            "np.random.default_rng((seed, 1)) made in the block: every trace draws the same "
+            "mask, and numpy's global generator is never read; the statistics are written to a "
+            "slot the step applies once",
+        ),
+    },
+}
+
 EXPECTATIONS = Expectations(
+    stateful=STATEFUL,
     families={
         "autograd": {
             "none": expect(

@@ -31,9 +31,11 @@ from implementations.contract import (
 )
 from implementations.stacks import Port
 from implementations.stacks.autograd import STACK, as_input, checkpoint, instrument, to_host_array
+from implementations.stacks.autograd import stateful as block_with_state
 from implementations.stacks.autograd.block import block, checkpointed_block
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
+from implementations.stateful_port import OffersStatefulBlock
 
 #: The block's parameters, in the order the block takes them (canonical names and layout).
 NAMES = ("w1", "b1", "w2", "b2")
@@ -97,7 +99,7 @@ def _exercise(seed: Any, x: Any, features: Any, run: Callable) -> Any:
 # ---------------------------------------------------------------------------
 
 
-class HipsAutograd(Port):
+class HipsAutograd(OffersStatefulBlock, Port):
     """The HIPS autograd port: the MLP as autograd primitives, the checkpoint deferred."""
 
     name = "hips_autograd"
@@ -128,6 +130,19 @@ class HipsAutograd(Port):
         if not self.policy(checkpoint):
             return block
         return composed(self.checkpointed, self.nesting(checkpoint))
+
+    #: The block with variables and RNGs (property (l); `stateful`): the port's checkpoint
+    #: and autograd's own over numpy's global generator, and the fix beside them.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "remat.checkpoint(block) (autograd.checkpoint's recipe, traced in backward), "
+        "dropout from np.random after np.random.seed(seed mod 2**32)",
+        "upstream": "autograd.checkpoint(block) (1.9.1) on the arrays as one tuple, dropout from "
+        "np.random after np.random.seed(seed mod 2**32)",
+        "explicit_seed": "remat.checkpoint(block), the mask from np.random.default_rng((seed, "
+        "1)) made in the block, the statistics applied once after the step",
+    }
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, through the port's arrays and back, so that the

@@ -23,15 +23,13 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from ...contract import check_features, check_seed, check_sizes
 from ...stateful import (
     DEFAULT_VARIANT,
     DROPOUT_FOLD,
     NotObservable,
     StateStep,
-    check_batch,
-    check_rate,
 )
+from ...stateful_port import checked as checked  # the step's arguments, shared
 from .flax_init import init_arrays
 
 _LOCK = threading.Lock()
@@ -88,24 +86,6 @@ def observed_masks() -> Iterator[list[np.ndarray]]:
         finally:
             jax.random.bernoulli = _ORIGINAL_BERNOULLI
             _SINK.pop()
-
-
-def checked(seed: Any, x: Any, features: Any, rate: Any, cotangent: Any):
-    """The step's arguments checked (`seed`, `x` (B, D), `features`, `rate`, `cotangent`
-    (B, F)), as `(seed, x, features, rate, cotangent)`, numpy copies."""
-    seed, features, rate, x = (
-        check_seed(seed),
-        check_features(features),
-        check_rate(rate),
-        check_batch(x),
-    )
-    check_sizes(x.shape[1], features)
-    cotangent = np.array(cotangent, dtype=np.float32, copy=True)
-    if cotangent.shape != (x.shape[0], features):
-        raise ValueError(
-            f"cotangent must have shape {(x.shape[0], features)}, got {cotangent.shape}"
-        )
-    return seed, x, features, rate, cotangent
 
 
 def initial(seed: int, dim: int, features: int) -> dict[str, np.ndarray]:

@@ -30,7 +30,9 @@ from implementations.stacks.jax import JaxPort
 STACK = keras_stack.on("jax")  # before anything imports keras: it reads its backend once
 
 from implementations.stacks.keras import model  # noqa: E402 - imports keras, now on JAX
+from implementations.stacks.keras import stateful_jax as block_on_jax  # noqa: E402
 from implementations.stacks.keras.port import COMPOSITIONS, KerasPort  # noqa: E402
+from implementations.stateful import DEFAULT_VARIANT  # noqa: E402
 
 # [dense_0.kernel (D, F), dense_0.bias (F,), dense_1.kernel (F, F), dense_1.bias (F,)]
 Weights = list
@@ -59,6 +61,13 @@ class KerasJax(KerasPort, JaxPort):
         "under_trainer": "jax.checkpoint(model call) around the MLP made under "
         'keras.RematScope(mode="full")',
     }
+
+    #: The block with variables and RNGs (property (l)): on JAX a Keras model runs stateless.
+    state_variants: ClassVar[dict[str, str]] = {
+        DEFAULT_VARIANT: "keras.remat(block.stateless_call), that is jax.checkpoint",
+    }
+    #: The backend's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_on_jax.step)
 
     def to_native(self, w1, b1, w2, b2) -> Weights:
         features = w1.shape[1]  # w1 is (D, F), (in, out) as canonical

@@ -26,7 +26,7 @@ modules.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,7 +38,9 @@ from implementations.stacks.tensorflow.flax_init import canonical_params
 STACK = keras_stack.on("tensorflow")  # before anything imports keras: it reads its backend once
 
 from implementations.stacks.keras import model  # noqa: E402 - imports keras, now on TensorFlow
+from implementations.stacks.keras import stateful_tensorflow as block_on_tf  # noqa: E402
 from implementations.stacks.keras.port import StatefulKerasPort  # noqa: E402
+from implementations.stateful import DEFAULT_VARIANT  # noqa: E402
 
 
 @functools.lru_cache(maxsize=16)
@@ -80,6 +82,15 @@ class KerasTensorFlow(StatefulKerasPort):
     #: `vjp` takes numpy and cannot be traced, so a port that overrides it is refused: the
     #: record traces the model `vjp` runs (`reused`, made under `RematScope(mode)`).
     model_methods = "mode (RematScope's) or reused (the kept Keras model)"
+    #: The block with variables and RNGs (property (l)): as a user writes it, and the fix.
+    state_variants: ClassVar[dict[str, str]] = {
+        DEFAULT_VARIANT: "keras.remat(lambda x: block(x, training=True)), that is "
+        "tf.recompute_grad, Dropout(rate, seed=seed mod 2**32)",
+        "stateless": "keras.remat(block.stateless_call), the new statistics and seed state "
+        "assigned outside the region",
+    }
+    #: The backend's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_on_tf.step)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...contract import Grads, Params
+from ...stateful_port import OffersStatefulBlock
 from ..base import Port
 from . import model
 
@@ -24,7 +25,7 @@ COMPOSITIONS = {
 }
 
 
-class KerasPort(Port, abstract=True):
+class KerasPort(OffersStatefulBlock, Port, abstract=True):
     """A `Port` whose model is `model.MLP`, made under `keras.RematScope(mode)`."""
 
     framework = "keras"

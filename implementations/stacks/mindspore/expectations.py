@@ -2,8 +2,65 @@
 
 from implementations.composition import composed
 from implementations.expectations import NOT_COUNTED, Expectations, expect
+from implementations.stateful import StateDeclaration, StateDegradation
+
+#: No upstream report was found; the repro is ready for one.
+_UNREPORTED = (
+    "unreported upstream (mindspore 2.10.0, PyNative): repros/mindspore_recompute_state.py"
+)
+_SEEDING = (
+    "ms.set_seed(seed mod 2**32) before the block is made: nn.Dropout's ops.Dropout takes its "
+    "seeds from it and keeps its own draw count"
+)
+_UPDATED_TWICE = StateDegradation(
+    "updates",
+    2,
+    _UNREPORTED,
+    "the recompute runs the block's construct again, its assignments of the running "
+    "statistics too: 2 updates (1.90 x one update's mean at momentum 0.9, the repro's)",
+)
+
+#: The block with variables and RNGs (property (l)), measured on mindspore 2.10.0 (PyNative,
+#: CPU); tests/mindspore/test_mindspore_stateful.py holds each count.
+STATEFUL = {
+    "mindspore": {
+        "default": StateDeclaration(
+            "Cell.recompute() on the block",
+            _SEEDING + "; the recompute draws the forward's mask again",
+            updates=2,
+            degradations=(_UPDATED_TWICE,),
+            fix="mindspore:stats_outside",
+            repro="repros/mindspore_recompute_state.py",
+        ),
+        "function": StateDeclaration(
+            "mindspore.recompute(block, x)",
+            _SEEDING,
+            replay=False,
+            updates=2,
+            degradations=(
+                StateDegradation(
+                    "replay",
+                    1,
+                    _UNREPORTED,
+                    "the recompute's dropout draws a new mask: 1 fresh mask, and the gradients "
+                    "are the fresh mask's (the op's draw count after the step is the same as "
+                    "without the recompute)",
+                ),
+                _UPDATED_TWICE,
+            ),
+            fix="mindspore:default",
+            repro="repros/mindspore_recompute_state.py",
+        ),
+        "stats_outside": StateDeclaration(
+            "Cell.recompute() on the block, the statistics applied once after the step",
+            _SEEDING + "; the recompute draws the forward's mask again and writes the same "
+            "batch statistics to the slot the step applies once",
+        ),
+    },
+}
 
 EXPECTATIONS = Expectations(
+    stateful=STATEFUL,
     families={
         "mindspore": {
             "none": expect(

@@ -30,13 +30,15 @@ from implementations.stacks.mindspore import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.mindspore import stateful as block_with_state
 from implementations.stacks.mindspore.instrument import backward_of
 from implementations.stacks.mindspore.mlp import composed
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
+from implementations.stateful_port import OffersStatefulBlock
 
 
-class MindSpore(PooledHookPort):
+class MindSpore(OffersStatefulBlock, PooledHookPort):
     """The MindSpore port: `Cell.recompute()` on the MLP, PyNative, CPU."""
 
     name = "mindspore"
@@ -57,6 +59,17 @@ class MindSpore(PooledHookPort):
     mlp: type[MLP] = MLP
     #: Cells lent to the contract's calls (keyed by class too, so a mutant gets its own).
     cells: ClassVar[CellPool] = CellPool()
+
+    #: The block with variables and RNGs (property (l); `stateful`): both of MindSpore's
+    #: recompute spellings, and the fix beside them.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "Cell.recompute() on the block (ops.Dropout, the statistics assigned in it)",
+        "function": "mindspore.recompute(block, x)",
+        "stats_outside": "Cell.recompute() on the block, the batch statistics applied once "
+        "after the step",
+    }
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the cell and exported again.

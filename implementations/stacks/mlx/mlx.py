@@ -32,8 +32,10 @@ from implementations.contract import (
 from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.mlx import STACK, Tap, as_input, no_tap, to_host_array
+from implementations.stacks.mlx import stateful as block_with_state
 from implementations.stacks.mlx.instrument import read
 from implementations.stacks.numpy import canonical_params, out_in
+from implementations.stateful_port import OffersStatefulBlock
 
 # The MLP's parameter names (`tree_flatten(model.parameters())`), canonical order w1, b1, w2, b2.
 STATE_NAMES = out_in.NAMES  # `tree_flatten(model.parameters())`'s names, canonical order
@@ -194,7 +196,7 @@ def _exercise(
 # ---------------------------------------------------------------------------
 
 
-class Mlx(Port):
+class Mlx(OffersStatefulBlock, Port):
     """The MLX port: `mlx.nn.utils.checkpoint` (`mx.checkpoint`) around an MLP, CPU backend."""
 
     name = "mlx"
@@ -225,6 +227,17 @@ class Mlx(Port):
     #: `vjp` runs `pullback`, and `prepared_vjp` its two steps (`pulling`): a port that
     #: overrides `pullback` alone is timed by `vjp` whole (`conformance.comparison.warm`).
     vjp_builds_on: ClassVar[tuple[str, ...]] = ("pullback",)
+
+    #: The block with variables and RNGs (property (l); `stateful`): as a user writes it, and
+    #: the fix beside it.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "nn.utils.checkpoint(block) over nn.Dropout and nn.BatchNorm, after "
+        "mx.random.seed(seed)",
+        "explicit_key": "nn.utils.checkpoint(block), dropout on key=mx.random.key(seed), the "
+        "batch statistics returned and the running ones updated outside",
+    }
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the MLX module and exported

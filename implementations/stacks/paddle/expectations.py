@@ -2,8 +2,73 @@
 
 from implementations.composition import composed
 from implementations.expectations import NOT_COUNTED, Expectations, expect
+from implementations.stateful import StateDeclaration, StateDegradation
+
+#: RecomputeFunction (paddle/distributed/fleet/recompute/recompute.py, paddle 3.3.1) reruns the
+#: block's forward in backward, BatchNorm's update too; no upstream report was found (torch's
+#: is pytorch#96136). Paddle#72364 made recompute keep python's and numpy's generators as well.
+_TWICE = (
+    "unreported upstream (RecomputeFunction reruns the forward, paddle 3.3.1; as pytorch#96136 "
+    "for torch): repros/paddle_recompute_state.py"
+)
+_NO_PRESERVE = (
+    "recompute(preserve_rng_state=False), documented: the generator is not restored for the "
+    "recompute (paddle 3.3.1; Paddle#72364 for python's and numpy's): "
+    "repros/paddle_recompute_state.py"
+)
+_SEEDING = "paddle.seed(seed); Dropout draws from Paddle's CPU generator"
+_UPDATED_TWICE = StateDegradation(
+    "updates",
+    2,
+    _TWICE,
+    "the recompute runs BatchNorm1D again in training mode: the running statistics take a "
+    "second update (1.90 x one update's mean at momentum 0.9, the repro's)",
+)
+
+#: The block with variables and RNGs (property (l)), measured on paddle 3.3.1;
+#: tests/paddle/test_paddle_stateful.py holds each count.
+STATEFUL = {
+    "paddle": {
+        "default": StateDeclaration(
+            "fleet.utils.recompute(block, x)",
+            _SEEDING + "; recompute restores the generator's state for the rerun",
+            updates=2,
+            degradations=(_UPDATED_TWICE,),
+            fix="paddle:stats_outside",
+            repro="repros/paddle_recompute_state.py",
+        ),
+        "no_preserve": StateDeclaration(
+            "fleet.utils.recompute(block, x, preserve_rng_state=False)",
+            _SEEDING + "; the rerun draws on from where the forward left the generator",
+            replay=False,
+            stream_kept=False,
+            updates=2,
+            degradations=(
+                StateDegradation(
+                    "replay",
+                    1,
+                    _NO_PRESERVE,
+                    "the rerun's Dropout draws the generator's next mask: 1 fresh mask, and "
+                    "the gradients are the fresh mask's",
+                ),
+                StateDegradation(
+                    "stream", 1, _NO_PRESERVE, "the rerun's draw leaves the generator ahead"
+                ),
+                _UPDATED_TWICE,
+            ),
+            fix="paddle:stats_outside",
+            repro="repros/paddle_recompute_state.py",
+        ),
+        "stats_outside": StateDeclaration(
+            "fleet.utils.recompute(block, x), the statistics updated outside",
+            _SEEDING + "; recompute restores the generator's state for the rerun, and the "
+            "rerun writes the same batch statistics to the slot the step applies once",
+        ),
+    },
+}
 
 EXPECTATIONS = Expectations(
+    stateful=STATEFUL,
     families={
         "paddle": {
             "none": expect(

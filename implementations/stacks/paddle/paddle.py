@@ -31,15 +31,17 @@ from implementations.stacks.paddle import (
     state_to_params,
     to_host_array,
 )
+from implementations.stacks.paddle import stateful as block_with_state
 from implementations.stacks.paddle.observed import backward_of
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
+from implementations.stateful_port import OffersStatefulBlock
 
 if TYPE_CHECKING:  # imported by the stack, under its warning filter
     import paddle
 
 
-class Paddle(PooledHookPort):
+class Paddle(OffersStatefulBlock, PooledHookPort):
     """The PaddlePaddle port: `recompute(block, x)` around an MLP, dygraph, CPU."""
 
     name = "paddle"
@@ -60,6 +62,18 @@ class Paddle(PooledHookPort):
     mlp: type[MLP] = MLP
     #: Layers lent to the contract's calls (keyed by class too, so a mutant gets its own).
     layers: ClassVar[LayerPool] = LayerPool()
+
+    #: The block with variables and RNGs (property (l); `stateful`): recompute as users call
+    #: it, its preserve_rng_state=False, and the fix beside them.
+    state_variants: ClassVar[dict[str, str]] = {
+        "default": "fleet.utils.recompute(block, x) (preserve_rng_state=True) over Dropout and "
+        "BatchNorm1D, after paddle.seed(seed)",
+        "no_preserve": "fleet.utils.recompute(block, x, preserve_rng_state=False)",
+        "stats_outside": "fleet.utils.recompute(block, x), the batch statistics returned and "
+        "the running ones updated outside",
+    }
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(block_with_state.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The numpy canonical init, loaded into the Paddle module and exported

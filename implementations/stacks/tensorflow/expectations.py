@@ -2,11 +2,46 @@
 
 from implementations.composition import composed
 from implementations.expectations import NOT_COUNTED, Degradation, Expectations, expect
+from implementations.stateful import DEFAULT_VARIANT, StateDeclaration
+from implementations.stateful_port import redraws
 
 # recompute_grad's source: tensorflow/python/ops/custom_gradient.py (2.21).
 _SOURCE = "recompute_grad in tensorflow/python/ops/custom_gradient.py"
 
+#: No upstream report was found for these; the repro is ready for one.
+_UNREPORTED = (
+    f"unreported upstream ({_SOURCE}, tensorflow 2.21): repros/tf_recompute_grad_dropout.py"
+)
+
+#: The block with variables and RNGs (property (l)), measured eagerly on tensorflow 2.21;
+#: tests/tensorflow/test_tensorflow_stateful.py holds each count.
+STATEFUL = {
+    "tensorflow": {
+        DEFAULT_VARIANT: redraws(
+            "tf.recompute_grad(block) over tf.nn.dropout",
+            "tf.random.set_seed(seed), then tf.nn.dropout with no op seed: its op seed comes "
+            "from the global seed's generator, one draw per call",
+            _UNREPORTED,
+            replay="the recompute calls tf.nn.dropout again, which takes the next op seed: "
+            "1 fresh mask, and the gradients are the fresh mask's",
+            stream="the recompute's dropout takes one more op seed: the generator is one draw "
+            "ahead after the step (at rate 0 too: tf.nn.dropout takes its op seed "
+            "before it looks at the rate)",
+            updates="grad_wrapper reruns the block whole, its assigns too: the running "
+            "statistics take a second update",
+            fix="tensorflow:stateless",
+            repro="repros/tf_recompute_grad_dropout.py",
+        ),
+        "stateless": StateDeclaration(
+            "tf.recompute_grad(block) over tf.nn.experimental.stateless_dropout",
+            "tf.nn.experimental.stateless_dropout(seed=[seed, 1]): the mask is a function of "
+            "the seed, so the recompute draws it again; nothing global moves",
+        ),
+    },
+}
+
 EXPECTATIONS = Expectations(
+    stateful=STATEFUL,
     families={
         "tensorflow": {
             "none": expect("x a", None, why=f"relu's gradient reads a; {NOT_COUNTED}"),

@@ -49,6 +49,9 @@ from implementations.stacks.tensorflow import (
     to_host_array,
 )
 from implementations.stacks.tensorflow import block as the_block
+from implementations.stacks.tensorflow import stateful as the_state_block
+from implementations.stateful import DEFAULT_VARIANT
+from implementations.stateful_port import OffersStatefulBlock
 
 Tensors = tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]  # (w1, b1, w2, b2)
 
@@ -162,7 +165,7 @@ def compiled(kind: str, region: Callable) -> Callable:
     return tf.function(functools.partial(fn, region=region), reduce_retracing=True, autograph=False)
 
 
-class TensorFlow(Port):
+class TensorFlow(OffersStatefulBlock, Port):
     """The TensorFlow port: `tf.recompute_grad` around an MLP of TensorFlow ops."""
 
     name = "tensorflow"
@@ -188,6 +191,16 @@ class TensorFlow(Port):
     }
     #: The block as the checkpoint runs it (mutants swap it).
     region: Callable = staticmethod(checkpointed_block)
+    #: The block with variables and RNGs (property (l); `stateful`): as a user writes it, and
+    #: the fix beside it.
+    state_variants: ClassVar[dict[str, str]] = {
+        DEFAULT_VARIANT: "tf.recompute_grad(block), tf.nn.dropout after tf.random.set_seed(seed), "
+        "the statistics assigned in the block",
+        "stateless": "tf.recompute_grad(block), tf.nn.experimental.stateless_dropout(seed=[seed, "
+        "1]), the statistics returned and assigned outside",
+    }
+    #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
+    block_step = staticmethod(the_state_block.state_step)
 
     def init_params(self, seed: Any, dim: int, features: Any) -> Params:
         # The exercise's init (XLA), made into TensorFlow's tensors and read

@@ -50,3 +50,27 @@ def test_the_readme_lists_every_documented_degradation(stack):
 def test_the_guide_links_every_stack_readme():
     for stack in STACKS:
         assert f"](../implementations/stacks/{stack}/README.md)" in GUIDE, stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_readme_names_every_stateful_degradation_and_its_repro(stack):
+    # The block with variables and RNGs (property (l)): each variant that departs from the
+    # canonical is named in the README's "Randomness and state" section, with its repro.
+    (manifest,) = [m for m in manifests.manifests() if m.stack == stack]
+    module, _, attr = manifest.expectations.partition(":")
+    expectations = getattr(importlib.import_module(module), attr)  # imports no framework
+    departing = [
+        (port, variant, declaration)
+        for port, table in expectations.stateful.items()
+        for variant, declaration in table.items()
+        if declaration.degradations
+    ]
+    if not departing:
+        return
+    section = _readme(stack).split("## Randomness and state", 1)[1].split("\n## ", 1)[0]
+    for port, variant, declaration in departing:
+        line = next((ln for ln in section.splitlines() if f"`{port}`, `{variant}`" in ln), "")
+        assert line, f"{stack}: no line names `{port}`, `{variant}`"
+        if declaration.repro:
+            assert f"](../../../{declaration.repro})" in line, (port, variant)
+        assert all(f"{d.part} {d.count}" in line for d in declaration.degradations), line
