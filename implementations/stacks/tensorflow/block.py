@@ -24,6 +24,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
+from implementations.measuring.departure import CountModel
 from implementations.measuring.placement import Placement
 from implementations.schedules import Departure, Region, flat_stack
 
@@ -69,12 +70,18 @@ NOT_EXPRESSIBLE = {
 #: `gen_array_ops.identity` of the inputs forwards their buffers eagerly: no copy.) At the
 #: sweep's size the peaks of nested and binomial placements meet this count
 #: (`tests/tensorflow/test_tensorflow_schedules.py`); every and segments stay within the model.
+_HELD = Departure(
+    "tf.recompute_grad's gradient reruns its region under a tape of its own inside the "
+    "outer backward: each open level holds the region's forward output (custom_gradient's "
+    "closure), its rerun's output and its cotangent",
+    held_per_level=3,
+)
 DEPARTURES = {
-    name: Departure(
-        "tf.recompute_grad's gradient reruns its region under a tape of its own inside the "
-        "outer backward: each open level holds the region's forward output (custom_gradient's "
-        "closure), its rerun's output and its cotangent",
-        held_per_level=3,
+    name: CountModel(
+        _HELD.reason,
+        "tensorflow/python/ops/custom_gradient.py:711 result held by :570 actual_grad_fn, "
+        ":745 recomputed_result and :749 t.gradient's output_gradients (tensorflow 2.21)",
+        {"peak_units": _HELD.peak_units},
     )
     for name in ("nested", "binomial")
 }
