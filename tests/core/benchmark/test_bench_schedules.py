@@ -237,7 +237,8 @@ def test_a_count_model_that_the_measurement_meets_explains_its_figure_and_says_b
     assert bench.unexplained(results) == []
     for r in flagged:
         L = r.depth
-        assert r.departure == IN_WORDS and r.departure_reference == "upstream.py:1"
+        assert r.departure == IN_WORDS
+        assert r.departure_reference == "upstream.py:1"
         assert r.departure_predicted == {"forward_matmuls": 4 * L - 2}
         assert r.departure_measured == {"forward_matmuls": 4 * L - 2}
 
