@@ -385,9 +385,10 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
         {"snapshots": 3, "peak_bytes": 500, "forwards": 6},
     ]
 
-    def row(schedule, matmuls, peak, depth=8):
+    def row(schedule, matmuls, peak, depth=8, model=None):
         return {"framework": "numpy", "schedule": schedule, "depth": depth,
-                "forward_matmuls": [matmuls, 0], "peak_bytes": peak}  # fmt: skip
+                "forward_matmuls": [matmuls, 0], "peak_bytes": peak,
+                "model_matmuls": matmuls if model is None else model}  # fmt: skip
 
     data = {
         "settings": {"depths": [4, 8]},
@@ -397,6 +398,9 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
             row("b", 20, 450),  # 10 forwards: Revolve's 300 -> 1.5, the best
             row("c", 8, 10),  # 4 forwards: fewer than any Revolve point, outside its model
             row("d", 20, 1, depth=4),  # not the deepest
+            # ran 7 forwards where its schedule's model runs 6 (an early stop): scored at 6,
+            # Revolve's 500 -> 1.8, not at 7 (400 -> 2.25); not the best either way
+            row("e", 14, 900, model=12),
         ],
     }
     table = kind.frontier_table(data)
@@ -405,6 +409,9 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
          "7 forwards (binomial(2))", "1.50"]
     ]  # fmt: skip
     assert kind.frontier_table({**data, "results": [row("c", 8, 10)]}) is None
+    alone = kind.frontier_table({**data, "results": [row("e", 14, 900, model=12)]})
+    assert [c.text for c in alone.rows[0].cells][4:] == [
+        f"{_mib(500)} MiB (binomial(3))", "6 forwards (binomial(3))", "1.80"]  # fmt: skip
 
 
 def _mib(nbytes):
