@@ -22,6 +22,10 @@ def _values(r: dict[str, Any]) -> Cell | str:
     return Cell(f"✗ {worst:.3g}", "fail")
 
 
+def _kib(nbytes: int | None) -> str:
+    return "-" if nbytes is None else f"{nbytes / 1024:.1f}"
+
+
 def _time(r: dict[str, Any]) -> str:
     median = r.get("step_median")
     if median is None:
@@ -63,6 +67,7 @@ def table(data: dict[str, Any]) -> Table:
             Column("peak MiB", "right", "bytes"),
             Column("model MiB", "right", "bytes"),
             Column("peak ratio", "right", "ratio", short="ratio", drop=1),
+            Column("fixed KiB", "right", "bytes", drop=1),
             Column("step ms (IQR) n", "right", drop=2),
             Column("against the model", wrap=True, drop=-1),
         ],
@@ -70,7 +75,9 @@ def table(data: dict[str, Any]) -> Table:
         "over the stack's error-analysis bound, on one row · fwd matmuls: x @ W1 and a @ W2 "
         "executed, two per block evaluation; model: 2 x forward_evaluations(L), accepted down "
         "to one fewer per region · peak: bytes alive in the backward pass, parameters and "
-        "gradients left out, by the method named under the table; model: peak_activations(L) · "
+        "gradients left out, by the method named under the table: the part that grows with the "
+        "batch where it splits it (peak(2B) - peak(B)), the rest apart (fixed: RNG states, a "
+        "runtime's buffers); model: peak_activations(L) · "
         "acceptance: " + "; ".join(f"{k}: {v}" for k, v in (data.get("acceptance") or {}).items()),
         kind="bench-schedules",
         note=methods(data),
@@ -90,6 +97,7 @@ def table(data: dict[str, Any]) -> Table:
                 "-" if peak is None else mib(peak),
                 mib(r["model_peak_bytes"]),
                 "-" if ratio is None else f"{ratio:.2f}",
+                _kib(r.get("peak_fixed_bytes")),
                 _time(r),
                 _flag(r),
             ],
