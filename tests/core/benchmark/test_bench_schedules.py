@@ -241,6 +241,13 @@ def test_a_count_model_that_the_measurement_meets_explains_its_figure_and_says_b
         assert r.departure_reference == "upstream.py:1"
         assert r.departure_predicted == {"forward_matmuls": 4 * L - 2}
         assert r.departure_measured == {"forward_matmuls": 4 * L - 2}
+    data = json.loads(json.dumps(bench.report_data(SETTINGS, {"numpy": mutant}, results, {})))
+    rows = [r for r in data["results"] if r["flags"]]
+    assert [r["departure_measured"] for r in rows] == [r["departure_predicted"] for r in rows]
+    assert "predicts forward_matmuls; upstream.py:1" in data["departures"]["numpy"]["binomial"]
+    shown = markdown.document(kind.document(data))
+    row = "| numpy | binomial(2) | 8 | forward_matmuls | 30 | 30 | 44 | ✓ | upstream.py:1 |"
+    assert row in shown
 
 
 def test_a_departure_in_words_or_missed_by_its_count_explains_nothing_and_says_why():
