@@ -109,12 +109,15 @@ class ScheduleStatic:
       left out; None where the framework cannot measure it.
     - `peak_method`: the instrument that gave `peak_bytes`, named in every cell.
     - `regions`: regions the case entered in one step, where the instrument sees them.
+    - `peak_fixed_bytes`: where `peak_bytes` is the part of the peak that grows with the
+      batch (its method says so), the part that does not; None otherwise.
     """
 
     forward_matmuls: tuple[int, int] | None
     peak_bytes: int | None
     peak_method: str
     regions: int | None = None
+    peak_fixed_bytes: int | None = None
 
 
 @dataclass(frozen=True)

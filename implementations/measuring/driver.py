@@ -223,16 +223,29 @@ class ScheduleCase(PlacedCase):
         self.schedule = label
 
     def measure(self) -> ScheduleStatic:
-        """Where the peak is not observable and its part that grows with the batch is (a
-        compiled program's planned temporaries), that part, its method named."""
+        """The counts, and the peak's part that grows with the batch, as the model counts
+        activations: split from the same call at 2B (`split_peak`) where the instrument sees
+        the whole peak and splits it; read at kB and 2kB rows where it sees large allocations
+        only (`batch_peak`); a compiled program's planned growth where the instrument gives
+        that; else the whole peak, its method saying so (`PEAK_NOT_SPLIT`: why)."""
         wrt = getattr(self.stack.block, "PEAK_WRT", "x")
         counts = self.counts()
-        figure = "peak_batch_bytes" if getattr(self.stack.instrument, "SEES_FROM", 0) else ""
-        held = batch_peak(self) if figure else self.peak(wrt)
-        if not figure:
+        fixed = None
+        if getattr(self.stack.instrument, "SEES_FROM", 0):
+            held, figure = batch_peak(self), "peak_batch_bytes"
+        else:
+            held = self.peak(wrt)
             figure = "peak_bytes"
-            if not observed(held.peak_bytes) and observed(held.peak_batch_bytes):
+            if observed(held.peak_batch_bytes):  # the instrument split it (a compiled plan)
                 figure = "peak_batch_bytes"
+            elif observed(held.peak_bytes) and not getattr(
+                self.stack.instrument, "PEAK_NOT_SPLIT", ""
+            ):
+                doubled = PlacedCase(self.stack, self.placement, _tiled(self.data, 2))
+                regions = sum(1 for _ in self.placement.regions())
+                held = split_by_batch(held, doubled.peak(wrt), regions)
+                figure = "peak_batch_bytes"
+            fixed = known(held.peak_fixed_bytes) if figure == "peak_batch_bytes" else None
         matmuls = None
         if observed(counts.evaluations) or observed(counts.phase_block_matmuls):
             matmuls = (counts.block_matmuls("forward"), counts.block_matmuls("backward"))
@@ -240,7 +253,7 @@ class ScheduleCase(PlacedCase):
         method = str(peak)  # not observable: its reason
         if observed(peak):
             method = f"{held.methods[figure]}, the gradient with respect to {wrt}"
-        return ScheduleStatic(matmuls, known(peak), method, known(counts.regions))
+        return ScheduleStatic(matmuls, known(peak), method, known(counts.regions), fixed)
 
     def values(self) -> Values:
         y, grads = self.call()

@@ -111,9 +111,23 @@ def test_a_figure_not_seen_says_why_and_a_policy_is_refused():
     assert set(STACK.POLICIES) == {"none", "full"}  # save-mm is written out, no policy
 
 
-def test_the_departure_is_a_count_declared_for_nested_placements_only():
-    assert set(STACK.SCHEDULE_DEPARTURES) == {"nested", "binomial"}
-    assert {d.held_per_level for d in STACK.SCHEDULE_DEPARTURES.values()} == {3}
+def test_the_departure_is_a_count_model_that_meets_counts_worked_by_hand():
+    from implementations.schedules import Schedule
+
+    assert set(STACK.SCHEDULE_DEPARTURES) == {"every", "segments", "nested", "binomial"}
+    peak = STACK.block.recompute_grad_peak
+    # every, L = 4: 4 inputs; the last region (its level's last: 2 held) reruns a3 beside x3
+    assert peak(Schedule.parse("every").placement(4)) == 4 + 1 + 2
+    # [[0 1] [2 3]] [[4 5] [6 7]]: in [6 7]'s rerun (last: 2 held) x6 x7 a6 a7 and x4, +1
+    # held: 7; the outer (last: 2 held) shares x4: 7 + 1, beside x0: 10; the first outer
+    # region (3 held) with x0 alone: 1 + 7 + 2 = 10
+    assert peak(Schedule.parse("nested(2,2,2)").placement(8)) == 10
+    # [[[0] 1] 2] 3: each region its level's first, 3 held: [0] 2 + 2 = 4; [[0] 1] 1 + 4 + 2
+    # = 7; [[[0] 1] 2] 1 + 7 + 2 = 10; at the top beside x0: 11
+    assert peak(Schedule.parse("binomial(1)").placement(4)) == 11
+    for model in STACK.SCHEDULE_DEPARTURES.values():
+        assert model.predicts == {"peak_units": peak}
+        assert "custom_gradient.py:" in model.reference
 
 
 def test_the_readme_names_what_the_stack_writes():

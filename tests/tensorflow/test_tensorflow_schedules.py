@@ -46,7 +46,8 @@ def test_the_cpu_allocator_statistics_leave_out_the_sweep_s_tensors():
 
 #: What even `none` holds at its peak beside the model at the sweep's size (measured: 18 units
 #: against 2L = 16): the cotangent pulled back and the gradient being made, which the model's
-#: conventions leave out. A nested placement's peak is its departure's count plus at most this.
+#: conventions leave out. A placement with regions peaks at its count model's prediction plus
+#: exactly this.
 OUTSIDE_THE_MODEL_UNITS = 2
 
 
@@ -61,9 +62,7 @@ def test_the_peak_at_the_sweep_s_size_meets_the_model_or_its_declared_count(labe
     flags, unexplained = bench.judge(result)
     assert unexplained == [], flags
     assert flags == [] or Schedule.parse(label).name in tf_bench.SCHEDULE_DEPARTURES
-    if result.departure_peak_bytes is not None:
-        # held_per_level=3 is the count the measurement meets: 2 would leave binomial(2) at
-        # 14 units 5 past its 9, 3 predicts 12 (nested(2,2,2): 12, measured 12)
-        unit = settings.batch * settings.features * 4
-        past = (result.peak_bytes - result.departure_peak_bytes) / unit
-        assert 0 <= past <= OUTSIDE_THE_MODEL_UNITS, past
+    if "peak_units" in result.departure_predicted:
+        # the count model's prediction, and the measured growing peak beside it
+        past = result.departure_measured["peak_units"] - result.departure_predicted["peak_units"]
+        assert past == OUTSIDE_THE_MODEL_UNITS, past

@@ -22,6 +22,10 @@ def _values(r: dict[str, Any]) -> Cell | str:
     return Cell(f"✗ {worst:.3g}", "fail")
 
 
+def _kib(nbytes: int | None) -> str:
+    return "-" if nbytes is None else f"{nbytes / 1024:.1f}"
+
+
 def _time(r: dict[str, Any]) -> str:
     median = r.get("step_median")
     if median is None:
@@ -38,8 +42,9 @@ def _flag(r: dict[str, Any]) -> Cell | str:
     unexplained = r.get("unexplained_flags")
     if unexplained is None:  # written before the field: a declared departure explained all
         unexplained = [] if r.get("departure") else flags
-    if not unexplained:
-        return Cell("known: " + "; ".join(flags), "warn")
+    if not unexplained:  # each met by its count model's prediction (before them: by words)
+        said = "counted: " if "departure_predicted" in r else "known: "
+        return Cell(said + "; ".join(flags), "warn")
     return Cell("✗ " + "; ".join(unexplained), "fail")
 
 
@@ -62,6 +67,7 @@ def table(data: dict[str, Any]) -> Table:
             Column("peak MiB", "right", "bytes"),
             Column("model MiB", "right", "bytes"),
             Column("peak ratio", "right", "ratio", short="ratio", drop=1),
+            Column("fixed KiB", "right", "bytes", drop=1),
             Column("step ms (IQR) n", "right", drop=2),
             Column("against the model", wrap=True, drop=-1),
         ],
@@ -69,7 +75,9 @@ def table(data: dict[str, Any]) -> Table:
         "over the stack's error-analysis bound, on one row · fwd matmuls: x @ W1 and a @ W2 "
         "executed, two per block evaluation; model: 2 x forward_evaluations(L), accepted down "
         "to one fewer per region · peak: bytes alive in the backward pass, parameters and "
-        "gradients left out, by the method named under the table; model: peak_activations(L) · "
+        "gradients left out, by the method named under the table: the part that grows with the "
+        "batch where it splits it (peak(2B) - peak(B)), the rest apart (fixed: RNG states, a "
+        "runtime's buffers); model: peak_activations(L) · "
         "acceptance: " + "; ".join(f"{k}: {v}" for k, v in (data.get("acceptance") or {}).items()),
         kind="bench-schedules",
         note=methods(data),
@@ -89,6 +97,7 @@ def table(data: dict[str, Any]) -> Table:
                 "-" if peak is None else mib(peak),
                 mib(r["model_peak_bytes"]),
                 "-" if ratio is None else f"{ratio:.2f}",
+                _kib(r.get("peak_fixed_bytes")),
                 _time(r),
                 _flag(r),
             ],
@@ -147,7 +156,9 @@ def frontier_table(data: dict[str, Any]) -> Table | None:
             Column("Revolve's forwards, no more peak", "right"),
             Column("peak / Revolve's", "right", "ratio"),
         ],
-        caption="forwards: measured forward matmuls / 2 · Revolve: binomial(c), its model · "
+        caption="forwards: measured forward matmuls / 2 · Revolve: binomial(c), its model, "
+        "at no more forwards than the row's schedule's model (a framework that reruns less, "
+        "as torch's early stop, is scored against the same schedule, not a leaner one) · "
         "best: the framework's least peak over Revolve's at no more forwards · below 1: the "
         "schedule tapes several blocks at once (nested's innermost level, segments' tail), "
         "which Revolve's model, one block taped at a time, does not (docs/SCHEDULES.md, "
@@ -158,7 +169,8 @@ def frontier_table(data: dict[str, Any]) -> Table | None:
     for r in data.get("results") or []:
         if r["depth"] != deepest or not r.get("forward_matmuls") or not r.get("peak_bytes"):
             continue
-        revolve = revolve_at(frontier, sum(r["forward_matmuls"]) / 2)
+        # the schedule's own model's forwards: the same parameters on both sides
+        revolve = revolve_at(frontier, r.get("model_matmuls", sum(r["forward_matmuls"])) / 2)
         if revolve is None:
             continue
         ratio = r["peak_bytes"] / revolve["peak_bytes"]
@@ -182,6 +194,60 @@ def frontier_table(data: dict[str, Any]) -> Table | None:
     return found.build()
 
 
+def departures_table(data: dict[str, Any]) -> Table | None:
+    """Every flagged row's departure, per figure it predicts: the prediction, the measurement,
+    the model's figure and the upstream reference (None: no row has a count model's)."""
+    found = TableBuilder(
+        "Bench · remat schedules · departures: each count model's prediction against the "
+        "measurement",
+        [
+            Column("framework"),
+            Column("schedule"),
+            Column("L", "right", "count"),
+            Column("figure"),
+            Column("predicted", "right"),
+            Column("measured", "right"),
+            Column("model", "right"),
+            Column("met", drop=-1),
+            Column("reference", wrap=True, drop=1),
+        ],
+        caption="figure: forward_matmuls (both passes), peak_units (the peak's part that grows "
+        "with the batch, in B x F float32 arrays) · met: within the acceptance the model has "
+        "(a flag is explained only then) · a reason in words predicts nothing",
+        kind="bench-schedules",
+    )
+    units = {"batch": 1, "features": 1, **(data.get("settings") or {})}
+    unit = units["batch"] * units["features"] * 4
+    for r in data.get("results") or []:
+        predicted = r.get("departure_predicted") or {}
+        if not r.get("flags") or not predicted:
+            continue
+        model = {"forward_matmuls": r["model_matmuls"], "peak_units": r["model_peak_bytes"] / unit}
+        for figure, value in predicted.items():
+            seen = (r.get("departure_measured") or {}).get(figure)
+            off = [f for f in r.get("unexplained_flags") or [] if _names(f, figure)]
+            found.add(
+                [
+                    r["framework"],
+                    r["schedule"],
+                    r["depth"],
+                    figure,
+                    f"{value:g}",
+                    "-" if seen is None else f"{seen:.4g}",
+                    f"{model[figure]:g}",
+                    Cell("✗", "fail") if off else Cell("✓", "pass"),
+                    r.get("departure_reference") or "-",
+                ],
+                key=f"{r['framework']} {r['schedule']} {r['depth']} {figure}",
+            )
+    built = found.build()
+    return built if built.rows else None
+
+
+def _names(flag: str, figure: str) -> bool:
+    return flag.startswith("peak" if figure == "peak_units" else "forward matmuls")
+
+
 def notes(data: dict[str, Any]) -> Items:
     """What each framework cannot express, the known departures, failures, skips."""
     lines, marks = [], []
@@ -191,7 +257,7 @@ def notes(data: dict[str, Any]) -> Items:
             marks.append("muted")
     for name, found in (data.get("departures") or {}).items():
         for schedule, reason in found.items():
-            lines.append(f"{name} · {schedule}: departs from the model, known: {reason}")
+            lines.append(f"{name} · {schedule}: departs from the model: {reason}")
             marks.append("warn")
     for label, error in (data.get("failed") or {}).items():
         lines.append(f"✗ {label} failed: {error}")
@@ -226,6 +292,9 @@ def document(data: dict[str, Any]) -> Document:
     best = frontier_table(data)
     if best is not None:
         blocks += (best,)
+    departed = departures_table(data)
+    if departed is not None:
+        blocks += (departed,)
     if found.items:
         blocks += (found,)
     return Document("bench-schedules", "Remat schedules: against the model", (Section("", blocks),))

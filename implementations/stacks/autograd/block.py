@@ -27,6 +27,7 @@ from autograd import make_vjp
 from autograd.extend import defvjp, primitive
 
 from implementations.contract import installed_versions
+from implementations.measuring.departure import CountModel
 from implementations.measuring.placement import Placement
 from implementations.schedules import Departure, Region
 
@@ -67,14 +68,23 @@ NOT_EXPRESSIBLE = {
     "budget": "autograd has no memory-budget solver: its checkpoint takes no budget",
 }
 #: autograd/core.py (1.9.1) `backward_pass` walks `toposort(end_node)`, whose child counts hold
-#: every node of the trace until the pass returns; a rerun's trace is a pass of its own.
+#: every node of the trace until the pass returns; a rerun's trace is a pass of its own. The
+#: count (`Departure.peak_units`): nothing of a level freed while its regions rerun, one unit
+#: more per open level (its node's cotangent). Measured at L = 16, B = 256, F = 64: every
+#: schedule's growing peak is the prediction plus 4 (the model's slack: output, cotangents).
+_TAPE_TO_THE_END = Departure(
+    "autograd's backward_pass keeps every node of its trace until it returns (toposort's "
+    "child counts): a level's blocks stay alive while its regions rerun, and each open "
+    "level holds its node's cotangent",
+    held_per_level=1,
+    tape_to_the_end=True,
+)
 DEPARTURES = {
-    name: Departure(
-        "autograd's backward_pass keeps every node of its trace until it returns (toposort's "
-        "child counts): a level's blocks stay alive while its regions rerun, and each open "
-        "level holds its node's cotangent",
-        held_per_level=1,
-        tape_to_the_end=True,
+    name: CountModel(
+        _TAPE_TO_THE_END.reason,
+        "autograd/core.py:25 backward_pass over autograd/util.py:21 toposort, its child_counts "
+        "and outgrads freed only as the walk ends (autograd 1.9.1)",
+        {"peak_units": _TAPE_TO_THE_END.peak_units},
     )
     for name in ("every", "segments", "nested", "binomial")
 }

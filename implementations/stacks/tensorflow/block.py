@@ -24,8 +24,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
+from implementations.measuring.departure import CountModel
 from implementations.measuring.placement import Placement
-from implementations.schedules import Departure, Region, flat_stack
+from implementations.schedules import Region, flat_stack
 
 from .runtime import installed, tf  # first: TensorFlow's first import is the quiet one
 
@@ -63,20 +64,43 @@ NOT_EXPRESSIBLE = {
 }
 #: custom_gradient.py (tensorflow 2.21): a region's gradient (`recompute_grad.grad_wrapper`,
 #: called through `_eager_mode_decorator.actual_grad_fn`) reruns `f` under a `GradientTape` of
-#: its own inside the outer backward. While it runs, three units per open level are alive
-#: beside the model's count: the region's forward output (`result`, held by the closure of
-#: `actual_grad_fn`), its rerun's output and its cotangent `dresult`. (Its
-#: `gen_array_ops.identity` of the inputs forwards their buffers eagerly: no copy.) At the
-#: sweep's size the peaks of nested and binomial placements meet this count
-#: (`tests/tensorflow/test_tensorflow_schedules.py`); every and segments stay within the model.
+#: its own inside the outer backward. While it runs, its level holds beside the model's count
+#: its rerun's output and its cotangent `dresult` (2 units), and the region's forward output,
+#: which the closure of `actual_grad_fn` keeps (1 unit), where nothing else keeps it: a region
+#: that is not its level's last item (its output was the next item's input, freed once that
+#: item's gradient ran); a last region's output is its parent's rerun output, or the step's.
+#: (Its `gen_array_ops.identity` of the inputs forwards their buffers eagerly: no copy.)
+#: Measured at B = 256, F = 64: every schedule's growing peak is this count plus 2 (none's 2:
+#: the output and x's gradient), at L = 16 and L = 64 (`recompute_grad_peak`).
+RECOMPUTE_GRAD = (
+    "tf.recompute_grad's gradient reruns its region under a tape of its own inside the outer "
+    "backward: each open level holds its rerun's output and its cotangent, and the region's "
+    "forward output (custom_gradient's closure) where it is not its level's last item"
+)
+RECOMPUTE_GRAD_SOURCE = (
+    "tensorflow/python/ops/custom_gradient.py:711 result, kept by :570 actual_grad_fn; :745 "
+    "recomputed_result and :749 t.gradient(..., output_gradients=dresult) (tensorflow 2.21)"
+)
+
+
+def recompute_grad_peak(items: tuple) -> int:
+    """The peak in units over a placement's `items` with `RECOMPUTE_GRAD`'s count: the model's
+    (docs/SCHEDULES.md), each open region holding 2 units more, 3 where it is not its level's
+    last item. Recursive: as deep as the placement nests (binomial(2) at L = 256: 22)."""
+    kept = peak = 0
+    for n, item in enumerate(items):
+        if isinstance(item, Region):
+            kept += 1  # its input
+            held = 2 if n == len(items) - 1 else 3
+            peak = max(peak, kept + recompute_grad_peak(item.items) + held - 1)  # input shared
+        else:
+            kept += 2  # its input and its internals
+    return max(kept, peak)
+
+
 DEPARTURES = {
-    name: Departure(
-        "tf.recompute_grad's gradient reruns its region under a tape of its own inside the "
-        "outer backward: each open level holds the region's forward output (custom_gradient's "
-        "closure), its rerun's output and its cotangent",
-        held_per_level=3,
-    )
-    for name in ("nested", "binomial")
+    name: CountModel(RECOMPUTE_GRAD, RECOMPUTE_GRAD_SOURCE, {"peak_units": recompute_grad_peak})
+    for name in ("every", "segments", "nested", "binomial")
 }
 
 

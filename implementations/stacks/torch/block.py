@@ -27,7 +27,7 @@ and numpy.
 
 Declarations (`implementations.measuring.driver` reads them): `FRAMEWORK`, `POLICIES`,
 `NOT_EXPRESSIBLE`, `REGION`, `SAVE_MM_POLICY` and `DEPARTURES`: torch's early stop as a count
-model in code (`early_stop_reruns`).
+model in code (`early_stop_matmuls`, from `early_stop_reruns`).
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ import torch
 from torch.nn import functional
 from torch.utils.checkpoint import checkpoint
 
+from implementations.measuring.departure import CountModel
 from implementations.measuring.placement import Placement
 from implementations.policies import Policy
-from implementations.schedules import Departure, Item, Region
+from implementations.schedules import Item, Region
 
 from . import policies as torch_policies
 from .policies import tag
@@ -87,7 +88,12 @@ POLICIES = {
 }
 #: torch/utils/checkpoint.py (2.13) `_checkpoint_hook`/`_StopRecomputationError`: a
 #: non-reentrant region's rerun stops once every tensor its backward unpacks is recomputed
-#: (`set_checkpoint_early_stop`, on by default). The count: `early_stop_reruns`.
+#: (`set_checkpoint_early_stop`, on by default). The count: `early_stop_reruns`. It changes
+#: matmuls only: a rerun stopped early holds less, so it excuses no peak.
+EARLY_STOP_SOURCE = (
+    "torch/utils/checkpoint.py:1084 _StopRecomputationError, raised at :1131 once the rerun "
+    "has saved what the backward unpacks (torch 2.13.0)"
+)
 EARLY_STOP = (
     "torch's non-reentrant checkpoint stops a rerun once what its backward needs is "
     "recomputed (early stop, torch/utils/checkpoint.py _StopRecomputationError): a block's "
@@ -95,7 +101,19 @@ EARLY_STOP = (
     "region ending in inner regions skips their blocks (early_stop_reruns counts both; "
     "set_checkpoint_early_stop(False) meets the model)"
 )
-DEPARTURES = {name: Departure(EARLY_STOP) for name in ("nested", "binomial")}
+
+
+def early_stop_matmuls(items: Sequence[Item]) -> int:
+    """The block matmuls of one step with early stop: the forward pass's two a block, and
+    each rerun's (`early_stop_reruns`)."""
+    blocks = sum(len(_blocks(item)) for item in items)
+    return 2 * blocks + sum(ran for _, ran in early_stop_reruns(items))
+
+
+DEPARTURES = {
+    name: CountModel(EARLY_STOP, EARLY_STOP_SOURCE, {"forward_matmuls": early_stop_matmuls})
+    for name in ("nested", "binomial")
+}
 
 
 def early_stop_reruns(items: Sequence[Item]) -> list[tuple[int, int]]:

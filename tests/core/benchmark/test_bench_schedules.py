@@ -17,6 +17,7 @@ from conformance.tables import reports
 from conformance.tables.kinds import bench_schedules as kind
 from conformance.tables.render import markdown
 from implementations.bench_case import Data, ScheduleStatic, Values
+from implementations.measuring.departure import CountModel
 from implementations.schedules import Departure, Region, Schedule, regions
 
 
@@ -164,6 +165,31 @@ class EarlyStopUndeclared(NumpyStack):
         return super().items(schedule, L)
 
 
+def _as_segments_matmuls(items):
+    """EarlyStopUndeclared's forward matmuls, counted by hand: binomial placed as segments(L),
+    each of its L - 1 one-block regions rerun once: 2 L forward + 2 (L - 1) rerun."""
+    L = len(Region(tuple(items)).blocks)
+    return 2 * L + 2 * (L - 1)
+
+
+#: Where a binomial placement's matmuls fall (`EarlyStopUndeclared`), said three ways.
+IN_WORDS = "an early stop, upstream"
+COUNTED = CountModel(IN_WORDS, "upstream.py:1", {"forward_matmuls": _as_segments_matmuls})
+MISSED = CountModel(IN_WORDS, "upstream.py:1", {"forward_matmuls": lambda items: 7})
+
+
+class ExcusedInWords(EarlyStopUndeclared):
+    """The early stop's counts, excused by a reason in words: no count model."""
+
+    SCHEDULE_DEPARTURES: ClassVar = {"binomial": IN_WORDS}
+
+
+class CountMissed(EarlyStopUndeclared):
+    """The early stop's counts, excused by a count model the measurement does not meet."""
+
+    SCHEDULE_DEPARTURES: ClassVar = {"binomial": MISSED}
+
+
 SETTINGS = Settings(depths=(1, 2, 4, 8), batch=4, features=8, repeats=1, max_repeats=1)
 
 
@@ -192,6 +218,8 @@ def test_a_faithful_stack_meets_the_model_everywhere():
         (FlatNested(), "nested(2,2,2)", "forward matmuls"),
         (ShiftingRerun(), "segments", "values off"),
         (EarlyStopUndeclared(), "binomial", "forward matmuls"),
+        (ExcusedInWords(), "binomial", "a reason in words, which excuses nothing"),
+        (CountMissed(), "binomial", "missed"),
     ],
 )
 def test_each_schedule_mutant_is_caught(mutant, schedule, says):
@@ -200,14 +228,35 @@ def test_each_schedule_mutant_is_caught(mutant, schedule, says):
     assert all(any(says in flag for flag in r.flags) for r in caught)
 
 
-def test_a_declared_departure_is_flagged_with_its_reason_not_unexplained():
+def test_a_count_model_that_the_measurement_meets_explains_its_figure_and_says_both():
     mutant = EarlyStopUndeclared()
-    mutant.SCHEDULE_DEPARTURES = {"binomial": "an early stop, upstream"}  # this instance's
+    mutant.SCHEDULE_DEPARTURES = {"binomial": COUNTED}  # this instance's
     results = _swept(mutant)
     flagged = [r for r in results if r.flags]
     assert flagged
-    assert all(r.departure == "an early stop, upstream" for r in flagged)
     assert bench.unexplained(results) == []
+    for r in flagged:
+        L = r.depth
+        assert r.departure == IN_WORDS
+        assert r.departure_reference == "upstream.py:1"
+        assert r.departure_predicted == {"forward_matmuls": 4 * L - 2}
+        assert r.departure_measured == {"forward_matmuls": 4 * L - 2}
+    data = json.loads(json.dumps(bench.report_data(SETTINGS, {"numpy": mutant}, results, {})))
+    rows = [r for r in data["results"] if r["flags"]]
+    assert [r["departure_measured"] for r in rows] == [r["departure_predicted"] for r in rows]
+    assert "predicts forward_matmuls; upstream.py:1" in data["departures"]["numpy"]["binomial"]
+    shown = markdown.document(kind.document(data))
+    row = "| numpy | binomial(2) | 8 | forward_matmuls | 30 | 30 | 44 | ✓ | upstream.py:1 |"
+    assert row in shown
+
+
+def test_a_departure_in_words_or_missed_by_its_count_explains_nothing_and_says_why():
+    for mutant, says in ((ExcusedInWords(), "in words"), (CountMissed(), "predicts 7")):
+        caught = bench.unexplained(_swept(mutant))
+        assert caught
+        assert all(says in r.unexplained_flags[0] for r in caught), caught
+    data = bench.report_data(SETTINGS, {"numpy": ExcusedInWords()}, [], {})
+    assert "excuses nothing" in data["departures"]["numpy"]["binomial"]
 
 
 def _held(declared):
@@ -230,7 +279,8 @@ def test_a_departure_explains_no_more_than_its_count():
     results = _held(Departure("a reentrant backward, upstream", held_per_level=1))
     caught = bench.unexplained(results)
     assert caught
-    assert all("past its departure's" in r.unexplained_flags[0] for r in caught)
+    assert all("its departure predicts" in r.unexplained_flags[0] for r in caught)
+    assert all(r.unexplained_flags[0].endswith("missed") for r in caught)
 
 
 def test_a_departure_never_explains_values():
@@ -342,9 +392,10 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
         {"snapshots": 3, "peak_bytes": 500, "forwards": 6},
     ]
 
-    def row(schedule, matmuls, peak, depth=8):
+    def row(schedule, matmuls, peak, depth=8, model=None):
         return {"framework": "numpy", "schedule": schedule, "depth": depth,
-                "forward_matmuls": [matmuls, 0], "peak_bytes": peak}  # fmt: skip
+                "forward_matmuls": [matmuls, 0], "peak_bytes": peak,
+                "model_matmuls": matmuls if model is None else model}  # fmt: skip
 
     data = {
         "settings": {"depths": [4, 8]},
@@ -354,6 +405,9 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
             row("b", 20, 450),  # 10 forwards: Revolve's 300 -> 1.5, the best
             row("c", 8, 10),  # 4 forwards: fewer than any Revolve point, outside its model
             row("d", 20, 1, depth=4),  # not the deepest
+            # ran 7 forwards where its schedule's model runs 6 (an early stop): scored at 6,
+            # Revolve's 500 -> 1.8, not at 7 (400 -> 2.25); not the best either way
+            row("e", 14, 900, model=12),
         ],
     }
     table = kind.frontier_table(data)
@@ -362,6 +416,9 @@ def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forw
          "7 forwards (binomial(2))", "1.50"]
     ]  # fmt: skip
     assert kind.frontier_table({**data, "results": [row("c", 8, 10)]}) is None
+    alone = kind.frontier_table({**data, "results": [row("e", 14, 900, model=12)]})
+    assert [c.text for c in alone.rows[0].cells][4:] == [
+        f"{_mib(500)} MiB (binomial(3))", "6 forwards (binomial(3))", "1.80"]  # fmt: skip
 
 
 def _mib(nbytes):
