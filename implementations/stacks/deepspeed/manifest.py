@@ -14,14 +14,15 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "deepspeed",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             notes={
                 "saved_bytes": "torch's outer saved_tensors_hooks plus the inputs each "
                 "checkpoint node keeps"
                 " in ctx.deepspeed_saved_tensors, where no hook sees them",
                 "temp_bytes": "none: eager",
-                "peak_bytes": "as torch",
-                "matmuls": "aten mm/addmm calls, as torch",
+                "peak_bytes": "as torch, from the outermost torch.autograd.backward",
+                "matmuls": "aten matmuls, as torch (a nested region's forward in its outer's "
+                "rerun counted as a rerun)",
                 "save-mm": "not run: deepspeed.checkpointing.checkpoint takes no policy",
             },
         ),

@@ -153,7 +153,12 @@ def place(placement: Placement) -> Callable[..., torch.Tensor]:
     `placement.policy_of(n)` ("" or `full`: the plain non-reentrant checkpoint)."""
     numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
     chosen = {n: region_checkpoint(placement.policy_of(n)) for n in numbers.values()}
-    run = placed(placement.items, lambda region: chosen[numbers[id(region)]])
+    return on_canonical(placed(placement.items, lambda region: chosen[numbers[id(region)]]))
+
+
+def on_canonical(run: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """`run(x, *params)` called with the canonical parameters (kernels `(in, out)`): each kernel
+    handed on as its transposed view (torch's `(out, in)`, the same storage)."""
 
     def canonical(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
         return run(x, *(p.T if i % 2 == 0 else p for i, p in enumerate(params)))
