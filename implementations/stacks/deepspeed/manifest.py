@@ -34,12 +34,14 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's model goes through deepspeed.checkpointing.checkpoint",
             "deepspeed",
+            killed_by="e",
         ),
         MutantEntry(
             "deepspeed_no_checkpoint",
             f"{_HERE}.deepspeed_mutants:DeepSpeedNoCheckpoint",
             "torch MLP without deepspeed.checkpointing.checkpoint",
             "deepspeed",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",
