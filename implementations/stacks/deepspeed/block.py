@@ -84,10 +84,7 @@ def vjp(
     the parameters still require grad, as torch's `vjp` (the forward saves what it saves for
     them); their gradients, which DeepSpeed's backward computes anyway (its `inputs` argument
     refused: "not compatible with .grad()"), are dropped as each is accumulated."""
-    if wrt not in ("params", "x"):
-        raise ValueError(f"wrt must be 'params' or 'x', got {wrt!r}")
-    leaves = [p.detach().requires_grad_() for p in params]
-    x = x.detach().requires_grad_(wrt == "x")
+    leaves, x = torch_block.detached_leaves(params, x, wrt)
     if wrt == "x":
         for leaf in leaves:
             leaf.register_post_accumulate_grad_hook(_drop_grad)

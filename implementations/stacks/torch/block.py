@@ -187,13 +187,20 @@ def vjp(
     parameters (`wrt="params"`, x data) or into x (`wrt="x"`: the parameters still require
     grad, so the forward saves what it saves for them, and the engine runs x's path only).
     The caller's tensors are left as they are: the call takes detached leaves of them."""
-    if wrt not in ("params", "x"):
-        raise ValueError(f"wrt must be 'params' or 'x', got {wrt!r}")
-    leaves = [p.detach().requires_grad_() for p in params]
-    x = x.detach().requires_grad_(wrt == "x")
+    leaves, x = detached_leaves(params, x, wrt)
     y = run(x, *leaves)
     grads = torch.autograd.grad(y, leaves if wrt == "params" else [x], cotangent)
     return y.detach(), tuple(grads)
+
+
+def detached_leaves(
+    params: Sequence[torch.Tensor], x: torch.Tensor, wrt: str
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Detached leaves of the caller's parameters (each requiring grad) and x (requiring grad
+    with `wrt="x"`), for a VJP into `wrt`; a `wrt` other than `params` or `x` refused."""
+    if wrt not in ("params", "x"):
+        raise ValueError(f"wrt must be 'params' or 'x', got {wrt!r}")
+    return [p.detach().requires_grad_() for p in params], x.detach().requires_grad_(wrt == "x")
 
 
 def from_numpy(array: np.ndarray) -> torch.Tensor:
