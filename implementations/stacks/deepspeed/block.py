@@ -8,12 +8,12 @@ Imports torch, deepspeed and numpy.
   argument does, so the parameters are its arguments, not its closure. It takes no policy.
   Each region entered under DeepSpeed's instrument (`instrument.active()`) is counted.
 - `vjp(run, params, x, cotangent, wrt)`: `(y, gradients)` by `torch.autograd.backward` (a
-  reentrant checkpoint refuses `torch.autograd.grad`), into the parameters or into x (its
-  `inputs`); the caller's tensors left as they are. `from_numpy`, `versions()`.
+  reentrant checkpoint refuses `torch.autograd.grad`), into the parameters or into x; the
+  caller's tensors left as they are. `from_numpy`, `versions()`.
 
 Declarations (`implementations.measuring.driver` reads them): `FRAMEWORK`, `POLICIES` (none),
-`NOT_EXPRESSIBLE`, `REGION` and `DEPARTURES`: nested reentrant checkpoints hold two B x F
-tensors per open level (`held_per_level=2`).
+`NOT_EXPRESSIBLE`, `REGION`, `DEPARTURES` (nested reentrant checkpoints hold two B x F tensors
+per open level, `held_per_level=2`) and `PEAK_WRT`.
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ NOT_EXPRESSIBLE = {
     "on the CPU (implementations/stacks/deepspeed/deepspeed.py, DeepSpeed.options)",
     "budget": "DeepSpeed has no memory-budget solver: its checkpoint takes no budget",
 }
+#: `bench --schedules`' peak: the parameters' gradient, the returned gradients left out (the
+#: instrument's). Into x alone DeepSpeed cannot prune the parameters' path (it refuses
+#: `inputs`): each region's parameter gradients are made anyway, each open level holding its
+#: own until it returns, which would read as activations.
+PEAK_WRT = "params"
 #: deepspeed/runtime/activation_checkpointing/checkpointing.py (0.19.8) `CheckpointFunction.
 #: backward` runs `torch.autograd.backward` over its rerun's outputs inside the outer one's.
 DEPARTURES = {
@@ -58,10 +63,20 @@ DEPARTURES = {
 
 def place(placement: Placement) -> Callable[..., torch.Tensor]:
     """`run(x, *params)`: the placement's blocks and regions over the canonical parameters
-    (kernels `(in, out)`, read as their transposed views), each region DeepSpeed's checkpoint."""
+    (kernels `(in, out)`, each block reading their transposed views), each region DeepSpeed's
+    checkpoint."""
     if placement.used_policies() - {"", "full"}:
         raise ValueError(f"placement: {_NO_POLICY}, got {sorted(placement.used_policies())}")
-    return torch_block.on_canonical(torch_block.placed(placement.items, lambda _: _counted))
+    return torch_block.placed(placement.items, lambda _: _counted, plain=_canonical_block)
+
+
+def _canonical_block(x: torch.Tensor, w1, b1, w2, b2) -> torch.Tensor:
+    # The kernels transposed inside the region, not before it: a view made outside would put
+    # a TransposeBackward between the checkpoint and each parameter, which the engine runs
+    # last (its sequence number is the view's), holding every parameter's gradient the
+    # checkpoints return until the pass ends; straight to the leaves, each is accumulated
+    # (and, into x, dropped) as its region's backward returns.
+    return torch_block.block(x, w1.T, b1, w2.T, b2)
 
 
 def _counted(function: Callable, x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
@@ -82,8 +97,8 @@ def vjp(
     """`(y, gradients)` of `run(x, *params)` with `cotangent` into the parameters (x data) or
     into x, by `torch.autograd.backward` onto detached leaves of the caller's tensors. Into x,
     the parameters still require grad, as torch's `vjp` (the forward saves what it saves for
-    them); their gradients, which DeepSpeed's backward computes anyway (its `inputs` argument
-    refused: "not compatible with .grad()"), are dropped as each is accumulated."""
+    them); their gradients, which DeepSpeed's backward makes anyway (it refuses `inputs`:
+    "not compatible with .grad()"), are dropped as each is accumulated."""
     leaves, x = torch_block.detached_leaves(params, x, wrt)
     if wrt == "x":
         for leaf in leaves:

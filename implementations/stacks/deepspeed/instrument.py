@@ -16,7 +16,8 @@ counter) around the block's call, with what only a reentrant checkpoint's autogr
   blocks). **Reruns**: the checkpoint nodes the backward passes reach (each reruns its body
   once: an inner one's node is made by its outer's rerun).
 - **Peak**: torch's, from the outermost `torch.autograd.backward` (the block's `vjp`; the
-  checkpoints' own inner passes run inside its span), after a garbage collection: an earlier
+  checkpoints' own inner passes run inside its span), the gradients it returns left out for
+  their whole life (`PEAK_WRT`, the block's), after a garbage collection: an earlier
   call's reference cycles freed inside the profile would read as frees the profile never saw
   allocated.
 """
@@ -72,5 +73,5 @@ def watch(x: torch.Tensor, parameters: Iterable[torch.Tensor]) -> Iterator[Seen]
 def peak() -> Iterator[Peak]:
     """torch's `peak()` around the call in the `with` block, earlier cycles collected first."""
     gc.collect()
-    with torch_instrument.peak() as found:
+    with torch_instrument.peak(returned_left_out=True) as found:
         yield found

@@ -113,17 +113,22 @@ def block(x: torch.Tensor, w1, b1, w2, b2, tag_h: bool = False) -> torch.Tensor:
 
 
 def placed(
-    items: Sequence[Any], checkpoint_of: Callable[[Region], Checkpoint], tag_h: bool = False
+    items: Sequence[Any],
+    checkpoint_of: Callable[[Region], Checkpoint],
+    tag_h: bool = False,
+    plain: Callable[..., torch.Tensor] | None = None,
 ) -> Callable[..., torch.Tensor]:
-    """`run(x, *params)`: the items in order, each region checkpointed (module docstring)."""
+    """`run(x, *params)`: the items in order, each region checkpointed (module docstring);
+    each block `plain(x, *its params)` (default: `block`, tagged with `tag_h`)."""
+    plain = plain or (_tagged if tag_h else block)
     parts = []  # (function of (x, *params), how many blocks' params it takes)
     for item in items:
         if isinstance(item, Region):  # its checkpoint chosen before its inner regions'
             region_checkpoint = checkpoint_of(item)
-            inner = placed(item.items, checkpoint_of, tag_h)
+            inner = placed(item.items, checkpoint_of, tag_h, plain)
             parts.append((_region(region_checkpoint, inner), len(item.blocks)))
         else:
-            parts.append((_tagged if tag_h else block, 1))
+            parts.append((plain, 1))
 
     def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
         start = 0

@@ -575,19 +575,24 @@ class Peak:
 
 
 @contextlib.contextmanager
-def peak() -> Iterator[Peak]:
+def peak(returned_left_out: bool = False) -> Iterator[Peak]:
     """torch's profiler (`profile_memory=True`) around the call in the `with` block; the peak
-    from the start of its outermost `torch.autograd.grad`, marked by an allocation of its own
-    (the call's `torch.autograd.grad` is looked up as it runs: replaced for the block's time)."""
+    from the start of its outermost `torch.autograd.grad` (or `backward`), marked by an
+    allocation of its own (the call's function is looked up as it runs: replaced for the
+    block's time). With `returned_left_out`, the gradients a `backward` leaves on the leaves
+    behind its roots are left out for their whole life (a reentrant checkpoint, which cannot
+    run x's path alone, makes them deep inside its nested reruns)."""
     from torch.profiler import ProfilerActivity, profile
 
-    found, autograd, marks = Peak(), torch.autograd, []
+    found, autograd, marks, leaves = Peak(), torch.autograd, [], []
     originals = {name: getattr(autograd, name) for name in ("grad", "backward")}
 
     def marked(original: Callable) -> Callable:
         def run(*args: Any, **kwargs: Any) -> Any:
             if marks:  # an inner one (a reentrant checkpoint's): inside the outermost's span
                 return original(*args, **kwargs)
+            if returned_left_out and original is originals["backward"]:
+                leaves.extend(_leaves(args[0]))
             marks.append(torch.empty(1, dtype=torch.uint8))
             try:
                 return original(*args, **kwargs)
@@ -612,7 +617,8 @@ def peak() -> Iterator[Peak]:
             found.bytes = NotObservable(f"torch's profiler events moved: {error}")
             return
         ptrs = [m.untyped_storage().data_ptr() for m in marks]
-        found.bytes = _backward_peak(events, *ptrs)
+        grads = {_storage(leaf.grad) for leaf in leaves if leaf.grad is not None}
+        found.bytes = _backward_peak(events, *ptrs, returned=grads)
 
 
 def allocations(prof: Any) -> list[tuple[int, int]]:
@@ -628,18 +634,31 @@ def allocations(prof: Any) -> list[tuple[int, int]]:
     return [(address, nbytes) for _, address, nbytes in sorted(found)]
 
 
-def _backward_peak(allocations: list[tuple[int, int]], start: int, end: int) -> int:
+def _backward_peak(
+    allocations: list[tuple[int, int]],
+    start: int,
+    end: int,
+    returned: frozenset | set = frozenset(),
+) -> int:
     """The most bytes alive between the allocations of the markers at `start` and at `end`
     (each the last allocation at its address: both live to the end of the call; addresses
-    are reused once freed; both are held until the profile ends), the markers left out."""
+    are reused once freed; both are held until the profile ends), the markers left out, and
+    the allocations still open at the end at a `returned` address (the returned gradients)."""
     opened = [i for i, (a, n) in enumerate(allocations) if n > 0 and a in (start, end)]
     first = max(i for i in opened if allocations[i][0] == start)
     last = max(i for i in opened if allocations[i][0] == end)
+    open_at: dict[int, int] = {}  # address -> its allocation not freed by the end
+    for index, (address, nbytes) in enumerate(allocations[: last + 1]):
+        if nbytes > 0:
+            open_at[address] = index
+        else:
+            open_at.pop(address, None)
+    left_out = {first, last} | {i for a, i in open_at.items() if a in returned}
     live = peak = 0
     for index, (_, nbytes) in enumerate(allocations[: last + 1]):
         if index == first:
             peak = live  # the backward starts with what the forward kept
-        if index in (first, last):
+        if index in left_out:
             continue
         live += nbytes
         if index > first:
