@@ -13,9 +13,9 @@
    - `<port>.py`: this file, finished;
    - `expectations.py`: what its instrument shows under each policy it declares
      (`implementations.expectations.expect`, one reason each);
-   - `<port>_mutants.py`: a mutant per bug the suite must catch, each a `MutantEntry`,
-     and its name in the `MUTANTS` of the property that kills it
-     (`conformance/checking/properties/<key>.py`);
+   - `<port>_mutants.py`: a mutant per bug the suite must catch, each a `MutantEntry`
+     in the manifest with `killed_by`, the letter of the property that must kill it
+     (its rule in `conformance/checking/properties/<key>.py`);
    - `bench.py`: its bench stack (`implementations.bench_case`);
    and its tests in `tests/<framework>/`. An external port (your own package,
    the entry-point group `remat_conformance.implementations`) needs no folder:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,8 +78,10 @@ class MutantEntry:
       `outside`: it stands for a port from another package, and is loaded as one (its code
       marks the process: `implementations.OUTSIDE_LOADED`).
 
-    The property that must reject it (the one that looks at its bug) names it, in its
-    module's `MUTANTS` (`conformance/checking/properties/`): not here.
+    - `killed_by`: the letter of the property that must reject it, the one that looks at its
+      bug (`"e"`); that property alone must (its module says the rule,
+      `conformance/checking/properties/`). A stack declares it here, in its own folder; only
+      the suite's own mutants are named in a property module's `MUTANTS`.
     """
 
     name: str
@@ -87,16 +90,22 @@ class MutantEntry:
     family: str
     first: tuple[str, ...] = ()
     outside: bool = False
+    killed_by: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.killed_by, str) or not re.fullmatch(
+            r"([a-z](_[a-z0-9_]+)?)?", self.killed_by
+        ):
+            raise TypeError(
+                f"mutant {self.name}: killed_by must be a property's letter, got {self.killed_by!r}"
+            )
         # An entry written when the property that kills it came fifth would pass its key here.
         if not isinstance(self.first, tuple) or not all(
             isinstance(p, str) and len(p) == 1 for p in self.first
         ):
             raise TypeError(
                 f"mutant {self.name}: first must be a tuple of property letters, got "
-                f"{self.first!r} (the property that kills a mutant names it in its MUTANTS, "
-                "conformance/checking/properties/)"
+                f"{self.first!r} (the property that kills a mutant is its killed_by)"
             )
 
 

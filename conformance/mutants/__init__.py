@@ -32,14 +32,15 @@ class MutantSpec(MutantEntry):
     forward ones, (b) and (f), at D = F = 256 and 1024 (tests/core/checking/test_precision.py),
     where (i) sees them), as the stacks declare them in their manifests; and `killed_by`, the
     key of the property that must reject it, the one that looks at its bug (a kill by another
-    property, or by a crash, would be a weaker proof): the property whose module names it."""
+    property, or by a crash, would be a weaker proof): the one its manifest declares, or, for
+    the suite's own, the property whose module names it (`killer_of`)."""
 
     killed_by: str = ""
 
 
 def _spec(entry: MutantEntry) -> MutantSpec:
     fields = {f.name: getattr(entry, f.name) for f in dataclasses.fields(MutantEntry)}
-    return MutantSpec(**fields, killed_by=killer_of(entry.name))
+    return MutantSpec(**{**fields, "killed_by": killer_of(entry.name, entry.killed_by)})
 
 
 #: Every stack's mutants (the canonical port's are the JAX stack's), then the suite's own, of

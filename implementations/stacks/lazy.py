@@ -48,17 +48,3 @@ def lazy_exports(
         return sorted({*vars(sys.modules[package]), *names})
 
     return __getattr__, __dir__, sorted(names)
-
-
-#: What a stack's `bench` offers for `bench --schedules`, defined in its sibling `schedules`.
-SCHEDULE_NAMES = ("SCHEDULE_DEPARTURES", "SCHEDULES", "SCHEDULES_NOT_EXPRESSIBLE", "schedule_case")
-
-
-def schedule_exports(
-    module: str, *extra: str
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """`(__getattr__, __dir__)` for a stack's `bench` module: `SCHEDULE_NAMES` and `extra`
-    imported from its sibling `schedules` when first asked for (`schedules` imports `bench` for
-    its block, so `bench` cannot import it at the top)."""
-    getter, lister, _ = lazy_exports(module, dict.fromkeys((*SCHEDULE_NAMES, *extra), ".schedules"))
-    return getter, lister

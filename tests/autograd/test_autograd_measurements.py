@@ -68,9 +68,7 @@ def test_the_peak_splits_into_a_part_growing_with_the_batch_and_a_fixed_part():
     # The peak's own count is autograd's departure (its declared `Departure`, checked by the
     # schedule bench); here: the split is the record's own two figures, each with its method.
     record = split_peak(_case("every"), _case("every", 2 * B))
-    assert record.peak_batch_bytes + record.peak_fixed_bytes == record.peak_bytes
-    assert record.peak_batch_bytes >= L * UNIT  # at least what every keeps
-    assert "2B" in record.methods["peak_batch_bytes"]
+    kit.assert_peak_split(record, L * UNIT)  # at least what every keeps
 
 
 def test_a_figure_not_seen_says_why_and_a_policy_is_refused():

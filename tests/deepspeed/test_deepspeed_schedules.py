@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from implementations.stacks.deepspeed import bench as ds_bench
+from implementations.measuring.driver import bench_module
 from tests.support import schedules_kit as kit
 
 kit.canonical()
+ds_bench = bench_module("implementations.stacks.deepspeed.block")
 CASES, IDS = kit.cases(ds_bench)
 
 
@@ -22,7 +23,7 @@ def test_a_declared_schedule_equals_the_canonical_and_is_the_model(schedule, L):
 
 def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
     assert set(ds_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
-    kit.assert_budget_refused(ds_bench, "DeepSpeed")
+    kit.assert_budget_refused(ds_bench, "deepspeed")
 
 
 @pytest.mark.parametrize("label", ["nested(2,2,2)", "binomial(2)"])

@@ -12,6 +12,7 @@ from conformance.benchmark.measure import Settings, make_data
 from implementations.measuring import driver
 from implementations.measuring.driver import PlacedCase
 from implementations.measuring.placement import Placement
+from implementations.measuring.record import MATMULS
 
 ROOT = Path(__file__).parents[2]
 
@@ -49,3 +50,18 @@ def assert_names_offered(stack: Any, section: str) -> None:
         for name in names:
             assert f"`{name}" in section, name
             assert hasattr(module, name), name
+
+
+def assert_forward_once(record: Any, depth: int) -> None:
+    """The forward pass evaluates each of the `depth` blocks once, in order, both matmuls."""
+    forward = record.evaluated("forward")
+    assert [e.block for e in forward] == list(range(depth))
+    assert all(e.ran == MATMULS for e in forward)
+
+
+def assert_peak_split(record: Any, kept_bytes: int) -> None:
+    """The peak's part that grows with the batch and its fixed part add up to it, the first at
+    least the `kept_bytes` the call keeps for its backward pass, read at B and 2B."""
+    assert record.peak_batch_bytes + record.peak_fixed_bytes == record.peak_bytes
+    assert record.peak_batch_bytes >= kept_bytes
+    assert "2B" in record.methods["peak_batch_bytes"]

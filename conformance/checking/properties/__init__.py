@@ -1,10 +1,11 @@
 """The properties every port must satisfy, one module each, and their registry.
 
 Each property is a module of this folder named by its key (`a_init.py`, `b_forward.py`, ...):
-its strategy, its check, the declarations it reads (`schema`), the mutants it must kill, and
-its `PROPERTY`. The registry is built from the modules found here, in the order of their
-letters: adding a property is adding its module (and the stacks' declarations, and their
-tests); nothing else in the suite names the properties.
+its strategy, its check, the declarations it reads (`schema`), the suite's own mutants it must
+kill (a stack's mutants say which property must kill them in their manifest, `killed_by`: a
+framework is one folder), and its `PROPERTY`. The registry is built from the modules found
+here, in the order of their letters: adding a property is adding its module (and the stacks'
+declarations, and their tests); nothing else in the suite names the properties.
 
 Each property has two halves. `prepare(canonical, case)` computes what the port is compared
 with: the canonical port's results and the error bounds; it depends on the case alone, so a
@@ -49,14 +50,20 @@ if len(BY_ID) != len(PROPERTIES):
     raise ValueError(f"two property modules share a letter: {modules()}")
 
 
-def killer_of(mutant: str) -> str:
-    """The key of the property that must kill `mutant` (the one whose `mutants` names it);
-    `ValueError` naming `mutant` where none or several do."""
+def killer_of(mutant: str, declared: str = "") -> str:
+    """The key of the property that must kill `mutant`: the one its stack's manifest declares
+    (`declared`, the property's letter: `MutantEntry.killed_by`), or, for the suite's own
+    mutants, the one whose `mutants` names it. `ValueError` naming `mutant` where none or
+    several do, or where the declared letter is no property's."""
     found = [p.key for p in PROPERTIES if mutant in p.mutants]
+    if declared:
+        if declared not in BY_ID:
+            raise ValueError(f"mutant {mutant!r}: killed_by {declared!r} is no property's letter")
+        found.append(BY_ID[declared].key)
     if len(found) != 1:
         said = " and ".join(found) or "no property"
         raise ValueError(
-            f"mutant {mutant!r}: {said} names it; exactly one property module must list it "
-            "in its MUTANTS (conformance/checking/properties/)"
+            f"mutant {mutant!r}: {said} names it; exactly one must: its manifest's killed_by "
+            "(a stack's), or one property module's MUTANTS (the suite's own)"
         )
     return found[0]

@@ -26,7 +26,9 @@ def check_init(port: Implementation, reference: Params, case) -> float:
     )
 
 
-#: The mutants this property must kill, and the only place that says so.
+#: A stack's mutant that declares `killed_by="a"` in its manifest (`MutantEntry`) must be
+#: rejected by this property alone (`conformance.mutants` hunts it so); here, only the
+#: suite's own mutants it must kill.
 MUTANTS: tuple[str, ...] = ()
 
 PROPERTY = Property(

@@ -38,7 +38,9 @@ def check_checkpoint_is_transparent(port: Implementation, reference: dict, case)
     return max(worst, comparison)
 
 
-#: The mutants this property must kill, and the only place that says so.
+#: A stack's mutant that declares `killed_by="d"` in its manifest (`MutantEntry`) must be
+#: rejected by this property alone (`conformance.mutants` hunts it so); here, only the
+#: suite's own mutants it must kill.
 MUTANTS: tuple[str, ...] = ()
 
 PROPERTY = Property(

@@ -46,8 +46,9 @@ class Property:
       tens, so that a new property takes a place between two without renumbering them): the
       mutation run tries the cheapest first (`conformance.running.mutation.KILL_ORDER`).
     - `reads`: the declarations it reads beyond the contract's methods, typed (`schema`).
-    - `mutants`: the mutants it must kill, by name (`conformance.mutants`): the one place that
-      says which property rejects a mutant.
+    - `mutants`: the suite's own mutants it must kill, by name (`conformance.mutants`); a
+      stack's mutants name the property that must kill them in their manifest
+      (`MutantEntry.killed_by`), so that no framework is named here.
     """
 
     id: str

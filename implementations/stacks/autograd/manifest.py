@@ -37,18 +37,21 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's block checkpoints",
             "hips_autograd",
+            killed_by="e",
         ),
         MutantEntry(
             "autograd_no_checkpoint",
             f"{_HERE}.hips_autograd_mutants:AutogradNoCheckpoint",
             "autograd MLP without the checkpoint",
             "hips_autograd",
+            killed_by="e",
         ),
         MutantEntry(
             "autograd_upstream_checkpoint",
             f"{_HERE}.hips_autograd_mutants:AutogradUpstreamCheckpoint",
             "autograd.checkpoint as shipped: traced in the forward pass, activations kept",
             "hips_autograd",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -14,14 +14,15 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "deepspeed",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             notes={
                 "saved_bytes": "torch's outer saved_tensors_hooks plus the inputs each "
                 "checkpoint node keeps"
                 " in ctx.deepspeed_saved_tensors, where no hook sees them",
                 "temp_bytes": "none: eager",
-                "peak_bytes": "as torch",
-                "matmuls": "aten mm/addmm calls, as torch",
+                "peak_bytes": "as torch, from the outermost torch.autograd.backward",
+                "matmuls": "aten matmuls, as torch (a nested region's forward in its outer's "
+                "rerun counted as a rerun)",
                 "save-mm": "not run: deepspeed.checkpointing.checkpoint takes no policy",
             },
         ),
@@ -33,12 +34,14 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's model goes through deepspeed.checkpointing.checkpoint",
             "deepspeed",
+            killed_by="e",
         ),
         MutantEntry(
             "deepspeed_no_checkpoint",
             f"{_HERE}.deepspeed_mutants:DeepSpeedNoCheckpoint",
             "torch MLP without deepspeed.checkpointing.checkpoint",
             "deepspeed",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

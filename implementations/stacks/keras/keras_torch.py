@@ -33,7 +33,13 @@ from implementations.contract import BackwardRecord, Params, check_features, che
 from implementations.stacks import keras as keras_stack
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
-from implementations.stacks.torch import as_input, from_host_array, instrument, leaf_input
+from implementations.stacks.torch import (
+    TorchPort,
+    as_input,
+    from_host_array,
+    instrument,
+    leaf_input,
+)
 
 STACK = keras_stack.on("torch")  # before anything imports keras: it reads its backend once
 
@@ -128,14 +134,8 @@ class KerasTorch(StatefulTorch, StatefulKerasPort):
         """The instrument on this port's own `vjp(params, x, ones, checkpoint=checkpoint)`."""
         return instrument.observe(self.own_vjp(params, x, checkpoint), x)
 
-    @observes("nn_checkpoint_forward")
-    def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        """The instrument on this port's own `nn_checkpoint_forward(seed, x, features)`, x a
-        leaf that requires grad, and the backward pass of its output."""
-        x = leaf_input(x)
-        return instrument.observe(
-            lambda: instrument.backward_of(self.nn_checkpoint_forward(seed, x, features)), x
-        )
+    #: The instrument on this port's own `nn_checkpoint_forward`, as on every torch port's.
+    exercise_record = TorchPort.exercise_record
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         """The exercise: Flax's canonical MLP for `PRNGKey(seed)` in Keras on torch, checkpointed.

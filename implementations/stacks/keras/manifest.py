@@ -49,6 +49,7 @@ MANIFEST = Manifest(
                 f"{_HERE}.keras_{backend}_mutants:RematScopeNone",
                 f"keras_{backend} with RematScope(mode=None)",
                 f"keras_{backend}",
+                killed_by="e",
             )
             for backend in _BACKENDS
         ),
@@ -58,6 +59,7 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward of its own in plain torch, never "
             "checkpointed (the Keras model still is)",
             "keras_torch",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -63,12 +63,14 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's cell recomputes",
             "mindspore",
+            killed_by="e",
         ),
         MutantEntry(
             "mindspore_no_recompute",
             f"{_HERE}.mindspore_mutants:MindSporeNoRecompute",
             "MindSpore MLP cell without Cell.recompute()",
             "mindspore",
+            killed_by="e",
         ),
     ),
     rows=(RowEntry("mindspore_graph", f"{_HERE}.graph_row:GraphRow", ("mindspore",)),),

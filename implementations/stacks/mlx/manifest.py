@@ -35,12 +35,14 @@ MANIFEST = Manifest(
             "forward, pullback and nn_checkpoint_forward overridden by a plain MLP of the port's "
             "own, while the base's module checkpoints",
             "mlx",
+            killed_by="e",
         ),
         MutantEntry(
             "mlx_no_checkpoint",
             f"{_HERE}.mlx_mutants:MlxNoCheckpoint",
             "MLX MLP without nn.utils.checkpoint",
             "mlx",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -38,12 +38,14 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's block checkpoints",
             "tensorflow",
+            killed_by="e",
         ),
         MutantEntry(
             "tf_no_recompute_grad",
             f"{_HERE}.tensorflow_mutants:NoRecomputeGrad",
             "TensorFlow MLP without tf.recompute_grad",
             "tensorflow",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -37,6 +37,7 @@ MANIFEST = Manifest(
             f"{_HERE}.tfjs_mutants:TfjsNoCustomGrad",
             "TensorFlow.js MLP without tf.customGrad (a process port)",
             "tfjs",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

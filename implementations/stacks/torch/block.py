@@ -147,17 +147,22 @@ def block(x: torch.Tensor, w1, b1, w2, b2, tag_h: bool = False) -> torch.Tensor:
 
 
 def placed(
-    items: Sequence[Any], checkpoint_of: Callable[[Region], Checkpoint], tag_h: bool = False
+    items: Sequence[Any],
+    checkpoint_of: Callable[[Region], Checkpoint],
+    tag_h: bool = False,
+    plain: Callable[..., torch.Tensor] | None = None,
 ) -> Callable[..., torch.Tensor]:
-    """`run(x, *params)`: the items in order, each region checkpointed (module docstring)."""
+    """`run(x, *params)`: the items in order, each region checkpointed (module docstring);
+    each block `plain(x, *its params)` (default: `block`, tagged with `tag_h`)."""
+    plain = plain or (_tagged if tag_h else block)
     parts = []  # (function of (x, *params), how many blocks' params it takes)
     for item in items:
         if isinstance(item, Region):  # its checkpoint chosen before its inner regions'
             region_checkpoint = checkpoint_of(item)
-            inner = placed(item.items, checkpoint_of, tag_h)
+            inner = placed(item.items, checkpoint_of, tag_h, plain)
             parts.append((_region(region_checkpoint, inner), len(item.blocks)))
         else:
-            parts.append((_tagged if tag_h else block, 1))
+            parts.append((plain, 1))
 
     def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
         start = 0
@@ -187,7 +192,12 @@ def place(placement: Placement) -> Callable[..., torch.Tensor]:
     `placement.policy_of(n)` ("" or `full`: the plain non-reentrant checkpoint)."""
     numbers = {id(region): n for n, (_, region) in enumerate(placement.regions())}
     chosen = {n: region_checkpoint(placement.policy_of(n)) for n in numbers.values()}
-    run = placed(placement.items, lambda region: chosen[numbers[id(region)]])
+    return on_canonical(placed(placement.items, lambda region: chosen[numbers[id(region)]]))
+
+
+def on_canonical(run: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """`run(x, *params)` called with the canonical parameters (kernels `(in, out)`): each kernel
+    handed on as its transposed view (torch's `(out, in)`, the same storage)."""
 
     def canonical(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
         return run(x, *(p.T if i % 2 == 0 else p for i, p in enumerate(params)))
@@ -216,13 +226,20 @@ def vjp(
     parameters (`wrt="params"`, x data) or into x (`wrt="x"`: the parameters still require
     grad, so the forward saves what it saves for them, and the engine runs x's path only).
     The caller's tensors are left as they are: the call takes detached leaves of them."""
-    if wrt not in ("params", "x"):
-        raise ValueError(f"wrt must be 'params' or 'x', got {wrt!r}")
-    leaves = [p.detach().requires_grad_() for p in params]
-    x = x.detach().requires_grad_(wrt == "x")
+    leaves, x = detached_leaves(params, x, wrt)
     y = run(x, *leaves)
     grads = torch.autograd.grad(y, leaves if wrt == "params" else [x], cotangent)
     return y.detach(), tuple(grads)
+
+
+def detached_leaves(
+    params: Sequence[torch.Tensor], x: torch.Tensor, wrt: str
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Detached leaves of the caller's parameters (each requiring grad) and x (requiring grad
+    with `wrt="x"`), for a VJP into `wrt`; a `wrt` other than `params` or `x` refused."""
+    if wrt not in ("params", "x"):
+        raise ValueError(f"wrt must be 'params' or 'x', got {wrt!r}")
+    return [p.detach().requires_grad_() for p in params], x.detach().requires_grad_(wrt == "x")
 
 
 def from_numpy(array: np.ndarray) -> torch.Tensor:

@@ -5,7 +5,7 @@ checkpoint per block, `save-mm`: selective checkpointing that saves matmul
 outputs), the whole stack compiled as one graph, and the step the VJP of
 the compiled stack. Imports torch and numpy.
 
-`TorchCase` is the eager case this bench (and DeepSpeed's, `deepspeed.bench`) builds on, as
+`TorchCase` is the eager case this bench builds on, as
 eager torch's bench was before it moved onto its block and instrument (the generic driver,
 issue 75); it goes when these two benches move there too.
 

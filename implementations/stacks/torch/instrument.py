@@ -31,9 +31,9 @@ own call (its `vjp`, or its `nn_checkpoint_forward` then `backward_of` its outpu
   observable; a selective checkpoint whose cache the watch was not handed is seen being made
   (`_CachingTorchDispatchMode`), and the record says that its cache is not observable.
 - **Peak** (`peak`): torch's profiler memory events (`profile_memory=True`) over the call:
-  the most bytes alive from the start of its outermost `torch.autograd.grad` (marked by an
-  allocation of its own) to its return, above the bytes alive before the call; what the
-  forward pass left is alive at the start.
+  the most bytes alive from the start of its outermost `torch.autograd.grad` or `backward`
+  (a reentrant checkpoint refuses `grad`; marked by an allocation of its own) to its return,
+  above the bytes alive before the call; what the forward pass left is alive at the start.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ WATCH = (
 )
 PEAK = (
     "torch profiler memory events (profile_memory=True) from the outermost "
-    "torch.autograd.grad's start to its return, above the bytes alive before the call"
+    "torch.autograd.grad's (or backward's) start to its return, above the bytes alive before "
+    "the call"
 )
 METHODS = {
     "saved": "storages packed by an outer saved_tensors_hooks in the forward pass, and a "
@@ -236,11 +237,15 @@ class RegionCounter:
         self.forward_pass = 0
         self.recomputed = 0
 
-    @contextlib.contextmanager
-    def _count(self, attribute: str) -> Iterator[None]:
+    def entered(self, attribute: str = "forward") -> None:
+        """A region entered (`forward`) or rerun (`recomputed`)."""
         setattr(self, attribute, getattr(self, attribute) + 1)
         if attribute == "forward" and not in_backward():
             self.forward_pass += 1
+
+    @contextlib.contextmanager
+    def _count(self, attribute: str) -> Iterator[None]:
+        self.entered(attribute)
         yield
 
     def context_fn(self) -> tuple[Any, Any]:
@@ -250,7 +255,9 @@ class RegionCounter:
 class Evaluations:
     """The blocks' evaluations as their matmuls run, an observer of `Ops` in both passes: a
     matmul reading block i's `w1` storage starts an evaluation of block i, one reading its `w2`
-    is that evaluation's second. In the backward pass, only a rerun's (grad mode on)."""
+    is that evaluation's second. In the backward pass, only a rerun's: grad mode on, or inside
+    `rerunning` (a reentrant checkpoint's forward entered by its outer's rerun runs its body
+    with grad mode off)."""
 
     def __init__(self, parameters: Iterable[torch.Tensor]):
         self.kernels = {
@@ -259,12 +266,23 @@ class Evaluations:
             if i % 2 == 0
         }
         self.found: list[tuple[int, str, list[str]]] = []
+        self.rerunning = 0  # open reentrant forwards inside the backward pass
+
+    @contextlib.contextmanager
+    def rerun(self) -> Iterator[None]:
+        """The `with` block's matmuls in the backward pass are a rerun's, whatever grad mode."""
+        self.rerunning += 1
+        try:
+            yield
+        finally:
+            self.rerunning -= 1
 
     def before(self, func: Any, args: Any, kwargs: Any) -> None:
         pass
 
     def after(self, func: Any, args: Any, out: Any) -> None:
-        if func not in MATMULS or (in_backward() and not torch.is_grad_enabled()):
+        rerun = torch.is_grad_enabled() or self.rerunning
+        if func not in MATMULS or (in_backward() and not rerun):
             return
         found = next(
             (self.kernels[p] for p in map(_storage, _tensors(args)) if p in self.kernels), None
@@ -519,57 +537,79 @@ class Seen:
 
 
 @contextlib.contextmanager
-def watch(x: torch.Tensor, parameters: Iterable[torch.Tensor]) -> Iterator[Seen]:
+def watch(
+    x: torch.Tensor,
+    parameters: Iterable[torch.Tensor],
+    *,
+    kept: Callable[[], dict[int, torch.Tensor]] = dict,
+    kept_note: str = "",
+) -> Iterator[Seen]:
     """torch's instrument around the block's call in the `with` block (`block.vjp`); its
-    `.record()` after it. `x` and `parameters` are the call's (canonical order, four a block)."""
+    `.record()` after it. `x` and `parameters` are the call's (canonical order, four a block);
+    `kept()` and `kept_note` as `observe`'s (a reentrant checkpoint's, DeepSpeed's)."""
     parameters = list(parameters)
     seen = Seen(Watch(x.detach().cpu().numpy(), parameters))
     seen.watch.handed = True  # every region of the block takes the watch's context_fn
     with _watching(seen.watch) as saves:
         yield seen
-    cached = _cached(seen.watch)
+    cached, outside = _cached(seen.watch), kept()
 
     def note(ptr: int) -> str:
-        return "cached by the selective checkpoint" if ptr in cached else ""
+        if ptr in cached:
+            return "cached by the selective checkpoint"
+        return kept_note if ptr in outside else ""
 
-    seen.saved = seen.watch.classify({**cached, **saves.by_storage}, note)
+    seen.saved = seen.watch.classify({**outside, **cached, **saves.by_storage}, note)
 
 
 class Peak:
     """The profiler's memory events over the call in `peak()`'s block."""
 
     def __init__(self):
-        self.bytes: int | NotObservable = NotObservable("the call ran no torch.autograd.grad")
+        self.bytes: int | NotObservable = NotObservable(
+            "the call ran no torch.autograd.grad or backward"
+        )
 
     def record(self) -> Record:
         return Record(PEAK, {"peak_bytes": PEAK}, peak_bytes=self.bytes)
 
 
 @contextlib.contextmanager
-def peak() -> Iterator[Peak]:
+def peak(returned_left_out: bool = False) -> Iterator[Peak]:
     """torch's profiler (`profile_memory=True`) around the call in the `with` block; the peak
-    from the start of its outermost `torch.autograd.grad`, marked by an allocation of its own
-    (the call's `torch.autograd.grad` is looked up as it runs: replaced for the block's time)."""
+    from the start of its outermost `torch.autograd.grad` (or `backward`), marked by an
+    allocation of its own (the call's function is looked up as it runs: replaced for the
+    block's time). With `returned_left_out`, the gradients a `backward` leaves on the leaves
+    behind its roots are left out for their whole life (a reentrant checkpoint, which cannot
+    run x's path alone, makes them deep inside its nested reruns)."""
     from torch.profiler import ProfilerActivity, profile
 
-    found, original, marks = Peak(), torch.autograd.grad, []
+    found, autograd, marks, leaves = Peak(), torch.autograd, [], []
+    originals = {name: getattr(autograd, name) for name in ("grad", "backward")}
 
-    def grad(*args: Any, **kwargs: Any) -> Any:
-        if marks:  # an inner one: inside the outermost's span
-            return original(*args, **kwargs)
-        marks.append(torch.empty(1, dtype=torch.uint8))
-        try:
-            return original(*args, **kwargs)
-        finally:
+    def marked(original: Callable) -> Callable:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if marks:  # an inner one (a reentrant checkpoint's): inside the outermost's span
+                return original(*args, **kwargs)
+            if returned_left_out and original is originals["backward"]:
+                leaves.extend(_leaves(args[0]))
             marks.append(torch.empty(1, dtype=torch.uint8))
+            try:
+                return original(*args, **kwargs)
+            finally:
+                marks.append(torch.empty(1, dtype=torch.uint8))
+
+        return run
 
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto logs each trace to stderr below 6
-    torch.autograd.grad = grad
+    for name, original in originals.items():
+        setattr(autograd, name, marked(original))
     try:
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             yield found
     finally:
-        torch.autograd.grad = original
+        for name, original in originals.items():
+            setattr(autograd, name, original)
     if marks:
         try:
             events = allocations(prof)
@@ -577,7 +617,8 @@ def peak() -> Iterator[Peak]:
             found.bytes = NotObservable(f"torch's profiler events moved: {error}")
             return
         ptrs = [m.untyped_storage().data_ptr() for m in marks]
-        found.bytes = _backward_peak(events, *ptrs)
+        grads = {_storage(leaf.grad) for leaf in leaves if leaf.grad is not None}
+        found.bytes = _backward_peak(events, *ptrs, returned=grads)
 
 
 def allocations(prof: Any) -> list[tuple[int, int]]:
@@ -593,18 +634,31 @@ def allocations(prof: Any) -> list[tuple[int, int]]:
     return [(address, nbytes) for _, address, nbytes in sorted(found)]
 
 
-def _backward_peak(allocations: list[tuple[int, int]], start: int, end: int) -> int:
+def _backward_peak(
+    allocations: list[tuple[int, int]],
+    start: int,
+    end: int,
+    returned: frozenset | set = frozenset(),
+) -> int:
     """The most bytes alive between the allocations of the markers at `start` and at `end`
     (each the last allocation at its address: both live to the end of the call; addresses
-    are reused once freed; both are held until the profile ends), the markers left out."""
+    are reused once freed; both are held until the profile ends), the markers left out, and
+    the allocations still open at the end at a `returned` address (the returned gradients)."""
     opened = [i for i, (a, n) in enumerate(allocations) if n > 0 and a in (start, end)]
     first = max(i for i in opened if allocations[i][0] == start)
     last = max(i for i in opened if allocations[i][0] == end)
+    open_at: dict[int, int] = {}  # address -> its allocation not freed by the end
+    for index, (address, nbytes) in enumerate(allocations[: last + 1]):
+        if nbytes > 0:
+            open_at[address] = index
+        else:
+            open_at.pop(address, None)
+    left_out = {first, last} | {i for a, i in open_at.items() if a in returned}
     live = peak = 0
     for index, (_, nbytes) in enumerate(allocations[: last + 1]):
         if index == first:
             peak = live  # the backward starts with what the forward kept
-        if index in (first, last):
+        if index in left_out:
             continue
         live += nbytes
         if index > first:

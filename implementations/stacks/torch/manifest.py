@@ -85,6 +85,7 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's model checkpoints",
             "pytorch",
+            killed_by="e",
         ),
         MutantEntry(
             "composed_reruns_declared_free",
@@ -92,24 +93,28 @@ MANIFEST = Manifest(
             "declares that torch removes the nested region's duplicate work (early stop) but "
             "runs the forward three times",
             "pytorch",
+            killed_by="k",
         ),
         MutantEntry(
             "composed_second_wrap_drops_region",
             f"{_HERE}.pytorch_mutants:SecondWrapDropsTheRegion",
             "the second wrap drops the inner region: everything is saved",
             "pytorch",
+            killed_by="k",
         ),
         MutantEntry(
             "composed_recompute_other_parameters",
             f"{_HERE}.pytorch_mutants:NestedRecomputeDrawsOtherParameters",
             "the recompute under nesting draws other parameters: the values differ",
             "pytorch",
+            killed_by="k",
         ),
         MutantEntry(
             "composed_declaration_breaks_rule",
             f"{_HERE}.pytorch_mutants:DeclaresFewerForwardRuns",
             "a composition declaration in which wrapping twice runs the forward fewer times",
             "pytorch",
+            killed_by="k",
         ),
         MutantEntry(
             "ac_wrapper_on_children",
@@ -117,6 +122,7 @@ MANIFEST = Manifest(
             "checkpoint_wrapper on each Linear of the block instead of the block: relu's "
             "output is saved between them",
             "torch_ac_wrapper",
+            killed_by="e",
         ),
         MutantEntry(
             "compiled_own_model_no_checkpoint",
@@ -124,30 +130,35 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain eager MLP of the "
             "port's own, while the base's compiled model checkpoints",
             "torch_compile",
+            killed_by="e",
         ),
         MutantEntry(
             "compiled_without_checkpoint",
             f"{_HERE}.torch_compile_mutants:CompiledWithoutCheckpoint",
             "torch.compile of the MLP module with no checkpoint in its forward",
             "torch_compile",
+            killed_by="e",
         ),
         MutantEntry(
             "fsdp_no_checkpoint",
             f"{_HERE}.torch_fsdp_mutants:FsdpNoCheckpoint",
             "FSDP2 MLP over gloo ranks without torch.utils.checkpoint",
             "torch_fsdp",
+            killed_by="e",
         ),
         MutantEntry(
             "budget_ignored",
             f"{_HERE}.torch_compile_mutants:BudgetIgnored",
             "torch.compile's budget(b) compiled as none, b ignored",
             "torch_compile",
+            killed_by="j",
         ),
         MutantEntry(
             "stateful_policy_under_compile",
             f"{_HERE}.torch_compile_mutants:StatefulPolicyUnderCompile",
             "save_dots as a stateful torch policy ('save the first matmul'), under torch.compile",
             "torch_compile",
+            killed_by="j",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

@@ -62,7 +62,7 @@ def backward(
     return grads
 
 
-class _Roots:
+class Roots:
     """The checkpoint nodes behind the roots of a call's backward passes, and what they keep
     on themselves, read as each outermost pass starts (before it drops them)."""
 
@@ -109,7 +109,7 @@ def observe(call: Callable[[], Any], x: Any, node: str, kept_on_node: str = "") 
     checkpoint: its regions are the nodes whose class name is `node` behind the roots of the
     call's backward passes, and what those nodes keep in their attribute `kept_on_node` ("":
     none), out of the hooks' sight, counts as kept."""
-    roots = _Roots(node, kept_on_node)
+    roots = Roots(node, kept_on_node)
     with roots.watching():
         return instrument.observe(
             call,

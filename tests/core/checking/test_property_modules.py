@@ -15,7 +15,7 @@ import pytest
 
 import conformance
 from conformance.checking import properties
-from conformance.checking.properties import BY_KEY, PROPERTIES, killer_of
+from conformance.checking.properties import BY_ID, BY_KEY, PROPERTIES, killer_of
 from conformance.checking.properties.schema import conforms
 from implementations import manifests
 from implementations.composition import composed
@@ -78,19 +78,36 @@ def test_the_search_for_hand_written_keys_finds_one(tmp_path):
     ]
 
 
-def test_each_mutant_is_named_by_exactly_one_property():
+def test_each_mutant_has_exactly_one_killer_its_manifest_s_or_a_property_module_s():
     from conformance.mutants import MUTANTS
 
-    named = sorted(name for p in PROPERTIES for name in p.mutants)
-    assert named == sorted(MUTANTS)
+    declared = {s.name: s.killed_by for m in manifests.manifests() for s in m.mutants}
+    named = [name for p in PROPERTIES for name in p.mutants]
+    assert len(named) == len(set(named))
     for name, spec in MUTANTS.items():
-        assert name in BY_KEY[spec.killed_by].mutants
+        if declared.get(name):  # a stack's: its manifest's letter, no property module's list
+            assert spec.killed_by == BY_ID[declared[name]].key, name
+            assert name not in named, name
+        else:  # the suite's own (or one whose manifest does not say yet)
+            assert name in BY_KEY[spec.killed_by].mutants, name
+    assert set(named) <= set(MUTANTS)  # no stale name
 
 
-def test_a_manifest_entry_that_still_names_its_killer_is_refused():
+def test_a_declared_killer_and_a_listed_one_are_refused_as_two():
+    listed = next(name for p in PROPERTIES for name in p.mutants)
+    with pytest.raises(ValueError, match=f"mutant {listed!r}: .* and .* names it"):
+        killer_of(listed, "a")
+    with pytest.raises(ValueError, match="mutant 'm': killed_by 'z' is no property's letter"):
+        killer_of("m", "z")
+    assert killer_of("m", "e") == BY_ID["e"].key
+
+
+def test_a_manifest_entry_that_names_its_killer_in_first_is_refused():
     with pytest.raises(TypeError, match="mutant m: first must be a tuple of property letters"):
         MutantEntry("m", "pkg.mod:Class", "a bug", "pytorch", "e_evidence")
     assert MutantEntry("m", "pkg.mod:Class", "a bug", "pytorch", ("i",)).first == ("i",)
+    with pytest.raises(TypeError, match="mutant m: killed_by must be a property's letter"):
+        MutantEntry("m", "pkg.mod:Class", "a bug", "pytorch", killed_by="E")
 
 
 def test_a_mutant_no_property_names_is_an_error_naming_it():

@@ -23,13 +23,22 @@ pytest.importorskip("flax")
 
 
 def test_every_mutant_is_named_by_the_one_property_that_must_reject_it():
-    """The property modules say which mutants each must kill; the hunt reads it from them."""
-    from conformance.checking.properties import PROPERTIES
+    """A stack's manifest says which property must kill each of its mutants, a property module
+    the suite's own; the hunt reads it from there."""
+    from conformance.checking.properties import BY_ID, PROPERTIES
+    from implementations import manifests
 
     assert len(mutants.MUTANTS) >= 10
-    named = [(name, p.key) for p in PROPERTIES for name in p.mutants]
-    assert sorted(name for name, _ in named) == sorted(mutants.MUTANTS)  # each once, no stale
-    for name, key in named:
+    named = dict((name, p.key) for p in PROPERTIES for name in p.mutants)
+    declared = {
+        s.name: BY_ID[s.killed_by].key
+        for m in manifests.manifests()
+        for s in m.mutants
+        if s.killed_by
+    }
+    assert not set(named) & set(declared)  # each said once
+    assert sorted({**named, **declared}) == sorted(mutants.MUTANTS)  # none without, no stale
+    for name, key in {**named, **declared}.items():
         assert mutants.MUTANTS[name].killed_by == key, name
 
 
