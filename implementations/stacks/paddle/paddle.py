@@ -31,7 +31,7 @@ from implementations.stacks.paddle import (
     state_to_params,
     to_host_array,
 )
-from implementations.stacks.paddle.observed import backward_of
+from implementations.stacks.paddle.instrument import backward_of
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
 
@@ -94,7 +94,8 @@ class Paddle(PooledHookPort):
             model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
             return grads_of(model, x)
 
-    # -- evidence: Paddle's `observed` on the port's own calls (backward_record: the base's)
+    # -- evidence: Paddle's `instrument.observe` on the port's own calls (backward_record: the
+    # base's)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
