@@ -60,6 +60,7 @@ from .. import hooks_evidence
 from . import block as block_module
 from .arrays import to_host_array
 from .loaded import paddle
+from .saved_hooks import saved_tensors_hooks
 
 INSTRUMENT = (
     "the port's own call under paddle.autograd.saved_tensors_hooks (storages packed before "
@@ -258,7 +259,7 @@ def watch(x: paddle.Tensor, parameters: Iterable[paddle.Tensor]) -> Iterator[Wat
     The profiler that was set before is put back."""
     seen = Watch(x, parameters)
     previous = sys.getprofile()
-    hooks = paddle.autograd.saved_tensors_hooks(seen.pack, seen.unpack)
+    hooks = saved_tensors_hooks(seen.pack, seen.unpack)
     with operator_statistics() as count, engine_entered(seen.entered, seen.left), hooks:
         seen.count = count
         sys.setprofile(seen.profile)
@@ -327,7 +328,7 @@ def observe(
                 x_values,
                 parameters,
                 tensor_type=paddle.Tensor,
-                saved_tensors_hooks=paddle.autograd.saved_tensors_hooks,
+                saved_tensors_hooks=saved_tensors_hooks,
                 entries=[(paddle.base.core.eager, name) for name in ENGINE],
                 module_class=paddle.nn.Layer,
                 is_leaf_module=lambda layer: not layer.sublayers(),
