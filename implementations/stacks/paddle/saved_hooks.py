@@ -6,15 +6,17 @@ container setter (`call_pack_hook`, paddle/fluid/pybind/eager_py_layer.cc), whic
 tuple it was given once more than it took: `if (PyTuple_Check(value)) Py_XDECREF(saved_value)`,
 `saved_value` being `value` itself, borrowed. `save_for_backward`'s `*tensors` tuple is then
 freed while its frame still holds it, and the frame's own release writes into freed memory.
-A tuple of more than about 125 tensors (a reentrant recompute over 31 blocks or more: its input
-and 4 parameters a block) is a glibc large-bin chunk, where that write lands on the chunk's
-`fd_nextsize`: the next `malloc` faults in `unlink_chunk`, and Paddle's `SignalHandle`,
+A tuple of over 1 KiB (some 125 tensors: a reentrant recompute over 31 blocks takes its input
+and 4 parameters a block) is a glibc large-bin chunk, where that write can land on the chunk's
+`fd_nextsize`: a later `malloc` faults in `unlink_chunk`, and Paddle's `SignalHandle`,
 allocating in the handler, deadlocks on malloc's lock (`bench --schedules` at L = 64 hung so).
 `tests/paddle/test_paddle_saved_hooks.py` holds the count.
 
 Here a `PyLayer`'s `save_for_backward` runs with the hooks off, after handing each tensor to
-`pack` itself (its result dropped: the container keeps the tensors, as identity hooks would);
-every other saved tensor goes through Paddle's hooks as before.
+`pack` itself (its result dropped: the container keeps the tensors, as identity hooks would),
+and the hooks go back on under `paddle.enable_grad()` (Paddle's `register_saved_tensors_hooks`
+does nothing while grad is off, as it is in a `PyLayer`'s forward); every other saved tensor
+goes through Paddle's hooks as before.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ def saved_tensors_hooks(
         eager.reset_saved_tensors_hooks()
         try:
             original(ctx, *tensors)
-        finally:
-            eager.register_saved_tensors_hooks(pack, unpack)
+        finally:  # Paddle registers hooks only with grad on, off in a PyLayer's forward
+            with paddle.enable_grad():
+                eager.register_saved_tensors_hooks(pack, unpack)
 
     context.save_for_backward = save_unhooked
     try:
