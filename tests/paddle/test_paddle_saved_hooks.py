@@ -114,3 +114,20 @@ def test_the_hooks_stay_on_after_a_region_saves():
         (inside * inside).sum()
     assert after_region == 1  # the region's input
     assert len(packed) > after_region  # the product's operands, packed after the region
+
+
+def test_the_default_schedules_whose_saved_tuple_is_over_a_kib_are_the_two_that_crashed():
+    # The README's count: a region saves its input and 4 parameters a block, a tuple of
+    # 16 (GC head) + 24 + 8 bytes a tensor; over 1 KiB at L = 64 only in these two.
+    from conformance.benchmark.schedules import schedules_at
+    from implementations.measuring.placement import Placement
+
+    largest = {
+        schedule.label: max(
+            (1 + 4 * len(r.blocks) for _, r in Placement.of(schedule, 64).regions()), default=0
+        )
+        for schedule in schedules_at(64)
+    }
+    over = {label: n for label, n in largest.items() if 16 + 24 + 8 * n > 1024}
+    assert over == {"nested(2,2,2,2,2,2)": 129, "binomial(2)": 213}
+    assert max(n for label, n in largest.items() if label not in over) == 117

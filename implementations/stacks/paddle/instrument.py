@@ -8,7 +8,8 @@ backward pass of its output) and gives the `BackwardRecord` (e), (j), (k) read.
 - **Phases.** The call is in its backward pass while Paddle's engine runs one
   (`core.eager.run_backward`, behind `Tensor.backward` and `paddle.autograd.backward`, or
   `core.eager.run_partial_grad`, behind `paddle.grad`), wrapped for the call's length.
-- **Saved:** `paddle.autograd.saved_tensors_hooks(pack, unpack)` around the whole call: every
+- **Saved:** `saved_hooks.saved_tensors_hooks(pack, unpack)` (Paddle's pair, a `PyLayer`'s
+  `save_for_backward` handed to `pack` outside its buggy setter) around the whole call: every
   tensor autograd keeps in the forward phase, once per storage (`data_ptr`; one packed in the
   backward phase is a reentrant recompute's own). `watch` knows the call's tensors: x's
   storage is the input, a parameter's a parameter, anything else an activation; `observe`

@@ -6,9 +6,10 @@ container setter (`call_pack_hook`, paddle/fluid/pybind/eager_py_layer.cc), whic
 tuple it was given once more than it took: `if (PyTuple_Check(value)) Py_XDECREF(saved_value)`,
 `saved_value` being `value` itself, borrowed. `save_for_backward`'s `*tensors` tuple is then
 freed while its frame still holds it, and the frame's own release writes into freed memory.
-A tuple of over 1 KiB (some 125 tensors: a reentrant recompute over 31 blocks takes its input
-and 4 parameters a block) is a glibc large-bin chunk, where that write can land on the chunk's
-`fd_nextsize`: a later `malloc` faults in `unlink_chunk`, and Paddle's `SignalHandle`,
+A tuple of over 1 KiB (a region's input and 4 parameters a block: 129 tensors in
+`nested(2,2,2,2,2,2)`'s largest region at L = 64, 213 in `binomial(2)`'s) is a glibc large-bin
+chunk, where that write can land on the chunk's `fd_nextsize`: a later `malloc` faults in
+`unlink_chunk`, and Paddle's `SignalHandle`,
 allocating in the handler, deadlocks on malloc's lock (`bench --schedules` at L = 64 hung so).
 `tests/paddle/test_paddle_saved_hooks.py` holds the count.
 
