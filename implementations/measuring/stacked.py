@@ -1,11 +1,11 @@
 """`stacked(items, block, region)`: a placement's blocks and regions as one function of x and
 the parameters, for a stack whose region takes `(x, *params)` and returns the region's output
-(Paddle's reentrant `recompute`, DeepSpeed's checkpoint). Imports nothing of a framework.
+(Paddle's reentrant `recompute`, torch's checkpoints). Imports nothing of a framework.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..regions import Item, Region
@@ -15,17 +15,22 @@ PER_BLOCK = 4
 
 
 def stacked(
-    items: tuple[Item, ...], block: Callable[..., Any], region: Callable[[Callable], Callable]
+    items: Sequence[Item],
+    block: Callable[..., Any],
+    region: Callable[[Region], Callable[[Callable], Callable]],
 ) -> Callable[..., Any]:
     """`run(x, *params)` over `items` (`Placement.items`; 4 parameters a block, in order): a
-    block index runs `block(x, w1, b1, w2, b2)`, a region runs `region(inner)(x, *params)`,
-    `inner` being its own items stacked the same way (nested as the placement nests)."""
-    parts = [
-        (region(stacked(item.items, block, region)), len(item.blocks))
-        if isinstance(item, Region)
-        else (block, 1)
-        for item in items
-    ]
+    block index runs `block(x, w1, b1, w2, b2)`, a region runs `region(item)(inner)(x,
+    *params)`, `inner` being its own items stacked the same way (nested as the placement
+    nests). `region(item)` is called before its inner regions' (torch chooses, and so numbers,
+    a region's checkpoint there)."""
+    parts = []  # (function of (x, *params), how many blocks' params it takes)
+    for item in items:
+        if isinstance(item, Region):
+            wrap = region(item)
+            parts.append((wrap(stacked(item.items, block, region)), len(item.blocks)))
+        else:
+            parts.append((block, 1))
 
     def run(x: Any, *params: Any) -> Any:
         start = 0

@@ -92,7 +92,7 @@ def place(placement: Placement) -> Callable[..., paddle.Tensor]:
     if wanted:
         policy = sorted(wanted)[0]
         raise ValueError(f"placement: policy {policy!r} is not expressible in paddle: {_NO_POLICY}")
-    return stacked(placement.items, block, _region)
+    return stacked(placement.items, block, lambda region: _region)
 
 
 def vjp(

@@ -14,16 +14,24 @@ def test_the_blocks_run_in_order_with_their_parameters_and_the_regions_nest():
         calls.append(params)
         return x + 1
 
-    def region(inner):
-        def entered(x, *params):
-            calls.append(("region", len(params)))
-            return inner(x, *params)
+    def region(item):
+        calls.append(("chosen", len(item.blocks)))  # before its inner regions are built
 
-        return entered
+        def around(inner):
+            def entered(x, *params):
+                calls.append(("region", len(params)))
+                return inner(x, *params)
+
+            return entered
+
+        return around
 
     placement = Placement.of("binomial(2)", 4)
     assert str(placement) == "[0] [[1] 2] 3"
-    assert stacked(placement.items, block, region)(0, *range(16)) == 4  # four blocks ran
+    run = stacked(placement.items, block, region)
+    assert calls == [("chosen", 1), ("chosen", 2), ("chosen", 1)]  # outer before inner
+    calls.clear()
+    assert run(0, *range(16)) == 4  # four blocks ran
     assert calls == [
         ("region", 4),
         (0, 1, 2, 3),
