@@ -9,9 +9,9 @@ freed while its frame still holds it, and the frame's own release writes into fr
 A tuple of over 1 KiB (a region's input and 4 parameters a block: 129 tensors in
 `nested(2,2,2,2,2,2)`'s largest region at L = 64, 213 in `binomial(2)`'s) is a glibc large-bin
 chunk, where that write can land on the chunk's `fd_nextsize`: a later `malloc` faults in
-`unlink_chunk`, and Paddle's `SignalHandle`,
-allocating in the handler, deadlocks on malloc's lock (`bench --schedules` at L = 64 hung so).
-`tests/paddle/test_paddle_saved_hooks.py` holds the count.
+`unlink_chunk`, and Paddle's `SignalHandle`, allocating in the handler, deadlocks on malloc's
+lock (`bench --schedules` at L = 64 hung so). `tests/paddle/test_paddle_saved_hooks.py` holds
+the count.
 
 Here a `PyLayer`'s `save_for_backward` runs with the hooks off, after handing each tensor to
 `pack` itself (its result dropped: the container keeps the tensors, as identity hooks would),
