@@ -1,13 +1,13 @@
-"""The Paddle base reads its evidence off the port's own call (`observed`), never off a model
-of its own: a port whose own `forward`, `vjp` and `nn_checkpoint_forward` never recompute has
-the right values and fails (e), while the base's model still recomputes."""
+"""The Paddle base reads its evidence off the port's own call (`instrument.observe`), never off a
+model of its own: a port whose own `forward`, `vjp` and `nn_checkpoint_forward` never recompute
+has the right values and fails (e), while the base's model still recomputes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from implementations.stacks.paddle import observed
+from implementations.stacks.paddle import instrument
 from implementations.stacks.paddle.loaded import paddle
 from implementations.stacks.paddle.paddle import Paddle
 from implementations.stacks.paddle.paddle_mutants import OwnModelWithoutRecompute
@@ -57,18 +57,18 @@ def test_a_kept_leaf_that_is_neither_x_nor_a_parameter_is_an_activation():
         hidden.stop_gradient = False
         (hidden * hidden).sum().backward()
 
-    record = observed.observe(call, X, lambda: PARAMS.as_dict().values())
+    record = instrument.observe(call, X, lambda: PARAMS.as_dict().values())
     assert [t.origin for t in record.saved] == ["activation"], record.saved
 
 
 def test_the_watch_comes_off_after_the_call_even_when_it_fails():
-    entries = [getattr(paddle.base.core.eager, n) for n in observed.ENGINE]
+    entries = [getattr(paddle.base.core.eager, n) for n in instrument.ENGINE]
     layer_call = paddle.nn.Layer.__call__
 
     def fails():
         raise RuntimeError("the port's own failure")
 
     with pytest.raises(RuntimeError, match="own failure"):
-        observed.observe(fails, X, list)
-    assert [getattr(paddle.base.core.eager, n) for n in observed.ENGINE] == entries
+        instrument.observe(fails, X, list)
+    assert [getattr(paddle.base.core.eager, n) for n in instrument.ENGINE] == entries
     assert paddle.nn.Layer.__call__ is layer_call

@@ -1,7 +1,6 @@
-"""The Paddle bench stack (`implementations.stacks.paddle.bench`) at small sizes: residuals against
-hand-derived counts, gradients against numpy (`tests.support.stack_kit.BenchKit`), Paddle's
-allocator
-peak.
+"""The Paddle bench (its block and instrument through the generic driver) at small sizes:
+residuals against hand-derived counts, gradients against numpy
+(`tests.support.stack_kit.BenchKit`), Paddle's allocator peak.
 
 A "unit" is one `(B, F)` float32 array; the analytic minimum is L units (the block inputs).
 """
@@ -10,9 +9,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from implementations.stacks.paddle import bench as paddle_stack
+from implementations.measuring.driver import bench_module
 from tests.support.bench_reference import small_data
 from tests.support.stack_kit import BenchKit, gradient_bytes, peaks_at
+
+#: Paddle's bench: its block and instrument through the generic driver.
+paddle_stack = bench_module("implementations.stacks.paddle.block")
 
 
 class TestPaddleBench(BenchKit):
@@ -24,15 +26,19 @@ class TestPaddleBench(BenchKit):
 
     @staticmethod
     def grads(case):
-        return [g.numpy() for g in case._grads()]
+        return list(case.call()[1])
 
     @staticmethod
     def between_steps(case):
-        case.peak_bytes()  # another step: it frees the last one's gradients first
+        case.peak_bytes()  # another step: the call frees its gradients before it returns
+
+    @staticmethod
+    def check_kept(case, kept, mode, depth):
+        assert all(t.role for t in kept)  # named: x (block 0's input) and y, or a
 
     @staticmethod
     def save_mm():
-        return paddle_stack.stack_fn("save-mm")
+        return paddle_stack.build("", "save-mm", small_data(1))
 
 
 def test_measure_reads_paddles_allocator_and_counts_no_matmuls():
@@ -40,7 +46,7 @@ def test_measure_reads_paddles_allocator_and_counts_no_matmuls():
     for mode in TestPaddleBench.UNITS:
         static = paddle_stack.build("", mode, small_data(depth)).measure()
         assert static.temp_bytes is None
-        assert static.matmuls is None  # not measured: no hook over the backward kernels
+        assert static.matmuls is None  # not measured: no grad kernel in the statistics
         assert static.peak_bytes >= gradient_bytes(depth)  # at least the step's gradients
 
 

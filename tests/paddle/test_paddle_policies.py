@@ -9,9 +9,11 @@ nothing. Under `recompute` the forward keeps the block's input x alone.
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
-from implementations.stacks.paddle import classify, leaf_input
+from implementations.stacks import hooks_evidence
+from implementations.stacks.paddle import instrument, leaf_input
 from implementations.stacks.paddle import paddle as port_module
 from tests.support.stack_kit import HookPolicyKit
 
@@ -24,4 +26,6 @@ class TestPaddlePolicies(HookPolicyKit):
         "full": lambda d, f: [("x", (d,))],
     }
     as_input = staticmethod(leaf_input)
-    classify = staticmethod(classify)
+    classify = staticmethod(
+        functools.partial(hooks_evidence.classify, describe=instrument.describe)
+    )

@@ -8,10 +8,11 @@ import pytest
 
 from conformance.benchmark import schedules as bench
 from conformance.benchmark.measure import Settings
+from implementations.measuring.driver import bench_module
 from implementations.schedules import Schedule
-from implementations.stacks.paddle import bench as pd_bench
 from tests.support import schedules_kit as kit
 
+pd_bench = bench_module("implementations.stacks.paddle.block")
 kit.canonical()
 CASES, IDS = kit.cases(pd_bench)
 
@@ -25,7 +26,7 @@ def test_a_declared_schedule_equals_the_canonical_and_is_the_model(schedule, L):
 
 def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
     assert set(pd_bench.SCHEDULES) == kit.ALL_BUT_BUDGET
-    kit.assert_budget_refused(pd_bench, "Paddle")
+    kit.assert_budget_refused(pd_bench, "paddle")
 
 
 def test_the_peak_departs_with_deep_nesting_only_within_its_declared_count():

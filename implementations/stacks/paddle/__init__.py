@@ -4,9 +4,11 @@
   `LayerPool`, `state_to_params`, `grads_of`, `exercise_model` (`mlp`).
 - Tensors in and out: `as_input`, `leaf_input`, `to_host_array`,
   `from_host_array`, `pin_matmul_precision`, `matmul_precision` (`arrays`).
-- The instrument: `STACK.record(call, x, parameters)`: saved-tensor hooks and leaf-layer
-  calls watched around a port's own call (`observed`); the bench's `SavedTensors` and
-  `classify` (`evidence`).
+- The block: `block`, and `place(placement)`, the one builder of L blocks, each region
+  `fleet.utils.recompute` (`block`).
+- The instrument: `watch(x, parameters)` and `peak()`, contexts around the very call checked,
+  giving a `Record`; `observe(call, x, parameters)` on a port's own call, behind
+  `STACK.record` (`instrument`).
 
 Importing Paddle after TensorFlow in one process segfaults (Paddle 3.3.1,
 TensorFlow 2.21). So where TensorFlow is loaded already, importing it (`loaded`) raises
@@ -24,8 +26,10 @@ _EXPORTS = {
     "matmul_precision": ".arrays",
     "pin_matmul_precision": ".arrays",
     "to_host_array": ".arrays",
-    "SavedTensors": ".evidence",
-    "classify": ".evidence",
+    "place": ".block",
+    "observe": ".instrument",
+    "peak": ".instrument",
+    "watch": ".instrument",
     "MLP": ".mlp",
     "STATE_NAMES": ".mlp",
     "LayerPool": ".mlp",

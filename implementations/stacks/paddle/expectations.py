@@ -85,14 +85,14 @@ EXPECTATIONS = Expectations(
             "once": composed(
                 "x",
                 2,
-                2,  # the record's rerun_matmuls (MatmulCount.backward)
+                2,  # the record's rerun_matmuls (instrument.observe)
                 why="RecomputeFunction (a PyLayer, paddle/distributed/fleet/recompute/"
                 "recompute.py) keeps x, runs the block under no_grad, reruns all of it in backward",
             ),
             "twice": composed(
                 "x",
                 2,
-                4,  # the record's rerun_matmuls (MatmulCount.backward)
+                4,  # the record's rerun_matmuls (instrument.observe)
                 why="the outer RecomputeFunction.backward reruns the inner recompute's forward "
                 "(2 matmuls, unused), whose backward reruns the block again (no early stop)",
                 degradation=True,
@@ -100,7 +100,7 @@ EXPECTATIONS = Expectations(
             "under_trainer": composed(
                 "x",
                 2,
-                4,  # the record's rerun_matmuls (MatmulCount.backward)
+                4,  # the record's rerun_matmuls (instrument.observe)
                 why="a recompute over the model's call nests as twice does: its backward reruns "
                 "the model's recompute forward for nothing (RecomputeFunction.backward)",
                 degradation=True,

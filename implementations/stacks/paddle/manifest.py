@@ -15,16 +15,18 @@ MANIFEST = Manifest(
     bench=(
         BenchEntry(
             "paddle",
-            f"{_HERE}.bench",
+            f"{_HERE}.block",
             notes={
-                "saved_bytes": "its own saved_tensors_hooks around the forward pass, one per "
-                "storage",
+                "saved_bytes": "its own saved_tensors_hooks around the call, one per storage "
+                "packed before the engine's first entry",
                 "temp_bytes": "none: eager",
                 "peak_bytes": "its host allocator's statistic, "
-                "core.host_memory_stat_peak_value('Allocated', 0) during one step (reset "
-                "first) above the current value before it (gradients included; "
+                "core.host_memory_stat_peak_value('Allocated', 0) over the backward pass "
+                "(reset as it starts, read as it ends) above the current value before the "
+                "step (gradients included; "
                 "paddle.device.max_memory_allocated refuses CPU builds)",
-                "matmuls": "none: Paddle offers hooks on layers, none over the backward kernels",
+                "matmuls": "none: Paddle's operator statistics count no grad kernel, and its "
+                "dygraph has no dispatch hook over the backward kernels",
                 "save-mm": "not run: recompute takes no policy",
             },
         ),

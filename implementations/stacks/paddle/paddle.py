@@ -32,7 +32,7 @@ from implementations.stacks.paddle import (
     to_host_array,
 )
 from implementations.stacks.paddle import stateful as block_with_state
-from implementations.stacks.paddle.observed import backward_of
+from implementations.stacks.paddle.instrument import backward_of
 from implementations.stacks.pooled_port import PooledHookPort
 from implementations.stacks.switch import checkpoint_on
 from implementations.stateful_port import OffersStatefulBlock
@@ -108,7 +108,8 @@ class Paddle(OffersStatefulBlock, PooledHookPort):
             model(x).backward(from_host_array(np.asarray(cotangent, np.float32)))
             return grads_of(model, x)
 
-    # -- evidence: Paddle's `observed` on the port's own calls (backward_record: the base's)
+    # -- evidence: Paddle's `instrument.observe` on the port's own calls (backward_record: the
+    # base's)
 
     @observes("nn_checkpoint_forward")
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:

@@ -32,6 +32,7 @@ model in code (`early_stop_matmuls`, from `early_stop_reruns`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -43,6 +44,7 @@ from torch.utils.checkpoint import checkpoint
 
 from implementations.measuring.departure import CountModel
 from implementations.measuring.placement import Placement
+from implementations.measuring.stacked import stacked
 from implementations.policies import Policy
 from implementations.schedules import Item, Region
 
@@ -154,24 +156,8 @@ def placed(
 ) -> Callable[..., torch.Tensor]:
     """`run(x, *params)`: the items in order, each region checkpointed (module docstring);
     each block `plain(x, *its params)` (default: `block`, tagged with `tag_h`)."""
-    plain = plain or (_tagged if tag_h else block)
-    parts = []  # (function of (x, *params), how many blocks' params it takes)
-    for item in items:
-        if isinstance(item, Region):  # its checkpoint chosen before its inner regions'
-            region_checkpoint = checkpoint_of(item)
-            inner = placed(item.items, checkpoint_of, tag_h, plain)
-            parts.append((_region(region_checkpoint, inner), len(item.blocks)))
-        else:
-            parts.append((plain, 1))
-
-    def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
-        start = 0
-        for function, blocks in parts:
-            x = function(x, *params[start : start + PER_BLOCK * blocks])
-            start += PER_BLOCK * blocks
-        return x
-
-    return run
+    each = plain or (_tagged if tag_h else block)
+    return stacked(items, each, lambda region: functools.partial(_region, checkpoint_of(region)))
 
 
 def stack(
