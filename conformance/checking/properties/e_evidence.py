@@ -128,12 +128,8 @@ READS = (
 
 #: A stack's mutant that declares `killed_by="e"` in its manifest (`MutantEntry`) must be
 #: rejected by this property alone (`conformance.mutants` hunts it so); here, only the
-#: suite's own mutants it must kill and, until their manifest declares them
-#: (implementations/stacks/paddle/manifest.py, another branch's folder), Paddle's two.
-MUTANTS = (
-    "paddle_own_model_no_recompute",
-    "paddle_no_recompute",
-)
+#: suite's own mutants it must kill: none.
+MUTANTS: tuple[str, ...] = ()
 
 PROPERTY = Property(
     "e", "evidence", "the framework's instrument shows the checkpoint", check_evidence,

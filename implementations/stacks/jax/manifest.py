@@ -256,7 +256,11 @@ MANIFEST = Manifest(
         ),
         *(
             MutantEntry(
-                name, f"{_HERE}.jax_checkpoint_state_mutants:{target}", bug, "jax_checkpoint"
+                name,
+                f"{_HERE}.jax_checkpoint_state_mutants:{target}",
+                bug,
+                "jax_checkpoint",
+                killed_by="l",
             )
             for name, target, bug in (
                 (

@@ -38,12 +38,14 @@ MANIFEST = Manifest(
             "forward, vjp and nn_checkpoint_forward overridden by a plain MLP of the port's own, "
             "while the base's model recomputes",
             "paddle",
+            killed_by="e",
         ),
         MutantEntry(
             "paddle_no_recompute",
             f"{_HERE}.paddle_mutants:PaddleNoRecompute",
             "Paddle MLP without fleet.utils.recompute",
             "paddle",
+            killed_by="e",
         ),
     ),
     expectations=f"{_HERE}.expectations:EXPECTATIONS",

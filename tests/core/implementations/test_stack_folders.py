@@ -82,11 +82,6 @@ def test_no_module_of_the_suite_imports_a_framework():
     assert not found, "\n".join(found)
 
 
-#: Stack mutants a property module still names, until their manifest (another branch's folder)
-#: declares `killed_by`: conformance/checking/properties/e_evidence.py says so.
-UNDECLARED_MUTANTS = ("paddle_own_model_no_recompute", "paddle_no_recompute")
-
-
 def test_no_string_in_the_suites_code_names_a_built_in_port_or_a_stack_s_mutant():
     """The suite reaches the ports through the registry (the canonical one through
     `manifests.CANONICAL_PORT`), and a stack's mutants through its manifest (which says the
@@ -96,8 +91,7 @@ def test_no_string_in_the_suites_code_names_a_built_in_port_or_a_stack_s_mutant(
     import tokenize
 
     mutants = {s.name for m in manifests.manifests() for s in m.mutants}
-    assert set(UNDECLARED_MUTANTS) <= mutants  # each still a stack's (else: drop it here)
-    names = [*manifests.ports(), *sorted(mutants - set(UNDECLARED_MUTANTS))]
+    names = [*manifests.ports(), *sorted(mutants)]
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     found = []
     for path in sorted((ROOT / "conformance").rglob("*.py")):
