@@ -227,7 +227,8 @@ class ScheduleCase(PlacedCase):
         activations: split from the same call at 2B (`split_peak`) where the instrument sees
         the whole peak and splits it; read at kB and 2kB rows where it sees large allocations
         only (`batch_peak`); a compiled program's planned growth where the instrument gives
-        that; else the whole peak, its method saying so (`PEAK_NOT_SPLIT`: why)."""
+        that. An instrument whose peak cannot be split (`PEAK_NOT_SPLIT`: why) reads it not
+        observable, the whole peak in the reason: another quantity than the model's."""
         wrt = getattr(self.stack.block, "PEAK_WRT", "x")
         counts = self.counts()
         fixed = None
@@ -236,11 +237,21 @@ class ScheduleCase(PlacedCase):
         else:
             held = self.peak(wrt)
             figure = "peak_bytes"
+            unsplit = getattr(self.stack.instrument, "PEAK_NOT_SPLIT", "")
             if observed(held.peak_batch_bytes):  # the instrument split it (a compiled plan)
                 figure = "peak_batch_bytes"
-            elif observed(held.peak_bytes) and not getattr(
-                self.stack.instrument, "PEAK_NOT_SPLIT", ""
-            ):
+            elif observed(held.peak_bytes) and unsplit:
+                # The model counts what grows with the batch; a whole peak that cannot be
+                # split is another quantity: shown in the reason, never judged against it.
+                held = dataclasses.replace(
+                    held,
+                    peak_batch_bytes=NotObservable(
+                        f"{unsplit} (the whole peak, outputs, gradients and parameters with "
+                        f"it, read {held.peak_bytes} bytes)"
+                    ),
+                )
+                figure = "peak_batch_bytes"
+            elif observed(held.peak_bytes):
                 doubled = PlacedCase(self.stack, self.placement, _tiled(self.data, 2))
                 regions = sum(1 for _ in self.placement.regions())
                 held = split_by_batch(held, doubled.peak(wrt), regions)

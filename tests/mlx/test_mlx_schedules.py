@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.benchmark import schedules as bench
 from implementations.measuring.driver import bench_module
 from implementations.schedules import Schedule
 from tests.support import schedules_kit as kit
@@ -36,6 +37,19 @@ def test_every_reruns_x_at_w1_only():
 
 def test_no_departure_excuses_mlx_s_peak_and_budget_is_refused():
     # MLX's peak has no count model (block.py: its evaluation order is its own), and a reason
-    # in words excuses nothing: none is declared, so a peak off the model stays a flag
+    # in words excuses nothing: none is declared
     assert mlx_bench.SCHEDULE_DEPARTURES == {}
     kit.assert_budget_refused(mlx_bench, "mlx")
+
+
+def test_mlx_s_whole_peak_reads_not_observable_and_is_not_judged():
+    # The model counts the peak's part that grows with the batch; MLX's cannot be split
+    # (instrument.PEAK_NOT_SPLIT): the row says so, with the whole peak in the reason, and
+    # no peak flag stands on a figure that is not the model's quantity.
+    result = _measured(Schedule("every"), 8)
+    assert result.peak_bytes is None
+    assert result.peak_method.startswith("not observable: MLX evaluates on an asynchronous")
+    whole = int(result.peak_method.split("read ")[1].split(" bytes")[0])
+    assert whole > 0
+    found, _ = bench.judge(result)
+    assert not [flag for flag in found if flag.startswith("peak")], found
