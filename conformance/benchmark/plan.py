@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from implementations.measuring.departure import count_model
 from implementations.measuring.driver import ScheduleCase, StackBench
 from implementations.measuring.placement import Placement
 from implementations.optimum import optimal_placement, placement_cost
 from implementations.schedules import (
     UNIT_BYTES,
-    Departure,
     Item,
     Schedule,
     regions,
@@ -243,9 +243,9 @@ def _departure_said(stack: Any, choice: Choice, units: float, low: float) -> str
     optimum's placement nests regions; `optimal`'s own declaration first), in units."""
     declared_for = getattr(stack, "SCHEDULE_DEPARTURES", {})
     why = declared_for.get("optimal", declared_for.get("nested"))
-    if why is None or not Departure.of(why).counted:
-        return ""
-    predicted = Departure.of(why).peak_units(choice.items)
+    if why is None or "peak_units" not in count_model(why).predicts:
+        return ""  # none declared, or a count model of other figures (or words: no count)
+    predicted = count_model(why).predict(choice.items)["peak_units"]
     high = PEAK_HIGH * predicted + PEAK_SLACK_UNITS
     meets = "meets it" if low <= units <= high else "is outside it too"
     return (

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..regions import Region
 from ..schedules import Departure, Item
 
 FIGURES = ("forward_matmuls", "peak_units")
@@ -78,3 +79,21 @@ def count_model(declared: Any) -> CountModel:
         return CountModel(departure.reason)
     reference = getattr(departure, "reference", "") or NO_REFERENCE
     return CountModel(str(departure), reference, {"peak_units": departure.peak_units})
+
+
+def open_regions_peak(items: tuple[Item, ...], last: int, other: int) -> int:
+    """The peak in units over a placement's `items` where a region's gradient runs inside the
+    outer backward (a reentrant checkpoint, `tf.recompute_grad`): the model's count (an
+    input a region, an input and its internals a plain block), each open region holding
+    `last` units more while it reruns where it is its level's last item, `other` where it is
+    not. Recursive: as deep as the placement nests (binomial(2) at L = 256: 22)."""
+    kept = peak = 0
+    for n, item in enumerate(items):
+        if isinstance(item, Region):
+            kept += 1  # its input
+            held = last if n == len(items) - 1 else other
+            inner = open_regions_peak(item.items, last, other)
+            peak = max(peak, kept + inner + held - 1)  # its input is its first item's
+        else:
+            kept += 2  # its input and its internals
+    return max(kept, peak)

@@ -118,3 +118,27 @@ def test_a_policy_is_refused_naming_the_argument():
 
 def test_the_readme_says_how_deepspeed_measures():
     kit.assert_names_offered(STACK, kit.measurements_section("deepspeed"))
+
+
+def test_the_reentrant_departure_is_a_count_model_held_to_the_peak():
+    # CheckpointFunction.backward runs torch.autograd.backward over its rerun inside the outer
+    # backward: each open region 1 unit beside the model, 2 where it is not its level's last
+    # item (`reentrant_peak`). By hand, nested(2,2,2) at L = 8, [[0 1] [2 3]] [[4 5] [6 7]]:
+    # [0 1]'s rerun beside its level's input: 1 + 4 + 2 - 1 = 6 (its input shared); [2 3]
+    # (last) 2 + 4 + 1 - 1 = 6; so each outer region's inside peaks at 6; the first outer
+    # (not last) 1 + 6 + 2 - 1 = 8, the second (last) 2 + 6 + 1 - 1 = 8. The peak: 8.
+    peak = STACK.block.reentrant_peak
+    assert peak(Placement.of("nested(2,2,2)", 8).items) == 8
+    # binomial(2) at L = 4, [0] [[1] 2] 3: [0] 1 + 2 + 2 - 1 = 4; inside [[1] 2]: [1] 4,
+    # then block 2 beside x1: 3; so 2 + 4 + 2 - 1 = 7; block 3 after: 4. The peak: 7.
+    assert peak(Placement.of("binomial(2)", 4).items) == 7
+    for model in STACK.SCHEDULE_DEPARTURES.values():
+        assert model.predicts == {"peak_units": peak}
+        assert "checkpointing.py:764" in model.reference
+    # Measured (the parameters' gradient, split by batch): the count plus 2, as none's 2 units
+    # above its model (the output and a gradient being made), at B = 64, F = 16.
+    unit = 64 * 16 * 4
+    for label, depth in (("nested(2,2,2)", 8), ("binomial(2)", 4)):
+        low, high = (kit.placed(STACK, label, depth, rows, 16) for rows in (64, 128))
+        grown = split_peak(low, high, wrt="params").peak_batch_bytes / unit
+        assert grown == peak(Placement.of(label, depth).items) + 2, (label, grown)

@@ -104,14 +104,18 @@ def test_the_peak_is_the_backward_passs_not_what_the_call_allocates_after_it():
 def test_the_nested_departure_is_its_count_and_it_holds_the_peak():
     # RecomputeFunction.backward (paddle/distributed/fleet/recompute/recompute.py) differentiates
     # an inner region's rerun while the outer's is open: each level reruns its blocks once
-    # more, and holds 2 units beside the model meanwhile (`Departure.held_per_level`).
+    # more, and each open region holds 2 units beside the model meanwhile (`reentrant_peak`).
     # binomial(2) at L = 4 places [0] [[1] 2] 3: the backward reruns block 0 once, block 1 in
     # the outer region and again in its inner one, block 2 once: 4 evaluations, 3 regions.
     departure = STACK.SCHEDULE_DEPARTURES["binomial"]
-    assert departure.held_per_level == 2
-    assert not departure.tape_to_the_end
-    assert set(STACK.SCHEDULE_DEPARTURES) == {"nested", "binomial"}
+    assert departure.predicts == {"peak_units": STACK.block.reentrant_peak}
+    assert "recompute.py:376" in departure.reference
+    assert set(STACK.SCHEDULE_DEPARTURES) == {"every", "segments", "nested", "binomial"}
     placement = Placement.of("binomial(2)", L)
+    # By hand: [0]'s rerun: x0 + its block (2) + 2 held, its input shared: 4; [[1] 2] beside
+    # x0 (kept 2 with its own input): inside, [1] reruns to 4, then block 2 beside x1: 4; so
+    # 2 + 4 + 2 held - 1 shared = 7; block 3 after it: 4. The peak: 7.
+    assert STACK.block.reentrant_peak(placement.items) == 7
     assert str(placement) == "[0] [[1] 2] 3"
     record = _case("binomial(2)").counts()
     assert sorted(e.block for e in record.evaluated("backward")) == [0, 1, 1, 2]
@@ -120,7 +124,7 @@ def test_the_nested_departure_is_its_count_and_it_holds_the_peak():
     # what the bench accepts of a counted departure (`schedules.judge`)
     split = split_peak(_case("binomial(2)", 64), _case("binomial(2)", 128), wrt="x")
     unit = 64 * F * 4
-    predicted = departure.peak_units(placement.items) * unit
+    predicted = STACK.block.reentrant_peak(placement.items) * unit
     model = Schedule.parse("binomial(2)").model(L).peak.units * unit
     assert model < predicted
     assert split.peak_batch_bytes > model  # above the model (9 units measured, 4 modelled)

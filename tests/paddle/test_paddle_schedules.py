@@ -31,7 +31,7 @@ def test_every_schedule_but_budget_is_declared_and_budget_refused_naming_why():
 
 def test_the_peak_departs_with_deep_nesting_only_within_its_declared_count():
     # one level (nested(4,4)) stays within the peak's acceptance; Revolve's deep chain does
-    # not, and its departure's count (2 units a level) explains it
+    # not, and its departure's count (2 units an open region) explains it
     settings = Settings(depths=(16,), batch=128, features=128, repeats=1, max_repeats=1)
 
     def peak_flags(label):
@@ -44,4 +44,4 @@ def test_the_peak_departs_with_deep_nesting_only_within_its_declared_count():
     flagged, unexplained = peak_flags("binomial(2)")
     assert flagged
     assert unexplained == []
-    assert pd_bench.SCHEDULE_DEPARTURES["binomial"].held_per_level == 2
+    assert set(pd_bench.SCHEDULE_DEPARTURES["binomial"].predicts) == {"peak_units"}

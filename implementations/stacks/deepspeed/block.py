@@ -24,9 +24,8 @@ import deepspeed
 import torch
 
 from implementations.contract import installed_versions
-from implementations.measuring.departure import CountModel
+from implementations.measuring.departure import CountModel, open_regions_peak
 from implementations.measuring.placement import Placement
-from implementations.schedules import Departure
 from implementations.stacks.torch import block as torch_block
 from implementations.stacks.torch.block import from_numpy
 
@@ -50,20 +49,34 @@ NOT_EXPRESSIBLE = {
 #: `inputs`): each region's parameter gradients are made anyway, each open level holding its
 #: own until it returns, which would read as activations.
 PEAK_WRT = "params"
-#: DeepSpeed's reentrant backward: its rerun's output and cotangent held per open level.
-REENTRANT_BACKWARD = Departure(
-    "a reentrant checkpoint's backward runs torch.autograd.backward over its rerun inside "
-    "the outer one's: each open level holds its rerun's output and cotangent meanwhile",
-    held_per_level=2,
+#: deepspeed/runtime/activation_checkpointing/checkpointing.py:764 (0.19.8): a region's
+#: `CheckpointFunction.backward` reruns it and runs `torch.autograd.backward` over the rerun's
+#: outputs inside the outer backward: while it runs, its level holds its rerun's output beside
+#: the model's count (1 unit), and 1 more where the region is not its level's last item (the
+#: forward output the next item read, kept by the outer graph until its gradient ran).
+#: Measured at B = 256, F = 64 (the parameters' gradient): every, segments, nested and
+#: binomial at L = 4 to 64, each growing peak this count plus 2 (none's 2), exactly.
+REENTRANT_BACKWARD = (
+    "a reentrant checkpoint's backward runs torch.autograd.backward over its rerun inside the "
+    "outer one's: each open region holds its rerun's output, and the forward output where it "
+    "is not its level's last item"
 )
+
+
+def reentrant_peak(items: tuple) -> int:
+    """The peak in units with `REENTRANT_BACKWARD`'s count: each open region 1 unit more, 2
+    where it is not its level's last item (`open_regions_peak`)."""
+    return open_regions_peak(items, last=1, other=2)
+
+
 DEPARTURES = {
     name: CountModel(
-        REENTRANT_BACKWARD.reason,
+        REENTRANT_BACKWARD,
         "deepspeed/runtime/activation_checkpointing/checkpointing.py:764 (0.19.8), "
         "CheckpointFunction.backward's torch.autograd.backward(output_tensors, grad_tensors)",
-        {"peak_units": REENTRANT_BACKWARD.peak_units},
+        {"peak_units": reentrant_peak},
     )
-    for name in ("nested", "binomial")
+    for name in ("every", "segments", "nested", "binomial")
 }
 #: The plan's code (`python -m conformance plan`): a placement's regions with DeepSpeed's own
 #: API, `$placement` the placement as nested lists (a list a region, an int a block run plain).

@@ -24,7 +24,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
-from implementations.measuring.departure import CountModel
+from implementations.measuring.departure import CountModel, open_regions_peak
 from implementations.measuring.placement import Placement
 from implementations.schedules import Region, flat_stack
 
@@ -86,16 +86,8 @@ RECOMPUTE_GRAD_SOURCE = (
 def recompute_grad_peak(items: tuple) -> int:
     """The peak in units over a placement's `items` with `RECOMPUTE_GRAD`'s count: the model's
     (docs/SCHEDULES.md), each open region holding 2 units more, 3 where it is not its level's
-    last item. Recursive: as deep as the placement nests (binomial(2) at L = 256: 22)."""
-    kept = peak = 0
-    for n, item in enumerate(items):
-        if isinstance(item, Region):
-            kept += 1  # its input
-            held = 2 if n == len(items) - 1 else 3
-            peak = max(peak, kept + recompute_grad_peak(item.items) + held - 1)  # input shared
-        else:
-            kept += 2  # its input and its internals
-    return max(kept, peak)
+    last item (`open_regions_peak`)."""
+    return open_regions_peak(items, last=2, other=3)
 
 
 DEPARTURES = {
