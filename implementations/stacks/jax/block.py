@@ -31,8 +31,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from implementations import optimum
 from implementations.bench_case import Data, Values
 from implementations.contract import installed_versions
+from implementations.measuring.departure import CountModel
 from implementations.measuring.placement import Placement
 from implementations.policies import Policy
 from implementations.schedules import Departure, Item, Region, Schedule
@@ -82,13 +84,51 @@ REMOVED = (
     "enclosing pass already ran; XLA:CPU merges it (cse_barrier_expander before HloCSE, "
     "xla/service/cpu/cpu_compiler.cc; a loop of one trip is removed first)"
 )
-#: Where a schedule's figures leave the model: nested's a count the bench holds its peak to,
-#: segments' still a reason in words.
+#: segments' peak (measured at B = 256, F = 64 from the compiled program's schedule and buffer
+#: assignment, XLA_FLAGS=--xla_dump_to): scan's stacked outputs start as one zero array per
+#: shape (jax `_empty_array`), and copy insertion gives each while loop its own copy of its init
+#: (`AddCopiesForWhile`, "(1) The init value is copied before the kWhile"). With one region
+#: (s = 2) its rerun is a loop of its own that needs no cotangent, and the entry's schedule
+#: makes every copy first: both tapes' x and relu-output stacks (4 stacks), the f32 zero stack
+#: they are copied from and the mask's pred zero stack (a - 1 a block) live at once at the
+#: fourth copy, beside the copies of x and the cotangent (2 units): 5.25 L/2 + 2 at B = 256,
+#: F = 64, every even L from 8 to 64 (L = 4: 13.73 of 12.5, the heap's packing). With s >= 3
+#: the regions are a loop whose body reruns one region: its tape's copies are made inside
+#: that body, and the peak is the schedule model's at a = INTERNALS_UNITS (the mask a quarter
+#: unit a block).
+SEGMENTS = (
+    "scan's stacked outputs start as copies of one zero stack per shape, each while loop's "
+    "init copied before the loop; with one region (s = 2) its rerun needs no cotangent and "
+    "every copy is made at the program's start: both tapes' x and relu stacks, the zero stack "
+    "and the mask's beside x's and the cotangent's copies; with s >= 3 the model at a = 1.25"
+)
+SEGMENTS_SOURCE = (
+    "jax/_src/lax/control_flow/loops.py:640 yss = _empty_array(...) in _scan_impl (jax 0.10.2); "
+    "xla/service/copy_insertion.cc AddCopiesForWhile: (1) the init value is copied before the "
+    "kWhile instruction"
+)
+
+
+def segments_peak(items: tuple[Item, ...]) -> float:
+    """`SEGMENTS`' peak in units over a segments placement's `items`: with one region of r
+    blocks beside a plain tail of t, where r = t (s divides L) the four f32 stacks of both
+    tapes (x, relu's output) and the f32 and the mask's zero stacks they are copied from,
+    alive at the fourth copy (before the masks' copies); where r != t (two shapes, odd L)
+    both tapes (a + 1 a block), their zero stacks freed before the peak (measured at L = 5,
+    7, 9, 33); each with 2 copies (x, the cotangent). With more regions the schedule model's
+    at a = `INTERNALS_UNITS`."""
+    regions = [item for item in items if isinstance(item, Region)]
+    if len(regions) != 1:
+        return optimum.placement_cost(items, INTERNALS_UNITS)[0]
+    region, tail = len(regions[0].blocks), len(items) - 1
+    if region == tail:
+        return (4 + 1 + (INTERNALS_UNITS - 1)) * region + 2
+    return (1 + INTERNALS_UNITS) * (region + tail) + 2
+
+
+#: Where a schedule's figures leave the model, each a count the bench holds its figure to.
 DEPARTURES = {
-    "segments": "XLA's scheduler places a rerun where it likes: with one region (s = 2) the "
-    "rerun needs no cotangent, and it runs while the plain tail's activations are alive, so "
-    "segments(2) peaks as none does; beside the tail's blocks JAX keeps relu's mask, a "
-    "quarter unit each",
+    "segments": CountModel(SEGMENTS, SEGMENTS_SOURCE, {"peak_units": segments_peak}),
     # jax/_src/lax/control_flow/loops.py (scan's transpose): the backward of a scan is a scan
     # whose carry is the cotangent, alive across each inner level's loop.
     "nested": Departure(
