@@ -69,6 +69,8 @@ from ..environment import positive_seconds
 from ..expectations import from_wire
 from ..policies import FULL, POLICY_NAMES, Policy, check_declaration, declared_policy
 from ..signals import signal_name
+from ..stateful import DEFAULT_VARIANT, StateStep
+from ..stateful_port import checked
 from .wire import (
     PROTOCOL_VERSION,
     PROTOCOL_VERSIONS,
@@ -357,12 +359,14 @@ class ProcessPort(Implementation):
     checkpoint_api: str = ""
     #: Its evidence is the port's own word (`contract.MEASURED_BY_PORT`).
     self_reported = True
-    #: Why (l) has nothing to check on a process port: the wire has no step of the block with
-    #: variables and RNGs (`implementations.stateful.StateStep.to_wire` is ready for one).
+    #: Why (l) has nothing to check on a process port whose `hello` advertises no
+    #: `state_variants`: it answers no `state_step` (docs/PROTOCOL.md, *Randomness and state*).
     not_stateful = (
-        f"the process protocol (docs/PROTOCOL.md, protocols 1 to {PROTOCOL_VERSION}) has no "
-        "state_step operation: a process port (tfjs, a user's) cannot send the block's step"
+        f"the process protocol (docs/PROTOCOL.md, protocols 1 to {PROTOCOL_VERSION}) has a "
+        "state_step operation, but this port's hello advertises no state_variants"
     )
+    #: The block's variants the port's `hello` advertises (`state_variants`): {} for none.
+    state_variants: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
     #: (g) sends it `init_params` with bad arguments too: the protocol requires the checks.
     checks_init_inputs = True
 
@@ -383,6 +387,7 @@ class ProcessPort(Implementation):
             self.expectations = self._declared_expectations()
             self.compositions, self.not_composable = self._declared_compositions()
             self.composition_expectations = self._declared_composition_expectations()
+            self.state_variants = self._declared_state_variants()
         except ProtocolViolation:
             self.close()
             raise
@@ -465,6 +470,19 @@ class ProcessPort(Implementation):
                 frozenset(roles), counts[0], counts[1], why, bool(item.get("degradation"))
             )
         return table
+
+    def _declared_state_variants(self) -> dict[str, str]:
+        """The block's variants from `hello` (optional `state_variants`: variant -> native
+        spelling); a port that advertises none answers no `state_step`."""
+        found = self.hello.get("state_variants", {})
+        if not isinstance(found, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v for k, v in found.items()
+        ):
+            raise ProtocolViolation(
+                f"{self.name}: the answer to 'hello': 'state_variants' must be an object of "
+                f"variant -> spelling (non-empty strings), got {found!r}"[:300]
+            )
+        return dict(found)
 
     @classmethod
     def from_command(cls, name: str, command: str) -> ProcessPort:
@@ -773,6 +791,36 @@ class ProcessPort(Implementation):
         )
         shape = (_accepted(features, "features", self.name),)
         return self._array(result, "y", "nn_checkpoint_forward", shape)
+
+    @_answers
+    def state_step(
+        self, seed: Any, x: Any, features: Any, rate: Any, cotangent: Any,
+        checkpoint: bool = True, variant: str = DEFAULT_VARIANT,
+    ) -> StateStep:  # fmt: skip
+        """The second exercise (`implementations.stateful`) through the port's `state_step`,
+        for a variant its `hello` advertises; the reply is `StateStep.to_wire`'s form."""
+        if variant not in self.state_variants:
+            raise ValueError(
+                f"variant must be one of {list(self.state_variants)} (port {self.name}'s "
+                f"state_variants), got {variant!r}"
+            )
+        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
+        result = self._request(
+            "state_step",
+            seed=self._integer(seed, "seed"),
+            x=encode_array(x),
+            features=self._integer(features, "features"),
+            rate=rate,
+            cotangent=encode_array(cotangent),
+            checkpoint=bool(checkpoint),
+            variant=variant,
+        )
+        try:
+            return StateStep.from_wire(result)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ProtocolViolation(
+                f"{self.name}: the answer to 'state_step' is not a StateStep: {error!r}"[:300]
+            ) from None
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return np.asarray(array)

@@ -7,8 +7,25 @@ BatchMatMul kernels.
 
 from implementations.composition import composed
 from implementations.expectations import Expectations, expect
+from implementations.stateful import DEFAULT_VARIANT, StateDeclaration
+
+#: The block with variables and RNGs (stateful.js), measured on the port (tfjs 4.22,
+#: tests/process/test_tfjs_stateful.py): the recompute replays, one update, nothing moves.
+STATEFUL = {
+    "tfjs": {
+        DEFAULT_VARIANT: StateDeclaration(
+            "tf.customGrad(block), its gradFunc recomputing the block",
+            "tf.randomUniform(shape, 0, 1, 'float32', String(seed)) in tf.dropout's recipe: "
+            "tfjs seeds an alea generator from the string on each call and keeps no global "
+            "generator state for a seeded op, so the recompute draws the forward's mask again "
+            "and the stream is kept by construction (the fingerprint is the seed's two words; "
+            "an unseeded tf.dropout draws from Math.random, which no instrument can read)",
+        ),
+    },
+}
 
 EXPECTATIONS = Expectations(
+    stateful=STATEFUL,
     families={
         "@tensorflow/tfjs": {
             "none": expect(

@@ -112,7 +112,27 @@ function decodeParams(value) {
 let tf = null;
 let mlp = null;
 let init = null;
+let stateful = null;
 let speaks = 1;
+
+// The block with variables and RNGs (docs/PROTOCOL.md, state_step): its variants, by spelling.
+const STATE_VARIANTS = {
+  default: "tf.customGrad(block), its gradFunc recomputing the block; dropout seeded with String(seed)",
+};
+
+// A 2-D float32 array object (B, cols) with finite values, else a ValueError naming it.
+function checkMatrix(value, name, rows, cols) {
+  if (!value || typeof value !== "object" || !Array.isArray(value.shape)) throw new RequestError("TypeError", `${name} must be an array object`);
+  if (value.dtype !== "float32") throw new RequestError("TypeError", `${name} must be float32, got dtype ${value.dtype}`);
+  const [b, c] = value.shape;
+  if (value.shape.length !== 2 || b < (rows || 2) || (rows && b !== rows) || c < 1 || (cols && c !== cols)) {
+    const want = rows ? `(${rows}, ${cols})` : "(B, D) with B >= 2, D >= 1";
+    throw new RequestError("ValueError", `${name} must have shape ${want}, got [${value.shape}]`);
+  }
+  const data = decodeArray(value, name);
+  if (!data.every(Number.isFinite)) throw new RequestError("ValueError", `${name} must be finite`);
+  return { data, rows: b, cols: c };
+}
 
 // Composition (protocol 3): the cases this port runs, by their tfjs spelling, and why not the
 // other (docs/PROTOCOL.md, Composition; implementations/stacks/tfjs/README.md).
@@ -151,6 +171,7 @@ async function start() {
   await tf.setBackend("cpu");
   mlp = require("./mlp.js")(tf, { customGrad: MUTANT !== "no_custom_grad" });
   init = require("./init.js");
+  stateful = require("./stateful.js")(tf);
 }
 
 const handlers = {
@@ -169,6 +190,7 @@ const handlers = {
       versions: { "@tensorflow/tfjs": tf.version.tfjs, node: process.versions.node },
       protocol,
       checkpoint_api: "tf.customGrad",
+      state_variants: STATE_VARIANTS,
       // Remat policies (docs/PROTOCOL.md, Remat policies): tfjs has none; what it can express
       // is a tf.customGrad that keeps its inputs (full) or none at all.
       policies: { none: "plain tf ops (no tf.customGrad)", full: "tf.customGrad, save([x, params])" },
@@ -241,6 +263,32 @@ const handlers = {
       return mlp.exerciseRecord(init.canonicalParams(seed, x.length, features), x);
     }
     throw new RequestError("ProtocolError", `evidence of ${JSON.stringify(request.of)}: expected "vjp" or "exercise"`);
+  },
+  state_step(request) {
+    const seed = checkSeed(request.seed);
+    const features = checkFeatures(request.features);
+    const rate = request.rate;
+    if (typeof rate !== "number" || !(rate >= 0 && rate < 1)) {
+      throw new RequestError("ValueError", `rate must be a number in [0, 1), got ${JSON.stringify(rate)}`);
+    }
+    if (!Object.prototype.hasOwnProperty.call(STATE_VARIANTS, request.variant)) {
+      throw new RequestError("ValueError", `variant must be one of ${Object.keys(STATE_VARIANTS)}, got ${JSON.stringify(request.variant)}`);
+    }
+    const x = checkMatrix(request.x, "x");
+    const cotangent = checkMatrix(request.cotangent, "cotangent", x.rows, features);
+    const p = init.canonicalParams(seed, x.cols, features);
+    const arrays = {
+      ...p,
+      gamma: new Float32Array(features).fill(1),
+      beta: new Float32Array(features),
+      mean: new Float32Array(features),
+      var: new Float32Array(features).fill(1),
+    };
+    let result = null;
+    tf.tidy(() => {
+      result = stateful.step(arrays, seed, x.data, x.rows, x.cols, features, rate, cotangent.data, Boolean(request.checkpoint));
+    });
+    return result;
   },
   shutdown() {
     return {};

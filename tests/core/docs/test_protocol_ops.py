@@ -25,6 +25,7 @@ from implementations.contract import Params
 from implementations.policies import FULL, NONE
 from implementations.process import adapter
 from implementations.process.wire import decode_record, encode_array
+from implementations.stateful import STATE_GRAD_NAMES, StateStep
 from tests.support.helpers import ROOT
 
 DOC = (ROOT / "docs" / "PROTOCOL.md").read_text()
@@ -72,7 +73,9 @@ HELLO = {
     "protocol": 3,
     "checkpoint_api": "by hand",
     "compositions": {"once": "by hand", "twice": "by hand twice"},
+    "state_variants": {"default": "by hand"},
 }
+B = 2
 RESULTS = {
     "init_params": lambda: {
         "params": {"w1": _array((D, F)), "b1": _array(F), "w2": _array((F, F)), "b2": _array(F)}
@@ -83,6 +86,17 @@ RESULTS = {
         k: _array(s) for k, s in {"w1": (D, F), "b1": F, "w2": (F, F), "b2": F, "x": D}.items()
     },
     "evidence": lambda: {"instrument": "mine", "saved": [], "recomputed": {}},
+    "state_step": lambda: StateStep(
+        y=np.zeros((B, F), np.float32),
+        grads={n: np.zeros(1, np.float32) for n in STATE_GRAD_NAMES},
+        mask=np.ones((B, F), bool),
+        recompute_masks=(np.ones((B, F), bool),),
+        running_mean=np.zeros(F, np.float32),
+        running_var=np.ones(F, np.float32),
+        updates=1,
+        rng_before=(0, 1),
+        rng_after=(0, 1),
+    ).to_wire(),
 }
 
 
@@ -116,6 +130,7 @@ def recorded() -> tuple[adapter.ProcessPort, dict[str, set[str]], dict[str, set[
         port.forward(params, x, checkpoint=checkpoint)
         port.vjp(params, x, cotangent, checkpoint=checkpoint)
         port.backward_record(params, x, checkpoint=checkpoint)
+    port.state_step(0, np.ones((B, D), np.float32), F, 0.5, np.ones((B, F), np.float32))
     for op, result in results:  # the top level: `params`' own fields are in *Values*
         read[op] |= result.read
     return port, sent, read
@@ -123,7 +138,9 @@ def recorded() -> tuple[adapter.ProcessPort, dict[str, set[str]], dict[str, set[
 
 def test_every_argument_the_adapter_sends_is_in_its_ops_row(recorded):
     _, sent, _ = recorded
-    assert set(sent) == {"init_params", "forward", "vjp", "nn_checkpoint_forward", "evidence"}
+    assert set(sent) == {
+        "init_params", "forward", "vjp", "nn_checkpoint_forward", "evidence", "state_step"
+    }  # fmt: skip
     for op, arguments in sent.items():
         assert _named(_row(op)[0]) == arguments, op
 
