@@ -15,6 +15,7 @@ from typing import Any
 
 from implementations.optimum import optimal_frontier
 
+from ..tables.kinds.bench_schedules import evaluations_of
 from .plan import declared
 
 #: Below this, a measured point beats the optimum: an instrument or model defect.
@@ -46,16 +47,6 @@ def internals_of(framework: str) -> float:
     except (KeyError, ModuleNotFoundError, ValueError):
         found = None
     return 1.0 if found is None else found
-
-
-def evaluations_of(row: dict[str, Any]) -> float | None:
-    """The row's block evaluations in the model's convention (module docstring)."""
-    if row.get("forward_matmuls") is None:
-        return None
-    total = sum(row["forward_matmuls"])
-    if row["least_matmuls"] <= total <= row["model_matmuls"]:
-        return row["model_matmuls"] / 2
-    return total / 2
 
 
 def against(data: dict[str, Any], depth: int | None = None) -> list[AgainstOptimum]:

@@ -41,7 +41,9 @@ from typing import Any
 
 from implementations import manifests
 from implementations.measuring.departure import count_model
+from implementations.optimum import optimal_frontier
 from implementations.schedules import (
+    UNIT_BYTES,
     Schedule,
     regions,
     revolve_frontier,
@@ -381,6 +383,7 @@ def report_data(
         },
         "departures": {name: departures_of(m) for name, m in frameworks.items()},
         "frontier": frontier_data(settings),
+        "optimum": optimum_data(settings, frameworks),
         "failed": failed,
         "skipped": skipped or {},
         "values_not_checked": not_checked(results),
@@ -412,6 +415,26 @@ def frontier_data(settings: Settings) -> dict[str, list[dict[str, int]]]:
         ]
         for L in settings.depths
     }
+
+
+def optimum_data(settings: Settings, frameworks: dict[str, Any]) -> dict[str, Any]:
+    """The true optimal frontier (`implementations.optimum`) at the deepest depth, per
+    framework at its a (its bench module's `INTERNALS_UNITS`, else 1): per point, its peak
+    bytes and block evaluations (what each framework's best point is held to)."""
+    depth = max(settings.depths)
+    found = {}
+    for name, module in frameworks.items():
+        a = getattr(module, "INTERNALS_UNITS", None)
+        a = 1.0 if a is None else a
+        points = [
+            {
+                "peak_bytes": round(p.peak * settings.batch * settings.features * UNIT_BYTES),
+                "evaluations": p.evaluations,
+            }
+            for p in optimal_frontier(depth, a)
+        ]
+        found[name] = {"a": a, "points": points}
+    return {str(depth): found}
 
 
 def not_checked(results: list[ScheduleResult]) -> dict[str, int]:

@@ -93,6 +93,7 @@ class StackBench:
         }
         self.SCHEDULES_NOT_EXPRESSIBLE = {k: v for k, v in refused.items() if k in SCHEDULE_NAMES}
         self.SCHEDULE_DEPARTURES = dict(block.DEPARTURES)
+        self.INTERNALS_UNITS = getattr(block, "INTERNALS_UNITS", None)  # the plan's a
         self.VARIANTS = tuple(getattr(block, "VARIANTS", ("",)))
         if hasattr(block, "canonical_values"):  # the canonical's stack: every value's reference
             self.canonical_values = block.canonical_values

@@ -125,12 +125,6 @@ def revolve_at(frontier: list[dict[str, int]], forwards: float) -> dict[str, int
     return min(within, key=lambda p: p["peak_bytes"]) if within else None
 
 
-def revolve_within(frontier: list[dict[str, int]], peak: float) -> dict[str, int] | None:
-    """Revolve's fewest-forwards point that keeps at most `peak` bytes (None: none does)."""
-    within = [p for p in frontier if p["peak_bytes"] <= peak]
-    return min(within, key=lambda p: p["forwards"]) if within else None
-
-
 def _point(p: dict[str, int] | None, measure: str) -> str:
     if p is None:
         return "-"
@@ -138,56 +132,79 @@ def _point(p: dict[str, int] | None, measure: str) -> str:
     return f"{shown} (binomial({p['snapshots']}))"
 
 
+def evaluations_of(row: dict[str, Any]) -> float | None:
+    """The row's block evaluations in the model's convention: the model's count where its
+    forward matmuls lie within the acceptance (a rerun that skips its region's last a @ W2
+    still evaluates that block: docs/SCHEDULES.md, convention 2), else matmuls / 2."""
+    if row.get("forward_matmuls") is None:
+        return None
+    total = sum(row["forward_matmuls"])
+    if row["least_matmuls"] <= total <= row["model_matmuls"]:
+        return row["model_matmuls"] / 2
+    return total / 2
+
+
+def optimum_at(points: list[dict[str, Any]], evaluations: float) -> float | None:
+    """The optimum's least peak bytes within `evaluations` (None: fewer than it can do)."""
+    within = [p["peak_bytes"] for p in points if p["evaluations"] <= evaluations]
+    return min(within) if within else None
+
+
 def frontier_table(data: dict[str, Any]) -> Table | None:
-    """Per framework at the deepest depth: its measured point with the least peak over
-    Revolve's at no more forwards, beside Revolve's at no more forwards and no more peak."""
+    """Per framework at the deepest depth: its measured point nearest the true optimum (the
+    least peak over the optimum's at no more evaluations, at the framework's a), beside
+    Revolve's at no more forwards."""
     depths = (data.get("settings") or {}).get("depths") or []
     deepest = max(depths, default=0)
     frontier = (data.get("frontier") or {}).get(str(deepest)) or []
+    optimum = (data.get("optimum") or {}).get(str(deepest)) or {}
     found = TableBuilder(
-        f"Bench · remat schedules · each framework's best against Revolve's frontier, "
-        f"L = {deepest}",
+        f"Bench · remat schedules · each framework's best against the true optimum, L = {deepest}",
         [
             Column("framework"),
             Column("schedule"),
             Column("forwards (measured)", "right", "count"),
             Column("peak MiB", "right", "bytes"),
+            Column("optimum's peak, no more evaluations", "right", "bytes"),
+            Column("peak / optimum", "right", "ratio"),
             Column("Revolve's peak, no more forwards", "right"),
-            Column("Revolve's forwards, no more peak", "right"),
             Column("peak / Revolve's", "right", "ratio"),
         ],
-        caption="forwards: measured forward matmuls / 2 · Revolve: binomial(c), its model, "
-        "at no more forwards than the row's schedule's model (a framework that reruns less, "
-        "as torch's early stop, is scored against the same schedule, not a leaner one) · "
-        "best: the framework's least peak over Revolve's at no more forwards · below 1: the "
-        "schedule tapes several blocks at once (nested's innermost level, segments' tail), "
-        "which Revolve's model, one block taped at a time, does not (docs/SCHEDULES.md, "
-        "The frontier)",
+        caption="forwards: measured forward matmuls / 2 · optimum: implementations.optimum's "
+        "frontier at the framework's a (its INTERNALS_UNITS, else 1), the least peak within "
+        "the row's evaluations (the model's count where its matmuls are within the acceptance) "
+        "· best: the framework's least peak over the optimum's · at or above 1: on or above "
+        "the optimum, as every measured point must be · Revolve: binomial(c), its model, at no "
+        "more forwards than the row's schedule's model; below 1 where the schedule tapes "
+        "several blocks at once, which Revolve's model does not (docs/SCHEDULES.md)",
         kind="bench-schedules",
     )
-    best: dict[str, tuple[float, dict[str, Any], dict[str, int]]] = {}
+    best: dict[str, tuple[float, dict[str, Any], float]] = {}
     for r in data.get("results") or []:
         if r["depth"] != deepest or not r.get("forward_matmuls") or not r.get("peak_bytes"):
             continue
-        # the schedule's own model's forwards: the same parameters on both sides
-        revolve = revolve_at(frontier, r.get("model_matmuls", sum(r["forward_matmuls"])) / 2)
-        if revolve is None:
+        points = (optimum.get(r["framework"]) or {}).get("points") or []
+        least = optimum_at(points, evaluations_of(r))
+        if least is None:
             continue
-        ratio = r["peak_bytes"] / revolve["peak_bytes"]
+        ratio = r["peak_bytes"] / least
         if r["framework"] not in best or ratio < best[r["framework"]][0]:
-            best[r["framework"]] = (ratio, r, revolve)
+            best[r["framework"]] = (ratio, r, least)
     if not best:
         return None
-    for framework, (ratio, r, revolve) in best.items():
+    for framework, (ratio, r, least) in best.items():
+        # the schedule's own model's forwards: the same parameters on both sides
+        revolve = revolve_at(frontier, r.get("model_matmuls", sum(r["forward_matmuls"])) / 2)
         found.add(
             [
                 framework,
                 r["schedule"],
                 f"{sum(r['forward_matmuls']) / 2:g}",
                 mib(r["peak_bytes"]),
-                _point(revolve, "peak"),
-                _point(revolve_within(frontier, r["peak_bytes"]), "forwards"),
+                mib(least),
                 f"{ratio:.2f}",
+                _point(revolve, "peak") if revolve else "-",
+                f"{r['peak_bytes'] / revolve['peak_bytes']:.2f}" if revolve else "-",
             ],
             key=framework,
         )

@@ -385,40 +385,49 @@ def test_the_command_fails_on_an_unexplained_departure(module, status, tmp_path,
     assert (tmp_path / "bench-schedules.json").exists()
 
 
-def test_each_framework_s_best_point_is_measured_against_revolve_at_no_more_forwards():
+def test_each_framework_s_best_point_is_held_to_the_optimum_at_no_more_evaluations():
     frontier = [
         {"snapshots": 1, "peak_bytes": 300, "forwards": 10},
         {"snapshots": 2, "peak_bytes": 400, "forwards": 7},
         {"snapshots": 3, "peak_bytes": 500, "forwards": 6},
     ]
+    optimum = [
+        {"peak_bytes": 200, "evaluations": 12},
+        {"peak_bytes": 300, "evaluations": 8},
+        {"peak_bytes": 600, "evaluations": 5},
+    ]
 
     def row(schedule, matmuls, peak, depth=8, model=None):
+        model = matmuls if model is None else model
         return {"framework": "numpy", "schedule": schedule, "depth": depth,
                 "forward_matmuls": [matmuls, 0], "peak_bytes": peak,
-                "model_matmuls": matmuls if model is None else model}  # fmt: skip
+                "model_matmuls": model, "least_matmuls": model - 1}  # fmt: skip
 
     data = {
         "settings": {"depths": [4, 8]},
         "frontier": {"8": frontier},
+        "optimum": {"8": {"numpy": {"a": 1.0, "points": optimum}}},
         "results": [
-            row("a", 14, 800),  # 7 forwards: Revolve's 400 at most -> 2.0
-            row("b", 20, 450),  # 10 forwards: Revolve's 300 -> 1.5, the best
-            row("c", 8, 10),  # 4 forwards: fewer than any Revolve point, outside its model
+            row("a", 14, 800),  # 7 evaluations: the optimum's 600 at most -> 1.33, the best
+            row("b", 20, 450),  # 10 evaluations: the optimum's 300 -> 1.50
+            row("c", 8, 10),  # 4 evaluations: fewer than any optimum point: not scored
             row("d", 20, 1, depth=4),  # not the deepest
-            # ran 7 forwards where its schedule's model runs 6 (an early stop): scored at 6,
-            # Revolve's 500 -> 1.8, not at 7 (400 -> 2.25); not the best either way
+            # ran 7 forwards where its model runs 6, outside its acceptance: scored at the
+            # measured 7 (600 -> 1.50), and against Revolve at its model's 6 (500 -> 1.80)
             row("e", 14, 900, model=12),
         ],
     }
     table = kind.frontier_table(data)
     assert [[c.text for c in r.cells] for r in table.rows] == [
-        ["numpy", "b", "10", _mib(450), f"{_mib(300)} MiB (binomial(1))",
-         "7 forwards (binomial(2))", "1.50"]
+        ["numpy", "a", "7", _mib(800), _mib(600), "1.33",
+         f"{_mib(400)} MiB (binomial(2))", "2.00"]
     ]  # fmt: skip
     assert kind.frontier_table({**data, "results": [row("c", 8, 10)]}) is None
     alone = kind.frontier_table({**data, "results": [row("e", 14, 900, model=12)]})
     assert [c.text for c in alone.rows[0].cells][4:] == [
-        f"{_mib(500)} MiB (binomial(3))", "6 forwards (binomial(3))", "1.80"]  # fmt: skip
+        _mib(600), "1.50", f"{_mib(500)} MiB (binomial(3))", "1.80"]  # fmt: skip
+    bare = kind.frontier_table({**data, "frontier": {}, "results": [row("b", 20, 450)]})
+    assert [c.text for c in bare.rows[0].cells][4:] == [_mib(300), "1.50", "-", "-"]
 
 
 def _mib(nbytes):
