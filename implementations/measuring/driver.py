@@ -254,8 +254,7 @@ class ScheduleCase(PlacedCase):
                 figure = "peak_batch_bytes"
             elif observed(held.peak_bytes):
                 doubled = PlacedCase(self.stack, self.placement, _tiled(self.data, 2))
-                regions = sum(1 for _ in self.placement.regions())
-                held = split_by_batch(held, doubled.peak(wrt), regions)
+                held = split_by_batch(held, doubled.peak(wrt))
                 figure = "peak_batch_bytes"
             fixed = known(held.peak_fixed_bytes) if figure == "peak_batch_bytes" else None
         matmuls = None
@@ -276,14 +275,13 @@ class ScheduleCase(PlacedCase):
 def split_peak(case: PlacedCase, doubled: PlacedCase, wrt: str = "params") -> Record:
     """`case`'s record with its peak split by batch, from `doubled`, the same placement on
     twice the batch (`record.split_by_batch`)."""
-    regions = sum(1 for _ in case.placement.regions())
     unsplit = getattr(case.stack.instrument, "PEAK_NOT_SPLIT", "")
     if unsplit:  # an instrument whose peak is not linear in the batch says why, and keeps it
         reason = NotObservable(unsplit)
         return dataclasses.replace(
             case.record(wrt), peak_batch_bytes=reason, peak_fixed_bytes=reason
         )
-    return split_by_batch(case.record(wrt), doubled.peak(wrt), regions)
+    return split_by_batch(case.record(wrt), doubled.peak(wrt))
 
 
 def batch_peak(case: PlacedCase, wrt: str = "x") -> Record:

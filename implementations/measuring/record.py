@@ -187,15 +187,15 @@ def _seen(record: Record, name: str) -> Any:
     return figure
 
 
-def split_by_batch(at_b: Record, at_2b: Record, regions: int) -> Record:
+def split_by_batch(at_b: Record, at_2b: Record) -> Record:
     """`at_b`'s peak split in two, from the same call at batch B and 2B: the part that grows
     with the batch, `peak(2B) - peak(B)`, and the rest, `2 peak(B) - peak(2B)` (a peak linear
-    in B: fixed + growing). `regions`: the placement's, named in the method (the fixed part
-    per region is `peak_fixed_bytes / regions`)."""
+    in B: fixed + growing). The method is the same for every placement (a row's regions are
+    its own figure: the fixed part per region is `peak_fixed_bytes / regions`)."""
     low, high = _seen(at_b, "peak_bytes"), _seen(at_2b, "peak_bytes")
     method = (
         f"{at_b.methods['peak_bytes']}, at B and 2B: growing = peak(2B) - peak(B), "
-        f"fixed = 2 peak(B) - peak(2B), over {regions} regions"
+        "fixed = 2 peak(B) - peak(2B)"
     )
     return dataclasses.replace(
         at_b,

@@ -108,14 +108,25 @@ def table(data: dict[str, Any]) -> Table:
 
 def methods(data: dict[str, Any]) -> str:
     """How each framework's peak was measured, named once under the table (not on each of
-    its rows): "peak measured by: torch, deepspeed: torch profiler ...; jax: ..."."""
+    its rows): "peak measured by: torch, deepspeed: torch profiler ...; jax: ...", then the
+    rows whose peak is not observable, counted per framework (each row's reason is its
+    `peak_method` in the JSON: a per-row count or size, so not repeated here)."""
     by_method: dict[str, list[str]] = {}
+    unseen: dict[str, int] = {}
     for r in data.get("results") or []:
         method = r.get("peak_method") or ""
+        if method.startswith("not observable: "):
+            unseen[r["framework"]] = unseen.get(r["framework"], 0) + 1
+            continue
         names = by_method.setdefault(method, []) if method else []
         if method and r["framework"] not in names:
             names.append(r["framework"])
     said = "; ".join(f"{', '.join(names)}: {method}" for method, names in by_method.items())
+    if unseen:
+        rows = ", ".join(f"{name} {count}" for name, count in unseen.items())
+        said += (" · " if said else "") + (
+            f"not observable on rows of {rows} (each row's reason: its peak_method in the JSON)"
+        )
     return f"peak measured by {said}." if said else ""
 
 
@@ -173,15 +184,18 @@ def frontier_table(data: dict[str, Any]) -> Table | None:
         caption="forwards: measured forward matmuls / 2 · optimum: implementations.optimum's "
         "frontier at the framework's a (its INTERNALS_UNITS, else 1), the least peak within "
         "the row's evaluations (the model's count where its matmuls are within the acceptance) "
-        "· best: the framework's least peak over the optimum's · at or above 1: on or above "
-        "the optimum, as every measured point must be · Revolve: binomial(c), its model, at no "
-        "more forwards than the row's schedule's model; below 1 where the schedule tapes "
+        "· best: the framework's least peak over the optimum's, none (which reruns nothing) "
+        "left out · a framework whose peak is not observable has no row · at or above 1: on or "
+        "above the optimum, as every measured point must be · Revolve: binomial(c), its model, "
+        "at no more forwards than the row's schedule's model; below 1 where the schedule tapes "
         "several blocks at once, which Revolve's model does not (docs/SCHEDULES.md)",
         kind="bench-schedules",
     )
     best: dict[str, tuple[float, dict[str, Any], float]] = {}
     for r in data.get("results") or []:
         if r["depth"] != deepest or not r.get("forward_matmuls") or not r.get("peak_bytes"):
+            continue
+        if r["schedule"] == "none":  # reruns nothing: the frontier's end, not a schedule's
             continue
         points = (optimum.get(r["framework"]) or {}).get("points") or []
         least = optimum_at(points, evaluations_of(r))

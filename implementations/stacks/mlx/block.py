@@ -47,8 +47,8 @@ def run(items, params, x):  # block(p, x): your block; params: one p per block
 
 y = run($placement, params, x)"""
 #: No `INTERNALS_UNITS` (a, what a taped block keeps beside its input): MLX's is no constant.
-#: `none`'s peak grows 3.94 units a block from L = 4 to 8 (B = 256, F = 64), 2.81 a block at
-#: L = 64 (docs/bench-schedules.json): its one lazy evaluation keeps what its graph holds.
+#: `none`'s whole peak grows 3.94 units a block from L = 4 to 8 (B = 256, F = 64), 1.49 a block
+#: at L = 64 (docs/bench-schedules.json): its one lazy evaluation keeps what its graph holds.
 REGION = "mx.checkpoint of a function of its blocks' parameters and its input"
 NOT_EXPRESSIBLE = {
     "save-mm": "mx.checkpoint has no policy",
