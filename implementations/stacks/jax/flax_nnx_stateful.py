@@ -39,17 +39,25 @@ class Block(nnx.Module):
         return self.plain(x)
 
 
+#: BatchNorm's variables and the canonical arrays they start from.
+NORM = {"scale": "gamma", "bias": "beta", "mean": "mean", "var": "var"}
+
+
+def _array(found: Any) -> Any:
+    """A gradient leaf as its array (a variable's value, read without the deprecated `.value`)."""
+    return found.get_value() if hasattr(found, "get_value") else found
+
+
 def build(seed: int, dim: int, features: int, rate: float) -> Block:
     """A Block holding the canonical parameters and statistics, its stream `dropout_key(seed)`."""
     model = Block(dim, features, rate, rngs=nnx.Rngs(params=0, dropout=dropout_key(seed)))
     arrays = initial(seed, dim, features)
     for layer, kernel, bias in ((model.linear1, "w1", "b1"), (model.linear2, "w2", "b2")):
-        layer.kernel.value, layer.bias.value = (
-            jnp.asarray(arrays[kernel]),
-            jnp.asarray(arrays[bias]),
-        )
-    model.norm.scale.value, model.norm.bias.value = arrays["gamma"], arrays["beta"]
-    model.norm.mean.value, model.norm.var.value = arrays["mean"], arrays["var"]
+        layer.kernel.set_value(jnp.asarray(arrays[kernel]))
+        layer.bias.set_value(jnp.asarray(arrays[bias]))
+    # set_value/get_value: flax 0.12 deprecates `.value` (a DeprecationWarning the tests raise)
+    for name in ("scale", "bias", "mean", "var"):
+        getattr(model.norm, name).set_value(jnp.asarray(arrays[NORM[name]]))
     return model
 
 
@@ -74,8 +82,8 @@ def compiled_step(checkpoint: bool):
 def stream(model: Block) -> tuple[int, ...]:
     """The dropout stream's state: its key's words and its counter."""
     rngs = model.dropout.rngs
-    key = np.asarray(jax.random.key_data(rngs.key.value)).ravel()
-    return (*(int(k) for k in key), int(rngs.count.value))
+    key = np.asarray(jax.random.key_data(rngs.key.get_value())).ravel()
+    return (*(int(k) for k in key), int(rngs.count.get_value()))
 
 
 def nnx_state_step(
@@ -94,8 +102,8 @@ def nnx_state_step(
         "w2": grads["linear2"]["kernel"], "b2": grads["linear2"]["bias"], "x": gx,
     }  # fmt: skip
     return make_step(
-        y, {k: getattr(v, "value", v) for k, v in named.items()}, masks, model.norm.mean.value,
-        model.norm.var.value, rate=rate, before=before, after=stream(model),
+        y, {k: _array(v) for k, v in named.items()}, masks, model.norm.mean.get_value(),
+        model.norm.var.get_value(), rate=rate, before=before, after=stream(model),
     )  # fmt: skip
 
 
