@@ -1,6 +1,6 @@
 """Hypothesis profiles, chosen with `--profile` or the environment variable `REMAT_PROFILE`.
 
-- `dev`: few examples (20), for a quick look while editing: derandomized, as `ci`, so that
+- `dev`: few examples (10), for a quick look while editing: derandomized, as `ci`, so that
   it is served by the example bank and draws the shapes `ci` draws, which the compilation
   caches hold already (random, it drew new shapes each run: `torch_compile` compiled them
   anew, and a warm `dev` run was slower than a warm `ci` one).
@@ -53,7 +53,7 @@ _common = dict(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
-settings.register_profile("dev", max_examples=20, derandomize=True, **_common)
+settings.register_profile("dev", max_examples=10, derandomize=True, **_common)
 settings.register_profile("ci", max_examples=100, derandomize=True, **_common)
 settings.register_profile("thorough", max_examples=1000, **_common)
 settings.register_profile("scale", max_examples=20, derandomize=True, **_common)

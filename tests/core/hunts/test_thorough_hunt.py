@@ -2,7 +2,7 @@
 stack (a JAX front, eager torch, numpy's autograd); 300 examples a property (the profile's
 1,000 took over 8 minutes here), new ones on every run.
 
-The fast tier runs every port at the dev profile, derandomized: the same 20 examples each
+The fast tier runs every port at the dev profile, derandomized: the same 10 examples each
 time. This hunt draws new ones on every run (the thorough profile stays random), so a bound
 too tight for some shape, or a port wrong on a rare one, is found here first; its failure
 prints the `--reproduce` blob that replays it.

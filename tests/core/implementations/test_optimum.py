@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections import Counter
 
 import pytest
 
@@ -56,47 +55,46 @@ def _size(item) -> int:
 
 class _Step:
     """One training step over a placement: the forward pass, then the backward in reverse.
-    Tensors are held by name, ("x", i) block i's input and ("a", i) its internals, counted
-    once however many hold them; a region holds its first block's input, and when the
-    backward reaches it, reruns its items from it, then backs through them."""
+    Block i's input is held by count (a region holds its first block's input, and so may
+    the item that begins it: alive once however many hold it), a taped block's internals
+    while it is taped; a region, when the backward reaches it, reruns its items from its
+    input, then backs through them. Every peak is read after each hold. (Locals and plain
+    lists: the enumeration at L = 8 runs 2.2 million steps.)"""
 
     def __init__(self, items, weights=WEIGHTS):
-        self.weights, self.held, self.alive = weights, Counter(), Counter()
-        self.peaks, self.evaluations = [0.0] * len(weights), 0
-        self._forward(items, 0)
-        self._backward(items, 0)
-        assert not +self.held, f"still held after the step: {+self.held}"
+        held = [0] * sum(map(_size, items))
+        alive = [0, 0]  # block inputs, taped internals
+        peaks = [0.0] * len(weights)
+        evaluations = 0
 
-    def _hold(self, *names):
-        for name in names:
-            self.held[name] += 1
-            self.alive[name[0]] += self.held[name] == 1
-        for n, a in enumerate(self.weights):
-            self.peaks[n] = max(self.peaks[n], self.alive["x"] + a * self.alive["a"])
+        def forward(items, start):
+            nonlocal evaluations
+            for item in items:
+                held[start] += 1
+                alive[0] += held[start] == 1
+                alive[1] += item == TAPED  # a region runs through, nothing taped
+                x, taped = alive
+                for n, a in enumerate(weights):
+                    peaks[n] = max(peaks[n], x + a * taped)
+                size = 1 if item == TAPED else _size(item)
+                evaluations += size
+                start += size
 
-    def _release(self, *names):
-        for name in names:
-            self.held[name] -= 1
-            self.alive[name[0]] -= self.held[name] == 0
+        def backward(items, start):
+            starts = list(itertools.accumulate((_size(i) for i in items), initial=start))
+            for item, first in reversed(list(zip(items, starts, strict=False))):
+                if item == TAPED:
+                    alive[1] -= 1
+                else:
+                    forward(item, first)
+                    backward(item, first)
+                held[first] -= 1
+                alive[0] -= held[first] == 0
 
-    def _forward(self, items, start):
-        for item in items:
-            if item == TAPED:
-                self._hold(("x", start), ("a", start))
-            else:  # run through from its checkpoint, nothing taped
-                self._hold(("x", start))
-            self.evaluations += _size(item)
-            start += _size(item)
-
-    def _backward(self, items, start):
-        starts = list(itertools.accumulate((_size(i) for i in items), initial=start))
-        for item, first in reversed(list(zip(items, starts, strict=False))):
-            if item == TAPED:
-                self._release(("x", first), ("a", first))
-            else:
-                self._forward(item, first)
-                self._backward(item, first)
-                self._release(("x", first))
+        forward(items, 0)
+        backward(items, 0)
+        assert (any(held), alive) == (False, [0, 0]), f"still held after the step: {held}, {alive}"
+        self.peaks, self.evaluations = peaks, evaluations
 
 
 def _spelled(items) -> tuple:

@@ -21,7 +21,11 @@ pytestmark = pytest.mark.subprocess
 pytest.importorskip("flax")
 pytest.importorskip("torch")
 
-QUICK = ["--examples", "2", "--no-mutants", "--profile", "dev", "--jobs", "1"]
+# Three properties are enough to merge and tell apart; each more runs on both ports.
+QUICK = [
+    *("--examples", "2", "--no-mutants", "--profile", "dev", "--jobs", "1"),
+    *("--property", "a", "b", "c"),
+]
 MAC = {
     "system": "Darwin",
     "os": "macOS 14.5",

@@ -153,4 +153,4 @@ def test_the_profiles_are_the_same_where_a_ci_variable_is_set():
         lines[ci] = done.stdout.split("\n")
     assert lines["true"] == lines[""]
     assert "thorough False 1000" in lines["true"]  # thorough stays random
-    assert "dev True 20" in lines["true"]  # dev is served by the bank, as ci is
+    assert "dev True 10" in lines["true"]  # dev is served by the bank, as ci is
