@@ -101,11 +101,14 @@ class OffersStatefulBlock:
 
 
 def redraws(
-    spelling: str, seeding: str, upstream: str, *, replay: str, stream: str, updates: str,
-    **kwargs: Any,
+    spelling: str, seeding: str, upstream: str, *, replay: str, stream: str,
+    updates: str | StateDegradation, **kwargs: Any,
 ) -> StateDeclaration:  # fmt: skip
     """The declaration of a variant whose recompute draws 1 fresh mask, leaves the RNG a draw
-    ahead and updates the statistics twice, each part's `what` given, all with `upstream`."""
+    ahead and updates the statistics twice, each part's `what` given, all with `upstream`
+    (the second update may be a `StateDegradation` of its own, with its own reference)."""
+    if isinstance(updates, str):
+        updates = StateDegradation("updates", 2, upstream, updates)
     return StateDeclaration(
         spelling,
         seeding,
@@ -115,7 +118,7 @@ def redraws(
         degradations=(
             StateDegradation("replay", 1, upstream, replay),
             StateDegradation("stream", 1, upstream, stream),
-            StateDegradation("updates", 2, upstream, updates),
+            updates,
         ),
         **kwargs,
     )

@@ -3,6 +3,7 @@
 from implementations.composition import whole_rerun
 from implementations.expectations import Expectations, uncounted
 from implementations.stateful import StateDeclaration, StateDegradation
+from implementations.stateful_port import redraws
 
 #: RecomputeFunction (paddle/distributed/fleet/recompute/recompute.py, paddle 3.3.1) reruns the
 #: block's forward in backward, BatchNorm's update too; no upstream report was found (torch's
@@ -37,25 +38,14 @@ STATEFUL = {
             fix="paddle:stats_outside",
             repro="repros/paddle_recompute_state.py",
         ),
-        "no_preserve": StateDeclaration(
+        "no_preserve": redraws(
             "fleet.utils.recompute(block, x, preserve_rng_state=False)",
             _SEEDING + "; the rerun draws on from where the forward left the generator",
-            replay=False,
-            stream_kept=False,
-            updates=2,
-            degradations=(
-                StateDegradation(
-                    "replay",
-                    1,
-                    _NO_PRESERVE,
-                    "the rerun's Dropout draws the generator's next mask: 1 fresh mask, and "
-                    "the gradients are the fresh mask's",
-                ),
-                StateDegradation(
-                    "stream", 1, _NO_PRESERVE, "the rerun's draw leaves the generator ahead"
-                ),
-                _UPDATED_TWICE,
-            ),
+            _NO_PRESERVE,
+            replay="the rerun's Dropout draws the generator's next mask: 1 fresh mask, and "
+            "the gradients are the fresh mask's",
+            stream="the rerun's draw leaves the generator ahead",
+            updates=_UPDATED_TWICE,
             fix="paddle:stats_outside",
             repro="repros/paddle_recompute_state.py",
         ),
