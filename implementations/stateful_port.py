@@ -8,7 +8,8 @@
   zeros, mean zeros and variance ones.
 - `drawn(masks, rate, shape, unseen)`: a step's forward mask and recompute masks.
 - `OffersStatefulBlock`: the port mixin whose `state_step` runs the stack's `block_step`.
-- `redraws(...)`: the declaration of a variant that redraws, moves the RNG and updates twice.
+- `redraws(...)`: the declaration of a variant that redraws, moves the RNG and updates twice;
+  `updates_twice(...)`, of one that replays the mask and updates twice.
 """
 
 from __future__ import annotations
@@ -98,6 +99,14 @@ class OffersStatefulBlock:
     ) -> StateStep:  # fmt: skip
         """The stack's step of the block (a port offering `state_variants` defines it)."""
         raise NotImplementedError(f"port {type(self).__name__} must define block_step")
+
+
+def updates_twice(
+    spelling: str, seeding: str, twice: StateDegradation, **kwargs: Any
+) -> StateDeclaration:
+    """The declaration of a variant whose recompute replays the mask (the RNG state restored)
+    but reruns the statistics' update: 2 updates, `twice` the degradation that counts them."""
+    return StateDeclaration(spelling, seeding, updates=2, degradations=(twice,), **kwargs)
 
 
 def redraws(

@@ -3,6 +3,7 @@
 from implementations.composition import whole_rerun
 from implementations.expectations import Expectations, uncounted
 from implementations.stateful import StateDeclaration, StateDegradation
+from implementations.stateful_port import updates_twice
 
 #: No upstream report was found; the repro is ready for one.
 _UNREPORTED = (
@@ -24,11 +25,10 @@ _UPDATED_TWICE = StateDegradation(
 #: CPU); tests/mindspore/test_mindspore_stateful.py holds each count.
 STATEFUL = {
     "mindspore": {
-        "default": StateDeclaration(
+        "default": updates_twice(
             "Cell.recompute() on the block",
             _SEEDING + "; the recompute draws the forward's mask again",
-            updates=2,
-            degradations=(_UPDATED_TWICE,),
+            _UPDATED_TWICE,
             fix="mindspore:stats_outside",
             repro="repros/mindspore_recompute_state.py",
         ),

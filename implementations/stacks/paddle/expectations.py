@@ -3,7 +3,7 @@
 from implementations.composition import whole_rerun
 from implementations.expectations import Expectations, uncounted
 from implementations.stateful import StateDeclaration, StateDegradation
-from implementations.stateful_port import redraws
+from implementations.stateful_port import redraws, updates_twice
 
 #: RecomputeFunction (paddle/distributed/fleet/recompute/recompute.py, paddle 3.3.1) reruns the
 #: block's forward in backward, BatchNorm's update too; no upstream report was found (torch's
@@ -30,11 +30,10 @@ _UPDATED_TWICE = StateDegradation(
 #: tests/paddle/test_paddle_stateful.py holds each count.
 STATEFUL = {
     "paddle": {
-        "default": StateDeclaration(
+        "default": updates_twice(
             "fleet.utils.recompute(block, x)",
             _SEEDING + "; recompute restores the generator's state for the rerun",
-            updates=2,
-            degradations=(_UPDATED_TWICE,),
+            _UPDATED_TWICE,
             fix="paddle:stats_outside",
             repro="repros/paddle_recompute_state.py",
         ),

@@ -5,7 +5,7 @@ holds every number here to a step). Imports nothing but the contract and its dec
 """
 
 from implementations.stateful import Momentum, StateDeclaration, StateDegradation
-from implementations.stateful_port import redraws
+from implementations.stateful_port import redraws, updates_twice
 
 #: torch's BatchNorm: momentum the share of the batch taken (0.01 is Flax's 0.99 kept), the
 #: unbiased batch variance in `running_var`, steps counted in `num_batches_tracked`.
@@ -43,7 +43,7 @@ def torch_state(spelling: str, **kwargs) -> StateDeclaration:
 
 def eager_twice(spelling: str) -> StateDeclaration:
     """An eager checkpoint that keeps the RNG state: replayed, the stream kept, 2 updates."""
-    return torch_state(spelling, updates=2, degradations=(TWICE,), fix=FIX, repro=_TWICE_REPRO)
+    return updates_twice(spelling, SEEDING, TWICE, fix=FIX, repro=_TWICE_REPRO, **STATISTICS)
 
 
 #: `preserve_rng_state=False`: nothing stashed, so the recompute draws the next mask from the
