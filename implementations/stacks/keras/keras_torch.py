@@ -29,11 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from implementations.contract import (
-    BackwardRecord,
-    Params,
-    check_exercise,
-)
+from implementations.contract import BackwardRecord, Params, check_exercise
 from implementations.stacks import keras as keras_stack
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params

@@ -9,11 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from implementations.contract import (
-    Grads,
-    Params,
-    check_exercise,
-)
+from implementations.contract import Grads, Params, check_exercise
 from implementations.stacks.keras import keras_torch as port
 from implementations.stacks.keras import model
 from implementations.stacks.numpy import canonical_params
