@@ -8,8 +8,8 @@
    `implementations/stacks/<framework>/`, holding
    - `manifest.py`: `MANIFEST = Manifest(stack="<framework>", engine=...,
      ports=(PortEntry("<port>", "implementations.stacks.<framework>.<port>:<Class>",
-     "<extra>"),), expectations=..., mutants=(...), bench=(...), tests="<framework>")`
-     (`implementations.manifests`; it imports no framework);
+     "<extra>"),), mutants=(...), bench=(...))` (`implementations.manifests`; it imports
+     no framework; its expectations are `expectations.py`'s, its tests `tests/<framework>/`);
    - `<port>.py`: this file, finished;
    - `expectations.py`: what its instrument shows under each policy it declares
      (`implementations.expectations.expect`, one reason each);
@@ -60,9 +60,7 @@ from implementations.contract import (  # noqa: F401 - the names a finished port
     Implementation,
     Params,
     SavedTensor,
-    check_features,
-    check_seed,
-    check_sizes,
+    check_exercise,
     check_x,
 )
 from implementations.stacks import Port, Stack
@@ -143,10 +141,10 @@ def native_to_params(native: Any) -> Params:
 def nn_checkpoint_forward(seed: Any, x: Any, features: Any) -> Any:
     """The exercise: Flax linen's parameters for `PRNGKey(int(seed))`, the checkpointed MLP on x."""
     # TODO(port): replace the raise with, in this order:
-    #   seed, features, x = check_seed(seed), check_features(features), check_x(x)
-    #   check_sizes(x.shape[0], features)
-    #     (the shared checks: every port must raise the same errors, property (g),
-    #     and refuse sizes past the limits before it allocates anything;
+    #   seed, x, features = check_exercise(seed, x, features, check_x)
+    #     (your stack's `as_input` in place of `check_x` where it has one; the shared
+    #     checks, seed, features, x, then the sizes: every port must raise the same
+    #     errors, property (g), and refuse sizes past the limits before it allocates anything;
     #     a JAX port's base does this with tracers too);
     #   the canonical parameters for (seed, D, F): NOT your framework's own seeded
     #     init, which draws different numbers. Use

@@ -103,6 +103,19 @@ def composed(
     return Composed(frozenset(roles.split()), forward, rerun, why, degradation)
 
 
+def whole_rerun(once: str, twice: str, under_trainer: str) -> dict[str, Composed]:
+    """The count model of a checkpoint that keeps the region's input `x` and reruns all of it
+    in backward (autograd, DeepSpeed, MindSpore, Paddle, TensorFlow), each case's `why` its
+    framework's: `once`, the 2 forward matmuls and both again; `twice` and `under_trainer`,
+    the outer rerun runs the inner checkpoint's forward (2 matmuls nothing reads) and the
+    inner's backward reruns the block again, 4 in all (a degradation: no early stop)."""
+    return {
+        "once": composed("x", 2, 2, why=once),
+        "twice": composed("x", 2, 4, why=twice, degradation=True),
+        "under_trainer": composed("x", 2, 4, why=under_trainer, degradation=True),
+    }
+
+
 def check_declaration(owner: str, compositions: Any, not_composable: Any) -> None:
     """Raise `TypeError` naming `owner` unless `compositions` (case -> native spelling) and
     `not_composable` (case -> one-line reason) are mappings that cover `CASES` at most once,

@@ -58,6 +58,15 @@ def expect(roles: str, matmuls: int | None, host: str = "", why: str = "") -> Ex
     return Expected(frozenset(roles.split()), matmuls, frozenset(host.split()), why)
 
 
+def uncounted(plain_roles: str, plain_why: str, full_why: str) -> dict[str, Expected]:
+    """`none` and `full` where the instrument counts no backward matmuls (`NOT_COUNTED`) and
+    the checkpoint keeps the region's input `x` alone: MindSpore, Paddle, MLX, TensorFlow."""
+    return {
+        "none": expect(plain_roles, None, why=f"{plain_why}; {NOT_COUNTED}"),
+        "full": expect("x", None, why=f"{full_why}; {NOT_COUNTED}"),
+    }
+
+
 @dataclass(frozen=True)
 class Degradation:
     """An upstream behaviour that silently does less (or more) than the policy says.

@@ -212,7 +212,8 @@ class Manifest:
       the cores a worker may use; `one_thread`: variables set (likewise) when that is one.
     - `bench`, `mutants`, `rows`: its bench stacks, mutants and extra compare rows.
     - `expectations`: `"module:NAME"`, its instrument families' expected records per policy
-      and its documented degradations (`implementations.expectations`), framework-free.
+      and its documented degradations (`implementations.expectations`), framework-free
+      (default: `EXPECTATIONS` of the folder's `expectations` module, where every stack keeps it).
     - `devices`: `"module:function"`, its device probe, called only where `device_module`
       is imported already (`conformance.running.devices`).
     - `state`: `"module:function"`, its framework's process-wide settings as a dict of
@@ -225,7 +226,7 @@ class Manifest:
       without the parent's (in a child they would name the parent's memory).
     - `built_on`: frameworks (as ports name theirs) that compute with this engine.
     - `caches`: its compilation caches.
-    - `ci`: its CI job; `tests`: its test folder under `tests/`.
+    - `ci`: its CI job; `tests`: its test folder under `tests/` (default: the stack's name).
     - `named_only`: distribution -> why the version sweep (`conformance.versions`) runs its
       versions other than the pin only when the user names them (torch: PyPI's Linux wheels
       are CUDA builds of several GB).
@@ -258,6 +259,15 @@ class Manifest:
     tests: str = ""
     named_only: Mapping[str, str] = field(default_factory=dict)
     build_requires: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        # Conventions every stack follows, written once here rather than in each manifest.
+        if not self.expectations:
+            object.__setattr__(
+                self, "expectations", f"{STACKS}.{self.stack}.expectations:EXPECTATIONS"
+            )
+        if not self.tests:
+            object.__setattr__(self, "tests", self.stack)
 
     def engine_of(self, port: PortEntry) -> str:
         return port.engine or self.engine

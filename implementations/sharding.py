@@ -16,8 +16,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+
+from .environment import checked_setting
 
 LAYOUTS = ("batch", "feature")
 #: The most ranks a sharded port starts on one machine (each is a process or a device).
@@ -30,16 +31,10 @@ NODES_VARIABLE = "REMAT_SCALE_NODES"
 def rank_count(variable: str, default: int) -> int:
     """The rank count set by the environment variable `variable` (else `default`), checked:
     a positive integer up to `MAX_RANKS`, or a `ValueError` naming the variable."""
-    setting = os.environ.get(variable, "").strip()
-    if not setting:
-        return default
-    try:
-        value = int(setting)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_RANKS:
-        raise ValueError(f"{variable} must be an integer from 1 to {MAX_RANKS}, got {setting!r}")
-    return value
+    value = checked_setting(
+        variable, int, lambda count: 1 <= count <= MAX_RANKS, f"an integer from 1 to {MAX_RANKS}"
+    )
+    return default if value is None else value
 
 
 def scale_nodes() -> int:

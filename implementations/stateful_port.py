@@ -8,7 +8,8 @@
   zeros, mean zeros and variance ones.
 - `drawn(masks, rate, shape, unseen)`: a step's forward mask and recompute masks.
 - `OffersStatefulBlock`: the port mixin whose `state_step` runs the stack's `block_step`.
-- `redraws(...)`: the declaration of a variant that redraws, moves the RNG and updates twice.
+- `redraws(...)`: the declaration of a variant that redraws, moves the RNG and updates twice;
+  `updates_twice(...)`, of one that replays the mask and updates twice.
 """
 
 from __future__ import annotations
@@ -100,12 +101,23 @@ class OffersStatefulBlock:
         raise NotImplementedError(f"port {type(self).__name__} must define block_step")
 
 
+def updates_twice(
+    spelling: str, seeding: str, twice: StateDegradation, **kwargs: Any
+) -> StateDeclaration:
+    """The declaration of a variant whose recompute replays the mask (the RNG state restored)
+    but reruns the statistics' update: 2 updates, `twice` the degradation that counts them."""
+    return StateDeclaration(spelling, seeding, updates=2, degradations=(twice,), **kwargs)
+
+
 def redraws(
-    spelling: str, seeding: str, upstream: str, *, replay: str, stream: str, updates: str,
-    **kwargs: Any,
+    spelling: str, seeding: str, upstream: str, *, replay: str, stream: str,
+    updates: str | StateDegradation, **kwargs: Any,
 ) -> StateDeclaration:  # fmt: skip
     """The declaration of a variant whose recompute draws 1 fresh mask, leaves the RNG a draw
-    ahead and updates the statistics twice, each part's `what` given, all with `upstream`."""
+    ahead and updates the statistics twice, each part's `what` given, all with `upstream`
+    (the second update may be a `StateDegradation` of its own, with its own reference)."""
+    if isinstance(updates, str):
+        updates = StateDegradation("updates", 2, upstream, updates)
     return StateDeclaration(
         spelling,
         seeding,
@@ -115,7 +127,7 @@ def redraws(
         degradations=(
             StateDegradation("replay", 1, upstream, replay),
             StateDegradation("stream", 1, upstream, stream),
-            StateDegradation("updates", 2, upstream, updates),
+            updates,
         ),
         **kwargs,
     )

@@ -15,7 +15,7 @@ out of its own layout next to its own code.
   installed but cannot run in this process (Keras already on another
   backend); `PortWarning`: a line for the user about a port's setup;
   `installed_versions`, `NOT_REPORTED`.
-- `inputs`: `check_seed`, `check_features`, `check_x`, `check_x_spec`,
+- `inputs`: `check_seed`, `check_features`, `check_exercise`, `check_x`, `check_x_spec`,
   `check_x_values`, `check_dim`, `dtype_category`, `SEED_MAX`: input
   validation, shared so that every port raises the same error for the same
   bad input.
@@ -56,6 +56,7 @@ from .implementation import (
 from .inputs import (
     SEED_MAX,
     check_dim,
+    check_exercise,
     check_features,
     check_seed,
     check_x,
@@ -129,6 +130,7 @@ __all__ = [
     "byte_budget",
     "call_bytes",
     "check_dim",
+    "check_exercise",
     "check_features",
     "check_seed",
     "check_sizes",

@@ -1,7 +1,8 @@
 """Input validation, shared so that every port raises the same error for the same bad input.
 
 `check_seed`, `check_features`, `check_dim`, `check_x` (or `check_x_spec`,
-then `check_x_values`, for an x whose values come later) and `dtype_category`.
+then `check_x_values`, for an x whose values come later), `check_exercise` (the
+exercise's three arguments, in the order every port checks them) and `dtype_category`.
 Numpy only.
 """
 
@@ -10,11 +11,12 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .sizes import _ELEMENTS_LIMIT, MAX_ELEMENTS, MAX_FEATURES, SizeLimitError
+from .sizes import _ELEMENTS_LIMIT, MAX_ELEMENTS, MAX_FEATURES, SizeLimitError, check_sizes
 
 # `jax.random.PRNGKey` converts its seed to a C long: 2**63 raises
 # OverflowError. In the default x32 mode it then keeps the low 32 bits, so
@@ -45,6 +47,18 @@ def check_features(features: Any) -> int:
             f"elements, past {_ELEMENTS_LIMIT}; features must be at most {MAX_FEATURES}"
         )
     return value
+
+
+def check_exercise(
+    seed: Any, x: Any, features: Any, as_input: Callable[[Any], Any]
+) -> tuple[int, Any, int]:
+    """`(seed, x, features)` of `nn_checkpoint_forward` checked: `seed`, `features`, then x by
+    the stack's `as_input` (which raises naming `x`), then x's width against `features`
+    (`check_sizes`), so that every port names the same argument first for the same call."""
+    seed, features = check_seed(seed), check_features(features)
+    x = as_input(x)
+    check_sizes(x.shape[0], features)
+    return seed, x, features
 
 
 def check_dim(dim: Any) -> int:

@@ -184,6 +184,24 @@ def _refuse_unobserved_overrides(cls: type) -> None:
         )
 
 
+def refuse_own_values(cls: type, owner: type, values: str, evidence: str) -> None:
+    """Raise `TypeError` when `cls` overrides `values`, the method below `owner` that makes
+    vjp's values, and neither record: `owner`'s `backward_record` (which `evidence`) never runs
+    it, so an own one would split the values from the evidence, as an own `vjp` would."""
+    below = cls.__mro__[: cls.__mro__.index(owner)]
+    records = ("backward_record", "traced_record")
+    if any(values in vars(k) for k in below) and not any(
+        r in vars(k) for k in below for r in records
+    ):
+        raise TypeError(
+            f"port class {cls.__module__}.{cls.__qualname__} overrides {values}, which makes "
+            f"vjp's values, while its evidence, backward_record (made in {owner.__name__}), "
+            f"{evidence}: override {cls.model_methods} instead, which feed the values and the "
+            f"evidence alike, or override backward_record too (its evidence is then "
+            f"self-reported)"
+        )
+
+
 class Port(Implementation):
     """The base of every port: declarations checked at class creation, the stack's duties.
 

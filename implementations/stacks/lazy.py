@@ -7,6 +7,7 @@ stack's `manifest` (a submodule) without loading any framework. So the
 package's `__init__` lists where each name lives, in one table, and
 `lazy_exports` derives the rest from it: a module-level `__getattr__` (PEP 562)
 that imports a name the first time it is asked for, `__dir__`, and `__all__`.
+`arrays_exports` is the part of that table that every stack's `.arrays` module fills alike.
 """
 
 from __future__ import annotations
@@ -48,3 +49,19 @@ def lazy_exports(
         return sorted({*vars(sys.modules[package]), *names})
 
     return __getattr__, __dir__, sorted(names)
+
+
+#: What a stack's `.arrays` module offers when it does both of `Stack`'s array duties (host
+#: arrays in and out, the matmul precision) and checks an input.
+ARRAYS = (
+    "as_input",
+    "from_host_array",
+    "matmul_precision",
+    "pin_matmul_precision",
+    "to_host_array",
+)
+
+
+def arrays_exports(*more: str) -> dict[str, str]:
+    """The lazy table's rows for `ARRAYS` and `more`, all in the stack's `.arrays` module."""
+    return dict.fromkeys((*ARRAYS, *more), ".arrays")

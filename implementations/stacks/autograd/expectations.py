@@ -1,7 +1,7 @@
 """What autograd's instrument (make_vjp's backward graph, the backward pass profiled) shows
 under each remat policy."""
 
-from implementations.composition import composed
+from implementations.composition import whole_rerun
 from implementations.expectations import Expectations, expect
 from implementations.stateful import StateDeclaration
 from implementations.stateful_port import redraws
@@ -76,31 +76,14 @@ EXPECTATIONS = Expectations(
     },
     # Measured on the port's vjp (tests/autograd/test_autograd_composition.py pins them).
     compositions={
-        "autograd": {
-            "once": composed(
-                "x",
-                2,
-                2,
-                why="the primitive keeps its inputs; its VJP traces the block again with "
-                f"make_vjp, both dots (autograd is eager: nothing is pruned) ({_RECIPE})",
-            ),
-            "twice": composed(
-                "x",
-                2,
-                4,
-                why="the outer VJP's make_vjp runs the inner primitive's forward (2 dots) only "
-                "to build its node, whose VJP keeps its inputs and traces the block again (2): "
-                f"the first rerun is never read ({_RECIPE})",
-                degradation=True,
-            ),
-            "under_trainer": composed(
-                "x",
-                2,
-                4,
-                why="the trainer's checkpoint over the model's call reruns the model's region "
-                f"forward for nothing, as twice does ({_RECIPE})",
-                degradation=True,
-            ),
-        },
+        "autograd": whole_rerun(
+            once="the primitive keeps its inputs; its VJP traces the block again with "
+            f"make_vjp, both dots (autograd is eager: nothing is pruned) ({_RECIPE})",
+            twice="the outer VJP's make_vjp runs the inner primitive's forward (2 dots) only "
+            "to build its node, whose VJP keeps its inputs and traces the block again (2): "
+            f"the first rerun is never read ({_RECIPE})",
+            under_trainer="the trainer's checkpoint over the model's call reruns the model's "
+            f"region forward for nothing, as twice does ({_RECIPE})",
+        ),
     },
 )

@@ -24,9 +24,9 @@ from implementations.contract import (
     BackwardRecord,
     Grads,
     Params,
+    check_exercise,
     check_features,
     check_seed,
-    check_sizes,
     param_shapes,
 )
 from implementations.stacks import Port
@@ -85,10 +85,8 @@ def composed(region: Callable, case: str) -> Callable:
 
 
 def _exercise(seed: Any, x: Any, features: Any, run: Callable) -> Any:
-    seed, features = check_seed(seed), check_features(features)
-    x = as_input(x)
+    seed, x, features = check_exercise(seed, x, features, as_input)
     dim = int(np.shape(x)[0])
-    check_sizes(dim, features)
     params = canonical_params(seed, dim, features)
     arrays = tuple(getattr(params, name) for name in NAMES)  # read-only: never written
     return run(*arrays, x)  # (D,) -> (F,)

@@ -54,7 +54,5 @@ MANIFEST = Manifest(
             killed_by="e",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     ci=CiJob("linux-cpu-autograd", "ubuntu-24.04"),
-    tests="autograd",
 )

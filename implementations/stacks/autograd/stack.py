@@ -8,15 +8,12 @@ and what a call's `make_vjp` keeps and its backward pass runs
 
 from __future__ import annotations
 
-from ..base import Stack
-from ..numpy import canonical_params
+from ..numpy import on_numpy_init
 from . import arrays, instrument
 
-STACK = Stack(
+STACK = on_numpy_init(
     "autograd",
-    arrays=arrays,
-    precision=arrays,
-    init=canonical_params,
-    instrument=lambda *args: instrument.observe(*args).backward_record(),
-    distributions=("autograd", "numpy"),
+    arrays,
+    lambda *args: instrument.observe(*args).backward_record(),
+    ("autograd", "numpy"),
 )

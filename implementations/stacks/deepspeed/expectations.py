@@ -5,7 +5,7 @@ DeepSpeed's checkpoint is reentrant: it keeps x on its node
 second addmm too, with no early stop.
 """
 
-from implementations.composition import composed
+from implementations.composition import whole_rerun
 from implementations.expectations import Expectations, expect
 from implementations.stacks.torch.state_declarations import eager_twice
 
@@ -30,30 +30,13 @@ EXPECTATIONS = Expectations(
     },
     # Measured on the port's own vjp (tests/deepspeed/test_deepspeed_composition.py pins them).
     compositions={
-        "deepspeed": {
-            "once": composed(
-                "x",
-                2,
-                2,
-                why="CheckpointFunction (deepspeed/runtime/activation_checkpointing/"
-                "checkpointing.py) runs the block under no_grad, reruns all of it in backward",
-            ),
-            "twice": composed(
-                "x",
-                2,
-                4,
-                why="the outer CheckpointFunction.backward reruns the inner checkpoint's forward "
-                "(2 matmuls, unused), whose backward reruns the block again (reentrant)",
-                degradation=True,
-            ),
-            "under_trainer": composed(
-                "x",
-                2,
-                4,
-                why="a checkpoint over the model's call nests as twice does: its backward reruns "
-                "the model's checkpoint forward for nothing (CheckpointFunction.backward)",
-                degradation=True,
-            ),
-        },
+        "deepspeed": whole_rerun(
+            once="CheckpointFunction (deepspeed/runtime/activation_checkpointing/"
+            "checkpointing.py) runs the block under no_grad, reruns all of it in backward",
+            twice="the outer CheckpointFunction.backward reruns the inner checkpoint's forward "
+            "(2 matmuls, unused), whose backward reruns the block again (reentrant)",
+            under_trainer="a checkpoint over the model's call nests as twice does: its backward "
+            "reruns the model's checkpoint forward for nothing (CheckpointFunction.backward)",
+        ),
     },
 )

@@ -298,7 +298,6 @@ MANIFEST = Manifest(
             killed_by="e",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
     state=f"{_HERE}.state:settings",
     device_module="jax",
@@ -318,5 +317,4 @@ MANIFEST = Manifest(
         ),
     ),
     ci=CiJob("linux-cpu-jax", "ubuntu-24.04"),
-    tests="jax",
 )

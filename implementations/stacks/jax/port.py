@@ -45,7 +45,7 @@ import numpy as np
 from ... import composition
 from ...contract import BackwardRecord, Grads, Params
 from ...policies import FULL, Policy
-from ..base import Port
+from ..base import Port, refuse_own_values
 from .flax_init import CompiledExercise
 from .stack import STACK
 
@@ -75,20 +75,7 @@ class JaxPort(Port, abstract=True):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # `compiled` makes `vjp`'s values, and `backward_record` never runs it: like an own
-        # `vjp` (refused by `Port`), an own `compiled` would split the values from the evidence.
-        below = cls.__mro__[: cls.__mro__.index(JaxPort)]
-        records = ("backward_record", "traced_record")
-        if any("compiled" in vars(k) for k in below) and not any(
-            r in vars(k) for k in below for r in records
-        ):
-            raise TypeError(
-                f"port class {cls.__module__}.{cls.__qualname__} overrides compiled, which makes "
-                f"vjp's values, while its evidence, backward_record (made in JaxPort), traces "
-                f"differentiable: override {cls.model_methods} instead, which feed the values "
-                f"and the evidence alike, or override backward_record too (its evidence is then "
-                f"self-reported)"
-            )
+        refuse_own_values(cls, JaxPort, "compiled", "traces differentiable")
 
     def to_native(self, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
         """Canonical arrays (kernels `(D, F)`, `(F, F)`; biases `(F,)`) as the port's parameters."""

@@ -32,6 +32,7 @@ import numpy as np
 
 from implementations.contract import BackwardRecord, Params, check_features, check_seed, check_sizes
 from implementations.stacks import keras as keras_stack
+from implementations.stacks.base import refuse_own_values
 from implementations.stacks.tensorflow import as_input, float32_tensor, integer_argument, tf
 from implementations.stacks.tensorflow.flax_init import canonical_params
 
@@ -94,21 +95,10 @@ class KerasTensorFlow(StatefulKerasPort):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # `gradients` makes `vjp`'s values, and `traced_record` never runs it (it traces the
-        # model with TensorFlow's own tape): an own `gradients` would split the values from
-        # the evidence, as an own `vjp` would (refused by `Port`).
-        below = cls.__mro__[: cls.__mro__.index(KerasTensorFlow)]
-        records = ("backward_record", "traced_record")
-        if any("gradients" in vars(k) for k in below) and not any(
-            r in vars(k) for k in below for r in records
-        ):
-            raise TypeError(
-                f"port class {cls.__module__}.{cls.__qualname__} overrides gradients, which "
-                f"makes vjp's values, while its evidence, backward_record (made in "
-                f"KerasTensorFlow), traces the kept model under TensorFlow's own tape: override "
-                f"{cls.model_methods} instead, which feed the values and the evidence alike, or "
-                f"override backward_record too (its evidence is then self-reported)"
-            )
+        # `traced_record` traces the model with TensorFlow's own tape, never `gradients`.
+        refuse_own_values(
+            cls, KerasTensorFlow, "gradients", "traces the kept model under TensorFlow's own tape"
+        )
 
     def model_input(self, x: np.ndarray) -> Any:
         return float32_tensor(x)

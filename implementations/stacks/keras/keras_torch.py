@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from implementations.contract import BackwardRecord, Params, check_features, check_seed, check_sizes
+from implementations.contract import BackwardRecord, Params, check_exercise
 from implementations.stacks import keras as keras_stack
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
@@ -87,9 +87,7 @@ def exercise(seed: Any, x: Any, features: Any, mode: str | None = model.FULL) ->
     """`nn_checkpoint_forward` with the model made under `RematScope(mode=mode)`."""
     if model.is_symbolic(x):
         return model.symbolic_exercise(seed, x, features, canonical_params)
-    seed, features = check_seed(seed), check_features(features)
-    x = as_input(model.unwrap(x))
-    check_sizes(x.shape[0], features)
+    seed, x, features = check_exercise(seed, model.unwrap(x), features, as_input)
     return run(_exercise_model(seed, x.shape[0], features, mode), x)
 
 

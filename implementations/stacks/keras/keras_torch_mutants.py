@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from implementations.contract import Grads, Params, check_features, check_seed, check_sizes
+from implementations.contract import Grads, Params, check_exercise
 from implementations.stacks.keras import keras_torch as port
 from implementations.stacks.keras import model
 from implementations.stacks.numpy import canonical_params
@@ -52,7 +52,5 @@ class OwnModelWithoutCheckpoint(port.KerasTorch):
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> Any:
         if model.is_symbolic(x):  # the base's symbolic path; the bug is in the eager one
             return super().nn_checkpoint_forward(seed, x, features)
-        seed, features = check_seed(seed), check_features(features)
-        x = as_input(model.unwrap(x))
-        check_sizes(x.shape[0], features)
+        seed, x, features = check_exercise(seed, model.unwrap(x), features, as_input)
         return _plain_mlp(canonical_params(seed, x.shape[0], features), x)[0]

@@ -62,8 +62,6 @@ MANIFEST = Manifest(
             killed_by="e",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     built_on=("keras",),
     ci=CiJob("linux-cpu-tensorflow-keras", "ubuntu-24.04", CPU_WHEELS),
-    tests="keras",
 )

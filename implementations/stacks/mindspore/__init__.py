@@ -17,16 +17,11 @@ oneDNN). Where Paddle is loaded already, importing it (`loaded`) raises
 process of its own. MindSpore first, then Paddle, works.
 """
 
-from ..lazy import lazy_exports
+from ..lazy import arrays_exports, lazy_exports
 
 _EXPORTS = {
+    **arrays_exports("numpy_dtype"),
     "ms": ".loaded",
-    "as_input": ".arrays",
-    "from_host_array": ".arrays",
-    "matmul_precision": ".arrays",
-    "numpy_dtype": ".arrays",
-    "pin_matmul_precision": ".arrays",
-    "to_host_array": ".arrays",
     "classify": ".instrument",
     "run_first_call": ".stack",
     "MLP": ".mlp",

@@ -1,8 +1,9 @@
 """What MindSpore's instrument (saved-tensor hooks, PyNative) shows under each remat policy."""
 
-from implementations.composition import composed
-from implementations.expectations import NOT_COUNTED, Expectations, expect
+from implementations.composition import whole_rerun
+from implementations.expectations import Expectations, uncounted
 from implementations.stateful import StateDeclaration, StateDegradation
+from implementations.stateful_port import updates_twice
 
 #: No upstream report was found; the repro is ready for one.
 _UNREPORTED = (
@@ -24,11 +25,10 @@ _UPDATED_TWICE = StateDegradation(
 #: CPU); tests/mindspore/test_mindspore_stateful.py holds each count.
 STATEFUL = {
     "mindspore": {
-        "default": StateDeclaration(
+        "default": updates_twice(
             "Cell.recompute() on the block",
             _SEEDING + "; the recompute draws the forward's mask again",
-            updates=2,
-            degradations=(_UPDATED_TWICE,),
+            _UPDATED_TWICE,
             fix="mindspore:stats_outside",
             repro="repros/mindspore_recompute_state.py",
         ),
@@ -62,41 +62,22 @@ STATEFUL = {
 EXPECTATIONS = Expectations(
     stateful=STATEFUL,
     families={
-        "mindspore": {
-            "none": expect(
-                "x a", None, why=f"MindSpore's ReluGrad reads its output a; {NOT_COUNTED}"
-            ),
-            "full": expect(
-                "x", None, why=f"Cell.recompute keeps the cell's input x; {NOT_COUNTED}"
-            ),
-        },
+        "mindspore": uncounted(
+            "x a",
+            "MindSpore's ReluGrad reads its output a",
+            "Cell.recompute keeps the cell's input x",
+        ),
     },
     # Measured on the port's own vjp (tests/mindspore/test_mindspore_composition.py pins them).
     compositions={
-        "mindspore": {
-            "once": composed(
-                "x",
-                2,
-                2,  # the record's rerun_matmuls (ops.matmul calls in backward)
-                why="Cell.recompute() is reentrant by default: _RecomputeCell (mindspore/common/"
-                "recompute.py) runs the cell under _no_grad and its bprop reruns all of it",
-            ),
-            "twice": composed(
-                "x",
-                2,
-                4,  # the record's rerun_matmuls (ops.matmul calls in backward)
-                why="the outer _RecomputeCell.bprop reruns the inner recomputed cell's forward "
-                "(2 matmuls, unused), whose bprop reruns the block again (no early stop)",
-                degradation=True,
-            ),
-            "under_trainer": composed(
-                "x",
-                2,
-                4,  # the record's rerun_matmuls (ops.matmul calls in backward)
-                why="mindspore.recompute over the recomputed cell is the same _RecomputeCell: "
-                "its bprop reruns the inner recompute's forward for nothing",
-                degradation=True,
-            ),
-        },
+        # rerun counts: the record's rerun_matmuls (ops.matmul calls in backward)
+        "mindspore": whole_rerun(
+            once="Cell.recompute() is reentrant by default: _RecomputeCell (mindspore/common/"
+            "recompute.py) runs the cell under _no_grad and its bprop reruns all of it",
+            twice="the outer _RecomputeCell.bprop reruns the inner recomputed cell's forward "
+            "(2 matmuls, unused), whose bprop reruns the block again (no early stop)",
+            under_trainer="mindspore.recompute over the recomputed cell is the same "
+            "_RecomputeCell: its bprop reruns the inner recompute's forward for nothing",
+        ),
     },
 )

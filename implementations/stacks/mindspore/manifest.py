@@ -74,7 +74,5 @@ MANIFEST = Manifest(
         ),
     ),
     rows=(RowEntry("mindspore_graph", f"{_HERE}.graph_row:GraphRow", ("mindspore",)),),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     ci=CiJob("linux-cpu-engines", "ubuntu-24.04", CPU_WHEELS),
-    tests="mindspore",
 )

@@ -57,6 +57,7 @@ class MindSpore(OffersStatefulBlock, PooledHookPort):
     }
     #: The model class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
+    to_params = staticmethod(state_to_params)
     #: Cells lent to the contract's calls (keyed by class too, so a mutant gets its own).
     cells: ClassVar[CellPool] = CellPool()
 
@@ -70,10 +71,6 @@ class MindSpore(OffersStatefulBlock, PooledHookPort):
     }
     #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
     block_step = staticmethod(block_with_state.state_step)
-
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The numpy canonical init, loaded into the cell and exported again.
-        return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
 
     compositions: ClassVar[dict[str, str]] = {
         "once": "Cell.recompute() on the MLP cell",
@@ -112,7 +109,7 @@ class MindSpore(OffersStatefulBlock, PooledHookPort):
         return self.stack.record(
             lambda: backward_of(lambda x: self.nn_checkpoint_forward(seed, x, features), x),
             x,
-            lambda: self.stack.canonical_params(seed, x.shape[0], features).as_dict().values(),
+            self.canonical_values(seed, x, features),
         )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> ms.Tensor:

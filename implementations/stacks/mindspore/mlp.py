@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...contract import Params, check_features, check_seed, check_sizes
+from ...contract import Params, check_exercise
 from ..numpy import canonical_params
 from ..pool import ModelPool
 from .arrays import as_input, to_host_array
@@ -121,7 +121,5 @@ def exercise_model(
     parameters are made here and never returned, so only x can be
     differentiated: they are frozen. `mlp` is the model class.
     """
-    seed, features = check_seed(seed), check_features(features)
-    x = as_input(x)
-    check_sizes(x.shape[0], features)
+    seed, x, features = check_exercise(seed, x, features, as_input)
     return x, mlp(canonical_params(seed, x.shape[0], features), trainable=False)

@@ -11,8 +11,7 @@ That expected failure prints a long numpy traceback on stderr: it is kept in
 
 from __future__ import annotations
 
-from ..base import Stack
-from ..numpy import canonical_params
+from ..numpy import on_numpy_init
 from . import arrays, instrument
 from .loaded import ms
 from .quiet import captured_stderr
@@ -48,11 +47,4 @@ FIRST_CALL_STDERR: str = "".join(_warm_up_stderr)
 
 #: MindSpore: tensors to and from numpy, Flax's init in numpy, its instrument on a port's own
 #: call (`instrument.observe(call, x, parameters)`).
-STACK = Stack(
-    "mindspore",
-    arrays=arrays,
-    precision=arrays,
-    init=canonical_params,
-    instrument=instrument.observe,
-    distributions=("mindspore",),
-)
+STACK = on_numpy_init("mindspore", arrays, instrument.observe, ("mindspore",))

@@ -16,14 +16,10 @@
 - `STACK`: the MLX `Stack`.
 """
 
-from ..lazy import lazy_exports
+from ..lazy import arrays_exports, lazy_exports
 
 _EXPORTS = {
-    "as_input": ".arrays",
-    "from_host_array": ".arrays",
-    "matmul_precision": ".arrays",
-    "pin_matmul_precision": ".arrays",
-    "to_host_array": ".arrays",
+    **arrays_exports(),
     "Graph": ".instrument",
     "Tap": ".instrument",
     "backward_record": ".instrument",

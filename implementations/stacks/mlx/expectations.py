@@ -1,7 +1,7 @@
 """What MLX's instrument (the lazy graph of `mx.vjp`) shows under each remat policy."""
 
 from implementations.composition import composed
-from implementations.expectations import NOT_COUNTED, Expectations, expect
+from implementations.expectations import Expectations, uncounted
 from implementations.stateful import Momentum, StateDeclaration
 from implementations.stateful_port import redraws
 
@@ -47,12 +47,11 @@ STATEFUL = {
 EXPECTATIONS = Expectations(
     stateful=STATEFUL,
     families={
-        "mlx": {
-            "none": expect("x h a", None, why=f"MLX's relu VJP reads its input h; {NOT_COUNTED}"),
-            "full": expect(
-                "x", None, why=f"mx.checkpoint keeps the region's inputs; {NOT_COUNTED}"
-            ),
-        },
+        "mlx": uncounted(
+            "x h a",
+            "MLX's relu VJP reads its input h",
+            "mx.checkpoint keeps the region's inputs",
+        ),
     },
     # Measured on the lazy graph of the port's pullback (mlx 0.32.4):
     # tests/mlx/test_mlx_composition.py pins them.

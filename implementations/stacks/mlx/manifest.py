@@ -45,12 +45,10 @@ MANIFEST = Manifest(
             killed_by="e",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
     state=f"{_HERE}.state:settings",
     device_module="mlx.core",
     # Apple silicon, but a virtual machine: Metal is paravirtual there (and MPS absent), so
     # the report's device says what MLX ran on.
     ci=CiJob("macos-arm64-mlx", "macos-14"),
-    tests="mlx",
 )

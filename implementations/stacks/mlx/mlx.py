@@ -25,9 +25,8 @@ from implementations.contract import (
     BackwardRecord,
     Grads,
     Params,
+    check_exercise,
     check_features,
-    check_seed,
-    check_sizes,
 )
 from implementations.stacks import Port
 from implementations.stacks.base import observes
@@ -182,9 +181,7 @@ class Pullback(NamedTuple):
 def _exercise(
     seed: Any, x: Any, features: Any, tap: Callable = no_tap, mlp: type[MLP] = MLP
 ) -> mx.array:
-    seed, features = check_seed(seed), check_features(features)
-    x = as_input(x)
-    check_sizes(x.shape[0], features)
+    seed, x, features = check_exercise(seed, x, features, as_input)
     state = params_to_arrays(canonical_params(seed, x.shape[0], features))
     for name, array in state.items():
         tap(name, array)

@@ -8,15 +8,7 @@ keeps and recomputes, read off its unevaluated graph
 
 from __future__ import annotations
 
-from ..base import Stack
-from ..numpy import canonical_params
+from ..numpy import on_numpy_init
 from . import arrays, instrument
 
-STACK = Stack(
-    "mlx",
-    arrays=arrays,
-    precision=arrays,
-    init=canonical_params,
-    instrument=instrument.backward_record,
-    distributions=("mlx", "mlx-cpu"),
-)
+STACK = on_numpy_init("mlx", arrays, instrument.backward_record, ("mlx", "mlx-cpu"))

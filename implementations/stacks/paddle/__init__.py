@@ -17,15 +17,10 @@ the port as loading in a process of its own (the suite runs every port in a
 worker of its own anyway), and `python -m conformance list` survives.
 """
 
-from ..lazy import lazy_exports
+from ..lazy import arrays_exports, lazy_exports
 
 _EXPORTS = {
-    "as_input": ".arrays",
-    "from_host_array": ".arrays",
-    "leaf_input": ".arrays",
-    "matmul_precision": ".arrays",
-    "pin_matmul_precision": ".arrays",
-    "to_host_array": ".arrays",
+    **arrays_exports("leaf_input"),
     "place": ".block",
     "observe": ".instrument",
     "peak": ".instrument",

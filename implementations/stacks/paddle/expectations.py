@@ -1,8 +1,9 @@
 """What Paddle's instrument (saved-tensor hooks) shows under each remat policy."""
 
-from implementations.composition import composed
-from implementations.expectations import NOT_COUNTED, Expectations, expect
+from implementations.composition import whole_rerun
+from implementations.expectations import Expectations, uncounted
 from implementations.stateful import StateDeclaration, StateDegradation
+from implementations.stateful_port import redraws, updates_twice
 
 #: RecomputeFunction (paddle/distributed/fleet/recompute/recompute.py, paddle 3.3.1) reruns the
 #: block's forward in backward, BatchNorm's update too; no upstream report was found (torch's
@@ -29,33 +30,21 @@ _UPDATED_TWICE = StateDegradation(
 #: tests/paddle/test_paddle_stateful.py holds each count.
 STATEFUL = {
     "paddle": {
-        "default": StateDeclaration(
+        "default": updates_twice(
             "fleet.utils.recompute(block, x)",
             _SEEDING + "; recompute restores the generator's state for the rerun",
-            updates=2,
-            degradations=(_UPDATED_TWICE,),
+            _UPDATED_TWICE,
             fix="paddle:stats_outside",
             repro="repros/paddle_recompute_state.py",
         ),
-        "no_preserve": StateDeclaration(
+        "no_preserve": redraws(
             "fleet.utils.recompute(block, x, preserve_rng_state=False)",
             _SEEDING + "; the rerun draws on from where the forward left the generator",
-            replay=False,
-            stream_kept=False,
-            updates=2,
-            degradations=(
-                StateDegradation(
-                    "replay",
-                    1,
-                    _NO_PRESERVE,
-                    "the rerun's Dropout draws the generator's next mask: 1 fresh mask, and "
-                    "the gradients are the fresh mask's",
-                ),
-                StateDegradation(
-                    "stream", 1, _NO_PRESERVE, "the rerun's draw leaves the generator ahead"
-                ),
-                _UPDATED_TWICE,
-            ),
+            _NO_PRESERVE,
+            replay="the rerun's Dropout draws the generator's next mask: 1 fresh mask, and "
+            "the gradients are the fresh mask's",
+            stream="the rerun's draw leaves the generator ahead",
+            updates=_UPDATED_TWICE,
             fix="paddle:stats_outside",
             repro="repros/paddle_recompute_state.py",
         ),
@@ -70,41 +59,22 @@ STATEFUL = {
 EXPECTATIONS = Expectations(
     stateful=STATEFUL,
     families={
-        "paddle": {
-            "none": expect(
-                "x a", None, why=f"Paddle's relu_grad reads its output a; {NOT_COUNTED}"
-            ),
-            "full": expect(
-                "x", None, why=f"fleet.utils.recompute keeps the block's input x; {NOT_COUNTED}"
-            ),
-        },
+        "paddle": uncounted(
+            "x a",
+            "Paddle's relu_grad reads its output a",
+            "fleet.utils.recompute keeps the block's input x",
+        ),
     },
     # Measured on the port's own vjp (tests/paddle/test_paddle_composition.py pins them).
     compositions={
-        "paddle": {
-            "once": composed(
-                "x",
-                2,
-                2,  # the record's rerun_matmuls (instrument.observe)
-                why="RecomputeFunction (a PyLayer, paddle/distributed/fleet/recompute/"
-                "recompute.py) keeps x, runs the block under no_grad, reruns all of it in backward",
-            ),
-            "twice": composed(
-                "x",
-                2,
-                4,  # the record's rerun_matmuls (instrument.observe)
-                why="the outer RecomputeFunction.backward reruns the inner recompute's forward "
-                "(2 matmuls, unused), whose backward reruns the block again (no early stop)",
-                degradation=True,
-            ),
-            "under_trainer": composed(
-                "x",
-                2,
-                4,  # the record's rerun_matmuls (instrument.observe)
-                why="a recompute over the model's call nests as twice does: its backward reruns "
-                "the model's recompute forward for nothing (RecomputeFunction.backward)",
-                degradation=True,
-            ),
-        },
+        # rerun counts: the record's rerun_matmuls (instrument.observe)
+        "paddle": whole_rerun(
+            once="RecomputeFunction (a PyLayer, paddle/distributed/fleet/recompute/"
+            "recompute.py) keeps x, runs the block under no_grad, reruns all of it in backward",
+            twice="the outer RecomputeFunction.backward reruns the inner recompute's forward "
+            "(2 matmuls, unused), whose backward reruns the block again (no early stop)",
+            under_trainer="a recompute over the model's call nests as twice does: its backward "
+            "reruns the model's recompute forward for nothing (RecomputeFunction.backward)",
+        ),
     },
 )

@@ -48,8 +48,6 @@ MANIFEST = Manifest(
             killed_by="e",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     built_on=("paddlepaddle",),
     ci=CiJob("linux-cpu-engines", "ubuntu-24.04", CPU_WHEELS),
-    tests="paddle",
 )

@@ -60,6 +60,7 @@ class Paddle(OffersStatefulBlock, PooledHookPort):
     }
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
+    to_params = staticmethod(state_to_params)
     #: Layers lent to the contract's calls (keyed by class too, so a mutant gets its own).
     layers: ClassVar[LayerPool] = LayerPool()
 
@@ -74,11 +75,6 @@ class Paddle(OffersStatefulBlock, PooledHookPort):
     }
     #: The stack's step of the block (`OffersStatefulBlock.state_step` runs it).
     block_step = staticmethod(block_with_state.state_step)
-
-    def init_params(self, seed: Any, dim: int, features: Any) -> Params:
-        # The numpy canonical init, loaded into the Paddle module and exported
-        # again, so that the conversions are part of what is checked.
-        return state_to_params(self.mlp(self.stack.canonical_params(seed, dim, features)))
 
     compositions: ClassVar[dict[str, str]] = {
         "once": "recompute(block, x)",
@@ -120,7 +116,7 @@ class Paddle(OffersStatefulBlock, PooledHookPort):
         return self.stack.record(
             lambda: backward_of(self.nn_checkpoint_forward(seed, x, features)),
             x,
-            lambda: self.stack.canonical_params(seed, x.shape[0], features).as_dict().values(),
+            self.canonical_values(seed, x, features),
         )
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> paddle.Tensor:

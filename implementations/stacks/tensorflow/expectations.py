@@ -1,7 +1,7 @@
 """What TensorFlow's instrument (the traced gradient graph) shows under each remat policy."""
 
-from implementations.composition import composed
-from implementations.expectations import NOT_COUNTED, Degradation, Expectations, expect
+from implementations.composition import whole_rerun
+from implementations.expectations import Degradation, Expectations, uncounted
 from implementations.stateful import DEFAULT_VARIANT, StateDeclaration
 from implementations.stateful_port import redraws
 
@@ -43,42 +43,24 @@ STATEFUL = {
 EXPECTATIONS = Expectations(
     stateful=STATEFUL,
     families={
-        "tensorflow": {
-            "none": expect("x a", None, why=f"relu's gradient reads a; {NOT_COUNTED}"),
-            "full": expect(
-                "x", None, why=f"tf.recompute_grad keeps the region's inputs; {NOT_COUNTED}"
-            ),
-        },
+        "tensorflow": uncounted(
+            "x a",
+            "relu's gradient reads a",
+            "tf.recompute_grad keeps the region's inputs",
+        ),
     },
     # Measured eagerly, as the instrument runs the port's vjp (tensorflow 2.21);
     # tests/tensorflow/test_tensorflow_composition.py pins them.
     compositions={
-        "tensorflow": {
-            "once": composed(
-                "x",
-                2,
-                2,
-                why="the forward runs f under stop_recording and keeps its arguments; "
-                f"grad_wrapper reruns f whole under a GradientTape: both matmuls ({_SOURCE})",
-            ),
-            "twice": composed(
-                "x",
-                2,
-                4,
-                why="the outer grad_wrapper reruns the inner recompute_grad's forward (2 "
-                "matmuls, whose result the inner gradient never reads), then the inner "
-                f"grad_wrapper reruns the block again (2): nothing prunes the first ({_SOURCE})",
-                degradation=True,
-            ),
-            "under_trainer": composed(
-                "x",
-                2,
-                4,
-                why="the trainer's recompute_grad over the model's call reruns the model's "
-                f"region forward for nothing, as twice does ({_SOURCE}, grad_wrapper)",
-                degradation=True,
-            ),
-        },
+        "tensorflow": whole_rerun(
+            once="the forward runs f under stop_recording and keeps its arguments; "
+            f"grad_wrapper reruns f whole under a GradientTape: both matmuls ({_SOURCE})",
+            twice="the outer grad_wrapper reruns the inner recompute_grad's forward (2 "
+            "matmuls, whose result the inner gradient never reads), then the inner "
+            f"grad_wrapper reruns the block again (2): nothing prunes the first ({_SOURCE})",
+            under_trainer="the trainer's recompute_grad over the model's call reruns the model's "
+            f"region forward for nothing, as twice does ({_SOURCE}, grad_wrapper)",
+        ),
     },
     degradations=(
         Degradation(

@@ -48,12 +48,10 @@ MANIFEST = Manifest(
             killed_by="e",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
     state=f"{_HERE}.state:settings",
     device_module="tensorflow",
     built_on=("tensorflow-cpu",),
     # The Keras job runs it too (the Keras ports need each backend installed anyway).
     ci=CiJob("linux-cpu-tensorflow-keras", "ubuntu-24.04", CPU_WHEELS),
-    tests="tensorflow",
 )

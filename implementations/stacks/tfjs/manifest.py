@@ -40,7 +40,6 @@ MANIFEST = Manifest(
             killed_by="e",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     # A process port: Node.js and npm come with the runner; the port runs `npm ci` on its
     # committed package-lock.json at its first start.
     ci=CiJob("linux-node-tfjs", "ubuntu-24.04"),

@@ -21,15 +21,10 @@
   path's instrument, AOTAutograd's partitioned graphs (`CompiledModule`).
 """
 
-from ..lazy import lazy_exports
+from ..lazy import arrays_exports, lazy_exports
 
 _EXPORTS = {
-    "as_input": ".arrays",
-    "from_host_array": ".arrays",
-    "leaf_input": ".arrays",
-    "matmul_precision": ".arrays",
-    "pin_matmul_precision": ".arrays",
-    "to_host_array": ".arrays",
+    **arrays_exports("leaf_input"),
     "RegionCounter": ".instrument",
     "classify": ".stack",
     "model_record": ".stack",

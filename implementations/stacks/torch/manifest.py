@@ -161,7 +161,6 @@ MANIFEST = Manifest(
             killed_by="j",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     devices=f"{_HERE}.devices:probe",
     state=f"{_HERE}.state:settings",
     process_variables={
@@ -185,7 +184,6 @@ MANIFEST = Manifest(
         ),
     ),
     ci=CiJob("linux-cpu-torch", "ubuntu-24.04", CPU_WHEELS),
-    tests="torch",
     named_only={
         "torch": "PyPI's torch wheels for Linux are CUDA builds of several GB; the CPU wheels "
         "come from PyTorch's own index (pip's --extra-index-url "

@@ -17,8 +17,7 @@ import torch
 
 from ...contract import BackwardRecord, SavedTensor
 from ...policies import SAVED_NAME
-from ..base import Stack
-from ..numpy import canonical_params
+from ..numpy import on_numpy_init
 from . import arrays
 from .instrument import Ops, RegionCounter, Roles, SavedTensors
 from .policies import SelectiveCache
@@ -128,11 +127,4 @@ def classify(
 
 #: torch: tensors to and from numpy, `set_float32_matmul_precision`, Flax's init in numpy
 #: (torch has none of its own to run), saved-tensor hooks (`record(run, x)`, above).
-STACK = Stack(
-    "torch",
-    arrays=arrays,
-    precision=arrays,
-    init=canonical_params,
-    instrument=record,
-    distributions=("torch",),
-)
+STACK = on_numpy_init("torch", arrays, record, ("torch",))

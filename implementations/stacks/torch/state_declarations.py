@@ -1,10 +1,11 @@
 """What the torch-based ports declare for the block with variables and RNGs (property (l)):
 per port and API variant, replay, stream kept, updates, and each degradation as its count
 with its upstream reference. Measured on CPU, torch 2.13 (tests/torch/test_torch_stateful.py
-holds every number here to a step). Imports nothing but the contract.
+holds every number here to a step). Imports nothing but the contract and its declarations.
 """
 
 from implementations.stateful import Momentum, StateDeclaration, StateDegradation
+from implementations.stateful_port import redraws, updates_twice
 
 #: torch's BatchNorm: momentum the share of the batch taken (0.01 is Flax's 0.99 kept), the
 #: unbiased batch variance in `running_var`, steps counted in `num_batches_tracked`.
@@ -27,47 +28,36 @@ FIX = "pytorch:stats_outside"
 _TWICE_REPRO = REPROS + "torch_checkpoint_batchnorm_twice.py"
 
 
+#: torch's statistics: momentum, the unbiased variance and the step counter.
+STATISTICS = {
+    "momentum": MOMENTUM,
+    "running_var": "unbiased",
+    "counters": ("num_batches_tracked",),
+}
+
+
 def torch_state(spelling: str, **kwargs) -> StateDeclaration:
     """A torch variant's declaration: torch's seeding, momentum, variance and counter."""
-    return StateDeclaration(
-        spelling,
-        SEEDING,
-        momentum=MOMENTUM,
-        running_var="unbiased",
-        counters=("num_batches_tracked",),
-        **kwargs,
-    )
+    return StateDeclaration(spelling, SEEDING, **STATISTICS, **kwargs)
 
 
 def eager_twice(spelling: str) -> StateDeclaration:
     """An eager checkpoint that keeps the RNG state: replayed, the stream kept, 2 updates."""
-    return torch_state(spelling, updates=2, degradations=(TWICE,), fix=FIX, repro=_TWICE_REPRO)
+    return updates_twice(spelling, SEEDING, TWICE, fix=FIX, repro=_TWICE_REPRO, **STATISTICS)
 
 
 #: `preserve_rng_state=False`: nothing stashed, so the recompute draws the next mask from the
 #: stream (fresh), and the stream ends one mask further on.
-NO_RNG_STATE = torch_state(
+NO_RNG_STATE = redraws(
     "checkpoint(block, x, use_reentrant=False, preserve_rng_state=False)",
-    replay=False,
-    stream_kept=False,
-    updates=2,
-    degradations=(
-        StateDegradation(
-            "replay",
-            1,
-            "OLMo-core#828",
-            "preserve_rng_state=False: the recompute draws a fresh mask (1 recompute, its mask "
-            "not the forward's), and the gradients follow it",
-        ),
-        StateDegradation(
-            "stream",
-            1,
-            "OLMo-core#828",
-            "the recompute's draw advances torch's generator: the state after the step is one "
-            "mask further on",
-        ),
-        TWICE,
-    ),
+    SEEDING,
+    "OLMo-core#828",
+    replay="preserve_rng_state=False: the recompute draws a fresh mask (1 recompute, its mask "
+    "not the forward's), and the gradients follow it",
+    stream="the recompute's draw advances torch's generator: the state after the step is one "
+    "mask further on",
+    updates=TWICE,
+    **STATISTICS,
     fix="pytorch:default",
     repro=REPROS + "torch_preserve_rng_state_false.py",
 )

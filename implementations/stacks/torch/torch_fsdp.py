@@ -30,9 +30,7 @@ from implementations.contract import (
     BackwardRecord,
     Grads,
     Params,
-    check_features,
-    check_seed,
-    check_sizes,
+    check_exercise,
 )
 from implementations.sharding import RankRecord, rank_count
 from implementations.stacks.numpy import canonical_params, out_in
@@ -146,18 +144,15 @@ class TorchFsdp(TorchPort):
         return self.pool().ask((*request, self.checkpointed(checkpoint)))[0][1]
 
     def exercise_record(self, seed: Any, x: np.ndarray, features: Any) -> BackwardRecord:
-        seed, features = check_seed(seed), check_features(features)
-        x = to_host_array(as_input(x))
-        check_sizes(x.shape[0], features)
+        seed, x, features = check_exercise(seed, x, features, as_input)
+        x = to_host_array(x)
         return self.backward_record(canonical_params(seed, x.shape[0], features), x)
 
     def nn_checkpoint_forward(self, seed: Any, x: Any, features: Any) -> torch.Tensor:
         """The exercise on the ranks: Flax's canonical MLP for `PRNGKey(seed)`, FSDP2-sharded,
         through the checkpoint. Arguments as the `pytorch` port's; the `(F,)` float32 result
         is on x's device (the CPU for non-tensors), with no graph back to x."""
-        seed, features = check_seed(seed), check_features(features)
-        x = as_input(x)
-        check_sizes(x.shape[0], features)
+        seed, x, features = check_exercise(seed, x, features, as_input)
         params = canonical_params(seed, x.shape[0], features)
         out = self.forward(params, to_host_array(x), checkpoint=True)
         return torch.from_numpy(np.array(out, np.float32)).to(x.device)

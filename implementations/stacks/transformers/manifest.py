@@ -39,8 +39,6 @@ MANIFEST = Manifest(
             killed_by="c",
         ),
     ),
-    expectations=f"{_HERE}.expectations:EXPECTATIONS",
     built_on=("transformers",),
     ci=CiJob("linux-cpu-torch", "ubuntu-24.04", CPU_WHEELS),
-    tests="transformers",
 )

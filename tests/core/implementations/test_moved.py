@@ -15,6 +15,7 @@ import types
 import pytest
 
 from implementations import _moved
+from implementations.stacks.lazy import arrays_exports
 from tests.support.helpers import ROOT, run_python
 
 #: It starts processes (`-m 'not subprocess'` leaves it out).
@@ -35,6 +36,18 @@ def test_every_old_name_leads_to_a_module_in_the_tree(old):
     assert not _source(old).exists(), f"{old} is a file again: the finder would shadow it"
 
 
+def _exported(table: ast.Dict) -> set[str]:
+    """The names of a stack's lazy table (`stacks/lazy.py`): its keys, and those of each
+    `**arrays_exports(...)` in it (called here: it imports nothing)."""
+    names = {key.value for key in table.keys if key is not None}
+    for key, value in zip(table.keys, table.values, strict=True):
+        if key is None:
+            assert isinstance(value, ast.Call), ast.dump(value)
+            assert value.func.id == "arrays_exports", ast.dump(value)
+            names |= set(arrays_exports(*(ast.literal_eval(a) for a in value.args)))
+    return names
+
+
 def _top_level_names(module: str) -> set[str]:
     tree = ast.parse(_source(module).read_text())
     names = set()
@@ -44,11 +57,11 @@ def _top_level_names(module: str) -> set[str]:
         elif isinstance(node, ast.Assign):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
             if any(getattr(t, "id", "") == "_EXPORTS" for t in node.targets):
-                names |= {key.value for key in node.value.keys}  # a stack's lazy names
+                names |= _exported(node.value)  # a stack's lazy names
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
             if node.target.id == "_EXPORTS":  # a stack package's lazy names (stacks/lazy.py)
-                names |= {key.value for key in node.value.keys}
+                names |= _exported(node.value)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
     return names
