@@ -129,6 +129,20 @@ def test_the_torch_instrument_reads_inputs_activations_and_recomputed_ops():
     assert on.saved_bytes < off.saved_bytes
 
 
+@pytest.mark.parametrize("dim", [1, 3])
+def test_an_activation_equal_to_x_is_an_activation_not_a_copy_of_x(dim):
+    # The thorough hunt's find: w1, b1 and x all zero make h = relu(x @ w1 + b1) equal x by
+    # value. The instrument read h and a as copies of x, so the plain VJP "saved no
+    # activation" and (e) failed a correct port.
+    zeros = np.zeros((dim, dim), np.float32)
+    params = Params(zeros, zeros[0], np.full((dim, dim), 2.0, np.float32), zeros[0] + 3)
+    off = PORT.backward_record(params, zeros[0], checkpoint=False)
+    (activation,) = off.saved_by_origin("activation")
+    assert (activation.shape, activation.role) == ((dim,), "a")
+    on = PORT.backward_record(params, zeros[0], checkpoint=True)
+    assert on.saved_by_origin("activation") == ()
+
+
 def test_without_grad_the_checkpoint_may_be_skipped_and_the_values_agree():
     x = torch.tensor(_x(17, 5))
     with_grad = pytorch.nn_checkpoint_forward(2, x, 4)

@@ -93,6 +93,17 @@ PHASES = ("forward", "backward")
 _ORIGINS = ("constant", "parameter", "activation")  # weakest to strongest
 _RELU = torch.ops.aten.relu.default
 _BIASED = frozenset({torch.ops.aten.addmm.default, torch.ops.aten.addmv.default})
+_aten = torch.ops.aten
+#: The operators whose output is a copy of what they read (a clone, a cast, a reshape): of x,
+#: x still. Any other op's output is what it computed, whatever its values (x @ w1 + b1 with
+#: w1, b1 and x all zero equals x).
+_COPIES = frozenset(
+    {
+        *(_aten.clone, _aten._to_copy, _aten.lift_fresh, _aten.lift_fresh_copy, _aten.copy),
+        *(_aten.detach, _aten.alias, _aten.view, _aten._unsafe_view, _aten.reshape),
+        *(_aten.expand, _aten.unsqueeze, _aten.squeeze, _aten.t, _aten.transpose),
+    }
+)
 
 
 def in_backward() -> bool:
@@ -312,7 +323,9 @@ class Watch:
 
     def __init__(self, x: np.ndarray, parameters: Iterable[torch.Tensor] = ()):
         self.x = np.asarray(x, np.float32).ravel()
-        self.origin: dict[int, str] = {}  # storage -> origin
+        parameters = tuple(parameters)
+        # storage -> origin; the call's known parameters are parameters whatever their values
+        self.origin: dict[int, str] = {_storage(p): "parameter" for p in parameters}
         self.held: list[torch.Tensor] = []  # the forward pass's storages, kept alive
         self.roles = Roles()
         self.evaluations = Evaluations(parameters)
@@ -321,7 +334,7 @@ class Watch:
         self.caches: list[SelectiveCache] = []
         self.handed = False  # whether a model of the call took `context_fn`
         self.unseen_caches = 0  # selective caches made that the watch was not handed
-        self._reads_x = False  # whether the op being run reads x
+        self._reads_x_alone = False  # whether the op being run reads x and nothing else
         self._op_origin = "constant"  # what the op being run makes, by what it reads
         self.x_device: torch.device | None = None  # where x lives: "device"; elsewhere "host"
 
@@ -346,20 +359,27 @@ class Watch:
         origin = self._op_origin
         for tensor in torch.utils._pytree.tree_leaves(out):
             if isinstance(tensor, torch.Tensor):
-                # A copy of x (clone, a cast, a contiguous reshape) is x still.
-                copied = origin == "activation" and self._reads_x and self._is_x(tensor)
+                # A copy of x (clone, a cast, a contiguous reshape) is x still: a copying
+                # operator that reads x alone, its output x's values.
+                copied = (
+                    origin == "activation"
+                    and self._reads_x_alone
+                    and func.overloadpacket in _COPIES
+                    and self._is_x(tensor)
+                )
                 self._label(tensor, "input" if copied else origin)
         self._relabel_mutated(func, args, origin)
 
     def _origin_of(self, leaves: list[Any]) -> str:
-        found, self._reads_x = "constant", False
+        found, origins = "constant", set()
         for tensor in leaves:
             if isinstance(tensor, torch.Tensor):
                 ptr = _storage(tensor)
                 if ptr not in self.origin:  # a source: x, or a parameter
                     self._label(tensor, "input" if self._is_x(tensor) else "parameter")
-                self._reads_x = self._reads_x or self.origin[ptr] == "input"
+                origins.add(self.origin[ptr])
                 found = _stronger(found, _derived(self.origin[ptr]))
+        self._reads_x_alone = origins == {"input"}
         return found
 
     def _is_x(self, tensor: torch.Tensor) -> bool:
