@@ -175,6 +175,37 @@ def test_measure_runs_torch_and_shows_measured_against_predicted(capsys):
     assert "within the bench's acceptance" in line
 
 
+def test_measure_runs_mlx_its_evaluations_measured_its_peak_not_observable_with_why():
+    """MLX declares no a (`--framework mlx` is refused): the default plan's a = 1 predicts it,
+    as `--measure` without `--framework` runs it."""
+    pytest.importorskip("mlx.core")
+    from implementations.stacks.mlx import instrument
+
+    plan = planning.make_plan(16, 6, 256, 64, ["mlx"], planning.DEFAULT_INTERNALS)
+    line = list(planning.measured_lines(plan, ["mlx"]))[-1]
+    assert line.startswith("mlx · optimal(6): "), line
+    assert f"peak: not observable: {instrument.PEAK_NOT_SPLIT}" in line
+    found = re.search(
+        r"; (?P<runs>[\d.]+) evaluations measured, (?P<evaluations>\d+) predicted", line
+    )
+    assert found, line
+    evaluations = optimal_evaluations(16, 6)
+    regions = sum(1 for _ in optimal_regions(16, 6))
+    assert int(found["evaluations"]) == evaluations
+    assert evaluations - regions / 2 <= float(found["runs"]) <= evaluations
+    assert "within the bench's acceptance where observed" in line
+
+
+def test_measure_runs_by_default_every_planned_framework_on_the_core():
+    from conformance.commands import plan as plan_command
+
+    measured = plan_command.measured_by_default()
+    assert {"mlx", "mindspore"} <= set(measured)  # a peak not observable leaves none out
+    assert set(measured) == {
+        n for n in planning.planned_frameworks() if planning.declared(n).on_the_core
+    }
+
+
 def optimal_regions(L, m):
     from implementations.schedules import regions
 
