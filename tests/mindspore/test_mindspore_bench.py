@@ -54,19 +54,12 @@ def test_the_bench_runs_in_pynative_mode():
 def test_plan_measure_places_the_optimum_its_evaluations_measured_its_peak_not_observable():
     """MindSpore nests `Cell.recompute` regions as the optimum's placement nests them: `plan
     --measure` runs it (evaluations counted) and says why its peak is not observable."""
-    import re
-
-    from conformance.benchmark import plan as planning
     from implementations.optimum import optimal_evaluations
     from implementations.stacks.mindspore import instrument
+    from tests.support import plan_kit
 
-    plan = planning.make_plan(16, 6, 256, 64, ["mindspore"], planning.DEFAULT_INTERNALS)
-    line = list(planning.measured_lines(plan, ["mindspore"]))[-1]
+    line, runs, predicted = plan_kit.measured_line("mindspore", 16, 6)
     assert line.startswith("mindspore · optimal(6): "), line
     assert f"peak: {instrument.PEAK}" in line
-    found = re.search(
-        r"; (?P<runs>[\d.]+) evaluations measured, (?P<evaluations>\d+) predicted", line
-    )
-    assert found, line
     # reentrant: each region's bprop reruns all of its blocks, so the count is the model's
-    assert float(found["runs"]) == int(found["evaluations"]) == optimal_evaluations(16, 6)
+    assert runs == predicted == optimal_evaluations(16, 6)
