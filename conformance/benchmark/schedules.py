@@ -69,7 +69,8 @@ SCHEMA = 1  # bench-schedules.json's own version: fields only ever added under i
 #: The deepest L whose values are checked. Deeper, each schedule's check is a compile of the
 #: canonical's Flax construction and of JAX's own program at one row, unrolled where a
 #: placement's regions differ: at L = 64 binomial(2)'s took 128 s (JAX's) and 40 s (the
-#: canonical's), most of the sweep's time (issue 77). The placement code is the same at every L.
+#: canonical's) on a loaded machine, most of the sweep's time (issue 77). The placement code is
+#: the same at every L.
 VALUES_DEPTH = 16
 
 

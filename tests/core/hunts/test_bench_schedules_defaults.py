@@ -16,7 +16,9 @@ from tests.support.helpers import run_cli
 
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="359 s alone: every framework's schedules from L = 1 to 64"),
+    pytest.mark.slow(
+        reason="319 s alone: every framework's schedules from L = 1 to 64, values to L = 16"
+    ),
 ]
 
 
