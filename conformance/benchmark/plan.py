@@ -312,15 +312,23 @@ def _measured_line(name: str, choice: Choice, found: dict[str, Any]) -> str:
     if "not_measured" in found:
         return f"{name}: not measured: {found['not_measured']}"
     parts = []
-    for figure, predicted, unit in (
-        ("peak_units", choice.peak_units, "units"),
-        ("evaluations", choice.evaluations, "evaluations"),
+    for figure, said, predicted, unit in (
+        ("peak_units", "peak", choice.peak_units, "units"),
+        ("evaluations", "evaluations", choice.evaluations, "evaluations"),
     ):
         value = found[figure]
-        said = "not observable" if value is None else f"{value:.2f} {unit}"
-        ratio = "" if value is None else f" ({value / predicted:.2f}x)"
-        parts.append(f"{said} measured, {predicted:g} predicted{ratio}")
+        if value is None:  # the instrument's reason, where it gives one (the peak's method)
+            why = found["method"] if figure == "peak_units" else "not observable"
+            parts.append(f"{said}: {why}; {predicted:g} {unit} predicted")
+            continue
+        parts.append(
+            f"{value:.2f} {unit} measured, {predicted:g} predicted ({value / predicted:.2f}x)"
+        )
+    unseen = [f for f in ("peak_units", "evaluations") if found[f] is None]
     verdict = "; ".join(found["outside"]) or "within the bench's acceptance"
-    if found["peak_units"] is None or found["evaluations"] is None:
+    if len(unseen) == 2:
         verdict = "not held to the model: " + (verdict if found["outside"] else "not observable")
-    return f"{name} · {choice.label}: {'; '.join(parts)} · {verdict} · peak by {found['method']}"
+    elif unseen and not found["outside"]:
+        verdict += " where observed (the peak or the evaluations not observable)"
+    method = "" if found["peak_units"] is None else f" · peak by {found['method']}"
+    return f"{name} · {choice.label}: {'; '.join(parts)} · {verdict}{method}"

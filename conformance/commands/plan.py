@@ -7,8 +7,8 @@ peak and block evaluations (Revolve's beside them), then per framework the neare
 can express and the code that places it. M is in bytes (`1048576`, `512KiB`, `1MiB`) or units
 (`16units`: one B x F float32 tensor). The model's a, what a taped block keeps beside its
 input, is 1 unit, or with `--framework` that stack's `INTERNALS_UNITS`. `--measure` runs it
-through each framework (`--framework`, else `bench --schedules`' defaults on the measurement
-core that declare their a: `measured_by_default`) and prints the
+through each framework (`--framework`, else every planned one on the measurement core:
+`measured_by_default`) and prints the
 measured peak and evaluations against the prediction. Exit codes: 0, or 2 for a bad argument
 (one line naming it; a budget below the least says the least).
 """
@@ -23,7 +23,6 @@ from implementations.optimum import least_peak
 from ..benchmark import plan as planning
 from ..benchmark.schedules import BATCH, FEATURES
 from . import arguments, framework_names
-from .bench_schedules import chosen
 
 PROG = "python -m conformance plan"
 HELP = "where to put the checkpoint regions for L blocks within a memory budget, per framework"
@@ -78,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--measure",
         action="store_true",
         help="run the placement and show measured against predicted (--framework, else "
-        "bench --schedules' default frameworks that declare their internals)",
+        "every planned framework on the measurement core)",
     )
 
 
@@ -106,15 +105,11 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def measured_by_default() -> list[str]:
-    """The frameworks `--measure` runs when none is named: `bench --schedules`' own defaults
-    whose bench module is on the measurement core (`StackBench`) and declares its a."""
-    defaults, _ = chosen(None)
-    return [
-        name
-        for name in defaults
-        if planning.declared(name).on_the_core
-        and planning.declared(name).internals_units is not None
-    ]
+    """The frameworks `--measure` runs when none is named: every planned one (it declares
+    `PLACE_CODE`) whose bench module is on the measurement core (`StackBench`), those `bench
+    --schedules` runs only when named among them (one placement is one case) and those that
+    declare no a (the plan's a predicts them; what their instrument cannot see it says)."""
+    return [name for name in planning.planned_frameworks() if planning.declared(name).on_the_core]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,15 +24,17 @@ def time_interleaved(
     on_sample: Callable[[], None] | None = None,
     *,
     seed: int = 0,
+    warm_up: bool = True,
 ) -> list[list[float]]:
     """Seconds per call of each callable, `repeats` samples each, interleaved.
 
-    Each call runs once first as a warm-up (compile, allocate, fill caches)
-    and once more to size its samples.
+    Each call runs once first as a warm-up (compile, allocate, fill caches;
+    `warm_up=False` where the caller ran each already) and once more to size
+    its samples.
 
     **Returns:** for each call, its `repeats` samples (seconds per call).
     """
-    for call in calls:
+    for call in calls if warm_up else ():
         call()
     inner = [_repeats_per_sample(call) for call in calls]
     samples: list[list[float]] = [[] for _ in calls]

@@ -49,3 +49,17 @@ def ms_max_memory_allocated() -> int:
 
 def test_the_bench_runs_in_pynative_mode():
     assert mindspore_stack.versions()["mode"] == "PyNative"
+
+
+def test_plan_measure_places_the_optimum_its_evaluations_measured_its_peak_not_observable():
+    """MindSpore nests `Cell.recompute` regions as the optimum's placement nests them: `plan
+    --measure` runs it (evaluations counted) and says why its peak is not observable."""
+    from implementations.optimum import optimal_evaluations
+    from implementations.stacks.mindspore import instrument
+    from tests.support import plan_kit
+
+    line, runs, predicted = plan_kit.measured_line("mindspore", 16, 6)
+    assert line.startswith("mindspore · optimal(6): "), line
+    assert f"peak: {instrument.PEAK}" in line
+    # reentrant: each region's bprop reruns all of its blocks, so the count is the model's
+    assert runs == predicted == optimal_evaluations(16, 6)

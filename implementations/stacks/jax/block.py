@@ -271,10 +271,12 @@ class StackedGrads(Sequence):
         return self.stacked[index % 4][index // 4]
 
 
-#: The latest cases' stacked parameters and jitted programs (a bench builds one case at a time).
+#: The latest cases' stacked parameters, jitted programs and their executables (a bench builds
+#: one case at a time).
 _KEPT = 8
 _stacks: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
 _programs: dict[tuple[int, str], tuple[Callable, Callable]] = {}
+_executables: dict[tuple, tuple[Callable, Any]] = {}
 
 
 def _keep(cache: dict, key: Any, value: Any) -> None:
@@ -311,6 +313,16 @@ def program(run: Callable, wrt: str) -> tuple[Callable, Callable]:
     return run, _programs[key][1]
 
 
+def executable(step: Callable, args: tuple) -> Any:
+    """`step` (a jitted program of `program`) lowered and compiled for `args`' shapes, once:
+    the instrument reads this executable and the call runs it. A jitted function's own call
+    does not reuse an ahead-of-time compile (jax 0.10: it compiles the program again)."""
+    key = (id(step), *((a.shape, a.dtype) for a in jax.tree.leaves(args)))
+    if key not in _executables or _executables[key][0] is not step:
+        _keep(_executables, key, (step, step.lower(*args).compile()))
+    return _executables[key][1]
+
+
 def vjp(
     run: Callable, params: Sequence[jax.Array], x: jax.Array, cotangent: jax.Array, wrt: str
 ) -> tuple[jax.Array, Sequence[jax.Array]]:
@@ -320,7 +332,7 @@ def vjp(
     args = (stacked(params), x, cotangent)
     for watcher in WATCHERS:
         watcher.saw(forward, step, args, wrt)
-    y, grads = jax.block_until_ready(step(*args))
+    y, grads = jax.block_until_ready(executable(step, args)(*args))
     return y, StackedGrads(grads) if wrt == "params" else (grads,)
 
 

@@ -585,8 +585,10 @@ class Program:
 
     def _compile(self, batch: int):
         stacked, x, cotangent = self.args
-        if batch == 1:
-            return self.step.lower(*self.args).compile()
+        if batch == 1:  # the executable the call runs (`block.executable`), compiled once
+            from . import block
+
+            return block.executable(self.step, self.args)
         wide = [
             jax.ShapeDtypeStruct((batch * a.shape[0], *a.shape[1:]), a.dtype)
             for a in (x, cotangent)

@@ -351,6 +351,21 @@ def test_the_docs_state_the_bench_s_depths_and_acceptance():
     peak = f"from {bench.PEAK_LOW} times the model to {bench.PEAK_HIGH} times it plus "
     assert peak + f"{bench.PEAK_SLACK_UNITS} units" in text
     assert "less one per region" in text
+    assert f"error-analysis bound at L = {bench.VALUES_DEPTH} and less (`VALUES_DEPTH`)" in text
+
+
+def test_values_are_checked_to_the_values_depth_and_deeper_rows_say_why(monkeypatch):
+    monkeypatch.setattr(bench, "VALUES_DEPTH", 2)
+    results = _swept(NumpyStack())
+    for r in results:
+        if r.depth <= 2:
+            assert r.values_within is True, r
+            assert r.values_not_checked == "", r
+        else:
+            assert (r.values_within, r.values_worst) == (None, None), r
+            assert r.values_not_checked == bench.values_too_deep(), r
+            assert "L = 2 and less" in r.values_not_checked
+    assert {r.depth for r in results if r.values_within is None} == {4, 8}
 
 
 def test_a_stack_too_slow_for_the_default_sweep_runs_when_named_and_is_said_otherwise():

@@ -16,6 +16,7 @@ from conformance.benchmark import plan as planning
 from implementations.optimum import optimal_evaluations, optimal_placement
 from implementations.revolve import revolve_forward_steps
 from implementations.schedules import show
+from tests.support import plan_kit
 from tests.support.helpers import ROOT
 
 #: The hand-computed optimum at L = 64 within 16 units (1 MiB at B = 256, F = 64: 64 KiB a unit).
@@ -173,6 +174,32 @@ def test_measure_runs_torch_and_shows_measured_against_predicted(capsys):
     regions = sum(1 for _ in optimal_regions(16, 6))
     assert evaluations - regions / 2 <= float(found["runs"]) <= evaluations
     assert "within the bench's acceptance" in line
+
+
+def test_measure_runs_mlx_its_evaluations_measured_its_peak_not_observable_with_why():
+    """MLX declares no a (`--framework mlx` is refused): the default plan's a = 1 predicts it,
+    as `--measure` without `--framework` runs it."""
+    pytest.importorskip("mlx.core")
+    from implementations.stacks.mlx import instrument
+
+    line, runs, predicted = plan_kit.measured_line("mlx", 16, 6)
+    assert line.startswith("mlx · optimal(6): "), line
+    assert f"peak: not observable: {instrument.PEAK_NOT_SPLIT}" in line
+    evaluations = optimal_evaluations(16, 6)
+    regions = sum(1 for _ in optimal_regions(16, 6))
+    assert predicted == evaluations
+    assert evaluations - regions / 2 <= runs <= evaluations
+    assert "within the bench's acceptance where observed" in line
+
+
+def test_measure_runs_by_default_every_planned_framework_on_the_core():
+    from conformance.commands import plan as plan_command
+
+    measured = plan_command.measured_by_default()
+    assert {"mlx", "mindspore"} <= set(measured)  # a peak not observable leaves none out
+    assert set(measured) == {
+        n for n in planning.planned_frameworks() if planning.declared(n).on_the_core
+    }
 
 
 def optimal_regions(L, m):

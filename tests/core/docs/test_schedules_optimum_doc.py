@@ -76,7 +76,8 @@ def test_the_plan_s_numbers_are_the_code_s():
     said = ", ".join(f"{spelled[n]} {planning.declared(n).internals_units:g}" for n in spelled)
     assert f"held to its instrument (`none`'s peak grows 1 + a a block): {said}." in text
     assert planning.declared("mlx").internals_units is None
-    assert f"that declare a: {', '.join(plan_command.measured_by_default())})" in text
+    measured = ", ".join(plan_command.measured_by_default())
+    assert f"every planned one on the measurement core: {measured}) and prints" in text
     assert f"(`--memory 2units` at L = 64: {least_peak(64):g} units)" in text
 
 

@@ -16,7 +16,9 @@ from tests.support.helpers import run_cli
 
 pytestmark = [
     pytest.mark.subprocess,
-    pytest.mark.slow(reason="359 s alone: every framework's schedules from L = 1 to 64"),
+    pytest.mark.slow(
+        reason="319 s alone: every framework's schedules from L = 1 to 64, values to L = 16"
+    ),
 ]
 
 
@@ -57,3 +59,11 @@ def test_every_cell_s_values_equal_the_canonical_s_where_they_were_checked(bench
     assert checked, "no schedule's values were checked against the canonical"
     wrong = [row for row in checked if not row["values_within"]]
     assert not wrong, [(r["framework"], r["schedule"], r["depth"]) for r in wrong]
+    # checked at every depth to VALUES_DEPTH, every row deeper saying why
+    from conformance.benchmark import schedules
+
+    shallow = [row for row in result["results"] if row["depth"] <= schedules.VALUES_DEPTH]
+    assert shallow
+    assert all(row["values_within"] is not None for row in shallow)
+    deep = [row for row in result["results"] if row["depth"] > schedules.VALUES_DEPTH]
+    assert all(row["values_not_checked"] == schedules.values_too_deep() for row in deep)
