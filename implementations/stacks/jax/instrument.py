@@ -662,6 +662,11 @@ class Program:
 
     def peak(self) -> Record:
         """The peak's record: not observable, its part that grows with the batch planned."""
+        # A program whose reruns the compiler merged is not its schedule: its peak is not
+        # observable, and the program at 2B (the costliest compile of a deep row) is not made.
+        merged = self.merged(self.compiled().as_text())
+        if merged:
+            return Record(PEAK, {}, peak_bytes=merged, peak_batch_bytes=merged)
         low, high = (self.compiled(b).memory_analysis() for b in (1, 2))
         methods = {
             "peak_batch_bytes": PEAK,
@@ -672,9 +677,6 @@ class Program:
         }
         if low is None or high is None:
             return Record(PEAK, {}, peak_bytes=NO_PROFILER)
-        merged = self.merged(self.compiled().as_text())
-        if merged:
-            return Record(PEAK, {}, peak_bytes=merged, peak_batch_bytes=merged)
         at_b, at_2b = int(low.temp_size_in_bytes), int(high.temp_size_in_bytes)
         return Record(
             PEAK,

@@ -17,7 +17,7 @@ from tests.support.helpers import run_cli
 pytestmark = [
     pytest.mark.subprocess,
     pytest.mark.slow(
-        reason="319 s alone: every framework's schedules from L = 1 to 64, values to L = 16"
+        reason="201 s alone: every framework's schedules from L = 1 to 64, values to L = 16"
     ),
 ]
 
