@@ -41,3 +41,16 @@ def test_the_readme_is_short_and_names_no_count_that_would_go_stale():
 def test_every_doc_the_readme_links_exists():
     for link in re.findall(r"\]\((docs/[^)#]+)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_the_profiles_example_counts_are_the_registered_ones():
+    from hypothesis import settings
+
+    from conformance.running import profiles  # registers the profiles
+
+    said = " ".join(_section("Running it").split())
+    count = {name: settings.get_profile(name).max_examples for name in profiles.PROFILES}
+    assert profiles.DEFAULT == "ci"
+    assert f"`ci` (the default, {count['ci']} examples per property, derandomized" in said
+    assert f"`dev` ({count['dev']}, derandomized)" in said
+    assert f"`thorough` ({count['thorough']}, random" in said
