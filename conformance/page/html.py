@@ -68,6 +68,8 @@ GRID a { color: inherit; text-decoration: none; display: block; }
 .bar { display: block; height: 4px; background: #d9d9d9; margin: 2px auto 0; width: 2em; }
 .bar > i { display: block; height: 100%; background: #1e7a3c; }
 p.note { margin: 0.3em 0; }
+/* A long unbroken cell (a call, a path) wraps rather than widening its table past the page. */
+table.stack td { overflow-wrap: anywhere; }
 span.fig { white-space: nowrap; }
 p.headline.good { color: #1e5e2f; }
 p.headline.bad { color: #8c1d18; }
@@ -88,8 +90,9 @@ tr:target td { outline: 3px solid #0b57a4; outline-offset: -3px; }
 @media (max-width: 600px) {
   body { font-size: 14px; padding: 0 0.5em; margin: 0.8em auto; }
   th, td { padding: 2px 4px; }
-  GRID { font-size: 0.72em; }
-  GRID td, GRID th { padding: 1px 2px; }
+  /* Twelve properties, the port and their marks fit 390 px (the quick start's page: 376). */
+  GRID { font-size: 0.68em; }
+  GRID td, GRID th { padding: 1px 1px; }
   /* The worst error/bound is the bar (and its figure is in the row's details). */
   GRID td:not(:first-child) small { display: none; }
   GRID td:first-child { max-width: 8.5em; white-space: normal; }
