@@ -501,7 +501,7 @@ def verdict_line(comparison: Any) -> Paragraph:
             broken.append(f"{row.name} (✗ {', '.join(crosses)})")
     failed = comparison.failed
     parts = [f"compare {'failed' if failed else 'passed'}"]
-    parts.append(f"{checked} ports against {comparison.canonical}")
+    parts.append(f"{checked} port{'' if checked == 1 else 's'} against {comparison.canonical}")
     if broken:
         parts.append("✗ " + ", ".join(broken).replace("(✗ ", "("))
     if missing:
