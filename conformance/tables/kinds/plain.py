@@ -45,6 +45,17 @@ class PlainBuilder(TableBuilder):
 # ---------------------------------------------------------------------------
 
 
+#: What the machine row says of a report's `machine`, in this order, each with its label.
+_MACHINE_FIELDS = (
+    ("os", "{}"),
+    ("platform", "{}"),
+    ("cpu", "{}"),
+    ("cores", "{} cores"),
+    ("cpus", "{} CPUs"),
+    ("python", "Python {}"),
+)
+
+
 def machine(documents: Sequence[Any]) -> Table:
     """Where each report was made, and the versions it names."""
     table = PlainBuilder(
@@ -55,10 +66,9 @@ def machine(documents: Sequence[Any]) -> Table:
     for doc in documents:
         data = doc.data
         found = data.get("machine") or {}
+        # Counts and versions named, so that "2" reads as the cores it is.
         where = ", ".join(
-            str(found[k])
-            for k in ("os", "platform", "cpu", "cores", "cpus", "python")
-            if found.get(k) is not None
+            label.format(found[k]) for k, label in _MACHINE_FIELDS if found.get(k) is not None
         )
         if not where and data.get("cores"):  # compare says its cores, not its machine
             where = f"{data['cores']} cores"

@@ -147,7 +147,12 @@ def matrix(run: dict[str, Any], registered: Sequence[str] | None = None) -> Tabl
     for port in run["ports"]:
         state = port.get("state", "available")
         if not_installed(port):
-            label = Cell(port["name"], "not-installed", note=install_command(port))
+            # The pip command under the name; from a clone, the clone it runs in (`cd CLONE &&`,
+            # a path of this machine's that drew the row five lines tall on a phone) is its title.
+            command = install_command(port)
+            short = re.sub(r"^cd .+? && ", "", command)
+            title = command if short != command else ""
+            label = Cell(port["name"], "not-installed", note=short, title=title)
             cells = [outcomes.NOT_INSTALLED_CELL] * len(keys)
             table.add([label, *cells, ""], key=port["name"])
             continue

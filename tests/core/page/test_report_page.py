@@ -1,10 +1,10 @@
 """What the page draws, from today's reports: one summary row per port at the top, the port x
-property grid with (k), the policy grid (port x policy), the composition grid, the mutants
+property grid with (l), the policy grid (port x policy), the composition grid, the mutants
 collapsed, the precision picture's window; and the page's HTML checked without a browser.
 
 tests/data/report/run-k.json and compare-k.json were made on this machine with every port
 `[all]` installs (deepspeed, mindspore and paddle not installed): `python -m conformance
---profile dev --json` (55 mutants killed, 3 not run) and `compare --json --no-first-call`
+--profile dev --json` (61 mutants killed, 6 not run) and `compare --json --no-first-call`
 (policies and composition cases per port). The browser's own measure of the widths is
 tests/core/page/test_report_browser.py (full tier)."""
 
@@ -86,9 +86,9 @@ def test_a_port_that_fails_says_which_properties_at_the_top():
     assert (cell.text, cell.mark, cell.link) == ("✗ (c) (k)", "fail", "#matrix-haiku")
 
 
-def test_the_property_grid_has_columns_a_to_k(report):
+def test_the_property_grid_has_columns_a_to_l(report):
     matrix = _table(report, "matrix")
-    assert matrix.header[1:-1] == [f"({letter})" for letter in "abcdefghijk"]
+    assert matrix.header[1:-1] == [f"({letter})" for letter in "abcdefghijkl"]
     assert matrix.keys == [p["name"] for p in _load(RUN)["ports"]]
 
 
@@ -132,6 +132,26 @@ def test_the_composition_matrix_reaches_the_page(report):
     assert "Composition: the region once, wrapped twice, under a trainer" in page
 
 
+def test_the_randomness_and_state_matrix_reaches_the_page(report):
+    # A row per port and API variant of the stateful block, as compare measured them; every
+    # part as declared (the fixture's compare passed), the declared departures as ⚠.
+    grid = _table(report, "state")
+    compare = _load(COMPARE)
+    offered = [(r["name"], c) for r in compare["ports"] for c in r.get("states") or []]
+    assert len(offered) >= 20
+    rows = [r for r in grid.rows if not r.heading]
+    assert [r.key for r in rows] == [f"{name} {cell['variant']}" for name, cell in offered]
+    marks = {r.key: [c.mark for c in r.cells[1:4]] for r in rows}
+    assert not any("fail" in m for m in marks.values())
+    assert marks["flax_linen default"] == ["pass", "pass", "pass"]
+    # torch eager's BatchNorm updated twice (pytorch#96136), its fix beside it.
+    twice = {r.key: r for r in rows}["pytorch default"].cells
+    assert (twice[3].text, twice[3].mark) == ("2 updates", "warn")
+    assert "pytorch#96136" in twice[3].note
+    assert marks["pytorch stats_outside"] == ["pass", "pass", "pass"]
+    assert "randomness and state: the block with dropout and BatchNorm" in report.html
+
+
 def test_the_composition_matrix_is_in_the_html_and_the_markdown(report):
     # Read from the written page and Markdown, not the model: every port that measured a
     # composition has its grid row, and its details a line per case, on the page; a row in
@@ -154,15 +174,15 @@ def test_mutants_all_killed_are_one_line_and_their_rows_one_click_away(report):
     page = report.html
     run = _load(RUN)
     killed = sum(m["status"] == "killed" for m in run["mutants"])
-    assert killed == 55
-    assert "Mutation score: 55/55 killed: each rejected by a property" in page
+    assert killed == 61
+    assert "Mutation score: 61/61 killed: each rejected by a property" in page
     # Every killed mutant's row sits in a closed <details>, none in the open page.
-    start = page.index("The 55 killed mutants")
+    start = page.index("The 61 killed mutants")
     closed = page.rindex('<details class="table">', 0, page.index('id="mutants-', start))
     rows = re.findall(r'<tr [^>]*id="mutants-', page)
-    assert len(rows) == 55
+    assert len(rows) == 61
     assert page.index('id="mutants-') > closed
-    assert "3 not run (their port did not load; not counted): " in page
+    assert "6 not run (their port did not load; not counted): " in page
 
 
 def test_a_survivor_gets_a_row_in_the_open_and_the_score_fails():
@@ -170,12 +190,12 @@ def test_a_survivor_gets_a_row_in_the_open_and_the_score_fails():
     run["mutants"][0].update(status="survived", killed_by="", message="")
     blocks = mutants.page_blocks(run)
     assert blocks[0].mark == "fail"
-    assert blocks[0].text.startswith("Mutation score: 54/55 killed · not killed: ")
+    assert blocks[0].text.startswith("Mutation score: 60/61 killed · not killed: ")
     open_table = blocks[1]
     assert open_table.keys == [run["mutants"][0]["name"]]
     assert not open_table.collapsed
     assert blocks[-1].collapsed
-    assert len(blocks[-1].keys) == 54
+    assert len(blocks[-1].keys) == 60
 
 
 def test_the_precision_picture_window_fits_its_points():
@@ -312,7 +332,8 @@ def test_compare_s_machine_is_its_cores_and_load_never_not_recorded():
                   if t.kind == "machine"]  # fmt: skip
     said = machine.rows[0].cells[2].text
     assert "not recorded" not in said
-    assert said.startswith(f"{compare['cores']} cores · load (1-minute average) ")
+    assert f", {compare['machine']['cores']} cores, Python " in said
+    assert " · load (1-minute average) " in said
     assert f"{compare['load']['before']:.1f} before" in said
 
 

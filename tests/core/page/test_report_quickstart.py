@@ -79,6 +79,18 @@ def test_the_page_reads_passed_with_no_cross_and_three_ports_not_installed():
     assert 'id="policies-paddle"' not in page
 
 
+def test_from_a_clone_the_row_shows_the_pip_command_and_the_clone_is_its_title():
+    # A port loaded from a clone says where to run pip (`implementations.installing`): the
+    # row shows the command, the clone's path (this machine's) is the cell's title.
+    run = quick_start_run()
+    command = "pip install -c constraints.txt -e '.[paddle]'"
+    paddle = next(p for p in run["ports"] if p["name"] == "paddle")
+    paddle["reason"] = f"needs 'paddle', not installed (cd /home/me/remat && {command})"
+    row = _matrix_rows(build([run], pictures=False).html)["paddle"]
+    assert 'title="cd /home/me/remat &amp;&amp; pip install' in row
+    assert f"<small>{command}</small>".replace("'", "&#x27;") in re.sub(r' title="[^"]*"', "", row)
+
+
 def test_the_markdown_and_the_csv_count_them_apart():
     report = build([quick_start_run()], pictures=False)
     assert "The run passed · 14 conform · 3 not installed" in report.markdown
