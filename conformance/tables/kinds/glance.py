@@ -37,11 +37,16 @@ def conformance_cell(port: Mapping[str, Any] | None) -> Cell:
     return Cell("✓ conforms", "pass", link=f"#matrix-{port['name']}")
 
 
+#: Why a port has no compare figures: no compare report was given, or the port's framework was
+#: not installed where compare ran (a report from an `[all]` venv has no paddle row).
+_UNMEASURED = "(no compare report, or not installed where compare ran)"
+
+
 def policies_cell(cells: Sequence[Any], name: str) -> Cell:
     """Policies honoured out of those the port declares (a documented degradation is
     declared, so honoured, and said under it)."""
     if not cells:
-        return Cell("-", "muted", title="no policy measured (no compare report)")
+        return Cell("-", "muted", title=f"no policy measured {_UNMEASURED}")
     declared = [c for c in cells if c.expressible]
     honoured = [c for c in declared if not c.failed]
     degraded = sum(bool(c.degradations) for c in honoured)
@@ -60,7 +65,7 @@ def twice_cell(cells: Sequence[Any], name: str) -> Cell:
     once, twice = by_case.get("once"), by_case.get("twice")
     link = f"#compositions-{name}"
     if once is None or twice is None:
-        return Cell("-", "muted", title="no composition measured (no compare report)")
+        return Cell("-", "muted", title=f"no composition measured {_UNMEASURED}")
     if not twice.expressible:
         return Cell("· not expressible", "muted", title=twice.spelling, link=link)
     if twice.failed:
