@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 from autograd import make_vjp
 
+from implementations.composition import wrapped
 from implementations.contract import (
     BackwardRecord,
     Grads,
@@ -114,12 +115,7 @@ class HipsAutograd(OffersStatefulBlock, Port):
         save_named="autograd has no names for values: only the checkpoint's placement",
         offload_dots="autograd runs on numpy in host memory: there is nowhere to offload",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "remat.checkpoint(block)",
-        "twice": "remat.checkpoint(remat.checkpoint(block))",
-        "under_trainer": "remat.checkpoint(model call) around a model whose call runs "
-        "remat.checkpoint(block)",
-    }
+    compositions = wrapped("remat.checkpoint({})")
     #: The block the full policy runs (mutants swap it).
     checkpointed: ClassVar[Callable] = staticmethod(checkpointed_block)
 

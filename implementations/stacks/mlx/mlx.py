@@ -21,6 +21,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
+from implementations.composition import wrapped
 from implementations.contract import (
     BackwardRecord,
     Grads,
@@ -209,12 +210,7 @@ class Mlx(OffersStatefulBlock, Port):
         save_named="no names: only the region's placement can change",
         offload_dots="MLX has unified memory and no offload",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "nn.utils.checkpoint(module, block)",
-        "twice": "nn.utils.checkpoint(module, nn.utils.checkpoint(module, block))",
-        "under_trainer": "nn.utils.checkpoint(module, model call) around a model whose call "
-        "runs nn.utils.checkpoint(module, block)",
-    }
+    compositions = wrapped("nn.utils.checkpoint(module, {})")
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
     #: `vjp` returns evaluated numpy and cannot be observed: a port that overrides it is

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from implementations.composition import wrapped
 from implementations.contract import (
     PARAM_NAMES,
     BackwardRecord,
@@ -181,12 +182,7 @@ class TensorFlow(OffersStatefulBlock, Port):
         save_named="no names: only the region's placement can change",
         offload_dots="tf.recompute_grad has no offload",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "tf.recompute_grad(block)",
-        "twice": "tf.recompute_grad(tf.recompute_grad(block))",
-        "under_trainer": "tf.recompute_grad(model call) around a model whose call runs "
-        "tf.recompute_grad(block)",
-    }
+    compositions = wrapped("tf.recompute_grad({})")
     #: The block as the checkpoint runs it (mutants swap it).
     region: Callable = staticmethod(checkpointed_block)
     #: The block with variables and RNGs (property (l); `stateful`): as a user writes it, and
