@@ -159,11 +159,10 @@ class TorchAcWrapper(StatefulTorch, TorchPort):
         "create_selective_checkpoint_contexts, policy_fn)): aten.addmm/mm -> MUST_SAVE",
     }
     inexpressible: ClassVar[dict[str, str]] = {
-        "save_named": "torch has no tensor names; a custom tag op can be cached, but the eager "
-        "recompute still reruns the addmm that makes h",
-        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
-        "(torch 2.13); offload_wrapper offloads every saved tensor, not the dots",
-        "budget": "activation_memory_budget is a torch.compile option; eager torch has none",
+        "save_named": torch_policies.EAGER_NO_NAMES,
+        "offload_dots": f"{torch_policies.EAGER_NO_OFFLOAD}; offload_wrapper offloads every "
+        "saved tensor, not the dots",
+        "budget": torch_policies.EAGER_NO_BUDGET,
     }
     compositions: ClassVar[dict[str, str]] = {
         "once": "apply_activation_checkpointing(model, ...) once",

@@ -36,6 +36,7 @@ from implementations.sharding import RankRecord, rank_count
 from implementations.stacks.numpy import canonical_params, out_in
 from implementations.stacks.torch import TorchPort
 from implementations.stacks.torch.arrays import as_input, to_host_array
+from implementations.stacks.torch.policies import EAGER_NO_OFFLOAD
 from implementations.stacks.torch.ranks import RankPool, node_count
 
 RANKS_VARIABLE = "REMAT_FSDP_RANKS"
@@ -69,8 +70,7 @@ class TorchFsdp(TorchPort):
         "selective checkpointing's cache bypasses (the torch port expresses it)",
         "save_named": "torch has no tensor names; the eager recompute reruns the addmm that "
         "makes h anyway (see the torch port)",
-        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
-        "(torch 2.13): nothing is offloaded",
+        "offload_dots": f"{EAGER_NO_OFFLOAD}: nothing is offloaded",
         "budget": "activation_memory_budget is a torch.compile option; eager FSDP2 has none",
     }
     #: The values come from the ranks, and so does the evidence: a value method overridden
