@@ -62,7 +62,6 @@ class DeepSpeed(StatefulTorch, TorchPort):
     name = "deepspeed"
     framework = "deepspeed"
     checkpoint_api = "deepspeed.checkpointing.checkpoint"
-    distributions = ("torch", "deepspeed")
     state_runs: ClassVar[dict[str, Variant]] = {
         "default": Variant(DEEPSPEED["default"].spelling, deepspeed.checkpointing.checkpoint)
     }

@@ -42,7 +42,6 @@ class HfTransformers(StatefulTorch, TorchPort):
     name = "hf_transformers"
     framework = "transformers"
     checkpoint_api = "model.activation_checkpointing_enable()"
-    distributions = ("torch", "transformers")
     state_runs: ClassVar[dict[str, Variant]] = {
         "default": Variant(
             HF_TRANSFORMERS["default"].spelling,
