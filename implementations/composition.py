@@ -116,6 +116,18 @@ def whole_rerun(once: str, twice: str, under_trainer: str) -> dict[str, Composed
     }
 
 
+def wrapped(wrapper: str) -> dict[str, str]:
+    """The compositions (case -> native spelling) of a checkpoint that wraps a function,
+    spelled `wrapper` with `{}` for what it wraps (`"tf.recompute_grad({})"`): around the
+    block, around itself around the block, and around a model call that runs it."""
+    once = wrapper.format("block")
+    return {
+        "once": once,
+        "twice": wrapper.format(once),
+        "under_trainer": f"{wrapper.format('model call')} around a model whose call runs {once}",
+    }
+
+
 def check_declaration(owner: str, compositions: Any, not_composable: Any) -> None:
     """Raise `TypeError` naming `owner` unless `compositions` (case -> native spelling) and
     `not_composable` (case -> one-line reason) are mappings that cover `CASES` at most once,

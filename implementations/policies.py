@@ -184,6 +184,41 @@ def check_declaration(owner: str, policies: Any, inexpressible: Any) -> None:
         )
 
 
+def none_and_full(
+    none: str, full: str, *, save_dots: str, save_named: str, offload_dots: str, budget: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """`(policies, inexpressible)` of a port that expresses `none` and `full` (their native
+    spellings) and no other policy, each with its reason."""
+    reasons = {"save_dots": save_dots, "save_named": save_named, "offload_dots": offload_dots}
+    return {"none": none, "full": full}, {**reasons, "budget": budget}
+
+
+def whole_block(
+    api: str,
+    none: str,
+    full: str,
+    *,
+    keeps: str,
+    save_named: str,
+    offload_dots: str,
+    budget: str = "",
+) -> tuple[dict[str, str], dict[str, str]]:
+    """`none_and_full` of a port whose checkpoint `api` takes no policy.
+
+    `keeps` says what `api` does instead of a policy's choice (the `save_dots` reason);
+    `save_named` and `offload_dots` are the framework's own reasons; `budget` defaults to
+    "`api` has no memory budget".
+    """
+    return none_and_full(
+        none,
+        full,
+        save_dots=f"{api} takes no policy: {keeps}",
+        save_named=save_named,
+        offload_dots=offload_dots,
+        budget=budget or f"{api} has no memory budget",
+    )
+
+
 #: What an `Implementation` that is not a `Port` is taken to declare.
 DEFAULT_POLICIES = {"none": "checkpoint=False", "full": "checkpoint=True"}
 

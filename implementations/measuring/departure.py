@@ -81,6 +81,18 @@ def count_model(declared: Any) -> CountModel:
     return CountModel(str(departure), reference, {"peak_units": departure.peak_units})
 
 
+#: The schedules that place regions: what a count model of every region covers (`every_region`).
+REGION_SCHEDULES = ("every", "segments", "nested", "binomial")
+
+
+def every_region(reason: str, reference: str, peak_units: Predict) -> dict[str, CountModel]:
+    """`DEPARTURES` (schedule -> count model) of a stack whose count of the peak, `peak_units`,
+    holds for every schedule that places regions (`REGION_SCHEDULES`)."""
+    return {
+        name: CountModel(reason, reference, {"peak_units": peak_units}) for name in REGION_SCHEDULES
+    }
+
+
 def open_regions_peak(items: tuple[Item, ...], last: int, other: int) -> int:
     """The peak in units over a placement's `items` where a region's gradient runs inside the
     outer backward (a reentrant checkpoint, `tf.recompute_grad`): the model's count (an

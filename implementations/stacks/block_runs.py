@@ -1,13 +1,15 @@
 """`BlockRuns`: the block's evaluations in one watched call, for an instrument that sees the
-block's function called and return (a profile hook) and the matmuls in between. Imports the
-project's record types only."""
+block's function called and return (a profile hook) and the matmuls in between; `PhasedWatch`:
+what such an instrument counts besides, and the `Record` it makes. Imports the project's record
+types only."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..measuring.record import Evaluation
+from ..measuring.record import Evaluation, NotObservable, Record
 
 
 class BlockRuns:
@@ -31,3 +33,53 @@ class BlockRuns:
         block = key if index is None else index(key)
         self.evaluations.append(Evaluation(block, phase, tuple(ran)))
         return True
+
+
+class PhasedWatch:
+    """One watched call as a profile-hook instrument (autograd's, TensorFlow's) counts it: the
+    phase (backward while `depth`, the backward passes under way, is above 0), the matmuls per
+    phase, the regions and the block's evaluations (`blocks`). A subclass sets `instrument`,
+    `methods` and `no_backward` (why a call without a backward pass shows none of it), tells a
+    block's index by its first kernel (`_block_of(w1)`) and counts the rest itself."""
+
+    instrument: str
+    methods: dict[str, str]
+    no_backward: str
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.matmuls: Counter = Counter()
+        self.regions = 0
+        self.blocks = BlockRuns()
+
+    @property
+    def phase(self) -> str:
+        return "backward" if self.depth else "forward"
+
+    def _block_of(self, w1: Any) -> int:
+        raise NotImplementedError(f"{type(self).__name__} must define _block_of()")
+
+    def block_event(self, frame: Any, event: str) -> bool:
+        """The block's function called (an evaluation opens) or returned (it closes): whether
+        one closed."""
+        if event == "call":
+            self.blocks.enter(self._block_of(frame.f_locals.get("w1")))
+        elif event == "return":
+            return self.blocks.leave(self.phase)
+        return False
+
+    def counted(self, ran: bool, saved: Callable[[], Any], recomputed: dict, reruns: int) -> Record:
+        """What the call showed (`Record`); what only a backward pass shows (the saved tensors,
+        `saved()`, the backward matmuls, `recomputed`, `reruns`) only where one `ran`."""
+        none = NotObservable(self.no_backward)
+        return Record(
+            self.instrument,
+            self.methods,
+            saved=saved() if ran else none,
+            evaluations=tuple(self.blocks.evaluations),
+            forward_matmuls=self.matmuls["forward"],
+            backward_matmuls=self.matmuls["backward"] if ran else none,
+            recomputed=recomputed if ran else none,
+            regions=self.regions,
+            reruns=reruns if ran else none,
+        )

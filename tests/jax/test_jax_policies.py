@@ -16,6 +16,7 @@ from conformance.checking.properties import j_policies
 from conformance.checking.properties.j_policies import check_policy_record
 from implementations.contract import Params
 from implementations.policies import Policy
+from implementations.stacks.jax import policies as jax_policies
 from tests.support import reference
 
 FRONTS = ("flax_linen", "flax_nnx", "equinox_jax", "haiku", "jax_checkpoint")
@@ -46,6 +47,22 @@ def test_every_front_declares_the_jax_policies_with_its_own_spelling(front):
     assert "save_only_these_names" in port.policies["save_named"]
     assert "offload_dot_with_no_batch_dims" in port.policies["offload_dots"]
     assert port.checkpoint_api.split("(")[0] in port.policies["save_dots"]
+
+
+def test_a_front_s_compositions_start_from_its_full_spelling():
+    policies, reasons, compositions = jax_policies.front(
+        "plain", "ckpt(f)", "ckpt(f, policy=...)", twice="ckpt(ckpt(f))", trained="g"
+    )
+    assert (policies["none"], policies["full"]) == ("plain", "ckpt(f)")
+    assert policies["save_dots"] == "ckpt(f, policy=...) with policy=" + (
+        "jax.checkpoint_policies.dots_saveable"
+    )
+    assert set(reasons) == {"budget"}
+    assert compositions == {
+        "once": "ckpt(f)",
+        "twice": "ckpt(ckpt(f))",
+        "under_trainer": "jax.checkpoint(loss) around g",
+    }
 
 
 @pytest.mark.parametrize("front", FRONTS)

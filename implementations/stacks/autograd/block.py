@@ -27,7 +27,7 @@ from autograd import make_vjp
 from autograd.extend import defvjp, primitive
 
 from implementations.contract import installed_versions
-from implementations.measuring.departure import CountModel
+from implementations.measuring.departure import every_region
 from implementations.measuring.placement import Placement
 from implementations.schedules import Departure, Region
 
@@ -79,15 +79,12 @@ _TAPE_TO_THE_END = Departure(
     held_per_level=1,
     tape_to_the_end=True,
 )
-DEPARTURES = {
-    name: CountModel(
-        _TAPE_TO_THE_END.reason,
-        "autograd/core.py:25 backward_pass over autograd/util.py:21 toposort, its child_counts "
-        "and outgrads freed only as the walk ends (autograd 1.9.1)",
-        {"peak_units": _TAPE_TO_THE_END.peak_units},
-    )
-    for name in ("every", "segments", "nested", "binomial")
-}
+DEPARTURES = every_region(
+    _TAPE_TO_THE_END.reason,
+    "autograd/core.py:25 backward_pass over autograd/util.py:21 toposort, its child_counts "
+    "and outgrads freed only as the walk ends (autograd 1.9.1)",
+    _TAPE_TO_THE_END.peak_units,
+)
 
 
 @primitive

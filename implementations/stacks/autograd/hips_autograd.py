@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 from autograd import make_vjp
 
+from implementations.composition import wrapped
 from implementations.contract import (
     BackwardRecord,
     Grads,
@@ -29,6 +30,7 @@ from implementations.contract import (
     check_seed,
     param_shapes,
 )
+from implementations.policies import whole_block
 from implementations.stacks import Port
 from implementations.stacks.autograd import STACK, as_input, checkpoint, instrument, to_host_array
 from implementations.stacks.autograd import stateful as block_with_state
@@ -105,22 +107,15 @@ class HipsAutograd(OffersStatefulBlock, Port):
     stack = STACK
     extra = "autograd"
     checkpoint_api = "autograd.checkpoint, its VJP traced in backward"
-    policies: ClassVar[dict[str, str]] = {
-        "none": "the plain block",
-        "full": "remat.checkpoint(block): autograd.checkpoint's recipe, VJP traced in backward",
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "autograd.checkpoint takes no policy: it keeps the block's inputs only",
-        "save_named": "autograd has no names for values: only the checkpoint's placement",
-        "offload_dots": "autograd runs on numpy in host memory: there is nowhere to offload",
-        "budget": "autograd.checkpoint has no memory budget",
-    }
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "remat.checkpoint(block)",
-        "twice": "remat.checkpoint(remat.checkpoint(block))",
-        "under_trainer": "remat.checkpoint(model call) around a model whose call runs "
-        "remat.checkpoint(block)",
-    }
+    policies, inexpressible = whole_block(
+        "autograd.checkpoint",
+        "the plain block",
+        "remat.checkpoint(block): autograd.checkpoint's recipe, VJP traced in backward",
+        keeps="it keeps the block's inputs only",
+        save_named="autograd has no names for values: only the checkpoint's placement",
+        offload_dots="autograd runs on numpy in host memory: there is nowhere to offload",
+    )
+    compositions = wrapped("remat.checkpoint({})")
     #: The block the full policy runs (mutants swap it).
     checkpointed: ClassVar[Callable] = staticmethod(checkpointed_block)
 

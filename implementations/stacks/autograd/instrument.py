@@ -52,7 +52,7 @@ from autograd.tracer import Box, getval, isbox, trace
 from ...contract import SavedTensor
 from ...measuring.record import MATMULS as BLOCK_MATMULS
 from ...measuring.record import NotObservable, Record
-from ..block_runs import BlockRuns
+from ..block_runs import PhasedWatch
 from ..value_labels import derived, role_after, stronger
 from . import block as block_module
 from . import remat
@@ -103,11 +103,15 @@ _PLUMBING = "autograd.builtins"
 _STEPS = {"dot": "matmul", "matmul": "matmul", "add": "add", "relu": "relu"}
 
 
-class Watch:
+class Watch(PhasedWatch):
     """The profiler of one watched call (see the module's docstring). `x` and `parameters`
     (canonical order, four per block) are the call's values."""
 
+    instrument, methods = INSTRUMENT, METHODS
+    no_backward = "the call ran no autograd backward_pass"
+
     def __init__(self, x: Any, parameters: Iterable[Any]):
+        super().__init__()  # depth: nested backward passes
         params = [getval(p) for p in parameters]
         self.x = np.asarray(getval(x), np.float32).ravel()
         self.values = [np.asarray(p, np.float32).ravel() for p in params]
@@ -118,17 +122,9 @@ class Watch:
         self.role: dict[int, str] = {}
         self.maker: dict[int, str] = {}  # id -> the primitive that made it
         self.held: list[np.ndarray] = []  # every labelled array, kept alive (ids stay unique)
-        self.depth = 0  # nested backward passes
         self.saved: dict[int, tuple[np.ndarray, list[str]]] | None = None
         self.traced: Counter = Counter()  # per phase and primitive
         self.traces: Counter = Counter()
-        self.matmuls: Counter = Counter()
-        self.regions = 0
-        self.blocks = BlockRuns()
-
-    @property
-    def phase(self) -> str:
-        return "backward" if self.depth else "forward"
 
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
         code = frame.f_code
@@ -142,13 +138,10 @@ class Watch:
             elif event == "return":
                 self.depth -= 1
         elif code is _BLOCK_CODE:
-            if event == "call":
-                self.blocks.enter(self._block_of(frame.f_locals.get("w1")))
-            elif event == "return":
-                closed = self.blocks.leave(self.phase)
-                # run plain (inside a region), its last add is numpy's, no primitive's
-                if closed and not self.depth and _unlabelled(arg, self.origin):
-                    self._label(arg, "activation", "y", "the block")
+            closed = self.block_event(frame, event)
+            # run plain (inside a region), its last add is numpy's, no primitive's
+            if closed and not self.depth and _unlabelled(arg, self.origin):
+                self._label(arg, "activation", "y", "the block")
         elif event == "call" and code is _NODE_CODE:
             fun = frame.f_locals.get("fun")
             raw = getattr(fun, "fun", fun)
@@ -242,19 +235,9 @@ class Watch:
 
     def record(self) -> Record:
         """What the call showed (`Record`); saved and recomputed only once a backward ran."""
-        none = NotObservable("the call ran no autograd backward_pass")
-        ran = self.saved is not None
         recomputed = {n: c for (phase, n), c in self.traced.items() if phase == "backward"}
-        return Record(
-            INSTRUMENT,
-            METHODS,
-            saved=self.classify() if ran else none,
-            evaluations=tuple(self.blocks.evaluations),
-            forward_matmuls=self.matmuls["forward"],
-            backward_matmuls=self.matmuls["backward"] if ran else none,
-            recomputed=recomputed if ran else none,
-            regions=self.regions,
-            reruns=self.traces["backward"] if ran else none,
+        return self.counted(
+            self.saved is not None, self.classify, recomputed, self.traces["backward"]
         )
 
 

@@ -24,7 +24,7 @@ import deepspeed
 import torch
 
 from implementations.contract import installed_versions
-from implementations.measuring.departure import CountModel, open_regions_peak
+from implementations.measuring.departure import every_region, open_regions_peak
 from implementations.measuring.placement import Placement
 from implementations.stacks.torch import block as torch_block
 from implementations.stacks.torch.block import from_numpy
@@ -69,15 +69,12 @@ def reentrant_peak(items: tuple) -> int:
     return open_regions_peak(items, last=1, other=2)
 
 
-DEPARTURES = {
-    name: CountModel(
-        REENTRANT_BACKWARD,
-        "deepspeed/runtime/activation_checkpointing/checkpointing.py:764 (0.19.8), "
-        "CheckpointFunction.backward's torch.autograd.backward(output_tensors, grad_tensors)",
-        {"peak_units": reentrant_peak},
-    )
-    for name in ("every", "segments", "nested", "binomial")
-}
+DEPARTURES = every_region(
+    REENTRANT_BACKWARD,
+    "deepspeed/runtime/activation_checkpointing/checkpointing.py:764 (0.19.8), "
+    "CheckpointFunction.backward's torch.autograd.backward(output_tensors, grad_tensors)",
+    reentrant_peak,
+)
 #: The plan's code (`python -m conformance plan`): a placement's regions with DeepSpeed's own
 #: API, `$placement` the placement as nested lists (a list a region, an int a block run plain).
 PLACE_CODE = """import deepspeed

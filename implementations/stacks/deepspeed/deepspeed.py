@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from implementations.contract import BackwardRecord, Grads, Params
+from implementations.policies import whole_block
 from implementations.stacks.base import observes
 from implementations.stacks.deepspeed.expectations import DEEPSPEED
 from implementations.stacks.numpy import out_in
@@ -61,24 +62,22 @@ class DeepSpeed(StatefulTorch, TorchPort):
     name = "deepspeed"
     framework = "deepspeed"
     checkpoint_api = "deepspeed.checkpointing.checkpoint"
-    distributions = ("torch", "deepspeed")
     state_runs: ClassVar[dict[str, Variant]] = {
         "default": Variant(DEEPSPEED["default"].spelling, deepspeed.checkpointing.checkpoint)
     }
     #: A reentrant checkpoint reruns the whole block: its own expectations, not eager torch's.
     instrument_family = "deepspeed"
-    policies: ClassVar[dict[str, str]] = {
-        "none": "the plain module",
-        "full": "deepspeed.checkpointing.checkpoint(block, x)",
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "deepspeed.checkpointing.checkpoint takes no policy: it keeps the inputs",
-        "save_named": "no names: deepspeed.checkpointing.checkpoint takes no policy",
-        "offload_dots": "checkpoint_in_cpu offloads the inputs, not the dots, and fails "
+    policies, inexpressible = whole_block(
+        "deepspeed.checkpointing.checkpoint",
+        "the plain module",
+        "deepspeed.checkpointing.checkpoint(block, x)",
+        keeps="it keeps the inputs",
+        save_named="no names: deepspeed.checkpointing.checkpoint takes no policy",
+        offload_dots="checkpoint_in_cpu offloads the inputs, not the dots, and fails "
         'upstream on this model ("0D and 2D", deepspeed 0.19.8)',
-        "budget": "no memory budget; partition_activations shards the inputs across ranks "
+        budget="no memory budget; partition_activations shards the inputs across ranks "
         "and fails on 2-D inputs (deepspeed 0.19.8)",
-    }
+    )
 
     #: DeepSpeed's offload and sharding options (`deepspeed.checkpointing.configure(None,
     #: option=True)`, which needs a process group: `deepspeed.init_distributed("gloo")`, one

@@ -10,7 +10,7 @@ bias) is not Flax's, so the parameters are Flax's, reproduced with
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -21,7 +21,7 @@ from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
 from implementations.stacks.jax.equinox_stateful import EquinoxStatefulBlock
 from implementations.stacks.jax.layers import TwoLayers
-from implementations.stacks.jax.policies import declaration, policy_function
+from implementations.stacks.jax.policies import front, policy_function
 
 
 class MLP(eqx.Module, TwoLayers):
@@ -68,16 +68,13 @@ class EquinoxJax(EquinoxStatefulBlock, JaxPort):
     name = "equinox_jax"
     checkpoint_api = "eqx.filter_checkpoint"
     framework = "equinox"
-    policies, inexpressible = declaration(
+    policies, inexpressible, compositions = front(
         "model.plain (no filter_checkpoint)",
         "eqx.filter_checkpoint",
         "eqx.filter_checkpoint(MLP.plain, policy=...)",
+        twice="eqx.filter_checkpoint(eqx.filter_checkpoint(MLP.plain))",
+        trained="a model whose call is filter_checkpoint'ed",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "eqx.filter_checkpoint",
-        "twice": "eqx.filter_checkpoint(eqx.filter_checkpoint(MLP.plain))",
-        "under_trainer": "jax.checkpoint(loss) around a model whose call is filter_checkpoint'ed",
-    }
     # Drawn (out, in) in the exercise: at D = F = 1024 XLA:CPU took twice as
     # long on a drawn kernel transposed as on one drawn in place.
     kernel_layout = "out_in"

@@ -19,7 +19,7 @@ from implementations.contract import Params, check_dim, check_features, check_se
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort, checked_x
 from implementations.stacks.jax import flax_linen_stateful as stateful
-from implementations.stacks.jax.policies import declaration, policy_function, tag
+from implementations.stacks.jax.policies import front, policy_function, tag
 from implementations.stacks.jax.stateful import StatefulFront
 from implementations.stateful import DEFAULT_VARIANT, StateStep
 
@@ -91,14 +91,13 @@ class FlaxLinen(StatefulFront, JaxPort):
     name = "flax_linen"
     checkpoint_api = "nn.checkpoint"
     framework = "flax"
-    policies, inexpressible = declaration(
-        "MLP (no nn.checkpoint)", "nn.checkpoint(MLP)", "nn.checkpoint(MLP, policy=...)"
+    policies, inexpressible, compositions = front(
+        "MLP (no nn.checkpoint)",
+        "nn.checkpoint(MLP)",
+        "nn.checkpoint(MLP, policy=...)",
+        twice="nn.checkpoint(nn.checkpoint(MLP))",
+        trained="nn.checkpoint(MLP)(F).apply",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "nn.checkpoint(MLP)",
-        "twice": "nn.checkpoint(nn.checkpoint(MLP))",
-        "under_trainer": "jax.checkpoint(loss) around nn.checkpoint(MLP)(F).apply",
-    }
     #: The module classes behind `checkpoint=True` and `checkpoint=False`, and
     #: the one that makes the parameters (mutants swap them).
     checkpointed: type[nn.Module] = CheckpointMLP

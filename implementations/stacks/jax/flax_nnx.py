@@ -17,7 +17,6 @@ calls linen (though `flax.nnx` imports it internally).
 from __future__ import annotations
 
 import functools
-from typing import ClassVar
 
 import jax
 from flax import nnx
@@ -27,7 +26,7 @@ from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
 from implementations.stacks.jax.flax_nnx_stateful import NnxStatefulBlock
 from implementations.stacks.jax.layers import TwoLayers
-from implementations.stacks.jax.policies import declaration, policy_function
+from implementations.stacks.jax.policies import front, policy_function
 
 
 class MLP(nnx.Module, TwoLayers):
@@ -74,14 +73,13 @@ class FlaxNnx(NnxStatefulBlock, JaxPort):
     name = "flax_nnx"
     checkpoint_api = "nnx.remat"
     framework = "flax"
-    policies, inexpressible = declaration(
-        "model.plain (no nnx.remat)", "nnx.remat", "nnx.remat(MLP.plain, policy=...)"
+    policies, inexpressible, compositions = front(
+        "model.plain (no nnx.remat)",
+        "nnx.remat",
+        "nnx.remat(MLP.plain, policy=...)",
+        twice="nnx.remat(nnx.remat(MLP.plain))",
+        trained="a model whose call is nnx.remat'ed",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "nnx.remat",
-        "twice": "nnx.remat(nnx.remat(MLP.plain))",
-        "under_trainer": "jax.checkpoint(loss) around a model whose call is nnx.remat'ed",
-    }
 
     def to_native(self, w1, b1, w2, b2) -> dict:
         features = w1.shape[1]  # (D, F): NNX's kernel is (in, out), as the canonical one

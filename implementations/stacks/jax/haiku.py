@@ -13,7 +13,7 @@ Flax's, so the parameters are Flax's, reproduced with `jax.random`
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any
 
 import haiku as hk
 import jax
@@ -22,7 +22,7 @@ from implementations.composition import Nesting, case_of
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
 from implementations.stacks.jax.haiku_stateful import HaikuStatefulBlock
-from implementations.stacks.jax.policies import declaration, policy_function, tag
+from implementations.stacks.jax.policies import front, policy_function, tag
 
 # The MLP module's name scope and its layers' names, by creation order.
 SCOPE = "mlp"
@@ -74,14 +74,13 @@ class Haiku(HaikuStatefulBlock, JaxPort):
     name = "haiku"
     checkpoint_api = "hk.remat"
     framework = "dm-haiku"
-    policies, inexpressible = declaration(
-        "mlp (no hk.remat)", "hk.remat(mlp)", "hk.remat(mlp, policy=...)"
+    policies, inexpressible, compositions = front(
+        "mlp (no hk.remat)",
+        "hk.remat(mlp)",
+        "hk.remat(mlp, policy=...)",
+        twice="hk.remat(hk.remat(mlp))",
+        trained="a transformed apply that runs hk.remat(mlp)",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "hk.remat(mlp)",
-        "twice": "hk.remat(hk.remat(mlp))",
-        "under_trainer": "jax.checkpoint(loss) around a transformed apply that runs hk.remat(mlp)",
-    }
 
     def to_native(self, w1, b1, w2, b2) -> dict[str, dict[str, Any]]:
         features = w1.shape[1]  # w1 (D, F)

@@ -9,7 +9,7 @@ is Flax's, reproduced with `jax.random` (`JaxPort.init_params`).
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
 
@@ -18,7 +18,7 @@ from implementations.contract import PARAM_NAMES
 from implementations.policies import FULL, Policy, as_policy
 from implementations.stacks.jax import JaxPort
 from implementations.stacks.jax.jax_checkpoint_stateful import StatefulBlock
-from implementations.stacks.jax.policies import declaration, policy_function, tag
+from implementations.stacks.jax.policies import front, policy_function, tag
 
 Tree = dict[str, Any]  # {"w1", "b1", "w2", "b2"} -> array, canonical layout
 
@@ -61,14 +61,13 @@ class JaxCheckpoint(StatefulBlock, JaxPort):
     name = "jax_checkpoint"
     checkpoint_api = "jax.checkpoint"
     framework = "jax"
-    policies, inexpressible = declaration(
-        "block (no jax.checkpoint)", "jax.checkpoint(block)", "jax.checkpoint(block, policy=...)"
+    policies, inexpressible, compositions = front(
+        "block (no jax.checkpoint)",
+        "jax.checkpoint(block)",
+        "jax.checkpoint(block, policy=...)",
+        twice="jax.checkpoint(jax.checkpoint(block))",
+        trained="a model that runs jax.checkpoint(block)",
     )
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "jax.checkpoint(block)",
-        "twice": "jax.checkpoint(jax.checkpoint(block))",
-        "under_trainer": "jax.checkpoint(loss) around a model that runs jax.checkpoint(block)",
-    }
 
     def to_native(self, w1, b1, w2, b2) -> Tree:
         return dict(zip(PARAM_NAMES, (w1, b1, w2, b2), strict=True))  # the layout is canonical

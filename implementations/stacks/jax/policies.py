@@ -41,6 +41,22 @@ def declaration(none: str, full: str, policy_keyword: str) -> tuple[dict, dict]:
     return policies, {"budget": BUDGET_REASON}
 
 
+def front(
+    none: str, full: str, policy_keyword: str, *, twice: str, trained: str
+) -> tuple[dict, dict, dict]:
+    """`(policies, inexpressible, compositions)` of a JAX front: `declaration`'s, and the
+    compositions of its checkpoint `full`: `once` is `full`, `twice` is it wrapped again, and
+    `under_trainer` is a trainer's `jax.checkpoint(loss)` around `trained` (the model that
+    runs `full`)."""
+    policies, inexpressible = declaration(none, full, policy_keyword)
+    compositions = {
+        "once": full,
+        "twice": twice,
+        "under_trainer": f"jax.checkpoint(loss) around {trained}",
+    }
+    return policies, inexpressible, compositions
+
+
 def tag(h: jax.Array) -> jax.Array:
     """The first layer's output, tagged for `save_named` (an identity otherwise)."""
     return checkpoint_name(h, SAVED_NAME)

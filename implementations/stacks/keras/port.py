@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...contract import Grads, Params
+from ...policies import none_and_full
 from ...stateful_port import OffersStatefulBlock
 from ..base import Port
 from . import model
@@ -30,18 +31,16 @@ class KerasPort(OffersStatefulBlock, Port, abstract=True):
 
     framework = "keras"
     checkpoint_api = 'keras.RematScope(mode="full")'
-    policies: ClassVar[dict[str, str]] = {
-        "none": "no RematScope",
-        "full": 'keras.RematScope(mode="full")',
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "RematScope has no per-operation policy: its modes only choose which layers "
+    policies, inexpressible = none_and_full(
+        "no RematScope",
+        'keras.RematScope(mode="full")',
+        save_dots="RematScope has no per-operation policy: its modes only choose which layers "
         "are remat regions",
-        "save_named": "no names: list_of_layers and activations only move region boundaries, and "
+        save_named="no names: list_of_layers and activations only move region boundaries, and "
         "activations saves more than no remat (a documented degradation)",
-        "offload_dots": "Keras remat has no offload",
-        "budget": "no memory budget: larger_than is a per-layer size threshold, not a budget",
-    }
+        offload_dots="Keras remat has no offload",
+        budget="no memory budget: larger_than is a per-layer size threshold, not a budget",
+    )
     #: The `RematScope` mode of the checkpointed model (mutants change it).
     mode: str | None = model.FULL
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from implementations.contract import BackwardRecord, Grads, Params
+from implementations.policies import whole_block
 from implementations.stacks.base import observes
 from implementations.stacks.mindspore import (
     MLP,
@@ -45,16 +46,14 @@ class MindSpore(OffersStatefulBlock, PooledHookPort):
     framework = "mindspore"
     stack = STACK
     checkpoint_api = "mindspore.nn.Cell.recompute()"
-    policies: ClassVar[dict[str, str]] = {
-        "none": "the plain cell",
-        "full": "Cell.recompute() on the MLP cell",
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "Cell.recompute takes no policy: the whole cell is recomputed",
-        "save_named": "no names: Cell.recompute only chooses which cells are recomputed",
-        "offload_dots": "Cell.recompute has no offload option",
-        "budget": "Cell.recompute has no memory budget",
-    }
+    policies, inexpressible = whole_block(
+        "Cell.recompute",
+        "the plain cell",
+        "Cell.recompute() on the MLP cell",
+        keeps="the whole cell is recomputed",
+        save_named="no names: Cell.recompute only chooses which cells are recomputed",
+        offload_dots="Cell.recompute has no offload option",
+    )
     #: The model class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
     to_params = staticmethod(state_to_params)

@@ -21,6 +21,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
+from implementations.composition import wrapped
 from implementations.contract import (
     BackwardRecord,
     Grads,
@@ -28,6 +29,7 @@ from implementations.contract import (
     check_exercise,
     check_features,
 )
+from implementations.policies import whole_block
 from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.mlx import STACK, Tap, as_input, no_tap, to_host_array
@@ -200,22 +202,15 @@ class Mlx(OffersStatefulBlock, Port):
     framework = "mlx"
     stack = STACK
     checkpoint_api = "mlx.nn.utils.checkpoint"
-    policies: ClassVar[dict[str, str]] = {
-        "none": "the plain module",
-        "full": "mlx.nn.utils.checkpoint (mx.checkpoint)",
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "mx.checkpoint takes no policy: it keeps the region's inputs only",
-        "save_named": "no names: only the region's placement can change",
-        "offload_dots": "MLX has unified memory and no offload",
-        "budget": "mx.checkpoint has no memory budget",
-    }
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "nn.utils.checkpoint(module, block)",
-        "twice": "nn.utils.checkpoint(module, nn.utils.checkpoint(module, block))",
-        "under_trainer": "nn.utils.checkpoint(module, model call) around a model whose call "
-        "runs nn.utils.checkpoint(module, block)",
-    }
+    policies, inexpressible = whole_block(
+        "mx.checkpoint",
+        "the plain module",
+        "mlx.nn.utils.checkpoint (mx.checkpoint)",
+        keeps="it keeps the region's inputs only",
+        save_named="no names: only the region's placement can change",
+        offload_dots="MLX has unified memory and no offload",
+    )
+    compositions = wrapped("nn.utils.checkpoint(module, {})")
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
     #: `vjp` returns evaluated numpy and cannot be observed: a port that overrides it is

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from implementations.contract import installed_versions
-from implementations.measuring.departure import CountModel, open_regions_peak
+from implementations.measuring.departure import every_region, open_regions_peak
 from implementations.measuring.placement import Placement
 from implementations.measuring.stacked import stacked
 
@@ -84,15 +84,12 @@ def reentrant_peak(items: tuple) -> int:
     return open_regions_peak(items, last=2, other=2)
 
 
-DEPARTURES = {
-    name: CountModel(
-        REENTRANT_BACKWARD,
-        "paddle/distributed/fleet/recompute/recompute.py:376 (3.3.1), RecomputeFunction."
-        "backward's paddle.autograd.backward over the rerun's outputs",
-        {"peak_units": reentrant_peak},
-    )
-    for name in ("every", "segments", "nested", "binomial")
-}
+DEPARTURES = every_region(
+    REENTRANT_BACKWARD,
+    "paddle/distributed/fleet/recompute/recompute.py:376 (3.3.1), RecomputeFunction."
+    "backward's paddle.autograd.backward over the rerun's outputs",
+    reentrant_peak,
+)
 
 
 def block(x: paddle.Tensor, w1, b1, w2, b2) -> paddle.Tensor:  # (B, F) -> (B, F)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from implementations.contract import BackwardRecord, Grads, Params
+from implementations.policies import whole_block
 from implementations.stacks.base import observes
 from implementations.stacks.paddle import (
     MLP,
@@ -48,16 +49,14 @@ class Paddle(OffersStatefulBlock, PooledHookPort):
     framework = "paddlepaddle"
     stack = STACK
     checkpoint_api = "paddle.distributed.fleet.utils.recompute"
-    policies: ClassVar[dict[str, str]] = {
-        "none": "the plain layer",
-        "full": "paddle.distributed.fleet.utils.recompute(block, x)",
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "recompute takes no policy: it keeps the block's inputs only",
-        "save_named": "no names: recompute takes no policy, only the block's placement",
-        "offload_dots": "recompute takes no policy; its offload option is for inputs, not dots",
-        "budget": "recompute has no memory budget",
-    }
+    policies, inexpressible = whole_block(
+        "recompute",
+        "the plain layer",
+        "paddle.distributed.fleet.utils.recompute(block, x)",
+        keeps="it keeps the block's inputs only",
+        save_named="no names: recompute takes no policy, only the block's placement",
+        offload_dots="recompute takes no policy; its offload option is for inputs, not dots",
+    )
     #: The module class the port builds (mutants swap it).
     mlp: type[MLP] = MLP
     to_params = staticmethod(state_to_params)

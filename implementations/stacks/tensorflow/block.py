@@ -24,7 +24,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
-from implementations.measuring.departure import CountModel, open_regions_peak
+from implementations.measuring.departure import every_region, open_regions_peak
 from implementations.measuring.placement import Placement
 from implementations.schedules import Region, flat_stack
 
@@ -90,10 +90,7 @@ def recompute_grad_peak(items: tuple) -> int:
     return open_regions_peak(items, last=2, other=3)
 
 
-DEPARTURES = {
-    name: CountModel(RECOMPUTE_GRAD, RECOMPUTE_GRAD_SOURCE, {"peak_units": recompute_grad_peak})
-    for name in ("every", "segments", "nested", "binomial")
-}
+DEPARTURES = every_region(RECOMPUTE_GRAD, RECOMPUTE_GRAD_SOURCE, recompute_grad_peak)
 
 
 def block(x: tf.Tensor, w1, b1, w2, b2) -> tf.Tensor:  # (B, D) -> (B, F)

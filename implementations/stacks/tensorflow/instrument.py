@@ -66,7 +66,7 @@ from tensorflow.python.ops import custom_gradient
 from ...contract import BackwardRecord, SavedTensor
 from ...measuring.record import MATMULS as BLOCK_MATMULS
 from ...measuring.record import NotObservable, Record
-from ..block_runs import BlockRuns
+from ..block_runs import PhasedWatch
 from ..hlo import hlo_dot_count
 from ..value_labels import derived, role_after, stronger
 from . import block as block_module
@@ -124,11 +124,15 @@ def _name(op_type: Any) -> str:
     return op_type.decode() if isinstance(op_type, bytes) else op_type
 
 
-class Watch:
+class Watch(PhasedWatch):
     """The op callback and profiler of one watched call (see the module's docstring). `x` and
     `parameters` (canonical order, four per block) are the call's values."""
 
+    instrument, methods = INSTRUMENT, METHODS
+    no_backward = "the call ran no GradientTape.gradient"
+
     def __init__(self, x: Any, parameters: Iterable[Any]):
+        super().__init__()
         self.x = np.asarray(x, np.float32).ravel()
         self.parameters = [np.asarray(p, np.float32).ravel() for p in parameters]
         self.origin: dict[int, str] = {}  # id of a forward tensor -> origin
@@ -136,14 +140,8 @@ class Watch:
         self.maker: dict[int, str] = {}
         self.held: list[Any] = []  # every labelled tensor, kept alive (ids stay unique)
         self.saved: dict[int, Any] = {}
-        self.depth, self.gradients, self.regions = 0, 0, 0
+        self.gradients = 0
         self.recomputed: Counter = Counter()
-        self.matmuls: Counter = Counter()
-        self.blocks = BlockRuns()
-
-    @property
-    def phase(self) -> str:
-        return "backward" if self.depth else "forward"
 
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
         code = frame.f_code
@@ -156,10 +154,7 @@ class Watch:
         elif code is _REGION_CODE and event == "call" and not self.depth:
             self.regions += 1
         elif code is _BLOCK_CODE:
-            if event == "call":
-                self.blocks.enter(self._block_of(frame.f_locals.get("w1")))
-            elif event == "return":
-                self.blocks.leave(self.phase)
+            self.block_event(frame, event)
 
     def __call__(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
         op, inputs, outputs = _name(op_type), list(inputs or ()), list(outputs or ())
@@ -253,19 +248,8 @@ class Watch:
 
     def record(self) -> Record:
         """What the call showed (`Record`); saved and recomputed only once a backward ran."""
-        none = NotObservable("the call ran no GradientTape.gradient")
         ran = self.gradients > 0
-        return Record(
-            INSTRUMENT,
-            METHODS,
-            saved=self.classify() if ran else none,
-            evaluations=tuple(self.blocks.evaluations),
-            forward_matmuls=self.matmuls["forward"],
-            backward_matmuls=self.matmuls["backward"] if ran else none,
-            recomputed=dict(self.recomputed) if ran else none,
-            regions=self.regions,
-            reruns=self.gradients - 1 if ran else none,
-        )
+        return self.counted(ran, self.classify, dict(self.recomputed), self.gradients - 1)
 
 
 @contextlib.contextmanager

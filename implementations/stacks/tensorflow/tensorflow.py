@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from implementations.composition import wrapped
 from implementations.contract import (
     PARAM_NAMES,
     BackwardRecord,
@@ -35,6 +36,7 @@ from implementations.contract import (
     check_seed,
     check_sizes,
 )
+from implementations.policies import whole_block
 from implementations.stacks import Port
 from implementations.stacks.base import observes
 from implementations.stacks.numpy import canonical_params
@@ -172,23 +174,15 @@ class TensorFlow(OffersStatefulBlock, Port):
     framework = "tensorflow"
     stack = STACK
     checkpoint_api = "tf.recompute_grad"
-    policies: ClassVar[dict[str, str]] = {
-        "none": "the plain block",
-        "full": "tf.recompute_grad(block)",
-    }
-    compositions: ClassVar[dict[str, str]] = {
-        "once": "tf.recompute_grad(block)",
-        "twice": "tf.recompute_grad(tf.recompute_grad(block))",
-        "under_trainer": "tf.recompute_grad(model call) around a model whose call runs "
+    policies, inexpressible = whole_block(
+        "tf.recompute_grad",
+        "the plain block",
         "tf.recompute_grad(block)",
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "tf.recompute_grad takes no policy: it reruns the whole region, both "
-        "matmuls (a documented degradation)",
-        "save_named": "no names: only the region's placement can change",
-        "offload_dots": "tf.recompute_grad has no offload",
-        "budget": "tf.recompute_grad has no memory budget",
-    }
+        keeps="it reruns the whole region, both matmuls (a documented degradation)",
+        save_named="no names: only the region's placement can change",
+        offload_dots="tf.recompute_grad has no offload",
+    )
+    compositions = wrapped("tf.recompute_grad({})")
     #: The block as the checkpoint runs it (mutants swap it).
     region: Callable = staticmethod(checkpointed_block)
     #: The block with variables and RNGs (property (l); `stateful`): as a user writes it, and

@@ -55,6 +55,20 @@ MATMULS = frozenset(
 #: The same as packet names, for graphs and counters (`aten.addmm`).
 MATMUL_NAMES = frozenset(str(op.overloadpacket) for op in MATMULS)
 
+#: How torch spells `save_dots` (what follows it is each port's own).
+SAVE_DOTS = (
+    "context_fn=functools.partial(create_selective_checkpoint_contexts, policy_fn): "
+    "aten.addmm/mm -> CheckpointPolicy.MUST_SAVE"
+)
+#: Why eager torch cannot express `save_named`, `offload_dots` (what follows it is each port's
+#: own) and `budget`: the reasons its eager ports share.
+EAGER_NO_NAMES = (
+    "torch has no tensor names; a custom tag op can be cached, but the eager recompute still "
+    "reruns the addmm that makes h"
+)
+EAGER_NO_OFFLOAD = "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute (torch 2.13)"
+EAGER_NO_BUDGET = "activation_memory_budget is a torch.compile option; eager torch has none"
+
 
 @torch.library.custom_op("remat_conformance::tag", mutates_args=())
 def tag(tensor: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,12 @@ from implementations.stacks.torch.mlp import (  # noqa: F401 - the model and its
     params_to_state,
     state_to_params,
 )
+from implementations.stacks.torch.policies import (
+    EAGER_NO_BUDGET,
+    EAGER_NO_NAMES,
+    EAGER_NO_OFFLOAD,
+    SAVE_DOTS,
+)
 from implementations.stacks.torch.stateful import EAGER_VARIANTS, StatefulTorch
 
 
@@ -36,15 +42,12 @@ class PyTorch(StatefulTorch, TorchPort):
     policies: ClassVar[dict[str, str]] = {
         "none": "no checkpoint",
         "full": "torch.utils.checkpoint(use_reentrant=False)",
-        "save_dots": "context_fn=functools.partial(create_selective_checkpoint_contexts, "
-        "policy_fn): aten.addmm/mm -> CheckpointPolicy.MUST_SAVE, the rest PREFER_RECOMPUTE",
+        "save_dots": f"{SAVE_DOTS}, the rest PREFER_RECOMPUTE",
     }
     inexpressible: ClassVar[dict[str, str]] = {
-        "save_named": "torch has no tensor names; a custom tag op can be cached, but the eager "
-        "recompute still reruns the addmm that makes h",
-        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
-        "(torch 2.13): nothing is offloaded",
-        "budget": "activation_memory_budget is a torch.compile option; eager torch has none",
+        "save_named": EAGER_NO_NAMES,
+        "offload_dots": f"{EAGER_NO_OFFLOAD}: nothing is offloaded",
+        "budget": EAGER_NO_BUDGET,
     }
     compositions: ClassVar[dict[str, str]] = {
         "once": "checkpoint(block, x, use_reentrant=False)",

@@ -32,11 +32,11 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     checkpoint_wrapper,
 )
 
-from ...contract import Grads, Params, check_features, check_seed, check_sizes
-from ..numpy import canonical_params, out_in
+from ...contract import Params, check_features, check_seed, check_sizes
+from ..numpy import canonical_params
 from . import instrument
 from . import policies as torch_policies
-from .arrays import as_input, leaf_input, to_host_array
+from .arrays import as_input, leaf_input
 from .mlp import MLP, STATE_NAMES, build_mlp, state_to_params
 from .mlp import tensor as as_tensor
 from .port import TorchPort
@@ -111,14 +111,9 @@ def prepared_grads(
 ) -> Callable[[], list[torch.Tensor]]:
     """The VJP of `port.run(model, x)` with `cotangent` into x and the block's weights (w1, b1,
     w2, b2 in torch's layout), its cotangent made here, once (a port's `prepared_vjp`): the
-    callable returns x's gradient, then each weight's (`canonical_grads` converts them)."""
+    callable returns x's gradient, then each weight's (`TorchPort.vjp` converts them)."""
     leaves, cotangent = [x, *weights], as_tensor(cotangent)
     return lambda: gradients(port.run(model, x), leaves, cotangent)
-
-
-def canonical_grads(grads: list[torch.Tensor]) -> Grads:
-    """`prepared_grads`' gradients as canonical `Grads`."""
-    return out_in.to_grads(grads[1:], grads[0], to_host_array)
 
 
 def exercise_of(port: TorchPort, seed: Any, x: Any, features: Any) -> tuple[torch.Tensor, Any]:
@@ -159,11 +154,10 @@ class TorchAcWrapper(StatefulTorch, TorchPort):
         "create_selective_checkpoint_contexts, policy_fn)): aten.addmm/mm -> MUST_SAVE",
     }
     inexpressible: ClassVar[dict[str, str]] = {
-        "save_named": "torch has no tensor names; a custom tag op can be cached, but the eager "
-        "recompute still reruns the addmm that makes h",
-        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
-        "(torch 2.13); offload_wrapper offloads every saved tensor, not the dots",
-        "budget": "activation_memory_budget is a torch.compile option; eager torch has none",
+        "save_named": torch_policies.EAGER_NO_NAMES,
+        "offload_dots": f"{torch_policies.EAGER_NO_OFFLOAD}; offload_wrapper offloads every "
+        "saved tensor, not the dots",
+        "budget": torch_policies.EAGER_NO_BUDGET,
     }
     compositions: ClassVar[dict[str, str]] = {
         "once": "apply_activation_checkpointing(model, ...) once",
@@ -209,11 +203,6 @@ class TorchAcWrapper(StatefulTorch, TorchPort):
         # Loaded into the block and exported again: the converters are checked too.
         params = self.stack.canonical_params(seed, dim, features)
         return state_to_params(self.block(params).state_dict())
-
-    def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
-    ) -> Grads:
-        return canonical_grads(self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)())
 
     def prepared_vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True

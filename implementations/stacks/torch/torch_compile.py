@@ -53,6 +53,7 @@ from implementations.stacks.base import observes
 from implementations.stacks.torch import MLP, TorchPort, instrument, leaf_input
 from implementations.stacks.torch.compiled import CompiledModule, NoRemat, capture
 from implementations.stacks.torch.instrument import backward_of
+from implementations.stacks.torch.policies import SAVE_DOTS
 from implementations.stacks.torch.stateful import COMPILED_VARIANTS, StatefulTorch
 
 # The port's compiled calls, each with the recorder of every graph it compiles:
@@ -90,8 +91,7 @@ class TorchCompile(StatefulTorch, TorchPort):
     policies: ClassVar[dict[str, str]] = {
         "none": "no checkpoint (inductor's min-cut partitioner told to recompute nothing)",
         "full": "torch.utils.checkpoint(use_reentrant=False) under torch.compile",
-        "save_dots": "context_fn=functools.partial(create_selective_checkpoint_contexts, "
-        "policy_fn): aten.addmm/mm -> CheckpointPolicy.MUST_SAVE, under torch.compile",
+        "save_dots": f"{SAVE_DOTS}, under torch.compile",
         "save_named": "custom op remat_conformance::tag on h, its output MUST_SAVE through "
         "functools.partial(create_selective_checkpoint_contexts, policy_fn)",
         "budget": "no checkpoint; torch._functorch.config.activation_memory_budget = b "

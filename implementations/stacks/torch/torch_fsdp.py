@@ -21,7 +21,7 @@ ranks); `exercise_record` reads the ranks' instruments instead.
 from __future__ import annotations
 
 import atexit
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
@@ -32,10 +32,12 @@ from implementations.contract import (
     Params,
     check_exercise,
 )
+from implementations.policies import none_and_full
 from implementations.sharding import RankRecord, rank_count
 from implementations.stacks.numpy import canonical_params, out_in
 from implementations.stacks.torch import TorchPort
 from implementations.stacks.torch.arrays import as_input, to_host_array
+from implementations.stacks.torch.policies import EAGER_NO_OFFLOAD
 from implementations.stacks.torch.ranks import RankPool, node_count
 
 RANKS_VARIABLE = "REMAT_FSDP_RANKS"
@@ -60,19 +62,16 @@ class TorchFsdp(TorchPort):
     )
     # (j) holds the ranks' instrument to its own expectations (this folder's expectations.py).
     instrument_family = "torch_fsdp"
-    policies: ClassVar[dict[str, str]] = {
-        "none": "fully_shard, no checkpoint",
-        "full": "torch.utils.checkpoint(use_reentrant=False) inside fully_shard",
-    }
-    inexpressible: ClassVar[dict[str, str]] = {
-        "save_dots": "not wired: the ranks' instrument reads saved_tensors_hooks, which "
+    policies, inexpressible = none_and_full(
+        "fully_shard, no checkpoint",
+        "torch.utils.checkpoint(use_reentrant=False) inside fully_shard",
+        save_dots="not wired: the ranks' instrument reads saved_tensors_hooks, which "
         "selective checkpointing's cache bypasses (the torch port expresses it)",
-        "save_named": "torch has no tensor names; the eager recompute reruns the addmm that "
+        save_named="torch has no tensor names; the eager recompute reruns the addmm that "
         "makes h anyway (see the torch port)",
-        "offload_dots": "eager selective checkpointing treats MUST_CPU_OFFLOAD as recompute "
-        "(torch 2.13): nothing is offloaded",
-        "budget": "activation_memory_budget is a torch.compile option; eager FSDP2 has none",
-    }
+        offload_dots=f"{EAGER_NO_OFFLOAD}: nothing is offloaded",
+        budget="activation_memory_budget is a torch.compile option; eager FSDP2 has none",
+    )
     #: The values come from the ranks, and so does the evidence: a value method overridden
     #: here, in the controller, computes where no rank's instrument sees it, so a subclass
     #: that overrides one (and not its record) is refused when it is made, naming these.

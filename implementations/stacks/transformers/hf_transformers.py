@@ -20,12 +20,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from implementations.contract import Grads, Params
+from implementations.contract import Params
 from implementations.stacks.torch import TorchPort, leaf_input, state_to_params
 from implementations.stacks.torch.stateful import StatefulTorch, Variant
 from implementations.stacks.torch.torch_ac_wrapper import (
     CheckpointImpl,
-    canonical_grads,
     context_for,
     exercise_of,
     prepared_grads,
@@ -43,7 +42,6 @@ class HfTransformers(StatefulTorch, TorchPort):
     name = "hf_transformers"
     framework = "transformers"
     checkpoint_api = "model.activation_checkpointing_enable()"
-    distributions = ("torch", "transformers")
     state_runs: ClassVar[dict[str, Variant]] = {
         "default": Variant(
             HF_TRANSFORMERS["default"].spelling,
@@ -118,11 +116,6 @@ class HfTransformers(StatefulTorch, TorchPort):
     def input_of(self, x: np.ndarray) -> torch.Tensor:
         """x as the model gets it: a new leaf that requires grad."""
         return leaf_input(x)
-
-    def vjp(
-        self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True
-    ) -> Grads:
-        return canonical_grads(self.prepared_vjp(params, x, cotangent, checkpoint=checkpoint)())
 
     def prepared_vjp(
         self, params: Params, x: np.ndarray, cotangent: np.ndarray, *, checkpoint: Any = True

@@ -17,7 +17,7 @@ from conformance.tables import reports
 from conformance.tables.kinds import bench_schedules as kind
 from conformance.tables.render import markdown
 from implementations.bench_case import Data, ScheduleStatic, Values
-from implementations.measuring.departure import CountModel
+from implementations.measuring.departure import REGION_SCHEDULES, CountModel, every_region
 from implementations.schedules import Departure, Region, Schedule, regions
 
 
@@ -272,6 +272,18 @@ def test_a_peak_past_the_model_is_caught_unless_a_departure_counts_it():
     counted = _held(Departure("a reentrant backward, upstream", held_per_level=8))
     assert any(r.flags for r in counted)
     assert bench.unexplained(counted) == []
+
+
+def test_a_count_of_every_region_covers_each_schedule_that_places_regions():
+    def peak(items):
+        return 7
+
+    found = every_region("reason", "file.py:1", peak)
+    assert REGION_SCHEDULES == ("every", "segments", "nested", "binomial")
+    assert found == dict.fromkeys(
+        REGION_SCHEDULES, CountModel("reason", "file.py:1", {"peak_units": peak})
+    )
+    assert found["nested"].predict(()) == {"peak_units": 7}
 
 
 def test_a_departure_explains_no_more_than_its_count():

@@ -49,6 +49,15 @@ def test_declarations_are_checked_when_a_port_class_is_made():
         composition.check_declaration("P", {}, {"twice": "two\nlines"})
 
 
+def test_a_wrapping_checkpoint_spells_its_three_cases_from_its_wrapper():
+    assert composition.wrapped("ckpt({})") == {
+        "once": "ckpt(block)",
+        "twice": "ckpt(ckpt(block))",
+        "under_trainer": "ckpt(model call) around a model whose call runs ckpt(block)",
+    }
+    composition.check_declaration("P", composition.wrapped("ckpt({})"), {})
+
+
 def test_nesting_names_its_case():
     assert Nesting("twice").label == "twice"
     assert bool(Nesting("once"))

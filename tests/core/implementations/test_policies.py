@@ -15,6 +15,8 @@ from implementations.policies import (
     as_policy,
     declared,
     inexpressible,
+    none_and_full,
+    whole_block,
 )
 from implementations.stacks import Port, Stack
 
@@ -131,6 +133,31 @@ def test_a_full_declaration_is_accepted():
 def test_a_bad_declaration_fails_at_class_creation(policies, rest, match):
     with pytest.raises(TypeError, match=match):
         _port(policies=policies, inexpressible=rest)
+
+
+def test_a_none_and_full_declaration_keeps_each_reason_as_given():
+    policies, reasons = none_and_full(
+        "plain", "ckpt", save_dots="a", save_named="b", offload_dots="c", budget="d"
+    )
+    assert policies == {"none": "plain", "full": "ckpt"}
+    assert reasons == {"save_dots": "a", "save_named": "b", "offload_dots": "c", "budget": "d"}
+    _port(policies=policies, inexpressible=reasons)  # a declaration the class check accepts
+
+
+def test_a_whole_block_declaration_spells_its_reasons_with_the_api():
+    policies, reasons = whole_block(
+        "ckpt", "plain", "ckpt(block)", keeps="it keeps x", save_named="sn", offload_dots="od"
+    )
+    assert policies == {"none": "plain", "full": "ckpt(block)"}
+    assert reasons == {
+        "save_dots": "ckpt takes no policy: it keeps x",
+        "save_named": "sn",
+        "offload_dots": "od",
+        "budget": "ckpt has no memory budget",
+    }
+    _port(policies=policies, inexpressible=reasons)  # a declaration the class check accepts
+    _, own = whole_block("c", "a", "b", keeps="k", save_named="s", offload_dots="o", budget="b0")
+    assert own["budget"] == "b0"
 
 
 def test_a_port_that_declares_nothing_expresses_none_and_full():
