@@ -154,7 +154,15 @@ def test_the_table_marks_each_part_and_survives_the_json_and_reaches_the_page(
     assert shown["hips_autograd explicit_seed"][3][0] == "1 update"
     assert shown["hips_autograd default"][3][0] == "2 updates"
 
-    console = Console(width=160, record=True)
+    # A terminal of 100 columns keeps the three measured parts, and leaves out who and fix.
+    console = Console(width=100, record=True)
+    terminal.print_block(console, table)
+    text = console.export_text()
+    header = text.splitlines()[1].split()
+    assert header == ["variant", "replay", "stream", "updates"]
+    assert "left out to fit 100 columns: declared, measured, fix, repro" in text
+    assert "2 updates" in text
+    console = Console(width=2000, record=True)
     terminal.print_block(console, table)
     text = console.export_text()
     assert "randomness and state" in text
