@@ -71,13 +71,17 @@ def not_installed(port: dict[str, Any]) -> bool:
     return port.get("state") == "unavailable"
 
 
-def install_command(port: dict[str, Any]) -> str:
-    """The pip command in a not-installed port's reason ("needs 'paddle', not installed (pip
-    install ...)", or "(cd CLONE && pip install ...)" from a clone: `implementations.installing`),
-    or the reason itself when it names none."""
+#: The command in a not-installed port's reason: "(pip install ...)", or "(cd CLONE && pip
+#: install ...)" from a clone (`implementations.installing`); group 2 is the pip part.
+_INSTALL = re.compile(r"\(((?:cd .+? && )?(pip install [^)]*))\)")
+
+
+def install_command(port: dict[str, Any], *, pip_only: bool = False) -> str:
+    """The install command in a not-installed port's reason (`pip_only`: without the clone's
+    `cd CLONE && `), or the reason itself when it names none."""
     reason = port.get("reason", "")
-    found = re.search(r"\(((?:cd .+? && )?pip install [^)]*)\)", reason)
-    return found.group(1) if found else reason
+    found = _INSTALL.search(reason)
+    return found.group(2 if pip_only else 1) if found else reason
 
 
 def _fill(worst: Any) -> float | None:
@@ -149,8 +153,7 @@ def matrix(run: dict[str, Any], registered: Sequence[str] | None = None) -> Tabl
         if not_installed(port):
             # The pip command under the name; from a clone, the clone it runs in (`cd CLONE &&`,
             # a path of this machine's that drew the row five lines tall on a phone) is its title.
-            command = install_command(port)
-            short = re.sub(r"^cd .+? && ", "", command)
+            command, short = install_command(port), install_command(port, pip_only=True)
             title = command if short != command else ""
             label = Cell(port["name"], "not-installed", note=short, title=title)
             cells = [outcomes.NOT_INSTALLED_CELL] * len(keys)
