@@ -19,7 +19,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...stateful import DEFAULT_VARIANT, MOMENTUM, StateStep
-from .stateful import StatefulFront, checked, dropout_key, initial, make_step, observed_masks
+from .stateful import (
+    STEP_COMPILE,
+    StatefulFront,
+    checked,
+    dropout_key,
+    initial,
+    make_step,
+    observed_masks,
+)
 
 AXIS = "batch"
 
@@ -70,7 +78,7 @@ def compiled_step(checkpoint: bool):
 
     region = eqx.filter_checkpoint(batched) if checkpoint else batched
 
-    @eqx.filter_jit
+    @functools.partial(eqx.filter_jit, compiler_options=STEP_COMPILE)
     def step(model, state, x, key, cotangent):
         key, draw = jax.random.split(key)
         keys = jax.random.split(draw, x.shape[0])  # one per row

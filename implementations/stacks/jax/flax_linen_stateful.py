@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from ...stateful import StateStep
-from .stateful import checked, dropout_key, initial, make_step, observed_masks
+from .stateful import STEP_COMPILE, checked, dropout_key, initial, make_step, observed_masks
 
 
 class Block(nn.Module):
@@ -77,7 +77,7 @@ def compiled_step(module: type[nn.Module], features: int, rate: float):
         grads, gx = pullback(cotangent)
         return y, grads, gx, updated["batch_stats"]
 
-    return jax.jit(step)
+    return jax.jit(step, compiler_options=STEP_COMPILE)
 
 
 def linen_state_step(

@@ -19,7 +19,15 @@ import jax
 import jax.numpy as jnp
 
 from ...stateful import DEFAULT_VARIANT, EPSILON, MOMENTUM, StateStep
-from .stateful import StatefulFront, checked, dropout_key, initial, make_step, observed_masks
+from .stateful import (
+    STEP_COMPILE,
+    StatefulFront,
+    checked,
+    dropout_key,
+    initial,
+    make_step,
+    observed_masks,
+)
 
 
 def block(x: jax.Array, features: int, rate: float) -> jax.Array:  # (B, D) -> (B, F)
@@ -64,7 +72,7 @@ def compiled_step(features: int, rate: float, checkpoint: bool):
         grads, gx = pullback(cotangent)
         return y, grads, gx, state, key
 
-    return jax.jit(step)
+    return jax.jit(step, compiler_options=STEP_COMPILE)
 
 
 def haiku_state_step(

@@ -17,7 +17,15 @@ import jax
 import jax.numpy as jnp
 
 from ...stateful import DEFAULT_VARIANT, EPSILON, MOMENTUM, STATE_PARAM_NAMES, StateStep
-from .stateful import StatefulFront, checked, dropout_key, initial, make_step, observed_masks
+from .stateful import (
+    STEP_COMPILE,
+    StatefulFront,
+    checked,
+    dropout_key,
+    initial,
+    make_step,
+    observed_masks,
+)
 
 Tree = dict[str, Any]
 #: A region: `(params, x, key) -> (y, (batch mean, batch variance))`.
@@ -73,7 +81,7 @@ def compiled_step(region: Region, updates: int = 1, kept: float = MOMENTUM, spli
             stats = update(stats, batch, kept)
         return y, grads, gx, stats, key
 
-    return jax.jit(step)
+    return jax.jit(step, compiler_options=STEP_COMPILE)
 
 
 cached_step = functools.lru_cache(maxsize=64)(compiled_step)

@@ -5,6 +5,7 @@
   makes it (a `jax.debug.callback` on the drawn mask, so a recompute inside `jax.checkpoint`
   reports its own draw). Flax linen, NNX and Equinox draw their dropout masks with it.
 - `fingerprint(key)`: a key's words, as bytes.
+- `STEP_COMPILE`: the XLA options each front's step is jitted with.
 - `make_step(...)`: a `StateStep` from a step's arrays and the observed draws.
 - `initial(seed, dim, features)`: the block's parameters and statistics as numpy arrays,
   Flax's init (the first exercise's parameters, then BatchNorm's ones and zeros).
@@ -39,6 +40,12 @@ UPDATES_UNCOUNTED = NotObservable(
     "JAX's state is a value: the step returns the statistics once; (l.3) counts the updates in them"
 )
 _ORIGINAL_BERNOULLI = jax.random.bernoulli
+#: XLA's options for a front's step, which runs inside `observed_masks`: the callback there
+#: keeps the program out of JAX's persistent cache (jax/_src/compiler.py writes no entry for
+#: a program with host callbacks), so every run compiles it again: LLVM's optimisations are
+#: left out of that compile. The step's values are held to the numpy block within its error
+#: bounds, never bit for bit, and its masks are integer draws.
+STEP_COMPILE = {"xla_backend_optimization_level": 0}
 
 
 def dropout_key(seed: int) -> jax.Array:
