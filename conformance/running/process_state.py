@@ -16,6 +16,11 @@ framework is imported already); and the identity of every public attribute of
 the frameworks' modules (the top-level modules of every manifest's ports, and
 their submodules two levels down).
 
+A capture is taken before and after every port and mutant, so it keeps a shallow copy of
+each of those modules' namespaces (`_namespaces`, a copy made in C), holding the objects it
+saw so that no new object can take an old one's `id()`; `changes` reads the attributes of a
+module only where its namespace differs.
+
 A port's first import can patch a framework it imports for the first time
 (`flax.linen.relu = leaky_relu` at the top of its module): nothing was there
 before to differ from. So each capture also lists the frameworks' attributes
@@ -26,6 +31,7 @@ the package that planted it.
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from typing import Any
@@ -59,38 +65,70 @@ def capture() -> dict[str, Any]:
         "environment": worker_environment(),
         "numpy errors": np.geterr(),
         "settings": settings,
-        "functions": (functions := _functions()),
-        "planted": _planted(functions),
+        "namespaces": _namespaces(),
+        "planted": _planted(),
     }
 
 
-def _planted(functions: dict[str, tuple[int, str]]) -> dict[str, str]:
+def _planted() -> dict[str, str]:
     """The frameworks' attributes defined in an outside port's package: name -> the port."""
     outside = {top: name for name, top in implementations.OUTSIDE_LOADED.items()}
+    if not outside:
+        return {}
     return {
-        attribute: outside[owner]
-        for attribute, (_, owner) in functions.items()
-        if owner in outside and attribute.split(".", 1)[0] != owner
+        f"{module}.{attribute}": outside[owner]
+        for module, namespace in _namespaces().items()
+        for attribute, (_, owner) in _functions(namespace).items()
+        if owner in outside and module.split(".", 1)[0] != owner
     }
 
 
-def _functions() -> dict[str, tuple[int, str]]:
-    """Each public callable of the frameworks' loaded modules, by dotted name: its `id()` and
-    the top-level package that defines it."""
+def _namespaces() -> dict[str, dict[str, Any]]:
+    """A shallow copy of the namespace of each of the frameworks' loaded modules, by name."""
     tops = _framework_tops()
     found = {}
     for name, module in list(sys.modules.items()):
         if module is None or name.split(".", 1)[0] not in tops or name.count(".") > DEPTH:
             continue
-        try:
-            attributes = list(vars(module).items())
-        except TypeError:  # a module-like object without a __dict__
-            continue
-        for attribute, value in attributes:
-            if not attribute.startswith("_") and callable(value):
-                owner = str(getattr(value, "__module__", None) or "").split(".", 1)[0]
-                found[f"{name}.{attribute}"] = (id(value), owner)
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:  # a module-like object may have none, or a proxy
+            found[name] = namespace.copy()
     return found
+
+
+def _functions(namespace: dict[str, Any]) -> dict[str, tuple[int, str]]:
+    """A namespace's public callables: each one's `id()` and the top-level package that
+    defines it."""
+    return {
+        attribute: (id(value), str(getattr(value, "__module__", None) or "").split(".", 1)[0])
+        for attribute, value in namespace.items()
+        if not attribute.startswith("_") and callable(value)
+    }
+
+
+def _same(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether two copies of a namespace hold the same objects under the same names, compared
+    by identity alone (an object's own `==` is never called)."""
+    return before.keys() == after.keys() and all(map(operator.is_, before.values(), after.values()))
+
+
+def _swapped(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
+    """The public callables replaced between two captures by one defined elsewhere (a
+    framework that swaps one of its own functions on first use, as dynamo wraps
+    `torch.jit.trace`, is the framework's business)."""
+    found = []
+    for module, namespace in before.items():
+        now = after.get(module)
+        if now is None or _same(namespace, now):
+            continue
+        then, later = _functions(namespace), _functions(now)
+        top = module.split(".", 1)[0]
+        found += [
+            f"{module}.{attribute}"
+            for attribute, (identity, _) in then.items()
+            if (new := later.get(attribute)) is not None and new[0] != identity and new[1] != top
+        ]
+    return sorted(found)
 
 
 def changes(before: dict[str, Any], after: dict[str, Any], limit: int = 5) -> str:
@@ -100,16 +138,8 @@ def changes(before: dict[str, Any], after: dict[str, Any], limit: int = 5) -> st
         found += _differences(part, before[part], after[part])
     for stack, settings in before["settings"].items():
         found += _differences(f"{stack} settings", settings, after["settings"].get(stack, {}))
-    # A framework that swaps one of its own functions on first use (dynamo wraps torch.jit.trace)
-    # is the framework's business; a replacement defined elsewhere is a monkeypatch.
-    swapped = [
-        name
-        for name, (identity, _) in before["functions"].items()
-        if (now := after["functions"].get(name)) is not None
-        and now[0] != identity
-        and now[1] != name.split(".", 1)[0]
-    ]
-    found += [f"{name} was replaced" for name in sorted(swapped)]
+    swapped = _swapped(before["namespaces"], after["namespaces"])
+    found += [f"{name} was replaced" for name in swapped]
     planted = after.get("planted", {})
     found += [
         f"{name} was replaced by code of the port {planted[name]}'s package"

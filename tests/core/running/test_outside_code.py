@@ -162,7 +162,7 @@ def test_a_framework_attribute_planted_on_first_import_is_a_named_change(monkeyp
     monkeypatch.setitem(implementations.OUTSIDE_LOADED, "poison_port", "poison_package")
     before = process_state.capture()
     # Before: as if flax had not been imported yet (the port's import brought it in).
-    before["functions"] = {k: v for k, v in before["functions"].items() if "flax" not in k}
+    before["namespaces"] = {k: v for k, v in before["namespaces"].items() if "flax" not in k}
     monkeypatch.setattr(linen, "relu", leaky_relu)
     after = process_state.capture()
     change = process_state.changes(before, after)
