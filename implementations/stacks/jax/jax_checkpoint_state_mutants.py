@@ -71,6 +71,21 @@ class DropoutUnscaled(JaxCheckpoint):
         return _unscaled(rate) if checkpoint else _unscaled_plain(rate)
 
 
+@functools.lru_cache(maxsize=32)
+def _swapped(rate: float, checkpoint: bool) -> state.Region:
+    region = functools.partial(state.block, rate=rate, swapped=True)
+    return jax.checkpoint(region) if checkpoint else region
+
+
+class DropoutKeepsTheRate(JaxCheckpoint):
+    """Dropout keeps each element with the probability `rate`, not 1 - rate (the keep and
+    drop probabilities swapped), and scales by 1 / (1 - rate): its values are right for the
+    mask it drew, and at rate 0.5 its law is too."""
+
+    def state_region(self, checkpoint, rate):
+        return _swapped(rate, bool(checkpoint))
+
+
 class CheckpointAdvancesRng(JaxCheckpoint):
     """The checkpoint splits the key once more: the next step's key differs with it on."""
 

@@ -32,9 +32,13 @@ Tree = dict[str, Any]
 Region = Callable[[Tree, jax.Array, jax.Array], tuple[jax.Array, tuple[jax.Array, jax.Array]]]
 
 
-def block(params: Tree, x: jax.Array, key: jax.Array, rate: float, scaled: bool = True):
+def block(
+    params: Tree, x: jax.Array, key: jax.Array, rate: float, scaled: bool = True,
+    swapped: bool = False,
+):  # fmt: skip
     """`Dense -> BatchNorm -> relu -> Dropout(rate) -> Dense` on `(B, D)`: `(y, (mean, var))`.
-    `scaled=False` drops the 1 / (1 - rate) (a mutant's bug)."""
+    `scaled=False` drops the 1 / (1 - rate), `swapped=True` keeps with the probability `rate`
+    (two mutants' bugs)."""
     # Every broadcast explicit ([None]): the suite's tests run with rank promotion refused.
     h = x @ params["w1"] + params["b1"][None]  # (B, D) @ (D, F) -> (B, F)
     mean = h.mean(0)
@@ -43,7 +47,7 @@ def block(params: Tree, x: jax.Array, key: jax.Array, rate: float, scaled: bool 
     z = (h - mean[None]) * (inv * params["gamma"])[None] + params["beta"][None]
     a = jax.nn.relu(z)
     if rate > 0.0:
-        mask = jax.random.bernoulli(key, 1.0 - rate, a.shape)
+        mask = jax.random.bernoulli(key, rate if swapped else 1.0 - rate, a.shape)
         a = jnp.where(mask, a / (1.0 - rate) if scaled else a, 0.0)
     return a @ params["w2"] + params["b2"][None], (mean, var)
 

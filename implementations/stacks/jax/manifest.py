@@ -279,6 +279,11 @@ MANIFEST = Manifest(
                     "dropout keeps its elements without the 1 / (1 - rate) scale",
                 ),
                 (
+                    "state_dropout_keeps_the_rate",
+                    "DropoutKeepsTheRate",
+                    "dropout keeps an element with the probability rate, not 1 - rate",
+                ),
+                (
                     "state_checkpoint_advances_rng",
                     "CheckpointAdvancesRng",
                     "the checkpoint splits the RNG key once more",

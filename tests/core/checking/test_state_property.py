@@ -31,7 +31,7 @@ class NumpyBlock:
     state_variants: ClassVar[dict[str, str]] = {DEFAULT_VARIANT: "a hand-written recompute"}
 
     def __init__(self, declaration=None, *, fresh=False, moves=False, updates=1, scale=True,
-                 kept=stateful.MOMENTUM):  # fmt: skip
+                 kept=stateful.MOMENTUM, swapped=False):  # fmt: skip
         self.state_declarations = {
             DEFAULT_VARIANT: declaration or StateDeclaration("recompute", "default_rng(seed)")
         }
@@ -42,13 +42,14 @@ class NumpyBlock:
             scale,
             kept,
         )
+        self.swapped = swapped  # keeps with the probability rate, not 1 - rate
 
     def state_step(
         self, seed, x, features, rate, cotangent, checkpoint=True, variant=DEFAULT_VARIANT
     ):
         rng = np.random.default_rng(seed)
         arrays = l_state.arrays_of(StateCase(seed, x, features, rate, cotangent))
-        mask = rng.random((x.shape[0], features)) >= rate
+        mask = rng.random((x.shape[0], features)) >= (1.0 - rate if self.swapped else rate)
         redrawn = rng.random(mask.shape) >= rate if self.fresh and checkpoint else mask
         used = rate if self.scale else 0.0  # unscaled: the kept elements as they are
         forward = stateful_reference.step(arrays, x, mask, used, cotangent)
@@ -94,10 +95,19 @@ def test_the_right_step_passes_every_part():
             "2 of the canonical's updates, expected 1",
         ),
         (NumpyBlock(kept=0.01), 0.5, "(l.3) state once", "no number (0 to 3)"),
-        # At rate 0 the step is right; only the law's own steps, at rate 0.5, see it.
+        # At rate 0 the step is right; only the law's own steps, at `LAW_RATE`, see it.
         (NumpyBlock(scale=False), 0.0, "(l.4) the mask's law", "scaled by 1, expected"),
+        # At rate 0.5 keeping with the probability rate is right too; the law's rate is not.
+        (NumpyBlock(swapped=True), 0.5, "(l.4) the mask's law", "expected 0.75: two-sided"),
     ],
-    ids=["fresh mask", "stream moved", "updated twice", "momentum swapped", "unscaled"],
+    ids=[
+        "fresh mask",
+        "stream moved",
+        "updated twice",
+        "momentum swapped",
+        "unscaled",
+        "keep and drop swapped",
+    ],
 )
 def test_each_bug_fails_its_own_part(port, rate, part, said):
     with pytest.raises(ConformanceError) as raised:
@@ -148,3 +158,22 @@ def test_the_binomial_test_s_false_alarm_is_what_it_states():
     assert (
         l_state.binomial_p(330, 512, 0.5) < l_state.FALSE_ALARM < l_state.binomial_p(300, 512, 0.5)
     )
+
+
+def test_the_law_draws_its_512_elements_whatever_the_shape():
+    assert l_state.law_seeds(32, 4) == range(4)  # the menu's shape: 4 steps of 128
+    assert l_state.law_seeds(8, 4) == range(16)
+    assert l_state.law_seeds(4, 6) == range(22)  # 528 elements
+    assert l_state.law_seeds(16, 3) == range(11)
+
+
+def test_the_law_s_rate_tells_a_kept_share_0_1_off_and_keep_from_drop():
+    rate = l_state.LAW_RATE
+    assert rate != 0.5  # at 0.5, keeping with the probability rate has the right law
+    keep, draws = 1.0 - rate, l_state.LAW_DRAWS
+    # 0.1 off the kept share is 5.2 standard deviations on 512 draws: past 4.9, the false alarm's
+    assert 0.1 / np.sqrt(keep * (1 - keep) / draws) == pytest.approx(5.23, abs=0.01)
+    assert l_state.binomial_p(round((keep - 0.1) * draws), draws, keep) < l_state.FALSE_ALARM
+    assert l_state.binomial_p(round((keep + 0.1) * draws), draws, keep) < l_state.FALSE_ALARM
+    assert l_state.binomial_p(round(rate * draws), draws, keep) < l_state.FALSE_ALARM
+    assert l_state.binomial_p(round(keep * draws), draws, keep) == pytest.approx(1.0)
