@@ -11,7 +11,8 @@ the budgets were set on, when it is quiet), three times before the command and t
 after; the command's time divided by the median of the six is its time in units. The
 result is recorded in docs/speed.json under its label (`--json` elsewhere), newest only:
 tests/core/docs/test_speed.py holds BENCHMARKS.md's table to it, a figure over its budget (or
-a command that failed) marked ✗ beside it.
+a command that failed) marked ✗ beside it, and "within 10 %" where it is: the tiers issue
+reports such a figure rather than block on it (`NEAR`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ LOOP_ITERATIONS = 15_000_000
 MATMUL_SIZE, MATMUL_REPEATS = 1024, 18
 #: Runs of the workload on each side of the command.
 ROUNDS = 3
+#: A figure over its budget by at most this share is reported as such, not as a miss alone.
+NEAR = 0.10
 _TABLE_START, _TABLE_END = "<!-- speed-table -->", "<!-- /speed-table -->"
 
 
@@ -120,13 +123,22 @@ def table(records: dict[str, dict]) -> str:
         if record is None:
             lines.append(f"| {label}: {what} | not measured | {budget} | | | |")
             continue
-        failed = f" (exit {record['exit_code']})" if record["exit_code"] else ""
-        mark = "" if record["units"] <= budget and not failed else f" ✗{failed}"
+        mark = f" ✗{_over(record, budget)}" if _over(record, budget) is not None else ""
         lines.append(
             f"| {label}: {what} | **{record['units']}**{mark} | {budget} | {record['seconds']} s"
             f" | {record['unit_seconds']} s | {record['commit']}, {record['date']} |"
         )
     return "\n".join(lines)
+
+
+def _over(record: dict, budget: float) -> str | None:
+    """What the ✗ beside a figure adds (None: no ✗): the failed command's exit code, or
+    "within 10 %" for a figure that is over its budget by at most `NEAR`."""
+    if record["exit_code"]:
+        return f" (exit {record['exit_code']})"
+    if record["units"] <= budget:
+        return None
+    return f" (within {NEAR * 100:.0f} %)" if record["units"] <= budget * (1 + NEAR) else ""
 
 
 def docs_with_table(text: str, records: dict[str, dict]) -> str:
@@ -163,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     records[args.label] = record
     args.json.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     budget = BUDGETS[args.label][0]
-    verdict = "within" if record["units"] <= budget else "OVER"
+    over = _over(dict(record, exit_code=0), budget)
+    verdict = "within" if over is None else f"OVER{over}"
     print(
         f"{args.label}: {record['seconds']} s = {record['units']} units of "
         f"{record['unit_seconds']} s (budget {budget}: {verdict}), exit {record['exit_code']}"

@@ -57,6 +57,23 @@ def test_a_recorded_figure_is_consistent_and_the_table_gives_its_verdict(label):
     assert (f"**{record['units']}** ✗" in row) == bad, row
 
 
+def test_a_figure_over_its_budget_by_10_percent_or_less_says_so():
+    label, (budget, _) = next(iter(speed.BUDGETS.items()))
+    base = {"seconds": 1.0, "unit_seconds": 1.0, "commit": "c", "date": "d", "exit_code": 0}
+
+    def row(units, exit_code=0):
+        record = dict(base, units=units, exit_code=exit_code)
+        return speed.table({label: record}).splitlines()[2]
+
+    assert "✗" not in row(budget)
+    near = round(budget * 1.1, 1)
+    assert f"**{near}** ✗ (within 10 %)" in row(near)
+    beyond = row(budget * 1.2)
+    assert "✗" in beyond
+    assert "within" not in beyond
+    assert "✗ (exit 1)" in row(budget * 1.05, exit_code=1)
+
+
 def test_a_label_without_a_figure_reads_not_measured():
     table = speed.table({})
     assert table.count("not measured") == len(speed.BUDGETS)
