@@ -28,10 +28,11 @@ import pytest
 pytest.importorskip("jax")
 
 from conformance.benchmark.measure import Settings, make_data
+from implementations.measuring.departure import CountModel
 from implementations.measuring.driver import PlacedCase, bench_module
 from implementations.measuring.placement import Placement
 from implementations.measuring.record import NotObservable
-from implementations.schedules import Departure, Schedule
+from implementations.schedules import Schedule
 from tests.support import measuring_kit as kit
 
 L, B, F = 4, 8, 4
@@ -107,11 +108,12 @@ def test_the_nested_departure_is_a_count_model():
     # jax's scan transpose: each open level's loop holds its carry, the cotangent: one unit per
     # level beyond the model, held by the bench (tests/jax/test_jax_schedules.py, at the sweep)
     departure = STACK.SCHEDULE_DEPARTURES["nested"]
-    assert isinstance(departure, Departure)
-    assert departure.counted
+    assert isinstance(departure, CountModel)
+    assert set(departure.predicts) == {"peak_units"}
+    assert "loops.py" in departure.reference  # its upstream source, not "not declared"
     placement = Schedule.parse("nested(2,2)").placement(L)
     model = Schedule.parse("nested(2,2)").peak_activations(L).units
-    assert departure.peak_units(placement) == model + 1  # one level of regions: one unit
+    assert departure.predict(placement)["peak_units"] == model + 1  # one level: one unit
 
 
 def test_a_policy_the_block_cannot_run_is_refused_and_its_policies_run():

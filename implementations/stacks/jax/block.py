@@ -126,15 +126,22 @@ def segments_peak(items: tuple[Item, ...]) -> float:
     return (1 + INTERNALS_UNITS) * (region + tail) + 2
 
 
+#: The backward of a scan is a scan whose carry is the cotangent, alive across each inner
+#: level's loop: one unit per open level (`Departure.peak_units`).
+_SCAN_CARRY = Departure(
+    "remat_scan's backward is a scan per level: each open level's loop holds its carry, "
+    "the cotangent, while the level inside it runs",
+    held_per_level=1,
+)
 #: Where a schedule's figures leave the model, each a count the bench holds its figure to.
 DEPARTURES = {
     "segments": CountModel(SEGMENTS, SEGMENTS_SOURCE, {"peak_units": segments_peak}),
-    # jax/_src/lax/control_flow/loops.py (scan's transpose): the backward of a scan is a scan
-    # whose carry is the cotangent, alive across each inner level's loop.
-    "nested": Departure(
-        "remat_scan's backward is a scan per level: each open level's loop holds its carry, "
-        "the cotangent, while the level inside it runs",
-        held_per_level=1,
+    "nested": CountModel(
+        str(_SCAN_CARRY),
+        "jax/_src/lax/control_flow/loops.py:1051 _scan_transpose_fancy (jax 0.10.2), the "
+        "transpose of each level's scan from flax/linen/transforms.py:1087 remat_scan "
+        "(flax 0.12.8)",
+        {"peak_units": _SCAN_CARRY.peak_units},
     ),
 }
 #: The gradients `vjp` takes: of the parameters, or of x.
