@@ -65,19 +65,19 @@ def capture() -> dict[str, Any]:
         "environment": worker_environment(),
         "numpy errors": np.geterr(),
         "settings": settings,
-        "namespaces": _namespaces(),
-        "planted": _planted(),
+        "namespaces": (namespaces := _namespaces()),
+        "planted": _planted(namespaces),
     }
 
 
-def _planted() -> dict[str, str]:
+def _planted(namespaces: dict[str, dict[str, Any]]) -> dict[str, str]:
     """The frameworks' attributes defined in an outside port's package: name -> the port."""
     outside = {top: name for name, top in implementations.OUTSIDE_LOADED.items()}
     if not outside:
         return {}
     return {
         f"{module}.{attribute}": outside[owner]
-        for module, namespace in _namespaces().items()
+        for module, namespace in namespaces.items()
         for attribute, (_, owner) in _functions(namespace).items()
         if owner in outside and module.split(".", 1)[0] != owner
     }
