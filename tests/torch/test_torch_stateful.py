@@ -197,10 +197,30 @@ def test_compiled_variants_update_once_and_budget_zero_redraws():
     eager = _port("implementations.stacks.torch.pytorch", "PyTorch")
     assert np.array_equal(eager.state_step(SEED, x, F, RATE, cotangent).mask, watched.mask)
     # (l) on fallback_random as the suite runs it: its examples and its law at one nonzero
-    # rate. At two in one process (0.5, then the law's 0.25) the second step's kept elements
-    # came out scaled by 2, the first rate's 1 / (1 - rate): the graph compiled for a
-    # Dropout(0.5) served a new Dropout(0.25) (torch 2.13; seen at 6f8e798, not yet a repro).
+    # rate, after the steps above at 0.5 (the test below holds every step to eager's at three).
     assert l_state.check_state_property(port, None, _case(l_state.LAW_RATE)) < 1
+
+
+@pytest.mark.slow(reason="30 s alone: inductor compiles the checkpoint at three rates, no cache")
+def test_a_compiled_step_runs_its_own_rate_after_others(tmp_path, monkeypatch):
+    # torch's default made the rate a symbolic float at its second value, and AOTAutograd's
+    # cache served that graph to the third (`stateful.STATIC`). Here from an empty cache and
+    # dynamo's emptied, the order that showed it; fallback_random draws eager's very masks.
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    port = _port("implementations.stacks.torch.torch_compile", "TorchCompile")
+    eager = _port("implementations.stacks.torch.pytorch", "PyTorch")
+    x, cotangent = _inputs()
+    for rate in (0.1, 0.5, 0.25):
+        step = port.state_step(SEED, x, F, rate, cotangent, variant="fallback_random")
+        expected = eager.state_step(SEED, x, F, rate, cotangent)
+        assert np.array_equal(step.mask, expected.mask), rate
+        np.testing.assert_allclose(step.y, expected.y, atol=1e-5, err_msg=f"y at {rate}")
+        for name, grad in expected.grads.items():
+            np.testing.assert_allclose(
+                step.grads[name], grad, atol=1e-5, err_msg=f"{name} at {rate}"
+            )
+    torch._dynamo.reset()  # no graph of this cache's stays behind
 
 
 def test_a_dispatch_mode_around_a_compiled_step_runs_it_eagerly():

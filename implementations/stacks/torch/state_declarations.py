@@ -77,14 +77,14 @@ BUDGET_ZERO = 0.0
 BUDGET_REFERENCES = "pytorch#190717, pytorch#190758"
 TORCH_COMPILE = {
     "default": torch_state(
-        "torch.compile(lambda block, x: checkpoint(block, x, use_reentrant=False))"
+        "torch.compile(lambda block, x: checkpoint(block, x, use_reentrant=False), dynamic=False)"
     ),
     "fallback_random": torch_state(
-        "torch.compile(lambda block, x: checkpoint(block, x, use_reentrant=False)) with "
-        "torch._inductor.config.fallback_random = True"
+        "torch.compile(lambda block, x: checkpoint(block, x, use_reentrant=False), dynamic=False) "
+        "with torch._inductor.config.fallback_random = True"
     ),
     "budget_zero": torch_state(
-        "torch.compile(block) under activation_memory_budget = 0",
+        "torch.compile(block, dynamic=False) under activation_memory_budget = 0",
         replay=False,
         stream_kept=False,
         degradations=(

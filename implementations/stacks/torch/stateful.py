@@ -363,6 +363,14 @@ EAGER_VARIANTS = {
 # -- torch.compile: one function per graph, so that no compiled graph serves another ----------
 # (dynamo caches by code object, and activation_memory_budget is not among its guards)
 
+#: Every compiled step keeps the dropout rate a constant of its graph. By default a second rate
+#: recompiles the frame with the rate a symbolic float, and AOTAutograd's cache guards only
+#: SymInts (`GuardedCache._filter_backed_symints`, torch/_inductor/codecache.py): under a
+#: checkpoint a third rate ran the second's graph, in the process and from the disk (torch
+#: 2.13: the full tier's (l.1) at 0.25 drew the masks of 0.0, 25 % of them different;
+#: repros/torch_compile_rate_cache.py).
+STATIC = {"dynamic": False}
+
 
 def _compiled_plain(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return block(x)
@@ -382,12 +390,12 @@ BUDGET = BUDGET_ZERO
 
 def compiled_plain(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """The block through `torch.compile` (inductor), no checkpoint, the default budget (1)."""
-    return torch.compile(_compiled_plain)(block, x)
+    return torch.compile(_compiled_plain, **STATIC)(block, x)
 
 
 def compiled_checkpoint(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """`checkpoint(block, x, use_reentrant=False)` through `torch.compile` (inductor)."""
-    return torch.compile(_compiled_checkpoint)(block, x)
+    return torch.compile(_compiled_checkpoint, **STATIC)(block, x)
 
 
 def budget_zero(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -396,7 +404,7 @@ def budget_zero(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     from torch._functorch import config as functorch_config
 
     with functorch_config.patch(activation_memory_budget=BUDGET):
-        return torch.compile(_compiled_budget)(block, x)
+        return torch.compile(_compiled_budget, **STATIC)(block, x)
 
 
 #: torch.compile's ways, as `torch_compile`'s variants.
@@ -493,7 +501,7 @@ def _with_fallback(function: Run, block: nn.Module, x: torch.Tensor) -> torch.Te
     from torch._inductor import config as inductor_config
 
     with inductor_config.patch(fallback_random=True):
-        return torch.compile(function, backend=watched_inductor)(block, x)
+        return torch.compile(function, backend=watched_inductor, **STATIC)(block, x)
 
 
 COMPILED_VARIANTS["fallback_random"] = Variant(

@@ -12,7 +12,7 @@ from tests.core.repros.table import REPROS, Repro, matches, rows
 #: "at most about 30 lines" (issue 78): code lines, not counting the docstring or blank lines.
 MOST_CODE_LINES = 32
 #: What a repro may import besides its framework.
-ALSO_ALLOWED = {"numpy", "os"}
+ALSO_ALLOWED = {"numpy", "os", "tempfile"}
 #: A framework that runs on another imports it too (Keras differentiates with its backend's).
 RUNS_ON = {
     "keras": {"tensorflow", "jax", "torch"},
