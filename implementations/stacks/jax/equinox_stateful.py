@@ -19,15 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...stateful import DEFAULT_VARIANT, MOMENTUM, StateStep
-from .stateful import (
-    STEP_COMPILE,
-    StatefulFront,
-    checked,
-    dropout_key,
-    initial,
-    make_step,
-    observed_masks,
-)
+from . import stateful as front
 
 AXIS = "batch"
 
@@ -56,7 +48,7 @@ def build(seed: int, dim: int, features: int, rate: float):
     """The Block holding the canonical parameters (Equinox's weights are `(out, in)`) and its
     initial state."""
     model, state = eqx.nn.make_with_state(Block)(dim, features, rate, jax.random.PRNGKey(0))
-    arrays = initial(seed, dim, features)
+    arrays = front.initial(seed, dim, features)
     model = eqx.tree_at(
         lambda m: (m.linear1.weight, m.linear1.bias, m.norm.weight, m.norm.bias,
                    m.linear2.weight, m.linear2.bias),
@@ -78,7 +70,7 @@ def compiled_step(checkpoint: bool):
 
     region = eqx.filter_checkpoint(batched) if checkpoint else batched
 
-    @functools.partial(eqx.filter_jit, compiler_options=STEP_COMPILE)
+    @functools.partial(eqx.filter_jit, compiler_options=front.STEP_COMPILE)
     def step(model, state, x, key, cotangent):
         key, draw = jax.random.split(key)
         keys = jax.random.split(draw, x.shape[0])  # one per row
@@ -97,10 +89,10 @@ def equinox_state_step(
     seed: Any, x: Any, features: Any, rate: Any, cotangent: Any, checkpoint: bool
 ) -> StateStep:
     """One training step of the Equinox Block from `seed`."""
-    seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
+    seed, x, features, rate, cotangent = front.checked(seed, x, features, rate, cotangent)
     model, state = build(seed, x.shape[1], features, rate)
-    key = dropout_key(seed)
-    with observed_masks() as masks:
+    key = front.dropout_key(seed)
+    with front.observed_masks() as masks:
         y, grads, gx, state, after = compiled_step(bool(checkpoint))(
             model, state, jnp.asarray(x), key, jnp.asarray(cotangent)
         )
@@ -115,13 +107,13 @@ def equinox_state_step(
         "beta": grads.norm.bias, "w2": grads.linear2.weight.T, "b2": grads.linear2.bias,
         "x": gx,
     }  # fmt: skip
-    return make_step(
+    return front.make_step(
         y, named, masks, mean, var, rate=rate, before=key, after=after,
         counters={"batch_counter": int(state.get(norm.batch_counter))},
     )  # fmt: skip
 
 
-class EquinoxStatefulBlock(StatefulFront):
+class EquinoxStatefulBlock(front.StatefulFront):
     """`state_step` for the Equinox port."""
 
     state_variants: ClassVar[dict[str, str]] = {

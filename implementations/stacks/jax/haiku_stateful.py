@@ -19,15 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from ...stateful import DEFAULT_VARIANT, EPSILON, MOMENTUM, StateStep
-from .stateful import (
-    STEP_COMPILE,
-    StatefulFront,
-    checked,
-    dropout_key,
-    initial,
-    make_step,
-    observed_masks,
-)
+from . import stateful as front
 
 
 def block(x: jax.Array, features: int, rate: float) -> jax.Array:  # (B, D) -> (B, F)
@@ -72,19 +64,19 @@ def compiled_step(features: int, rate: float, checkpoint: bool):
         grads, gx = pullback(cotangent)
         return y, grads, gx, state, key
 
-    return jax.jit(step, compiler_options=STEP_COMPILE)
+    return jax.jit(step, compiler_options=front.STEP_COMPILE)
 
 
 def haiku_state_step(
     seed: Any, x: Any, features: Any, rate: Any, cotangent: Any, checkpoint: bool
 ) -> StateStep:
     """One training step of the Haiku block from `seed`."""
-    seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-    params, state = to_haiku(initial(seed, x.shape[1], features))
-    key = dropout_key(seed)
+    seed, x, features, rate, cotangent = front.checked(seed, x, features, rate, cotangent)
+    params, state = to_haiku(front.initial(seed, x.shape[1], features))
+    key = front.dropout_key(seed)
     # hk.BatchNorm's moving average raises its decay to an int32 counter (decay ** counter),
     # which strict dtype promotion (the suite's tests) refuses: Haiku's code, not the port's.
-    with observed_masks() as masks, jax.numpy_dtype_promotion("standard"):
+    with front.observed_masks() as masks, jax.numpy_dtype_promotion("standard"):
         y, grads, gx, state, after = compiled_step(features, rate, bool(checkpoint))(
             params, state, x, key, cotangent
         )
@@ -95,13 +87,13 @@ def haiku_state_step(
         "gamma": grads["norm"]["scale"][0], "beta": grads["norm"]["offset"][0],
         "w2": grads["linear2"]["w"], "b2": grads["linear2"]["b"], "x": gx,
     }  # fmt: skip
-    return make_step(
+    return front.make_step(
         y, named, masks, mean["hidden"][0], var["hidden"][0], rate=rate, before=key,
         after=after, counters={"counter": int(mean["counter"])},
     )  # fmt: skip
 
 
-class HaikuStatefulBlock(StatefulFront):
+class HaikuStatefulBlock(front.StatefulFront):
     """`state_step` for the Haiku port."""
 
     state_variants: ClassVar[dict[str, str]] = {DEFAULT_VARIANT: "hk.remat(block)"}

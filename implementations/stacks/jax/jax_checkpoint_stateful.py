@@ -17,15 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from ...stateful import DEFAULT_VARIANT, EPSILON, MOMENTUM, STATE_PARAM_NAMES, StateStep
-from .stateful import (
-    STEP_COMPILE,
-    StatefulFront,
-    checked,
-    dropout_key,
-    initial,
-    make_step,
-    observed_masks,
-)
+from . import stateful as front
 
 Tree = dict[str, Any]
 #: A region: `(params, x, key) -> (y, (batch mean, batch variance))`.
@@ -85,13 +77,13 @@ def compiled_step(region: Region, updates: int = 1, kept: float = MOMENTUM, spli
             stats = update(stats, batch, kept)
         return y, grads, gx, stats, key
 
-    return jax.jit(step, compiler_options=STEP_COMPILE)
+    return jax.jit(step, compiler_options=front.STEP_COMPILE)
 
 
 cached_step = functools.lru_cache(maxsize=64)(compiled_step)
 
 
-class StatefulBlock(StatefulFront):
+class StatefulBlock(front.StatefulFront):
     """`state_step` for a port on these functions (the plain JAX port and its mutants): the
     region, the number of updates and of key splits, and the momentum are its methods."""
 
@@ -112,19 +104,19 @@ class StatefulBlock(StatefulFront):
 
     def run_state_step(self, seed, x, features, rate, cotangent, checkpoint: bool) -> StateStep:
         """One training step from `seed`'s parameters and dropout key."""
-        seed, x, features, rate, cotangent = checked(seed, x, features, rate, cotangent)
-        arrays = initial(seed, x.shape[1], features)
+        seed, x, features, rate, cotangent = front.checked(seed, x, features, rate, cotangent)
+        arrays = front.initial(seed, x.shape[1], features)
         params = {name: arrays[name] for name in STATE_PARAM_NAMES}
         stats = {"mean": arrays["mean"], "var": arrays["var"]}
-        key = dropout_key(seed)
+        key = front.dropout_key(seed)
         step = cached_step(
             self.state_region(checkpoint, rate), self.state_updates(checkpoint), self.state_kept,
             self.state_splits(checkpoint),
         )  # fmt: skip
-        with observed_masks() as masks:
+        with front.observed_masks() as masks:
             y, grads, gx, stats, after = step(params, stats, x, key, cotangent)
             jax.block_until_ready((y, grads, gx, stats, after))
-        return make_step(
+        return front.make_step(
             y, {**grads, "x": gx}, masks, stats["mean"], stats["var"], rate=rate, before=key,
             after=after,
         )  # fmt: skip
