@@ -229,6 +229,23 @@ def test_a_compiled_step_runs_its_own_rate_after_others(tmp_path, monkeypatch):
     torch._dynamo.reset()  # no graph of this cache's stays behind
 
 
+@pytest.mark.slow(reason="15 s alone: inductor compiles the checkpoint at two rates")
+def test_past_dynamo_s_recompile_limit_a_compiled_step_fails_and_never_runs_eagerly(monkeypatch):
+    # By default, past 8 graphs of one code object dynamo runs the frame eagerly without a
+    # word: the ninth rate's step updated BatchNorm twice, as eager torch's checkpoint does.
+    # The steps patch `caches.RECOMPILES` (64, an error); here its limit is 2.
+    monkeypatch.setitem(stateful.RECOMPILES, "recompile_limit", 2)
+    torch._dynamo.reset()
+    port = _port("implementations.stacks.torch.torch_compile", "TorchCompile")
+    x, cotangent = _inputs()
+    for rate in (0.1, 0.2):
+        step = port.state_step(SEED, x, F, rate, cotangent, variant="default")
+        assert step.counters == {"num_batches_tracked": 1}, rate
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit, match="recompile_limit"):
+        port.state_step(SEED, x, F, 0.3, cotangent, variant="default")
+    torch._dynamo.reset()
+
+
 def test_a_dispatch_mode_around_a_compiled_step_runs_it_eagerly():
     # Why a compiled step is not watched (`COMPILED_UNSEEN`): under `Ops`, dynamo runs the
     # frame eagerly, and the checkpoint updates BatchNorm twice, as eager torch does.

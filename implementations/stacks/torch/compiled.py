@@ -71,7 +71,7 @@ with warnings.catch_warnings():
 
 from ...contract import BackwardRecord, SavedTensor
 from ...policies import SAVED_NAME
-from .caches import keep_headers_in_cache_directory
+from .caches import RECOMPILES, keep_headers_in_cache_directory
 from .policies import MATMUL_NAMES, TAG
 
 keep_headers_in_cache_directory()
@@ -485,8 +485,7 @@ def _roles(gm: torch.fx.GraphModule) -> tuple[str, ...]:
 DYNAMO_SETTINGS: dict[str, Any] = {
     "force_parameter_static_shapes": False,
     "force_nn_module_property_static_shapes": False,
-    "recompile_limit": 64,
-    "fail_on_recompile_limit_hit": True,
+    **RECOMPILES,
 }
 
 _instances = iter(range(1 << 30))

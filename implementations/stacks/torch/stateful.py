@@ -45,6 +45,7 @@ from ...stateful import (
     check_rate,
 )
 from ..numpy import canonical_params
+from .caches import RECOMPILES
 from .instrument import PHASES, Ops, in_backward
 from .mlp import CanonicalLinear, tensor
 from .state_declarations import BUDGET_ZERO, PYTORCH, TORCH_COMPILE
@@ -372,6 +373,15 @@ EAGER_VARIANTS = {
 STATIC = {"dynamic": False}
 
 
+def _run_compiled(function: Run, block: nn.Module, x: torch.Tensor, **options: Any) -> Any:
+    """`function(block, x)` through `torch.compile`, the rate a constant of its graph
+    (`STATIC`), dynamo's recompiles as the ports' own (`caches.RECOMPILES`)."""
+    from torch._dynamo import config as dynamo_config
+
+    with dynamo_config.patch(**RECOMPILES):
+        return torch.compile(function, **STATIC, **options)(block, x)
+
+
 def _compiled_plain(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return block(x)
 
@@ -390,12 +400,12 @@ BUDGET = BUDGET_ZERO
 
 def compiled_plain(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """The block through `torch.compile` (inductor), no checkpoint, the default budget (1)."""
-    return torch.compile(_compiled_plain, **STATIC)(block, x)
+    return _run_compiled(_compiled_plain, block, x)
 
 
 def compiled_checkpoint(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """`checkpoint(block, x, use_reentrant=False)` through `torch.compile` (inductor)."""
-    return torch.compile(_compiled_checkpoint, **STATIC)(block, x)
+    return _run_compiled(_compiled_checkpoint, block, x)
 
 
 def budget_zero(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -404,7 +414,7 @@ def budget_zero(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     from torch._functorch import config as functorch_config
 
     with functorch_config.patch(activation_memory_budget=BUDGET):
-        return torch.compile(_compiled_budget, **STATIC)(block, x)
+        return _run_compiled(_compiled_budget, block, x)
 
 
 #: torch.compile's ways, as `torch_compile`'s variants.
@@ -501,7 +511,7 @@ def _with_fallback(function: Run, block: nn.Module, x: torch.Tensor) -> torch.Te
     from torch._inductor import config as inductor_config
 
     with inductor_config.patch(fallback_random=True):
-        return torch.compile(function, backend=watched_inductor, **STATIC)(block, x)
+        return _run_compiled(function, block, x, backend=watched_inductor)
 
 
 COMPILED_VARIANTS["fallback_random"] = Variant(
