@@ -1,5 +1,5 @@
 """inductor's on-disk caches: where they are by default, its precompiled headers kept in
-its cache directory, and turning them off mid-run."""
+its cache directory, and turning them off mid-run; and dynamo's limit on its own."""
 
 from __future__ import annotations
 
