@@ -17,6 +17,7 @@ itself when the worker dies (`processes.watch_parent`).
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,13 +40,13 @@ class CleanCanonical:
     there."""
 
     def __init__(self, settings: Any, output: Path | None = None):
-        if output is None:
-            output = Path(tempfile.mkdtemp(prefix="remat-clean-canonical-")) / "output"
-        self.output = output
+        # A folder of its own when the caller names no output: removed by `close`.
+        self._made = None if output else Path(tempfile.mkdtemp(prefix="remat-clean-canonical-"))
+        self.output = output or self._made / "output"
         self.child = isolation.Child(
             f"{__name__}:serve",
             (settings,),
-            output=output,
+            output=self.output,
             env=process_state.worker_environment(),
             own_group=False,
         )
@@ -94,6 +95,8 @@ class CleanCanonical:
     def close(self) -> None:
         self.child.send(("stop",))
         self.child.end(grace=5)
+        if self._made is not None:
+            shutil.rmtree(self._made, ignore_errors=True)
 
 
 def serve(settings: Any) -> None:

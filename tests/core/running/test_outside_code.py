@@ -303,6 +303,7 @@ def test_the_built_in_ports_beside_the_canonical_leave_its_results_as_a_clean_pr
                         assert np.array_equal(a, b), (key, name)  # bit for bit
     finally:
         clean.close()
+    assert not clean.output.parent.exists()  # its own folder, made for it, goes with it
 
 
 def _arrays(value) -> list:
