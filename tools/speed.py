@@ -123,7 +123,8 @@ def table(records: dict[str, dict]) -> str:
         if record is None:
             lines.append(f"| {label}: {what} | not measured | {budget} | | | |")
             continue
-        mark = f" ✗{_over(record, budget)}" if _over(record, budget) is not None else ""
+        over = _over(record, budget)
+        mark = "" if over is None else f" ✗{over}"
         lines.append(
             f"| {label}: {what} | **{record['units']}**{mark} | {budget} | {record['seconds']} s"
             f" | {record['unit_seconds']} s | {record['commit']}, {record['date']} |"
