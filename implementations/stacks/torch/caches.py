@@ -12,8 +12,8 @@ import tempfile
 
 #: Dynamo's recompiles, patched around the ports' own compiled calls: past `recompile_limit`
 #: graphs of one code object dynamo runs the function eagerly without a word (the port no
-#: longer compiled; measured: a checkpointed step's ninth dropout rate updated BatchNorm twice,
-#: as eager torch's checkpoint does). 64, and reaching it is an error.
+#: longer compiled, and its eager checkpoint updates BatchNorm twice: tests/torch/
+#: test_torch_stateful.py). 64, and reaching it is an error.
 RECOMPILES = {"recompile_limit": 64, "fail_on_recompile_limit_hit": True}
 
 

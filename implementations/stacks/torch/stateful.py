@@ -368,8 +368,7 @@ EAGER_VARIANTS = {
 #: recompiles the frame with the rate a symbolic float, and AOTAutograd's cache guards only
 #: SymInts (`GuardedCache._filter_backed_symints`, torch/_inductor/codecache.py): under a
 #: checkpoint a third rate ran the second's graph, in the process and from the disk (torch
-#: 2.13: the full tier's (l.1) at 0.25 drew the masks of 0.0, 25 % of them different;
-#: repros/torch_compile_rate_cache.py).
+#: 2.13; repros/torch_compile_rate_cache.py).
 STATIC = {"dynamic": False}
 
 
